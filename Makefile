@@ -1,0 +1,138 @@
+# lvmm: one entry point.  make | make test | make demo | make guest | make bench | make fuzz
+#
+# Components add themselves through fragments (see the includes below).  A fragment appends to:
+#   LIB_SRCS      C files linked into $(BUILD)/liblvmm.a (everything but vmm/main.c)
+#   BINS          extra binaries to build by default (full paths under $(BUILD))
+#   UNIT_TESTS    names; tests/unit/NAME.c is a Check program linked with liblvmm.a
+#   INTEG_TESTS   names; tests/integration/NAME.c, a Check program that drives $(BUILD)/lvmm
+#                 (fast: test guest, no Linux)
+#   LINUX_TESTS   names; tests/integration/NAME.c, Check programs that boot the Linux guest
+#   FUZZ_TARGETS  names; tests/fuzz/NAME.c, a libFuzzer target built with clang
+#   TEST_DEPS     targets that must exist before any test runs (guest images, test guests)
+# BUILD=dir builds out of tree (helpers use their own dir); SAN=1 adds ASan+UBSan.
+
+BUILD   ?= build
+SAN     ?=
+CC      ?= gcc
+V       ?= 0
+Q       := $(if $(filter 1,$(V)),,@)
+
+PKGS    := check jansson liburing libseccomp
+WARN    := -Wall -Wextra -Werror -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes -Wshadow \
+           -Wundef -Wsign-compare -Wno-unused-parameter
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Ivmm -Idevices -MMD -MP -pthread
+LDLIBS  += -pthread $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lfdt -lm
+ifeq ($(SAN),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+LIB_SRCS     :=
+BINS         :=
+UNIT_TESTS   :=
+INTEG_TESTS  :=
+LINUX_TESTS  :=
+FUZZ_TARGETS :=
+TEST_DEPS    :=
+
+all: deps-check $(BUILD)/lvmm
+
+-include vmm/vmm.mk
+-include vmm/api/api.mk
+-include devices/nvme-lightiov/nvme.mk
+-include host-kmod/host-kmod.mk
+-include guest-driver/guest-driver.mk
+-include tools/guest/guest.mk
+-include tools/bench-guest/bench-guest.mk
+-include gpu-fs/gpu-fs.mk
+
+all: $(BINS)
+
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/liblvmm.a: $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/lvmm: $(BUILD)/obj/vmm/main.o $(BUILD)/liblvmm.a
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/liblvmm.a
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/itests/%: $(BUILD)/obj/tests/integration/%.o $(BUILD)/liblvmm.a
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# libFuzzer targets: clang, ASan+UBSan, own object tree.
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Ivmm -Idevices -pthread \
+               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS)
+	@mkdir -p $(dir $@)
+	@echo "  FUZZ    $@"
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LDLIBS)
+
+UNIT_BINS  = $(UNIT_TESTS:%=$(BUILD)/tests/%)
+INTEG_BINS = $(INTEG_TESTS:%=$(BUILD)/itests/%)
+LINUX_BINS = $(LINUX_TESTS:%=$(BUILD)/itests/%)
+FUZZ_BINS  = $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
+
+.PHONY: all deps deps-check test test-unit test-asan test-integ test-linux fuzz fuzz-short \
+        demo bench clean format tidy
+
+# Installs missing Debian packages (apt-get); a no-op when everything is present.
+deps:
+	$(Q)tools/install-deps.sh
+deps-check:
+	$(Q)pkg-config --exists $(PKGS) || tools/install-deps.sh
+
+test-unit: $(UNIT_BINS)
+	$(Q)tests/run.sh "unit" $(UNIT_BINS)
+
+test-asan:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 test-unit
+
+test-integ: $(BUILD)/lvmm $(INTEG_BINS) $(TEST_DEPS)
+	$(Q)LVMM=$(BUILD)/lvmm BUILD=$(BUILD) tests/run.sh "integration" $(INTEG_BINS)
+
+test-linux: $(BUILD)/lvmm $(LINUX_BINS) $(TEST_DEPS) guest
+	$(Q)LVMM=$(BUILD)/lvmm BUILD=$(BUILD) tests/run.sh "linux" $(LINUX_BINS)
+
+fuzz: $(FUZZ_BINS)
+fuzz-short: $(FUZZ_BINS)
+	$(Q)tests/fuzz-short.sh $(FUZZ_BINS)
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory test-unit
+	$(Q)$(MAKE) --no-print-directory test-asan
+	$(Q)$(MAKE) --no-print-directory test-integ
+	$(Q)$(MAKE) --no-print-directory fuzz-short
+	$(Q)$(MAKE) --no-print-directory test-linux
+	$(Q)$(MAKE) --no-print-directory test-extra
+	@echo "make test: all suites passed"
+
+# Components hook further suites (gpu-fs host side, kmod build) into test-extra.
+test-extra:
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all guest
+	$(Q)tools/demo.sh $(BUILD)
+
+format:
+	$(Q)git ls-files '*.c' '*.h' '*.cu' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,75 @@
+/* One VM: KVM handles, guest memory, vCPU threads, buses, devices, and its lifecycle.
+ * The CLI (vmm/main.c) and the REST API (vmm/api/) both drive a VM only through this header. */
+#ifndef LVMM_VM_H
+#define LVMM_VM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bus.h"
+#include "config.h"
+#include "guest_mem.h"
+
+/* Names are cloud-hypervisor's vm.info "state" strings. */
+enum vm_state { VM_CREATED, VM_RUNNING, VM_PAUSED, VM_SHUTDOWN };
+const char *vm_state_name(enum vm_state s);
+
+/* Why a VM stopped: printed by `lvmm run` as a one-line reason. */
+enum vm_exit_reason {
+	VM_EXIT_NONE,
+	VM_EXIT_POWEROFF,
+	VM_EXIT_REBOOT,
+	VM_EXIT_RESET,
+	VM_EXIT_TRIPLE_FAULT,
+	VM_EXIT_SIGNAL,
+	VM_EXIT_API,         /* vm.shutdown / vmm.shutdown */
+	VM_EXIT_ERROR,       /* unhandled exit, emulation failure: message in vm_exit_msg() */
+};
+
+struct vm;
+
+/* Counters of one device for vm.counters; devices fill these, the API prints them. */
+struct vm_dev_counters {
+	char id[64];
+	uint64_t reads, writes, read_bytes, write_bytes, flushes;
+	uint64_t doorbells, mmio_exits, irqs;
+};
+
+/* Lifecycle. All return 0 or a negative errno, with a one-line message in err. */
+int vm_create(const struct vm_config *cfg, struct vm **out, char *err, unsigned errlen);
+int vm_boot(struct vm *vm, char *err, unsigned errlen);      /* starts vCPU threads */
+int vm_pause(struct vm *vm, char *err, unsigned errlen);     /* all vCPUs stopped on return */
+int vm_resume(struct vm *vm, char *err, unsigned errlen);
+int vm_shutdown(struct vm *vm, char *err, unsigned errlen);  /* stop vCPUs, state Shutdown */
+int vm_reboot(struct vm *vm, char *err, unsigned errlen);
+void vm_destroy(struct vm *vm);                              /* any state */
+
+/* Blocks until the VM stops (guest poweroff, fault, vm_shutdown); returns the reason. */
+enum vm_exit_reason vm_wait(struct vm *vm);
+const char *vm_exit_msg(const struct vm *vm);
+
+enum vm_state vm_get_state(const struct vm *vm);
+const struct vm_config *vm_get_config(const struct vm *vm);
+uint64_t vm_memory_actual(const struct vm *vm);
+/* Fills up to max entries, returns the number of devices. */
+unsigned vm_get_counters(struct vm *vm, struct vm_dev_counters *out, unsigned max);
+
+/* Device hot-add/remove for vm.add-vnvme / vm.remove-device; -EOPNOTSUPP until hotplug exists. */
+int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen);
+int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen);
+
+/* Services for device models and the PCI layer. */
+struct guest_mem *vm_guest_mem(struct vm *vm);
+struct bus *vm_pio_bus(struct vm *vm);
+struct bus *vm_mmio_bus(struct vm *vm);
+int vm_alloc_gsi(struct vm *vm);                         /* a free GSI for MSI routing */
+int vm_set_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked);
+int vm_irqfd(struct vm *vm, unsigned gsi, int efd, bool assign);
+int vm_ioeventfd(struct vm *vm, uint64_t addr, unsigned len, int efd, bool assign);
+/* Maps host memory into the guest at gpa (CMB / doorbell pages in passthrough mode). */
+int vm_map_host_mem(struct vm *vm, uint64_t gpa, uint64_t size, void *host, bool readonly);
+int vm_unmap_host_mem(struct vm *vm, uint64_t gpa);
+/* Raises a legacy IRQ line (serial). */
+int vm_set_irq_line(struct vm *vm, unsigned irq, bool level);
+
+#endif
