@@ -1,14 +1,13 @@
 # lvmm: one entry point.  make | make test | make demo | make guest | make bench | make fuzz
 #
-# Components add themselves through fragments (see the includes below).  A fragment appends to:
-#   LIB_SRCS      C files linked into $(BUILD)/liblvmm.a (everything but vmm/main.c)
-#   BINS          extra binaries to build by default (full paths under $(BUILD))
-#   UNIT_TESTS    names; tests/unit/NAME.c is a Check program linked with liblvmm.a
-#   INTEG_TESTS   names; tests/integration/NAME.c, a Check program that drives $(BUILD)/lvmm
-#                 (fast: test guest, no Linux)
-#   LINUX_TESTS   names; tests/integration/NAME.c, Check programs that boot the Linux guest
-#   FUZZ_TARGETS  names; tests/fuzz/NAME.c, a libFuzzer target built with clang
-#   TEST_DEPS     targets that must exist before any test runs (guest images, test guests)
+# Found by the file tree (no list to edit):
+#   vmm/*.c vmm/api/*.c devices/nvme-lightiov/*.c   -> $(BUILD)/liblvmm.a (+ vmm/main.c -> lvmm)
+#   tests/unit/NAME.c         Check programs linked with liblvmm.a (no KVM)
+#   tests/integration/NAME.c  Check programs that drive $(BUILD)/lvmm with the test guest (fast)
+#   tests/linux/NAME.c        Check programs that boot the Linux guest (minutes each)
+#   tests/fuzz/NAME.c         libFuzzer targets (clang), a short bounded run in make test
+# Components add the rest through fragments (includes below), appending to:
+#   BINS (built by default), TEST_DEPS (built before integration tests), test-extra (a suite).
 # BUILD=dir builds out of tree (helpers use their own dir); SAN=1 adds ASan+UBSan.
 
 BUILD   ?= build
@@ -28,24 +27,23 @@ CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-LIB_SRCS     :=
+names = $(patsubst $(1)/%.c,%,$(wildcard $(1)/*.c))
+LIB_SRCS     := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard vmm/api/*.c) \
+                $(wildcard devices/nvme-lightiov/*.c)
 BINS         :=
-UNIT_TESTS   :=
-INTEG_TESTS  :=
-LINUX_TESTS  :=
-FUZZ_TARGETS :=
+UNIT_TESTS   := $(call names,tests/unit)
+INTEG_TESTS  := $(call names,tests/integration)
+LINUX_TESTS  := $(call names,tests/linux)
+FUZZ_TARGETS := $(call names,tests/fuzz)
 TEST_DEPS    :=
 
 all: deps-check $(BUILD)/lvmm
 
--include vmm/vmm.mk
--include vmm/api/api.mk
--include devices/nvme-lightiov/nvme.mk
--include host-kmod/host-kmod.mk
--include guest-driver/guest-driver.mk
 -include tools/guest/guest.mk
 -include tools/bench-guest/bench-guest.mk
 -include gpu-fs/gpu-fs.mk
+-include host-kmod/host-kmod.mk
+-include guest-driver/guest-driver.mk
 
 all: $(BINS)
 
@@ -74,6 +72,11 @@ $(BUILD)/itests/%: $(BUILD)/obj/tests/integration/%.o $(BUILD)/liblvmm.a
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/ltests/%: $(BUILD)/obj/tests/linux/%.o $(BUILD)/liblvmm.a
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # libFuzzer targets: clang, ASan+UBSan, own object tree.
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Ivmm -Idevices -pthread \
                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
@@ -84,7 +87,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS)
 
 UNIT_BINS  = $(UNIT_TESTS:%=$(BUILD)/tests/%)
 INTEG_BINS = $(INTEG_TESTS:%=$(BUILD)/itests/%)
-LINUX_BINS = $(LINUX_TESTS:%=$(BUILD)/itests/%)
+LINUX_BINS = $(LINUX_TESTS:%=$(BUILD)/ltests/%)
 FUZZ_BINS  = $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
 
 .PHONY: all deps deps-check test test-unit test-asan test-integ test-linux fuzz fuzz-short \

@@ -28,5 +28,13 @@
 #define LAYOUT_COM1_IRQ     4
 #define LAYOUT_PCI_CONF_ADDR 0xcf8
 #define LAYOUT_PCI_CONF_DATA 0xcfc
+#define LAYOUT_RESET_PORT   0xcf9         /* write 0x06: reset (FADT RESET_REG too) */
+#define LAYOUT_I8042_PORT   0x64          /* write 0xfe: reset */
+/* ACPI fixed hardware (FADT): PM1a event block (4 bytes) and control block (2 bytes). Writing
+ * SLP_EN (bit 13) with SLP_TYP == LAYOUT_ACPI_S5_TYP powers the VM off; DSDT's _S5 carries it. */
+#define LAYOUT_ACPI_PM1A_EVT 0x600
+#define LAYOUT_ACPI_PM1A_CNT 0x604
+#define LAYOUT_ACPI_S5_TYP  5
+#define LAYOUT_ACPI_SCI_IRQ 9
 
 #endif
