@@ -80,10 +80,17 @@ $(BUILD)/ltests/%: $(BUILD)/obj/tests/linux/%.o $(BUILD)/liblvmm.a
 # libFuzzer targets: clang, ASan+UBSan, own object tree.
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Ivmm -Idevices -pthread \
                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS)
+FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
+$(BUILD)/fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CLANG   $<"
+	$(Q)clang $(FUZZ_CFLAGS:-fsanitize=fuzzer,%=-fsanitize=fuzzer-no-link,%) -c -o $@ $<
+$(BUILD)/fuzz/libfuzz.a: $(FUZZ_LIB_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(BUILD)/fuzz/libfuzz.a
 	@mkdir -p $(dir $@)
 	@echo "  FUZZ    $@"
-	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LDLIBS)
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(BUILD)/fuzz/libfuzz.a $(LDLIBS)
 
 UNIT_BINS  = $(UNIT_TESTS:%=$(BUILD)/tests/%)
 INTEG_BINS = $(INTEG_TESTS:%=$(BUILD)/itests/%)
