@@ -1,12 +1,342 @@
-/* `lvmm api` client: placeholder so `lvmm` links while the real client is written. */
+/* `lvmm api --socket PATH VERB [JSON|@FILE|ARG]`: one HTTP request to a running lvmm's API
+ * socket (like ch-remote), prints the JSON answer, exits non-zero on an error answer. */
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "api/api.h"
+#include "api/api_internal.h"
+
+#define CLIENT_TIMEOUT_S  120 /* vm.create/boot load a kernel: allow slow disks */
+#define CLIENT_MAX_ANSWER (1 << 20)
+
+enum client_body { BODY_NONE, BODY_JSON, BODY_VNVME, BODY_DEVICE_ID };
+
+struct client_verb {
+	const char *verb;
+	const char *method;
+	const char *endpoint;
+	enum client_body body;
+	const char *help;
+};
+
+static const struct client_verb client_verbs[] = {
+    {"ping", "GET", "vmm.ping", BODY_NONE, "VMM version"},
+    {"info", "GET", "vm.info", BODY_NONE, "VM config, state and memory size"},
+    {"counters", "GET", "vm.counters", BODY_NONE, "per-device I/O and exit counters"},
+    {"create", "PUT", "vm.create", BODY_JSON, "create a VM from a VmConfig JSON"},
+    {"boot", "PUT", "vm.boot", BODY_NONE, "boot the created VM"},
+    {"pause", "PUT", "vm.pause", BODY_NONE, "stop all vCPUs"},
+    {"resume", "PUT", "vm.resume", BODY_NONE, "continue a paused VM"},
+    {"shutdown", "PUT", "vm.shutdown", BODY_NONE, "stop the VM (state Shutdown)"},
+    {"reboot", "PUT", "vm.reboot", BODY_NONE, "reset the VM"},
+    {"delete", "PUT", "vm.delete", BODY_NONE, "shut down and forget the VM"},
+    {"add-vnvme", "PUT", "vm.add-vnvme", BODY_VNVME, "hot-add a vNVMe (JSON or --vnvme syntax)"},
+    {"remove-device", "PUT", "vm.remove-device", BODY_DEVICE_ID, "hot-remove a device by id"},
+    {"shutdown-vmm", "PUT", "vmm.shutdown", BODY_NONE, "stop lvmm itself"},
+};
+
+static void client_usage(FILE *f)
+{
+	fprintf(f, "usage: lvmm api --socket PATH VERB [JSON|@FILE|ARG]\n\n"
+		   "Sends one request to the REST API of `lvmm run --api-socket PATH` and prints\n"
+		   "the JSON answer. Exits 1 on an error answer or when the socket is absent.\n\n"
+		   "verbs:\n");
+	for (size_t i = 0; i < sizeof(client_verbs) / sizeof(client_verbs[0]); i++)
+		fprintf(f, "  %-14s %-4s /api/v1/%-17s %s\n", client_verbs[i].verb,
+			client_verbs[i].method, client_verbs[i].endpoint, client_verbs[i].help);
+	fprintf(f, "\nexamples:\n"
+		   "  lvmm api --socket vm.sock create @vm.json\n"
+		   "  lvmm api --socket vm.sock add-vnvme file=disk.img,size=1G\n"
+		   "  lvmm api --socket vm.sock remove-device nvme1\n");
+}
+
+static char *client_read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+
+	if (!f) {
+		fprintf(stderr, "lvmm api: cannot read %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	do {
+		if (len + 4096 + 1 > cap) {
+			char *nb;
+
+			cap = cap ? cap * 2 : 8192;
+			nb = realloc(buf, cap);
+			if (!nb || cap > 16 * API_MAX_BODY) {
+				fprintf(stderr, "lvmm api: %s: too large\n", path);
+				free(nb ? nb : buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = nb;
+		}
+		n = fread(buf + len, 1, 4096, f);
+		len += n;
+	} while (n > 0);
+	fclose(f);
+	buf[len] = 0;
+	return buf;
+}
+
+/* Turns the verb's argument into the request body; NULL (with a message) on a bad argument. */
+static char *client_body(const struct client_verb *v, const char *arg)
+{
+	char err[API_ERR_LEN] = "";
+	json_t *j = NULL;
+	char *s;
+
+	if (v->body == BODY_NONE) {
+		if (arg)
+			fprintf(stderr, "lvmm api: %s takes no argument\n", v->verb);
+		return arg ? NULL : strdup("");
+	}
+	if (!arg) {
+		fprintf(stderr, "lvmm api: %s needs an argument (JSON, @FILE%s)\n", v->verb,
+			v->body == BODY_VNVME	    ? " or file=PATH,..."
+			: v->body == BODY_DEVICE_ID ? " or a device id"
+						    : "");
+		return NULL;
+	}
+	if (arg[0] == '@')
+		return client_read_file(arg + 1);
+	if (arg[0] == '{' || v->body == BODY_JSON)
+		return strdup(arg);
+	if (v->body == BODY_VNVME) {
+		struct vnvme_config *c = calloc(1, sizeof(*c));
+
+		if (!c)
+			return NULL;
+		if (config_parse_vnvme(arg, c, err, sizeof(err)) == 0)
+			j = api_vnvme_to_json(c);
+		else
+			fprintf(stderr, "lvmm api: %s\n", err);
+		free(c);
+	} else {
+		j = json_pack("{s:s}", "id", arg);
+	}
+	if (!j)
+		return NULL;
+	s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return s;
+}
+
+static int client_connect(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct timeval tv = {.tv_sec = CLIENT_TIMEOUT_S};
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "lvmm api: socket path %s longer than %zu bytes\n", path,
+			sizeof(sa.sun_path) - 1);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		fprintf(stderr, "lvmm api: socket: %s\n", strerror(errno));
+		return -1;
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		fprintf(stderr,
+			"lvmm api: cannot connect to %s: %s (is `lvmm run --api-socket %s` "
+			"running?)\n",
+			path, strerror(errno), path);
+		close(fd);
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+struct client_answer {
+	char *body;
+	size_t len;
+	bool done;
+	bool too_big;
+};
+
+static int client_on_body(http_parser *p, const char *at, size_t len)
+{
+	struct client_answer *a = p->data;
+	char *nb;
+
+	if (a->len + len > CLIENT_MAX_ANSWER) {
+		a->too_big = true;
+		return -1;
+	}
+	nb = realloc(a->body, a->len + len + 1);
+	if (!nb)
+		return -1;
+	a->body = nb;
+	memcpy(a->body + a->len, at, len);
+	a->len += len;
+	a->body[a->len] = 0;
+	return 0;
+}
+
+static int client_on_complete(http_parser *p)
+{
+	((struct client_answer *)p->data)->done = true;
+	return 0;
+}
+
+static bool client_send_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		buf += n;
+		len -= n;
+	}
+	return true;
+}
+
+/* Prints the answer; JSON is re-indented for people, anything else is shown as is. */
+static void client_print(FILE *f, const char *body)
+{
+	json_t *j = json_loads(body, 0, NULL);
+	char *s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+
+	fprintf(f, "%s\n", s ? s : body);
+	free(s);
+	json_decref(j);
+}
+
+static int client_request(const char *path, const struct client_verb *v, const char *body)
+{
+	static const http_parser_settings settings = {
+	    .on_body = client_on_body,
+	    .on_message_complete = client_on_complete,
+	};
+	struct client_answer a = {0};
+	http_parser p;
+	char head[512], buf[4096];
+	int fd, n, status = 1;
+	size_t blen = strlen(body);
+
+	fd = client_connect(path);
+	if (fd < 0)
+		return 1;
+	n = snprintf(head, sizeof(head),
+		     "%s /api/v1/%s HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n"
+		     "Connection: close\r\n%sContent-Length: %zu\r\n\r\n",
+		     v->method, v->endpoint, blen ? "Content-Type: application/json\r\n" : "",
+		     blen);
+	if (!client_send_all(fd, head, n) || !client_send_all(fd, body, blen)) {
+		fprintf(stderr, "lvmm api: %s: sending the request to %s: %s\n", v->verb, path,
+			strerror(errno));
+		close(fd);
+		return 1;
+	}
+	http_parser_init(&p, HTTP_RESPONSE);
+	p.data = &a;
+	while (!a.done) {
+		ssize_t r = recv(fd, buf, sizeof(buf), 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			fprintf(stderr, "lvmm api: %s: no answer from %s: %s\n", v->verb, path,
+				strerror(errno));
+			goto out;
+		}
+		if ((size_t)http_parser_execute(&p, &settings, buf, r) != (size_t)r ||
+		    HTTP_PARSER_ERRNO(&p) != HPE_OK) {
+			fprintf(stderr, "lvmm api: %s: bad answer from %s: %s\n", v->verb, path,
+				a.too_big ? "body over 1 MiB"
+					  : http_errno_description(HTTP_PARSER_ERRNO(&p)));
+			goto out;
+		}
+		if (r == 0)
+			break;
+	}
+	if (!a.done) {
+		fprintf(stderr, "lvmm api: %s: %s closed the connection mid-answer\n", v->verb,
+			path);
+		goto out;
+	}
+	if (p.status_code >= 200 && p.status_code < 300) {
+		if (a.len)
+			client_print(stdout, a.body);
+		status = 0;
+	} else {
+		json_t *j = a.len ? json_loads(a.body, 0, NULL) : NULL;
+		const char *msg = json_string_value(json_object_get(j, "error"));
+
+		fprintf(stderr, "lvmm api: %s: HTTP %u: %s\n", v->verb, p.status_code,
+			msg ? msg : (a.len ? a.body : "(no body)"));
+		json_decref(j);
+	}
+out:
+	free(a.body);
+	close(fd);
+	return status;
+}
 
 int api_client_main(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "lvmm api: client not built yet\n");
-	return 1;
+	static const struct option opts[] = {
+	    {"socket", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	const char *sock = NULL;
+	const struct client_verb *v = NULL;
+	char *body;
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+s:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			sock = optarg;
+			break;
+		case 'h':
+			client_usage(stdout);
+			return 0;
+		default:
+			client_usage(stderr);
+			return 2;
+		}
+	}
+	if (!sock || optind >= argc || argc - optind > 2) {
+		fprintf(stderr, "lvmm api: %s\n",
+			!sock		 ? "--socket PATH is required"
+			: optind >= argc ? "a VERB is required"
+					 : "too many arguments");
+		client_usage(stderr);
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof(client_verbs) / sizeof(client_verbs[0]); i++)
+		if (!strcmp(client_verbs[i].verb, argv[optind]))
+			v = &client_verbs[i];
+	if (!v) {
+		fprintf(stderr, "lvmm api: unknown verb '%s'\n", argv[optind]);
+		client_usage(stderr);
+		return 2;
+	}
+	body = client_body(v, optind + 1 < argc ? argv[optind + 1] : NULL);
+	if (!body)
+		return 2;
+	r = client_request(sock, v, body);
+	free(body);
+	return r;
 }

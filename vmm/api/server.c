@@ -1,12 +1,437 @@
-/* REST API server on a Unix socket: placeholder entry points so `lvmm` links while the
- * HTTP server, router and client are being written. */
+/* The API's Unix socket: binding (stale-socket replacement), and one epoll thread serving many
+ * non-blocking connections with keep-alive, size limits, idle timeouts and half-closed peers. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
 
-#include "api/api.h"
+#include "api/api_internal.h"
 
-int api_vmm_main(const char *socket_path, struct vm *vm)
+#define SERVER_INBUF	  16384
+#define SERVER_LINGER_MS  1000 /* after an error answer, drain the peer's unread body this long */
+#define SERVER_MAX_EVENTS 32
+
+struct conn {
+	int fd;
+	struct api_http http;
+	char in[SERVER_INBUF];
+	size_t in_len;
+	char *out;
+	size_t out_len, out_off;
+	bool rd_eof;	  /* peer shut down its sending side */
+	bool eof_fed;	  /* the parser was told about it */
+	bool close_after; /* no further requests: close once the answer is out */
+	bool draining;	  /* answer sent, write side shut, discarding input until EOF */
+	uint64_t deadline;
+	unsigned events; /* epoll interest currently registered */
+};
+
+struct server {
+	struct api_vmm *vmm;
+	int ep;
+	int listen_fd;
+	int stop_fd;
+	int idle_ms;
+	unsigned nconns;
+	struct conn *conns[API_MAX_CONNS];
+};
+
+static uint64_t server_now_ms(void)
 {
-	(void)vm;
-	fprintf(stderr, "lvmm: api socket %s: REST API not built yet\n", socket_path);
-	return 1;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int api_socket_listen(const char *path, char *err, unsigned errlen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat st;
+	int fd, r;
+
+	if (!*path || strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "api socket '%s': path empty or longer than %zu bytes", path,
+			 sizeof(sa.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+
+	if (!lstat(path, &st)) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "api socket %s: exists and is not a socket", path);
+			return -EEXIST;
+		}
+		/* A socket file outlives a crashed lvmm; only a live listener makes it busy. */
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			r = -errno;
+			snprintf(err, errlen, "api socket %s: socket: %s", path, strerror(errno));
+			return r;
+		}
+		r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		r = r ? -errno : 0;
+		close(fd);
+		if (!r) {
+			snprintf(err, errlen, "api socket %s: another server is listening on it",
+				 path);
+			return -EADDRINUSE;
+		}
+		if (r != -ECONNREFUSED && r != -ENOENT) {
+			snprintf(err, errlen, "api socket %s: probing it: %s", path, strerror(-r));
+			return r;
+		}
+		if (unlink(path) && errno != ENOENT) {
+			r = -errno;
+			snprintf(err, errlen, "api socket %s: removing the stale socket: %s", path,
+				 strerror(errno));
+			return r;
+		}
+	}
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "api socket %s: socket: %s", path, strerror(errno));
+		return r;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(path, 0600) ||
+	    listen(fd, API_MAX_CONNS)) {
+		r = -errno;
+		snprintf(err, errlen, "api socket %s: %s", path, strerror(errno));
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static int server_watch(struct server *s, struct conn *c, unsigned events)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = c};
+
+	if (c->events == events)
+		return 0;
+	c->events = events;
+	return epoll_ctl(s->ep, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static void server_close(struct server *s, struct conn *c)
+{
+	unsigned i;
+
+	for (i = 0; i < API_MAX_CONNS; i++)
+		if (s->conns[i] == c)
+			s->conns[i] = NULL;
+	s->nconns--;
+	epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	api_http_free(&c->http);
+	free(c->out);
+	free(c);
+}
+
+static void server_queue(struct conn *c, const struct api_response *r, bool keep_alive)
+{
+	size_t len;
+
+	c->out = api_http_format(r, keep_alive, &len);
+	c->out_len = c->out ? len : 0;
+	c->out_off = 0;
+	if (!keep_alive || !c->out)
+		c->close_after = true;
+}
+
+/* Parses and answers buffered requests, one at a time: a pipelined request waits until the
+ * answer to the previous one is out, so a client that does not read cannot grow our memory. */
+static bool server_progress(struct server *s, struct conn *c)
+{
+	struct api_http *h = &c->http;
+	bool answered = false;
+
+	while (!c->out && !c->close_after) {
+		if (!h->ready && !h->error_status) {
+			if (c->in_len) {
+				size_t n = api_http_parse(h, c->in, c->in_len);
+
+				memmove(c->in, c->in + n, c->in_len - n);
+				c->in_len -= n;
+				if (!n && !h->ready && !h->error_status)
+					break;
+			} else if (c->rd_eof && !c->eof_fed) {
+				c->eof_fed = true;
+				api_http_parse(h, NULL, 0);
+			}
+		}
+		if (h->error_status) {
+			struct api_response r = {0};
+
+			api_response_error(&r, h->error_status, "%s", h->error_msg);
+			server_queue(c, &r, false);
+			api_response_free(&r);
+			answered = true;
+			break;
+		}
+		if (!h->ready) {
+			if (c->rd_eof && !c->in_len)
+				c->close_after = true; /* nothing more will come */
+			break;
+		}
+		struct api_response r = {0};
+
+		api_route(s->vmm, &h->req, &r);
+		server_queue(c, &r, h->keep_alive && !c->rd_eof && !s->vmm->shutdown);
+		api_response_free(&r);
+		api_http_next(h);
+		answered = true;
+	}
+	return answered;
+}
+
+/* Returns false when the connection is finished and must be closed. */
+static bool server_flush(struct server *s, struct conn *c)
+{
+	while (c->out && c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return true;
+		if (n <= 0)
+			return false; /* peer gone: nothing else to do for it */
+		c->out_off += n;
+		c->deadline = server_now_ms() + s->idle_ms;
+	}
+	free(c->out);
+	c->out = NULL;
+	if (c->close_after && !c->draining) {
+		/* Let the peer read the answer before we close over its unread bytes (a close with
+		 * unread data resets the connection and can discard the answer). */
+		if (c->rd_eof)
+			return false;
+		shutdown(c->fd, SHUT_WR);
+		c->draining = true;
+		c->deadline = server_now_ms() + SERVER_LINGER_MS;
+	}
+	return true;
+}
+
+static bool server_read(struct server *s, struct conn *c)
+{
+	for (;;) {
+		char junk[4096];
+		char *buf = c->draining ? junk : c->in + c->in_len;
+		size_t room = c->draining ? sizeof(junk) : sizeof(c->in) - c->in_len;
+		ssize_t n;
+
+		if (!room)
+			return true;
+		n = recv(c->fd, buf, room, MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return true;
+		if (n < 0)
+			return false;
+		if (n == 0) {
+			c->rd_eof = true;
+			return !c->draining;
+		}
+		if (!c->draining) {
+			c->in_len += n;
+			c->deadline = server_now_ms() + s->idle_ms;
+		}
+	}
+}
+
+static void server_conn_event(struct server *s, struct conn *c, unsigned events)
+{
+	if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) && !c->rd_eof) {
+		if (!server_read(s, c))
+			goto close;
+	}
+	if (c->draining) {
+		if (c->rd_eof)
+			goto close;
+		return;
+	}
+	/* Once an answer is fully out, pipelined requests already buffered go next. */
+	for (;;) {
+		bool answered = server_progress(s, c);
+
+		if (!server_flush(s, c))
+			goto close;
+		if (!answered || c->out || c->draining || c->close_after)
+			break;
+	}
+	if (!c->out && c->close_after && !c->draining)
+		goto close;
+	if (c->out)
+		server_watch(s, c, EPOLLOUT);
+	else if (c->rd_eof && !c->draining)
+		goto close;
+	else
+		server_watch(s, c, EPOLLIN | EPOLLRDHUP);
+	return;
+close:
+	server_close(s, c);
+}
+
+static void server_accept(struct server *s)
+{
+	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
+				   "Content-Type: application/json\r\nContent-Length: 44\r\n\r\n"
+				   "{\"error\": \"too many API connections open\"}\n";
+
+	for (;;) {
+		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct epoll_event ev;
+		struct conn *c;
+		unsigned i;
+
+		if (fd < 0)
+			return; /* EAGAIN, or a transient error such as EMFILE: retry next event */
+		if (s->nconns >= API_MAX_CONNS) {
+			if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+				/* best effort only */
+			}
+			close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		api_http_init(&c->http);
+		c->deadline = server_now_ms() + s->idle_ms;
+		c->events = EPOLLIN | EPOLLRDHUP;
+		ev.events = c->events;
+		ev.data.ptr = c;
+		if (epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev)) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		for (i = 0; i < API_MAX_CONNS; i++)
+			if (!s->conns[i])
+				break;
+		s->conns[i] = c;
+		s->nconns++;
+	}
+}
+
+/* Drops connections past their deadline; a request cut off mid-way gets a 408 first. */
+static int server_sweep(struct server *s)
+{
+	uint64_t now = server_now_ms(), next = now + 1000;
+	unsigned i;
+
+	for (i = 0; i < API_MAX_CONNS; i++) {
+		struct conn *c = s->conns[i];
+
+		if (!c)
+			continue;
+		if (c->deadline <= now) {
+			if (c->http.started && !c->out && !c->draining) {
+				static const char tmo[] =
+				    "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
+				    "Content-Type: application/json\r\nContent-Length: 41\r\n\r\n"
+				    "{\"error\": \"request not received in time\"}";
+
+				if (send(c->fd, tmo, sizeof(tmo) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) <
+				    0) {
+					/* best effort only */
+				}
+			}
+			server_close(s, c);
+			continue;
+		}
+		if (c->deadline < next)
+			next = c->deadline;
+	}
+	return (int)(next - now);
+}
+
+static bool server_output_pending(struct server *s)
+{
+	for (unsigned i = 0; i < API_MAX_CONNS; i++)
+		if (s->conns[i] && s->conns[i]->out)
+			return true;
+	return false;
+}
+
+int api_serve(struct api_vmm *vmm, int listen_fd, int stop_fd, int idle_timeout_ms)
+{
+	struct server s = {.vmm = vmm, .listen_fd = listen_fd, .stop_fd = stop_fd};
+	struct epoll_event ev, evs[SERVER_MAX_EVENTS];
+	static char listen_tag, stop_tag;
+	uint64_t shutdown_by = 0;
+	int r = 0;
+
+	s.idle_ms = idle_timeout_ms > 0 ? idle_timeout_ms : API_IDLE_TIMEOUT_MS;
+	s.ep = epoll_create1(EPOLL_CLOEXEC);
+	if (s.ep < 0)
+		return -errno;
+	ev.events = EPOLLIN;
+	ev.data.ptr = &listen_tag;
+	if (epoll_ctl(s.ep, EPOLL_CTL_ADD, listen_fd, &ev)) {
+		r = -errno;
+		goto out;
+	}
+	if (stop_fd >= 0) {
+		ev.data.ptr = &stop_tag;
+		if (epoll_ctl(s.ep, EPOLL_CTL_ADD, stop_fd, &ev)) {
+			r = -errno;
+			goto out;
+		}
+	}
+
+	for (;;) {
+		int timeout = server_sweep(&s), n, i;
+
+		if (vmm->shutdown) {
+			/* Give the vmm.shutdown answer (and others in flight) a moment to leave. */
+			if (!shutdown_by)
+				shutdown_by = server_now_ms() + SERVER_LINGER_MS;
+			if (!server_output_pending(&s) || server_now_ms() >= shutdown_by)
+				break;
+			timeout = 10;
+		}
+		n = epoll_wait(s.ep, evs, SERVER_MAX_EVENTS, timeout);
+		if (n < 0 && errno != EINTR) {
+			r = -errno;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			if (evs[i].data.ptr == &listen_tag) {
+				server_accept(&s);
+			} else if (evs[i].data.ptr == &stop_tag) {
+				goto out;
+			} else {
+				struct conn *c = evs[i].data.ptr;
+				bool live = false;
+
+				/* An earlier event of this batch may have closed it. */
+				for (unsigned k = 0; k < API_MAX_CONNS; k++)
+					live |= s.conns[k] == c;
+				if (live)
+					server_conn_event(&s, c, evs[i].events);
+			}
+		}
+	}
+out:
+	for (unsigned i = 0; i < API_MAX_CONNS; i++)
+		if (s.conns[i])
+			server_close(&s, s.conns[i]);
+	close(s.ep);
+	return r;
 }

@@ -1,0 +1,124 @@
+/* Internals of the REST API shared by its files and tests: the VMM state the router acts on,
+ * the HTTP request/response framing, the JSON <-> vm_config mapping and the server loop. */
+#ifndef LVMM_API_INTERNAL_H
+#define LVMM_API_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <http_parser.h>
+#include <jansson.h>
+
+#include "config.h"
+#include "vm.h"
+
+#define API_VERSION	    "0.1.0"
+#define API_PREFIX	    "/api/v1/"
+#define API_MAX_URL	    1024
+#define API_MAX_HEADERS	    (8 * 1024) /* request line + headers, bytes */
+#define API_MAX_BODY	    (64 * 1024)
+#define API_MAX_CONNS	    64
+#define API_IDLE_TIMEOUT_MS 10000 /* a client silent this long mid-request or idle is dropped */
+#define API_ERR_LEN	    256
+
+/* The VM operations the router calls. Production uses api_vm_ops_kvm (vm.h); tests and the
+ * fuzz target plug in a fake so the router runs without KVM. */
+struct api_vm_ops {
+	int (*create)(const struct vm_config *cfg, struct vm **out, char *err, unsigned errlen);
+	int (*boot)(struct vm *vm, char *err, unsigned errlen);
+	int (*pause)(struct vm *vm, char *err, unsigned errlen);
+	int (*resume)(struct vm *vm, char *err, unsigned errlen);
+	int (*shutdown)(struct vm *vm, char *err, unsigned errlen);
+	int (*reboot)(struct vm *vm, char *err, unsigned errlen);
+	void (*destroy)(struct vm *vm);
+	enum vm_state (*get_state)(const struct vm *vm);
+	const struct vm_config *(*get_config)(const struct vm *vm);
+	uint64_t (*memory_actual)(const struct vm *vm);
+	unsigned (*get_counters)(struct vm *vm, struct vm_dev_counters *out, unsigned max);
+	int (*add_vnvme)(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen);
+	int (*remove_device)(struct vm *vm, const char *id, char *err, unsigned errlen);
+	/* Config defaults and checks (config.h); NULL validate skips the check. */
+	void (*defaults)(struct vm_config *c);
+	int (*validate)(const struct vm_config *c, char *err, unsigned errlen);
+};
+
+extern const struct api_vm_ops api_vm_ops_kvm;
+
+/* What the router acts on. Only the server thread touches it, so it needs no lock. */
+struct api_vmm {
+	const struct api_vm_ops *ops;
+	struct vm *vm;
+	bool vm_owned;	  /* created by vm.create: the API destroys it; else the caller does */
+	bool vm_external; /* started from the command line: lvmm exits when it stops */
+	bool shutdown;	  /* vmm.shutdown answered: the server stops once replies are sent */
+};
+
+void api_vmm_init(struct api_vmm *vmm, const struct api_vm_ops *ops, struct vm *vm);
+/* Shuts down and destroys a VM the API created; leaves a command-line VM to its owner. */
+void api_vmm_release(struct api_vmm *vmm);
+
+/* One parsed request. body is NUL-terminated (body[body_len] == 0). */
+struct api_request {
+	enum http_method method;
+	char path[API_MAX_URL + 1];
+	char *body;
+	size_t body_len;
+};
+
+struct api_response {
+	int status;
+	char *body;	   /* malloc'd JSON text or NULL for an empty answer */
+	const char *allow; /* Allow header for 405 */
+};
+
+void api_response_free(struct api_response *r);
+/* Sets r to status with {"error": msg}. */
+void api_response_error(struct api_response *r, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* router.c */
+void api_route(struct api_vmm *vmm, const struct api_request *req, struct api_response *resp);
+
+/* http.c: incremental request parser with size limits. Feed bytes with api_http_parse until
+ * ready; then either req is complete or error_status says what to answer (and close). */
+struct api_http {
+	http_parser parser;
+	struct api_request req;
+	size_t url_len;
+	size_t header_bytes;
+	size_t body_cap;
+	int error_status;
+	char error_msg[API_ERR_LEN];
+	bool ready;
+	bool keep_alive;
+	bool started; /* some bytes of the current request arrived */
+};
+
+void api_http_init(struct api_http *h);
+void api_http_free(struct api_http *h);
+/* Returns bytes consumed; stops right after a complete request. len 0 signals end of input. */
+size_t api_http_parse(struct api_http *h, const char *data, size_t len);
+/* Drops the finished request and prepares for the next one on the same connection. */
+void api_http_next(struct api_http *h);
+/* Formats a whole HTTP/1.1 answer; returns malloc'd bytes and their length, or NULL. */
+char *api_http_format(const struct api_response *r, bool keep_alive, size_t *len);
+
+/* json.c */
+int api_json_to_config(const json_t *root, const struct api_vm_ops *ops, struct vm_config *cfg,
+		       char *err, unsigned errlen);
+int api_json_to_vnvme(const json_t *obj, const char *where, struct vnvme_config *c, char *err,
+		      unsigned errlen);
+json_t *api_config_to_json(const struct vm_config *cfg);
+json_t *api_vnvme_to_json(const struct vnvme_config *c);
+const char *api_serial_mode_name(enum serial_mode m);
+const char *api_vnvme_mode_name(enum vnvme_mode m);
+
+/* server.c */
+/* Binds a listening Unix socket at path: replaces a stale socket file, refuses when a live
+ * server answers on it or when path is not a socket. Returns the fd or a negative errno. */
+int api_socket_listen(const char *path, char *err, unsigned errlen);
+/* Serves until vmm.shutdown or stop_fd (an eventfd, or -1) becomes readable. */
+int api_serve(struct api_vmm *vmm, int listen_fd, int stop_fd, int idle_timeout_ms);
+
+#endif

@@ -1,0 +1,511 @@
+/* API endpoints under /api/v1 (cloud-hypervisor names and verbs) and the VM state machine:
+ * a request invalid in the current state answers 4xx and changes nothing. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/api_internal.h"
+
+#define ROUTE_MAX_COUNTERS 32
+
+typedef void (*route_fn)(struct api_vmm *vmm, const struct api_request *req,
+			 struct api_response *resp);
+
+struct route {
+	const char *name;
+	enum http_method method;
+	bool needs_body;
+	route_fn fn;
+};
+
+void api_vmm_init(struct api_vmm *vmm, const struct api_vm_ops *ops, struct vm *vm)
+{
+	memset(vmm, 0, sizeof(*vmm));
+	vmm->ops = ops;
+	vmm->vm = vm;
+	vmm->vm_external = vm != NULL;
+}
+
+void api_vmm_release(struct api_vmm *vmm)
+{
+	char err[API_ERR_LEN];
+	enum vm_state s;
+
+	if (!vmm->vm || !vmm->vm_owned)
+		return;
+	s = vmm->ops->get_state(vmm->vm);
+	if (s == VM_RUNNING || s == VM_PAUSED)
+		vmm->ops->shutdown(vmm->vm, err, sizeof(err));
+	vmm->ops->destroy(vmm->vm);
+	vmm->vm = NULL;
+	vmm->vm_owned = false;
+}
+
+/* vm.info's "state" strings, cloud-hypervisor's names. Kept here rather than using
+ * vm_state_name() so the router links into tests without the KVM runtime. */
+static const char *route_state_name(enum vm_state s)
+{
+	switch (s) {
+	case VM_CREATED:
+		return "Created";
+	case VM_RUNNING:
+		return "Running";
+	case VM_PAUSED:
+		return "Paused";
+	case VM_SHUTDOWN:
+		return "Shutdown";
+	}
+	return "Unknown";
+}
+
+/* Maps the negative errno of a VM operation to the answer's status. */
+static int route_errno_status(int r)
+{
+	switch (-r) {
+	case EINVAL:
+	case ENOENT:
+	case ERANGE:
+	case E2BIG:
+	case ENAMETOOLONG:
+	case EISDIR:
+	case ENOEXEC:
+	case EACCES:
+		return 400;
+	case EBUSY:
+	case EALREADY:
+	case EEXIST:
+		return 409;
+	case EOPNOTSUPP:
+	case ENOSYS:
+		return 501;
+	default:
+		return 500;
+	}
+}
+
+static void route_op_error(struct api_response *resp, const char *what, int r, const char *err)
+{
+	api_response_error(resp, route_errno_status(r), "%s: %s", what, *err ? err : strerror(-r));
+}
+
+static void route_json(struct api_response *resp, json_t *o)
+{
+	if (!o) {
+		api_response_error(resp, 500, "out of memory building the answer");
+		return;
+	}
+	resp->status = 200;
+	resp->body = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!resp->body)
+		api_response_error(resp, 500, "cannot encode the answer as JSON");
+}
+
+/* Loads a request body; on a syntax error fills resp with 400 and returns NULL. */
+static json_t *route_load_body(const struct api_request *req, struct api_response *resp)
+{
+	json_error_t jerr;
+	json_t *j;
+
+	j = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!j)
+		api_response_error(resp, 400, "malformed JSON at line %d column %d: %s", jerr.line,
+				   jerr.column, jerr.text);
+	return j;
+}
+
+/* Fills resp with 409 and returns false when there is no VM or it is not in one of states. */
+static bool route_need_state(struct api_vmm *vmm, struct api_response *resp, const char *what,
+			     unsigned states)
+{
+	enum vm_state s;
+
+	if (!vmm->vm) {
+		api_response_error(resp, 409, "%s: no VM created (use vm.create first)", what);
+		return false;
+	}
+	s = vmm->ops->get_state(vmm->vm);
+	if (!(states & (1u << s))) {
+		api_response_error(resp, 409, "%s: not allowed while the VM is %s", what,
+				   route_state_name(s));
+		return false;
+	}
+	return true;
+}
+
+#define ST(s)  (1u << (s))
+#define ST_ANY (ST(VM_CREATED) | ST(VM_RUNNING) | ST(VM_PAUSED) | ST(VM_SHUTDOWN))
+
+static void route_vmm_ping(struct api_vmm *vmm, const struct api_request *req,
+			   struct api_response *resp)
+{
+	route_json(resp, json_pack("{s:s, s:s, s:I, s:[s]}", "build_version", "lvmm " API_VERSION,
+				   "version", API_VERSION, "pid", (json_int_t)getpid(), "features",
+				   "vnvme"));
+}
+
+static void route_vmm_shutdown(struct api_vmm *vmm, const struct api_request *req,
+			       struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "";
+	int r;
+
+	/* A command-line VM is stopped here; lvmm exits once its waiter sees it stop. An API
+	 * VM is shut down and destroyed by api_vmm_release() after the last answer is sent. */
+	if (vmm->vm && vmm->vm_external) {
+		enum vm_state s = vmm->ops->get_state(vmm->vm);
+
+		if (s == VM_RUNNING || s == VM_PAUSED) {
+			r = vmm->ops->shutdown(vmm->vm, err, sizeof(err));
+			if (r) {
+				route_op_error(resp, "vmm.shutdown", r, err);
+				return;
+			}
+		}
+	}
+	vmm->shutdown = true;
+	resp->status = 204;
+}
+
+static void route_vm_create(struct api_vmm *vmm, const struct api_request *req,
+			    struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "";
+	struct vm_config *cfg;
+	struct vm *vm = NULL;
+	json_t *j;
+	int r;
+
+	if (vmm->vm) {
+		api_response_error(resp, 409,
+				   "vm.create: a VM already exists (state %s); "
+				   "vm.delete it first",
+				   route_state_name(vmm->ops->get_state(vmm->vm)));
+		return;
+	}
+	j = route_load_body(req, resp);
+	if (!j)
+		return;
+	cfg = malloc(sizeof(*cfg));
+	if (!cfg) {
+		json_decref(j);
+		api_response_error(resp, 500, "vm.create: out of memory");
+		return;
+	}
+	r = api_json_to_config(j, vmm->ops, cfg, err, sizeof(err));
+	json_decref(j);
+	if (r) {
+		api_response_error(resp, 400, "vm.create: %s", err);
+		free(cfg);
+		return;
+	}
+	r = vmm->ops->create(cfg, &vm, err, sizeof(err));
+	free(cfg);
+	if (r) {
+		route_op_error(resp, "vm.create", r, err);
+		return;
+	}
+	vmm->vm = vm;
+	vmm->vm_owned = true;
+	resp->status = 204;
+}
+
+/* Boot after a shutdown rebuilds the VM from its config, as cloud-hypervisor does. */
+static int route_recreate(struct api_vmm *vmm, char *err, unsigned errlen)
+{
+	struct vm_config *cfg = malloc(sizeof(*cfg));
+	struct vm *vm = NULL;
+	int r;
+
+	if (!cfg) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(cfg, vmm->ops->get_config(vmm->vm), sizeof(*cfg));
+	vmm->ops->destroy(vmm->vm);
+	vmm->vm = NULL;
+	vmm->vm_owned = false;
+	r = vmm->ops->create(cfg, &vm, err, errlen);
+	free(cfg);
+	if (r)
+		return r;
+	vmm->vm = vm;
+	vmm->vm_owned = true;
+	return 0;
+}
+
+static void route_vm_boot(struct api_vmm *vmm, const struct api_request *req,
+			  struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "";
+	unsigned ok = ST(VM_CREATED) | (vmm->vm_owned ? ST(VM_SHUTDOWN) : 0);
+	int r;
+
+	if (!route_need_state(vmm, resp, "vm.boot", ok))
+		return;
+	if (vmm->ops->get_state(vmm->vm) == VM_SHUTDOWN) {
+		r = route_recreate(vmm, err, sizeof(err));
+		if (r) {
+			route_op_error(resp, "vm.boot: re-creating the VM", r, err);
+			return;
+		}
+	}
+	r = vmm->ops->boot(vmm->vm, err, sizeof(err));
+	if (r) {
+		route_op_error(resp, "vm.boot", r, err);
+		return;
+	}
+	resp->status = 204;
+}
+
+static void route_simple(struct api_vmm *vmm, struct api_response *resp, const char *what,
+			 unsigned states, int (*op)(struct vm *, char *, unsigned))
+{
+	char err[API_ERR_LEN] = "";
+	int r;
+
+	if (!route_need_state(vmm, resp, what, states))
+		return;
+	r = op(vmm->vm, err, sizeof(err));
+	if (r) {
+		route_op_error(resp, what, r, err);
+		return;
+	}
+	resp->status = 204;
+}
+
+static void route_vm_pause(struct api_vmm *vmm, const struct api_request *req,
+			   struct api_response *resp)
+{
+	route_simple(vmm, resp, "vm.pause", ST(VM_RUNNING), vmm->ops->pause);
+}
+
+static void route_vm_resume(struct api_vmm *vmm, const struct api_request *req,
+			    struct api_response *resp)
+{
+	route_simple(vmm, resp, "vm.resume", ST(VM_PAUSED), vmm->ops->resume);
+}
+
+static void route_vm_shutdown(struct api_vmm *vmm, const struct api_request *req,
+			      struct api_response *resp)
+{
+	route_simple(vmm, resp, "vm.shutdown", ST(VM_RUNNING) | ST(VM_PAUSED), vmm->ops->shutdown);
+}
+
+static void route_vm_reboot(struct api_vmm *vmm, const struct api_request *req,
+			    struct api_response *resp)
+{
+	route_simple(vmm, resp, "vm.reboot", ST(VM_RUNNING), vmm->ops->reboot);
+}
+
+static void route_vm_delete(struct api_vmm *vmm, const struct api_request *req,
+			    struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "";
+	enum vm_state s;
+	int r;
+
+	resp->status = 204;
+	if (!vmm->vm)
+		return; /* nothing to delete: cloud-hypervisor answers success too */
+	s = vmm->ops->get_state(vmm->vm);
+	if (s == VM_RUNNING || s == VM_PAUSED) {
+		r = vmm->ops->shutdown(vmm->vm, err, sizeof(err));
+		/* An API VM is destroyed below in any state; a command-line VM must stop here. */
+		if (r && vmm->vm_external) {
+			route_op_error(resp, "vm.delete", r, err);
+			return;
+		}
+	}
+	if (vmm->vm_owned) {
+		vmm->ops->destroy(vmm->vm);
+		vmm->vm = NULL;
+		vmm->vm_owned = false;
+	}
+}
+
+static void route_vm_info(struct api_vmm *vmm, const struct api_request *req,
+			  struct api_response *resp)
+{
+	json_t *cfg;
+
+	if (!route_need_state(vmm, resp, "vm.info", ST_ANY))
+		return;
+	cfg = api_config_to_json(vmm->ops->get_config(vmm->vm));
+	if (!cfg) {
+		api_response_error(resp, 500, "vm.info: cannot encode the VM config as JSON");
+		return;
+	}
+	route_json(resp,
+		   json_pack("{s:o, s:s, s:I}", "config", cfg, "state",
+			     route_state_name(vmm->ops->get_state(vmm->vm)), "memory_actual_size",
+			     (json_int_t)vmm->ops->memory_actual(vmm->vm)));
+}
+
+static void route_vm_counters(struct api_vmm *vmm, const struct api_request *req,
+			      struct api_response *resp)
+{
+	struct vm_dev_counters c[ROUTE_MAX_COUNTERS];
+	unsigned n, i;
+	json_t *o;
+
+	if (!route_need_state(vmm, resp, "vm.counters", ST_ANY))
+		return;
+	memset(c, 0, sizeof(c));
+	n = vmm->ops->get_counters(vmm->vm, c, ROUTE_MAX_COUNTERS);
+	if (n > ROUTE_MAX_COUNTERS)
+		n = ROUTE_MAX_COUNTERS;
+	o = json_object();
+	for (i = 0; o && i < n; i++) {
+		c[i].id[sizeof(c[i].id) - 1] = 0;
+		json_object_set_new(
+		    o, c[i].id,
+		    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "read_ops",
+			      (json_int_t)c[i].reads, "write_ops", (json_int_t)c[i].writes,
+			      "read_bytes", (json_int_t)c[i].read_bytes, "write_bytes",
+			      (json_int_t)c[i].write_bytes, "flushes", (json_int_t)c[i].flushes,
+			      "doorbells", (json_int_t)c[i].doorbells, "mmio_exits",
+			      (json_int_t)c[i].mmio_exits, "irqs", (json_int_t)c[i].irqs));
+	}
+	route_json(resp, o);
+}
+
+static void route_vm_add_vnvme(struct api_vmm *vmm, const struct api_request *req,
+			       struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "";
+	const struct vm_config *cfg;
+	struct vnvme_config *c;
+	json_t *j;
+	int r;
+
+	if (!route_need_state(vmm, resp, "vm.add-vnvme", ST(VM_CREATED) | ST(VM_RUNNING)))
+		return;
+	j = route_load_body(req, resp);
+	if (!j)
+		return;
+	c = malloc(sizeof(*c));
+	if (!c) {
+		json_decref(j);
+		api_response_error(resp, 500, "vm.add-vnvme: out of memory");
+		return;
+	}
+	r = api_json_to_vnvme(j, "vnvme", c, err, sizeof(err));
+	json_decref(j);
+	if (r) {
+		api_response_error(resp, 400, "vm.add-vnvme: %s", err);
+		goto out;
+	}
+	cfg = vmm->ops->get_config(vmm->vm);
+	for (unsigned k = 0; !*c->id && k <= CONFIG_MAX_VNVME; k++) {
+		unsigned i;
+
+		snprintf(c->id, sizeof(c->id), "nvme%u", k);
+		for (i = 0; i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++)
+			if (!strcmp(cfg->vnvme[i].id, c->id))
+				break;
+		if (i < cfg->nvnvme && i < CONFIG_MAX_VNVME)
+			c->id[0] = 0;
+	}
+	r = vmm->ops->add_vnvme(vmm->vm, c, err, sizeof(err));
+	if (r) {
+		route_op_error(resp, "vm.add-vnvme", r, err);
+		goto out;
+	}
+	route_json(resp, json_pack("{s:s}", "id", c->id));
+out:
+	free(c);
+}
+
+static void route_vm_remove_device(struct api_vmm *vmm, const struct api_request *req,
+				   struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "";
+	const char *k;
+	json_t *j, *v, *id = NULL;
+	int r;
+
+	if (!route_need_state(vmm, resp, "vm.remove-device", ST(VM_CREATED) | ST(VM_RUNNING)))
+		return;
+	j = route_load_body(req, resp);
+	if (!j)
+		return;
+	if (!json_is_object(j)) {
+		api_response_error(resp, 400, "vm.remove-device: body must be {\"id\": \"...\"}");
+		goto out;
+	}
+	json_object_foreach(j, k, v)
+	{
+		if (strcmp(k, "id")) {
+			api_response_error(resp, 400, "vm.remove-device: unknown field '%s'", k);
+			goto out;
+		}
+		id = v;
+	}
+	if (!json_is_string(id) || !json_string_length(id) ||
+	    json_string_length(id) >= sizeof(((struct vnvme_config *)0)->id) ||
+	    memchr(json_string_value(id), 0, json_string_length(id))) {
+		api_response_error(resp, 400,
+				   "vm.remove-device: field 'id' must be a device id "
+				   "string of 1..63 bytes");
+		goto out;
+	}
+	r = vmm->ops->remove_device(vmm->vm, json_string_value(id), err, sizeof(err));
+	if (r)
+		route_op_error(resp, "vm.remove-device", r, err);
+	else
+		resp->status = 204;
+out:
+	json_decref(j);
+}
+
+static const struct route routes[] = {
+    {"vmm.ping", HTTP_GET, false, route_vmm_ping},
+    {"vmm.shutdown", HTTP_PUT, false, route_vmm_shutdown},
+    {"vm.create", HTTP_PUT, true, route_vm_create},
+    {"vm.boot", HTTP_PUT, false, route_vm_boot},
+    {"vm.info", HTTP_GET, false, route_vm_info},
+    {"vm.pause", HTTP_PUT, false, route_vm_pause},
+    {"vm.resume", HTTP_PUT, false, route_vm_resume},
+    {"vm.shutdown", HTTP_PUT, false, route_vm_shutdown},
+    {"vm.reboot", HTTP_PUT, false, route_vm_reboot},
+    {"vm.delete", HTTP_PUT, false, route_vm_delete},
+    {"vm.counters", HTTP_GET, false, route_vm_counters},
+    {"vm.add-vnvme", HTTP_PUT, true, route_vm_add_vnvme},
+    {"vm.remove-device", HTTP_PUT, true, route_vm_remove_device},
+};
+
+void api_route(struct api_vmm *vmm, const struct api_request *req, struct api_response *resp)
+{
+	const char *name = req->path + strlen(API_PREFIX);
+	size_t i;
+
+	resp->status = 500;
+	resp->body = NULL;
+	resp->allow = NULL;
+	if (strncmp(req->path, API_PREFIX, strlen(API_PREFIX))) {
+		api_response_error(resp, 404, "unknown endpoint %.200s (endpoints are under %s)",
+				   req->path, API_PREFIX);
+		return;
+	}
+	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		if (!strcmp(routes[i].name, name))
+			break;
+	if (i == sizeof(routes) / sizeof(routes[0])) {
+		api_response_error(resp, 404, "unknown endpoint %.200s", req->path);
+		return;
+	}
+	if (req->method != routes[i].method) {
+		api_response_error(resp, 405, "%s takes %s, not %s", routes[i].name,
+				   http_method_str(routes[i].method), http_method_str(req->method));
+		resp->allow = http_method_str(routes[i].method);
+		return;
+	}
+	if (routes[i].needs_body && !req->body_len) {
+		api_response_error(resp, 400, "%s needs a JSON body", routes[i].name);
+		return;
+	}
+	routes[i].fn(vmm, req, resp);
+}

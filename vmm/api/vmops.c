@@ -1,0 +1,21 @@
+/* The API's VM operations in production: straight calls into the KVM runtime (vm.h) and the
+ * config checks (config.h). Tests substitute their own struct api_vm_ops. */
+#include "api/api_internal.h"
+
+const struct api_vm_ops api_vm_ops_kvm = {
+    .create = vm_create,
+    .boot = vm_boot,
+    .pause = vm_pause,
+    .resume = vm_resume,
+    .shutdown = vm_shutdown,
+    .reboot = vm_reboot,
+    .destroy = vm_destroy,
+    .get_state = vm_get_state,
+    .get_config = vm_get_config,
+    .memory_actual = vm_memory_actual,
+    .get_counters = vm_get_counters,
+    .add_vnvme = vm_add_vnvme,
+    .remove_device = vm_remove_device,
+    .defaults = config_defaults,
+    .validate = config_validate,
+};
