@@ -1,0 +1,582 @@
+/* ACPI table builder: RSDP v2 -> XSDT -> FADT (FACS, DSDT), MADT, MCFG in the BIOS area.
+ * Tables are assembled in a host buffer by byte offset (ACPI spec 6.x) and copied in one write. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acpi.h"
+#include "layout.h"
+
+#define ACPI_HDR_LEN   36
+#define ACPI_OEM_ID    "LVMM  "
+#define ACPI_OEM_TABLE "LVMMVM  "
+#define ACPI_CREATOR   "LVMM"
+
+#define FADT_LEN 276
+#define FADT_REV 6
+#define FACS_LEN 64
+#define MADT_REV 5
+#define RSDP_LEN 36
+
+/* FADT Flags */
+#define FADT_WBINVD	   (1u << 0)
+#define FADT_PROC_C1	   (1u << 2)
+#define FADT_PWR_BUTTON	   (1u << 4) /* no fixed power button */
+#define FADT_SLP_BUTTON	   (1u << 5) /* no fixed sleep button */
+#define FADT_RESET_REG_SUP (1u << 10)
+/* IAPC_BOOT_ARCH: no VGA, so Linux skips the legacy VGA probe. */
+#define FADT_BOOT_VGA_NOT_PRESENT (1u << 2)
+
+#define GAS_SYSTEM_IO	 1
+#define GAS_ACCESS_BYTE	 1
+#define GAS_ACCESS_WORD	 2
+#define GAS_ACCESS_DWORD 3
+
+#define MADT_PCAT_COMPAT 1u
+#define MADT_LAPIC	 0
+#define MADT_IOAPIC	 1
+#define MADT_ISO	 2
+#define MADT_LAPIC_NMI	 4
+#define MADT_ENABLED	 1u
+/* MPS INTI flags: active high (01), level triggered (11 << 2) */
+#define MADT_INTI_HIGH_LEVEL 0x000d
+#define ACPI_IOAPIC_ID	     0
+
+#define ACPI_RESET_VALUE 6
+
+static void put8(uint8_t *b, size_t off, uint8_t v)
+{
+	b[off] = v;
+}
+
+static void put16(uint8_t *b, size_t off, uint16_t v)
+{
+	b[off] = (uint8_t)v;
+	b[off + 1] = (uint8_t)(v >> 8);
+}
+
+static void put32(uint8_t *b, size_t off, uint32_t v)
+{
+	put16(b, off, (uint16_t)v);
+	put16(b, off + 2, (uint16_t)(v >> 16));
+}
+
+static void put64(uint8_t *b, size_t off, uint64_t v)
+{
+	put32(b, off, (uint32_t)v);
+	put32(b, off + 4, (uint32_t)(v >> 32));
+}
+
+static uint8_t acpi_checksum(const uint8_t *b, size_t len)
+{
+	uint8_t s = 0;
+
+	for (size_t i = 0; i < len; i++)
+		s = (uint8_t)(s + b[i]);
+	return (uint8_t)(0 - s);
+}
+
+static void acpi_header(uint8_t *t, const char *sig, uint32_t len, uint8_t rev)
+{
+	memcpy(t, sig, 4);
+	put32(t, 4, len);
+	put8(t, 8, rev);
+	memcpy(t + 10, ACPI_OEM_ID, 6);
+	memcpy(t + 16, ACPI_OEM_TABLE, 8);
+	put32(t, 24, 1);
+	memcpy(t + 28, ACPI_CREATOR, 4);
+	put32(t, 32, 1);
+}
+
+static void acpi_finish(uint8_t *t)
+{
+	uint32_t len =
+	    (uint32_t)t[4] | (uint32_t)t[5] << 8 | (uint32_t)t[6] << 16 | (uint32_t)t[7] << 24;
+
+	t[9] = 0;
+	t[9] = acpi_checksum(t, len);
+}
+
+/* Generic Address Structure (12 bytes) for an I/O port block. */
+static void acpi_gas_io(uint8_t *b, size_t off, uint8_t bits, uint8_t access, uint64_t port)
+{
+	put8(b, off, GAS_SYSTEM_IO);
+	put8(b, off + 1, bits);
+	put8(b, off + 2, 0);
+	put8(b, off + 3, access);
+	put64(b, off + 4, port);
+}
+
+/* ---- AML ----------------------------------------------------------------------------------
+ * A few AML opcodes are enough: Name, Scope, Device, Package, Buffer and integer constants.
+ * Nested objects are built inside-out so each PkgLength is known when it is emitted. */
+
+#define AML_ZERO    0x00
+#define AML_NAME    0x08
+#define AML_BYTE    0x0a
+#define AML_WORD    0x0b
+#define AML_DWORD   0x0c
+#define AML_SCOPE   0x10
+#define AML_BUFFER  0x11
+#define AML_PACKAGE 0x12
+#define AML_EXT	    0x5b
+#define AML_DEVICE  0x82
+#define AML_ROOT    '\\'
+
+struct aml {
+	uint8_t *b;
+	size_t n, max;
+	int overflow;
+};
+
+static void aml_emit(struct aml *a, const void *p, size_t len)
+{
+	if (a->overflow || len > a->max - a->n) {
+		a->overflow = 1;
+		return;
+	}
+	memcpy(a->b + a->n, p, len);
+	a->n += len;
+}
+
+static void aml_byte(struct aml *a, uint8_t v)
+{
+	aml_emit(a, &v, 1);
+}
+
+static void aml_u16(struct aml *a, uint16_t v)
+{
+	aml_byte(a, (uint8_t)v);
+	aml_byte(a, (uint8_t)(v >> 8));
+}
+
+static void aml_u32(struct aml *a, uint32_t v)
+{
+	aml_u16(a, (uint16_t)v);
+	aml_u16(a, (uint16_t)(v >> 16));
+}
+
+static void aml_u64(struct aml *a, uint64_t v)
+{
+	aml_u32(a, (uint32_t)v);
+	aml_u32(a, (uint32_t)(v >> 32));
+}
+
+/* PkgLength counts its own bytes plus the content: 1 byte below 64, else 2..4 bytes with the
+ * low nibble in the lead byte. */
+static void aml_pkglen(struct aml *a, size_t content)
+{
+	size_t len;
+	unsigned extra;
+
+	if (content + 1 < 0x40) {
+		aml_byte(a, (uint8_t)(content + 1));
+		return;
+	}
+	for (extra = 1; extra <= 3; extra++) {
+		len = content + 1 + extra;
+		if (len < (1ULL << (4 + 8 * extra)))
+			break;
+	}
+	aml_byte(a, (uint8_t)((extra << 6) | (len & 0xf)));
+	for (unsigned i = 0; i < extra; i++)
+		aml_byte(a, (uint8_t)(len >> (4 + 8 * i)));
+}
+
+static void aml_integer(struct aml *a, uint64_t v)
+{
+	if (v == 0) {
+		aml_byte(a, AML_ZERO);
+	} else if (v <= 0xff) {
+		aml_byte(a, AML_BYTE);
+		aml_byte(a, (uint8_t)v);
+	} else if (v <= 0xffff) {
+		aml_byte(a, AML_WORD);
+		aml_u16(a, (uint16_t)v);
+	} else {
+		aml_byte(a, AML_DWORD);
+		aml_u32(a, (uint32_t)v);
+	}
+}
+
+/* EISA id "PNP0A08" compressed: three 5-bit letters, then four hex digits. */
+static uint32_t aml_eisaid(const char *id)
+{
+	uint16_t mfg = (uint16_t)(((id[0] - 0x40) & 0x1f) << 10 | ((id[1] - 0x40) & 0x1f) << 5 |
+				  ((id[2] - 0x40) & 0x1f));
+	uint8_t b[4];
+	unsigned h[4];
+
+	for (int i = 0; i < 4; i++) {
+		char c = id[3 + i];
+
+		h[i] = (unsigned)(c >= 'A' ? c - 'A' + 10 : c - '0') & 0xf;
+	}
+	b[0] = (uint8_t)(mfg >> 8);
+	b[1] = (uint8_t)mfg;
+	b[2] = (uint8_t)(h[0] << 4 | h[1]);
+	b[3] = (uint8_t)(h[2] << 4 | h[3]);
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static void aml_name_int(struct aml *a, const char *seg, uint64_t v)
+{
+	aml_byte(a, AML_NAME);
+	aml_emit(a, seg, 4);
+	aml_integer(a, v);
+}
+
+static void aml_name_eisaid(struct aml *a, const char *seg, const char *id)
+{
+	aml_byte(a, AML_NAME);
+	aml_emit(a, seg, 4);
+	aml_byte(a, AML_DWORD);
+	aml_u32(a, aml_eisaid(id));
+}
+
+/* Name(seg, Buffer() { bytes }) */
+static void aml_name_buffer(struct aml *a, const char *seg, const uint8_t *p, size_t len)
+{
+	struct aml size = {.b = (uint8_t[8]){0}, .max = 8};
+
+	aml_integer(&size, len);
+	aml_byte(a, AML_NAME);
+	aml_emit(a, seg, 4);
+	aml_byte(a, AML_BUFFER);
+	aml_pkglen(a, size.n + len);
+	aml_emit(a, size.b, size.n);
+	aml_emit(a, p, len);
+}
+
+/* op [ext] PkgLength name body: Scope and Device share this shape. */
+static void aml_block(struct aml *a, int ext, uint8_t op, const char *name, const uint8_t *body,
+		      size_t len)
+{
+	size_t nlen = strlen(name);
+
+	if (ext)
+		aml_byte(a, AML_EXT);
+	aml_byte(a, op);
+	aml_pkglen(a, nlen + len);
+	aml_emit(a, name, nlen);
+	aml_emit(a, body, len);
+}
+
+/* ---- resource descriptors (ACPI 6.4.3) ---- */
+
+#define RES_WORD_ADDR	    0x88
+#define RES_DWORD_ADDR	    0x87
+#define RES_QWORD_ADDR	    0x8a
+#define RES_MEM32_FIXED	    0x86
+#define RES_IO		    0x47
+#define RES_END		    0x79
+#define RES_TYPE_MEM	    0
+#define RES_TYPE_IO	    1
+#define RES_TYPE_BUS	    2
+#define RES_MIN_MAX_FIXED   0x0c /* producer, positive decode, min and max fixed */
+#define RES_IO_ENTIRE_RANGE 0x03
+#define RES_MEM_RW	    0x01
+#define RES_MEM_RW_PREFETCH 0x07
+
+static void res_word(struct aml *a, uint8_t type, uint8_t tflags, uint16_t min, uint16_t max)
+{
+	aml_byte(a, RES_WORD_ADDR);
+	aml_u16(a, 13);
+	aml_byte(a, type);
+	aml_byte(a, RES_MIN_MAX_FIXED);
+	aml_byte(a, tflags);
+	aml_u16(a, 0); /* granularity */
+	aml_u16(a, min);
+	aml_u16(a, max);
+	aml_u16(a, 0); /* translation */
+	aml_u16(a, (uint16_t)(max - min + 1));
+}
+
+static void res_dword_mem(struct aml *a, uint32_t base, uint32_t len)
+{
+	aml_byte(a, RES_DWORD_ADDR);
+	aml_u16(a, 23);
+	aml_byte(a, RES_TYPE_MEM);
+	aml_byte(a, RES_MIN_MAX_FIXED);
+	aml_byte(a, RES_MEM_RW);
+	aml_u32(a, 0);
+	aml_u32(a, base);
+	aml_u32(a, base + len - 1);
+	aml_u32(a, 0);
+	aml_u32(a, len);
+}
+
+static void res_qword_mem(struct aml *a, uint64_t base, uint64_t len)
+{
+	aml_byte(a, RES_QWORD_ADDR);
+	aml_u16(a, 43);
+	aml_byte(a, RES_TYPE_MEM);
+	aml_byte(a, RES_MIN_MAX_FIXED);
+	aml_byte(a, RES_MEM_RW_PREFETCH);
+	aml_u64(a, 0);
+	aml_u64(a, base);
+	aml_u64(a, base + len - 1);
+	aml_u64(a, 0);
+	aml_u64(a, len);
+}
+
+static void res_io(struct aml *a, uint16_t port, uint8_t len)
+{
+	aml_byte(a, RES_IO);
+	aml_byte(a, 0x01); /* 16-bit decode */
+	aml_u16(a, port);
+	aml_u16(a, port);
+	aml_byte(a, 1);
+	aml_byte(a, len);
+}
+
+static void res_mem32_fixed(struct aml *a, uint32_t base, uint32_t len)
+{
+	aml_byte(a, RES_MEM32_FIXED);
+	aml_u16(a, 9);
+	aml_byte(a, RES_MEM_RW);
+	aml_u32(a, base);
+	aml_u32(a, len);
+}
+
+static void res_end(struct aml *a)
+{
+	aml_byte(a, RES_END);
+	aml_byte(a, 0); /* checksum 0: "treat as correct" */
+}
+
+size_t acpi_dsdt_aml(uint8_t *buf, size_t max)
+{
+	uint8_t crs_b[256], pci_b[512], mres_b[128], sb_b[1024];
+	struct aml out = {.b = buf, .max = max};
+	struct aml crs = {.b = crs_b, .max = sizeof(crs_b)};
+	struct aml pci = {.b = pci_b, .max = sizeof(pci_b)};
+	struct aml mres = {.b = mres_b, .max = sizeof(mres_b)};
+	struct aml sb = {.b = sb_b, .max = sizeof(sb_b)};
+	static const uint8_t s5[] = {AML_NAME,
+				     AML_ROOT,
+				     '_',
+				     'S',
+				     '5',
+				     '_',
+				     AML_PACKAGE,
+				     8,
+				     4,
+				     AML_BYTE,
+				     LAYOUT_ACPI_S5_TYP,
+				     AML_BYTE,
+				     LAYOUT_ACPI_S5_TYP,
+				     AML_ZERO,
+				     AML_ZERO};
+
+	/* PCI0: the host bridge that owns bus 0 through ECAM, the config ports and windows. */
+	res_word(&crs, RES_TYPE_BUS, 0, 0, LAYOUT_ECAM_BUSES - 1);
+	res_io(&crs, LAYOUT_PCI_CONF_ADDR, 8);
+	res_word(&crs, RES_TYPE_IO, RES_IO_ENTIRE_RANGE, 0x0000, LAYOUT_PCI_CONF_ADDR - 1);
+	res_word(&crs, RES_TYPE_IO, RES_IO_ENTIRE_RANGE, 0x0d00, 0xffff);
+	res_dword_mem(&crs, (uint32_t)LAYOUT_MMIO32_START, (uint32_t)LAYOUT_MMIO32_SIZE);
+	res_qword_mem(&crs, LAYOUT_MMIO64_START, LAYOUT_MMIO64_SIZE);
+	res_end(&crs);
+
+	aml_name_eisaid(&pci, "_HID", "PNP0A08");
+	aml_name_eisaid(&pci, "_CID", "PNP0A03");
+	aml_name_int(&pci, "_SEG", 0);
+	aml_name_int(&pci, "_BBN", 0);
+	aml_name_int(&pci, "_UID", 0);
+	aml_name_buffer(&pci, "_CRS", crs.b, crs.n);
+
+	/* MRES: motherboard resources claiming the ECAM window, where Linux looks to trust MCFG. */
+	crs.n = 0;
+	res_mem32_fixed(&crs, (uint32_t)LAYOUT_ECAM_START, (uint32_t)LAYOUT_ECAM_SIZE);
+	res_end(&crs);
+	aml_name_eisaid(&mres, "_HID", "PNP0C02");
+	aml_name_int(&mres, "_UID", 0);
+	aml_name_buffer(&mres, "_CRS", crs.b, crs.n);
+
+	aml_block(&sb, 1, AML_DEVICE, "PCI0", pci.b, pci.n);
+	aml_block(&sb, 1, AML_DEVICE, "MRES", mres.b, mres.n);
+
+	aml_emit(&out, s5, sizeof(s5));
+	aml_block(&out, 0, AML_SCOPE, "\\_SB_", sb.b, sb.n);
+	if (out.overflow || crs.overflow || pci.overflow || mres.overflow || sb.overflow)
+		return 0;
+	return out.n;
+}
+
+/* ---- tables ---- */
+
+struct acpi_area {
+	uint8_t *b;
+	size_t n;
+};
+
+/* Room for the next table, 16-byte aligned (64 for the FACS, as the spec requires). */
+static size_t acpi_alloc(struct acpi_area *a, size_t len, size_t align)
+{
+	size_t off = (a->n + align - 1) & ~(align - 1);
+
+	if (off + len > ACPI_AREA_SIZE)
+		return SIZE_MAX;
+	a->n = off + len;
+	return off;
+}
+
+static void acpi_fadt(uint8_t *t, uint64_t facs, uint64_t dsdt)
+{
+	acpi_header(t, "FACP", FADT_LEN, FADT_REV);
+	put32(t, 36, (uint32_t)facs);
+	put32(t, 40, (uint32_t)dsdt);
+	put16(t, 46, LAYOUT_ACPI_SCI_IRQ);
+	/* SMI_CMD (48) stays 0: the platform is always in ACPI mode. */
+	put32(t, 56, LAYOUT_ACPI_PM1A_EVT);
+	put32(t, 64, LAYOUT_ACPI_PM1A_CNT);
+	/* PM_TMR_BLK (76) stays 0: no ACPI PM timer, Linux calibrates with other clocks. */
+	put8(t, 88, 4);	    /* PM1_EVT_LEN */
+	put8(t, 89, 2);	    /* PM1_CNT_LEN */
+	put16(t, 96, 101);  /* P_LVL2_LAT > 100: C2 unsupported */
+	put16(t, 98, 1001); /* P_LVL3_LAT > 1000: C3 unsupported */
+	put16(t, 109, FADT_BOOT_VGA_NOT_PRESENT);
+	put32(t, 112,
+	      FADT_WBINVD | FADT_PROC_C1 | FADT_PWR_BUTTON | FADT_SLP_BUTTON | FADT_RESET_REG_SUP);
+	acpi_gas_io(t, 116, 8, GAS_ACCESS_BYTE, LAYOUT_RESET_PORT);
+	put8(t, 128, ACPI_RESET_VALUE);
+	put8(t, 131, 0); /* FADT minor version */
+	put64(t, 132, facs);
+	put64(t, 140, dsdt);
+	acpi_gas_io(t, 148, 32, GAS_ACCESS_DWORD, LAYOUT_ACPI_PM1A_EVT);
+	acpi_gas_io(t, 172, 16, GAS_ACCESS_WORD, LAYOUT_ACPI_PM1A_CNT);
+	memcpy(t + 268, "LVMM\0\0\0\0", 8); /* hypervisor vendor identity */
+	acpi_finish(t);
+}
+
+static size_t acpi_madt_len(unsigned ncpu)
+{
+	return 44 + 8 * (size_t)ncpu + 12 + 2 * 10 + 6;
+}
+
+static void acpi_madt(uint8_t *t, unsigned cpus, unsigned ncpu)
+{
+	size_t off = 44;
+
+	acpi_header(t, "APIC", (uint32_t)acpi_madt_len(ncpu), MADT_REV);
+	put32(t, 36, (uint32_t)LAYOUT_LAPIC);
+	put32(t, 40, MADT_PCAT_COMPAT);
+	for (unsigned i = 0; i < ncpu; i++, off += 8) {
+		put8(t, off, MADT_LAPIC);
+		put8(t, off + 1, 8);
+		put8(t, off + 2, (uint8_t)i); /* ACPI processor UID */
+		put8(t, off + 3, (uint8_t)i); /* APIC id */
+		/* CPUs past the boot count are listed disabled: Linux counts them as possible. */
+		put32(t, off + 4, i < cpus ? MADT_ENABLED : 0);
+	}
+	put8(t, off, MADT_IOAPIC);
+	put8(t, off + 1, 12);
+	put8(t, off + 2, ACPI_IOAPIC_ID);
+	put32(t, off + 4, (uint32_t)LAYOUT_IOAPIC);
+	put32(t, off + 8, 0); /* GSI base */
+	off += 12;
+	/* ISA IRQ0 (PIT) is wired to IOAPIC pin 2, as on every PC. */
+	put8(t, off, MADT_ISO);
+	put8(t, off + 1, 10);
+	put8(t, off + 2, 0);
+	put8(t, off + 3, 0);
+	put32(t, off + 4, 2);
+	put16(t, off + 8, 0);
+	off += 10;
+	/* The SCI is level triggered, active high. */
+	put8(t, off, MADT_ISO);
+	put8(t, off + 1, 10);
+	put8(t, off + 2, 0);
+	put8(t, off + 3, LAYOUT_ACPI_SCI_IRQ);
+	put32(t, off + 4, LAYOUT_ACPI_SCI_IRQ);
+	put16(t, off + 8, MADT_INTI_HIGH_LEVEL);
+	off += 10;
+	/* NMI on LINT1 of every CPU. */
+	put8(t, off, MADT_LAPIC_NMI);
+	put8(t, off + 1, 6);
+	put8(t, off + 2, 0xff);
+	put16(t, off + 3, 0);
+	put8(t, off + 5, 1);
+	acpi_finish(t);
+}
+
+static void acpi_mcfg(uint8_t *t)
+{
+	acpi_header(t, "MCFG", 60, 1);
+	put64(t, 44, LAYOUT_ECAM_START);
+	put16(t, 52, 0);		    /* segment */
+	put8(t, 54, 0);			    /* start bus */
+	put8(t, 55, LAYOUT_ECAM_BUSES - 1); /* end bus */
+	acpi_finish(t);
+}
+
+int acpi_build(struct guest_mem *gm, unsigned cpus, unsigned max_cpus, uint64_t *rsdp, char *err,
+	       unsigned errlen)
+{
+	const uint64_t base = LAYOUT_BIOS_START;
+	unsigned ncpu = max_cpus > cpus ? max_cpus : cpus;
+	uint8_t aml[1024];
+	size_t aml_len = acpi_dsdt_aml(aml, sizeof(aml));
+	struct acpi_area a = {0};
+	size_t o_rsdp, o_xsdt, o_facs, o_fadt, o_dsdt, o_madt, o_mcfg;
+	int r = 0;
+
+	if (cpus == 0 || ncpu > 255 || !aml_len) {
+		snprintf(err, errlen, "acpi: cannot describe %u CPUs (max %u)", cpus, max_cpus);
+		return -EINVAL;
+	}
+	a.b = calloc(1, ACPI_AREA_SIZE);
+	if (!a.b) {
+		snprintf(err, errlen, "acpi: out of memory");
+		return -ENOMEM;
+	}
+	o_rsdp = acpi_alloc(&a, RSDP_LEN, 16);
+	o_xsdt = acpi_alloc(&a, ACPI_HDR_LEN + 3 * 8, 16);
+	o_facs = acpi_alloc(&a, FACS_LEN, 64);
+	o_fadt = acpi_alloc(&a, FADT_LEN, 16);
+	o_dsdt = acpi_alloc(&a, ACPI_HDR_LEN + aml_len, 16);
+	o_madt = acpi_alloc(&a, acpi_madt_len(ncpu), 16);
+	o_mcfg = acpi_alloc(&a, 60, 16);
+	if (o_mcfg == SIZE_MAX || o_madt == SIZE_MAX || o_dsdt == SIZE_MAX) {
+		snprintf(err, errlen, "acpi: tables exceed %llu bytes", ACPI_AREA_SIZE);
+		r = -ENOSPC;
+		goto out;
+	}
+
+	memcpy(a.b + o_facs, "FACS", 4);
+	put32(a.b, o_facs + 4, FACS_LEN);
+	put8(a.b, o_facs + 32, 2); /* version */
+
+	acpi_header(a.b + o_dsdt, "DSDT", (uint32_t)(ACPI_HDR_LEN + aml_len), 2);
+	memcpy(a.b + o_dsdt + ACPI_HDR_LEN, aml, aml_len);
+	acpi_finish(a.b + o_dsdt);
+
+	acpi_fadt(a.b + o_fadt, base + o_facs, base + o_dsdt);
+	acpi_madt(a.b + o_madt, cpus, ncpu);
+	acpi_mcfg(a.b + o_mcfg);
+
+	acpi_header(a.b + o_xsdt, "XSDT", ACPI_HDR_LEN + 3 * 8, 1);
+	put64(a.b, o_xsdt + 36, base + o_fadt);
+	put64(a.b, o_xsdt + 44, base + o_madt);
+	put64(a.b, o_xsdt + 52, base + o_mcfg);
+	acpi_finish(a.b + o_xsdt);
+
+	memcpy(a.b + o_rsdp, "RSD PTR ", 8);
+	memcpy(a.b + o_rsdp + 9, ACPI_OEM_ID, 6);
+	put8(a.b, o_rsdp + 15, 2); /* revision: ACPI 2.0+, XSDT present */
+	put32(a.b, o_rsdp + 20, RSDP_LEN);
+	put64(a.b, o_rsdp + 24, base + o_xsdt);
+	put8(a.b, o_rsdp + 8, acpi_checksum(a.b + o_rsdp, 20));
+	put8(a.b, o_rsdp + 32, acpi_checksum(a.b + o_rsdp, RSDP_LEN));
+
+	if (gmem_write(gm, base, a.b, a.n)) {
+		snprintf(err, errlen, "acpi: 0x%llx+%zu is not guest RAM", LAYOUT_BIOS_START, a.n);
+		r = -EFAULT;
+		goto out;
+	}
+	*rsdp = base + o_rsdp;
+out:
+	free(a.b);
+	return r;
+}

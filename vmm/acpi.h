@@ -1,0 +1,24 @@
+/* ACPI tables for an lvmm VM: RSDP, XSDT, FADT (+FACS), DSDT (\_S5 and the PCI0 host bridge),
+ * MADT and MCFG, written into the BIOS area at LAYOUT_BIOS_START with correct checksums. */
+#ifndef LVMM_ACPI_H
+#define LVMM_ACPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "guest_mem.h"
+
+/* The ACPI tables stay below this offset from LAYOUT_BIOS_START; the rest of the BIOS area is
+ * free for other firmware tables (the MP table when it outgrows base memory). */
+#define ACPI_AREA_SIZE 0x10000ULL
+
+/* Writes all tables for cpus boot CPUs (max_cpus LAPIC entries, the extra ones disabled for
+ * hot-plug); *rsdp gets the RSDP's GPA for boot_params.acpi_rsdp_addr. 0 or -errno. */
+int acpi_build(struct guest_mem *gm, unsigned cpus, unsigned max_cpus, uint64_t *rsdp, char *err,
+	       unsigned errlen);
+
+/* The DSDT's AML body (after the 36-byte header) into buf; returns its length, or 0 when buf
+ * is too small. Exposed for tests that decode it. */
+size_t acpi_dsdt_aml(uint8_t *buf, size_t max);
+
+#endif

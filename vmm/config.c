@@ -1,0 +1,409 @@
+/* VM configuration: defaults, size and --vnvme argument parsing, whole-config validation.
+ * Every error names the offending value so the CLI and the API can print it as is. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "layout.h"
+
+/* 1 TiB: well past any microVM, and far below where GPA arithmetic could wrap. */
+#define CONFIG_MAX_MEMORY (1ULL << 40)
+#define CONFIG_MAX_CPUS	  255
+/* A guest RAM size must be a whole number of pages: KVM memory slots are page granular. */
+#define CONFIG_PAGE_SIZE 4096ULL
+
+void config_defaults(struct vm_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->cpus = CONFIG_DEFAULT_CPUS;
+	c->max_cpus = CONFIG_DEFAULT_CPUS;
+	c->memory = CONFIG_DEFAULT_MEMORY;
+	c->serial = SERIAL_STDIO;
+}
+
+/* Multiplier shift for a binary suffix letter; -1 when the letter is not one. */
+static int size_suffix_shift(char c)
+{
+	switch (c) {
+	case 'k':
+	case 'K':
+		return 10;
+	case 'm':
+	case 'M':
+		return 20;
+	case 'g':
+	case 'G':
+		return 30;
+	case 't':
+	case 'T':
+		return 40;
+	default:
+		return -1;
+	}
+}
+
+int config_parse_size(const char *s, uint64_t *out, char *err, unsigned errlen)
+{
+	const char *p = s;
+	uint64_t v = 0;
+	int shift = 0;
+
+	if (!s || !*s) {
+		snprintf(err, errlen, "size is empty");
+		return -EINVAL;
+	}
+	/* strtoull would accept leading blanks and a minus sign (wrapping it); parse by hand. */
+	if (*p < '0' || *p > '9') {
+		snprintf(err, errlen, "'%s' is not a size (expected digits, then K, M, G or T)", s);
+		return -EINVAL;
+	}
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (v > (UINT64_MAX - d) / 10) {
+			snprintf(err, errlen, "'%s' is too large", s);
+			return -EINVAL;
+		}
+		v = v * 10 + d;
+	}
+	if (*p) {
+		shift = size_suffix_shift(*p);
+		if (shift < 0) {
+			snprintf(err, errlen, "'%s' has an unknown suffix (use K, M, G or T)", s);
+			return -EINVAL;
+		}
+		p++;
+		/* "4KiB" and "4KB" read as binary units too, as people write them. */
+		if (*p == 'i' && p[1] == 'B')
+			p += 2;
+		else if (*p == 'B' || *p == 'b')
+			p++;
+		if (*p) {
+			snprintf(err, errlen, "'%s' has trailing characters after the size", s);
+			return -EINVAL;
+		}
+	}
+	if (shift && v > (UINT64_MAX >> shift)) {
+		snprintf(err, errlen, "'%s' is too large", s);
+		return -EINVAL;
+	}
+	*out = v << shift;
+	return 0;
+}
+
+static const char *const vnvme_mode_names[] = {
+    [VNVME_EMULATE] = "emulate",
+    [VNVME_PASSTHROUGH] = "passthrough",
+    [VNVME_ISOLATED] = "isolated",
+};
+
+/* Names of ids, ssds and volumes end up in API paths and file names: keep them plain. */
+static int vnvme_name_ok(const char *s, size_t len, size_t max)
+{
+	if (len == 0 || len >= max)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+static int vnvme_copy_name(char *dst, size_t max, const char *key, const char *v, size_t len,
+			   char *err, unsigned errlen)
+{
+	if (!vnvme_name_ok(v, len, max)) {
+		snprintf(err, errlen, "vnvme: %s '%.*s' must be 1-%zu characters of [A-Za-z0-9_.-]",
+			 key, (int)len, v, max - 1);
+		return -EINVAL;
+	}
+	memcpy(dst, v, len);
+	dst[len] = '\0';
+	return 0;
+}
+
+static int vnvme_parse_bool(const char *key, const char *v, bool *out, char *err, unsigned errlen)
+{
+	if (!strcmp(v, "on") || !strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes")) {
+		*out = true;
+		return 0;
+	}
+	if (!strcmp(v, "off") || !strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no")) {
+		*out = false;
+		return 0;
+	}
+	snprintf(err, errlen, "vnvme: %s '%s' is not on or off", key, v);
+	return -EINVAL;
+}
+
+/* One key=value option; is_file says which syntax the argument started with. */
+static int vnvme_parse_opt(struct vnvme_config *o, bool is_file, const char *key, const char *v,
+			   char *err, unsigned errlen)
+{
+	char sub[200];
+	int r;
+
+	if (!strcmp(key, "id"))
+		return vnvme_copy_name(o->id, sizeof(o->id), "id", v, strlen(v), err, errlen);
+	if (!strcmp(key, "readonly"))
+		return vnvme_parse_bool(key, v, &o->readonly, err, errlen);
+	if (!strcmp(key, "serial")) {
+		size_t n = strlen(v);
+
+		if (n == 0 || n >= sizeof(o->serial)) {
+			snprintf(err, errlen, "vnvme: serial '%s' must be 1-%zu characters", v,
+				 sizeof(o->serial) - 1);
+			return -EINVAL;
+		}
+		/* The NVMe serial field is printable ASCII. */
+		for (size_t i = 0; i < n; i++) {
+			if (v[i] < 0x20 || v[i] > 0x7e) {
+				snprintf(err, errlen,
+					 "vnvme: serial '%s' has a non-printable character", v);
+				return -EINVAL;
+			}
+		}
+		memcpy(o->serial, v, n + 1);
+		return 0;
+	}
+	if (!strcmp(key, "mode")) {
+		for (unsigned i = 0; i < sizeof(vnvme_mode_names) / sizeof(vnvme_mode_names[0]);
+		     i++) {
+			if (!strcmp(v, vnvme_mode_names[i])) {
+				o->mode = (enum vnvme_mode)i;
+				return 0;
+			}
+		}
+		snprintf(err, errlen, "vnvme: mode '%s' is not emulate, passthrough or isolated",
+			 v);
+		return -EINVAL;
+	}
+	if (is_file && !strcmp(key, "size")) {
+		r = config_parse_size(v, &o->size, sub, sizeof(sub));
+		if (r)
+			snprintf(err, errlen, "vnvme: size %s", sub);
+		return r;
+	}
+	if (!is_file && !strcmp(key, "vol"))
+		return vnvme_copy_name(o->vol, sizeof(o->vol), "vol", v, strlen(v), err, errlen);
+	snprintf(err, errlen, "vnvme: unknown key '%s' for the %s form", key,
+		 is_file ? "file=PATH" : "NAME:SIZE");
+	return -EINVAL;
+}
+
+int config_parse_vnvme(const char *s, struct vnvme_config *out, char *err, unsigned errlen)
+{
+	struct vnvme_config o;
+	char buf[CONFIG_PATH_MAX + 512];
+	char *tok, *save = NULL, *colon, *eq;
+	bool is_file;
+	int r;
+
+	memset(&o, 0, sizeof(o));
+	if (!s || !*s) {
+		snprintf(err, errlen, "vnvme: empty argument");
+		return -EINVAL;
+	}
+	if (strlen(s) >= sizeof(buf)) {
+		snprintf(err, errlen, "vnvme: argument of %zu characters is too long", strlen(s));
+		return -EINVAL;
+	}
+	strcpy(buf, s);
+
+	/* The first option decides the syntax; a path with commas is not supported. */
+	tok = strtok_r(buf, ",", &save);
+	if (!tok) {
+		snprintf(err, errlen, "vnvme: '%s' has no backing (file=PATH or NAME:SIZE)", s);
+		return -EINVAL;
+	}
+	is_file = !strncmp(tok, "file=", 5);
+	if (is_file) {
+		const char *path = tok + 5;
+
+		if (!*path) {
+			snprintf(err, errlen, "vnvme: '%s' has an empty file path", s);
+			return -EINVAL;
+		}
+		if (strlen(path) >= sizeof(o.path)) {
+			snprintf(err, errlen, "vnvme: file path is too long");
+			return -EINVAL;
+		}
+		strcpy(o.path, path);
+	} else {
+		char sub[200];
+
+		colon = strchr(tok, ':');
+		if (!colon || strchr(tok, '=')) {
+			snprintf(err, errlen, "vnvme: '%s' is neither file=PATH nor NAME:SIZE",
+				 tok);
+			return -EINVAL;
+		}
+		r = vnvme_copy_name(o.ssd, sizeof(o.ssd), "ssd name", tok, (size_t)(colon - tok),
+				    err, errlen);
+		if (r)
+			return r;
+		r = config_parse_size(colon + 1, &o.size, sub, sizeof(sub));
+		if (r) {
+			snprintf(err, errlen, "vnvme %s: size %s", o.ssd, sub);
+			return r;
+		}
+		if (o.size == 0) {
+			snprintf(err, errlen, "vnvme %s: size must be greater than 0", o.ssd);
+			return -EINVAL;
+		}
+	}
+
+	while ((tok = strtok_r(NULL, ",", &save))) {
+		eq = strchr(tok, '=');
+		if (!eq || eq == tok) {
+			snprintf(err, errlen, "vnvme: option '%s' is not key=value", tok);
+			return -EINVAL;
+		}
+		*eq = '\0';
+		r = vnvme_parse_opt(&o, is_file, tok, eq + 1, err, errlen);
+		if (r)
+			return r;
+	}
+	if (is_file && o.mode != VNVME_EMULATE) {
+		snprintf(err, errlen, "vnvme: mode %s needs an ssd backend (NAME:SIZE form)",
+			 vnvme_mode_names[o.mode]);
+		return -EINVAL;
+	}
+	*out = o;
+	return 0;
+}
+
+/* The id a device is known by: its own, or "nvme<index>" when none was given. */
+static void vnvme_effective_id(const struct vnvme_config *v, unsigned idx, char *buf, size_t len)
+{
+	if (v->id[0])
+		snprintf(buf, len, "%s", v->id);
+	else
+		snprintf(buf, len, "nvme%u", idx);
+}
+
+static int config_validate_vnvme(const struct vm_config *c, char *err, unsigned errlen)
+{
+	char a[64], b[64];
+
+	if (c->nvnvme > CONFIG_MAX_VNVME) {
+		snprintf(err, errlen, "vnvme: %u devices, at most %d are supported", c->nvnvme,
+			 CONFIG_MAX_VNVME);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < c->nvnvme; i++) {
+		const struct vnvme_config *v = &c->vnvme[i];
+
+		vnvme_effective_id(v, i, a, sizeof(a));
+		if (!memchr(v->path, 0, sizeof(v->path)) || !memchr(v->ssd, 0, sizeof(v->ssd)) ||
+		    !memchr(v->id, 0, sizeof(v->id))) {
+			snprintf(err, errlen, "vnvme %u: unterminated string field", i);
+			return -EINVAL;
+		}
+		if (!v->path[0] == !v->ssd[0]) {
+			snprintf(err, errlen,
+				 "vnvme %s: needs exactly one of file=PATH or NAME:SIZE", a);
+			return -EINVAL;
+		}
+		if ((unsigned)v->mode > VNVME_ISOLATED) {
+			snprintf(err, errlen, "vnvme %s: mode %u is unknown", a, (unsigned)v->mode);
+			return -EINVAL;
+		}
+		if (v->path[0] && v->mode != VNVME_EMULATE) {
+			snprintf(err, errlen, "vnvme %s: mode %s needs an ssd backend", a,
+				 vnvme_mode_names[v->mode]);
+			return -EINVAL;
+		}
+		if (v->ssd[0] && v->size == 0) {
+			snprintf(err, errlen, "vnvme %s: ssd %s needs a size", a, v->ssd);
+			return -EINVAL;
+		}
+		for (unsigned j = 0; j < i; j++) {
+			vnvme_effective_id(&c->vnvme[j], j, b, sizeof(b));
+			if (!strcmp(a, b)) {
+				snprintf(err, errlen, "vnvme: id '%s' is used twice", a);
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
+int config_validate(const struct vm_config *c, char *err, unsigned errlen)
+{
+	if (c->cpus < 1 || c->cpus > CONFIG_MAX_CPUS) {
+		snprintf(err, errlen, "cpus: %u is outside 1..%d", c->cpus, CONFIG_MAX_CPUS);
+		return -EINVAL;
+	}
+	if (c->max_cpus < c->cpus || c->max_cpus > CONFIG_MAX_CPUS) {
+		snprintf(err, errlen, "max_cpus: %u is outside %u..%d", c->max_cpus, c->cpus,
+			 CONFIG_MAX_CPUS);
+		return -EINVAL;
+	}
+	if (c->memory < CONFIG_MIN_MEMORY) {
+		snprintf(err, errlen, "memory: %llu bytes is below the minimum of %llu MiB",
+			 (unsigned long long)c->memory, CONFIG_MIN_MEMORY >> 20);
+		return -EINVAL;
+	}
+	if (c->memory > CONFIG_MAX_MEMORY) {
+		snprintf(err, errlen, "memory: %llu bytes is above the maximum of %llu GiB",
+			 (unsigned long long)c->memory, CONFIG_MAX_MEMORY >> 30);
+		return -EINVAL;
+	}
+	if (c->memory % CONFIG_PAGE_SIZE) {
+		snprintf(err, errlen, "memory: %llu bytes is not a multiple of 4 KiB",
+			 (unsigned long long)c->memory);
+		return -EINVAL;
+	}
+	if (!memchr(c->kernel, 0, sizeof(c->kernel)) ||
+	    !memchr(c->initramfs, 0, sizeof(c->initramfs)) ||
+	    !memchr(c->cmdline, 0, sizeof(c->cmdline)) ||
+	    !memchr(c->serial_file, 0, sizeof(c->serial_file))) {
+		snprintf(err, errlen, "config: unterminated string field");
+		return -EINVAL;
+	}
+	if (!c->kernel[0]) {
+		snprintf(err, errlen, "kernel: no kernel image given (--kernel FILE)");
+		return -EINVAL;
+	}
+	if (access(c->kernel, R_OK)) {
+		int e = errno;
+
+		snprintf(err, errlen, "kernel %s: %s", c->kernel, strerror(e));
+		return -e;
+	}
+	if (c->initramfs[0] && access(c->initramfs, R_OK)) {
+		int e = errno;
+
+		snprintf(err, errlen, "initramfs %s: %s", c->initramfs, strerror(e));
+		return -e;
+	}
+	/* Room for the parameters lvmm appends on some hosts is checked by the boot loader. */
+	if (strlen(c->cmdline) >= LAYOUT_CMDLINE_MAX) {
+		snprintf(err, errlen, "cmdline: %zu characters exceed the %llu-byte limit",
+			 strlen(c->cmdline), LAYOUT_CMDLINE_MAX - 1);
+		return -EINVAL;
+	}
+	switch (c->serial) {
+	case SERIAL_STDIO:
+	case SERIAL_OFF:
+	case SERIAL_NULL:
+		break;
+	case SERIAL_FILE:
+		if (!c->serial_file[0]) {
+			snprintf(err, errlen, "serial: mode file needs a path (file=PATH)");
+			return -EINVAL;
+		}
+		break;
+	default:
+		snprintf(err, errlen, "serial: mode %u is unknown", (unsigned)c->serial);
+		return -EINVAL;
+	}
+	return config_validate_vnvme(c, err, errlen);
+}

@@ -1,0 +1,166 @@
+/* MP specification 1.4 tables: the floating pointer at LAYOUT_MPTABLE and a configuration table
+ * with one processor entry per boot CPU, the ISA bus, the IOAPIC and the ISA IRQ routing. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout.h"
+#include "mptable.h"
+
+#define MP_FP_LEN     16
+#define MP_HDR_LEN    44
+#define MP_SPEC_REV   4
+#define MP_CPU_LEN    20
+#define MP_ENTRY_LEN  8
+#define MP_T_CPU      0
+#define MP_T_BUS      1
+#define MP_T_IOAPIC   2
+#define MP_T_IOINT    3
+#define MP_T_LINT     4
+#define MP_CPU_EN     1
+#define MP_CPU_BP     2
+#define MP_INT	      0
+#define MP_NMI	      1
+#define MP_EXTINT     3
+#define MP_LAPIC_VER  0x14
+#define MP_IOAPIC_VER 0x11
+#define MP_IOAPIC_ID  0
+#define MP_ISA_BUS    0
+#define MP_ISA_IRQS   16
+/* Family 6 signature with FPU and APIC feature bits: what Linux expects from a modern CPU. */
+#define MP_CPU_SIGNATURE 0x600
+#define MP_CPU_FEATURES	 0x201
+#define MP_BASE_MEM_END	 LAYOUT_EBDA_END
+
+static void put16(uint8_t *b, size_t off, uint16_t v)
+{
+	b[off] = (uint8_t)v;
+	b[off + 1] = (uint8_t)(v >> 8);
+}
+
+static void put32(uint8_t *b, size_t off, uint32_t v)
+{
+	put16(b, off, (uint16_t)v);
+	put16(b, off + 2, (uint16_t)(v >> 16));
+}
+
+static uint8_t mp_checksum(const uint8_t *b, size_t len)
+{
+	uint8_t s = 0;
+
+	for (size_t i = 0; i < len; i++)
+		s = (uint8_t)(s + b[i]);
+	return (uint8_t)(0 - s);
+}
+
+static size_t mp_table_len(unsigned cpus)
+{
+	/* CPUs, ISA bus, IOAPIC, ExtINT + 15 ISA IRQs, two local interrupt entries */
+	return MP_HDR_LEN + (size_t)cpus * MP_CPU_LEN + MP_ENTRY_LEN * (1 + 1 + MP_ISA_IRQS + 2);
+}
+
+static size_t mp_ioint(uint8_t *t, size_t off, uint8_t type, uint8_t irq, uint8_t pin)
+{
+	t[off] = MP_T_IOINT;
+	t[off + 1] = type;
+	put16(t, off + 2, 0); /* conforming polarity and trigger: ISA defaults */
+	t[off + 4] = MP_ISA_BUS;
+	t[off + 5] = irq;
+	t[off + 6] = MP_IOAPIC_ID;
+	t[off + 7] = pin;
+	return off + MP_ENTRY_LEN;
+}
+
+static size_t mp_lint(uint8_t *t, size_t off, uint8_t type, uint8_t lint)
+{
+	t[off] = MP_T_LINT;
+	t[off + 1] = type;
+	put16(t, off + 2, 0);
+	t[off + 4] = MP_ISA_BUS;
+	t[off + 5] = 0;
+	t[off + 6] = 0xff; /* every local APIC */
+	t[off + 7] = lint;
+	return off + MP_ENTRY_LEN;
+}
+
+int mptable_build(struct guest_mem *gm, unsigned cpus, char *err, unsigned errlen)
+{
+	size_t len = mp_table_len(cpus), off = MP_HDR_LEN;
+	uint8_t fp[MP_FP_LEN] = {0};
+	uint64_t table_gpa;
+	unsigned entries = 0;
+	uint8_t *t;
+	int r = 0;
+
+	if (cpus == 0 || cpus > 255) {
+		snprintf(err, errlen, "mptable: cannot describe %u CPUs", cpus);
+		return -EINVAL;
+	}
+	/* Base memory holds the pointer and up to ~40 CPUs; beyond, the table moves to the BIOS
+	 * area, which Linux reads just as well through the pointer's physical address. */
+	table_gpa = LAYOUT_MPTABLE + MP_FP_LEN;
+	if (table_gpa + len > MP_BASE_MEM_END)
+		table_gpa = MPTABLE_ALT_START;
+	t = calloc(1, len);
+	if (!t) {
+		snprintf(err, errlen, "mptable: out of memory");
+		return -ENOMEM;
+	}
+
+	memcpy(t, "PCMP", 4);
+	put16(t, 4, (uint16_t)len);
+	t[6] = MP_SPEC_REV;
+	memcpy(t + 8, "LVMM    ", 8);
+	memcpy(t + 16, "LVMM-VM     ", 12);
+	put32(t, 36, (uint32_t)LAYOUT_LAPIC);
+
+	for (unsigned i = 0; i < cpus; i++, off += MP_CPU_LEN, entries++) {
+		t[off] = MP_T_CPU;
+		t[off + 1] = (uint8_t)i; /* local APIC id */
+		t[off + 2] = MP_LAPIC_VER;
+		t[off + 3] = MP_CPU_EN | (i == 0 ? MP_CPU_BP : 0);
+		put32(t, off + 4, MP_CPU_SIGNATURE);
+		put32(t, off + 8, MP_CPU_FEATURES);
+	}
+	t[off] = MP_T_BUS;
+	t[off + 1] = MP_ISA_BUS;
+	memcpy(t + off + 2, "ISA   ", 6);
+	off += MP_ENTRY_LEN;
+	entries++;
+	t[off] = MP_T_IOAPIC;
+	t[off + 1] = MP_IOAPIC_ID;
+	t[off + 2] = MP_IOAPIC_VER;
+	t[off + 3] = 1; /* enabled */
+	put32(t, off + 4, (uint32_t)LAYOUT_IOAPIC);
+	off += MP_ENTRY_LEN;
+	entries++;
+	off = mp_ioint(t, off, MP_EXTINT, 0, 0);
+	entries++;
+	for (unsigned irq = 0; irq < MP_ISA_IRQS; irq++) {
+		if (irq == 2)
+			continue; /* the cascade: IRQ0 takes its pin */
+		off = mp_ioint(t, off, MP_INT, (uint8_t)irq, (uint8_t)(irq == 0 ? 2 : irq));
+		entries++;
+	}
+	off = mp_lint(t, off, MP_EXTINT, 0);
+	off = mp_lint(t, off, MP_NMI, 1);
+	entries += 2;
+	put16(t, 34, (uint16_t)entries);
+	t[7] = mp_checksum(t, len);
+
+	memcpy(fp, "_MP_", 4);
+	put32(fp, 4, (uint32_t)table_gpa);
+	fp[8] = 1; /* length in 16-byte units */
+	fp[9] = MP_SPEC_REV;
+	fp[10] = mp_checksum(fp, MP_FP_LEN);
+
+	if (off != len || gmem_write(gm, table_gpa, t, len) ||
+	    gmem_write(gm, LAYOUT_MPTABLE, fp, MP_FP_LEN)) {
+		snprintf(err, errlen, "mptable: cannot write %zu bytes at 0x%llx", len,
+			 (unsigned long long)table_gpa);
+		r = -EFAULT;
+	}
+	free(t);
+	return r;
+}
