@@ -187,7 +187,7 @@ static int vnvme_parse_opt(struct vnvme_config *o, bool is_file, const char *key
 	if (is_file && !strcmp(key, "size")) {
 		r = config_parse_size(v, &o->size, sub, sizeof(sub));
 		if (r)
-			snprintf(err, errlen, "vnvme: size %s", sub);
+			snprintf(err, errlen, "vnvme size: %s", sub);
 		return r;
 	}
 	if (!is_file && !strcmp(key, "vol"))
@@ -250,7 +250,7 @@ int config_parse_vnvme(const char *s, struct vnvme_config *out, char *err, unsig
 			return r;
 		r = config_parse_size(colon + 1, &o.size, sub, sizeof(sub));
 		if (r) {
-			snprintf(err, errlen, "vnvme %s: size %s", o.ssd, sub);
+			snprintf(err, errlen, "vnvme %s size: %s", o.ssd, sub);
 			return r;
 		}
 		if (o.size == 0) {
