@@ -1,0 +1,151 @@
+/* A fake VM behind struct api_vm_ops for the API tests and fuzz target: it keeps a state and a
+ * config, and counts calls the router should never make in the current state. */
+#ifndef LVMM_TEST_API_FAKE_H
+#define LVMM_TEST_API_FAKE_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_internal.h"
+
+struct vm {
+	enum vm_state state;
+	struct vm_config cfg;
+};
+
+static unsigned fake_bad_calls; /* router called an op in a state where it is invalid */
+static unsigned fake_live;	/* fake VMs allocated and not destroyed */
+
+static int fake_create(const struct vm_config *cfg, struct vm **out, char *err, unsigned errlen)
+{
+	struct vm *vm;
+
+	if (!strcmp(cfg->kernel, "/nonexistent")) {
+		snprintf(err, errlen, "kernel %s: No such file or directory", cfg->kernel);
+		return -ENOENT;
+	}
+	vm = calloc(1, sizeof(*vm));
+	if (!vm)
+		return -ENOMEM;
+	vm->cfg = *cfg;
+	vm->state = VM_CREATED;
+	fake_live++;
+	*out = vm;
+	return 0;
+}
+
+static int fake_step(struct vm *vm, enum vm_state from, enum vm_state to)
+{
+	if (vm->state != from) {
+		fake_bad_calls++;
+		return -EINVAL;
+	}
+	vm->state = to;
+	return 0;
+}
+
+static int fake_boot(struct vm *vm, char *err, unsigned errlen)
+{
+	return fake_step(vm, VM_CREATED, VM_RUNNING);
+}
+
+static int fake_pause(struct vm *vm, char *err, unsigned errlen)
+{
+	return fake_step(vm, VM_RUNNING, VM_PAUSED);
+}
+
+static int fake_resume(struct vm *vm, char *err, unsigned errlen)
+{
+	return fake_step(vm, VM_PAUSED, VM_RUNNING);
+}
+
+static int fake_shutdown(struct vm *vm, char *err, unsigned errlen)
+{
+	if (vm->state != VM_RUNNING && vm->state != VM_PAUSED) {
+		fake_bad_calls++;
+		return -EINVAL;
+	}
+	vm->state = VM_SHUTDOWN;
+	return 0;
+}
+
+static int fake_reboot(struct vm *vm, char *err, unsigned errlen)
+{
+	return fake_step(vm, VM_RUNNING, VM_RUNNING);
+}
+
+static void fake_destroy(struct vm *vm)
+{
+	fake_live--;
+	free(vm);
+}
+
+static enum vm_state fake_get_state(const struct vm *vm)
+{
+	return vm->state;
+}
+
+static const struct vm_config *fake_get_config(const struct vm *vm)
+{
+	return &vm->cfg;
+}
+
+static uint64_t fake_memory_actual(const struct vm *vm)
+{
+	return vm->cfg.memory;
+}
+
+static unsigned fake_get_counters(struct vm *vm, struct vm_dev_counters *out, unsigned max)
+{
+	if (max < 1)
+		return 0;
+	memset(out, 0, sizeof(*out));
+	strcpy(out->id, "nvme0");
+	out->reads = 5;
+	out->write_bytes = 4096;
+	out->doorbells = 7;
+	return 1;
+}
+
+static int fake_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen)
+{
+	snprintf(err, errlen, "vnvme %s: PCI hotplug is not supported yet", c->id);
+	return -EOPNOTSUPP;
+}
+
+static int fake_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
+{
+	snprintf(err, errlen, "device %s: PCI hotplug is not supported yet", id);
+	return -EOPNOTSUPP;
+}
+
+static void fake_defaults(struct vm_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->cpus = 1;
+	c->max_cpus = 1;
+	c->memory = 256ULL << 20;
+	c->serial = SERIAL_STDIO;
+}
+
+static const struct api_vm_ops fake_ops = {
+    .create = fake_create,
+    .boot = fake_boot,
+    .pause = fake_pause,
+    .resume = fake_resume,
+    .shutdown = fake_shutdown,
+    .reboot = fake_reboot,
+    .destroy = fake_destroy,
+    .get_state = fake_get_state,
+    .get_config = fake_get_config,
+    .memory_actual = fake_memory_actual,
+    .get_counters = fake_get_counters,
+    .add_vnvme = fake_add_vnvme,
+    .remove_device = fake_remove_device,
+    .defaults = fake_defaults,
+    .validate = NULL,
+};
+
+#endif

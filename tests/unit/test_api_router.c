@@ -1,0 +1,465 @@
+/* Router and VmConfig JSON mapping tests: every endpoint, every error class, and the VM state
+ * machine, driven through api_route() against a fake VM (no KVM, no sockets). */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_api_fake.h"
+
+static struct api_vmm vmm;
+static json_t *answer; /* parsed body of the last call, or NULL */
+static const char *allow;
+
+static void setup(void)
+{
+	fake_bad_calls = 0;
+	api_vmm_init(&vmm, &fake_ops, NULL);
+}
+
+static void teardown(void)
+{
+	api_vmm_release(&vmm);
+	json_decref(answer);
+	answer = NULL;
+	ck_assert_uint_eq(fake_live, 0);
+	ck_assert_uint_eq(fake_bad_calls, 0);
+}
+
+static int call(enum http_method m, const char *endpoint, const char *body)
+{
+	struct api_request req = {.method = m};
+	struct api_response resp;
+	char *copy = strdup(body ? body : "");
+
+	snprintf(req.path, sizeof(req.path), "%s", endpoint);
+	req.body = copy;
+	req.body_len = strlen(copy);
+	api_route(&vmm, &req, &resp);
+	free(copy);
+	json_decref(answer);
+	answer = NULL;
+	allow = resp.allow;
+	if (resp.body) {
+		answer = json_loads(resp.body, 0, NULL);
+		ck_assert_msg(answer != NULL, "answer is not JSON: %s", resp.body);
+	}
+	if (resp.status == 204)
+		ck_assert_ptr_null(resp.body);
+	api_response_free(&resp);
+	return resp.status;
+}
+
+static int put(const char *name, const char *body)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/api/v1/%s", name);
+	return call(HTTP_PUT, path, body);
+}
+
+static int get(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/api/v1/%s", name);
+	return call(HTTP_GET, path, NULL);
+}
+
+static const char *error_text(void)
+{
+	const char *s = json_string_value(json_object_get(answer, "error"));
+
+	ck_assert_msg(s != NULL, "answer has no \"error\" string");
+	return s;
+}
+
+static const char *state(void)
+{
+	ck_assert_int_eq(get("vm.info"), 200);
+	return json_string_value(json_object_get(answer, "state"));
+}
+
+static const char *good_config =
+    "{\"cpus\": {\"boot_vcpus\": 2, \"max_vcpus\": 4},"
+    " \"memory\": {\"size\": 134217728},"
+    " \"payload\": {\"kernel\": \"/boot/vmlinux\", \"initramfs\": \"/boot/initrd\","
+    "              \"cmdline\": \"console=ttyS0 bench.mode=spin\"},"
+    " \"serial\": {\"mode\": \"File\", \"file\": \"/tmp/console.log\"},"
+    " \"vnvme\": [{\"path\": \"/tmp/disk.img\", \"size\": 1048576, \"readonly\": true},"
+    "             {\"id\": \"fast\", \"ssd\": \"ssd0\", \"vol\": \"v1\", \"mode\": \"isolated\","
+    "              \"serial\": \"SN42\"}]}";
+
+START_TEST(test_ping)
+{
+	ck_assert_int_eq(get("vmm.ping"), 200);
+	ck_assert_str_eq(json_string_value(json_object_get(answer, "version")), API_VERSION);
+	ck_assert(json_is_integer(json_object_get(answer, "pid")));
+}
+END_TEST
+
+START_TEST(test_unknown_endpoint)
+{
+	ck_assert_int_eq(get("vm.nonsense"), 404);
+	ck_assert_ptr_nonnull(strstr(error_text(), "vm.nonsense"));
+	ck_assert_int_eq(call(HTTP_GET, "/", NULL), 404);
+	ck_assert_int_eq(call(HTTP_GET, "/api/v2/vmm.ping", NULL), 404);
+	ck_assert_int_eq(call(HTTP_GET, "/api/v1/vmm.ping/extra", NULL), 404);
+	/* Client bytes quoted in the message must still give valid JSON. */
+	ck_assert_int_eq(call(HTTP_GET, "/api/v1/\xff\x01\"x", NULL), 404);
+	error_text();
+}
+END_TEST
+
+START_TEST(test_wrong_verb)
+{
+	ck_assert_int_eq(call(HTTP_GET, "/api/v1/vm.pause", NULL), 405);
+	ck_assert_str_eq(allow, "PUT");
+	ck_assert_ptr_nonnull(strstr(error_text(), "vm.pause"));
+	ck_assert_int_eq(call(HTTP_PUT, "/api/v1/vm.info", NULL), 405);
+	ck_assert_str_eq(allow, "GET");
+	ck_assert_int_eq(call(HTTP_POST, "/api/v1/vm.create", good_config), 405);
+	ck_assert_int_eq(call(HTTP_DELETE, "/api/v1/vmm.shutdown", NULL), 405);
+	ck_assert(!vmm.shutdown);
+	ck_assert_ptr_null(vmm.vm);
+}
+END_TEST
+
+START_TEST(test_create_and_info)
+{
+	json_t *cfg, *nv;
+
+	ck_assert_int_eq(put("vm.create", good_config), 204);
+	ck_assert_str_eq(state(), "Created");
+	ck_assert_int_eq(json_integer_value(json_object_get(answer, "memory_actual_size")),
+			 134217728);
+	cfg = json_object_get(answer, "config");
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(json_object_get(cfg, "cpus"), "boot_vcpus")), 2);
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(json_object_get(cfg, "cpus"), "max_vcpus")), 4);
+	ck_assert_str_eq(
+	    json_string_value(json_object_get(json_object_get(cfg, "payload"), "cmdline")),
+	    "console=ttyS0 bench.mode=spin");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(cfg, "serial"), "mode")),
+			 "File");
+	nv = json_object_get(cfg, "vnvme");
+	ck_assert_uint_eq(json_array_size(nv), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(nv, 0), "id")), "nvme0");
+	ck_assert(json_is_true(json_object_get(json_array_get(nv, 0), "readonly")));
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(nv, 1), "mode")),
+			 "isolated");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(nv, 1), "vol")), "v1");
+
+	/* The mapping is exact: what vm.info prints is what was asked for. */
+	ck_assert_uint_eq(vmm.vm->cfg.cpus, 2);
+	ck_assert_uint_eq(vmm.vm->cfg.memory, 134217728);
+	ck_assert_str_eq(vmm.vm->cfg.kernel, "/boot/vmlinux");
+	ck_assert_str_eq(vmm.vm->cfg.initramfs, "/boot/initrd");
+	ck_assert_int_eq(vmm.vm->cfg.serial, SERIAL_FILE);
+	ck_assert_str_eq(vmm.vm->cfg.serial_file, "/tmp/console.log");
+	ck_assert_uint_eq(vmm.vm->cfg.nvnvme, 2);
+	ck_assert_str_eq(vmm.vm->cfg.vnvme[0].path, "/tmp/disk.img");
+	ck_assert_uint_eq(vmm.vm->cfg.vnvme[0].size, 1048576);
+	ck_assert_str_eq(vmm.vm->cfg.vnvme[1].ssd, "ssd0");
+	ck_assert_str_eq(vmm.vm->cfg.vnvme[1].serial, "SN42");
+	ck_assert_int_eq(vmm.vm->cfg.vnvme[1].mode, VNVME_ISOLATED);
+}
+END_TEST
+
+START_TEST(test_config_roundtrip)
+{
+	char *dump;
+
+	/* vm.info's config fed back into vm.create yields the same config. */
+	ck_assert_int_eq(put("vm.create", good_config), 204);
+	ck_assert_int_eq(get("vm.info"), 200);
+	dump = json_dumps(json_object_get(answer, "config"), JSON_COMPACT);
+	struct vm_config before = vmm.vm->cfg;
+	ck_assert_int_eq(put("vm.delete", NULL), 204);
+	ck_assert_int_eq(put("vm.create", dump), 204);
+	free(dump);
+	ck_assert_mem_eq(&before, &vmm.vm->cfg, sizeof(before));
+}
+END_TEST
+
+START_TEST(test_create_defaults)
+{
+	ck_assert_int_eq(put("vm.create", "{\"payload\": {\"kernel\": \"/k\"}}"), 204);
+	ck_assert_uint_eq(vmm.vm->cfg.cpus, 1);
+	ck_assert_uint_eq(vmm.vm->cfg.max_cpus, 1);
+	ck_assert_uint_eq(vmm.vm->cfg.memory, 256ULL << 20);
+	ck_assert_int_eq(vmm.vm->cfg.serial, SERIAL_STDIO);
+	ck_assert_uint_eq(vmm.vm->cfg.nvnvme, 0);
+	ck_assert_str_eq(state(), "Created");
+	/* boot_vcpus alone raises max_vcpus with it */
+	ck_assert_int_eq(put("vm.delete", NULL), 204);
+	ck_assert_int_eq(put("vm.create", "{\"cpus\": {\"boot_vcpus\": 3},"
+					  " \"serial\": {\"mode\": \"Null\", \"file\": null}}"),
+			 204);
+	ck_assert_uint_eq(vmm.vm->cfg.max_cpus, 3);
+	ck_assert_int_eq(vmm.vm->cfg.serial, SERIAL_NULL);
+}
+END_TEST
+
+/* Each bad VmConfig answers 400 naming the culprit, and creates nothing. */
+static const struct {
+	const char *body;
+	const char *needle;
+} bad_configs[] = {
+    {"{\"cpus\": {\"boot_vcpus\": 1}", "malformed JSON"},
+    {"not json", "malformed JSON"},
+    {"[1, 2]", "must be a JSON object"},
+    {"{\"bogus\": 1}", "'bogus'"},
+    {"{\"console\": {\"mode\": \"Off\"}}", "'console'"},
+    {"{\"cpus\": {\"boot_vcpus\": 1, \"nr\": 2}}", "'cpus.nr'"},
+    {"{\"memory\": {\"size\": 1, \"shared\": true}}", "'memory.shared'"},
+    {"{\"payload\": {\"firmware\": \"x\"}}", "'payload.firmware'"},
+    {"{\"serial\": {\"mode\": \"Off\", \"socket\": \"x\"}}", "'serial.socket'"},
+    {"{\"vnvme\": [{\"path\": \"/d\", \"queues\": 4}]}", "'vnvme[0].queues'"},
+    {"{\"cpus\": {\"boot_vcpus\": \"2\"}}", "must be an integer"},
+    {"{\"cpus\": {\"boot_vcpus\": 0}}", "out of range"},
+    {"{\"cpus\": {\"boot_vcpus\": 1000}}", "out of range"},
+    {"{\"cpus\": {\"boot_vcpus\": 2.5}}", "must be an integer"},
+    {"{\"cpus\": {\"boot_vcpus\": 4, \"max_vcpus\": 2}}", "max_vcpus"},
+    {"{\"cpus\": 2}", "'cpus' must be an object"},
+    {"{\"memory\": {\"size\": -1}}", "out of range"},
+    {"{\"memory\": {\"size\": \"512M\"}}", "must be an integer"},
+    {"{\"payload\": {\"kernel\": 5}}", "must be a string"},
+    {"{\"payload\": {\"kernel\": \"a\\u0000b\"}}", "NUL"},
+    {"{\"serial\": {\"mode\": \"Socket\"}}", "Off, Null, Tty or File"},
+    {"{\"serial\": {\"mode\": \"File\"}}", "serial.file"},
+    {"{\"serial\": {\"mode\": \"Tty\", \"file\": \"/x\"}}", "serial.file"},
+    {"{\"vnvme\": {\"path\": \"/d\"}}", "must be an array"},
+    {"{\"vnvme\": [5]}", "must be an object"},
+    {"{\"vnvme\": [{\"size\": 5}]}", "exactly one of"},
+    {"{\"vnvme\": [{\"path\": \"/d\", \"ssd\": \"s\"}]}", "exactly one of"},
+    {"{\"vnvme\": [{\"path\": \"/d\", \"mode\": \"fast\"}]}", "emulate, passthrough"},
+    {"{\"vnvme\": [{\"path\": \"/d\", \"readonly\": 1}]}", "true or false"},
+    {"{\"vnvme\": [{\"path\": \"/d\", \"vol\": \"v\"}]}", "needs 'ssd'"},
+    {"{\"vnvme\": [{\"path\": \"/d\", \"serial\": \"123456789012345678901\"}]}", "max 20"},
+    {"{\"vnvme\": [{\"path\": \"/a\", \"id\": \"x\"}, {\"path\": \"/b\", \"id\": \"x\"}]}",
+     "used twice"},
+    {"{\"vnvme\": [{\"path\": \"/a\"}, {\"path\": \"/b\"}, {\"path\": \"/c\"},"
+     " {\"path\": \"/d\"}, {\"path\": \"/e\"}, {\"path\": \"/f\"}, {\"path\": \"/g\"},"
+     " {\"path\": \"/h\"}, {\"path\": \"/i\"}]}",
+     "max 8"},
+    {"{\"memory\": {\"size\": 1}, \"memory\": {\"size\": 2}}", "malformed JSON"},
+};
+
+START_TEST(test_create_bad_config)
+{
+	ck_assert_int_eq(put("vm.create", bad_configs[_i].body), 400);
+	ck_assert_msg(strstr(error_text(), bad_configs[_i].needle) != NULL,
+		      "body %s: error '%s' does not mention '%s'", bad_configs[_i].body,
+		      error_text(), bad_configs[_i].needle);
+	ck_assert_ptr_null(vmm.vm);
+	ck_assert_int_eq(get("vm.info"), 409);
+}
+END_TEST
+
+START_TEST(test_create_errors)
+{
+	ck_assert_int_eq(put("vm.create", NULL), 400);
+	ck_assert_ptr_nonnull(strstr(error_text(), "needs a JSON body"));
+	/* the VM layer's own failure comes back with its message, and no VM is kept */
+	ck_assert_int_eq(put("vm.create", "{\"payload\": {\"kernel\": \"/nonexistent\"}}"), 400);
+	ck_assert_ptr_nonnull(strstr(error_text(), "/nonexistent"));
+	ck_assert_ptr_null(vmm.vm);
+	/* one VM at most */
+	ck_assert_int_eq(put("vm.create", good_config), 204);
+	ck_assert_int_eq(put("vm.create", good_config), 409);
+	ck_assert_ptr_nonnull(strstr(error_text(), "already exists"));
+	ck_assert_uint_eq(fake_live, 1);
+}
+END_TEST
+
+START_TEST(test_no_vm)
+{
+	static const char *const puts[] = {"vm.boot",	  "vm.pause",  "vm.resume",
+					   "vm.shutdown", "vm.reboot", NULL};
+
+	for (int i = 0; puts[i]; i++) {
+		ck_assert_int_eq(put(puts[i], NULL), 409);
+		ck_assert_ptr_nonnull(strstr(error_text(), "no VM"));
+	}
+	ck_assert_int_eq(get("vm.info"), 409);
+	ck_assert_int_eq(get("vm.counters"), 409);
+	ck_assert_int_eq(put("vm.add-vnvme", "{\"path\": \"/d\"}"), 409);
+	ck_assert_int_eq(put("vm.remove-device", "{\"id\": \"nvme0\"}"), 409);
+	ck_assert_int_eq(put("vm.delete", NULL), 204);
+}
+END_TEST
+
+START_TEST(test_lifecycle)
+{
+	ck_assert_int_eq(put("vm.create", good_config), 204);
+	ck_assert_int_eq(put("vm.pause", NULL), 409);
+	ck_assert_ptr_nonnull(strstr(error_text(), "Created"));
+	ck_assert_int_eq(put("vm.resume", NULL), 409);
+	ck_assert_int_eq(put("vm.shutdown", NULL), 409);
+	ck_assert_int_eq(put("vm.reboot", NULL), 409);
+	ck_assert_str_eq(state(), "Created");
+
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert_str_eq(state(), "Running");
+	ck_assert_int_eq(put("vm.boot", NULL), 409);
+	ck_assert_int_eq(put("vm.resume", NULL), 409);
+	ck_assert_str_eq(state(), "Running");
+
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	ck_assert_str_eq(state(), "Paused");
+	ck_assert_int_eq(put("vm.pause", NULL), 409);
+	ck_assert_int_eq(put("vm.boot", NULL), 409);
+	ck_assert_int_eq(put("vm.reboot", NULL), 409);
+	ck_assert_str_eq(state(), "Paused");
+
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_str_eq(state(), "Running");
+	ck_assert_int_eq(put("vm.reboot", NULL), 204);
+	ck_assert_str_eq(state(), "Running");
+
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+	ck_assert_str_eq(state(), "Shutdown");
+	ck_assert_int_eq(put("vm.shutdown", NULL), 409);
+	ck_assert_int_eq(put("vm.pause", NULL), 409);
+	ck_assert_int_eq(put("vm.resume", NULL), 409);
+	ck_assert_str_eq(state(), "Shutdown");
+
+	/* boot after shutdown rebuilds the VM from the same config */
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert_str_eq(state(), "Running");
+	ck_assert_uint_eq(vmm.vm->cfg.nvnvme, 2);
+	ck_assert_uint_eq(fake_live, 1);
+
+	ck_assert_int_eq(put("vm.delete", NULL), 204);
+	ck_assert_ptr_null(vmm.vm);
+	ck_assert_uint_eq(fake_live, 0);
+	ck_assert_int_eq(get("vm.info"), 409);
+	ck_assert_int_eq(put("vm.create", good_config), 204);
+	ck_assert_str_eq(state(), "Created");
+}
+END_TEST
+
+START_TEST(test_delete_paused)
+{
+	ck_assert_int_eq(put("vm.create", good_config), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	ck_assert_int_eq(put("vm.delete", NULL), 204);
+	ck_assert_ptr_null(vmm.vm);
+	ck_assert_uint_eq(fake_live, 0);
+}
+END_TEST
+
+START_TEST(test_counters)
+{
+	json_t *d;
+
+	ck_assert_int_eq(put("vm.create", good_config), 204);
+	ck_assert_int_eq(get("vm.counters"), 200);
+	d = json_object_get(answer, "nvme0");
+	ck_assert(json_is_object(d));
+	ck_assert_int_eq(json_integer_value(json_object_get(d, "read_ops")), 5);
+	ck_assert_int_eq(json_integer_value(json_object_get(d, "write_bytes")), 4096);
+	ck_assert_int_eq(json_integer_value(json_object_get(d, "doorbells")), 7);
+	ck_assert(json_is_integer(json_object_get(d, "mmio_exits")));
+	ck_assert_uint_eq(json_object_size(answer), 1);
+}
+END_TEST
+
+START_TEST(test_hotplug)
+{
+	ck_assert_int_eq(put("vm.create", good_config), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert_int_eq(put("vm.add-vnvme", "{\"path\": \"/tmp/x.img\"}"), 501);
+	/* the first free default id was chosen: nvme0 is taken by the config */
+	ck_assert_ptr_nonnull(strstr(error_text(), "nvme1"));
+	ck_assert_int_eq(put("vm.add-vnvme", "{\"path\": \"/x\", \"bad\": 1}"), 400);
+	ck_assert_ptr_nonnull(strstr(error_text(), "'vnvme.bad'"));
+	ck_assert_int_eq(put("vm.add-vnvme", "{"), 400);
+	ck_assert_int_eq(put("vm.add-vnvme", NULL), 400);
+	ck_assert_int_eq(put("vm.remove-device", "{\"id\": \"nvme0\"}"), 501);
+	ck_assert_ptr_nonnull(strstr(error_text(), "nvme0"));
+	ck_assert_int_eq(put("vm.remove-device", "{\"id\": \"nvme0\", \"force\": true}"), 400);
+	ck_assert_ptr_nonnull(strstr(error_text(), "'force'"));
+	ck_assert_int_eq(put("vm.remove-device", "{\"id\": 3}"), 400);
+	ck_assert_int_eq(put("vm.remove-device", "{\"id\": \"\"}"), 400);
+	ck_assert_int_eq(put("vm.remove-device", "[]"), 400);
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	ck_assert_int_eq(put("vm.add-vnvme", "{\"path\": \"/tmp/x.img\"}"), 409);
+	ck_assert_str_eq(state(), "Paused");
+}
+END_TEST
+
+START_TEST(test_vmm_shutdown)
+{
+	ck_assert_int_eq(put("vm.create", good_config), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert_int_eq(put("vmm.shutdown", NULL), 204);
+	ck_assert(vmm.shutdown);
+	/* an API VM is left to api_vmm_release() (teardown checks it is destroyed) */
+	ck_assert_ptr_nonnull(vmm.vm);
+}
+END_TEST
+
+START_TEST(test_external_vm)
+{
+	struct vm *vm = calloc(1, sizeof(*vm));
+
+	/* a command-line VM: the API stops it but never destroys it */
+	fake_defaults(&vm->cfg);
+	vm->state = VM_RUNNING;
+	api_vmm_init(&vmm, &fake_ops, vm);
+	ck_assert_int_eq(put("vm.create", good_config), 409);
+	ck_assert_int_eq(put("vm.boot", NULL), 409);
+	ck_assert_int_eq(put("vm.delete", NULL), 204);
+	ck_assert_int_eq(vm->state, VM_SHUTDOWN);
+	ck_assert_ptr_eq(vmm.vm, vm);
+	ck_assert_int_eq(put("vm.boot", NULL), 409);
+	api_vmm_release(&vmm);
+	ck_assert_ptr_eq(vmm.vm, vm);
+
+	vm->state = VM_PAUSED;
+	ck_assert_int_eq(put("vmm.shutdown", NULL), 204);
+	ck_assert_int_eq(vm->state, VM_SHUTDOWN);
+	vmm.vm = NULL;
+	free(vm);
+}
+END_TEST
+
+static Suite *api_router_suite(void)
+{
+	Suite *s = suite_create("api_router");
+	TCase *tc = tcase_create("router");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_ping);
+	tcase_add_test(tc, test_unknown_endpoint);
+	tcase_add_test(tc, test_wrong_verb);
+	tcase_add_test(tc, test_create_and_info);
+	tcase_add_test(tc, test_config_roundtrip);
+	tcase_add_test(tc, test_create_defaults);
+	tcase_add_loop_test(tc, test_create_bad_config, 0,
+			    sizeof(bad_configs) / sizeof(bad_configs[0]));
+	tcase_add_test(tc, test_create_errors);
+	tcase_add_test(tc, test_no_vm);
+	tcase_add_test(tc, test_lifecycle);
+	tcase_add_test(tc, test_delete_paused);
+	tcase_add_test(tc, test_counters);
+	tcase_add_test(tc, test_hotplug);
+	tcase_add_test(tc, test_vmm_shutdown);
+	tcase_add_test(tc, test_external_vm);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(api_router_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
