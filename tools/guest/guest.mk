@@ -1,0 +1,34 @@
+# tools/guest: the Linux test guest (`make guest`), the stock Debian kernel (`make guest-debian`)
+# and extract-vmlinux. Included by the top Makefile; everything lands in $(BUILD)/guest/.
+
+GUEST_DIR       := $(BUILD)/guest
+GUEST_KERNEL    := $(GUEST_DIR)/vmlinux
+GUEST_INITRAMFS := $(GUEST_DIR)/initramfs.cpio
+GUEST_SRC       := tools/guest
+
+BINS += $(BUILD)/extract-vmlinux
+
+.PHONY: guest guest-kernel guest-debian
+
+guest: $(GUEST_KERNEL) $(GUEST_INITRAMFS)
+
+# build-kernel.sh keeps its own stamp (fragment, patches, source package version) and returns at
+# once when nothing changed, so running it on every `make guest` is cheap and never stale.
+guest-kernel:
+	$(Q)tools/install-deps.sh
+	$(Q)$(GUEST_SRC)/build-kernel.sh $(GUEST_DIR)
+
+$(GUEST_KERNEL): guest-kernel
+
+$(GUEST_INITRAMFS): $(GUEST_SRC)/build-initramfs.sh $(GUEST_SRC)/init $(GUEST_SRC)/fstab \
+		    $(wildcard $(GUEST_SRC)/tests/*.sh) | guest-kernel
+	$(Q)$(GUEST_SRC)/build-initramfs.sh $(GUEST_DIR)/linux $@
+
+$(BUILD)/extract-vmlinux: $(GUEST_SRC)/extract-vmlinux.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE -o $@ $<
+
+# Not in CI: the Debian cloud kernel takes far longer than CI allows to boot on kvm_pvm hosts.
+guest-debian: $(BUILD)/extract-vmlinux
+	$(Q)$(GUEST_SRC)/fetch-debian-kernel.sh $(GUEST_DIR)/debian $(BUILD)/extract-vmlinux
