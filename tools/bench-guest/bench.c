@@ -1,0 +1,387 @@
+/* Bench guest core: ring-0 set-up (GDT, TSS, IDT, user-accessible page tables, kvmclock), the
+ * drop to ring 3 with IOPL 3, console output, command-line parameters and poweroff. */
+#include <stdarg.h>
+
+#include "bench.h"
+
+#define COM1			0x3f8
+#define PM1A_CNT		0x604
+#define SLP_TYP_S5		(5u << 10)
+#define SLP_EN			(1u << 13)
+#define MSR_KVM_SYSTEM_TIME_NEW 0x4b564d01
+
+#define SEL_KCODE 0x08
+#define SEL_KDATA 0x10
+#define SEL_UDATA (0x18 | 3)
+#define SEL_UCODE (0x20 | 3)
+#define SEL_TSS	  0x28
+
+struct pvclock {
+	uint32_t version, pad0;
+	uint64_t tsc_timestamp, system_time;
+	uint32_t tsc_to_system_mul;
+	int8_t tsc_shift;
+	uint8_t flags, pad[2];
+} __attribute__((packed));
+
+struct tss64 {
+	uint32_t rsvd0;
+	uint64_t rsp0, rsp1, rsp2, rsvd1, ist[7], rsvd2;
+	uint16_t rsvd3, iomap_base;
+} __attribute__((packed));
+
+struct idt_gate {
+	uint16_t off_lo, sel;
+	uint8_t ist, type;
+	uint16_t off_mid;
+	uint32_t off_hi, rsvd;
+} __attribute__((packed));
+
+extern const uint64_t bench_vectors[32];
+extern char bench_stack0_top[], bench_stack3_top[];
+extern const struct bench_mode __start_bench_modes[], __stop_bench_modes[];
+
+static uint64_t gdt[7];
+static struct tss64 tss __attribute__((aligned(16)));
+static struct idt_gate idt[32] __attribute__((aligned(16)));
+static uint64_t pml4[512] __attribute__((aligned(4096)));
+static uint64_t pdpt[512] __attribute__((aligned(4096)));
+static uint64_t pd[4][512] __attribute__((aligned(4096)));
+static struct pvclock clock __attribute__((aligned(64)));
+static bool have_kvmclock;
+static const char *cmdline;
+static const struct bench_mode *mode;
+
+void bench_putc(char c)
+{
+	/* The lvmm UART transmits at once; no LSR polling keeps this one exit per byte. */
+	if (c == '\n')
+		outb(COM1, '\r');
+	outb(COM1, (uint8_t)c);
+}
+
+void bench_puts(const char *s)
+{
+	while (*s)
+		bench_putc(*s++);
+}
+
+static void put_num(unsigned long long v, unsigned base, bool neg)
+{
+	char buf[24];
+	int i = 0;
+
+	if (neg)
+		bench_putc('-');
+	do {
+		buf[i++] = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v);
+	while (i)
+		bench_putc(buf[--i]);
+}
+
+void bench_printf(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	for (; *fmt; fmt++) {
+		int longs = 0;
+
+		if (*fmt != '%') {
+			bench_putc(*fmt);
+			continue;
+		}
+		fmt++;
+		while (*fmt == 'l') {
+			longs++;
+			fmt++;
+		}
+		switch (*fmt) {
+		case 's':
+			bench_puts(va_arg(ap, const char *));
+			break;
+		case 'c':
+			bench_putc((char)va_arg(ap, int));
+			break;
+		case 'd': {
+			long long v = longs ? va_arg(ap, long long) : va_arg(ap, int);
+
+			put_num(v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v, 10,
+				v < 0);
+			break;
+		}
+		case 'u':
+		case 'x':
+			put_num(longs ? va_arg(ap, unsigned long long) : va_arg(ap, unsigned),
+				*fmt == 'u' ? 10 : 16, false);
+			break;
+		case '%':
+			bench_putc('%');
+			break;
+		case 0:
+			fmt--;
+			break;
+		default:
+			bench_putc('?');
+		}
+	}
+	va_end(ap);
+}
+
+uint64_t bench_ns(void)
+{
+	uint64_t delta, ns;
+	uint32_t v;
+
+	if (!have_kvmclock)
+		return rdtsc() / 2; /* assume 2 GHz: only for hosts without kvmclock */
+	do {
+		v = clock.version;
+		__asm__ volatile("" ::: "memory");
+		delta = rdtsc() - clock.tsc_timestamp;
+		if (clock.tsc_shift >= 0)
+			delta <<= clock.tsc_shift;
+		else
+			delta >>= -clock.tsc_shift;
+		ns = clock.system_time +
+		     (uint64_t)(((unsigned __int128)delta * clock.tsc_to_system_mul) >> 32);
+		__asm__ volatile("" ::: "memory");
+	} while ((v & 1) || v != clock.version);
+	return ns;
+}
+
+int bench_strcmp(const char *a, const char *b)
+{
+	while (*a && *a == *b) {
+		a++;
+		b++;
+	}
+	return (unsigned char)*a - (unsigned char)*b;
+}
+
+bool bench_param(const char *name, char *buf, size_t len)
+{
+	const char *p = cmdline;
+
+	while (p && *p) {
+		const char *n = name;
+
+		while (*p == ' ')
+			p++;
+		while (*n && *p == *n) {
+			n++;
+			p++;
+		}
+		if (!*n && *p == '=') {
+			size_t i = 0;
+
+			for (p++; *p && *p != ' ' && i + 1 < len; p++)
+				buf[i++] = *p;
+			buf[i] = 0;
+			return true;
+		}
+		while (*p && *p != ' ')
+			p++;
+	}
+	return false;
+}
+
+void bench_poweroff(void)
+{
+	outw(PM1A_CNT, SLP_TYP_S5 | SLP_EN);
+	for (;;)
+		__asm__ volatile("pause");
+}
+
+struct bench_frame {
+	uint64_t r15, r14, r13, r12, r11, r10, r9, r8, rbp, rdi, rsi, rdx, rcx, rbx, rax;
+	uint64_t vector, error, rip, cs, rflags, rsp, ss;
+};
+
+uint64_t bench_pio_traps;
+
+/* Some hosts (kvm_pvm) run guest ring 3 natively but ignore IOPL: in/out there raise #GP.
+ * Complete the access from ring 0, which does reach the monitor, and step over it. */
+static bool complete_port_io(struct bench_frame *f)
+{
+	const uint8_t *ip = (const uint8_t *)f->rip;
+	unsigned size = 4, len = 1;
+	uint16_t port;
+	uint8_t op;
+
+	if ((f->cs & 3) != 3)
+		return false;
+	if (ip[0] == 0x66) {
+		size = 2;
+		ip++;
+		len++;
+	}
+	op = ip[0];
+	if (op == 0xe4 || op == 0xe5 || op == 0xe6 || op == 0xe7) {
+		port = ip[1];
+		len++;
+	} else if (op >= 0xec && op <= 0xef) {
+		port = (uint16_t)f->rdx;
+	} else {
+		return false;
+	}
+	if (!(op & 1))
+		size = 1;
+	if (op & 2) { /* out */
+		if (size == 1)
+			outb(port, (uint8_t)f->rax);
+		else if (size == 2)
+			outw(port, (uint16_t)f->rax);
+		else
+			outl(port, (uint32_t)f->rax);
+	} else if (size == 1) {
+		f->rax = (f->rax & ~0xffULL) | inb(port);
+	} else if (size == 2) {
+		uint16_t v;
+
+		__asm__ volatile("inw %1, %0" : "=a"(v) : "Nd"(port));
+		f->rax = (f->rax & ~0xffffULL) | v;
+	} else {
+		f->rax = inl(port); /* 32-bit results zero-extend */
+	}
+	f->rip += len;
+	bench_pio_traps++;
+	return true;
+}
+
+/* Other exceptions print and end the VM: a bench run must never hang silently. */
+void bench_exception(struct bench_frame *f);
+void bench_exception(struct bench_frame *f)
+{
+	if (f->vector == 13 && complete_port_io(f))
+		return;
+	bench_printf("bench: exception %lu error 0x%lx at rip 0x%lx cs 0x%lx\n", f->vector,
+		     f->error, f->rip, f->cs);
+	bench_poweroff();
+}
+
+static void setup_cpu(void)
+{
+	struct {
+		uint16_t limit;
+		uint64_t base;
+	} __attribute__((packed)) gdtr, idtr;
+	uint64_t t = (uint64_t)&tss;
+	unsigned i, j;
+
+	gdt[1] = 0x00af9a000000ffffULL; /* kernel code 64 */
+	gdt[2] = 0x00cf92000000ffffULL; /* kernel data */
+	gdt[3] = 0x00cff2000000ffffULL; /* user data, DPL 3 */
+	gdt[4] = 0x00affa000000ffffULL; /* user code 64, DPL 3 */
+	gdt[5] =
+	    (sizeof(tss) - 1) | ((t & 0xffffff) << 16) | (0x89ULL << 40) | ((t >> 24 & 0xff) << 56);
+	gdt[6] = t >> 32;
+	tss.rsp0 = (uint64_t)bench_stack0_top;
+	tss.iomap_base = sizeof(tss); /* no I/O bitmap: IOPL 3 decides */
+
+	for (i = 0; i < 32; i++) {
+		uint64_t h = bench_vectors[i];
+
+		idt[i] = (struct idt_gate){.off_lo = (uint16_t)h,
+					   .sel = SEL_KCODE,
+					   .type = 0x8e,
+					   .off_mid = (uint16_t)(h >> 16),
+					   .off_hi = (uint32_t)(h >> 32)};
+	}
+
+	/* Identity map of the low 4 GiB with 2 MiB pages, user-accessible: RAM and device BARs. */
+	for (i = 0; i < 4; i++) {
+		for (j = 0; j < 512; j++)
+			pd[i][j] = ((uint64_t)(i * 512 + j) << 21) | 0x87; /* P RW US PS */
+		pdpt[i] = (uint64_t)pd[i] | 0x7;
+	}
+	pml4[0] = (uint64_t)pdpt | 0x7;
+
+	gdtr.limit = sizeof(gdt) - 1;
+	gdtr.base = (uint64_t)gdt;
+	idtr.limit = sizeof(idt) - 1;
+	idtr.base = (uint64_t)idt;
+	__asm__ volatile("lgdt %0\n\t"
+			 "lidt %1\n\t"
+			 "mov %2, %%cr3\n\t"
+			 "pushq %3\n\t"
+			 "leaq 1f(%%rip), %%rax\n\t"
+			 "pushq %%rax\n\t"
+			 "lretq\n"
+			 "1:\n\t"
+			 "mov %4, %%eax\n\t"
+			 "mov %%eax, %%ds\n\t"
+			 "mov %%eax, %%es\n\t"
+			 "mov %%eax, %%ss\n\t"
+			 "mov %5, %%eax\n\t"
+			 "ltr %%ax\n\t"
+			 :
+			 : "m"(gdtr), "m"(idtr), "r"(pml4), "i"(SEL_KCODE), "i"(SEL_KDATA),
+			   "i"(SEL_TSS)
+			 : "rax", "memory");
+}
+
+static void setup_clock(void)
+{
+	uint32_t a, b, c, d;
+	uint64_t pa = (uint64_t)&clock | 1;
+
+	__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x40000000), "c"(0));
+	/* "KVMKVMKVM\0\0\0" and KVM_FEATURE_CLOCKSOURCE2 */
+	if (b != 0x4b4d564b || c != 0x564b4d56)
+		return;
+	__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x40000001), "c"(0));
+	if (!(a & (1u << 3)))
+		return;
+	__asm__ volatile("wrmsr"
+			 :
+			 : "c"(MSR_KVM_SYSTEM_TIME_NEW), "a"((uint32_t)pa),
+			   "d"((uint32_t)(pa >> 32)));
+	have_kvmclock = true;
+}
+
+static void ring3_main(void)
+{
+	bench_puts("bench: hello from ring 3\n");
+	if (mode->ring3)
+		mode->ring3();
+	bench_puts("bench: done, powering off\n");
+	bench_poweroff();
+}
+
+void bench_main(const uint8_t *zero_page);
+void bench_main(const uint8_t *zero_page)
+{
+	const struct bench_mode *m;
+	char name[32] = "hello";
+	uint32_t cl = *(const uint32_t *)(zero_page + 0x228);
+
+	cmdline = cl ? (const char *)(uint64_t)cl : "";
+	bench_puts("bench: hello from ring 0\n");
+	bench_param("bench.mode", name, sizeof(name));
+	for (m = __start_bench_modes; m < __stop_bench_modes; m++)
+		if (!bench_strcmp(m->name, name))
+			mode = m;
+	if (!mode) {
+		bench_printf("bench: unknown mode '%s'\n", name);
+		bench_poweroff();
+	}
+	bench_printf("bench: mode %s\n", mode->name);
+	setup_cpu();
+	setup_clock();
+	if (mode->ring0)
+		mode->ring0();
+	/* iretq into ring 3 with IOPL 3 (in/out allowed) and interrupts off. */
+	__asm__ volatile("pushq %0\n\t"
+			 "pushq %1\n\t"
+			 "pushq $0x3002\n\t"
+			 "pushq %2\n\t"
+			 "pushq %3\n\t"
+			 "iretq"
+			 :
+			 : "i"(SEL_UDATA), "r"(bench_stack3_top), "i"(SEL_UCODE), "r"(ring3_main)
+			 : "memory");
+	__builtin_unreachable();
+}

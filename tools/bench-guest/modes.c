@@ -1,0 +1,78 @@
+/* Bench guest modes that need no device: hello (default), spin (heartbeat, never ends), fault
+ * (deliberate triple fault) and exits (cost of PIO and MMIO exits from ring 0 and ring 3). */
+#include "bench.h"
+
+#define POST_PORT     0x80
+#define UNMAPPED_MMIO 0xd0000000ULL /* inside the 32-bit PCI hole, nothing mapped there */
+
+BENCH_MODE(hello, NULL, NULL);
+
+static void spin_ring3(void)
+{
+	uint64_t next = bench_ns(), n = 0;
+
+	for (;;) {
+		while (bench_ns() < next)
+			__asm__ volatile("pause");
+		bench_printf("bench: heartbeat %lu\n", n++);
+		next += 200000000ULL;
+	}
+}
+
+BENCH_MODE(spin, NULL, spin_ring3);
+
+static void fault_ring0(void)
+{
+	struct {
+		uint16_t limit;
+		uint64_t base;
+	} __attribute__((packed)) none = {0, 0};
+
+	bench_puts("bench: triple fault on purpose\n");
+	/* No IDT: the #GP from a non-canonical load escalates to a double, then triple fault. */
+	__asm__ volatile("lidt %0\n\t"
+			 "movq $0x8000000000000000, %%rax\n\t"
+			 "movq (%%rax), %%rax"
+			 :
+			 : "m"(none)
+			 : "rax", "memory");
+	bench_puts("bench: still alive after the fault\n");
+}
+
+BENCH_MODE(fault, fault_ring0, NULL);
+
+static uint64_t time_pio(unsigned n)
+{
+	uint64_t t0 = bench_ns();
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		outb(POST_PORT, 0);
+	return (bench_ns() - t0) / n;
+}
+
+static uint64_t time_mmio(unsigned n)
+{
+	volatile uint32_t *p = (volatile uint32_t *)UNMAPPED_MMIO;
+	uint64_t t0 = bench_ns();
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		(void)*p;
+	return (bench_ns() - t0) / n;
+}
+
+static void exits_ring0(void)
+{
+	bench_printf("bench: ring0 pio exit %lu ns\n", time_pio(200));
+	bench_printf("bench: ring0 mmio exit %lu ns\n", time_mmio(200));
+}
+
+static void exits_ring3(void)
+{
+	bench_printf("bench: ring3 pio exit %lu ns\n", time_pio(5000));
+	bench_printf("bench: ring3 mmio exit %lu ns\n", time_mmio(5000));
+	bench_printf("bench: ring3 port I/O trapped to ring 0: %lu times\n", bench_pio_traps);
+}
+
+BENCH_MODE(exits, exits_ring0, exits_ring3);

@@ -1,0 +1,317 @@
+/* The lvmm command line: `lvmm run` boots a VM from flags (optionally serving the REST API),
+ * `lvmm api` is the API client; owns process-wide signal handling and the terminal on exit. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "config.h"
+#include "seccomp_filter.h"
+#include "serial.h"
+#include "vm.h"
+#include "vm_internal.h"
+
+#define LVMM_VERSION "0.1.0"
+
+static void usage_main(FILE *f)
+{
+	fprintf(f, "usage: lvmm run [OPTIONS]          boot a microVM\n"
+		   "       lvmm api --socket PATH VERB  talk to a running lvmm (lvmm api --help)\n"
+		   "       lvmm --version | --help\n");
+}
+
+static void usage_run(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: lvmm run --kernel FILE [OPTIONS]\n"
+	    "  --kernel FILE        vmlinux (ELF) or bzImage\n"
+	    "  --initramfs FILE     initial RAM file system\n"
+	    "  --cmdline STR        kernel command line\n"
+	    "  --cpus N             vCPUs (default %u)\n"
+	    "  --memory SIZE        guest RAM, e.g. 256M, 2G (default %lluM)\n"
+	    "  --serial MODE        stdio | file=PATH | off (default stdio)\n"
+	    "  --vnvme SPEC         NVMe disk: file=PATH[,size=SIZE][,readonly=on][,serial=S]\n"
+	    "                       or NAME:SIZE[,vol=NAME][,mode=emulate|passthrough|isolated]\n"
+	    "  --api-socket PATH    serve the REST API on this Unix socket\n"
+	    "Environment: LVMM_SECCOMP=off, LVMM_HOSTCOMPAT=on|off, LVMM_PIT=on|off\n",
+	    CONFIG_DEFAULT_CPUS, CONFIG_DEFAULT_MEMORY >> 20);
+}
+
+static int copy_arg(char *dst, size_t max, const char *what, const char *v)
+{
+	if (strlen(v) >= max) {
+		fprintf(stderr, "lvmm: %s: argument of %zu bytes is too long\n", what, strlen(v));
+		return -1;
+	}
+	strcpy(dst, v);
+	return 0;
+}
+
+static int parse_serial(struct vm_config *c, const char *v)
+{
+	if (!strcmp(v, "stdio")) {
+		c->serial = SERIAL_STDIO;
+	} else if (!strcmp(v, "off")) {
+		c->serial = SERIAL_OFF;
+	} else if (!strncmp(v, "file=", 5) && v[5]) {
+		c->serial = SERIAL_FILE;
+		return copy_arg(c->serial_file, sizeof(c->serial_file), "--serial", v + 5);
+	} else {
+		fprintf(stderr, "lvmm: --serial: '%s' is not stdio, file=PATH or off\n", v);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_cpus(struct vm_config *c, const char *v)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || end == v || *v == '-' || n < 1 || n > VM_MAX_VCPUS) {
+		fprintf(stderr, "lvmm: --cpus: '%s' is not a number in 1..%u\n", v, VM_MAX_VCPUS);
+		return -1;
+	}
+	c->cpus = c->max_cpus = (unsigned)n;
+	return 0;
+}
+
+enum {
+	OPT_KERNEL = 256,
+	OPT_INITRAMFS,
+	OPT_CMDLINE,
+	OPT_CPUS,
+	OPT_MEMORY,
+	OPT_SERIAL,
+	OPT_VNVME,
+	OPT_API,
+	OPT_HELP
+};
+
+static int parse_run(int argc, char **argv, struct vm_config *c, const char **api_sock)
+{
+	static const struct option opts[] = {
+	    {"kernel", required_argument, NULL, OPT_KERNEL},
+	    {"initramfs", required_argument, NULL, OPT_INITRAMFS},
+	    {"cmdline", required_argument, NULL, OPT_CMDLINE},
+	    {"cpus", required_argument, NULL, OPT_CPUS},
+	    {"memory", required_argument, NULL, OPT_MEMORY},
+	    {"serial", required_argument, NULL, OPT_SERIAL},
+	    {"vnvme", required_argument, NULL, OPT_VNVME},
+	    {"api-socket", required_argument, NULL, OPT_API},
+	    {"help", no_argument, NULL, OPT_HELP},
+	    {NULL, 0, NULL, 0},
+	};
+	char err[256];
+	int o;
+
+	opterr = 0;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		switch (o) {
+		case OPT_KERNEL:
+			if (copy_arg(c->kernel, sizeof(c->kernel), "--kernel", optarg))
+				return -1;
+			break;
+		case OPT_INITRAMFS:
+			if (copy_arg(c->initramfs, sizeof(c->initramfs), "--initramfs", optarg))
+				return -1;
+			break;
+		case OPT_CMDLINE:
+			if (copy_arg(c->cmdline, sizeof(c->cmdline), "--cmdline", optarg))
+				return -1;
+			break;
+		case OPT_CPUS:
+			if (parse_cpus(c, optarg))
+				return -1;
+			break;
+		case OPT_MEMORY:
+			if (config_parse_size(optarg, &c->memory, err, sizeof(err))) {
+				fprintf(stderr, "lvmm: --memory: %s\n", err);
+				return -1;
+			}
+			break;
+		case OPT_SERIAL:
+			if (parse_serial(c, optarg))
+				return -1;
+			break;
+		case OPT_VNVME:
+			if (c->nvnvme >= CONFIG_MAX_VNVME) {
+				fprintf(stderr, "lvmm: --vnvme: at most %d devices\n",
+					CONFIG_MAX_VNVME);
+				return -1;
+			}
+			if (config_parse_vnvme(optarg, &c->vnvme[c->nvnvme], err, sizeof(err))) {
+				fprintf(stderr, "lvmm: --vnvme: %s\n", err);
+				return -1;
+			}
+			c->nvnvme++;
+			break;
+		case OPT_API:
+			*api_sock = optarg;
+			break;
+		case OPT_HELP:
+			usage_run(stdout);
+			exit(0);
+		case ':':
+			fprintf(stderr, "lvmm: run: %s needs an argument\n", argv[optind - 1]);
+			return -1;
+		default:
+			fprintf(stderr, "lvmm: run: unknown option '%s' (lvmm run --help)\n",
+				argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "lvmm: run: unexpected argument '%s' (lvmm run --help)\n",
+			argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- signals: SIGINT/SIGTERM/SIGHUP stop the VM from one thread; crashes restore the tty ---- */
+
+struct sig_waiter {
+	struct vm *vm;
+	sigset_t set;
+	volatile int done;
+};
+
+static void *sig_thread(void *arg)
+{
+	struct sig_waiter *w = arg;
+	int sig;
+
+	pthread_setname_np(pthread_self(), "lvmm-signals");
+	while (!sigwait(&w->set, &sig)) {
+		if (w->done)
+			break;
+		vm_request_stop(w->vm, VM_EXIT_SIGNAL, "stopped by signal %s", sigabbrev_np(sig));
+	}
+	return NULL;
+}
+
+static void crash_handler(int sig)
+{
+	serial_term_restore();
+	raise(sig); /* SA_RESETHAND: the default action (core dump) follows */
+}
+
+static void crash_handlers_install(void)
+{
+	static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+	struct sigaction sa;
+	unsigned i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = crash_handler;
+	sa.sa_flags = SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+	atexit(serial_term_restore);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct sig_waiter sw = {0};
+	const char *api_sock = NULL;
+	struct vm_config cfg;
+	enum vm_exit_reason why;
+	pthread_t st;
+	struct vm *vm;
+	char err[512];
+	double t0 = now_s();
+	int status;
+
+	config_defaults(&cfg);
+	if (parse_run(argc, argv, &cfg, &api_sock))
+		return 2;
+	if (api_sock && !cfg.kernel[0]) /* an empty VMM: the VM comes from vm.create */
+		return api_vmm_main(api_sock, NULL);
+	if (config_validate(&cfg, err, sizeof(err))) {
+		fprintf(stderr, "lvmm: %s\n", err);
+		return 1;
+	}
+	crash_handlers_install();
+	/* Blocked before any thread exists, so only sig_thread ever receives these. */
+	sigemptyset(&sw.set);
+	sigaddset(&sw.set, SIGINT);
+	sigaddset(&sw.set, SIGTERM);
+	sigaddset(&sw.set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sw.set, NULL);
+
+	if (vm_create(&cfg, &vm, err, sizeof(err))) {
+		fprintf(stderr, "lvmm: %s\n", err);
+		return 1;
+	}
+	sw.vm = vm;
+	if (pthread_create(&st, NULL, sig_thread, &sw)) {
+		fprintf(stderr, "lvmm: cannot start the signal thread\n");
+		vm_destroy(vm);
+		return 1;
+	}
+	if (seccomp_install(err, sizeof(err)) || vm_boot(vm, err, sizeof(err))) {
+		fprintf(stderr, "lvmm: %s\n", err);
+		vm_request_stop(vm, VM_EXIT_ERROR, "%s", err);
+		why = vm_wait(vm);
+		status = 1;
+	} else if (api_sock) {
+		status = api_vmm_main(api_sock, vm);
+		why = vm_wait(vm);
+		if (!status)
+			fprintf(stderr, "lvmm: %s\n", vm_exit_msg(vm));
+	} else {
+		why = vm_wait(vm);
+		status = why == VM_EXIT_ERROR ? 1 : 0;
+		fprintf(stderr, "lvmm: %s%s\n", status ? "VM stopped: " : "", vm_exit_msg(vm));
+	}
+	if (getenv("LVMM_STATS"))
+		fprintf(stderr, "lvmm: ran %.3f s from start to exit\n", now_s() - t0);
+	sw.done = 1;
+	pthread_kill(st, SIGHUP);
+	pthread_join(st, NULL);
+	vm_destroy(vm);
+	(void)why;
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage_main(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage_main(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("lvmm %s\n", LVMM_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "api"))
+		return api_client_main(argc - 1, argv + 1);
+	fprintf(stderr, "lvmm: unknown command '%s' (lvmm --help)\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,230 @@
+/* 8250/16550A UART register model (COM1) and the host terminal's raw mode.
+ * Transmit is immediate (THR always empty); receive goes through a small FIFO fed from stdin. */
+#include <errno.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "serial.h"
+
+#define UART_RBR 0
+#define UART_IER 1
+#define UART_IIR 2
+#define UART_LCR 3
+#define UART_MCR 4
+#define UART_LSR 5
+#define UART_MSR 6
+#define UART_SCR 7
+
+#define IER_RDI	     0x01
+#define IER_THRI     0x02
+#define IIR_NO_INT   0x01
+#define IIR_THRI     0x02
+#define IIR_RDI	     0x04
+#define IIR_FIFO     0xc0
+#define LCR_DLAB     0x80
+#define MCR_LOOP     0x10
+#define MCR_OUT2     0x08
+#define LSR_DR	     0x01
+#define LSR_THRE     0x20
+#define LSR_TEMT     0x40
+#define MSR_DCD	     0x80
+#define MSR_DSR	     0x20
+#define MSR_CTS	     0x10
+#define FCR_ENABLE   0x01
+#define FCR_CLEAR_RX 0x02
+
+static void serial_update_irq(struct serial *s)
+{
+	bool level = ((s->ier & IER_RDI) && s->rx_count) || ((s->ier & IER_THRI) && s->thr_irq);
+
+	if (level != s->irq_level) {
+		s->irq_level = level;
+		if (s->set_irq)
+			s->set_irq(s->irq_opaque, level);
+	}
+}
+
+void serial_init(struct serial *s, int out_fd, void (*set_irq)(void *, bool), void *opaque)
+{
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_init(&s->lock, NULL);
+	s->out_fd = out_fd;
+	s->set_irq = set_irq;
+	s->irq_opaque = opaque;
+	s->mcr = MCR_OUT2;
+	s->dll = 12; /* 9600 baud, what firmware leaves behind */
+}
+
+static void serial_tx(struct serial *s, uint8_t c)
+{
+	ssize_t n;
+
+	if (s->mcr & MCR_LOOP) {
+		if (s->rx_count < SERIAL_RX_FIFO) {
+			s->rx[(s->rx_head + s->rx_count) % SERIAL_RX_FIFO] = c;
+			s->rx_count++;
+		}
+		return;
+	}
+	if (s->out_fd < 0)
+		return;
+	do {
+		n = write(s->out_fd, &c, 1);
+	} while (n < 0 && errno == EINTR);
+}
+
+uint8_t serial_read(struct serial *s, unsigned off)
+{
+	uint8_t v = 0xff;
+
+	pthread_mutex_lock(&s->lock);
+	switch (off) {
+	case UART_RBR:
+		if (s->lcr & LCR_DLAB) {
+			v = s->dll;
+			break;
+		}
+		v = 0;
+		if (s->rx_count) {
+			v = s->rx[s->rx_head];
+			s->rx_head = (s->rx_head + 1) % SERIAL_RX_FIFO;
+			s->rx_count--;
+		}
+		break;
+	case UART_IER:
+		v = (s->lcr & LCR_DLAB) ? s->dlm : s->ier;
+		break;
+	case UART_IIR:
+		if ((s->ier & IER_RDI) && s->rx_count) {
+			v = IIR_RDI;
+		} else if ((s->ier & IER_THRI) && s->thr_irq) {
+			v = IIR_THRI;
+			s->thr_irq = false; /* reading IIR acknowledges THR empty */
+		} else {
+			v = IIR_NO_INT;
+		}
+		if (s->fcr & FCR_ENABLE)
+			v |= IIR_FIFO;
+		break;
+	case UART_LCR:
+		v = s->lcr;
+		break;
+	case UART_MCR:
+		v = s->mcr;
+		break;
+	case UART_LSR:
+		v = LSR_THRE | LSR_TEMT | (s->rx_count ? LSR_DR : 0);
+		break;
+	case UART_MSR:
+		/* In loopback the modem inputs mirror MCR; Linux's autoconfig checks that. */
+		if (s->mcr & MCR_LOOP)
+			v = (uint8_t)(((s->mcr & 0x0c) << 4) | ((s->mcr & 0x03) << 4));
+		else
+			v = MSR_DCD | MSR_DSR | MSR_CTS;
+		break;
+	case UART_SCR:
+		v = s->scr;
+		break;
+	}
+	serial_update_irq(s);
+	pthread_mutex_unlock(&s->lock);
+	return v;
+}
+
+void serial_write(struct serial *s, unsigned off, uint8_t val)
+{
+	pthread_mutex_lock(&s->lock);
+	switch (off) {
+	case UART_RBR:
+		if (s->lcr & LCR_DLAB) {
+			s->dll = val;
+			break;
+		}
+		serial_tx(s, val);
+		/* The byte left at once: THR is empty again, which is a fresh interrupt edge. */
+		s->thr_irq = false;
+		serial_update_irq(s);
+		s->thr_irq = true;
+		break;
+	case UART_IER:
+		if (s->lcr & LCR_DLAB) {
+			s->dlm = val;
+			break;
+		}
+		/* Enabling THRI while THR is empty raises it immediately, as on a real 16550. */
+		if ((val & IER_THRI) && !(s->ier & IER_THRI))
+			s->thr_irq = true;
+		s->ier = val & 0x0f;
+		break;
+	case UART_IIR:
+		s->fcr = val;
+		if (val & FCR_CLEAR_RX)
+			s->rx_count = 0;
+		break;
+	case UART_LCR:
+		s->lcr = val;
+		break;
+	case UART_MCR:
+		s->mcr = val & 0x1f;
+		break;
+	case UART_SCR:
+		s->scr = val;
+		break;
+	}
+	serial_update_irq(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+unsigned serial_rx_room(struct serial *s)
+{
+	unsigned room;
+
+	pthread_mutex_lock(&s->lock);
+	room = SERIAL_RX_FIFO - s->rx_count;
+	pthread_mutex_unlock(&s->lock);
+	return room;
+}
+
+unsigned serial_receive(struct serial *s, const uint8_t *buf, unsigned len)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; i < len && s->rx_count < SERIAL_RX_FIFO; i++) {
+		s->rx[(s->rx_head + s->rx_count) % SERIAL_RX_FIFO] = buf[i];
+		s->rx_count++;
+	}
+	serial_update_irq(s);
+	pthread_mutex_unlock(&s->lock);
+	return i;
+}
+
+static struct termios term_saved;
+static volatile int term_is_raw;
+
+int serial_term_raw(void)
+{
+	struct termios t;
+
+	if (!isatty(STDIN_FILENO))
+		return 0;
+	if (tcgetattr(STDIN_FILENO, &term_saved))
+		return -errno;
+	t = term_saved;
+	cfmakeraw(&t);
+	/* Keep ^C as SIGINT: an operator expects it to stop the VM (cleanly, see main.c). */
+	t.c_lflag |= ISIG;
+	if (tcsetattr(STDIN_FILENO, TCSANOW, &t))
+		return -errno;
+	term_is_raw = 1;
+	return 0;
+}
+
+void serial_term_restore(void)
+{
+	if (term_is_raw) {
+		tcsetattr(STDIN_FILENO, TCSANOW, &term_saved);
+		term_is_raw = 0;
+	}
+}

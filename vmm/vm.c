@@ -1,0 +1,782 @@
+/* VM lifecycle (vm.h): KVM VM and irqchip, memfd-backed guest RAM around the 32-bit hole, legacy
+ * devices and console, state machine with pause/resume, and the interrupt services for devices. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "devices.h"
+#include "hostcompat.h"
+#include "layout.h"
+#include "vm_internal.h"
+
+#define KVM_TSS_GPA	  0xfffbd000ULL /* three pages KVM needs on VMX, in the hole above the LAPIC */
+#define KVM_IDENT_MAP_GPA 0xfffbc000ULL
+
+const char *vm_state_name(enum vm_state s)
+{
+	switch (s) {
+	case VM_CREATED:
+		return "Created";
+	case VM_RUNNING:
+		return "Running";
+	case VM_PAUSED:
+		return "Paused";
+	case VM_SHUTDOWN:
+		return "Shutdown";
+	}
+	return "Unknown";
+}
+
+void vm_kick_all(struct vm *vm)
+{
+	unsigned i;
+
+	for (i = 0; i < vm->ncpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+
+		if (!v->thread_started)
+			continue;
+		if (v->run)
+			v->run->immediate_exit = 1;
+		pthread_kill(v->thread, vcpu_kick_signal);
+	}
+}
+
+void vm_request_stop(struct vm *vm, enum vm_exit_reason why, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&vm->lock);
+	if (!vm->stop_req) {
+		vm->stop_req = true;
+		vm->reason = why;
+		va_start(ap, fmt);
+		vsnprintf(vm->exit_msg, sizeof(vm->exit_msg), fmt, ap);
+		va_end(ap);
+		vm_kick_all(vm);
+		if (vm->input_wake_fd >= 0) {
+			uint64_t one = 1;
+
+			if (write(vm->input_wake_fd, &one, sizeof(one)) < 0) {
+				/* The input thread also polls with a timeout; it will notice. */
+			}
+		}
+	}
+	pthread_cond_broadcast(&vm->cond);
+	pthread_mutex_unlock(&vm->lock);
+}
+
+/* ---- devices of the legacy platform: callbacks ---- */
+
+static void vm_serial_irq(void *opaque, bool level)
+{
+	vm_set_irq_line(opaque, LAYOUT_COM1_IRQ, level);
+}
+
+static void serial_pio_read(void *opaque, uint64_t off, void *data, unsigned len)
+{
+	struct vm *vm = opaque;
+
+	memset(data, 0, len);
+	*(uint8_t *)data = serial_read(&vm->serial, (unsigned)off);
+}
+
+static void serial_pio_write(void *opaque, uint64_t off, const void *data, unsigned len)
+{
+	struct vm *vm = opaque;
+
+	serial_write(&vm->serial, (unsigned)off, *(const uint8_t *)data);
+}
+
+static const struct bus_ops serial_pio_ops = {.read = serial_pio_read, .write = serial_pio_write};
+
+static void vm_legacy_event(void *opaque, enum legacy_event ev, const char *how)
+{
+	struct vm *vm = opaque;
+
+	if (ev == LEGACY_EV_POWEROFF)
+		vm_request_stop(vm, VM_EXIT_POWEROFF, "guest powered off (%s)", how);
+	else
+		vm_request_stop(vm, VM_EXIT_REBOOT, "guest rebooted (%s)", how);
+}
+
+static void vm_warm_reset(void *opaque, uint8_t status)
+{
+	smp_warm_reset_write(opaque, status);
+}
+
+/* ---- creation ---- */
+
+static int vm_open_kvm(struct vm *vm, char *err, unsigned errlen)
+{
+	int ret, api;
+
+	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm->kvm_fd < 0) {
+		ret = -errno;
+		if (errno == ENOENT)
+			snprintf(err, errlen,
+				 "/dev/kvm: not found (KVM not available on this host)");
+		else if (errno == EACCES || errno == EPERM)
+			snprintf(err, errlen,
+				 "/dev/kvm: permission denied (need access to /dev/kvm)");
+		else
+			snprintf(err, errlen, "/dev/kvm: %s", strerror(errno));
+		return ret;
+	}
+	api = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
+	if (api != KVM_API_VERSION) {
+		snprintf(err, errlen, "/dev/kvm: API version %d, need %d", api, KVM_API_VERSION);
+		return -ENOTSUP;
+	}
+	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+	if (vm->vm_fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "/dev/kvm: KVM_CREATE_VM: %s", strerror(errno));
+		return ret;
+	}
+	return 0;
+}
+
+static int vm_check_ext(struct vm *vm, long cap)
+{
+	int r = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, cap);
+
+	return r < 0 ? 0 : r;
+}
+
+/* The in-kernel LAPIC, IOAPIC and PIC; a PIT only where it is cheap and Linux may want it. */
+static int vm_create_irqchip(struct vm *vm, char *err, unsigned errlen)
+{
+	const char *pit = getenv("LVMM_PIT");
+	int ret;
+
+	ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, (unsigned long)KVM_TSS_GPA);
+	{
+		uint64_t ident = KVM_IDENT_MAP_GPA;
+
+		ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &ident);
+	}
+	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0)) {
+		ret = -errno;
+		snprintf(err, errlen, "kvm: KVM_CREATE_IRQCHIP: %s", strerror(errno));
+		return ret;
+	}
+	/* On kvm_pvm every PIT tick runs the guest's ring-0 handler through the emulator; the
+	 * TSC-deadline LAPIC timer serves Linux there. LVMM_PIT=on|off overrides for experiments.
+	 */
+	vm->has_pit = !vm->hostcompat || !vm_check_ext(vm, KVM_CAP_TSC_DEADLINE_TIMER);
+	if (pit && !strcmp(pit, "on"))
+		vm->has_pit = true;
+	else if (pit && !strcmp(pit, "off"))
+		vm->has_pit = false;
+	if (vm->has_pit) {
+		struct kvm_pit_config pc = {.flags = KVM_PIT_SPEAKER_DUMMY};
+
+		if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pc)) {
+			ret = -errno;
+			snprintf(err, errlen, "kvm: KVM_CREATE_PIT2: %s", strerror(errno));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int vm_set_slot(struct vm *vm, unsigned slot, uint64_t gpa, uint64_t size, void *host,
+		       uint32_t flags)
+{
+	struct kvm_userspace_memory_region r = {
+	    .slot = slot,
+	    .flags = flags,
+	    .guest_phys_addr = gpa,
+	    .memory_size = size,
+	    .userspace_addr = (uint64_t)(uintptr_t)host,
+	};
+
+	return ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) ? -errno : 0;
+}
+
+static int vm_create_memory(struct vm *vm, char *err, unsigned errlen)
+{
+	uint64_t size = vm->cfg.memory, lo, hi;
+	int ret;
+
+	if (size < CONFIG_MIN_MEMORY || size & 0xfff) {
+		snprintf(err, errlen, "memory: %llu bytes is below %llu MiB or not page-aligned",
+			 (unsigned long long)size, CONFIG_MIN_MEMORY >> 20);
+		return -EINVAL;
+	}
+	lo = size < LAYOUT_MMIO32_START ? size : LAYOUT_MMIO32_START;
+	hi = size - lo;
+	vm->gmem.memfd = memfd_create("lvmm-ram", MFD_CLOEXEC);
+	if (vm->gmem.memfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "memory: memfd_create: %s", strerror(errno));
+		return ret;
+	}
+	if (ftruncate(vm->gmem.memfd, (off_t)size)) {
+		ret = -errno;
+		snprintf(err, errlen, "memory: %llu MiB: %s", (unsigned long long)(size >> 20),
+			 strerror(errno));
+		return ret;
+	}
+	/* Shared, so that backends mapping the memfd see the same pages as the guest. */
+	vm->ram =
+	    mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, vm->gmem.memfd, 0);
+	if (vm->ram == MAP_FAILED) {
+		ret = -errno;
+		vm->ram = NULL;
+		snprintf(err, errlen, "memory: mmap of %llu MiB: %s",
+			 (unsigned long long)(size >> 20), strerror(errno));
+		return ret;
+	}
+	vm->ram_map_size = size;
+	madvise(vm->ram, size, MADV_MERGEABLE);
+	vm->gmem.size = size;
+	vm->gmem.slots[0] = (struct gmem_slot){.gpa = 0, .size = lo, .host = vm->ram, .fd_off = 0};
+	vm->gmem.nslots = 1;
+	if (hi) {
+		vm->gmem.slots[1] = (struct gmem_slot){
+		    .gpa = LAYOUT_RAM_HIGH, .size = hi, .host = vm->ram + lo, .fd_off = lo};
+		vm->gmem.nslots = 2;
+	}
+	for (vm->next_slot = 0; vm->next_slot < vm->gmem.nslots; vm->next_slot++) {
+		struct gmem_slot *s = &vm->gmem.slots[vm->next_slot];
+
+		ret = vm_set_slot(vm, vm->next_slot, s->gpa, s->size, s->host, 0);
+		if (ret) {
+			snprintf(err, errlen, "memory: slot at 0x%llx: %s",
+				 (unsigned long long)s->gpa, strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int vm_routes_init(struct vm *vm, char *err, unsigned errlen)
+{
+	struct kvm_irq_routing *r;
+	unsigned gsi;
+
+	r = calloc(1, sizeof(*r) + VM_MAX_GSI_ROUTES * sizeof(r->entries[0]));
+	if (!r)
+		return -ENOMEM;
+	vm->routes = r;
+	vm->next_gsi = VM_FIRST_MSI_GSI;
+	/* KVM_SET_GSI_ROUTING replaces the whole table: keep KVM's default pin routes in it. */
+	for (gsi = 0; gsi < VM_FIRST_MSI_GSI; gsi++) {
+		struct kvm_irq_routing_entry *e;
+
+		if (gsi < 16) {
+			e = &r->entries[r->nr++];
+			e->gsi = gsi;
+			e->type = KVM_IRQ_ROUTING_IRQCHIP;
+			e->u.irqchip.irqchip =
+			    gsi < 8 ? KVM_IRQCHIP_PIC_MASTER : KVM_IRQCHIP_PIC_SLAVE;
+			e->u.irqchip.pin = gsi % 8;
+		}
+		e = &r->entries[r->nr++];
+		e->gsi = gsi;
+		e->type = KVM_IRQ_ROUTING_IRQCHIP;
+		e->u.irqchip.irqchip = KVM_IRQCHIP_IOAPIC;
+		e->u.irqchip.pin = gsi;
+	}
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
+static int vm_open_serial(struct vm *vm, char *err, unsigned errlen)
+{
+	int ret;
+
+	vm->serial_fd = -1;
+	switch (vm->cfg.serial) {
+	case SERIAL_STDIO:
+		vm->serial_fd = STDOUT_FILENO;
+		break;
+	case SERIAL_FILE:
+		vm->serial_fd =
+		    open(vm->cfg.serial_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (vm->serial_fd < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "serial file %s: %s", vm->cfg.serial_file,
+				 strerror(errno));
+			return ret;
+		}
+		vm->serial_fd_owned = true;
+		break;
+	default:
+		break;
+	}
+	serial_init(&vm->serial, vm->serial_fd, vm_serial_irq, vm);
+	return bus_register(&vm->pio, LAYOUT_COM1_PORT, 8, &serial_pio_ops, vm, "com1");
+}
+
+int vm_create(const struct vm_config *cfg, struct vm **out, char *err, unsigned errlen)
+{
+	struct vm *vm;
+	unsigned i;
+	int ret;
+
+	*out = NULL;
+	if (cfg->cpus < 1 || cfg->cpus > VM_MAX_VCPUS) {
+		snprintf(err, errlen, "cpus: %u is outside 1..%u", cfg->cpus, VM_MAX_VCPUS);
+		return -EINVAL;
+	}
+	vm = calloc(1, sizeof(*vm));
+	if (!vm) {
+		snprintf(err, errlen, "vm: out of memory");
+		return -ENOMEM;
+	}
+	vm->cfg = *cfg;
+	vm->ncpus = cfg->cpus;
+	vm->kvm_fd = vm->vm_fd = -1;
+	vm->gmem.memfd = -1;
+	vm->serial_fd = -1;
+	vm->input_wake_fd = -1;
+	for (i = 0; i < VM_MAX_VCPUS; i++)
+		vm->vcpus[i].fd = -1;
+	pthread_mutex_init(&vm->lock, NULL);
+	pthread_cond_init(&vm->cond, NULL);
+	pthread_mutex_init(&vm->route_lock, NULL);
+	bus_init(&vm->pio);
+	bus_init(&vm->mmio);
+	vm->state = VM_CREATED;
+	vm->hostcompat = hostcompat_active();
+	vcpu_signals_init();
+
+	ret = vm_open_kvm(vm, err, errlen);
+	if (!ret)
+		ret = vm_create_irqchip(vm, err, errlen);
+	if (!ret)
+		ret = vm_create_memory(vm, err, errlen);
+	if (!ret)
+		ret = vm_routes_init(vm, err, errlen);
+	if (!ret)
+		ret = vm_open_serial(vm, err, errlen);
+	if (!ret) {
+		legacy_init(&vm->legacy, vm_legacy_event, vm_warm_reset, vm);
+		ret = legacy_register(&vm->legacy, &vm->pio);
+		if (ret)
+			snprintf(err, errlen, "legacy ports: %s", strerror(-ret));
+	}
+	if (!ret) {
+		ret = devices_init(vm, &vm->cfg, err, errlen);
+		vm->devices_up = !ret;
+	}
+	if (!ret) {
+		ret = hostcompat_cmdline(vm->cfg.cmdline, vm->hostcompat, vm->cmdline,
+					 sizeof(vm->cmdline));
+		if (ret)
+			snprintf(err, errlen, "cmdline: %zu bytes is too long",
+				 strlen(vm->cfg.cmdline));
+	}
+	if (!ret)
+		ret = boot_load_linux(&vm->gmem, &vm->cfg, vm->cmdline, &vm->boot, err, errlen);
+	for (i = 0; !ret && i < vm->ncpus; i++)
+		ret = vcpu_create(vm, i, err, errlen);
+	if (!ret)
+		ret = vcpu_setup_bsp(&vm->vcpus[0], err, errlen);
+	/* On kvm_pvm the in-kernel LAPIC never starts an AP; lvmm does it (smp.c). */
+	vm->ap_manual = vm->hostcompat && vm->ncpus > 1;
+	if (ret) {
+		vm_destroy(vm);
+		return ret;
+	}
+	*out = vm;
+	return 0;
+}
+
+/* ---- console input ---- */
+
+static void *vm_input_thread(void *arg)
+{
+	struct vm *vm = arg;
+	bool eof = false;
+
+	pthread_setname_np(pthread_self(), "lvmm-stdin");
+	for (;;) {
+		struct pollfd p[2] = {{.fd = vm->input_wake_fd, .events = POLLIN},
+				      {.fd = eof ? -1 : STDIN_FILENO, .events = POLLIN}};
+		uint8_t buf[SERIAL_RX_FIFO];
+		unsigned room;
+		ssize_t n;
+
+		pthread_mutex_lock(&vm->lock);
+		if (vm->stop_req) {
+			pthread_mutex_unlock(&vm->lock);
+			break;
+		}
+		pthread_mutex_unlock(&vm->lock);
+		room = serial_rx_room(&vm->serial);
+		if (!room)
+			p[1].fd = -1; /* the guest has not drained the FIFO yet: wait */
+		if (poll(p, 2, 50) <= 0 || p[0].revents)
+			continue;
+		if (!(p[1].revents & (POLLIN | POLLHUP)))
+			continue;
+		n = read(STDIN_FILENO, buf, room);
+		if (n <= 0) {
+			eof = n == 0 || (errno != EINTR && errno != EAGAIN);
+			continue;
+		}
+		serial_receive(&vm->serial, buf, (unsigned)n);
+	}
+	return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+int vm_boot(struct vm *vm, char *err, unsigned errlen)
+{
+	unsigned i;
+	int ret = 0;
+
+	pthread_mutex_lock(&vm->lock);
+	if (vm->state != VM_CREATED) {
+		snprintf(err, errlen, "vm: cannot boot in state %s", vm_state_name(vm->state));
+		pthread_mutex_unlock(&vm->lock);
+		return -EINVAL;
+	}
+	vm->state = VM_RUNNING;
+	pthread_mutex_unlock(&vm->lock);
+	if (vm->cfg.serial == SERIAL_STDIO) {
+		vm->input_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (vm->input_wake_fd >= 0 &&
+		    !pthread_create(&vm->input_thread, NULL, vm_input_thread, vm))
+			vm->input_started = true;
+		serial_term_raw();
+	}
+	for (i = 0; i < vm->ncpus && !ret; i++)
+		ret = vcpu_start(&vm->vcpus[i], err, errlen);
+	if (ret)
+		vm_request_stop(vm, VM_EXIT_ERROR, "%s", err);
+	return ret;
+}
+
+static void vm_join(struct vm *vm)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&vm->lock);
+	if (vm->joined) {
+		pthread_mutex_unlock(&vm->lock);
+		return;
+	}
+	vm->joined = true;
+	pthread_mutex_unlock(&vm->lock);
+	for (i = 0; i < vm->ncpus; i++)
+		if (vm->vcpus[i].thread_started)
+			pthread_join(vm->vcpus[i].thread, NULL);
+	if (vm->input_started)
+		pthread_join(vm->input_thread, NULL);
+	vm->input_started = false;
+	serial_term_restore();
+	pthread_mutex_lock(&vm->lock);
+	vm->state = VM_SHUTDOWN;
+	pthread_cond_broadcast(&vm->cond);
+	pthread_mutex_unlock(&vm->lock);
+}
+
+enum vm_exit_reason vm_wait(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	while (!vm->stop_req)
+		pthread_cond_wait(&vm->cond, &vm->lock);
+	pthread_mutex_unlock(&vm->lock);
+	vm_join(vm);
+	return vm->reason;
+}
+
+const char *vm_exit_msg(const struct vm *vm)
+{
+	return vm->exit_msg;
+}
+
+int vm_pause(struct vm *vm, char *err, unsigned errlen)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&vm->lock);
+	if (vm->state != VM_RUNNING || vm->stop_req) {
+		snprintf(err, errlen, "vm: cannot pause in state %s", vm_state_name(vm->state));
+		pthread_mutex_unlock(&vm->lock);
+		return -EINVAL;
+	}
+	vm->pause_req = true;
+	vm_kick_all(vm);
+	while (vm->nparked < vm->nthreads && !vm->stop_req)
+		pthread_cond_wait(&vm->cond, &vm->lock);
+	if (vm->stop_req) {
+		vm->pause_req = false;
+		snprintf(err, errlen, "vm: stopped while pausing");
+		ret = -ESHUTDOWN;
+	} else {
+		/* Freeze kvmclock so that the guest sees no time pass (and never goes backwards).
+		 */
+		if (ioctl(vm->vm_fd, KVM_GET_CLOCK, &vm->paused_clock))
+			memset(&vm->paused_clock, 0, sizeof(vm->paused_clock));
+		vm->state = VM_PAUSED;
+	}
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int vm_resume(struct vm *vm, char *err, unsigned errlen)
+{
+	pthread_mutex_lock(&vm->lock);
+	if (vm->state != VM_PAUSED) {
+		snprintf(err, errlen, "vm: cannot resume in state %s", vm_state_name(vm->state));
+		pthread_mutex_unlock(&vm->lock);
+		return -EINVAL;
+	}
+	if (vm->paused_clock.clock) {
+		struct kvm_clock_data c = {.clock = vm->paused_clock.clock};
+
+		ioctl(vm->vm_fd, KVM_SET_CLOCK, &c);
+	}
+	vm->pause_req = false;
+	vm->state = VM_RUNNING;
+	pthread_cond_broadcast(&vm->cond);
+	pthread_mutex_unlock(&vm->lock);
+	return 0;
+}
+
+int vm_shutdown(struct vm *vm, char *err, unsigned errlen)
+{
+	pthread_mutex_lock(&vm->lock);
+	if (vm->state == VM_CREATED) {
+		vm->stop_req = true;
+		vm->reason = VM_EXIT_API;
+		snprintf(vm->exit_msg, sizeof(vm->exit_msg), "shut down before boot");
+		vm->state = VM_SHUTDOWN;
+		pthread_cond_broadcast(&vm->cond);
+	}
+	pthread_mutex_unlock(&vm->lock);
+	vm_request_stop(vm, VM_EXIT_API, "shut down through the API");
+	vm_join(vm);
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
+int vm_reboot(struct vm *vm, char *err, unsigned errlen)
+{
+	snprintf(err, errlen, "vm: reboot is not supported yet (shut down and boot a new VM)");
+	return -EOPNOTSUPP;
+}
+
+void vm_destroy(struct vm *vm)
+{
+	unsigned i;
+
+	if (!vm)
+		return;
+	if (vm->state != VM_CREATED || vm->stop_req) {
+		vm_request_stop(vm, VM_EXIT_API, "destroyed");
+		vm_join(vm);
+	} else {
+		vm_join(vm); /* no threads yet: only marks the VM shut down */
+	}
+	if (vm->devices_up)
+		devices_exit(vm);
+	vm->devices_up = false;
+	for (i = 0; i < vm->ncpus; i++)
+		vcpu_destroy(&vm->vcpus[i]);
+	if (vm->ram)
+		munmap(vm->ram, vm->ram_map_size);
+	if (vm->gmem.memfd >= 0)
+		close(vm->gmem.memfd);
+	if (vm->serial_fd_owned)
+		close(vm->serial_fd);
+	if (vm->input_wake_fd >= 0)
+		close(vm->input_wake_fd);
+	if (vm->vm_fd >= 0)
+		close(vm->vm_fd);
+	if (vm->kvm_fd >= 0)
+		close(vm->kvm_fd);
+	free(vm->routes);
+	free(vm);
+}
+
+/* ---- accessors ---- */
+
+enum vm_state vm_get_state(const struct vm *vm)
+{
+	return vm->state;
+}
+
+const struct vm_config *vm_get_config(const struct vm *vm)
+{
+	return &vm->cfg;
+}
+
+uint64_t vm_memory_actual(const struct vm *vm)
+{
+	return vm->gmem.size;
+}
+
+unsigned vm_get_counters(struct vm *vm, struct vm_dev_counters *out, unsigned max)
+{
+	return devices_counters(vm, out, max);
+}
+
+int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen)
+{
+	snprintf(err, errlen, "vnvme %s: device hot-add is not supported yet", c->id);
+	return -EOPNOTSUPP;
+}
+
+int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
+{
+	snprintf(err, errlen, "device %s: hot-remove is not supported yet", id);
+	return -EOPNOTSUPP;
+}
+
+struct guest_mem *vm_guest_mem(struct vm *vm)
+{
+	return &vm->gmem;
+}
+
+struct bus *vm_pio_bus(struct vm *vm)
+{
+	return &vm->pio;
+}
+
+struct bus *vm_mmio_bus(struct vm *vm)
+{
+	return &vm->mmio;
+}
+
+/* ---- interrupt and memory services for devices ---- */
+
+int vm_alloc_gsi(struct vm *vm)
+{
+	int gsi;
+
+	pthread_mutex_lock(&vm->route_lock);
+	gsi = vm->next_gsi < VM_MAX_GSI_ROUTES ? (int)vm->next_gsi++ : -ENOSPC;
+	pthread_mutex_unlock(&vm->route_lock);
+	return gsi;
+}
+
+int vm_set_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked)
+{
+	struct kvm_irq_routing *r = vm->routes;
+	unsigned i;
+	int ret = 0;
+
+	if (gsi < VM_FIRST_MSI_GSI || gsi >= vm->next_gsi)
+		return -EINVAL;
+	pthread_mutex_lock(&vm->route_lock);
+	for (i = 0; i < r->nr; i++)
+		if (r->entries[i].gsi == gsi && r->entries[i].type == KVM_IRQ_ROUTING_MSI)
+			break;
+	if (masked) {
+		/* No route: an irqfd signal on this GSI is dropped while the vector is masked. */
+		if (i == r->nr)
+			goto out;
+		r->entries[i] = r->entries[--r->nr];
+	} else {
+		if (i == r->nr) {
+			if (r->nr >= VM_MAX_GSI_ROUTES) {
+				ret = -ENOSPC;
+				goto out;
+			}
+			r->nr++;
+		}
+		memset(&r->entries[i], 0, sizeof(r->entries[i]));
+		r->entries[i].gsi = gsi;
+		r->entries[i].type = KVM_IRQ_ROUTING_MSI;
+		r->entries[i].u.msi.address_lo = (uint32_t)addr;
+		r->entries[i].u.msi.address_hi = (uint32_t)(addr >> 32);
+		r->entries[i].u.msi.data = data;
+	}
+	if (ioctl(vm->vm_fd, KVM_SET_GSI_ROUTING, r))
+		ret = -errno;
+out:
+	pthread_mutex_unlock(&vm->route_lock);
+	return ret;
+}
+
+int vm_irqfd(struct vm *vm, unsigned gsi, int efd, bool assign)
+{
+	struct kvm_irqfd f = {
+	    .fd = (uint32_t)efd, .gsi = gsi, .flags = assign ? 0 : KVM_IRQFD_FLAG_DEASSIGN};
+
+	return ioctl(vm->vm_fd, KVM_IRQFD, &f) ? -errno : 0;
+}
+
+int vm_ioeventfd(struct vm *vm, uint64_t addr, unsigned len, int efd, bool assign)
+{
+	struct kvm_ioeventfd f = {.addr = addr, .len = len, .fd = efd};
+
+	/* Addresses below 64 KiB are I/O ports: no MMIO doorbell lives that low in this layout. */
+	if (addr < 0x10000)
+		f.flags |= KVM_IOEVENTFD_FLAG_PIO;
+	if (!assign)
+		f.flags |= KVM_IOEVENTFD_FLAG_DEASSIGN;
+	return ioctl(vm->vm_fd, KVM_IOEVENTFD, &f) ? -errno : 0;
+}
+
+int vm_map_host_mem(struct vm *vm, uint64_t gpa, uint64_t size, void *host, bool readonly)
+{
+	unsigned i;
+	int ret;
+
+	if (!size || (gpa | size | (uintptr_t)host) & 0xfff)
+		return -EINVAL;
+	pthread_mutex_lock(&vm->route_lock);
+	for (i = 0; i < VM_MAX_HOST_MAPS && vm->maps[i].used; i++)
+		;
+	if (i == VM_MAX_HOST_MAPS) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	ret = vm_set_slot(vm, vm->next_slot, gpa, size, host, readonly ? KVM_MEM_READONLY : 0);
+	if (!ret) {
+		vm->maps[i] = (struct vm_host_map){
+		    .gpa = gpa, .size = size, .slot = vm->next_slot++, .used = true};
+	}
+out:
+	pthread_mutex_unlock(&vm->route_lock);
+	return ret;
+}
+
+int vm_unmap_host_mem(struct vm *vm, uint64_t gpa)
+{
+	unsigned i;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&vm->route_lock);
+	for (i = 0; i < VM_MAX_HOST_MAPS; i++) {
+		if (vm->maps[i].used && vm->maps[i].gpa == gpa) {
+			/* Size 0 deletes a slot. */
+			ret = vm_set_slot(vm, vm->maps[i].slot, gpa, 0, NULL, 0);
+			if (!ret)
+				vm->maps[i].used = false;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&vm->route_lock);
+	return ret;
+}
+
+int vm_set_irq_line(struct vm *vm, unsigned irq, bool level)
+{
+	struct kvm_irq_level l = {.irq = irq, .level = level};
+
+	if (irq >= VM_FIRST_MSI_GSI)
+		return -EINVAL;
+	return ioctl(vm->vm_fd, KVM_IRQ_LINE, &l) ? -errno : 0;
+}

@@ -1,0 +1,119 @@
+/* Inside of struct vm, shared by the runtime files (vm.c, vcpu.c, smp.c) and the CLI only.
+ * Devices and the API use vm.h; nothing here is a contract beyond vmm/. */
+#ifndef LVMM_VM_INTERNAL_H
+#define LVMM_VM_INTERNAL_H
+
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "boot.h"
+#include "legacy.h"
+#include "serial.h"
+#include "vm.h"
+
+#define VM_MAX_VCPUS	  64
+#define VM_MAX_GSI_ROUTES 1024
+#define VM_MAX_HOST_MAPS  16
+#define VM_FIRST_MSI_GSI  24 /* GSIs below are the IOAPIC pins */
+
+/* A guest-physical address for the boot GDT: below the zero page, untouched by the boot code. */
+#define VM_BOOT_GDT 0x500ULL
+/* Initial stack for vCPU 0 (the kernel switches to its own at once): just below the PML4. */
+#define VM_BOOT_STACK 0x8ff0ULL
+
+enum vcpu_exit_kind {
+	VCPU_EXIT_IO,
+	VCPU_EXIT_MMIO,
+	VCPU_EXIT_INTR,
+	VCPU_EXIT_EMUL,
+	VCPU_EXIT_OTHER,
+	VCPU_EXIT_KINDS
+};
+
+struct vcpu {
+	struct vm *vm;
+	unsigned id;
+	int fd;
+	struct kvm_run *run;
+	size_t run_size;
+	pthread_t thread;
+	bool thread_started;
+	bool parked;	 /* acknowledged a pause request (vm->lock) */
+	bool ap_waiting; /* kvm_pvm SMP route: AP not started yet (vm->lock) */
+	uint64_t exits[VCPU_EXIT_KINDS];
+};
+
+struct vm_host_map {
+	uint64_t gpa, size;
+	unsigned slot;
+	bool used;
+};
+
+struct vm {
+	struct vm_config cfg;
+	int kvm_fd, vm_fd;
+	bool hostcompat; /* kvm_pvm workarounds on */
+	bool has_pit;
+	bool ap_manual; /* kvm_pvm: lvmm starts APs itself (smp.c) */
+	struct guest_mem gmem;
+	uint8_t *ram;
+	uint64_t ram_map_size;
+	struct bus pio, mmio;
+	struct serial serial;
+	int serial_fd; /* where guest output goes, -1 for off */
+	bool serial_fd_owned;
+	struct legacy legacy;
+	struct boot_info boot;
+	char cmdline[4096 + 256];
+	bool devices_up;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	enum vm_state state;
+	enum vm_exit_reason reason;
+	char exit_msg[512];
+	bool stop_req, pause_req;
+	unsigned nparked, nthreads;
+	bool joined;
+	struct kvm_clock_data paused_clock;
+
+	pthread_t input_thread;
+	bool input_started;
+	int input_wake_fd;
+
+	pthread_mutex_t route_lock;
+	struct kvm_irq_routing *routes;
+	unsigned next_gsi;
+	unsigned next_slot;
+	struct vm_host_map maps[VM_MAX_HOST_MAPS];
+
+	/* kvm_pvm SMP route (smp.c): start address captured from the warm-reset vector. */
+	uint64_t ap_start_ip;
+	unsigned ap_next;
+
+	unsigned ncpus;
+	struct vcpu vcpus[VM_MAX_VCPUS];
+};
+
+/* Stops the VM with a reason (the first caller's reason wins) and wakes vm_wait(). */
+void vm_request_stop(struct vm *vm, enum vm_exit_reason why, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Makes every vCPU leave KVM_RUN soon; call with vm->lock held. */
+void vm_kick_all(struct vm *vm);
+
+/* vcpu.c */
+int vcpu_create(struct vm *vm, unsigned id, char *err, unsigned errlen);
+int vcpu_setup_bsp(struct vcpu *v, char *err, unsigned errlen);
+int vcpu_start(struct vcpu *v, char *err, unsigned errlen);
+void vcpu_destroy(struct vcpu *v);
+void vcpu_signals_init(void);
+extern int vcpu_kick_signal;
+
+/* smp.c: kvm_pvm route that starts APs from the monitor. */
+void smp_warm_reset_write(struct vm *vm, uint8_t status);
+/* An AP thread waits here until its start-up is due; returns false when the VM stops first. */
+bool smp_ap_wait(struct vcpu *v);
+
+#endif
