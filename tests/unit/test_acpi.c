@@ -1,0 +1,624 @@
+/* Unit tests for vmm/acpi.c: a small table dumper finds the RSDP the way Linux does, follows
+ * XSDT, verifies every checksum and field, and decodes the DSDT's AML (and runs iasl if present).
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "acpi.h"
+#include "layout.h"
+
+#define RAM_SIZE (16ULL << 20)
+
+static uint8_t *ram;
+static struct guest_mem gm;
+static char err[512];
+
+static void setup(void)
+{
+	ram = calloc(1, RAM_SIZE);
+	ck_assert_ptr_nonnull(ram);
+	gmem_init_buffer(&gm, ram, RAM_SIZE);
+}
+
+static void teardown(void)
+{
+	free(ram);
+}
+
+static uint16_t rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)rd16(p) | (uint32_t)rd16(p + 2) << 16;
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+	return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+static uint8_t sum(const uint8_t *p, size_t len)
+{
+	uint8_t s = 0;
+
+	while (len--)
+		s = (uint8_t)(s + *p++);
+	return s;
+}
+
+/* A table at gpa: must lie in the BIOS area, carry its signature and sum to zero. */
+static const uint8_t *table(uint64_t gpa, const char *sig)
+{
+	const uint8_t *t;
+	uint32_t len;
+
+	ck_assert_uint_ge(gpa, LAYOUT_BIOS_START);
+	ck_assert_uint_lt(gpa, LAYOUT_HIGH_RAM);
+	t = ram + gpa;
+	ck_assert_msg(!memcmp(t, sig, 4), "table at 0x%llx is '%.4s', want %s",
+		      (unsigned long long)gpa, (const char *)t, sig);
+	len = rd32(t + 4);
+	ck_assert_uint_ge(len, 36);
+	ck_assert_uint_le(gpa + len, LAYOUT_HIGH_RAM);
+	ck_assert_msg(sum(t, len) == 0, "%s checksum off by %u", sig, sum(t, len));
+	ck_assert_int_eq(memcmp(t + 10, "LVMM  ", 6), 0);
+	return t;
+}
+
+/* Linux's scan: 16-byte steps through 0xe0000..0xfffff for "RSD PTR ". */
+static uint64_t find_rsdp(void)
+{
+	for (uint64_t a = LAYOUT_BIOS_START; a < LAYOUT_HIGH_RAM; a += 16)
+		if (!memcmp(ram + a, "RSD PTR ", 8))
+			return a;
+	return 0;
+}
+
+/* XSDT entry with the given signature, 0 when absent. */
+static uint64_t xsdt_find(const uint8_t *xsdt, const char *sig)
+{
+	uint32_t n = (rd32(xsdt + 4) - 36) / 8;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t a = rd64(xsdt + 36 + 8 * i);
+
+		if (a >= LAYOUT_BIOS_START && a < LAYOUT_HIGH_RAM && !memcmp(ram + a, sig, 4))
+			return a;
+	}
+	return 0;
+}
+
+static const uint8_t *build(unsigned cpus, unsigned max_cpus, uint64_t *rsdp)
+{
+	err[0] = 0;
+	ck_assert_msg(acpi_build(&gm, cpus, max_cpus, rsdp, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(find_rsdp(), *rsdp);
+	return ram + *rsdp;
+}
+
+START_TEST(rsdp_xsdt)
+{
+	uint64_t rsdp;
+	const uint8_t *r = build(2, 2, &rsdp), *x;
+
+	ck_assert_uint_eq(rsdp % 16, 0);
+	ck_assert_uint_eq(sum(r, 20), 0);
+	ck_assert_uint_eq(r[15], 2);
+	ck_assert_uint_eq(rd32(r + 20), 36);
+	ck_assert_uint_eq(sum(r, 36), 0);
+	x = table(rd64(r + 24), "XSDT");
+	ck_assert_uint_eq(rd32(x + 4), 36 + 3 * 8);
+	ck_assert_uint_ne(xsdt_find(x, "FACP"), 0);
+	ck_assert_uint_ne(xsdt_find(x, "APIC"), 0);
+	ck_assert_uint_ne(xsdt_find(x, "MCFG"), 0);
+	/* every table lies inside the area the E820 map reserves, below the MP table's spill */
+	for (unsigned i = 0; i < 3; i++)
+		ck_assert_uint_lt(rd64(x + 36 + 8 * i), LAYOUT_BIOS_START + ACPI_AREA_SIZE);
+}
+END_TEST
+
+START_TEST(fadt_fields)
+{
+	uint64_t rsdp;
+	const uint8_t *x = table(rd64(build(1, 1, &rsdp) + 24), "XSDT");
+	const uint8_t *f = table(xsdt_find(x, "FACP"), "FACP"), *facs;
+
+	ck_assert_uint_eq(rd32(f + 4), 276);
+	ck_assert_uint_ge(f[8], 5);
+	ck_assert_uint_eq(rd16(f + 46), LAYOUT_ACPI_SCI_IRQ);
+	ck_assert_uint_eq(rd32(f + 48), 0); /* no SMI_CMD: already in ACPI mode */
+	ck_assert_uint_eq(rd32(f + 56), LAYOUT_ACPI_PM1A_EVT);
+	ck_assert_uint_eq(rd32(f + 64), LAYOUT_ACPI_PM1A_CNT);
+	ck_assert_uint_eq(rd32(f + 76), 0); /* no PM timer */
+	ck_assert_uint_eq(f[88], 4);
+	ck_assert_uint_eq(f[89], 2);
+	ck_assert_uint_eq(f[91], 0);
+	ck_assert_uint_ne(rd32(f + 112) & (1u << 10), 0); /* RESET_REG_SUP */
+	ck_assert_uint_eq(rd32(f + 112) & (1u << 20), 0); /* not hardware-reduced */
+	ck_assert_uint_eq(f[116], 1);			  /* reset register in I/O space */
+	ck_assert_uint_eq(f[117], 8);
+	ck_assert_uint_eq(rd64(f + 120), LAYOUT_RESET_PORT);
+	ck_assert_uint_eq(f[128], 6);
+	/* 32- and 64-bit pointers agree */
+	ck_assert_uint_eq(rd32(f + 40), rd64(f + 140));
+	ck_assert_uint_eq(rd32(f + 36), rd64(f + 132));
+	ck_assert_uint_eq(f[148], 1);
+	ck_assert_uint_eq(rd64(f + 152), LAYOUT_ACPI_PM1A_EVT);
+	ck_assert_uint_eq(f[172], 1);
+	ck_assert_uint_eq(f[173], 16);
+	ck_assert_uint_eq(rd64(f + 176), LAYOUT_ACPI_PM1A_CNT);
+	facs = ram + rd64(f + 132);
+	ck_assert_uint_eq(rd64(f + 132) % 64, 0);
+	ck_assert_int_eq(memcmp(facs, "FACS", 4), 0);
+	ck_assert_uint_eq(rd32(facs + 4), 64);
+	table(rd64(f + 140), "DSDT");
+}
+END_TEST
+
+static void check_madt(unsigned cpus, unsigned max_cpus)
+{
+	uint64_t rsdp;
+	const uint8_t *x, *m;
+	unsigned enabled = 0, disabled = 0, ioapics = 0, nmis = 0, off;
+	int irq0 = 0, sci = 0;
+
+	memset(ram, 0, RAM_SIZE);
+	x = table(rd64(build(cpus, max_cpus, &rsdp) + 24), "XSDT");
+	m = table(xsdt_find(x, "APIC"), "APIC");
+	ck_assert_uint_eq(rd32(m + 36), LAYOUT_LAPIC);
+	ck_assert_uint_eq(rd32(m + 40) & 1, 1);
+	for (off = 44; off < rd32(m + 4);) {
+		const uint8_t *e = m + off;
+
+		ck_assert_uint_ge(e[1], 2);
+		switch (e[0]) {
+		case 0:
+			ck_assert_uint_eq(e[1], 8);
+			ck_assert_uint_eq(e[3], enabled + disabled); /* APIC ids 0..n-1 */
+			if (rd32(e + 4) & 1) {
+				ck_assert_uint_eq(disabled, 0); /* enabled CPUs come first */
+				enabled++;
+			} else {
+				disabled++;
+			}
+			break;
+		case 1:
+			ck_assert_uint_eq(e[1], 12);
+			ck_assert_uint_eq(rd32(e + 4), LAYOUT_IOAPIC);
+			ck_assert_uint_eq(rd32(e + 8), 0);
+			ioapics++;
+			break;
+		case 2:
+			ck_assert_uint_eq(e[1], 10);
+			ck_assert_uint_eq(e[2], 0);
+			if (e[3] == 0) {
+				ck_assert_uint_eq(rd32(e + 4), 2);
+				irq0 = 1;
+			} else if (e[3] == LAYOUT_ACPI_SCI_IRQ) {
+				ck_assert_uint_eq(rd32(e + 4), LAYOUT_ACPI_SCI_IRQ);
+				ck_assert_uint_eq(rd16(e + 8), 0xd); /* active high, level */
+				sci = 1;
+			}
+			break;
+		case 4:
+			ck_assert_uint_eq(e[1], 6);
+			ck_assert_uint_eq(e[5], 1);
+			nmis++;
+			break;
+		default:
+			ck_abort_msg("unexpected MADT entry type %u", e[0]);
+		}
+		off += e[1];
+	}
+	ck_assert_uint_eq(off, rd32(m + 4));
+	ck_assert_uint_eq(enabled, cpus);
+	ck_assert_uint_eq(enabled + disabled, max_cpus > cpus ? max_cpus : cpus);
+	ck_assert_uint_eq(ioapics, 1);
+	ck_assert_uint_eq(nmis, 1);
+	ck_assert(irq0 && sci);
+}
+
+START_TEST(madt_cpus)
+{
+	check_madt(1, 1);
+	check_madt(2, 2);
+	check_madt(4, 8);
+	check_madt(3, 0); /* max_cpus unset: boot CPUs only */
+	check_madt(255, 255);
+}
+END_TEST
+
+START_TEST(madt_rejects)
+{
+	uint64_t rsdp = 0;
+
+	ck_assert_int_eq(acpi_build(&gm, 0, 0, &rsdp, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(acpi_build(&gm, 2, 256, &rsdp, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "(max 256)"));
+	ck_assert_uint_eq(rsdp, 0);
+}
+END_TEST
+
+START_TEST(mcfg_values)
+{
+	uint64_t rsdp;
+	const uint8_t *x = table(rd64(build(1, 1, &rsdp) + 24), "XSDT");
+	const uint8_t *m = table(xsdt_find(x, "MCFG"), "MCFG");
+
+	ck_assert_uint_eq(rd32(m + 4), 60);
+	ck_assert_uint_eq(rd64(m + 44), LAYOUT_ECAM_START);
+	ck_assert_uint_eq(rd16(m + 52), 0);
+	ck_assert_uint_eq(m[54], 0);
+	ck_assert_uint_eq(m[55], LAYOUT_ECAM_BUSES - 1);
+}
+END_TEST
+
+START_TEST(no_ram_for_tables)
+{
+	struct guest_mem small;
+	uint8_t buf[4096];
+	uint64_t rsdp = 0;
+
+	gmem_init_buffer(&small, buf, sizeof(buf));
+	ck_assert_int_eq(acpi_build(&small, 1, 1, &rsdp, err, sizeof(err)), -EFAULT);
+	ck_assert_ptr_nonnull(strstr(err, "not guest RAM"));
+}
+END_TEST
+
+/* ---- AML decoding: just the subset the DSDT uses, strictly: anything else fails ---- */
+
+struct aml_obj {
+	char path[64];
+	int kind; /* 'i' integer, 'p' package, 'b' buffer */
+	uint64_t ival;
+	uint64_t pkg[8];
+	unsigned npkg;
+	const uint8_t *buf;
+	size_t blen;
+};
+
+static struct aml_obj objs[32];
+static unsigned nobjs;
+
+static size_t pkglen(const uint8_t *p, size_t avail, size_t *len)
+{
+	unsigned extra = p[0] >> 6;
+	size_t l;
+
+	ck_assert_uint_gt(avail, extra);
+	if (!extra) {
+		*len = p[0] & 0x3f;
+		return 1;
+	}
+	l = p[0] & 0xf;
+	for (unsigned i = 0; i < extra; i++)
+		l |= (size_t)p[1 + i] << (4 + 8 * i);
+	*len = l;
+	return 1 + extra;
+}
+
+static size_t integer(const uint8_t *p, size_t avail, uint64_t *v)
+{
+	ck_assert_uint_ge(avail, 1);
+	switch (p[0]) {
+	case 0x00:
+		*v = 0;
+		return 1;
+	case 0x01:
+		*v = 1;
+		return 1;
+	case 0x0a:
+		ck_assert_uint_ge(avail, 2);
+		*v = p[1];
+		return 2;
+	case 0x0b:
+		ck_assert_uint_ge(avail, 3);
+		*v = rd16(p + 1);
+		return 3;
+	case 0x0c:
+		ck_assert_uint_ge(avail, 5);
+		*v = rd32(p + 1);
+		return 5;
+	case 0x0e:
+		ck_assert_uint_ge(avail, 9);
+		*v = rd64(p + 1);
+		return 9;
+	}
+	ck_abort_msg("AML: opcode 0x%02x is not an integer", p[0]);
+	return 0;
+}
+
+/* NameString: optional root prefix, then a single NameSeg. */
+static size_t namestring(const uint8_t *p, size_t avail, char *out)
+{
+	size_t n = 0;
+
+	if (p[0] == '\\') {
+		*out++ = '\\';
+		n = 1;
+	}
+	ck_assert_uint_ge(avail, n + 4);
+	for (int i = 0; i < 4; i++) {
+		char c = (char)p[n + i];
+
+		ck_assert_msg((c >= 'A' && c <= 'Z') || c == '_' || (i && c >= '0' && c <= '9'),
+			      "AML: bad name character 0x%02x", (unsigned char)c);
+		*out++ = c;
+	}
+	*out = 0;
+	return n + 4;
+}
+
+static void decode_terms(const uint8_t *p, size_t len, const char *scope);
+
+static size_t decode_name(const uint8_t *p, size_t avail, const char *scope)
+{
+	struct aml_obj *o = &objs[nobjs++];
+	char name[8];
+	size_t n = 1, l, body;
+
+	ck_assert_uint_lt(nobjs, 32);
+	n += namestring(p + n, avail - n, name);
+	snprintf(o->path, sizeof(o->path), "%s%s%s", name[0] == '\\' ? "" : scope,
+		 name[0] == '\\' || !*scope ? "" : ".", name);
+	ck_assert_uint_lt(n, avail);
+	if (p[n] == 0x12) { /* Package */
+		size_t end;
+
+		n++;
+		body = pkglen(p + n, avail - n, &l);
+		end = n + l;
+		ck_assert_uint_le(end, avail);
+		n += body;
+		o->kind = 'p';
+		o->npkg = p[n++];
+		ck_assert_uint_le(o->npkg, 8);
+		for (unsigned i = 0; i < o->npkg; i++)
+			n += integer(p + n, end - n, &o->pkg[i]);
+		ck_assert_uint_eq(n, end);
+	} else if (p[n] == 0x11) { /* Buffer */
+		uint64_t size;
+		size_t end;
+
+		n++;
+		body = pkglen(p + n, avail - n, &l);
+		end = n + l;
+		ck_assert_uint_le(end, avail);
+		n += body;
+		n += integer(p + n, end - n, &size);
+		ck_assert_uint_eq(size, end - n);
+		o->kind = 'b';
+		o->buf = p + n;
+		o->blen = (size_t)size;
+		n = end;
+	} else {
+		o->kind = 'i';
+		n += integer(p + n, avail - n, &o->ival);
+	}
+	return n;
+}
+
+static size_t decode_block(const uint8_t *p, size_t avail, size_t oplen, const char *scope)
+{
+	char name[8], path[64];
+	size_t n = oplen, l, hdr;
+
+	hdr = pkglen(p + n, avail - n, &l);
+	ck_assert_uint_le(n + l, avail);
+	n += hdr;
+	n += namestring(p + n, avail - n, name);
+	snprintf(path, sizeof(path), "%s%s%s", name[0] == '\\' ? "" : scope,
+		 name[0] == '\\' || !*scope ? "" : ".", name);
+	decode_terms(p + n, oplen + l - n, path);
+	return oplen + l;
+}
+
+static void decode_terms(const uint8_t *p, size_t len, const char *scope)
+{
+	size_t n = 0;
+
+	while (n < len) {
+		if (p[n] == 0x08)
+			n += decode_name(p + n, len - n, scope);
+		else if (p[n] == 0x10)
+			n += decode_block(p + n, len - n, 1, scope);
+		else if (p[n] == 0x5b && n + 1 < len && p[n + 1] == 0x82)
+			n += decode_block(p + n, len - n, 2, scope);
+		else
+			ck_abort_msg("AML: unexpected opcode 0x%02x at %zu", p[n], n);
+	}
+	ck_assert_uint_eq(n, len);
+}
+
+static const struct aml_obj *obj(const char *path)
+{
+	for (unsigned i = 0; i < nobjs; i++)
+		if (!strcmp(objs[i].path, path))
+			return &objs[i];
+	ck_abort_msg("AML: %s not found", path);
+	return NULL;
+}
+
+/* Walks a resource template; checks the end tag and returns the count of descriptors. */
+static unsigned crs_walk(const uint8_t *b, size_t len, const uint8_t **found, uint8_t want_tag)
+{
+	size_t n = 0;
+	unsigned count = 0;
+
+	*found = NULL;
+	while (n < len) {
+		uint8_t tag = b[n];
+		size_t dlen;
+
+		if (tag & 0x80) {
+			dlen = 3 + rd16(b + n + 1);
+		} else {
+			dlen = 1 + (tag & 7);
+			tag &= 0x78;
+		}
+		ck_assert_uint_le(n + dlen, len);
+		if (tag == want_tag && !*found)
+			*found = b + n;
+		count++;
+		n += dlen;
+		if (tag == 0x78) {
+			ck_assert_uint_eq(n, len);
+			return count;
+		}
+	}
+	ck_abort_msg("resource template without an end tag");
+	return 0;
+}
+
+START_TEST(dsdt_aml)
+{
+	uint64_t rsdp;
+	const uint8_t *x = table(rd64(build(1, 1, &rsdp) + 24), "XSDT");
+	const uint8_t *f = table(xsdt_find(x, "FACP"), "FACP");
+	const uint8_t *d = table(rd64(f + 140), "DSDT"), *r;
+	const struct aml_obj *o;
+	unsigned nwordio = 0;
+
+	ck_assert_uint_eq(d[8], 2); /* 64-bit integers */
+	nobjs = 0;
+	decode_terms(d + 36, rd32(d + 4) - 36, "");
+
+	o = obj("\\_S5_");
+	ck_assert_int_eq(o->kind, 'p');
+	ck_assert_uint_eq(o->npkg, 4);
+	ck_assert_uint_eq(o->pkg[0], LAYOUT_ACPI_S5_TYP);
+	ck_assert_uint_eq(o->pkg[1], LAYOUT_ACPI_S5_TYP);
+
+	ck_assert_uint_eq(obj("\\_SB_.PCI0._HID")->ival, 0x080ad041); /* EisaId PNP0A08 */
+	ck_assert_uint_eq(obj("\\_SB_.PCI0._CID")->ival, 0x030ad041); /* EisaId PNP0A03 */
+	ck_assert_uint_eq(obj("\\_SB_.PCI0._SEG")->ival, 0);
+	ck_assert_uint_eq(obj("\\_SB_.PCI0._BBN")->ival, 0);
+	ck_assert_uint_eq(obj("\\_SB_.MRES._HID")->ival, 0x020cd041); /* EisaId PNP0C02 */
+
+	o = obj("\\_SB_.PCI0._CRS");
+	ck_assert_int_eq(o->kind, 'b');
+	ck_assert_uint_eq(crs_walk(o->buf, o->blen, &r, 0x88), 7);
+	/* first word descriptor: the bus range */
+	ck_assert_uint_eq(r[3], 2);
+	ck_assert_uint_eq(rd16(r + 8), 0);
+	ck_assert_uint_eq(rd16(r + 10), LAYOUT_ECAM_BUSES - 1);
+	ck_assert_uint_eq(rd16(r + 14), LAYOUT_ECAM_BUSES);
+	for (size_t n = 0; n < o->blen;
+	     n += (o->buf[n] & 0x80) ? 3 + rd16(o->buf + n + 1) : 1 + (o->buf[n] & 7)) {
+		const uint8_t *e = o->buf + n;
+
+		if (e[0] == 0x88 && e[3] == 1) {
+			/* I/O windows leave the config ports to the bridge itself */
+			ck_assert(rd16(e + 10) < LAYOUT_PCI_CONF_ADDR ||
+				  rd16(e + 8) > LAYOUT_PCI_CONF_DATA + 3);
+			ck_assert_uint_eq(rd16(e + 14), rd16(e + 10) - rd16(e + 8) + 1);
+			nwordio++;
+		}
+	}
+	ck_assert_uint_eq(nwordio, 2);
+	crs_walk(o->buf, o->blen, &r, 0x40); /* small I/O port descriptor */
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(rd16(r + 2), LAYOUT_PCI_CONF_ADDR);
+	ck_assert_uint_eq(r[7], 8);
+	crs_walk(o->buf, o->blen, &r, 0x87);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(rd32(r + 10), LAYOUT_MMIO32_START);
+	ck_assert_uint_eq(rd32(r + 14), LAYOUT_MMIO32_START + LAYOUT_MMIO32_SIZE - 1);
+	ck_assert_uint_eq(rd32(r + 22), LAYOUT_MMIO32_SIZE);
+	crs_walk(o->buf, o->blen, &r, 0x8a);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(rd64(r + 14), LAYOUT_MMIO64_START);
+	ck_assert_uint_eq(rd64(r + 22), LAYOUT_MMIO64_START + LAYOUT_MMIO64_SIZE - 1);
+	ck_assert_uint_eq(rd64(r + 38), LAYOUT_MMIO64_SIZE);
+
+	o = obj("\\_SB_.MRES._CRS");
+	ck_assert_uint_eq(crs_walk(o->buf, o->blen, &r, 0x86), 2);
+	ck_assert_uint_eq(rd32(r + 4), LAYOUT_ECAM_START);
+	ck_assert_uint_eq(rd32(r + 8), LAYOUT_ECAM_SIZE);
+}
+END_TEST
+
+/* Independent cross-check: ACPICA's disassembler must accept the DSDT without errors. */
+START_TEST(dsdt_iasl)
+{
+	char dir[] = "/tmp/lvmm-acpi-XXXXXX", cmd[512], path[600], line[512];
+	uint64_t rsdp;
+	const uint8_t *x, *f, *d;
+	int found_hid = 0, found_s5 = 0, found_crs = 0;
+	FILE *fp;
+
+	if (system("command -v iasl >/dev/null 2>&1")) {
+		printf("test_acpi: dsdt_iasl skipped: iasl not installed (acpica-tools)\n");
+		return;
+	}
+	x = table(rd64(build(1, 1, &rsdp) + 24), "XSDT");
+	f = table(xsdt_find(x, "FACP"), "FACP");
+	d = table(rd64(f + 140), "DSDT");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/dsdt.aml", dir);
+	fp = fopen(path, "wb");
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fwrite(d, 1, rd32(d + 4), fp), rd32(d + 4));
+	fclose(fp);
+	snprintf(cmd, sizeof(cmd), "cd %s && iasl -d dsdt.aml >iasl.log 2>&1", dir);
+	ck_assert_msg(system(cmd) == 0, "iasl -d failed, see %s/iasl.log", dir);
+	snprintf(path, sizeof(path), "%s/dsdt.dsl", dir);
+	fp = fopen(path, "r");
+	ck_assert_ptr_nonnull(fp);
+	while (fgets(line, sizeof(line), fp)) {
+		found_hid |= strstr(line, "EisaId (\"PNP0A08\")") != NULL;
+		found_s5 |= strstr(line, "_S5, Package (0x04)") != NULL;
+		found_crs |= strstr(line, "QWordMemory") != NULL;
+	}
+	fclose(fp);
+	ck_assert_msg(found_hid && found_s5 && found_crs, "iasl output lacks objects, see %s",
+		      path);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(aml_buffer_too_small)
+{
+	uint8_t buf[16];
+
+	ck_assert_uint_eq(acpi_dsdt_aml(buf, sizeof(buf)), 0);
+}
+END_TEST
+
+static Suite *acpi_suite(void)
+{
+	Suite *s = suite_create("acpi");
+	TCase *tc = tcase_create("tables");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, rsdp_xsdt);
+	tcase_add_test(tc, fadt_fields);
+	tcase_add_test(tc, madt_cpus);
+	tcase_add_test(tc, madt_rejects);
+	tcase_add_test(tc, mcfg_values);
+	tcase_add_test(tc, no_ram_for_tables);
+	tcase_add_test(tc, dsdt_aml);
+	tcase_add_test(tc, dsdt_iasl);
+	tcase_add_test(tc, aml_buffer_too_small);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(acpi_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
