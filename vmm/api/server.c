@@ -16,6 +16,10 @@
 #define SERVER_INBUF	  16384
 #define SERVER_LINGER_MS  1000 /* after an error answer, drain the peer's unread body this long */
 #define SERVER_MAX_EVENTS 32
+/* Past API_MAX_CONNS a few more connections are kept just long enough to read a 503: closing
+ * at once over a request already sent would reset them and lose the answer. */
+#define SERVER_REJECT_SLOTS 16
+#define SERVER_SLOTS	    (API_MAX_CONNS + SERVER_REJECT_SLOTS)
 
 struct conn {
 	int fd;
@@ -28,6 +32,7 @@ struct conn {
 	bool eof_fed;	  /* the parser was told about it */
 	bool close_after; /* no further requests: close once the answer is out */
 	bool draining;	  /* answer sent, write side shut, discarding input until EOF */
+	bool rejected;	  /* over the cap: only a 503 for it */
 	uint64_t deadline;
 	unsigned events; /* epoll interest currently registered */
 };
@@ -38,8 +43,8 @@ struct server {
 	int listen_fd;
 	int stop_fd;
 	int idle_ms;
-	unsigned nconns;
-	struct conn *conns[API_MAX_CONNS];
+	unsigned nconns, nrejected;
+	struct conn *conns[SERVER_SLOTS];
 };
 
 static uint64_t server_now_ms(void)
@@ -125,10 +130,11 @@ static void server_close(struct server *s, struct conn *c)
 {
 	unsigned i;
 
-	for (i = 0; i < API_MAX_CONNS; i++)
+	for (i = 0; i < SERVER_SLOTS; i++)
 		if (s->conns[i] == c)
 			s->conns[i] = NULL;
 	s->nconns--;
+	s->nrejected -= c->rejected;
 	epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	api_http_free(&c->http);
@@ -178,8 +184,11 @@ static bool server_progress(struct server *s, struct conn *c)
 			break;
 		}
 		if (!h->ready) {
-			if (c->rd_eof && !c->in_len)
+			if (c->rd_eof && !c->in_len) {
+				if (!c->eof_fed)
+					continue; /* let the parser judge a request cut short */
 				c->close_after = true; /* nothing more will come */
+			}
 			break;
 		}
 		struct api_response r = {0};
@@ -286,10 +295,6 @@ close:
 
 static void server_accept(struct server *s)
 {
-	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
-				   "Content-Type: application/json\r\nContent-Length: 44\r\n\r\n"
-				   "{\"error\": \"too many API connections open\"}\n";
-
 	for (;;) {
 		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct epoll_event ev;
@@ -298,14 +303,7 @@ static void server_accept(struct server *s)
 
 		if (fd < 0)
 			return; /* EAGAIN, or a transient error such as EMFILE: retry next event */
-		if (s->nconns >= API_MAX_CONNS) {
-			if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-				/* best effort only */
-			}
-			close(fd);
-			continue;
-		}
-		c = calloc(1, sizeof(*c));
+		c = s->nconns < SERVER_SLOTS ? calloc(1, sizeof(*c)) : NULL;
 		if (!c) {
 			close(fd);
 			continue;
@@ -321,11 +319,25 @@ static void server_accept(struct server *s)
 			free(c);
 			continue;
 		}
-		for (i = 0; i < API_MAX_CONNS; i++)
+		for (i = 0; i < SERVER_SLOTS; i++)
 			if (!s->conns[i])
 				break;
 		s->conns[i] = c;
 		s->nconns++;
+		if (s->nconns - s->nrejected > API_MAX_CONNS) {
+			struct api_response r = {0};
+
+			c->rejected = true;
+			s->nrejected++;
+			api_response_error(&r, 503, "too many API connections open (max %d)",
+					   API_MAX_CONNS);
+			server_queue(c, &r, false);
+			api_response_free(&r);
+			if (!server_flush(s, c))
+				server_close(s, c);
+			else if (c->out)
+				server_watch(s, c, EPOLLOUT);
+		}
 	}
 }
 
@@ -335,7 +347,7 @@ static int server_sweep(struct server *s)
 	uint64_t now = server_now_ms(), next = now + 1000;
 	unsigned i;
 
-	for (i = 0; i < API_MAX_CONNS; i++) {
+	for (i = 0; i < SERVER_SLOTS; i++) {
 		struct conn *c = s->conns[i];
 
 		if (!c)
@@ -363,7 +375,7 @@ static int server_sweep(struct server *s)
 
 static bool server_output_pending(struct server *s)
 {
-	for (unsigned i = 0; i < API_MAX_CONNS; i++)
+	for (unsigned i = 0; i < SERVER_SLOTS; i++)
 		if (s->conns[i] && s->conns[i]->out)
 			return true;
 	return false;
@@ -421,7 +433,7 @@ int api_serve(struct api_vmm *vmm, int listen_fd, int stop_fd, int idle_timeout_
 				bool live = false;
 
 				/* An earlier event of this batch may have closed it. */
-				for (unsigned k = 0; k < API_MAX_CONNS; k++)
+				for (unsigned k = 0; k < SERVER_SLOTS; k++)
 					live |= s.conns[k] == c;
 				if (live)
 					server_conn_event(&s, c, evs[i].events);
@@ -429,7 +441,7 @@ int api_serve(struct api_vmm *vmm, int listen_fd, int stop_fd, int idle_timeout_
 		}
 	}
 out:
-	for (unsigned i = 0; i < API_MAX_CONNS; i++)
+	for (unsigned i = 0; i < SERVER_SLOTS; i++)
 		if (s.conns[i])
 			server_close(&s, s.conns[i]);
 	close(s.ep);
