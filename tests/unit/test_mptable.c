@@ -1,0 +1,203 @@
+/* Unit tests for vmm/mptable.c: finds the floating pointer where Linux scans for it, checks both
+ * checksums, walks every entry and counts CPUs, buses, IOAPICs and interrupt routes. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout.h"
+#include "mptable.h"
+
+#define RAM_SIZE (16ULL << 20)
+
+static uint8_t *ram;
+static struct guest_mem gm;
+static char err[512];
+
+static void setup(void)
+{
+	ram = calloc(1, RAM_SIZE);
+	ck_assert_ptr_nonnull(ram);
+	gmem_init_buffer(&gm, ram, RAM_SIZE);
+}
+
+static void teardown(void)
+{
+	free(ram);
+}
+
+static uint16_t rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)rd16(p) | (uint32_t)rd16(p + 2) << 16;
+}
+
+static uint8_t sum(const uint8_t *p, size_t len)
+{
+	uint8_t s = 0;
+
+	while (len--)
+		s = (uint8_t)(s + *p++);
+	return s;
+}
+
+struct mp_counts {
+	unsigned cpus, bsp, buses, ioapics, ioints, lints, extint;
+	uint32_t table_gpa;
+	int irq_pin[16];
+};
+
+static struct mp_counts dump(void)
+{
+	struct mp_counts c = {0};
+	const uint8_t *fp = NULL, *t, *e;
+	uint16_t len, count;
+
+	/* Linux scans the last KiB of base memory in 16-byte steps */
+	for (uint64_t a = LAYOUT_EBDA_END - 1024; a < LAYOUT_EBDA_END; a += 16) {
+		if (!memcmp(ram + a, "_MP_", 4)) {
+			fp = ram + a;
+			break;
+		}
+	}
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fp[8], 1);
+	ck_assert_uint_eq(fp[9], 4);
+	ck_assert_uint_eq(sum(fp, 16), 0);
+	c.table_gpa = rd32(fp + 4);
+	ck_assert_uint_lt(c.table_gpa, LAYOUT_HIGH_RAM);
+	t = ram + c.table_gpa;
+	ck_assert_int_eq(memcmp(t, "PCMP", 4), 0);
+	len = rd16(t + 4);
+	ck_assert_uint_eq(sum(t, len), 0);
+	ck_assert_uint_eq(rd32(t + 36), LAYOUT_LAPIC);
+	count = rd16(t + 34);
+	for (unsigned i = 0; i < 16; i++)
+		c.irq_pin[i] = -1;
+	e = t + 44;
+	for (unsigned i = 0; i < count; i++) {
+		ck_assert_uint_lt((size_t)(e - t), len);
+		switch (e[0]) {
+		case 0:
+			ck_assert_uint_eq(e[1], c.cpus); /* APIC ids 0..n-1 */
+			ck_assert_uint_eq(e[3] & 1, 1);
+			if (e[3] & 2)
+				c.bsp++;
+			c.cpus++;
+			e += 20;
+			break;
+		case 1:
+			ck_assert_int_eq(memcmp(e + 2, "ISA   ", 6), 0);
+			c.buses++;
+			e += 8;
+			break;
+		case 2:
+			ck_assert_uint_eq(e[3] & 1, 1);
+			ck_assert_uint_eq(rd32(e + 4), LAYOUT_IOAPIC);
+			c.ioapics++;
+			e += 8;
+			break;
+		case 3:
+			if (e[1] == 3)
+				c.extint++;
+			else if (e[1] == 0 && e[5] < 16)
+				c.irq_pin[e[5]] = e[7];
+			c.ioints++;
+			e += 8;
+			break;
+		case 4:
+			c.lints++;
+			e += 8;
+			break;
+		default:
+			ck_abort_msg("unexpected MP entry type %u", e[0]);
+		}
+	}
+	ck_assert_uint_eq((size_t)(e - t), len);
+	return c;
+}
+
+static uint32_t check(unsigned cpus)
+{
+	struct mp_counts c;
+
+	memset(ram, 0, RAM_SIZE);
+	err[0] = 0;
+	ck_assert_msg(mptable_build(&gm, cpus, err, sizeof(err)) == 0, "%s", err);
+	c = dump();
+	ck_assert_uint_eq(c.cpus, cpus);
+	ck_assert_uint_eq(c.bsp, 1);
+	ck_assert_uint_eq(c.buses, 1);
+	ck_assert_uint_eq(c.ioapics, 1);
+	ck_assert_uint_eq(c.extint, 1);
+	ck_assert_uint_eq(c.lints, 2);
+	ck_assert_int_eq(c.irq_pin[0], 2); /* PIT on pin 2 */
+	ck_assert_int_eq(c.irq_pin[2], -1);
+	ck_assert_int_eq(c.irq_pin[LAYOUT_COM1_IRQ], LAYOUT_COM1_IRQ);
+	ck_assert_int_eq(c.irq_pin[15], 15);
+	if (c.table_gpa < LAYOUT_EBDA_END)
+		ck_assert_uint_ge(c.table_gpa, LAYOUT_MPTABLE);
+	else
+		ck_assert_uint_eq(c.table_gpa, MPTABLE_ALT_START);
+	return c.table_gpa;
+}
+
+START_TEST(mp_cpu_counts)
+{
+	check(1);
+	check(2);
+	check(8);
+}
+END_TEST
+
+/* Many CPUs push the table out of base memory; the pointer stays where Linux looks. */
+START_TEST(mp_many_cpus)
+{
+	ck_assert_uint_eq(check(40), LAYOUT_MPTABLE + 16);
+	ck_assert_uint_eq(check(41), MPTABLE_ALT_START);
+	ck_assert_uint_eq(check(255), MPTABLE_ALT_START);
+}
+END_TEST
+
+START_TEST(mp_rejects)
+{
+	struct guest_mem small;
+	uint8_t buf[4096];
+
+	ck_assert_int_eq(mptable_build(&gm, 0, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "0 CPUs"));
+	ck_assert_int_eq(mptable_build(&gm, 256, err, sizeof(err)), -EINVAL);
+	gmem_init_buffer(&small, buf, sizeof(buf));
+	ck_assert_int_eq(mptable_build(&small, 1, err, sizeof(err)), -EFAULT);
+	ck_assert_ptr_nonnull(strstr(err, "cannot write"));
+}
+END_TEST
+
+static Suite *mptable_suite(void)
+{
+	Suite *s = suite_create("mptable");
+	TCase *tc = tcase_create("tables");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, mp_cpu_counts);
+	tcase_add_test(tc, mp_many_cpus);
+	tcase_add_test(tc, mp_rejects);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(mptable_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
