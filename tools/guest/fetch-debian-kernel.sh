@@ -40,7 +40,9 @@ if [ -f "$out/vmlinux" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$pkg $ver" ];
 fi
 rm -rf "$out/root" "$out"/*.deb "$out/stamp"
 step "apt-get download $pkg $ver"
-(cd "$out" && apt-get download -q "$pkg" >/dev/null) || die "apt-get download $pkg failed"
+sandbox=()
+[ "$(id -u)" -ne 0 ] || sandbox=(-o APT::Sandbox::User=root)
+(cd "$out" && apt-get download -q "${sandbox[@]}" "$pkg" >/dev/null) || die "apt-get download $pkg failed"
 step "dpkg -x $(basename "$out"/*.deb)"
 dpkg -x "$out"/*.deb "$out/root"
 bz=$(find "$out/root/boot" -name "vmlinuz-*" 2>/dev/null | head -n 1)

@@ -32,3 +32,6 @@ $(BUILD)/extract-vmlinux: $(GUEST_SRC)/extract-vmlinux.c
 # Not in CI: the Debian cloud kernel takes far longer than CI allows to boot on kvm_pvm hosts.
 guest-debian: $(BUILD)/extract-vmlinux
 	$(Q)$(GUEST_SRC)/fetch-debian-kernel.sh $(GUEST_DIR)/debian $(BUILD)/extract-vmlinux
+
+# The unit test runs the tool it tests (order-only: not linked in).
+$(BUILD)/tests/test_extract_vmlinux: | $(BUILD)/extract-vmlinux
