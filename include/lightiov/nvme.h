@@ -8,25 +8,25 @@
 /* ---- Controller registers (BAR0), NVMe 1.4 section 3.1 ---- */
 
 enum nvme_reg {
-	NVME_REG_CAP = 0x00,     /* Controller Capabilities, 64 bit */
-	NVME_REG_VS = 0x08,      /* Version */
-	NVME_REG_INTMS = 0x0c,   /* Interrupt Mask Set */
-	NVME_REG_INTMC = 0x10,   /* Interrupt Mask Clear */
-	NVME_REG_CC = 0x14,      /* Controller Configuration */
-	NVME_REG_CSTS = 0x1c,    /* Controller Status */
-	NVME_REG_NSSR = 0x20,    /* NVM Subsystem Reset */
-	NVME_REG_AQA = 0x24,     /* Admin Queue Attributes */
-	NVME_REG_ASQ = 0x28,     /* Admin SQ Base Address, 64 bit */
-	NVME_REG_ACQ = 0x30,     /* Admin CQ Base Address, 64 bit */
-	NVME_REG_CMBLOC = 0x38,  /* Controller Memory Buffer Location */
-	NVME_REG_CMBSZ = 0x3c,   /* Controller Memory Buffer Size */
-	NVME_REG_BPINFO = 0x40,  /* Boot Partition Information */
-	NVME_REG_BPRSEL = 0x44,  /* Boot Partition Read Select */
-	NVME_REG_BPMBL = 0x48,   /* Boot Partition Memory Buffer Location */
-	NVME_REG_CMBMSC = 0x50,  /* CMB Memory Space Control */
-	NVME_REG_CMBSTS = 0x58,  /* CMB Status */
+	NVME_REG_CAP = 0x00,	 /* Controller Capabilities, 64 bit */
+	NVME_REG_VS = 0x08,	 /* Version */
+	NVME_REG_INTMS = 0x0c,	 /* Interrupt Mask Set */
+	NVME_REG_INTMC = 0x10,	 /* Interrupt Mask Clear */
+	NVME_REG_CC = 0x14,	 /* Controller Configuration */
+	NVME_REG_CSTS = 0x1c,	 /* Controller Status */
+	NVME_REG_NSSR = 0x20,	 /* NVM Subsystem Reset */
+	NVME_REG_AQA = 0x24,	 /* Admin Queue Attributes */
+	NVME_REG_ASQ = 0x28,	 /* Admin SQ Base Address, 64 bit */
+	NVME_REG_ACQ = 0x30,	 /* Admin CQ Base Address, 64 bit */
+	NVME_REG_CMBLOC = 0x38,	 /* Controller Memory Buffer Location */
+	NVME_REG_CMBSZ = 0x3c,	 /* Controller Memory Buffer Size */
+	NVME_REG_BPINFO = 0x40,	 /* Boot Partition Information */
+	NVME_REG_BPRSEL = 0x44,	 /* Boot Partition Read Select */
+	NVME_REG_BPMBL = 0x48,	 /* Boot Partition Memory Buffer Location */
+	NVME_REG_CMBMSC = 0x50,	 /* CMB Memory Space Control */
+	NVME_REG_CMBSTS = 0x58,	 /* CMB Status */
 	NVME_REG_PMRCAP = 0xe00, /* Persistent Memory Region Capabilities */
-	NVME_REG_DBS = 0x1000,   /* first doorbell: SQ0 tail */
+	NVME_REG_DBS = 0x1000,	 /* first doorbell: SQ0 tail */
 };
 
 struct nvme_bar {
@@ -67,60 +67,60 @@ _Static_assert(__builtin_offsetof(struct nvme_bar, cmbsts) == NVME_REG_CMBSTS, "
 _Static_assert(__builtin_offsetof(struct nvme_bar, pmrcap) == NVME_REG_PMRCAP, "PMRCAP offset");
 
 /* CAP fields */
-#define NVME_CAP_MQES(cap)     ((uint32_t)((cap) & 0xffff)) /* 0's based */
-#define NVME_CAP_CQR           (1ULL << 16)
-#define NVME_CAP_AMS_WRR       (1ULL << 17)
-#define NVME_CAP_TO_SHIFT      24 /* 500 ms units */
-#define NVME_CAP_DSTRD_SHIFT   32
-#define NVME_CAP_DSTRD(cap)    ((unsigned)(((cap) >> 32) & 0xf))
-#define NVME_CAP_NSSRS         (1ULL << 36)
-#define NVME_CAP_CSS_NVM       (1ULL << 37)
-#define NVME_CAP_BPS           (1ULL << 45)
-#define NVME_CAP_MPSMIN_SHIFT  48
-#define NVME_CAP_MPSMAX_SHIFT  52
-#define NVME_CAP_PMRS          (1ULL << 56)
-#define NVME_CAP_CMBS          (1ULL << 57)
+#define NVME_CAP_MQES(cap)    ((uint32_t)((cap)&0xffff)) /* 0's based */
+#define NVME_CAP_CQR	      (1ULL << 16)
+#define NVME_CAP_AMS_WRR      (1ULL << 17)
+#define NVME_CAP_TO_SHIFT     24 /* 500 ms units */
+#define NVME_CAP_DSTRD_SHIFT  32
+#define NVME_CAP_DSTRD(cap)   ((unsigned)(((cap) >> 32) & 0xf))
+#define NVME_CAP_NSSRS	      (1ULL << 36)
+#define NVME_CAP_CSS_NVM      (1ULL << 37)
+#define NVME_CAP_BPS	      (1ULL << 45)
+#define NVME_CAP_MPSMIN_SHIFT 48
+#define NVME_CAP_MPSMAX_SHIFT 52
+#define NVME_CAP_PMRS	      (1ULL << 56)
+#define NVME_CAP_CMBS	      (1ULL << 57)
 
 #define NVME_VS(maj, min, ter) (((uint32_t)(maj) << 16) | ((uint32_t)(min) << 8) | (ter))
-#define NVME_VS_1_4            NVME_VS(1, 4, 0)
+#define NVME_VS_1_4	       NVME_VS(1, 4, 0)
 
 /* CC fields */
-#define NVME_CC_EN            (1u << 0)
-#define NVME_CC_CSS(cc)       (((cc) >> 4) & 0x7)
-#define NVME_CC_MPS(cc)       (((cc) >> 7) & 0xf)
-#define NVME_CC_AMS(cc)       (((cc) >> 11) & 0x7)
-#define NVME_CC_SHN(cc)       (((cc) >> 14) & 0x3)
-#define NVME_CC_IOSQES(cc)    (((cc) >> 16) & 0xf)
-#define NVME_CC_IOCQES(cc)    (((cc) >> 20) & 0xf)
-#define NVME_CC_SHN_NONE      0
-#define NVME_CC_SHN_NORMAL    1
-#define NVME_CC_SHN_ABRUPT    2
+#define NVME_CC_EN	   (1u << 0)
+#define NVME_CC_CSS(cc)	   (((cc) >> 4) & 0x7)
+#define NVME_CC_MPS(cc)	   (((cc) >> 7) & 0xf)
+#define NVME_CC_AMS(cc)	   (((cc) >> 11) & 0x7)
+#define NVME_CC_SHN(cc)	   (((cc) >> 14) & 0x3)
+#define NVME_CC_IOSQES(cc) (((cc) >> 16) & 0xf)
+#define NVME_CC_IOCQES(cc) (((cc) >> 20) & 0xf)
+#define NVME_CC_SHN_NONE   0
+#define NVME_CC_SHN_NORMAL 1
+#define NVME_CC_SHN_ABRUPT 2
 
 /* CSTS fields */
-#define NVME_CSTS_RDY         (1u << 0)
-#define NVME_CSTS_CFS         (1u << 1)
+#define NVME_CSTS_RDY	      (1u << 0)
+#define NVME_CSTS_CFS	      (1u << 1)
 #define NVME_CSTS_SHST_SHIFT  2
 #define NVME_CSTS_SHST_MASK   (3u << 2)
 #define NVME_CSTS_SHST_NORMAL (0u << 2)
 #define NVME_CSTS_SHST_OCCUR  (1u << 2)
 #define NVME_CSTS_SHST_CMPLT  (2u << 2)
-#define NVME_CSTS_NSSRO       (1u << 4)
-#define NVME_CSTS_PP          (1u << 5)
+#define NVME_CSTS_NSSRO	      (1u << 4)
+#define NVME_CSTS_PP	      (1u << 5)
 
 /* AQA fields (0's based sizes) */
-#define NVME_AQA_ASQS(aqa)    ((aqa) & 0xfff)
-#define NVME_AQA_ACQS(aqa)    (((aqa) >> 16) & 0xfff)
+#define NVME_AQA_ASQS(aqa) ((aqa)&0xfff)
+#define NVME_AQA_ACQS(aqa) (((aqa) >> 16) & 0xfff)
 
 /* CMBLOC / CMBSZ */
-#define NVME_CMBLOC_BIR(v)    ((v) & 0x7)
+#define NVME_CMBLOC_BIR(v)     ((v)&0x7)
 #define NVME_CMBLOC_OFST_SHIFT 12
-#define NVME_CMBSZ_SQS        (1u << 0)
-#define NVME_CMBSZ_CQS        (1u << 1)
-#define NVME_CMBSZ_LISTS      (1u << 2)
-#define NVME_CMBSZ_RDS        (1u << 3)
-#define NVME_CMBSZ_WDS        (1u << 4)
-#define NVME_CMBSZ_SZU_SHIFT  8 /* 0: 4 KiB, 1: 64 KiB, 2: 1 MiB ... */
-#define NVME_CMBSZ_SZ_SHIFT   12
+#define NVME_CMBSZ_SQS	       (1u << 0)
+#define NVME_CMBSZ_CQS	       (1u << 1)
+#define NVME_CMBSZ_LISTS       (1u << 2)
+#define NVME_CMBSZ_RDS	       (1u << 3)
+#define NVME_CMBSZ_WDS	       (1u << 4)
+#define NVME_CMBSZ_SZU_SHIFT   8 /* 0: 4 KiB, 1: 64 KiB, 2: 1 MiB ... */
+#define NVME_CMBSZ_SZ_SHIFT    12
 
 /* ---- Queue entries ---- */
 
@@ -143,8 +143,8 @@ struct nvme_sqe {
 } __attribute__((packed));
 _Static_assert(sizeof(struct nvme_sqe) == 64, "SQ entry is 64 bytes");
 
-#define NVME_SQE_FUSE(flags)  ((flags) & 0x3)
-#define NVME_SQE_PSDT(flags)  (((flags) >> 6) & 0x3)
+#define NVME_SQE_FUSE(flags) ((flags)&0x3)
+#define NVME_SQE_PSDT(flags) (((flags) >> 6) & 0x3)
 
 struct nvme_cqe {
 	uint32_t dw0; /* command specific */
@@ -162,12 +162,12 @@ _Static_assert(sizeof(struct nvme_cqe) == 16, "CQ entry is 16 bytes");
 /* ---- Status field (without the phase bit): SCT in bits 10:8, SC in 7:0, DNR bit 14 ---- */
 #define NVME_SCT_GENERIC      0x0
 #define NVME_SCT_CMD_SPECIFIC 0x1
-#define NVME_SCT_MEDIA        0x2
+#define NVME_SCT_MEDIA	      0x2
 #define NVME_STATUS(sct, sc)  ((uint16_t)(((sct) << 8) | (sc)))
-#define NVME_STATUS_DNR       0x4000
+#define NVME_STATUS_DNR	      0x4000
 #define NVME_STATUS_MORE      0x2000
 #define NVME_STATUS_SCT(s)    (((s) >> 8) & 0x7)
-#define NVME_STATUS_SC(s)     ((s) & 0xff)
+#define NVME_STATUS_SC(s)     ((s)&0xff)
 
 enum nvme_status {
 	NVME_SC_SUCCESS = 0x00,
@@ -264,8 +264,8 @@ enum nvme_feat {
 	NVME_FEAT_TIMESTAMP = 0x0e,
 	NVME_FEAT_KATO = 0x0f,
 };
-#define NVME_FEAT_SEL(cdw10)  (((cdw10) >> 8) & 0x7)
-#define NVME_FEAT_SAVE        (1u << 31)
+#define NVME_FEAT_SEL(cdw10) (((cdw10) >> 8) & 0x7)
+#define NVME_FEAT_SAVE	     (1u << 31)
 
 /* Log pages */
 enum nvme_log {
@@ -405,13 +405,13 @@ _Static_assert(__builtin_offsetof(struct nvme_id_ctrl, subnqn) == 768, "SUBNQN o
 _Static_assert(__builtin_offsetof(struct nvme_id_ctrl, psd) == 2048, "PSD offset");
 
 /* OACS / ONCS / LPA bits used here */
-#define NVME_CTRL_OACS_DBBUF      (1u << 8)
-#define NVME_CTRL_ONCS_DSM        (1u << 2)
+#define NVME_CTRL_OACS_DBBUF	    (1u << 8)
+#define NVME_CTRL_ONCS_DSM	    (1u << 2)
 #define NVME_CTRL_ONCS_WRITE_ZEROES (1u << 3)
-#define NVME_CTRL_ONCS_FEAT_SAVE  (1u << 4)
-#define NVME_CTRL_VWC_PRESENT     (1u << 0)
-#define NVME_CTRL_LPA_EXT_DATA    (1u << 2)
-#define NVME_CTRL_OAES_NS_ATTR    (1u << 8)
+#define NVME_CTRL_ONCS_FEAT_SAVE    (1u << 4)
+#define NVME_CTRL_VWC_PRESENT	    (1u << 0)
+#define NVME_CTRL_LPA_EXT_DATA	    (1u << 2)
+#define NVME_CTRL_OAES_NS_ATTR	    (1u << 8)
 
 struct nvme_lbaf {
 	uint16_t ms;
@@ -471,7 +471,7 @@ struct nvme_ns_id_desc {
 _Static_assert(sizeof(struct nvme_ns_id_desc) == 4, "NS id descriptor header is 4 bytes");
 #define NVME_NIDT_EUI64 1
 #define NVME_NIDT_NGUID 2
-#define NVME_NIDT_UUID 3
+#define NVME_NIDT_UUID	3
 
 struct nvme_error_log {
 	uint64_t error_count;
@@ -538,7 +538,7 @@ _Static_assert(sizeof(struct nvme_dsm_range) == 16, "DSM range is 16 bytes");
 #define NVME_DSM_AD (1u << 2)
 
 /* Write Zeroes cdw12 */
-#define NVME_RW_FUA   (1u << 30)
-#define NVME_WZ_DEAC  (1u << 25)
+#define NVME_RW_FUA  (1u << 30)
+#define NVME_WZ_DEAC (1u << 25)
 
 #endif

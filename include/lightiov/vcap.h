@@ -5,8 +5,8 @@
 
 #include <stdint.h>
 
-#define LIGHTIOV_VCAP_ID 0x09     /* PCI_CAP_ID_VNDR */
-#define LIGHTIOV_VCAP_MAGIC 0x4c494f56u /* "LIOV" */
+#define LIGHTIOV_VCAP_ID      0x09	  /* PCI_CAP_ID_VNDR */
+#define LIGHTIOV_VCAP_MAGIC   0x4c494f56u /* "LIOV" */
 #define LIGHTIOV_VCAP_VERSION 1
 
 enum lightiov_vcap_mode {
@@ -16,12 +16,12 @@ enum lightiov_vcap_mode {
 };
 
 struct lightiov_vcap {
-	uint8_t cap_id;   /* LIGHTIOV_VCAP_ID */
+	uint8_t cap_id;	  /* LIGHTIOV_VCAP_ID */
 	uint8_t cap_next; /* next capability pointer */
 	uint8_t cap_len;  /* sizeof(struct lightiov_vcap) */
 	uint8_t version;  /* LIGHTIOV_VCAP_VERSION */
-	uint32_t magic;   /* LIGHTIOV_VCAP_MAGIC */
-	uint32_t mode;    /* enum lightiov_vcap_mode */
+	uint32_t magic;	  /* LIGHTIOV_VCAP_MAGIC */
+	uint32_t mode;	  /* enum lightiov_vcap_mode */
 	uint32_t rsvd;
 	uint64_t lba_start; /* first LBA of this VM's window on the backing device */
 	uint64_t lba_size;  /* LBAs in the window */

@@ -1,0 +1,646 @@
+/* vNVMe controller core: BAR0 registers, enable/reset/shutdown, doorbells (MMIO and shadow),
+ * SQ fetch with CQ space reservation, CQE posting with phase tags, interrupts, async events. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nvme_int.h"
+
+static inline uint32_t db_stride(const struct nvme_ctrl *c)
+{
+	return 4u << c->p.dstrd;
+}
+
+uint64_t nvme_ctrl_bar0_size(const struct nvme_ctrl *c)
+{
+	uint64_t need = NVME_REG_DBS + (uint64_t)2 * c->nq * db_stride(c);
+	uint64_t sz = 0x4000;
+
+	while (sz < need)
+		sz <<= 1;
+	return sz;
+}
+
+/* A queue ring as a host pointer: guest RAM, or the CMB for SQs when the host placed it there. */
+uint8_t *nvme_queue_host(struct nvme_ctrl *c, uint64_t base, uint64_t bytes, bool allow_cmb)
+{
+	if (allow_cmb && c->cmb && c->cmb_gpa != ~0ULL && base >= c->cmb_gpa &&
+	    base - c->cmb_gpa < c->p.cmb_size && bytes <= c->p.cmb_size - (base - c->cmb_gpa))
+		return c->cmb + (base - c->cmb_gpa);
+	return gmem_ptr(c->gm, base, bytes);
+}
+
+static void ctrl_irq(struct nvme_ctrl *c, unsigned vector)
+{
+	c->st.irqs++;
+	if (c->hooks.irq)
+		c->hooks.irq(c->hooks.opaque, vector);
+}
+
+static uint32_t cq_used(const struct nvme_cq *cq)
+{
+	return (cq->tail + cq->size - cq->head) % cq->size;
+}
+
+static uint32_t cq_free(const struct nvme_cq *cq)
+{
+	return cq->size - 1 - cq_used(cq);
+}
+
+/* Writes one CQE; space was reserved when the command was fetched. */
+static void cq_write(struct nvme_ctrl *c, struct nvme_cq *cq, uint16_t sqid, uint16_t sqhead,
+		     uint16_t cid, uint16_t status, uint32_t dw0)
+{
+	struct nvme_cqe *e = (struct nvme_cqe *)(cq->host + (uint64_t)cq->tail * sizeof(*e));
+
+	e->dw0 = dw0;
+	e->dw1 = 0;
+	e->sq_head = sqhead;
+	e->sq_id = sqid;
+	e->cid = cid;
+	/* The phase tag publishes the entry: it must become visible last. */
+	__atomic_store_n(&e->status, (uint16_t)((status << 1) | cq->phase), __ATOMIC_RELEASE);
+	if (++cq->tail == cq->size) {
+		cq->tail = 0;
+		cq->phase ^= 1;
+	}
+	if (cq->ien && !(c->intms & (1u << (cq->vector & 31))))
+		ctrl_irq(c, cq->vector);
+}
+
+void nvme_record_error(struct nvme_ctrl *c, uint16_t sqid, uint16_t cid, uint16_t status)
+{
+	c->err_count++;
+	memset(&c->err_last, 0, sizeof(c->err_last));
+	c->err_last.error_count = c->err_count;
+	c->err_last.sqid = sqid;
+	c->err_last.cmdid = cid;
+	c->err_last.status_field = (uint16_t)(status << 1);
+	c->err_last.param_error_location = 0xffff;
+}
+
+void nvme_post_cqe(struct nvme_ctrl *c, struct nvme_sq *sq, uint16_t cid, uint16_t status,
+		   uint32_t dw0)
+{
+	struct nvme_cq *cq = &c->cqs[sq->cqid];
+
+	if (cq->reserved)
+		cq->reserved--;
+	if (!cq->valid)
+		return;
+	cq_write(c, cq, sq->qid, (uint16_t)sq->head, cid, status, dw0);
+}
+
+/* Pairs outstanding Async Event Requests with queued events, as admin CQ space allows. */
+void nvme_events_deliver(struct nvme_ctrl *c)
+{
+	struct nvme_cq *acq = &c->cqs[0];
+	unsigned i = 0;
+
+	while (i < c->nae && c->naer && acq->valid && cq_free(acq) > acq->reserved) {
+		uint32_t ev = c->ae_queue[i];
+		uint8_t type = ev & 0x7;
+
+		if (c->ae_masked & (1u << type)) {
+			i++;
+			continue;
+		}
+		c->ae_masked |= 1u << type;
+		cq_write(c, acq, 0, (uint16_t)c->sqs[0].head, c->aer_cids[0], NVME_OK, ev);
+		memmove(c->aer_cids, c->aer_cids + 1, (c->naer - 1) * sizeof(c->aer_cids[0]));
+		c->naer--;
+		memmove(c->ae_queue + i, c->ae_queue + i + 1, (c->nae - i - 1) * sizeof(uint32_t));
+		c->nae--;
+	}
+}
+
+void nvme_raise_event(struct nvme_ctrl *c, uint8_t type, uint8_t info, uint8_t log)
+{
+	uint32_t ev = type | (uint32_t)info << 8 | (uint32_t)log << 16;
+	unsigned i;
+
+	for (i = 0; i < c->nae; i++)
+		if (c->ae_queue[i] == ev)
+			return; /* already pending: the host learns of it once */
+	if (c->nae < NVME_AE_QUEUE)
+		c->ae_queue[c->nae++] = ev;
+	nvme_events_deliver(c);
+}
+
+static void queues_reset(struct nvme_ctrl *c)
+{
+	memset(c->sqs, 0, c->nq * sizeof(*c->sqs));
+	memset(c->cqs, 0, c->nq * sizeof(*c->cqs));
+}
+
+/* Controller Level Reset: everything but the registers the host owns goes back to defaults. */
+static void ctrl_reset(struct nvme_ctrl *c)
+{
+	bool had_dbbuf = c->dbbuf_dbs != 0;
+
+	c->gen++;
+	queues_reset(c);
+	c->nsqa = c->ncqa = c->p.max_ioqs;
+	c->nq_set = false;
+	c->dbbuf_dbs = c->dbbuf_eis = 0;
+	c->naer = 0;
+	c->nae = 0;
+	c->ae_masked = 0;
+	c->intms = 0;
+	nvme_features_reset(c);
+	if (had_dbbuf && c->hooks.dbbuf)
+		c->hooks.dbbuf(c->hooks.opaque, false);
+	c->csts &= ~(NVME_CSTS_SHST_MASK | NVME_CSTS_CFS);
+	if (c->inflight)
+		c->resetting = true; /* RDY drops when the backend has returned every request */
+	else
+		c->csts &= ~NVME_CSTS_RDY;
+}
+
+static bool ctrl_enable(struct nvme_ctrl *c)
+{
+	uint32_t asqs = NVME_AQA_ASQS(c->aqa) + 1, acqs = NVME_AQA_ACQS(c->aqa) + 1;
+	struct nvme_sq *sq = &c->sqs[0];
+	struct nvme_cq *cq = &c->cqs[0];
+
+	if (NVME_CC_CSS(c->cc) != 0 || NVME_CC_MPS(c->cc) != 0 || NVME_CC_AMS(c->cc) != 0 ||
+	    asqs < 2 || acqs < 2 || (c->asq & (NVME_CTRL_PAGE - 1)) ||
+	    (c->acq & (NVME_CTRL_PAGE - 1)))
+		return false;
+	cq->host = nvme_queue_host(c, c->acq, (uint64_t)acqs * sizeof(struct nvme_cqe), false);
+	sq->host = nvme_queue_host(c, c->asq, (uint64_t)asqs * sizeof(struct nvme_sqe), true);
+	if (!cq->host || !sq->host)
+		return false;
+	cq->valid = true;
+	cq->ien = true;
+	cq->phase = 1;
+	cq->size = acqs;
+	cq->base = c->acq;
+	cq->nsq = 1;
+	sq->valid = true;
+	sq->size = asqs;
+	sq->base = c->asq;
+	sq->gen = ++c->qgen;
+	return true;
+}
+
+static void cc_write(struct nvme_ctrl *c, uint32_t val)
+{
+	uint32_t old = c->cc;
+
+	c->cc = val;
+	if ((old & NVME_CC_EN) && !(val & NVME_CC_EN)) {
+		ctrl_reset(c);
+		return;
+	}
+	if (!(old & NVME_CC_EN) && (val & NVME_CC_EN)) {
+		if (c->resetting || (c->csts & NVME_CSTS_RDY))
+			return; /* host did not wait for RDY=0; enable takes effect never */
+		if (ctrl_enable(c)) {
+			c->csts |= NVME_CSTS_RDY;
+		} else {
+			c->csts |= NVME_CSTS_CFS;
+			queues_reset(c);
+		}
+	}
+	if ((val & NVME_CC_EN) && NVME_CC_SHN(val) && !NVME_CC_SHN(old)) {
+		/* Nothing is cached beyond the backend: shutdown completes at once. */
+		c->csts = (c->csts & ~NVME_CSTS_SHST_MASK) | NVME_CSTS_SHST_CMPLT;
+	} else if (!NVME_CC_SHN(val)) {
+		c->csts &= ~NVME_CSTS_SHST_MASK;
+	}
+}
+
+static void ctrl_kick(struct nvme_ctrl *c)
+{
+	if (c->hooks.kick)
+		c->hooks.kick(c->hooks.opaque);
+	else
+		nvme_ctrl_process_locked(c);
+}
+
+static void doorbell_write(struct nvme_ctrl *c, uint64_t off, uint32_t val)
+{
+	uint64_t idx = (off - NVME_REG_DBS) / db_stride(c);
+	uint64_t qid = idx / 2;
+	bool is_cq = idx & 1;
+
+	c->st.doorbells++;
+	if ((off - NVME_REG_DBS) % db_stride(c) || !(c->csts & NVME_CSTS_RDY) || c->resetting)
+		return;
+	if (qid >= c->nq || !(is_cq ? c->cqs[qid].valid : c->sqs[qid].valid)) {
+		nvme_raise_event(c, NVME_AER_TYPE_ERROR, NVME_AER_ERR_INVALID_DB_REG,
+				 NVME_LOG_ERROR);
+		return;
+	}
+	if (is_cq) {
+		struct nvme_cq *cq = &c->cqs[qid];
+
+		/* The new head may only consume entries the controller has posted. */
+		if (val >= cq->size || (val + cq->size - cq->head) % cq->size > cq_used(cq)) {
+			nvme_raise_event(c, NVME_AER_TYPE_ERROR, NVME_AER_ERR_INVALID_DB_VALUE,
+					 NVME_LOG_ERROR);
+			return;
+		}
+		cq->head = val;
+		if (qid == 0)
+			nvme_events_deliver(c);
+	} else {
+		struct nvme_sq *sq = &c->sqs[qid];
+
+		if (val >= sq->size) {
+			nvme_raise_event(c, NVME_AER_TYPE_ERROR, NVME_AER_ERR_INVALID_DB_VALUE,
+					 NVME_LOG_ERROR);
+			return;
+		}
+		sq->tail = val;
+	}
+	ctrl_kick(c);
+}
+
+static uint32_t reg_read32(struct nvme_ctrl *c, uint64_t off)
+{
+	switch (off) {
+	case NVME_REG_CAP:
+		return (uint32_t)c->cap;
+	case NVME_REG_CAP + 4:
+		return (uint32_t)(c->cap >> 32);
+	case NVME_REG_VS:
+		return NVME_VS_1_4;
+	case NVME_REG_INTMS:
+	case NVME_REG_INTMC:
+		return c->intms;
+	case NVME_REG_CC:
+		return c->cc;
+	case NVME_REG_CSTS:
+		return c->csts;
+	case NVME_REG_AQA:
+		return c->aqa;
+	case NVME_REG_ASQ:
+		return (uint32_t)c->asq;
+	case NVME_REG_ASQ + 4:
+		return (uint32_t)(c->asq >> 32);
+	case NVME_REG_ACQ:
+		return (uint32_t)c->acq;
+	case NVME_REG_ACQ + 4:
+		return (uint32_t)(c->acq >> 32);
+	case NVME_REG_CMBLOC:
+		return c->cmbloc;
+	case NVME_REG_CMBSZ:
+		return c->cmbsz;
+	default:
+		return 0;
+	}
+}
+
+void nvme_ctrl_bar0_read(void *opaque, uint64_t off, void *data, unsigned len)
+{
+	struct nvme_ctrl *c = opaque;
+	uint64_t v = 0;
+
+	pthread_mutex_lock(&c->lock);
+	c->st.mmio_exits++;
+	/* Doorbells are write-only and unaligned register reads return zero. */
+	if (off < NVME_REG_DBS && (off & 3) == 0) {
+		v = reg_read32(c, off);
+		if (len == 8)
+			v |= (uint64_t)reg_read32(c, off + 4) << 32;
+	}
+	pthread_mutex_unlock(&c->lock);
+	memcpy(data, &v, len > 8 ? 8 : len);
+}
+
+static void reg_write32(struct nvme_ctrl *c, uint64_t off, uint32_t val)
+{
+	bool en = c->cc & NVME_CC_EN;
+
+	switch (off) {
+	case NVME_REG_INTMS:
+		c->intms |= val;
+		break;
+	case NVME_REG_INTMC:
+		c->intms &= ~val;
+		break;
+	case NVME_REG_CC:
+		cc_write(c, val);
+		break;
+	case NVME_REG_AQA:
+		if (!en)
+			c->aqa = val & 0x0fff0fff;
+		break;
+	case NVME_REG_ASQ:
+		if (!en)
+			c->asq = (c->asq & ~0xffffffffULL) | val;
+		break;
+	case NVME_REG_ASQ + 4:
+		if (!en)
+			c->asq = (c->asq & 0xffffffffULL) | (uint64_t)val << 32;
+		break;
+	case NVME_REG_ACQ:
+		if (!en)
+			c->acq = (c->acq & ~0xffffffffULL) | val;
+		break;
+	case NVME_REG_ACQ + 4:
+		if (!en)
+			c->acq = (c->acq & 0xffffffffULL) | (uint64_t)val << 32;
+		break;
+	default:
+		break; /* read-only or reserved: ignored */
+	}
+}
+
+void nvme_ctrl_bar0_write(void *opaque, uint64_t off, const void *data, unsigned len)
+{
+	struct nvme_ctrl *c = opaque;
+	uint64_t v = 0;
+
+	memcpy(&v, data, len > 8 ? 8 : len);
+	pthread_mutex_lock(&c->lock);
+	c->st.mmio_exits++;
+	if (off >= NVME_REG_DBS) {
+		if (len == 4 && off < nvme_ctrl_bar0_size(c))
+			doorbell_write(c, off, (uint32_t)v);
+	} else if ((off & 3) == 0 && (len == 4 || len == 8)) {
+		reg_write32(c, off, (uint32_t)v);
+		if (len == 8)
+			reg_write32(c, off + 4, (uint32_t)(v >> 32));
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+const struct bus_ops nvme_ctrl_bar0_ops = {
+    .read = nvme_ctrl_bar0_read,
+    .write = nvme_ctrl_bar0_write,
+};
+
+static void cmb_read(void *opaque, uint64_t off, void *data, unsigned len)
+{
+	struct nvme_ctrl *c = opaque;
+
+	if (off < c->p.cmb_size && len <= c->p.cmb_size - off)
+		memcpy(data, c->cmb + off, len);
+	else
+		memset(data, 0xff, len);
+}
+
+static void cmb_write(void *opaque, uint64_t off, const void *data, unsigned len)
+{
+	struct nvme_ctrl *c = opaque;
+
+	if (off < c->p.cmb_size && len <= c->p.cmb_size - off)
+		memcpy(c->cmb + off, data, len);
+}
+
+const struct bus_ops nvme_ctrl_cmb_ops = {
+    .read = cmb_read,
+    .write = cmb_write,
+};
+
+void *nvme_ctrl_cmb(const struct nvme_ctrl *c, uint64_t *size)
+{
+	*size = c->cmb ? c->p.cmb_size : 0;
+	return c->cmb;
+}
+
+void nvme_ctrl_set_cmb_gpa(struct nvme_ctrl *c, uint64_t gpa)
+{
+	pthread_mutex_lock(&c->lock);
+	c->cmb_gpa = gpa;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Shadow doorbell of queue (qid, is_cq) in guest memory, NULL when not configured. */
+static uint32_t *dbbuf_slot(struct nvme_ctrl *c, uint64_t base, unsigned qid, bool is_cq)
+{
+	uint64_t off = (uint64_t)(2 * qid + is_cq) * db_stride(c);
+
+	if (!base || off + 4 > NVME_CTRL_PAGE)
+		return NULL;
+	return gmem_ptr(c->gm, base + off, 4);
+}
+
+static void sq_refresh_shadow(struct nvme_ctrl *c, struct nvme_sq *sq)
+{
+	uint32_t *db = dbbuf_slot(c, c->dbbuf_dbs, sq->qid, false);
+	uint32_t tail;
+
+	if (!db || sq->qid == 0)
+		return;
+	tail = __atomic_load_n(db, __ATOMIC_ACQUIRE);
+	if (tail < sq->size)
+		sq->tail = tail;
+	else
+		nvme_raise_event(c, NVME_AER_TYPE_ERROR, NVME_AER_ERR_INVALID_DB_VALUE,
+				 NVME_LOG_ERROR);
+}
+
+static void cq_refresh_shadow(struct nvme_ctrl *c, struct nvme_cq *cq, unsigned qid)
+{
+	uint32_t *db = dbbuf_slot(c, c->dbbuf_dbs, qid, true);
+	uint32_t head;
+
+	if (!db || qid == 0)
+		return;
+	head = __atomic_load_n(db, __ATOMIC_ACQUIRE);
+	if (head < cq->size && (head + cq->size - cq->head) % cq->size <= cq_used(cq))
+		cq->head = head;
+}
+
+static void sq_publish_eventidx(struct nvme_ctrl *c, struct nvme_sq *sq)
+{
+	uint32_t *ei = dbbuf_slot(c, c->dbbuf_eis, sq->qid, false);
+
+	if (ei && sq->qid)
+		__atomic_store_n(ei, sq->tail, __ATOMIC_RELEASE);
+}
+
+/* Fetches up to budget commands of one SQ; returns how many were fetched. */
+static unsigned sq_run(struct nvme_ctrl *c, struct nvme_sq *sq, unsigned budget)
+{
+	struct nvme_cq *cq = &c->cqs[sq->cqid];
+	unsigned n = 0;
+
+	while (n < budget && sq->valid && sq->head != sq->tail && cq->valid &&
+	       cq_free(cq) > cq->reserved) {
+		struct nvme_sqe cmd;
+		uint32_t dw0 = 0;
+		uint16_t st;
+
+		memcpy(&cmd, sq->host + (uint64_t)sq->head * sizeof(cmd), sizeof(cmd));
+		sq->head = (sq->head + 1) % sq->size;
+		cq->reserved++;
+		n++;
+		if (sq->qid == 0)
+			st = nvme_admin_exec(c, &cmd, &dw0);
+		else
+			st = nvme_io_exec(c, sq, &cmd);
+		if (st != NVME_NO_COMPLETE) {
+			if (st != NVME_OK)
+				nvme_record_error(c, sq->qid, cmd.cid, st);
+			/* An admin command may have deleted this very queue pair. */
+			if (sq->qid == 0 || sq->valid)
+				nvme_post_cqe(c, sq, cmd.cid, st, dw0);
+		}
+		/* Events the command unmasked or armed go out after its own completion. */
+		if (sq->qid == 0)
+			nvme_events_deliver(c);
+	}
+	return n;
+}
+
+void nvme_ctrl_process_locked(struct nvme_ctrl *c)
+{
+	unsigned q, progress;
+
+	if (!(c->csts & NVME_CSTS_RDY) || c->resetting || (c->csts & NVME_CSTS_CFS))
+		return;
+	do {
+		progress = 0;
+		for (q = 0; q < c->nq; q++) {
+			struct nvme_sq *sq = &c->sqs[q];
+
+			if (!sq->valid)
+				continue;
+			if (c->dbbuf_dbs) {
+				sq_refresh_shadow(c, sq);
+				cq_refresh_shadow(c, &c->cqs[sq->cqid], sq->cqid);
+			}
+			progress += sq_run(c, sq, 64);
+			if (c->dbbuf_dbs && sq->valid)
+				sq_publish_eventidx(c, sq);
+		}
+		if (!(c->csts & NVME_CSTS_RDY) || c->resetting)
+			break;
+	} while (progress);
+}
+
+void nvme_ctrl_process(struct nvme_ctrl *c)
+{
+	pthread_mutex_lock(&c->lock);
+	nvme_ctrl_process_locked(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void nvme_ctrl_io_done(struct nvme_io_req *req)
+{
+	struct nvme_ctrl *c = req->ctrl;
+
+	pthread_mutex_lock(&c->lock);
+	if (req->gen == c->gen && req->sqid < c->nq) {
+		struct nvme_sq *sq = &c->sqs[req->sqid];
+
+		if (sq->valid && sq->gen == req->sqgen) {
+			sq->inflight--;
+			if (req->status != NVME_OK)
+				nvme_record_error(c, req->sqid, req->cid, req->status);
+			nvme_post_cqe(c, sq, req->cid, req->status, 0);
+		}
+	}
+	if (c->inflight)
+		c->inflight--;
+	if (c->resetting && !c->inflight) {
+		c->resetting = false;
+		c->csts &= ~NVME_CSTS_RDY;
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(req->ranges);
+	free(req);
+}
+
+void nvme_ctrl_get_stats(struct nvme_ctrl *c, struct nvme_ctrl_stats *st)
+{
+	pthread_mutex_lock(&c->lock);
+	*st = c->st;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void copy_padded(char *dst, size_t n, const char *src)
+{
+	size_t l = strnlen(src, n);
+
+	memset(dst, ' ', n);
+	memcpy(dst, src, l);
+}
+
+int nvme_ctrl_create(const struct nvme_ctrl_params *p, struct guest_mem *gm,
+		     const struct nvme_backend_ops *bops, void *be,
+		     const struct nvme_ctrl_hooks *hooks, struct nvme_ctrl **out, char *err,
+		     unsigned errlen)
+{
+	struct nvme_ctrl *c;
+	uint64_t mqes = p->mqes ? p->mqes : 1023;
+
+	if (p->max_ioqs < 1 || p->max_ioqs > 65535) {
+		snprintf(err, errlen, "nvme %s: %u I/O queues is outside 1..65535", p->serial,
+			 p->max_ioqs);
+		return -EINVAL;
+	}
+	if (p->nvectors < 1 || p->nvectors > 2048 || p->dstrd > 15 || mqes < 1) {
+		snprintf(err, errlen, "nvme %s: bad vectors %u / doorbell stride %u / MQES %u",
+			 p->serial, p->nvectors, p->dstrd, (unsigned)mqes);
+		return -EINVAL;
+	}
+	if (p->size < 512 || (p->size & 511)) {
+		snprintf(err, errlen, "nvme %s: size %llu is not a non-zero multiple of 512",
+			 p->serial, (unsigned long long)p->size);
+		return -EINVAL;
+	}
+	if (p->cmb_size & (NVME_CTRL_PAGE - 1) || p->cmb_size > (1ULL << 30)) {
+		snprintf(err, errlen, "nvme %s: CMB size %llu is not a 4 KiB multiple up to 1 GiB",
+			 p->serial, (unsigned long long)p->cmb_size);
+		return -EINVAL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(err, errlen, "nvme %s: out of memory", p->serial);
+		return -ENOMEM;
+	}
+	c->p = *p;
+	c->p.mqes = (uint16_t)mqes;
+	copy_padded(c->p.serial, sizeof(c->p.serial) - 1, p->serial[0] ? p->serial : "LVMM0001");
+	c->p.serial[20] = 0;
+	c->gm = gm;
+	c->bops = bops;
+	c->be = be;
+	if (hooks)
+		c->hooks = *hooks;
+	c->nq = p->max_ioqs + 1;
+	c->sqs = calloc(c->nq, sizeof(*c->sqs));
+	c->cqs = calloc(c->nq, sizeof(*c->cqs));
+	c->feat_ivc = calloc(p->nvectors, sizeof(*c->feat_ivc));
+	if (p->cmb_size)
+		c->cmb = aligned_alloc(NVME_CTRL_PAGE, p->cmb_size);
+	if (!c->sqs || !c->cqs || !c->feat_ivc || (p->cmb_size && !c->cmb)) {
+		snprintf(err, errlen, "nvme %s: out of memory for %u queues", p->serial,
+			 p->max_ioqs + 1);
+		nvme_ctrl_destroy(c);
+		return -ENOMEM;
+	}
+	if (c->cmb)
+		memset(c->cmb, 0, p->cmb_size);
+	c->cmb_gpa = ~0ULL;
+	pthread_mutex_init(&c->lock, NULL);
+	c->cap = mqes | NVME_CAP_CQR | (30ULL << NVME_CAP_TO_SHIFT) |
+		 ((uint64_t)p->dstrd << NVME_CAP_DSTRD_SHIFT) | NVME_CAP_CSS_NVM;
+	if (c->cmb) {
+		/* SZU 4 KiB units; SQs only (data in the CMB is not supported). */
+		c->cmbloc = p->cmb_bir & 7;
+		c->cmbsz = NVME_CMBSZ_SQS | (uint32_t)(p->cmb_size >> 12) << NVME_CMBSZ_SZ_SHIFT;
+	}
+	c->nsqa = c->ncqa = p->max_ioqs;
+	nvme_features_reset(c);
+	*out = c;
+	return 0;
+}
+
+void nvme_ctrl_destroy(struct nvme_ctrl *c)
+{
+	if (!c)
+		return;
+	free(c->sqs);
+	free(c->cqs);
+	free(c->feat_ivc);
+	free(c->cmb);
+	free(c);
+}

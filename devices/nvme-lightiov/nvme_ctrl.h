@@ -1,0 +1,116 @@
+/* The emulated NVMe controller: BAR0 registers and doorbells, admin and I/O queues, CMB, driven
+ * by register accesses; reaches guest memory only through guest_mem and storage through a backend.
+ */
+#ifndef LVMM_NVME_CTRL_H
+#define LVMM_NVME_CTRL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "bus.h"
+#include "guest_mem.h"
+#include "lightiov/nvme.h"
+
+#define NVME_CTRL_PAGE_SHIFT	 12
+#define NVME_CTRL_PAGE		 4096u
+#define NVME_LBA_SHIFT		 9
+#define NVME_CTRL_MDTS		 5 /* max transfer 2^5 pages = 128 KiB */
+#define NVME_CTRL_MAX_XFER	 (NVME_CTRL_PAGE << NVME_CTRL_MDTS)
+#define NVME_CTRL_MAX_IOV	 ((NVME_CTRL_MAX_XFER / NVME_CTRL_PAGE) + 1)
+#define NVME_CTRL_AERL		 3 /* 0's based: four outstanding Async Event Requests */
+#define NVME_CTRL_MAX_DSM_RANGES 256
+
+struct nvme_ctrl;
+
+struct nvme_ctrl_params {
+	uint16_t mqes;	   /* max queue entries, 0's based (CAP.MQES); 0 = 1023 */
+	uint8_t dstrd;	   /* doorbell stride 4 << dstrd bytes; 10 puts each on its own page */
+	unsigned max_ioqs; /* I/O SQ/CQ pairs offered (Number of Queues), 1..65535 */
+	unsigned nvectors; /* interrupt vectors (MSI-X table size), >= 1 */
+	uint64_t cmb_size; /* bytes of controller memory buffer for SQs, 0 = none */
+	uint8_t cmb_bir;   /* BAR holding the CMB (CMBLOC.BIR) */
+	uint64_t size;	   /* namespace bytes (multiple of 512) */
+	bool readonly;
+	char serial[21];
+	char model[41];
+	uint16_t cntlid;
+};
+
+/* One I/O command on its way to the backend. Byte offsets and host iovecs are final here:
+ * every LBA and PRP was checked by the controller before the backend sees it. */
+enum nvme_io_op { NVME_IO_READ, NVME_IO_WRITE, NVME_IO_FLUSH, NVME_IO_ZEROES, NVME_IO_DISCARD };
+
+struct nvme_io_range {
+	uint64_t off, len;
+};
+
+struct nvme_io_req {
+	struct nvme_ctrl *ctrl;
+	enum nvme_io_op op;
+	bool fua;
+	uint16_t sqid, cid;
+	uint32_t gen, sqgen; /* drop the completion if the controller or SQ was reset since */
+	uint64_t off, len;   /* bytes */
+	unsigned niov;
+	struct iovec iov[NVME_CTRL_MAX_IOV];
+	unsigned nranges; /* NVME_IO_DISCARD */
+	struct nvme_io_range *ranges;
+	uint16_t status; /* NVMe status (SCT/SC), set by the backend */
+};
+
+struct nvme_backend_ops {
+	/* Starts req with the controller lock held (never call back into the controller from here).
+	 * Returns 1 when req is complete (req->status set), 0 when nvme_ctrl_io_done() follows. */
+	int (*submit)(void *be, struct nvme_io_req *req);
+};
+
+struct nvme_ctrl_hooks {
+	void *opaque;
+	/* Raise interrupt vector (MSI-X entry); called with the controller lock held. */
+	void (*irq)(void *opaque, unsigned vector);
+	/* A doorbell changed: wake whoever runs nvme_ctrl_process(). NULL: process inline. */
+	void (*kick)(void *opaque);
+	/* Shadow doorbells switched on/off: map I/O doorbells to ioeventfds (may be NULL). */
+	void (*dbbuf)(void *opaque, bool on);
+};
+
+struct nvme_ctrl_stats {
+	uint64_t reads, writes, read_bytes, write_bytes, flushes;
+	uint64_t doorbells, mmio_exits, irqs;
+};
+
+int nvme_ctrl_create(const struct nvme_ctrl_params *p, struct guest_mem *gm,
+		     const struct nvme_backend_ops *bops, void *be,
+		     const struct nvme_ctrl_hooks *hooks, struct nvme_ctrl **out, char *err,
+		     unsigned errlen);
+void nvme_ctrl_destroy(struct nvme_ctrl *c);
+
+/* BAR0: registers at 0, doorbells from 0x1000; size is a power of two. */
+uint64_t nvme_ctrl_bar0_size(const struct nvme_ctrl *c);
+void nvme_ctrl_bar0_read(void *ctrl, uint64_t off, void *data, unsigned len);
+void nvme_ctrl_bar0_write(void *ctrl, uint64_t off, const void *data, unsigned len);
+extern const struct bus_ops nvme_ctrl_bar0_ops;
+
+/* CMB: host memory the PCI layer maps at the CMB BAR; the controller fetches SQEs from it when an
+ * SQ's base lies in [gpa, gpa + size). */
+void *nvme_ctrl_cmb(const struct nvme_ctrl *c, uint64_t *size);
+void nvme_ctrl_set_cmb_gpa(struct nvme_ctrl *c, uint64_t gpa); /* ~0 = not mapped */
+extern const struct bus_ops nvme_ctrl_cmb_ops;
+
+/* Fetches and executes commands from every SQ with work; from the I/O thread (or inline). */
+void nvme_ctrl_process(struct nvme_ctrl *c);
+/* Backend completion of a request that submit() left pending; any thread. Frees req. */
+void nvme_ctrl_io_done(struct nvme_io_req *req);
+
+void nvme_ctrl_get_stats(struct nvme_ctrl *c, struct nvme_ctrl_stats *st);
+
+/* Simple backends. mem: a plain buffer (tests, fuzzing), completes synchronously. */
+struct nvme_mem_backend {
+	uint8_t *data;
+	uint64_t size;
+	unsigned flushes;
+};
+extern const struct nvme_backend_ops nvme_mem_backend_ops;
+
+#endif
