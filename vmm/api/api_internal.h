@@ -3,6 +3,7 @@
 #ifndef LVMM_API_INTERNAL_H
 #define LVMM_API_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +33,8 @@ struct api_vm_ops {
 	int (*shutdown)(struct vm *vm, char *err, unsigned errlen);
 	int (*reboot)(struct vm *vm, char *err, unsigned errlen);
 	void (*destroy)(struct vm *vm);
+	/* Blocks until the VM stops; NULL when the VM reports its state by itself (fakes). */
+	enum vm_exit_reason (*wait)(struct vm *vm);
 	enum vm_state (*get_state)(const struct vm *vm);
 	const struct vm_config *(*get_config)(const struct vm *vm);
 	uint64_t (*memory_actual)(const struct vm *vm);
@@ -45,16 +48,27 @@ struct api_vm_ops {
 
 extern const struct api_vm_ops api_vm_ops_kvm;
 
-/* What the router acts on. Only the server thread touches it, so it needs no lock. */
+/* What the router acts on. Only the server thread touches it, except the waiter thread which
+ * writes wait_reason before signalling stop_efd. */
 struct api_vmm {
 	const struct api_vm_ops *ops;
 	struct vm *vm;
 	bool vm_owned;	  /* created by vm.create: the API destroys it; else the caller does */
 	bool vm_external; /* started from the command line: lvmm exits when it stops */
 	bool shutdown;	  /* vmm.shutdown answered: the server stops once replies are sent */
+	/* A booted VM has a waiter thread in ops->wait(): it collects the vCPU threads when the
+	 * guest stops on its own, so vm.info reports Shutdown. */
+	pthread_t waiter;
+	bool waiter_started;
+	int stop_efd; /* written when the waiter returns, for a command-line VM; -1 if none */
+	enum vm_exit_reason wait_reason;
 };
 
 void api_vmm_init(struct api_vmm *vmm, const struct api_vm_ops *ops, struct vm *vm);
+/* Starts the waiter of a booted VM (no-op without ops->wait). 0 or a negative errno. */
+int api_vmm_watch(struct api_vmm *vmm);
+/* Stops the VM if it still runs and joins its waiter: required before ops->destroy. */
+void api_vmm_unwatch(struct api_vmm *vmm);
 /* Shuts down and destroys a VM the API created; leaves a command-line VM to its owner. */
 void api_vmm_release(struct api_vmm *vmm);
 

@@ -26,18 +26,55 @@ void api_vmm_init(struct api_vmm *vmm, const struct api_vm_ops *ops, struct vm *
 	vmm->ops = ops;
 	vmm->vm = vm;
 	vmm->vm_external = vm != NULL;
+	vmm->stop_efd = -1;
 }
 
-void api_vmm_release(struct api_vmm *vmm)
+static void *api_vmm_wait_thread(void *arg)
+{
+	struct api_vmm *vmm = arg;
+	uint64_t one = 1;
+
+	vmm->wait_reason = vmm->ops->wait(vmm->vm);
+	if (vmm->stop_efd >= 0 && write(vmm->stop_efd, &one, sizeof(one)) < 0) {
+		/* an eventfd add of 1 only fails on a closed fd */
+	}
+	return NULL;
+}
+
+int api_vmm_watch(struct api_vmm *vmm)
+{
+	int r;
+
+	if (!vmm->ops->wait || vmm->waiter_started)
+		return 0;
+	r = pthread_create(&vmm->waiter, NULL, api_vmm_wait_thread, vmm);
+	if (r)
+		return -r;
+	vmm->waiter_started = true;
+	return 0;
+}
+
+void api_vmm_unwatch(struct api_vmm *vmm)
 {
 	char err[API_ERR_LEN];
 	enum vm_state s;
 
-	if (!vmm->vm || !vmm->vm_owned)
+	if (!vmm->vm)
 		return;
 	s = vmm->ops->get_state(vmm->vm);
 	if (s == VM_RUNNING || s == VM_PAUSED)
 		vmm->ops->shutdown(vmm->vm, err, sizeof(err));
+	if (vmm->waiter_started) {
+		pthread_join(vmm->waiter, NULL);
+		vmm->waiter_started = false;
+	}
+}
+
+void api_vmm_release(struct api_vmm *vmm)
+{
+	if (!vmm->vm || !vmm->vm_owned)
+		return;
+	api_vmm_unwatch(vmm);
 	vmm->ops->destroy(vmm->vm);
 	vmm->vm = NULL;
 	vmm->vm_owned = false;
@@ -224,6 +261,7 @@ static int route_recreate(struct api_vmm *vmm, char *err, unsigned errlen)
 		return -ENOMEM;
 	}
 	memcpy(cfg, vmm->ops->get_config(vmm->vm), sizeof(*cfg));
+	api_vmm_unwatch(vmm);
 	vmm->ops->destroy(vmm->vm);
 	vmm->vm = NULL;
 	vmm->vm_owned = false;
@@ -255,6 +293,14 @@ static void route_vm_boot(struct api_vmm *vmm, const struct api_request *req,
 	r = vmm->ops->boot(vmm->vm, err, sizeof(err));
 	if (r) {
 		route_op_error(resp, "vm.boot", r, err);
+		return;
+	}
+	r = api_vmm_watch(vmm);
+	if (r) {
+		/* Without a waiter nobody would notice the guest stopping: do not run blind. */
+		api_vmm_unwatch(vmm);
+		api_response_error(resp, 500, "vm.boot: cannot start the VM waiter thread: %s",
+				   strerror(-r));
 		return;
 	}
 	resp->status = 204;
@@ -319,11 +365,7 @@ static void route_vm_delete(struct api_vmm *vmm, const struct api_request *req,
 			return;
 		}
 	}
-	if (vmm->vm_owned) {
-		vmm->ops->destroy(vmm->vm);
-		vmm->vm = NULL;
-		vmm->vm_owned = false;
-	}
+	api_vmm_release(vmm);
 }
 
 static void route_vm_info(struct api_vmm *vmm, const struct api_request *req,

@@ -106,8 +106,13 @@ int api_socket_listen(const char *path, char *err, unsigned errlen)
 		snprintf(err, errlen, "api socket %s: socket: %s", path, strerror(errno));
 		return r;
 	}
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(path, 0600) ||
-	    listen(fd, API_MAX_CONNS)) {
+	/* Only the owner may drive the VMM. umask rather than chmod: the latter is not in the
+	 * seccomp allow-list, and a chmod after bind leaves a window. */
+	mode_t old = umask(0077);
+
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r || listen(fd, API_MAX_CONNS)) {
 		r = -errno;
 		snprintf(err, errlen, "api socket %s: %s", path, strerror(errno));
 		close(fd);

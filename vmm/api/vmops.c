@@ -10,6 +10,7 @@ const struct api_vm_ops api_vm_ops_kvm = {
     .shutdown = vm_shutdown,
     .reboot = vm_reboot,
     .destroy = vm_destroy,
+    .wait = vm_wait,
     .get_state = vm_get_state,
     .get_config = vm_get_config,
     .memory_actual = vm_memory_actual,
