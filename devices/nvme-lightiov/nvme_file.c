@@ -1,0 +1,326 @@
+/* File backend: raw image through io_uring (O_DIRECT where the file system and the buffer allow),
+ * Flush as fdatasync, deallocation as hole punching; one I/O thread owns the ring. */
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <linux/falloc.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nvme_file.h"
+#include "nvme_int.h"
+
+#define NVME_FILE_RING	256
+#define NVME_FILE_ALIGN 512
+
+struct nvme_file {
+	char name[64];
+	int fd;	       /* buffered */
+	int fd_direct; /* O_DIRECT, or -1 */
+	bool readonly;
+	uint64_t size;
+	struct io_uring ring;
+	bool ring_ok;
+	int kick_fd, ring_fd;
+	pthread_t thread;
+	bool running, stop;
+	struct nvme_ctrl *ctrl;
+	unsigned pending; /* requests in the ring (I/O thread only) */
+};
+
+static int file_prepare(struct nvme_file *f, const struct vnvme_config *cfg, char *err,
+			unsigned errlen)
+{
+	int flags = cfg->readonly ? O_RDONLY : O_RDWR | O_CREAT;
+	struct stat st;
+
+	f->fd = open(cfg->path, flags | O_CLOEXEC, 0644);
+	if (f->fd < 0) {
+		snprintf(err, errlen, "vnvme %s: cannot open %s: %s", f->name, cfg->path,
+			 strerror(errno));
+		return -errno;
+	}
+	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "vnvme %s: %s is not a regular file", f->name, cfg->path);
+		return -EINVAL;
+	}
+	f->size = cfg->size ? cfg->size : (uint64_t)st.st_size;
+	if (!f->size || f->size % NVME_FILE_ALIGN) {
+		snprintf(err, errlen, "vnvme %s: size %llu of %s is not a non-zero multiple of 512",
+			 f->name, (unsigned long long)f->size, cfg->path);
+		return -EINVAL;
+	}
+	if ((uint64_t)st.st_size < f->size) {
+		if (cfg->readonly) {
+			snprintf(err, errlen,
+				 "vnvme %s: read-only %s is %llu bytes, smaller than %llu", f->name,
+				 cfg->path, (unsigned long long)st.st_size,
+				 (unsigned long long)f->size);
+			return -EINVAL;
+		}
+		if (ftruncate(f->fd, (off_t)f->size) < 0) {
+			snprintf(err, errlen, "vnvme %s: cannot size %s to %llu: %s", f->name,
+				 cfg->path, (unsigned long long)f->size, strerror(errno));
+			return -errno;
+		}
+	}
+	/* Not every file system takes O_DIRECT (tmpfs on older kernels): fall back quietly. */
+	f->fd_direct = open(cfg->path, (cfg->readonly ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC);
+	return 0;
+}
+
+int nvme_file_open(const struct vnvme_config *cfg, struct nvme_file **out, uint64_t *size,
+		   char *err, unsigned errlen)
+{
+	struct nvme_file *f = calloc(1, sizeof(*f));
+	int r;
+
+	if (!f) {
+		snprintf(err, errlen, "vnvme %s: out of memory", cfg->id);
+		return -ENOMEM;
+	}
+	snprintf(f->name, sizeof(f->name), "%s", cfg->id[0] ? cfg->id : "nvme");
+	f->fd = f->fd_direct = f->kick_fd = f->ring_fd = -1;
+	f->readonly = cfg->readonly;
+	if (!cfg->path[0]) {
+		snprintf(err, errlen, "vnvme %s: no backing file (file=PATH)", f->name);
+		nvme_file_close(f);
+		return -EINVAL;
+	}
+	r = file_prepare(f, cfg, err, errlen);
+	if (r) {
+		nvme_file_close(f);
+		return r;
+	}
+	r = io_uring_queue_init(NVME_FILE_RING, &f->ring, 0);
+	if (r < 0) {
+		snprintf(err, errlen, "vnvme %s: io_uring set-up failed: %s", f->name,
+			 strerror(-r));
+		nvme_file_close(f);
+		return r;
+	}
+	f->ring_ok = true;
+	f->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	f->ring_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (f->kick_fd < 0 || f->ring_fd < 0 || io_uring_register_eventfd(&f->ring, f->ring_fd)) {
+		snprintf(err, errlen, "vnvme %s: eventfd set-up failed: %s", f->name,
+			 strerror(errno));
+		nvme_file_close(f);
+		return -EIO;
+	}
+	*size = f->size;
+	*out = f;
+	return 0;
+}
+
+static bool req_aligned(const struct nvme_io_req *req)
+{
+	unsigned i;
+
+	for (i = 0; i < req->niov; i++)
+		if ((uintptr_t)req->iov[i].iov_base % NVME_FILE_ALIGN ||
+		    req->iov[i].iov_len % NVME_FILE_ALIGN)
+			return false;
+	return true;
+}
+
+static struct io_uring_sqe *ring_sqe(struct nvme_file *f)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&f->ring);
+
+	if (!sqe) {
+		io_uring_submit(&f->ring);
+		sqe = io_uring_get_sqe(&f->ring);
+	}
+	return sqe;
+}
+
+/* Zeroes [off, off+len): a hole where the file system can punch one, written zeroes otherwise. */
+static int file_zero(struct nvme_file *f, uint64_t off, uint64_t len)
+{
+	static const uint8_t zeroes[65536];
+
+	if (!fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
+		return 0;
+	if (!fallocate(f->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
+		return 0;
+	while (len) {
+		size_t n = len < sizeof(zeroes) ? len : sizeof(zeroes);
+		ssize_t w = pwrite(f->fd, zeroes, n, (off_t)off);
+
+		if (w <= 0)
+			return -EIO;
+		off += (uint64_t)w;
+		len -= (uint64_t)w;
+	}
+	return 0;
+}
+
+static int file_submit(void *opaque, struct nvme_io_req *req)
+{
+	struct nvme_file *f = opaque;
+	struct io_uring_sqe *sqe;
+	unsigned i;
+	int fd;
+
+	req->status = NVME_OK;
+	switch (req->op) {
+	case NVME_IO_READ:
+	case NVME_IO_WRITE:
+		fd = f->fd_direct >= 0 && req_aligned(req) ? f->fd_direct : f->fd;
+		sqe = ring_sqe(f);
+		if (!sqe)
+			break;
+		if (req->op == NVME_IO_READ)
+			io_uring_prep_readv(sqe, fd, req->iov, req->niov, req->off);
+		else
+			io_uring_prep_writev(sqe, fd, req->iov, req->niov, req->off);
+		if (req->fua && req->op == NVME_IO_WRITE)
+			sqe->rw_flags = RWF_DSYNC;
+		io_uring_sqe_set_data(sqe, req);
+		f->pending++;
+		return 0;
+	case NVME_IO_FLUSH:
+		sqe = ring_sqe(f);
+		if (!sqe)
+			break;
+		io_uring_prep_fsync(sqe, f->fd, IORING_FSYNC_DATASYNC);
+		io_uring_sqe_set_data(sqe, req);
+		f->pending++;
+		return 0;
+	case NVME_IO_ZEROES:
+		if (file_zero(f, req->off, req->len))
+			req->status = nvme_sc(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT, false);
+		return 1;
+	case NVME_IO_DISCARD:
+		for (i = 0; i < req->nranges; i++)
+			if (file_zero(f, req->ranges[i].off, req->ranges[i].len))
+				req->status = nvme_sc(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT, false);
+		return 1;
+	}
+	req->status = NVME_GENERIC(NVME_SC_INTERNAL);
+	return 1;
+}
+
+const struct nvme_backend_ops nvme_file_ops = {
+    .submit = file_submit,
+};
+
+static void ring_reap(struct nvme_file *f)
+{
+	struct io_uring_cqe *cqe;
+
+	while (io_uring_peek_cqe(&f->ring, &cqe) == 0) {
+		struct nvme_io_req *req = io_uring_cqe_get_data(cqe);
+		int res = cqe->res;
+
+		io_uring_cqe_seen(&f->ring, cqe);
+		f->pending--;
+		if (req->op == NVME_IO_FLUSH)
+			req->status =
+			    res < 0 ? nvme_sc(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT, false) : NVME_OK;
+		else if (res < 0 || (uint64_t)res != req->len)
+			req->status = nvme_sc(NVME_SCT_MEDIA,
+					      req->op == NVME_IO_READ ? NVME_SC_READ_ERROR
+								      : NVME_SC_WRITE_FAULT,
+					      false);
+		nvme_ctrl_io_done(req);
+	}
+}
+
+static void efd_drain(int fd)
+{
+	uint64_t v;
+
+	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		perror("nvme: eventfd read");
+}
+
+static void *file_thread(void *opaque)
+{
+	struct nvme_file *f = opaque;
+	struct pollfd p[2] = {{.fd = f->kick_fd, .events = POLLIN},
+			      {.fd = f->ring_fd, .events = POLLIN}};
+
+	for (;;) {
+		bool stop = __atomic_load_n(&f->stop, __ATOMIC_ACQUIRE);
+
+		if (stop && !f->pending)
+			break;
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents & POLLIN) {
+			efd_drain(f->kick_fd);
+			if (!stop)
+				nvme_ctrl_process(f->ctrl);
+		}
+		if (p[1].revents & POLLIN)
+			efd_drain(f->ring_fd);
+		io_uring_submit(&f->ring);
+		ring_reap(f);
+	}
+	return NULL;
+}
+
+int nvme_file_start(struct nvme_file *f, struct nvme_ctrl *ctrl, char *err, unsigned errlen)
+{
+	int r;
+
+	f->ctrl = ctrl;
+	r = pthread_create(&f->thread, NULL, file_thread, f);
+	if (r) {
+		snprintf(err, errlen, "vnvme %s: cannot start the I/O thread: %s", f->name,
+			 strerror(r));
+		return -r;
+	}
+	pthread_setname_np(f->thread, "lvmm-nvme-io");
+	f->running = true;
+	return 0;
+}
+
+void nvme_file_kick(void *opaque)
+{
+	struct nvme_file *f = opaque;
+	uint64_t one = 1;
+
+	if (write(f->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		perror("nvme: kick");
+}
+
+int nvme_file_kick_fd(const struct nvme_file *f)
+{
+	return f->kick_fd;
+}
+
+bool nvme_file_direct(const struct nvme_file *f)
+{
+	return f->fd_direct >= 0;
+}
+
+void nvme_file_close(struct nvme_file *f)
+{
+	if (!f)
+		return;
+	if (f->running) {
+		__atomic_store_n(&f->stop, true, __ATOMIC_RELEASE);
+		nvme_file_kick(f);
+		pthread_join(f->thread, NULL);
+	}
+	if (f->ring_ok)
+		io_uring_queue_exit(&f->ring);
+	if (f->kick_fd >= 0)
+		close(f->kick_fd);
+	if (f->ring_fd >= 0)
+		close(f->ring_fd);
+	if (f->fd_direct >= 0)
+		close(f->fd_direct);
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f);
+}

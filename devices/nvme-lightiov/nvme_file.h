@@ -1,0 +1,27 @@
+/* File backend of the vNVMe controller: a raw image driven through io_uring from one dedicated
+ * I/O thread, which also runs the controller's queue processing when a doorbell wakes it. */
+#ifndef LVMM_NVME_FILE_H
+#define LVMM_NVME_FILE_H
+
+#include "config.h"
+#include "nvme_ctrl.h"
+
+struct nvme_file;
+
+/* Opens (creating and sizing when absent) cfg->path; *size gets the namespace size in bytes.
+ * No thread runs yet. Errors name the device and the file. */
+int nvme_file_open(const struct vnvme_config *cfg, struct nvme_file **out, uint64_t *size,
+		   char *err, unsigned errlen);
+/* Starts the I/O thread for ctrl (created with nvme_file_ops and this backend). */
+int nvme_file_start(struct nvme_file *f, struct nvme_ctrl *ctrl, char *err, unsigned errlen);
+/* nvme_ctrl_hooks.kick: wakes the I/O thread. */
+void nvme_file_kick(void *f);
+/* The eventfd that wakes the I/O thread (for KVM ioeventfds on doorbells). */
+int nvme_file_kick_fd(const struct nvme_file *f);
+bool nvme_file_direct(const struct nvme_file *f); /* O_DIRECT in use */
+/* Stops the thread after every request the backend holds has completed; closes the file. */
+void nvme_file_close(struct nvme_file *f);
+
+extern const struct nvme_backend_ops nvme_file_ops;
+
+#endif
