@@ -119,7 +119,8 @@ uint8_t serial_read(struct serial *s, unsigned off)
 	case UART_MSR:
 		/* In loopback the modem inputs mirror MCR; Linux's autoconfig checks that. */
 		if (s->mcr & MCR_LOOP)
-			v = (uint8_t)(((s->mcr & 0x0c) << 4) | ((s->mcr & 0x03) << 4));
+			v = (uint8_t)(((s->mcr & 0x0c) << 4) | ((s->mcr & 0x01) << 5) |
+				      ((s->mcr & 0x02) << 3));
 		else
 			v = MSR_DCD | MSR_DSR | MSR_CTS;
 		break;

@@ -257,6 +257,10 @@ void bench_exception(struct bench_frame *f)
 {
 	if (f->vector == 13 && complete_port_io(f))
 		return;
+	if (f->vector == 3) { /* a trap: rip is already past the int3 */
+		bench_printf("bench: breakpoint before rip 0x%lx\n", f->rip);
+		return;
+	}
 	bench_printf("bench: exception %lu error 0x%lx at rip 0x%lx cs 0x%lx\n", f->vector,
 		     f->error, f->rip, f->cs);
 	bench_poweroff();
