@@ -85,8 +85,14 @@ static int api_main_empty(const char *path, int lfd)
 	}
 	api_vmm_release(&vmm);
 out:
-	if (sfd >= 0)
+	if (sfd >= 0) {
+		struct signalfd_siginfo si;
+
+		/* Consume the signal that stopped us, or unblocking below would deliver it. */
+		while (read(sfd, &si, sizeof(si)) == sizeof(si))
+			;
 		close(sfd);
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return status;
 }
