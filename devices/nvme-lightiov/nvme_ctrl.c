@@ -59,8 +59,10 @@ static void cq_write(struct nvme_ctrl *c, struct nvme_cq *cq, uint16_t sqid, uin
 	e->sq_head = sqhead;
 	e->sq_id = sqid;
 	e->cid = cid;
-	/* The phase tag publishes the entry: it must become visible last. */
-	__atomic_store_n(&e->status, (uint16_t)((status << 1) | cq->phase), __ATOMIC_RELEASE);
+	/* The phase tag publishes the entry: it must become visible last. CQ bases are page
+	 * aligned, so the status word is naturally aligned. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	*(volatile uint16_t *)((uint8_t *)e + 14) = (uint16_t)((status << 1) | cq->phase);
 	if (++cq->tail == cq->size) {
 		cq->tail = 0;
 		cq->phase ^= 1;
