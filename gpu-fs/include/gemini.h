@@ -1,0 +1,78 @@
+/* libgemini public API: host calls (Geminifs_init, G_open, G_close, ...) and, when compiled by
+ * nvcc, the device calls G_read/G_write/G_sync over the GPU page cache. */
+#ifndef GEMINI_H
+#define GEMINI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum gemini_backend {
+	GEMINI_BACKEND_NVME,  /* GPU threads build NVMe commands; a controller serves them */
+	GEMINI_BACKEND_POSIX, /* GPU requests proxied by host threads: pread/pwrite + cudaMemcpy */
+	GEMINI_BACKEND_GDS,   /* GPU requests proxied by host threads through cuFile */
+};
+
+#define GEMINI_MAX_FILES 16
+
+struct gemini_config {
+	enum gemini_backend backend;
+	size_t page_size;      /* power of two, 4 KiB..1 MiB (default 64 KiB) */
+	size_t cache_size;     /* bytes of HBM for the page cache (default 256 MiB) */
+	unsigned prefetch;     /* pages read ahead on a miss (default 0) */
+	unsigned nqueues;      /* I/O queue pairs (default 64) */
+	unsigned qdepth;       /* entries per queue, power of two (default 64) */
+	unsigned host_threads; /* controller / proxy threads on the host (default 1) */
+	int memory_namespace;  /* nvme: serve a copy of each open file held in host memory */
+	int direct;	       /* O_DIRECT on backing files */
+	int device;	       /* CUDA device ordinal */
+};
+
+struct gemini_stats {
+	uint64_t hits, misses, evictions, writebacks, io_errors, commands;
+};
+
+/* Opaque to users; cross-process sharing hands the page cache over with CUDA IPC. */
+struct gemini_ctx;
+struct gemini_dev;
+
+struct gemini_ipc_handle {
+	unsigned char bytes[512];
+};
+
+int Geminifs_init(struct gemini_ctx **ctx, const struct gemini_config *cfg);
+void Geminifs_exit(struct gemini_ctx *ctx);
+/* Returns a descriptor >= 0 or a negative errno; flags: O_RDONLY or O_RDWR. */
+int G_open(struct gemini_ctx *ctx, const char *path, int flags);
+int G_close(struct gemini_ctx *ctx, int fd);
+const char *gemini_last_error(const struct gemini_ctx *ctx);
+/* Device pointer passed to kernels that call G_read/G_write/G_sync. */
+struct gemini_dev *gemini_device(struct gemini_ctx *ctx);
+int64_t gemini_file_size(struct gemini_ctx *ctx, int fd);
+/* Lets G_read_direct move data into this GPU buffer (the controller's DMA window check). */
+int gemini_register_buffer(struct gemini_ctx *ctx, void *gpu_ptr, size_t len);
+/* One line on where the backend's data comes from (namespace, raw disk or file, gds state). */
+const char *gemini_backend_desc(const struct gemini_ctx *ctx);
+/* Host-side G_sync: writes back every dirty page of fd and flushes the backing. */
+int gemini_sync(struct gemini_ctx *ctx, int fd);
+/* Drops every clean, unreferenced page (tests and cold-cache benchmarks). */
+int gemini_cache_drop(struct gemini_ctx *ctx);
+int gemini_stats(struct gemini_ctx *ctx, struct gemini_stats *st);
+/* Cross-process sharing: the exporter's cache and open files become visible to an importer
+ * that runs the same files; the exporter keeps serving I/O for both. */
+int gemini_ipc_export(struct gemini_ctx *ctx, struct gemini_ipc_handle *h);
+int gemini_ipc_import(const struct gemini_ipc_handle *h, struct gemini_dev **dev, void **cookie);
+void gemini_ipc_close(void *cookie);
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifdef __CUDACC__
+#include "gemini_device.cuh"
+#endif
+
+#endif

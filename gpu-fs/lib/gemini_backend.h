@@ -1,0 +1,74 @@
+/* libgemini internals shared by the host API and the backends: the context, open files, the
+ * device-offset run table and the backend entry points. Not installed. */
+#ifndef GEMINI_BACKEND_H
+#define GEMINI_BACKEND_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "gemini.h"
+#include "gemini_device.cuh"
+#include "gvdk_format.h"
+
+/* A physically contiguous run of one file's data blocks. */
+struct gm_run {
+	uint64_t dev;
+	uint64_t len;
+	uint64_t file_off;
+	int fd;
+	int writable;
+};
+
+struct gm_hfile {
+	int open;
+	int sysfd;
+	int writable;
+	struct gvdk_header hdr;
+	uint8_t *mem;	/* memory namespace: pinned copy of the whole file */
+	void *cufile;	/* gds: CUfileHandle_t */
+	char path[4096];
+};
+
+struct gm_window {
+	uint64_t base;
+	uint64_t len;
+};
+
+struct gemini_ctx {
+	struct gemini_config cfg;
+	char err[512];
+	int ready;
+	uint8_t *arena;
+	size_t arena_size;
+	struct gemini_dev hdev;	 /* host copy of the device struct */
+	struct gemini_dev *ddev; /* inside the arena */
+	uint8_t *map_base;
+	size_t map_used;
+	uint32_t npages;
+	uint8_t *qmem;
+	uint8_t *qmem_dev;
+	size_t qbytes;
+	char shm_name[64];
+	struct gm_hfile files[GEMINI_MAX_FILES];
+	pthread_rwlock_t runs_lock;
+	struct gm_run *runs;
+	size_t nruns;
+	struct gm_window win[16];
+	int nwin;
+	pthread_t threads[64];
+	int nthreads;
+	volatile int stop;
+	uint32_t *qhead;
+	int rawfd; /* nvme disk namespace: the raw disk, when it can be opened */
+	char ns_desc[256];
+	int gds_open;
+};
+
+__attribute__((format(printf, 3, 4))) int gm_err(struct gemini_ctx *c, int rc, const char *fmt,
+						 ...);
+int gm_backend_start(struct gemini_ctx *c);
+void gm_backend_stop(struct gemini_ctx *c);
+int gm_backend_open(struct gemini_ctx *c, int fd);
+void gm_backend_close(struct gemini_ctx *c, int fd);
+
+#endif

@@ -1,0 +1,539 @@
+// libgemini backends: the host controller threads that serve the GPU-built NVMe queues (software
+// NVMe controller over host memory or the disk, posix proxy, cuFile proxy). Every SQE field is
+// checked before use: the GPU side is untrusted.
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda_runtime.h>
+#ifdef GEMINI_HAVE_CUFILE
+#include <cufile.h>
+#endif
+
+#include "gemini_backend.h"
+
+#define GM_BOUNCE (32u << 20)
+#define GM_BATCH  4096
+
+struct gm_op {
+	uint32_t pos;
+	uint16_t cid;
+	uint16_t status;
+	uint8_t opcode;
+	int post_fd;	 /* >= 0: pwrite the bounce bytes after the copy */
+	uint64_t post_off;
+	void *dst;
+	const void *src;
+	size_t len;
+};
+
+struct gm_worker {
+	struct gemini_ctx *c;
+	int id;
+	cudaStream_t stream;
+	uint8_t *bounce;
+	size_t used;
+	struct gm_op ops[GM_BATCH];
+	void *dsts[GM_BATCH];
+	const void *srcs[GM_BATCH];
+	size_t sizes[GM_BATCH];
+	int batch_ok;
+	int flush;
+};
+
+int gemini_register_buffer(struct gemini_ctx *c, void *p, size_t len)
+{
+	if (c->nwin >= 16)
+		return gm_err(c, -ENOSPC, "gemini_register_buffer: all 16 windows in use");
+	if (!p || !len)
+		return gm_err(c, -EINVAL, "gemini_register_buffer: empty buffer %p+%zu", p, len);
+	c->win[c->nwin].base = (uint64_t)(uintptr_t)p;
+	c->win[c->nwin].len = len;
+	__atomic_store_n(&c->nwin, c->nwin + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+const char *gemini_backend_desc(const struct gemini_ctx *c)
+{
+	return c->ns_desc;
+}
+
+/* The run holding [dev, dev+len), or NULL: a command may only touch blocks of an open file. */
+static const struct gm_run *gm_run_find(struct gemini_ctx *c, uint64_t dev, uint64_t len)
+{
+	size_t lo = 0, hi = c->nruns;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct gm_run *r = &c->runs[mid];
+
+		if (dev < r->dev)
+			hi = mid;
+		else if (dev >= r->dev + r->len)
+			lo = mid + 1;
+		else
+			return len <= r->dev + r->len - dev ? r : NULL;
+	}
+	return NULL;
+}
+
+static bool gm_window_ok(struct gemini_ctx *c, uint64_t addr, uint64_t len)
+{
+	int n = __atomic_load_n(&c->nwin, __ATOMIC_ACQUIRE);
+
+	if (addr >= (uint64_t)(uintptr_t)c->hdev.data &&
+	    addr + len <= (uint64_t)(uintptr_t)c->hdev.data +
+				  (uint64_t)c->npages * c->hdev.page_size &&
+	    addr + len > addr)
+		return true;
+	for (int i = 0; i < n; i++)
+		if (addr >= c->win[i].base && addr + len > addr &&
+		    addr + len <= c->win[i].base + c->win[i].len)
+			return true;
+	return false;
+}
+
+static int gm_pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	char *p = (char *)buf;
+
+	while (len) {
+		ssize_t r = pread(fd, p, len, (off_t)off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		p += r;
+		len -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
+static int gm_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const char *p = (const char *)buf;
+
+	while (len) {
+		ssize_t r = pwrite(fd, p, len, (off_t)off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		p += r;
+		len -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
+/* Turns one SQE into a copy (and maybe a pread before / pwrite after); status on refusal. */
+static void gm_prepare(struct gm_worker *w, const struct gm_nvme_sqe *s, struct gm_op *op)
+{
+	struct gemini_ctx *c = w->c;
+	const struct gm_run *r;
+	uint64_t len = ((uint64_t)s->nlb + 1) * 512, dev = s->slba * 512, foff;
+	uint64_t gpu = (uint64_t)(uintptr_t)c->arena + s->sgl_addr;
+	struct gm_hfile *hf;
+
+	op->opcode = s->opcode;
+	op->post_fd = -1;
+	op->len = 0;
+	op->status = GM_NVME_SC_SUCCESS;
+	if (s->opcode == GM_NVME_OP_FLUSH) {
+		w->flush = 1;
+		return;
+	}
+	if (s->opcode != GM_NVME_OP_READ && s->opcode != GM_NVME_OP_WRITE) {
+		op->status = GM_NVME_SC_INVALID_OPCODE;
+		return;
+	}
+	if (s->nsid != 1) {
+		op->status = GM_NVME_SC_INVALID_NS;
+		return;
+	}
+	if ((s->flags & 0xc0) != GM_NVME_PSDT_SGL || s->sgl_type != (GM_NVME_SGL_DATA_BLOCK << 4) ||
+	    s->sgl_len != len || len > GM_MAX_CMD || s->slba > (UINT64_MAX / 512)) {
+		op->status = GM_NVME_SC_INVALID_FIELD;
+		return;
+	}
+	if (!gm_window_ok(c, gpu, len)) {
+		op->status = GM_NVME_SC_DATA_XFER;
+		return;
+	}
+	r = gm_run_find(c, dev, len);
+	if (!r || (s->opcode == GM_NVME_OP_WRITE && !r->writable)) {
+		op->status = GM_NVME_SC_LBA_RANGE;
+		return;
+	}
+	hf = &c->files[r->fd];
+	foff = r->file_off + (dev - r->dev);
+	op->len = len;
+	if (c->cfg.backend == GEMINI_BACKEND_GDS) {
+#ifdef GEMINI_HAVE_CUFILE
+		ssize_t n = s->opcode == GM_NVME_OP_READ
+				    ? cuFileRead((CUfileHandle_t)hf->cufile, (void *)gpu, len,
+						 (off_t)foff, 0)
+				    : cuFileWrite((CUfileHandle_t)hf->cufile, (const void *)gpu,
+						  len, (off_t)foff, 0);
+		if (n != (ssize_t)len)
+			op->status = s->opcode == GM_NVME_OP_READ ? GM_NVME_SC_READ_ERROR
+								  : GM_NVME_SC_WRITE_FAULT;
+#else
+		op->status = GM_NVME_SC_INVALID_OPCODE;
+#endif
+		op->len = 0;
+		return;
+	}
+	if (hf->mem) {
+		/* memory namespace: the device's DMA is a copy from/to the resident image */
+		if (s->opcode == GM_NVME_OP_READ) {
+			op->dst = (void *)gpu;
+			op->src = hf->mem + foff;
+		} else {
+			op->dst = hf->mem + foff;
+			op->src = (const void *)gpu;
+		}
+		return;
+	}
+	if (w->used + len > GM_BOUNCE) {
+		op->status = 0xffff; /* retry in the next batch */
+		op->len = 0;
+		return;
+	}
+	{
+		int fd = c->rawfd >= 0 ? c->rawfd : hf->sysfd;
+		uint64_t at = c->rawfd >= 0 ? dev : foff;
+		uint8_t *b = w->bounce + w->used;
+
+		w->used += (len + 4095) & ~4095ull;
+		if (s->opcode == GM_NVME_OP_READ) {
+			if (gm_pread_all(fd, b, len, at)) {
+				op->status = GM_NVME_SC_READ_ERROR;
+				op->len = 0;
+				return;
+			}
+			op->dst = (void *)gpu;
+			op->src = b;
+		} else {
+			op->dst = b;
+			op->src = (const void *)gpu;
+			op->post_fd = fd;
+			op->post_off = at;
+		}
+	}
+}
+
+static void gm_copy_batch(struct gm_worker *w, struct gm_op *ops, int n)
+{
+	static int batch_broken;
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		if (ops[i].len && ops[i].status == GM_NVME_SC_SUCCESS) {
+			w->dsts[k] = ops[i].dst;
+			w->srcs[k] = ops[i].src;
+			w->sizes[k] = ops[i].len;
+			k++;
+		}
+	if (!k)
+		return;
+	if (k > 1 && !batch_broken) {
+		struct cudaMemcpyAttributes attr;
+		size_t idx = 0;
+
+		memset(&attr, 0, sizeof(attr));
+		attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+		if (cudaMemcpyBatchAsync(w->dsts, w->srcs, w->sizes, k, &attr, &idx, 1, w->stream) ==
+		    cudaSuccess)
+			return;
+		cudaGetLastError();
+		batch_broken = 1; /* fall back to one call per copy from now on */
+	}
+	for (int i = 0; i < k; i++)
+		cudaMemcpyAsync(w->dsts[i], w->srcs[i], w->sizes[i], cudaMemcpyDefault, w->stream);
+}
+
+static void gm_complete(struct gm_nvme_cqe *cq, uint32_t depth, uint32_t pos, uint16_t cid,
+			uint16_t status, uint32_t qid)
+{
+	struct gm_nvme_cqe *e = &cq[pos & (depth - 1)];
+	uint16_t phase = ((pos / depth) & 1) ? 0 : 1;
+
+	e->result = 0;
+	e->sq_head = (uint16_t)((pos + 1) & (depth - 1));
+	e->sq_id = (uint16_t)qid;
+	e->cid = cid;
+	__atomic_store_n(&e->status, (uint16_t)((status << 1) | phase), __ATOMIC_RELEASE);
+}
+
+/* Serves SQ entries [head, tail) of queue qi; returns how many were completed. */
+static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
+{
+	struct gemini_ctx *c = w->c;
+	uint32_t depth = c->cfg.qdepth;
+	uint8_t *base = c->qmem + (size_t)qi * (depth * 80 + 64);
+	struct gm_nvme_sqe *sq = (struct gm_nvme_sqe *)base;
+	struct gm_nvme_cqe *cq = (struct gm_nvme_cqe *)(base + depth * 64);
+	uint32_t *db = (uint32_t *)(base + depth * 80);
+	uint32_t head = c->qhead[qi], tail = __atomic_load_n(db, __ATOMIC_ACQUIRE), n, done = 0;
+
+	if (tail == head)
+		return 0;
+	/* a doorbell past a full queue is a protocol violation: serve at most one queue's worth */
+	if (tail - head > depth)
+		tail = head + depth;
+	n = tail - head;
+	if (n > GM_BATCH)
+		n = GM_BATCH;
+	w->used = 0;
+	w->flush = 0;
+	pthread_rwlock_rdlock(&c->runs_lock);
+	for (uint32_t i = 0; i < n; i++) {
+		struct gm_nvme_sqe s;
+
+		memcpy(&s, &sq[(head + i) & (depth - 1)], sizeof(s));
+		w->ops[i].pos = head + i;
+		w->ops[i].cid = s.cid;
+		gm_prepare(w, &s, &w->ops[i]);
+		if (w->ops[i].status == 0xffff) {
+			n = i; /* bounce buffer full: the rest waits for the next pass */
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&c->runs_lock);
+	gm_copy_batch(w, w->ops, (int)n);
+	if (cudaStreamSynchronize(w->stream) != cudaSuccess) {
+		cudaGetLastError();
+		for (uint32_t i = 0; i < n; i++)
+			if (w->ops[i].len)
+				w->ops[i].status = GM_NVME_SC_DATA_XFER;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct gm_op *op = &w->ops[i];
+
+		if (op->post_fd >= 0 && op->status == GM_NVME_SC_SUCCESS &&
+		    gm_pwrite_all(op->post_fd, op->dst, op->len, op->post_off))
+			op->status = GM_NVME_SC_WRITE_FAULT;
+	}
+	if (w->flush) {
+		int bad = 0;
+
+		for (int f = 0; f < GEMINI_MAX_FILES; f++)
+			if (c->files[f].open && c->files[f].writable && !c->files[f].mem)
+				bad |= fdatasync(c->files[f].sysfd);
+		if (c->rawfd >= 0)
+			bad |= fdatasync(c->rawfd);
+		for (uint32_t i = 0; i < n; i++)
+			if (w->ops[i].opcode == GM_NVME_OP_FLUSH && bad)
+				w->ops[i].status = GM_NVME_SC_WRITE_FAULT;
+	}
+	for (uint32_t i = 0; i < n; i++, done++)
+		gm_complete(cq, depth, w->ops[i].pos, w->ops[i].cid, w->ops[i].status, qi + 1);
+	c->qhead[qi] = head + n;
+	return done;
+}
+
+static void *gm_ctrl_thread(void *arg)
+{
+	struct gm_worker *w = (struct gm_worker *)arg;
+	struct gemini_ctx *c = w->c;
+	unsigned idle = 0;
+
+	cudaSetDevice(c->cfg.device);
+	while (!c->stop) {
+		uint32_t did = 0;
+
+		for (uint32_t q = (uint32_t)w->id; q < c->cfg.nqueues; q += (uint32_t)c->nthreads)
+			did += gm_serve_queue(w, q);
+		if (did) {
+			idle = 0;
+		} else if (++idle > 200000) {
+			struct timespec ts = { 0, 20000 };
+
+			nanosleep(&ts, NULL); /* long idle: stop burning a core */
+		}
+	}
+	return NULL;
+}
+
+static struct gm_worker *gm_workers[64];
+
+/* The whole disk holding the file system of the file (the map's offsets are disk relative). */
+static int gm_open_raw(const struct gvdk_header *h, char *why, size_t n)
+{
+	char path[160], line[128], name[64] = "";
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%suevent", h->dev_major, h->dev_minor,
+		 h->part_start ? "../" : "");
+	f = fopen(path, "r");
+	if (!f) {
+		snprintf(why, n, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "DEVNAME=", 8))
+			snprintf(name, sizeof(name), "/dev/%.*s", (int)strcspn(line + 8, "\n"),
+				 line + 8);
+	fclose(f);
+	fd = open(name, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (fd < 0)
+		snprintf(why, n, "%s: %s", name, strerror(errno));
+	else
+		snprintf(why, n, "%s", name);
+	return fd;
+}
+
+int gm_backend_start(struct gemini_ctx *c)
+{
+	c->rawfd = -1;
+	c->qhead = (uint32_t *)calloc(c->cfg.nqueues, sizeof(uint32_t));
+	if (!c->qhead)
+		return gm_err(c, -ENOMEM, "gemini: out of memory for queue heads");
+#ifdef GEMINI_HAVE_CUFILE
+	if (c->cfg.backend == GEMINI_BACKEND_GDS) {
+		CUfileError_t e = cuFileDriverOpen();
+
+		if (e.err != CU_FILE_SUCCESS)
+			return gm_err(c, -EIO, "gemini: cuFileDriverOpen failed: error %d (%s)",
+				      (int)e.err, CUFILE_ERRSTR(e.err));
+		c->gds_open = 1;
+	}
+#else
+	if (c->cfg.backend == GEMINI_BACKEND_GDS)
+		return gm_err(c, -ENOTSUP, "gemini: gds backend not built (no cufile.h here)");
+#endif
+	c->stop = 0;
+	c->nthreads = (int)c->cfg.host_threads;
+	for (int i = 0; i < c->nthreads; i++) {
+		struct gm_worker *w = (struct gm_worker *)calloc(1, sizeof(*w));
+
+		if (!w)
+			return gm_err(c, -ENOMEM, "gemini: out of memory for controller %d", i);
+		w->c = c;
+		w->id = i;
+		if (cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking) != cudaSuccess ||
+		    cudaHostAlloc((void **)&w->bounce, GM_BOUNCE, cudaHostAllocDefault) != cudaSuccess)
+			return gm_err(c, -ENOMEM, "gemini: controller %d: no stream or bounce", i);
+		gm_workers[i] = w;
+		if (pthread_create(&c->threads[i], NULL, gm_ctrl_thread, w))
+			return gm_err(c, -EAGAIN, "gemini: cannot start controller thread %d", i);
+	}
+	return 0;
+}
+
+void gm_backend_stop(struct gemini_ctx *c)
+{
+	c->stop = 1;
+	for (int i = 0; i < c->nthreads; i++) {
+		pthread_join(c->threads[i], NULL);
+		cudaStreamDestroy(gm_workers[i]->stream);
+		cudaFreeHost(gm_workers[i]->bounce);
+		free(gm_workers[i]);
+		gm_workers[i] = NULL;
+	}
+	c->nthreads = 0;
+	if (c->rawfd >= 0)
+		close(c->rawfd);
+#ifdef GEMINI_HAVE_CUFILE
+	if (c->gds_open)
+		cuFileDriverClose();
+#endif
+	free(c->qhead);
+}
+
+int gm_backend_open(struct gemini_ctx *c, int fd)
+{
+	struct gm_hfile *hf = &c->files[fd];
+	char why[256] = "";
+
+	switch (c->cfg.backend) {
+	case GEMINI_BACKEND_NVME:
+		if (c->cfg.memory_namespace) {
+			if (cudaHostAlloc((void **)&hf->mem, hf->hdr.file_size,
+					  cudaHostAllocDefault) != cudaSuccess)
+				return gm_err(c, -ENOMEM, "G_open %s: no %llu bytes of pinned memory "
+					      "for the memory namespace", hf->path,
+					      (unsigned long long)hf->hdr.file_size);
+			if (gm_pread_all(hf->sysfd, hf->mem, hf->hdr.file_size, 0)) {
+				cudaFreeHost(hf->mem);
+				hf->mem = NULL;
+				return gm_err(c, -EIO, "G_open %s: loading the memory namespace "
+					      "failed", hf->path);
+			}
+			snprintf(c->ns_desc, sizeof(c->ns_desc),
+				 "nvme: software controller, namespace in host memory");
+			return 0;
+		}
+		if (c->rawfd < 0)
+			c->rawfd = gm_open_raw(&hf->hdr, why, sizeof(why));
+		if (c->rawfd >= 0)
+			snprintf(c->ns_desc, sizeof(c->ns_desc),
+				 "nvme: software controller, namespace = raw disk %s (O_DIRECT)",
+				 why);
+		else
+			snprintf(c->ns_desc, sizeof(c->ns_desc),
+				 "nvme: software controller, namespace = the file's extents%s "
+				 "(raw disk unavailable: %s)", c->cfg.direct ? " (O_DIRECT)" : "",
+				 why);
+		return 0;
+	case GEMINI_BACKEND_POSIX:
+		snprintf(c->ns_desc, sizeof(c->ns_desc), "posix proxy: pread/pwrite%s + cudaMemcpy",
+			 c->cfg.direct ? " (O_DIRECT)" : "");
+		return 0;
+	case GEMINI_BACKEND_GDS:
+#ifdef GEMINI_HAVE_CUFILE
+	{
+		CUfileDescr_t d;
+		CUfileHandle_t h;
+		CUfileError_t e;
+
+		memset(&d, 0, sizeof(d));
+		d.handle.fd = hf->sysfd;
+		d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+		e = cuFileHandleRegister(&h, &d);
+		if (e.err != CU_FILE_SUCCESS)
+			return gm_err(c, -EIO, "G_open %s: cuFileHandleRegister failed: error %d "
+				      "(%s)%s", hf->path, (int)e.err, CUFILE_ERRSTR(e.err),
+				      c->cfg.direct ? "" : "; gds needs O_DIRECT (config.direct)");
+		hf->cufile = h;
+		snprintf(c->ns_desc, sizeof(c->ns_desc), "gds proxy: cuFileRead/cuFileWrite");
+		return 0;
+	}
+#else
+		return gm_err(c, -ENOTSUP, "G_open: gds backend not built");
+#endif
+	}
+	return gm_err(c, -EINVAL, "G_open: backend %d unknown", (int)c->cfg.backend);
+}
+
+void gm_backend_close(struct gemini_ctx *c, int fd)
+{
+	struct gm_hfile *hf = &c->files[fd];
+
+	if (hf->mem) {
+		/* the memory namespace is volatile: closing a writable file stores it back */
+		if (hf->writable && !c->stop)
+			gm_pwrite_all(hf->sysfd, hf->mem + hf->hdr.data_offset, hf->hdr.data_size,
+				      hf->hdr.data_offset);
+		cudaFreeHost(hf->mem);
+		hf->mem = NULL;
+	}
+#ifdef GEMINI_HAVE_CUFILE
+	if (hf->cufile) {
+		cuFileHandleDeregister((CUfileHandle_t)hf->cufile);
+		hf->cufile = NULL;
+	}
+#endif
+}

@@ -1,0 +1,706 @@
+// libgemini host side: context and page-cache arena setup, G_open/G_close over validated GVDK
+// files, the host controller threads that serve the GPU's NVMe queues, and CUDA IPC sharing.
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cuda_runtime.h>
+
+#include "gemini.h"
+#include "gemini_backend.h"
+#include "gvdk.h"
+
+#define GM_MAP_REGION (64ull << 20) /* L1/L2 maps of all open files: 32 GiB of data at 4 KiB */
+
+__attribute__((format(printf, 3, 4))) int gm_err(struct gemini_ctx *c, int rc, const char *fmt,
+						 ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+#define GM_CUDA(c, call)                                                                           \
+	do {                                                                                       \
+		cudaError_t e_ = (call);                                                           \
+		if (e_ != cudaSuccess)                                                             \
+			return gm_err(c, -EIO, "gemini: %s: %s", #call, cudaGetErrorString(e_));   \
+	} while (0)
+
+static bool gm_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static uint32_t gm_log2(uint64_t v)
+{
+	uint32_t s = 0;
+
+	while ((1ull << s) < v)
+		s++;
+	return s;
+}
+
+int Geminifs_init(struct gemini_ctx **out, const struct gemini_config *cfg)
+{
+	struct gemini_ctx *c;
+	struct gemini_config k = {};
+
+	if (cfg)
+		k = *cfg;
+	if (!k.page_size)
+		k.page_size = 64 << 10;
+	if (!k.cache_size)
+		k.cache_size = 256 << 20;
+	if (!k.nqueues)
+		k.nqueues = 64;
+	if (!k.qdepth)
+		k.qdepth = 64;
+	if (!k.host_threads)
+		k.host_threads = 1;
+	*out = NULL;
+	if (!gm_pow2(k.page_size) || k.page_size < 4096 || k.page_size > (1 << 20)) {
+		fprintf(stderr, "gemini: page size %zu is not a power of two in 4K..1M\n",
+			k.page_size);
+		return -EINVAL;
+	}
+	if (k.cache_size / k.page_size < 4 || k.cache_size / k.page_size > (1u << 30)) {
+		fprintf(stderr, "gemini: cache size %zu holds too few or too many %zu-byte pages\n",
+			k.cache_size, k.page_size);
+		return -EINVAL;
+	}
+	if (!gm_pow2(k.qdepth) || k.qdepth < 2 || k.qdepth > 4096 || k.nqueues > 1024 ||
+	    k.host_threads > 64 || k.prefetch > 16) {
+		fprintf(stderr, "gemini: queues %u x depth %u, %u host threads or prefetch %u out of "
+				"range\n", k.nqueues, k.qdepth, k.host_threads, k.prefetch);
+		return -EINVAL;
+	}
+	if (k.backend > GEMINI_BACKEND_GDS) {
+		fprintf(stderr, "gemini: backend %d unknown\n", (int)k.backend);
+		return -EINVAL;
+	}
+	c = (struct gemini_ctx *)calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->cfg = k;
+	pthread_rwlock_init(&c->runs_lock, NULL);
+	*out = c;
+	return 0;
+}
+
+const char *gemini_last_error(const struct gemini_ctx *c)
+{
+	return c->err;
+}
+
+struct gemini_dev *gemini_device(struct gemini_ctx *c)
+{
+	return c->ddev;
+}
+
+static size_t gm_bump(size_t *off, size_t len, size_t align)
+{
+	size_t at = (*off + align - 1) / align * align;
+
+	*off = at + len;
+	return at;
+}
+
+/* Builds the page cache, queues and map region in one arena (one IPC handle shares it all). */
+static int gm_setup(struct gemini_ctx *c)
+{
+	struct gemini_dev *h = &c->hdev;
+	const struct gemini_config *k = &c->cfg;
+	size_t off = 0, o_dev, o_data, o_key, o_state, o_ref, o_dirty, o_hn, o_lp, o_ln, o_bucket,
+	       o_shards, o_queues, o_turn, o_stats, o_sync, o_map, qbytes;
+	uint32_t npages, nshards, per, nb;
+	int ndev = 0, rc;
+	char name[64];
+	uint8_t *a;
+
+	if (c->ready)
+		return 0;
+	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev <= k->device)
+		return gm_err(c, -ENODEV, "gemini: no CUDA device %d (found %d)", k->device, ndev);
+	GM_CUDA(c, cudaSetDevice(k->device));
+	npages = (uint32_t)(k->cache_size / k->page_size);
+	nshards = 1;
+	while (nshards < 4096 && nshards * 8 <= npages)
+		nshards *= 2;
+	per = npages / nshards;
+	npages = per * nshards;
+	nb = 1;
+	while (nb < 2 * per)
+		nb *= 2;
+
+	o_dev = gm_bump(&off, sizeof(struct gemini_dev), 256);
+	o_data = gm_bump(&off, (size_t)npages * k->page_size, 4096);
+	o_key = gm_bump(&off, npages * 8ull, 256);
+	o_state = gm_bump(&off, npages * 4ull, 256);
+	o_ref = gm_bump(&off, npages * 4ull, 256);
+	o_dirty = gm_bump(&off, npages * 4ull, 256);
+	o_hn = gm_bump(&off, npages * 4ull, 256);
+	o_lp = gm_bump(&off, npages * 4ull, 256);
+	o_ln = gm_bump(&off, npages * 4ull, 256);
+	o_bucket = gm_bump(&off, (size_t)nshards * nb * 4, 256);
+	o_shards = gm_bump(&off, nshards * sizeof(struct gm_shard), 256);
+	o_queues = gm_bump(&off, k->nqueues * sizeof(struct gm_queue), 256);
+	o_turn = gm_bump(&off, (size_t)k->nqueues * (k->qdepth + 2) * 4, 256);
+	o_stats = gm_bump(&off, 64 * GM_NSTATS * 8, 256);
+	o_sync = gm_bump(&off, 256, 256);
+	o_map = gm_bump(&off, GM_MAP_REGION, 256);
+	c->arena_size = off;
+	GM_CUDA(c, cudaMalloc((void **)&c->arena, c->arena_size));
+	a = c->arena;
+	GM_CUDA(c, cudaMemset(a, 0, c->arena_size));
+
+	/* queue memory in shared host memory so an importing process can map it too */
+	qbytes = (size_t)k->nqueues * (k->qdepth * (64 + 16) + 64);
+	qbytes = (qbytes + 4095) & ~4095ull;
+	snprintf(name, sizeof(name), "/gemini-%d-%p", (int)getpid(), (void *)c);
+	rc = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (rc < 0)
+		return gm_err(c, -errno, "gemini: shm %s: %s", name, strerror(errno));
+	if (ftruncate(rc, (off_t)qbytes) < 0) {
+		close(rc);
+		shm_unlink(name);
+		return gm_err(c, -errno, "gemini: shm %s: %s", name, strerror(errno));
+	}
+	c->qmem = (uint8_t *)mmap(NULL, qbytes, PROT_READ | PROT_WRITE, MAP_SHARED, rc, 0);
+	close(rc);
+	if (c->qmem == MAP_FAILED) {
+		c->qmem = NULL;
+		shm_unlink(name);
+		return gm_err(c, -ENOMEM, "gemini: mmap of %zu queue bytes failed", qbytes);
+	}
+	snprintf(c->shm_name, sizeof(c->shm_name), "%s", name);
+	c->qbytes = qbytes;
+	memset(c->qmem, 0, qbytes);
+	GM_CUDA(c, cudaHostRegister(c->qmem, qbytes, cudaHostRegisterMapped));
+	GM_CUDA(c, cudaHostGetDevicePointer((void **)&c->qmem_dev, c->qmem, 0));
+
+	memset(h, 0, sizeof(*h));
+	h->page_size = k->page_size;
+	h->page_shift = gm_log2(k->page_size);
+	h->npages = npages;
+	h->nshards = nshards;
+	h->per_shard = per;
+	h->nbuckets = nb;
+	h->prefetch = k->prefetch;
+	h->nqueues = k->nqueues;
+	h->backend = k->backend;
+	h->data = a + o_data;
+	h->dma_base = (uint64_t *)a;
+	h->key = (unsigned long long *)(a + o_key);
+	h->state = (uint32_t *)(a + o_state);
+	h->ref = (int *)(a + o_ref);
+	h->dirty = (uint32_t *)(a + o_dirty);
+	h->hnext = (int *)(a + o_hn);
+	h->lprev = (int *)(a + o_lp);
+	h->lnext = (int *)(a + o_ln);
+	h->bucket = (int *)(a + o_bucket);
+	h->shards = (struct gm_shard *)(a + o_shards);
+	h->queues = (struct gm_queue *)(a + o_queues);
+	h->stats = (unsigned long long *)(a + o_stats);
+	h->sync_count = (unsigned int *)(a + o_sync);
+	c->map_base = a + o_map;
+	c->map_used = 0;
+	c->npages = npages;
+
+	{
+		size_t n = npages;
+		unsigned long long *key = (unsigned long long *)malloc(n * 8);
+		int *lp = (int *)malloc(n * 4), *ln = (int *)malloc(n * 4);
+		int *bk = (int *)malloc((size_t)nshards * nb * 4);
+		struct gm_shard *sh = (struct gm_shard *)calloc(nshards, sizeof(*sh));
+		struct gm_queue *q = (struct gm_queue *)calloc(k->nqueues, sizeof(*q));
+
+		if (!key || !lp || !ln || !bk || !sh || !q) {
+			free(key), free(lp), free(ln), free(bk), free(sh), free(q);
+			return gm_err(c, -ENOMEM, "gemini: out of host memory for %u pages", npages);
+		}
+		for (size_t i = 0; i < n; i++) {
+			size_t j = i % per;
+
+			key[i] = GM_KEY_EMPTY;
+			lp[i] = j ? (int)i - 1 : -1;
+			ln[i] = j + 1 < per ? (int)i + 1 : -1;
+		}
+		for (uint32_t s = 0; s < nshards; s++) {
+			sh[s].lru_head = (int)(s * per);
+			sh[s].lru_tail = (int)(s * per + per - 1);
+		}
+		memset(bk, 0xff, (size_t)nshards * nb * 4);
+		for (uint32_t i = 0; i < k->nqueues; i++) {
+			uint8_t *base = c->qmem_dev + (size_t)i * (k->qdepth * 80 + 64);
+
+			q[i].sq = (struct gm_nvme_sqe *)base;
+			q[i].cq = (struct gm_nvme_cqe *)(base + k->qdepth * 64);
+			q[i].sq_doorbell = (uint32_t *)(base + k->qdepth * 80);
+			q[i].turn = (uint32_t *)(a + o_turn) + (size_t)i * (k->qdepth + 2);
+			q[i].ctl = q[i].turn + k->qdepth;
+			q[i].depth = k->qdepth;
+			q[i].qid = i + 1;
+		}
+		cudaMemcpy(h->key, key, n * 8, cudaMemcpyHostToDevice);
+		cudaMemcpy(h->lprev, lp, n * 4, cudaMemcpyHostToDevice);
+		cudaMemcpy(h->lnext, ln, n * 4, cudaMemcpyHostToDevice);
+		cudaMemcpy(h->hnext, ln, n * 4, cudaMemcpyHostToDevice); /* overwritten on insert */
+		cudaMemcpy(h->bucket, bk, (size_t)nshards * nb * 4, cudaMemcpyHostToDevice);
+		cudaMemcpy(h->shards, sh, nshards * sizeof(*sh), cudaMemcpyHostToDevice);
+		cudaMemcpy(h->queues, q, k->nqueues * sizeof(*q), cudaMemcpyHostToDevice);
+		free(key), free(lp), free(ln), free(bk), free(sh), free(q);
+	}
+	c->ddev = (struct gemini_dev *)(a + o_dev);
+	GM_CUDA(c, cudaMemcpy(c->ddev, h, sizeof(*h), cudaMemcpyHostToDevice));
+	GM_CUDA(c, cudaDeviceSynchronize());
+	rc = gm_backend_start(c);
+	if (rc)
+		return rc;
+	c->ready = 1;
+	return 0;
+}
+
+/* Physically contiguous runs of a file's data blocks, for the controller's LBA lookup. */
+static int gm_runs_add(struct gemini_ctx *c, int fd, const struct gvdk_map *m, int writable)
+{
+	const struct gvdk_header *hd = &m->hdr;
+	size_t cap = c->nruns + 16, n = c->nruns;
+	struct gm_run *r = c->runs;
+
+	for (uint64_t b = 0; b < hd->nblocks; b++) {
+		uint64_t dev = gvdk_lookup(m, b);
+
+		if (n && r[n - 1].fd == fd && r[n - 1].dev + r[n - 1].len == dev &&
+		    r[n - 1].file_off + r[n - 1].len == hd->data_offset + b * hd->block_size) {
+			r[n - 1].len += hd->block_size;
+			continue;
+		}
+		if (n == cap || !r) {
+			cap = cap * 2 + 16;
+			struct gm_run *nr = (struct gm_run *)realloc(r, cap * sizeof(*r));
+
+			if (!nr)
+				return -ENOMEM;
+			r = nr;
+		}
+		r[n].dev = dev;
+		r[n].len = hd->block_size;
+		r[n].file_off = hd->data_offset + b * hd->block_size;
+		r[n].fd = fd;
+		r[n].writable = writable;
+		n++;
+	}
+	/* sorted by device offset for binary search; files never share blocks */
+	qsort(r, n, sizeof(*r), [](const void *x, const void *y) -> int {
+		const struct gm_run *a = (const struct gm_run *)x, *b = (const struct gm_run *)y;
+		return a->dev < b->dev ? -1 : a->dev > b->dev;
+	});
+	c->runs = r;
+	c->nruns = n;
+	return 0;
+}
+
+static void gm_runs_remove(struct gemini_ctx *c, int fd)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < c->nruns; i++)
+		if (c->runs[i].fd != fd)
+			c->runs[j++] = c->runs[i];
+	c->nruns = j;
+}
+
+int G_open(struct gemini_ctx *c, const char *path, int flags)
+{
+	char err[GVDK_ERRLEN] = "";
+	struct gvdk_map m;
+	struct gm_file f = {};
+	struct gm_hfile *hf;
+	int fd = -1, rc, acc = flags & O_ACCMODE;
+	uint64_t *l1;
+	size_t mapbytes;
+
+	if (acc != O_RDONLY && acc != O_RDWR)
+		return gm_err(c, -EINVAL, "G_open %s: flags %#x: only O_RDONLY or O_RDWR", path,
+			      flags);
+	/* validate before any GPU work: a corrupt file is refused even without a device */
+	rc = gvdk_load(path, &m, 0, err);
+	if (rc)
+		return gm_err(c, rc, "G_open %s", err);
+	rc = gm_setup(c);
+	if (rc) {
+		char why[sizeof(c->err)];
+
+		snprintf(why, sizeof(why), "%s", c->err);
+		gm_err(c, rc, "G_open %s: %s", path, why);
+		goto out;
+	}
+	for (int i = 0; i < GEMINI_MAX_FILES; i++)
+		if (!c->files[i].open) {
+			fd = i;
+			break;
+		}
+	if (fd < 0) {
+		rc = gm_err(c, -EMFILE, "G_open %s: all %d descriptors in use", path,
+			    GEMINI_MAX_FILES);
+		goto out;
+	}
+	hf = &c->files[fd];
+	memset(hf, 0, sizeof(*hf));
+	mapbytes = (size_t)m.hdr.l2_tables * 8 + (size_t)m.hdr.l2_tables * m.hdr.per_l2 * 8;
+	if (c->map_used + mapbytes > GM_MAP_REGION) {
+		rc = gm_err(c, -ENOSPC, "G_open %s: map of %zu bytes does not fit the %llu bytes "
+			    "left in the map region", path, mapbytes,
+			    (unsigned long long)(GM_MAP_REGION - c->map_used));
+		goto out;
+	}
+	hf->sysfd = open(path, (acc == O_RDWR ? O_RDWR : O_RDONLY) | O_CLOEXEC |
+				       (c->cfg.direct ? O_DIRECT : 0));
+	if (hf->sysfd < 0) {
+		rc = gm_err(c, -errno, "G_open %s: %s", path, strerror(errno));
+		goto out;
+	}
+	snprintf(hf->path, sizeof(hf->path), "%s", path);
+	hf->hdr = m.hdr;
+	hf->writable = acc == O_RDWR;
+	/* L1 as entry indices into the L2 array on the GPU: one add per level at lookup */
+	l1 = (uint64_t *)malloc(m.hdr.l2_tables * 8ull);
+	if (!l1) {
+		rc = gm_err(c, -ENOMEM, "G_open %s: out of memory", path);
+		goto out_close;
+	}
+	for (uint32_t i = 0; i < m.hdr.l2_tables; i++)
+		l1[i] = (m.l1[i] - m.hdr.l2_offset) / 8;
+	f.l1 = (const uint64_t *)(c->map_base + c->map_used);
+	f.l2 = f.l1 + m.hdr.l2_tables;
+	cudaMemcpy((void *)f.l1, l1, m.hdr.l2_tables * 8ull, cudaMemcpyHostToDevice);
+	cudaMemcpy((void *)f.l2, m.l2, (size_t)m.hdr.l2_tables * m.hdr.per_l2 * 8,
+		   cudaMemcpyHostToDevice);
+	free(l1);
+	c->map_used += (mapbytes + 255) & ~255ull;
+	f.data_size = m.hdr.data_size;
+	f.nblocks = m.hdr.nblocks;
+	f.block_shift = gm_log2(m.hdr.block_size);
+	f.per_l2_shift = gm_log2(m.hdr.per_l2);
+	f.writable = hf->writable;
+	f.open = 1;
+	rc = gm_backend_open(c, fd);
+	if (rc)
+		goto out_close;
+	pthread_rwlock_wrlock(&c->runs_lock);
+	rc = gm_runs_add(c, fd, &m, hf->writable);
+	pthread_rwlock_unlock(&c->runs_lock);
+	if (rc) {
+		gm_backend_close(c, fd);
+		rc = gm_err(c, rc, "G_open %s: out of memory for the run table", path);
+		goto out_close;
+	}
+	hf->open = 1;
+	c->hdev.files[fd] = f;
+	if (cudaMemcpy(&c->ddev->files[fd], &f, sizeof(f), cudaMemcpyHostToDevice) != cudaSuccess) {
+		rc = gm_err(c, -EIO, "G_open %s: uploading the map failed", path);
+		goto out_close;
+	}
+	gvdk_map_free(&m);
+	return fd;
+out_close:
+	close(hf->sysfd);
+	hf->open = 0;
+out:
+	gvdk_map_free(&m);
+	return rc;
+}
+
+__global__ static void gm_sync_kernel(struct gemini_dev *d, int fd, int *rc)
+{
+	int r = G_sync(d, fd);
+
+	if (r)
+		atomicExch(rc, r);
+}
+
+/* Forgets fd's unreferenced pages (all pages of fd when fd < 0: clean ones only). */
+__global__ static void gm_drop_kernel(struct gemini_dev *d, int fd)
+{
+	for (uint32_t s = blockIdx.x * blockDim.x + threadIdx.x; s < d->nshards;
+	     s += gridDim.x * blockDim.x) {
+		struct gm_shard *sh = &d->shards[s];
+
+		gm_lock(&sh->lock);
+		for (int i = sh->lru_head; i >= 0;) {
+			int next = d->lnext[i];
+			unsigned long long k = d->key[i];
+
+			if (k != GM_KEY_EMPTY && (fd < 0 || (int)(k >> 48) == fd) && !d->dirty[i]) {
+				uint64_t h = gm_mix(k);
+
+				gm_hash_remove(d, &d->bucket[(h & (d->nshards - 1)) * d->nbuckets +
+							    ((h >> 32) & (d->nbuckets - 1))], i);
+				d->key[i] = GM_KEY_EMPTY;
+				d->state[i] = GM_PAGE_INVALID;
+				gm_lru_remove(d, sh, i);
+				gm_lru_prepend(d, sh, i);
+			}
+			i = next;
+		}
+		gm_unlock(&sh->lock);
+	}
+}
+
+int gemini_sync(struct gemini_ctx *c, int fd)
+{
+	int *drc, hrc = 0;
+
+	if (!c->ready || fd < 0 || fd >= GEMINI_MAX_FILES || !c->files[fd].open)
+		return gm_err(c, -EBADF, "gemini_sync: descriptor %d not open", fd);
+	GM_CUDA(c, cudaMalloc((void **)&drc, sizeof(int)));
+	cudaMemset(drc, 0, sizeof(int));
+	gm_sync_kernel<<<(c->npages + 255) / 256, 256>>>(c->ddev, fd, drc);
+	GM_CUDA(c, cudaGetLastError());
+	GM_CUDA(c, cudaDeviceSynchronize());
+	cudaMemcpy(&hrc, drc, sizeof(int), cudaMemcpyDeviceToHost);
+	cudaFree(drc);
+	if (hrc)
+		return gm_err(c, -EIO, "gemini_sync: write-back of descriptor %d failed", fd);
+	return 0;
+}
+
+int gemini_cache_drop(struct gemini_ctx *c)
+{
+	if (!c->ready)
+		return 0;
+	gm_drop_kernel<<<(c->hdev.nshards + 127) / 128, 128>>>(c->ddev, -1);
+	GM_CUDA(c, cudaGetLastError());
+	GM_CUDA(c, cudaDeviceSynchronize());
+	return 0;
+}
+
+int G_close(struct gemini_ctx *c, int fd)
+{
+	struct gm_file f = {};
+	int rc = 0;
+
+	if (fd < 0 || fd >= GEMINI_MAX_FILES || !c->files[fd].open)
+		return gm_err(c, -EBADF, "G_close: descriptor %d not open", fd);
+	if (c->files[fd].writable)
+		rc = gemini_sync(c, fd);
+	/* a later file on this descriptor must not see these pages */
+	gm_drop_kernel<<<(c->hdev.nshards + 127) / 128, 128>>>(c->ddev, fd);
+	cudaDeviceSynchronize();
+	cudaMemcpy(&c->ddev->files[fd], &f, sizeof(f), cudaMemcpyHostToDevice);
+	c->hdev.files[fd] = f;
+	pthread_rwlock_wrlock(&c->runs_lock);
+	gm_runs_remove(c, fd);
+	pthread_rwlock_unlock(&c->runs_lock);
+	gm_backend_close(c, fd);
+	close(c->files[fd].sysfd);
+	c->files[fd].open = 0;
+	return rc;
+}
+
+int64_t gemini_file_size(struct gemini_ctx *c, int fd)
+{
+	if (fd < 0 || fd >= GEMINI_MAX_FILES || !c->files[fd].open)
+		return -EBADF;
+	return (int64_t)c->files[fd].hdr.data_size;
+}
+
+int gemini_stats(struct gemini_ctx *c, struct gemini_stats *st)
+{
+	unsigned long long s[64 * GM_NSTATS], t[GM_NSTATS] = {};
+
+	memset(st, 0, sizeof(*st));
+	if (!c->ready)
+		return 0;
+	GM_CUDA(c, cudaMemcpy(s, c->hdev.stats, sizeof(s), cudaMemcpyDeviceToHost));
+	for (int i = 0; i < 64; i++)
+		for (int j = 0; j < GM_NSTATS; j++)
+			t[j] += s[i * GM_NSTATS + j];
+	st->hits = t[GM_STAT_HITS];
+	st->misses = t[GM_STAT_MISSES];
+	st->evictions = t[GM_STAT_EVICT];
+	st->writebacks = t[GM_STAT_WB];
+	st->io_errors = t[GM_STAT_IOERR];
+	st->commands = t[GM_STAT_CMDS];
+	return 0;
+}
+
+void Geminifs_exit(struct gemini_ctx *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < GEMINI_MAX_FILES; i++)
+		if (c->files[i].open)
+			G_close(c, i);
+	if (c->ready)
+		gm_backend_stop(c);
+	if (c->qmem) {
+		cudaHostUnregister(c->qmem);
+		munmap(c->qmem, c->qbytes);
+		shm_unlink(c->shm_name);
+	}
+	if (c->arena)
+		cudaFree(c->arena);
+	free(c->runs);
+	pthread_rwlock_destroy(&c->runs_lock);
+	free(c);
+}
+
+/* What an importer needs: the arena's IPC handle, where the exporter saw things, the queues. */
+struct gm_ipc_blob {
+	cudaIpcMemHandle_t mem;
+	uint64_t arena_size;
+	uint64_t exp_arena;
+	uint64_t exp_qdev;
+	uint64_t qbytes;
+	uint64_t dev_off;
+	char shm[64];
+};
+
+struct gm_import {
+	uint8_t *arena;
+	uint8_t *qmem;
+	uint8_t *qdev;
+	size_t qbytes;
+	struct gemini_dev *ddev;
+	struct gm_queue *queues;
+};
+
+int gemini_ipc_export(struct gemini_ctx *c, struct gemini_ipc_handle *h)
+{
+	struct gm_ipc_blob b;
+
+	static_assert(sizeof(b) <= sizeof(h->bytes), "ipc blob fits the handle");
+	if (!c->ready)
+		return gm_err(c, -EINVAL, "gemini_ipc_export: nothing to share before G_open");
+	memset(&b, 0, sizeof(b));
+	GM_CUDA(c, cudaIpcGetMemHandle(&b.mem, c->arena));
+	b.arena_size = c->arena_size;
+	b.exp_arena = (uint64_t)(uintptr_t)c->arena;
+	b.exp_qdev = (uint64_t)(uintptr_t)c->qmem_dev;
+	b.qbytes = c->qbytes;
+	b.dev_off = (uint64_t)((uint8_t *)c->ddev - c->arena);
+	snprintf(b.shm, sizeof(b.shm), "%s", c->shm_name);
+	memset(h, 0, sizeof(*h));
+	memcpy(h->bytes, &b, sizeof(b));
+	return 0;
+}
+
+/* Rebases every pointer of the exporter's device struct into this process's mappings. */
+int gemini_ipc_import(const struct gemini_ipc_handle *h, struct gemini_dev **dev, void **cookie)
+{
+	struct gm_ipc_blob b;
+	struct gm_import *im;
+	struct gemini_dev d;
+	struct gm_queue *q = NULL;
+	int fd;
+
+	memcpy(&b, h->bytes, sizeof(b));
+	im = (struct gm_import *)calloc(1, sizeof(*im));
+	if (!im)
+		return -ENOMEM;
+	if (cudaIpcOpenMemHandle((void **)&im->arena, b.mem, cudaIpcMemLazyEnablePeerAccess) !=
+	    cudaSuccess)
+		goto fail;
+	fd = shm_open(b.shm, O_RDWR, 0);
+	if (fd < 0)
+		goto fail;
+	im->qmem = (uint8_t *)mmap(NULL, b.qbytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (im->qmem == MAP_FAILED) {
+		im->qmem = NULL;
+		goto fail;
+	}
+	im->qbytes = b.qbytes;
+	if (cudaHostRegister(im->qmem, b.qbytes, cudaHostRegisterMapped) != cudaSuccess ||
+	    cudaHostGetDevicePointer((void **)&im->qdev, im->qmem, 0) != cudaSuccess)
+		goto fail;
+	if (cudaMemcpy(&d, im->arena + b.dev_off, sizeof(d), cudaMemcpyDeviceToHost) != cudaSuccess)
+		goto fail;
+#define GM_REBASE(p) ((p) = (decltype(p))((uint8_t *)(p) - (uint8_t *)b.exp_arena + im->arena))
+	GM_REBASE(d.data);
+	GM_REBASE(d.dma_base);
+	GM_REBASE(d.key);
+	GM_REBASE(d.state);
+	GM_REBASE(d.ref);
+	GM_REBASE(d.dirty);
+	GM_REBASE(d.hnext);
+	GM_REBASE(d.lprev);
+	GM_REBASE(d.lnext);
+	GM_REBASE(d.bucket);
+	GM_REBASE(d.shards);
+	GM_REBASE(d.stats);
+	GM_REBASE(d.sync_count);
+	for (int i = 0; i < GEMINI_MAX_FILES; i++)
+		if (d.files[i].open) {
+			GM_REBASE(d.files[i].l1);
+			GM_REBASE(d.files[i].l2);
+		}
+	/* queue descriptors stay shared (tickets are shared state); their host pointers differ, so
+	 * the importer gets its own copies pointing at its own mapping of the same pages */
+	q = (struct gm_queue *)malloc(d.nqueues * sizeof(*q));
+	if (!q)
+		goto fail;
+	GM_REBASE(d.queues);
+	if (cudaMemcpy(q, d.queues, d.nqueues * sizeof(*q), cudaMemcpyDeviceToHost) != cudaSuccess)
+		goto fail_q;
+	for (uint32_t i = 0; i < d.nqueues; i++) {
+#define GM_QREBASE(p) ((p) = (decltype(p))((uint8_t *)(p) - (uint8_t *)b.exp_qdev + im->qdev))
+		GM_QREBASE(q[i].sq);
+		GM_QREBASE(q[i].cq);
+		GM_QREBASE(q[i].sq_doorbell);
+#undef GM_QREBASE
+		GM_REBASE(q[i].turn);
+		GM_REBASE(q[i].ctl);
+	}
+	if (cudaMalloc((void **)&im->queues, d.nqueues * sizeof(*q)) != cudaSuccess)
+		goto fail_q;
+	cudaMemcpy(im->queues, q, d.nqueues * sizeof(*q), cudaMemcpyHostToDevice);
+	d.queues = im->queues;
+	free(q);
+	q = NULL;
+	if (cudaMalloc((void **)&im->ddev, sizeof(d)) != cudaSuccess)
+		goto fail;
+	cudaMemcpy(im->ddev, &d, sizeof(d), cudaMemcpyHostToDevice);
+#undef GM_REBASE
+	*dev = im->ddev;
+	*cookie = im;
+	return 0;
+fail_q:
+	free(q);
+fail:
+	gemini_ipc_close(im);
+	return -EIO;
+}
+
+void gemini_ipc_close(void *cookie)
+{
+	struct gm_import *im = (struct gm_import *)cookie;
+
+	if (!im)
+		return;
+	if (im->ddev)
+		cudaFree(im->ddev);
+	if (im->queues)
+		cudaFree(im->queues);
+	if (im->qmem) {
+		cudaHostUnregister(im->qmem);
+		munmap(im->qmem, im->qbytes);
+	}
+	if (im->arena)
+		cudaIpcCloseMemHandle(im->arena);
+	free(im);
+}
