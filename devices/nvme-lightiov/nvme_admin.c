@@ -419,13 +419,11 @@ static uint16_t admin_dbbuf(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 	for (q = 1; q < c->nq; q++) {
 		uint64_t off = (uint64_t)2 * q * (4u << c->p.dstrd);
 
-		if (off + 8 > NVME_CTRL_PAGE)
-			break;
 		if (c->sqs[q].valid) {
 			gmem_write(c->gm, dbs + off, &c->sqs[q].tail, 4);
 			gmem_write(c->gm, eis + off, &c->sqs[q].tail, 4);
 		}
-		if (c->cqs[q].valid && off + (4u << c->p.dstrd) + 4 <= NVME_CTRL_PAGE)
+		if (c->cqs[q].valid)
 			gmem_write(c->gm, dbs + off + (4u << c->p.dstrd), &c->cqs[q].head, 4);
 	}
 	if (c->hooks.dbbuf)

@@ -415,9 +415,10 @@ void nvme_ctrl_set_cmb_gpa(struct nvme_ctrl *c, uint64_t gpa)
 /* Shadow doorbell of queue (qid, is_cq) in guest memory, NULL when not configured. */
 static uint32_t *dbbuf_slot(struct nvme_ctrl *c, uint64_t base, unsigned qid, bool is_cq)
 {
+	/* The buffers span (2 * queues) doorbell strides, as the host driver sizes them. */
 	uint64_t off = (uint64_t)(2 * qid + is_cq) * db_stride(c);
 
-	if (!base || off + 4 > NVME_CTRL_PAGE)
+	if (!base)
 		return NULL;
 	return gmem_ptr(c->gm, base + off, 4);
 }
