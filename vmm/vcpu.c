@@ -326,6 +326,10 @@ static bool vcpu_handle_exit(struct vcpu *v)
 	case KVM_EXIT_INTR:
 		v->exits[VCPU_EXIT_INTR]++;
 		return true;
+	case KVM_EXIT_IOAPIC_EOI:
+		if (vm->split_irqchip)
+			ioapic_eoi(&vm->ioapic, run->eoi.vector);
+		return true;
 	case KVM_EXIT_INTERNAL_ERROR:
 		v->exits[VCPU_EXIT_EMUL]++;
 		if (run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION)

@@ -154,17 +154,60 @@ static int vm_check_ext(struct vm *vm, long cap)
 	return r < 0 ? 0 : r;
 }
 
-/* The in-kernel LAPIC, IOAPIC and PIC; a PIT only where it is cheap and Linux may want it. */
+static int vm_send_msi(void *opaque, uint64_t addr, uint32_t data)
+{
+	struct vm *vm = opaque;
+	struct kvm_msi m = {
+	    .address_lo = (uint32_t)addr, .address_hi = (uint32_t)(addr >> 32), .data = data};
+
+	return ioctl(vm->vm_fd, KVM_SIGNAL_MSI, &m) < 0 ? -errno : 0;
+}
+
+static void ioapic_bus_read(void *opaque, uint64_t off, void *data, unsigned len)
+{
+	uint32_t v = ioapic_mmio_read(opaque, off);
+
+	memset(data, 0, len);
+	memcpy(data, &v, len < 4 ? len : 4);
+}
+
+static void ioapic_bus_write(void *opaque, uint64_t off, const void *data, unsigned len)
+{
+	uint32_t v = 0;
+
+	memcpy(&v, data, len < 4 ? len : 4);
+	ioapic_mmio_write(opaque, off, v);
+}
+
+static const struct bus_ops ioapic_bus_ops = {.read = ioapic_bus_read, .write = ioapic_bus_write};
+
+/* LAPICs always in KVM. IOAPIC and PIC in KVM too, except where lvmm must start APs itself
+ * (kvm_pvm, more than one vCPU): there a second vCPU only runs with the split irqchip, and
+ * the IOAPIC lives in lvmm. A PIT only where it is cheap and Linux may want it. */
 static int vm_create_irqchip(struct vm *vm, char *err, unsigned errlen)
 {
-	const char *pit = getenv("LVMM_PIT");
+	const char *pit = getenv("LVMM_PIT"), *chip = getenv("LVMM_IRQCHIP");
+	uint64_t ident = KVM_IDENT_MAP_GPA;
 	int ret;
 
 	ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, (unsigned long)KVM_TSS_GPA);
-	{
-		uint64_t ident = KVM_IDENT_MAP_GPA;
+	ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &ident);
+	vm->split_irqchip = vm->ap_manual;
+	if (chip && !strcmp(chip, "split"))
+		vm->split_irqchip = true;
+	else if (chip && !strcmp(chip, "kernel"))
+		vm->split_irqchip = false;
+	if (vm->split_irqchip) {
+		struct kvm_enable_cap cap = {.cap = KVM_CAP_SPLIT_IRQCHIP, .args = {IOAPIC_PINS}};
 
-		ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &ident);
+		if (ioctl(vm->vm_fd, KVM_ENABLE_CAP, &cap)) {
+			ret = -errno;
+			snprintf(err, errlen, "kvm: KVM_CAP_SPLIT_IRQCHIP: %s", strerror(errno));
+			return ret;
+		}
+		ioapic_init(&vm->ioapic, vm_send_msi, vm);
+		return bus_register(&vm->mmio, LAYOUT_IOAPIC, 0x1000, &ioapic_bus_ops, &vm->ioapic,
+				    "ioapic");
 	}
 	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0)) {
 		ret = -errno;
@@ -272,8 +315,9 @@ static int vm_routes_init(struct vm *vm, char *err, unsigned errlen)
 		return -ENOMEM;
 	vm->routes = r;
 	vm->next_gsi = VM_FIRST_MSI_GSI;
-	/* KVM_SET_GSI_ROUTING replaces the whole table: keep KVM's default pin routes in it. */
-	for (gsi = 0; gsi < VM_FIRST_MSI_GSI; gsi++) {
+	/* KVM_SET_GSI_ROUTING replaces the whole table: keep KVM's default pin routes in it
+	 * (none with the split irqchip: the pins belong to lvmm's IOAPIC). */
+	for (gsi = 0; gsi < VM_FIRST_MSI_GSI && !vm->split_irqchip; gsi++) {
 		struct kvm_irq_routing_entry *e;
 
 		if (gsi < 16) {
@@ -353,6 +397,8 @@ int vm_create(const struct vm_config *cfg, struct vm **out, char *err, unsigned 
 	bus_init(&vm->mmio);
 	vm->state = VM_CREATED;
 	vm->hostcompat = hostcompat_active();
+	/* On kvm_pvm the in-kernel LAPIC never starts an AP; lvmm does it (smp.c). */
+	vm->ap_manual = vm->hostcompat && vm->ncpus > 1;
 	vcpu_signals_init();
 
 	ret = vm_open_kvm(vm, err, errlen);
@@ -387,8 +433,6 @@ int vm_create(const struct vm_config *cfg, struct vm **out, char *err, unsigned 
 		ret = vcpu_create(vm, i, err, errlen);
 	if (!ret)
 		ret = vcpu_setup_bsp(&vm->vcpus[0], err, errlen);
-	/* On kvm_pvm the in-kernel LAPIC never starts an AP; lvmm does it (smp.c). */
-	vm->ap_manual = vm->hostcompat && vm->ncpus > 1;
 	if (ret) {
 		vm_destroy(vm);
 		return ret;
@@ -778,5 +822,7 @@ int vm_set_irq_line(struct vm *vm, unsigned irq, bool level)
 
 	if (irq >= VM_FIRST_MSI_GSI)
 		return -EINVAL;
+	if (vm->split_irqchip)
+		return ioapic_set_irq(&vm->ioapic, irq, level);
 	return ioctl(vm->vm_fd, KVM_IRQ_LINE, &l) ? -errno : 0;
 }

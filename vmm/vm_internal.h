@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "boot.h"
+#include "ioapic.h"
 #include "legacy.h"
 #include "serial.h"
 #include "vm.h"
@@ -41,7 +42,6 @@ struct vcpu {
 	pthread_t thread;
 	bool thread_started;
 	bool parked;	 /* acknowledged a pause request (vm->lock) */
-	bool ap_waiting; /* kvm_pvm SMP route: AP not started yet (vm->lock) */
 	uint64_t exits[VCPU_EXIT_KINDS];
 };
 
@@ -56,7 +56,9 @@ struct vm {
 	int kvm_fd, vm_fd;
 	bool hostcompat; /* kvm_pvm workarounds on */
 	bool has_pit;
-	bool ap_manual; /* kvm_pvm: lvmm starts APs itself (smp.c) */
+	bool ap_manual;	    /* kvm_pvm: lvmm starts APs itself (smp.c) */
+	bool split_irqchip; /* LAPICs in KVM, IOAPIC in lvmm (ioapic.c), no PIC or PIT */
+	struct ioapic ioapic;
 	struct guest_mem gmem;
 	uint8_t *ram;
 	uint64_t ram_map_size;
@@ -89,9 +91,8 @@ struct vm {
 	unsigned next_slot;
 	struct vm_host_map maps[VM_MAX_HOST_MAPS];
 
-	/* kvm_pvm SMP route (smp.c): start address captured from the warm-reset vector. */
-	uint64_t ap_start_ip;
-	unsigned ap_next;
+	/* kvm_pvm SMP route (smp.c): how many times Linux armed the warm-reset vector. */
+	unsigned ap_requests;
 
 	unsigned ncpus;
 	struct vcpu vcpus[VM_MAX_VCPUS];
