@@ -442,7 +442,7 @@ static void acpi_fadt(uint8_t *t, uint64_t facs, uint64_t dsdt)
 	acpi_gas_io(t, 116, 8, GAS_ACCESS_BYTE, LAYOUT_RESET_PORT);
 	put8(t, 128, ACPI_RESET_VALUE);
 	put8(t, 131, 0); /* FADT minor version */
-	put64(t, 132, facs);
+	/* X_FIRMWARE_CTRL (132) stays 0: with both set, Linux installs the FACS twice. */
 	put64(t, 140, dsdt);
 	acpi_gas_io(t, 148, 32, GAS_ACCESS_DWORD, LAYOUT_ACPI_PM1A_EVT);
 	acpi_gas_io(t, 172, 16, GAS_ACCESS_WORD, LAYOUT_ACPI_PM1A_CNT);
