@@ -1,0 +1,294 @@
+/* PCI platform tests without KVM: config space through CF8/CFC and ECAM on real buses, BAR size
+ * probing and moves, capability list, MSI-X table writes -> routes, masking and the PBA. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "layout.h"
+#include "pci.h"
+
+static struct bus pio, mmio;
+static struct pci_bus pb;
+static struct pci_dev dev;
+static int next_gsi;
+static struct route {
+	bool set, masked;
+	uint64_t addr;
+	uint32_t data;
+} routes[64];
+static int irqfds[64];
+static uint32_t mmio_hits;
+
+static int fake_alloc_gsi(void *o)
+{
+	return next_gsi < 64 ? next_gsi++ : -ENOSPC;
+}
+
+static int fake_route(void *o, unsigned gsi, uint64_t addr, uint32_t data, bool masked)
+{
+	ck_assert_uint_lt(gsi, 64);
+	routes[gsi] = (struct route){.set = true, .masked = masked, .addr = addr, .data = data};
+	return 0;
+}
+
+static int fake_irqfd(void *o, unsigned gsi, int efd, bool assign)
+{
+	irqfds[gsi] = assign ? efd : -1;
+	return 0;
+}
+
+static void bar_read(void *o, uint64_t off, void *data, unsigned len)
+{
+	uint32_t v = 0xab000000u | (uint32_t)off;
+
+	mmio_hits++;
+	memcpy(data, &v, len < 4 ? len : 4);
+}
+
+static void bar_write(void *o, uint64_t off, const void *data, unsigned len)
+{
+	mmio_hits++;
+}
+
+static const struct bus_ops bar_ops = {.read = bar_read, .write = bar_write};
+
+static void setup(void)
+{
+	struct pci_platform_ops ops = {
+	    .alloc_gsi = fake_alloc_gsi, .set_msi_route = fake_route, .irqfd = fake_irqfd};
+	uint8_t vcap[8] = {PCI_CAP_ID_VNDR, 0, 8, 1, 'L', 'I', 'O', 'V'};
+	char err[128];
+
+	bus_init(&pio);
+	bus_init(&mmio);
+	next_gsi = 24;
+	memset(routes, 0, sizeof(routes));
+	memset(irqfds, 0xff, sizeof(irqfds));
+	mmio_hits = 0;
+	ck_assert_int_eq(pci_bus_init(&pb, &ops, &pio, &mmio, err, sizeof(err)), 0);
+	pci_dev_init(&dev, "nvme0", 0x1b36, 0x0110, 0x010802, 0x1b36, 0x0110);
+	ck_assert_int_eq(pci_dev_add_bar(&dev, 0, 0x4000, true, false, &bar_ops, NULL, NULL), 0);
+	ck_assert_int_eq(pci_dev_add_msix(&dev, 4, 4, err, sizeof(err)), 0);
+	ck_assert_int_gt(pci_dev_add_cap(&dev, vcap, sizeof(vcap)), 0);
+	ck_assert_int_eq(pci_bus_add(&pb, &dev, err, sizeof(err)), 0);
+}
+
+static void teardown(void)
+{
+	pci_dev_exit(&dev);
+	pci_bus_exit(&pb);
+}
+
+static uint32_t cfg_rd(unsigned devfn, unsigned reg)
+{
+	uint32_t a = 0x80000000u | devfn << 8 | (reg & 0xfc), v;
+
+	bus_access(&pio, LAYOUT_PCI_CONF_ADDR, &a, 4, true);
+	bus_access(&pio, LAYOUT_PCI_CONF_DATA, &v, 4, false);
+	return v;
+}
+
+static void cfg_wr(unsigned devfn, unsigned reg, uint32_t v)
+{
+	uint32_t a = 0x80000000u | devfn << 8 | (reg & 0xfc);
+
+	bus_access(&pio, LAYOUT_PCI_CONF_ADDR, &a, 4, true);
+	bus_access(&pio, LAYOUT_PCI_CONF_DATA, &v, 4, true);
+}
+
+static uint64_t bar64(unsigned devfn, unsigned bar)
+{
+	return (cfg_rd(devfn, 0x10 + 4 * bar) & ~0xfULL) | (uint64_t)cfg_rd(devfn, 0x14 + 4 * bar)
+							       << 32;
+}
+
+START_TEST(test_host_bridge_and_absent)
+{
+	uint32_t v, a = 0x00000000;
+	uint16_t w;
+
+	ck_assert_uint_eq(cfg_rd(0, 0), 0x00081b36);
+	ck_assert_uint_eq(cfg_rd(0, 8) >> 8, 0x060000);
+	ck_assert_uint_eq(cfg_rd(2 << 3, 0), 0xffffffff);     /* empty slot */
+	ck_assert_uint_eq(cfg_rd(1 << 3 | 1, 0), 0xffffffff); /* function 1 */
+	ck_assert_uint_eq(cfg_rd(1 << 3, 0), 0x01101b36);
+	ck_assert_uint_eq(cfg_rd(1 << 3, 8) >> 8, 0x010802);
+	/* Enable bit clear: no config cycle. */
+	bus_access(&pio, LAYOUT_PCI_CONF_ADDR, &a, 4, true);
+	bus_access(&pio, LAYOUT_PCI_CONF_DATA, &v, 4, false);
+	ck_assert_uint_eq(v, 0xffffffff);
+	/* Sub-dword access through CFC+2. */
+	a = 0x80000000u | 1 << 11;
+	bus_access(&pio, LAYOUT_PCI_CONF_ADDR, &a, 4, true);
+	bus_access(&pio, LAYOUT_PCI_CONF_DATA + 2, &w, 2, false);
+	ck_assert_uint_eq(w, 0x0110);
+	/* Read-only fields stay. */
+	cfg_wr(1 << 3, 0, 0x12345678);
+	ck_assert_uint_eq(cfg_rd(1 << 3, 0), 0x01101b36);
+}
+END_TEST
+
+START_TEST(test_ecam)
+{
+	uint32_t v;
+
+	ck_assert(bus_access(&mmio, LAYOUT_ECAM_START + (1 << 15), &v, 4, false));
+	ck_assert_uint_eq(v, 0x01101b36);
+	bus_access(&mmio, LAYOUT_ECAM_START + (1 << 15) + 0x100, &v, 4, false);
+	ck_assert_uint_eq(v, 0); /* extended space */
+	bus_access(&mmio, LAYOUT_ECAM_START + (3 << 15), &v, 4, false);
+	ck_assert_uint_eq(v, 0xffffffff);
+}
+END_TEST
+
+START_TEST(test_bar_probe_and_move)
+{
+	uint64_t a = bar64(1 << 3, 0), na = LAYOUT_MMIO64_START + 0x40000000;
+	uint32_t v, i, bar4 = cfg_rd(1 << 3, 0x20);
+
+	ck_assert_uint_ge(a, LAYOUT_MMIO64_START);
+	ck_assert_uint_eq(a & 0x3fff, 0);
+	ck_assert_uint_eq(cfg_rd(1 << 3, 4) & PCI_COMMAND_MEMORY, PCI_COMMAND_MEMORY);
+	ck_assert(bus_access(&mmio, a + 0x10, &v, 4, false));
+	ck_assert_uint_eq(v, 0xab000010);
+	/* Size probe as Linux does it: decode off, all ones, read back, restore. */
+	cfg_wr(1 << 3, 4, 0);
+	ck_assert(!bus_access(&mmio, a + 0x10, &v, 4, false));
+	cfg_wr(1 << 3, 0x10, 0xffffffff);
+	cfg_wr(1 << 3, 0x14, 0xffffffff);
+	ck_assert_uint_eq(cfg_rd(1 << 3, 0x10), 0xffffc004);
+	ck_assert_uint_eq(cfg_rd(1 << 3, 0x14), 0xffffffff);
+	/* Unimplemented BARs read 0 even after all ones. */
+	cfg_wr(1 << 3, 0x18, 0xffffffff);
+	ck_assert_uint_eq(cfg_rd(1 << 3, 0x18), 0);
+	/* MSI-X BAR (4/5): 64-bit, 8 KiB (table page + PBA page) */
+	cfg_wr(1 << 3, 0x20, 0xffffffff);
+	ck_assert_uint_eq(cfg_rd(1 << 3, 0x20), 0xffffe004);
+	/* Move BAR0 and turn decoding back on. */
+	cfg_wr(1 << 3, 0x10, (uint32_t)na);
+	cfg_wr(1 << 3, 0x14, (uint32_t)(na >> 32));
+	cfg_wr(1 << 3, 0x20, bar4);
+	cfg_wr(1 << 3, 4, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+	ck_assert(!bus_access(&mmio, a + 0x10, &v, 4, false));
+	ck_assert(bus_access(&mmio, na + 0x20, &v, 4, false));
+	ck_assert_uint_eq(v, 0xab000020);
+	/* Through ECAM the move happens from a helper thread: wait for it (bounded). */
+	cfg_wr(1 << 3, 4, 0);
+	v = PCI_COMMAND_MEMORY;
+	bus_access(&mmio, LAYOUT_ECAM_START + (1 << 15) + 4, &v, 4, true);
+	for (i = 0; i < 5000 && !bus_access(&mmio, na, &v, 4, false); i++)
+		usleep(1000);
+	ck_assert_uint_eq(v, 0xab000000);
+}
+END_TEST
+
+START_TEST(test_capabilities)
+{
+	uint32_t ptr = cfg_rd(1 << 3, 0x34) & 0xff, hdr;
+
+	ck_assert_uint_ne(cfg_rd(1 << 3, 4) >> 16 & PCI_STATUS_CAP_LIST, 0);
+	ck_assert_uint_eq(ptr, 0x40);
+	hdr = cfg_rd(1 << 3, ptr);
+	ck_assert_uint_eq(hdr & 0xff, PCI_CAP_ID_MSIX);
+	ck_assert_uint_eq(hdr >> 16 & 0x7ff, 3);		/* table size 4, 0's based */
+	ck_assert_uint_eq(cfg_rd(1 << 3, ptr + 4), 4);		/* table at 0 in BAR4 */
+	ck_assert_uint_eq(cfg_rd(1 << 3, ptr + 8), 0x1000 | 4); /* PBA */
+	ptr = hdr >> 8 & 0xff;
+	ck_assert_uint_ne(ptr, 0);
+	ck_assert_uint_eq(cfg_rd(1 << 3, ptr) & 0xff, PCI_CAP_ID_VNDR);
+	ck_assert_uint_eq(cfg_rd(1 << 3, ptr) >> 8 & 0xff, 0); /* end of list */
+}
+END_TEST
+
+static void table_wr(uint64_t base, unsigned v, unsigned field, uint32_t val)
+{
+	bus_access(&mmio, base + v * 16 + field * 4, &val, 4, true);
+}
+
+static uint64_t efd_count(int fd)
+{
+	uint64_t n = 0;
+
+	if (read(fd, &n, sizeof(n)) != sizeof(n))
+		return 0;
+	return n;
+}
+
+START_TEST(test_msix_routes_and_masking)
+{
+	uint64_t t = bar64(1 << 3, 4);
+	unsigned cap = 0x40;
+	uint32_t v, pba;
+	int gsi = dev.msix.gsi[1];
+
+	ck_assert_int_ge(gsi, 24);
+	ck_assert_int_eq(irqfds[gsi], dev.msix.efd[1]);
+	/* Vectors start masked. */
+	bus_access(&mmio, t + 16 + 12, &v, 4, false);
+	ck_assert_uint_eq(v, 1);
+	table_wr(t, 1, 0, 0xfee01000);
+	table_wr(t, 1, 1, 0);
+	table_wr(t, 1, 2, 0x4041);
+	/* MSI-X disabled: notifications pend. */
+	pci_msix_notify(&dev, 1);
+	ck_assert_uint_eq(efd_count(dev.msix.efd[1]), 0);
+	bus_access(&mmio, t + 0x1000, &pba, 4, false);
+	ck_assert_uint_eq(pba, 2);
+	/* Enable MSI-X, unmask the entry: the route is programmed, the pending one delivered. */
+	cfg_wr(1 << 3, cap, cfg_rd(1 << 3, cap) | (uint32_t)PCI_MSIX_FLAGS_ENABLE << 16);
+	ck_assert(routes[gsi].masked);
+	table_wr(t, 1, 3, 0);
+	ck_assert(routes[gsi].set && !routes[gsi].masked);
+	ck_assert_uint_eq(routes[gsi].addr, 0xfee01000);
+	ck_assert_uint_eq(routes[gsi].data, 0x4041);
+	ck_assert_uint_eq(efd_count(dev.msix.efd[1]), 1);
+	bus_access(&mmio, t + 0x1000, &pba, 4, false);
+	ck_assert_uint_eq(pba, 0);
+	pci_msix_notify(&dev, 1);
+	ck_assert_uint_eq(efd_count(dev.msix.efd[1]), 1);
+	/* Function mask pends again; out-of-range vectors are ignored. */
+	cfg_wr(1 << 3, cap, cfg_rd(1 << 3, cap) | (uint32_t)PCI_MSIX_FLAGS_MASKALL << 16);
+	ck_assert(routes[gsi].masked);
+	pci_msix_notify(&dev, 1);
+	pci_msix_notify(&dev, 9);
+	ck_assert_uint_eq(efd_count(dev.msix.efd[1]), 0);
+	cfg_wr(1 << 3, cap, (cfg_rd(1 << 3, cap) & 0xffff) | (uint32_t)PCI_MSIX_FLAGS_ENABLE << 16);
+	ck_assert_uint_eq(efd_count(dev.msix.efd[1]), 1);
+	/* Writes to the PBA or beyond the table change nothing. */
+	v = 0xffffffff;
+	bus_access(&mmio, t + 0x1000, &v, 4, true);
+	bus_access(&mmio, t + 0x1000, &pba, 4, false);
+	ck_assert_uint_eq(pba, 0);
+	bus_access(&mmio, t + 4 * 16, &v, 4, true);
+	bus_access(&mmio, t + 4 * 16, &v, 4, false);
+	ck_assert_uint_eq(v, 0);
+}
+END_TEST
+
+static Suite *pci_suite(void)
+{
+	Suite *s = suite_create("pci");
+	TCase *t = tcase_create("platform");
+
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_test(t, test_host_bridge_and_absent);
+	tcase_add_test(t, test_ecam);
+	tcase_add_test(t, test_bar_probe_and_move);
+	tcase_add_test(t, test_capabilities);
+	tcase_add_test(t, test_msix_routes_and_masking);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(pci_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

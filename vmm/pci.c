@@ -1,0 +1,654 @@
+/* PCI platform: host bridge, type-1 (CF8/CFC) and ECAM config access, BAR sizing, placement and
+ * re-registration on the buses when the guest moves them, MSI-X table/PBA -> interrupt routes. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "layout.h"
+#include "pci.h"
+
+#define PCI_BAR_END (PCI_BAR0 + 4 * PCI_NUM_BARS)
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	memcpy(p, &v, 2);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return v;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+void pci_dev_init(struct pci_dev *d, const char *name, uint16_t vendor, uint16_t device,
+		  uint32_t class_code, uint16_t subsys_vendor, uint16_t subsys)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	pthread_mutex_init(&d->lock, NULL);
+	put16(d->cfg + PCI_VENDOR_ID, vendor);
+	put16(d->cfg + PCI_DEVICE_ID, device);
+	d->cfg[PCI_REVISION_ID] = 1;
+	d->cfg[PCI_CLASS_PROG] = class_code & 0xff;
+	d->cfg[PCI_CLASS_PROG + 1] = (class_code >> 8) & 0xff;
+	d->cfg[PCI_CLASS_PROG + 2] = (class_code >> 16) & 0xff;
+	put16(d->cfg + PCI_SUBSYSTEM_VENDOR_ID, subsys_vendor);
+	put16(d->cfg + PCI_SUBSYSTEM_ID, subsys);
+	/* Command: I/O, memory, bus master and INTx disable are the host's to change. */
+	put16(d->wmask + PCI_COMMAND,
+	      PCI_COMMAND_IO | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER | PCI_COMMAND_INTX_DISABLE);
+	d->wmask[PCI_INTERRUPT_LINE] = 0xff;
+	d->next_cap = 0x40;
+	d->msix.bar = PCI_NUM_BARS;
+}
+
+int pci_dev_add_bar(struct pci_dev *d, unsigned bar, uint64_t size, bool is64, bool prefetch,
+		    const struct bus_ops *ops, void *opaque, void *host)
+{
+	struct pci_bar *b;
+	uint32_t flags;
+
+	if (bar >= PCI_NUM_BARS || (is64 && bar + 1 >= PCI_NUM_BARS) || size < 4096 ||
+	    (size & (size - 1)) || size > (1ULL << 40))
+		return -EINVAL;
+	b = &d->bar[bar];
+	b->size = size;
+	b->is64 = is64;
+	b->prefetch = prefetch;
+	b->ops = ops;
+	b->opaque = opaque;
+	b->host = host;
+	flags = (is64 ? PCI_BAR_MEM_TYPE_64 : 0) | (prefetch ? PCI_BAR_MEM_PREFETCH : 0);
+	put32(d->cfg + PCI_BAR0 + 4 * bar, flags);
+	return 0;
+}
+
+int pci_dev_add_cap(struct pci_dev *d, const void *cap, unsigned len)
+{
+	uint8_t off = d->next_cap, *prev;
+
+	if (len < 2 || off + len > PCI_CFG_SIZE)
+		return -ENOSPC;
+	memcpy(d->cfg + off, cap, len);
+	d->cfg[off + 1] = 0;
+	/* Link it at the end of the list. */
+	prev = d->cfg + PCI_CAPABILITY_LIST;
+	while (*prev)
+		prev = d->cfg + *prev + 1;
+	*prev = off;
+	put16(d->cfg + PCI_STATUS, get16(d->cfg + PCI_STATUS) | PCI_STATUS_CAP_LIST);
+	d->next_cap = (uint8_t)((off + len + 3) & ~3u);
+	return off;
+}
+
+/* ---- MSI-X ---- */
+
+static bool msix_masked(const struct pci_dev *d, unsigned v)
+{
+	return !d->msix.enabled || d->msix.maskall ||
+	       (d->msix.table[v].ctrl & PCI_MSIX_ENTRY_CTRL_MASKBIT);
+}
+
+static void msix_fire(struct pci_dev *d, unsigned v)
+{
+	uint64_t one = 1;
+
+	d->msix.fired++;
+	if (d->msix.efd[v] >= 0 && write(d->msix.efd[v], &one, sizeof(one)) < 0)
+		perror("pci: msi-x irqfd");
+}
+
+/* Programs vector v's route from its table entry; delivers a pending interrupt on unmask. */
+static void msix_update(struct pci_dev *d, unsigned v)
+{
+	struct pci_msix *m = &d->msix;
+	const struct pci_platform_ops *ops = &d->bus->ops;
+	struct pci_msix_entry *e = &m->table[v];
+	bool masked = msix_masked(d, v);
+
+	if (ops->set_msi_route && m->gsi[v] >= 0)
+		ops->set_msi_route(ops->opaque, (unsigned)m->gsi[v],
+				   (uint64_t)e->addr_hi << 32 | e->addr_lo, e->data, masked);
+	if (!masked && (m->pba[v / 64] & (1ULL << (v % 64)))) {
+		m->pba[v / 64] &= ~(1ULL << (v % 64));
+		msix_fire(d, v);
+	}
+}
+
+void pci_msix_notify(struct pci_dev *d, unsigned v)
+{
+	pthread_mutex_lock(&d->lock);
+	if (v < d->msix.nvec) {
+		if (msix_masked(d, v)) {
+			d->msix.pba[v / 64] |= 1ULL << (v % 64);
+			d->msix.pended++;
+		} else {
+			msix_fire(d, v);
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void msix_mmio_read(void *opaque, uint64_t off, void *data, unsigned len)
+{
+	struct pci_dev *d = opaque;
+	struct pci_msix *m = &d->msix;
+	uint8_t buf[8] = {0};
+
+	pthread_mutex_lock(&d->lock);
+	if ((len == 4 || len == 8) && !(off & (len - 1))) {
+		if (off >= m->table_off && off + len <= m->table_off + m->nvec * 16ULL)
+			memcpy(buf, (uint8_t *)m->table + (off - m->table_off), len);
+		else if (off >= m->pba_off &&
+			 off + len <= m->pba_off + ((m->nvec + 63) / 64) * 8ULL)
+			memcpy(buf, (uint8_t *)m->pba + (off - m->pba_off), len);
+	}
+	pthread_mutex_unlock(&d->lock);
+	memcpy(data, buf, len > 8 ? 8 : len);
+}
+
+static void msix_mmio_write(void *opaque, uint64_t off, const void *data, unsigned len)
+{
+	struct pci_dev *d = opaque;
+	struct pci_msix *m = &d->msix;
+	uint64_t rel;
+	unsigned v, i;
+
+	/* Only dword/qword aligned table writes count; the PBA is read-only. */
+	if ((len != 4 && len != 8) || (off & (len - 1)) || off < m->table_off)
+		return;
+	rel = off - m->table_off;
+	if (rel + len > m->nvec * 16ULL)
+		return;
+	pthread_mutex_lock(&d->lock);
+	v = (unsigned)(rel / 16);
+	for (i = 0; i < len; i += 4) {
+		uint32_t val;
+		unsigned field = (unsigned)((rel + i) % 16) / 4;
+
+		memcpy(&val, (const uint8_t *)data + i, 4);
+		switch (field) {
+		case 0:
+			m->table[v].addr_lo = val & ~3u;
+			break;
+		case 1:
+			m->table[v].addr_hi = val;
+			break;
+		case 2:
+			m->table[v].data = val;
+			break;
+		default:
+			m->table[v].ctrl = val & PCI_MSIX_ENTRY_CTRL_MASKBIT;
+			break;
+		}
+	}
+	msix_update(d, v);
+	pthread_mutex_unlock(&d->lock);
+}
+
+static const struct bus_ops msix_mmio_ops = {.read = msix_mmio_read, .write = msix_mmio_write};
+
+int pci_dev_add_msix(struct pci_dev *d, unsigned nvec, unsigned bar, char *err, unsigned errlen)
+{
+	struct pci_msix *m = &d->msix;
+	uint8_t cap[12] = {PCI_CAP_ID_MSIX, 0};
+	uint64_t size = 4096;
+	unsigned v;
+	int off;
+
+	if (nvec < 1 || nvec > 2048) {
+		snprintf(err, errlen, "pci %s: %u MSI-X vectors is outside 1..2048", d->name, nvec);
+		return -EINVAL;
+	}
+	m->nvec = nvec;
+	m->bar = bar;
+	m->table_off = 0;
+	m->pba_off = (nvec * 16 + 4095) & ~4095u;
+	while (size < m->pba_off + 4096)
+		size <<= 1;
+	m->table = calloc(nvec, sizeof(*m->table));
+	m->pba = calloc((nvec + 63) / 64, sizeof(uint64_t));
+	m->gsi = calloc(nvec, sizeof(int));
+	m->efd = calloc(nvec, sizeof(int));
+	if (!m->table || !m->pba || !m->gsi || !m->efd) {
+		snprintf(err, errlen, "pci %s: out of memory for %u MSI-X vectors", d->name, nvec);
+		return -ENOMEM;
+	}
+	for (v = 0; v < nvec; v++) {
+		m->table[v].ctrl = PCI_MSIX_ENTRY_CTRL_MASKBIT; /* masked after reset */
+		m->gsi[v] = m->efd[v] = -1;
+	}
+	put16(cap + PCI_MSIX_FLAGS, (uint16_t)(nvec - 1));
+	put32(cap + 4, m->table_off | bar);
+	put32(cap + 8, m->pba_off | bar);
+	off = pci_dev_add_cap(d, cap, sizeof(cap));
+	if (off < 0 || pci_dev_add_bar(d, bar, size, true, false, &msix_mmio_ops, d, NULL)) {
+		snprintf(err, errlen, "pci %s: no room for the MSI-X capability / BAR %u", d->name,
+			 bar);
+		return -ENOSPC;
+	}
+	m->cap = (uint8_t)off;
+	put16(d->wmask + off + PCI_MSIX_FLAGS, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
+	return 0;
+}
+
+/* Called with d->lock held after the Message Control word may have changed. */
+static void msix_ctrl_changed(struct pci_dev *d)
+{
+	struct pci_msix *m = &d->msix;
+	uint16_t flags = get16(d->cfg + m->cap + PCI_MSIX_FLAGS);
+	bool en = flags & PCI_MSIX_FLAGS_ENABLE, mask = flags & PCI_MSIX_FLAGS_MASKALL;
+	unsigned v;
+
+	if (en == m->enabled && mask == m->maskall)
+		return;
+	m->enabled = en;
+	m->maskall = mask;
+	for (v = 0; v < m->nvec; v++)
+		msix_update(d, v);
+}
+
+/* ---- BARs ---- */
+
+static uint64_t bar_addr(const struct pci_dev *d, unsigned i)
+{
+	uint64_t a = get32(d->cfg + PCI_BAR0 + 4 * i) & ~0xfULL;
+
+	if (d->bar[i].is64)
+		a |= (uint64_t)get32(d->cfg + PCI_BAR0 + 4 * (i + 1)) << 32;
+	return a;
+}
+
+/* Makes each BAR decode where config space says (or nowhere); runs without d->lock because bus
+ * registration takes the bus lock, which MMIO handlers of this device run under. */
+static void bars_update(struct pci_dev *d)
+{
+	struct pci_bus *b = d->bus;
+	unsigned i;
+
+	for (i = 0; i < PCI_NUM_BARS; i++) {
+		struct pci_bar *bar = &d->bar[i];
+		bool want, use_host;
+		uint64_t addr;
+		int r = 0;
+
+		if (!bar->size)
+			continue;
+		pthread_mutex_lock(&d->lock);
+		addr = bar_addr(d, i);
+		want = (get16(d->cfg + PCI_COMMAND) & PCI_COMMAND_MEMORY) && addr &&
+		       addr + bar->size > addr && addr + bar->size <= (1ULL << 52);
+		pthread_mutex_unlock(&d->lock);
+		use_host = bar->host && b->ops.map_host;
+		if (bar->mapped && (!want || bar->mapped_addr != addr)) {
+			if (use_host)
+				b->ops.unmap_host(b->ops.opaque, bar->mapped_addr);
+			else
+				bus_unregister(b->mmio, bar->mapped_addr, bar->opaque);
+			bar->mapped = false;
+			if (bar->moved)
+				bar->moved(d, i, ~0ULL);
+		}
+		if (want && !bar->mapped) {
+			if (use_host)
+				r = b->ops.map_host(b->ops.opaque, addr, bar->size, bar->host);
+			else
+				r = bus_register(b->mmio, addr, bar->size, bar->ops, bar->opaque,
+						 d->name);
+			if (r) {
+				fprintf(stderr, "pci %s: BAR%u at 0x%llx not mapped: %s\n", d->name,
+					i, (unsigned long long)addr, strerror(-r));
+				continue;
+			}
+			bar->mapped = true;
+			bar->mapped_addr = addr;
+			if (bar->moved)
+				bar->moved(d, i, addr);
+		}
+	}
+}
+
+/* ECAM writes arrive with the MMIO bus lock held for reading: remap from a helper thread. */
+static void *bars_update_thread(void *opaque)
+{
+	bars_update(opaque);
+	return NULL;
+}
+
+/* ---- config space access ---- */
+
+static struct pci_dev *dev_at(struct pci_bus *b, unsigned busno, unsigned devfn)
+{
+	if (busno != 0 || (devfn & 7))
+		return NULL;
+	return b->dev[devfn >> 3];
+}
+
+void pci_cfg_read(struct pci_bus *b, unsigned busno, unsigned devfn, unsigned reg, void *data,
+		  unsigned len)
+{
+	struct pci_dev *d = dev_at(b, busno, devfn);
+
+	if (len > 4)
+		len = 4;
+	if (!d) {
+		memset(data, 0xff, len);
+		return;
+	}
+	memset(data, 0, len);
+	if (reg >= PCI_CFG_SIZE)
+		return; /* extended config space: nothing implemented */
+	if (reg + len > PCI_CFG_SIZE)
+		len = PCI_CFG_SIZE - reg;
+	pthread_mutex_lock(&d->lock);
+	memcpy(data, d->cfg + reg, len);
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* Applies a write; returns true when BAR decoding may have changed. */
+static bool cfg_write_locked(struct pci_dev *d, unsigned reg, const uint8_t *val, unsigned len)
+{
+	uint16_t cmd_before = get16(d->cfg + PCI_COMMAND);
+	bool bars = false, msix = false;
+	unsigned i;
+
+	for (i = 0; i < len; i++) {
+		unsigned off = reg + i;
+
+		if (off >= PCI_BAR0 && off < PCI_BAR_END) {
+			d->cfg[off] = val[i];
+			bars = true;
+		} else {
+			d->cfg[off] =
+			    (uint8_t)((d->cfg[off] & ~d->wmask[off]) | (val[i] & d->wmask[off]));
+			if (d->msix.cap && off >= d->msix.cap + (unsigned)PCI_MSIX_FLAGS &&
+			    off < d->msix.cap + PCI_MSIX_FLAGS + 2u)
+				msix = true;
+		}
+	}
+	if (bars) {
+		/* Size probing: only address bits above the size stick; flags are read-only. */
+		for (i = 0; i < PCI_NUM_BARS; i++) {
+			struct pci_bar *bar = &d->bar[i];
+			uint32_t v = get32(d->cfg + PCI_BAR0 + 4 * i);
+
+			if (i && d->bar[i - 1].is64 && d->bar[i - 1].size) {
+				uint64_t hi_mask = ~((d->bar[i - 1].size - 1) >> 32);
+
+				put32(d->cfg + PCI_BAR0 + 4 * i, (uint32_t)(v & hi_mask));
+				continue;
+			}
+			if (!bar->size) {
+				put32(d->cfg + PCI_BAR0 + 4 * i, 0);
+				continue;
+			}
+			v &= ~(uint32_t)((bar->size - 1) | 0xf);
+			v |= (bar->is64 ? PCI_BAR_MEM_TYPE_64 : 0) |
+			     (bar->prefetch ? PCI_BAR_MEM_PREFETCH : 0);
+			put32(d->cfg + PCI_BAR0 + 4 * i, v);
+		}
+	}
+	if (msix)
+		msix_ctrl_changed(d);
+	return bars || ((cmd_before ^ get16(d->cfg + PCI_COMMAND)) & PCI_COMMAND_MEMORY);
+}
+
+static void cfg_write(struct pci_bus *b, unsigned busno, unsigned devfn, unsigned reg,
+		      const void *data, unsigned len, bool under_mmio_lock)
+{
+	struct pci_dev *d = dev_at(b, busno, devfn);
+	bool remap;
+
+	if (!d || reg >= PCI_CFG_SIZE || len > 4)
+		return;
+	if (reg + len > PCI_CFG_SIZE)
+		len = PCI_CFG_SIZE - reg;
+	pthread_mutex_lock(&d->lock);
+	remap = cfg_write_locked(d, reg, data, len);
+	pthread_mutex_unlock(&d->lock);
+	if (!remap)
+		return;
+	if (under_mmio_lock) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, bars_update_thread, d) == 0)
+			pthread_detach(t);
+	} else {
+		bars_update(d);
+	}
+}
+
+void pci_cfg_write(struct pci_bus *b, unsigned busno, unsigned devfn, unsigned reg,
+		   const void *data, unsigned len)
+{
+	cfg_write(b, busno, devfn, reg, data, len, false);
+}
+
+/* CF8: address register (dword), CFC..CFF: data window. 0xcf9 byte writes never get here: the
+ * vCPU exit path gives them to the reset control register first. */
+static void cf8_read(void *opaque, uint64_t off, void *data, unsigned len)
+{
+	struct pci_bus *b = opaque;
+	uint32_t v;
+
+	pthread_mutex_lock(&b->lock);
+	v = b->cf8;
+	pthread_mutex_unlock(&b->lock);
+	memset(data, 0, len);
+	if (off < 4)
+		memcpy(data, (uint8_t *)&v + off, len <= 4 - off ? len : 4 - off);
+}
+
+static void cf8_write(void *opaque, uint64_t off, const void *data, unsigned len)
+{
+	struct pci_bus *b = opaque;
+
+	if (off != 0 || len != 4)
+		return;
+	pthread_mutex_lock(&b->lock);
+	memcpy(&b->cf8, data, 4);
+	pthread_mutex_unlock(&b->lock);
+}
+
+static bool cf8_decode(struct pci_bus *b, uint64_t off, unsigned *busno, unsigned *devfn,
+		       unsigned *reg)
+{
+	uint32_t a;
+
+	pthread_mutex_lock(&b->lock);
+	a = b->cf8;
+	pthread_mutex_unlock(&b->lock);
+	if (!(a & 0x80000000u))
+		return false;
+	*busno = (a >> 16) & 0xff;
+	*devfn = (a >> 8) & 0xff;
+	*reg = (a & 0xfc) + (unsigned)off;
+	return true;
+}
+
+static void cfc_read(void *opaque, uint64_t off, void *data, unsigned len)
+{
+	unsigned busno, devfn, reg;
+
+	if (!cf8_decode(opaque, off, &busno, &devfn, &reg) || off + len > 4) {
+		memset(data, 0xff, len);
+		return;
+	}
+	pci_cfg_read(opaque, busno, devfn, reg, data, len);
+}
+
+static void cfc_write(void *opaque, uint64_t off, const void *data, unsigned len)
+{
+	unsigned busno, devfn, reg;
+
+	if (cf8_decode(opaque, off, &busno, &devfn, &reg) && off + len <= 4)
+		cfg_write(opaque, busno, devfn, reg, data, len, false);
+}
+
+static void ecam_read(void *opaque, uint64_t off, void *data, unsigned len)
+{
+	pci_cfg_read(opaque, (unsigned)(off >> 20), (off >> 12) & 0xff, off & 0xfff, data, len);
+}
+
+static void ecam_write(void *opaque, uint64_t off, const void *data, unsigned len)
+{
+	cfg_write(opaque, (unsigned)(off >> 20), (off >> 12) & 0xff, off & 0xfff, data, len, true);
+}
+
+static const struct bus_ops cf8_ops = {.read = cf8_read, .write = cf8_write};
+static const struct bus_ops cfc_ops = {.read = cfc_read, .write = cfc_write};
+static const struct bus_ops ecam_ops = {.read = ecam_read, .write = ecam_write};
+
+int pci_bus_init(struct pci_bus *b, const struct pci_platform_ops *ops, struct bus *pio,
+		 struct bus *mmio, char *err, unsigned errlen)
+{
+	int r;
+
+	memset(b, 0, sizeof(*b));
+	b->ops = *ops;
+	b->pio = pio;
+	b->mmio = mmio;
+	b->mmio64_next = LAYOUT_MMIO64_START;
+	pthread_mutex_init(&b->lock, NULL);
+	pci_dev_init(&b->host_bridge, "host-bridge", 0x1b36, 0x0008, 0x060000, 0x1b36, 0x0008);
+	b->host_bridge.bus = b;
+	b->dev[0] = &b->host_bridge;
+	r = bus_register(pio, LAYOUT_PCI_CONF_ADDR, 4, &cf8_ops, b, "pci-cf8");
+	if (!r) {
+		b->pio_registered = true;
+		r = bus_register(pio, LAYOUT_PCI_CONF_DATA, 4, &cfc_ops, b, "pci-cfc");
+	}
+	if (r) {
+		snprintf(err, errlen, "pci: cannot register config ports 0x%x/0x%x: %s",
+			 LAYOUT_PCI_CONF_ADDR, LAYOUT_PCI_CONF_DATA, strerror(-r));
+		pci_bus_exit(b);
+		return r;
+	}
+	r = bus_register(mmio, LAYOUT_ECAM_START, LAYOUT_ECAM_SIZE, &ecam_ops, b, "pci-ecam");
+	if (r) {
+		snprintf(err, errlen, "pci: cannot register ECAM at 0x%llx: %s",
+			 (unsigned long long)LAYOUT_ECAM_START, strerror(-r));
+		pci_bus_exit(b);
+		return r;
+	}
+	b->ecam_registered = true;
+	return 0;
+}
+
+int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen)
+{
+	struct pci_msix *m = &d->msix;
+	unsigned slot, i, v;
+
+	for (slot = 1; slot < PCI_MAX_DEVS && b->dev[slot]; slot++)
+		;
+	if (slot == PCI_MAX_DEVS) {
+		snprintf(err, errlen, "pci %s: no free slot on bus 0", d->name);
+		return -ENOSPC;
+	}
+	d->bus = b;
+	d->devfn = (uint8_t)(slot << 3);
+	/* Firmware-style placement: naturally aligned, 64-bit window, largest BARs first. */
+	for (;;) {
+		struct pci_bar *best = NULL;
+		unsigned bi = 0;
+		uint64_t a;
+
+		for (i = 0; i < PCI_NUM_BARS; i++)
+			if (d->bar[i].size && !bar_addr(d, i) &&
+			    (!best || d->bar[i].size > best->size)) {
+				best = &d->bar[i];
+				bi = i;
+			}
+		if (!best)
+			break;
+		a = (b->mmio64_next + best->size - 1) & ~(best->size - 1);
+		if (a + best->size > LAYOUT_MMIO64_START + LAYOUT_MMIO64_SIZE) {
+			snprintf(err, errlen, "pci %s: BAR%u (%llu bytes) does not fit the window",
+				 d->name, bi, (unsigned long long)best->size);
+			return -ENOSPC;
+		}
+		b->mmio64_next = a + best->size;
+		put32(d->cfg + PCI_BAR0 + 4 * bi, get32(d->cfg + PCI_BAR0 + 4 * bi) | (uint32_t)a);
+		if (best->is64)
+			put32(d->cfg + PCI_BAR0 + 4 * (bi + 1), (uint32_t)(a >> 32));
+	}
+	for (v = 0; v < m->nvec; v++) {
+		int gsi = b->ops.alloc_gsi ? b->ops.alloc_gsi(b->ops.opaque) : -1;
+
+		if (b->ops.alloc_gsi && gsi < 0) {
+			snprintf(err, errlen, "pci %s: no GSI for MSI-X vector %u: %s", d->name, v,
+				 strerror(-gsi));
+			return gsi;
+		}
+		m->gsi[v] = gsi;
+		m->efd[v] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (m->efd[v] < 0 || (b->ops.irqfd && gsi >= 0 &&
+				      b->ops.irqfd(b->ops.opaque, gsi, m->efd[v], true))) {
+			snprintf(err, errlen, "pci %s: irqfd for MSI-X vector %u (GSI %d) failed",
+				 d->name, v, gsi);
+			return -EIO;
+		}
+	}
+	put16(d->cfg + PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+	b->dev[slot] = d;
+	bars_update(d);
+	return 0;
+}
+
+void pci_dev_exit(struct pci_dev *d)
+{
+	struct pci_bus *b = d->bus;
+	struct pci_msix *m = &d->msix;
+	unsigned v;
+
+	if (b) {
+		pthread_mutex_lock(&d->lock);
+		put16(d->cfg + PCI_COMMAND, 0);
+		pthread_mutex_unlock(&d->lock);
+		bars_update(d);
+		if (b->dev[d->devfn >> 3] == d)
+			b->dev[d->devfn >> 3] = NULL;
+	}
+	for (v = 0; m->efd && v < m->nvec; v++) {
+		if (m->efd[v] >= 0) {
+			if (b && b->ops.irqfd && m->gsi[v] >= 0)
+				b->ops.irqfd(b->ops.opaque, (unsigned)m->gsi[v], m->efd[v], false);
+			close(m->efd[v]);
+		}
+	}
+	free(m->table);
+	free(m->pba);
+	free(m->gsi);
+	free(m->efd);
+	memset(m, 0, sizeof(*m));
+}
+
+void pci_bus_exit(struct pci_bus *b)
+{
+	if (b->ecam_registered)
+		bus_unregister(b->mmio, LAYOUT_ECAM_START, b);
+	if (b->pio_registered) {
+		bus_unregister(b->pio, LAYOUT_PCI_CONF_ADDR, b);
+		bus_unregister(b->pio, LAYOUT_PCI_CONF_DATA, b);
+	}
+	b->ecam_registered = b->pio_registered = false;
+}

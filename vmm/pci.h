@@ -1,0 +1,141 @@
+/* PCI platform: one bus behind a host bridge at 00:00.0, config access by CF8/CFC and ECAM, BAR
+ * allocation and guest re-programming, MSI-X tables whose writes program interrupt routes. */
+#ifndef LVMM_PCI_H
+#define LVMM_PCI_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bus.h"
+
+#define PCI_MAX_DEVS 32
+#define PCI_NUM_BARS 6
+#define PCI_CFG_SIZE 256 /* extended config space reads as zero */
+
+/* Config space offsets (PCI Local Bus 3.0) */
+#define PCI_VENDOR_ID		    0x00
+#define PCI_DEVICE_ID		    0x02
+#define PCI_COMMAND		    0x04
+#define PCI_COMMAND_IO		    0x1
+#define PCI_COMMAND_MEMORY	    0x2
+#define PCI_COMMAND_MASTER	    0x4
+#define PCI_COMMAND_INTX_DISABLE    0x400
+#define PCI_STATUS		    0x06
+#define PCI_STATUS_CAP_LIST	    0x10
+#define PCI_REVISION_ID		    0x08
+#define PCI_CLASS_PROG		    0x09
+#define PCI_HEADER_TYPE		    0x0e
+#define PCI_BAR0		    0x10
+#define PCI_BAR_MEM_TYPE_64	    0x4
+#define PCI_BAR_MEM_PREFETCH	    0x8
+#define PCI_SUBSYSTEM_VENDOR_ID	    0x2c
+#define PCI_SUBSYSTEM_ID	    0x2e
+#define PCI_CAPABILITY_LIST	    0x34
+#define PCI_INTERRUPT_LINE	    0x3c
+#define PCI_INTERRUPT_PIN	    0x3d
+#define PCI_CAP_ID_MSIX		    0x11
+#define PCI_CAP_ID_VNDR		    0x09
+#define PCI_MSIX_FLAGS		    2 /* within the capability */
+#define PCI_MSIX_FLAGS_ENABLE	    0x8000
+#define PCI_MSIX_FLAGS_MASKALL	    0x4000
+#define PCI_MSIX_ENTRY_SIZE	    16
+#define PCI_MSIX_ENTRY_CTRL_MASKBIT 0x1
+
+/* What the PCI layer needs from the VM; devices.c wires these to vm.h, tests to fakes. */
+struct pci_platform_ops {
+	void *opaque;
+	int (*alloc_gsi)(void *opaque);
+	int (*set_msi_route)(void *opaque, unsigned gsi, uint64_t addr, uint32_t data, bool masked);
+	int (*irqfd)(void *opaque, unsigned gsi, int efd, bool assign);
+	/* Host memory BARs (CMB): map/unmap in the guest address space; may be NULL. */
+	int (*map_host)(void *opaque, uint64_t gpa, uint64_t size, void *host);
+	int (*unmap_host)(void *opaque, uint64_t gpa);
+};
+
+struct pci_dev;
+
+struct pci_bar {
+	uint64_t size; /* power of two >= 4 KiB; 0 = not implemented */
+	bool is64, prefetch;
+	uint64_t addr; /* as programmed in config space */
+	bool mapped;
+	uint64_t mapped_addr;
+	const struct bus_ops *ops; /* MMIO handler (offset relative to the BAR) */
+	void *opaque;
+	void *host; /* host-memory BAR instead of MMIO dispatch (when map_host exists) */
+	/* Told where the BAR now decodes, ~0 when it stopped decoding. */
+	void (*moved)(struct pci_dev *d, unsigned bar, uint64_t gpa);
+};
+
+struct pci_msix_entry {
+	uint32_t addr_lo, addr_hi, data, ctrl;
+};
+
+struct pci_msix {
+	unsigned nvec;
+	unsigned bar;
+	uint32_t table_off, pba_off;
+	uint8_t cap; /* config offset of the capability, 0 = none */
+	bool enabled, maskall;
+	struct pci_msix_entry *table;
+	uint64_t *pba;
+	int *gsi;
+	int *efd;
+	uint64_t fired, pended;
+};
+
+struct pci_bus;
+
+struct pci_dev {
+	struct pci_bus *bus;
+	char name[32];
+	uint8_t devfn;
+	pthread_mutex_t lock;
+	uint8_t cfg[PCI_CFG_SIZE];
+	uint8_t wmask[PCI_CFG_SIZE];
+	uint8_t next_cap;
+	struct pci_bar bar[PCI_NUM_BARS];
+	struct pci_msix msix;
+	void *priv;
+};
+
+struct pci_bus {
+	struct pci_platform_ops ops;
+	struct bus *pio, *mmio;
+	pthread_mutex_t lock;
+	uint32_t cf8;
+	struct pci_dev *dev[PCI_MAX_DEVS];
+	uint64_t mmio64_next;
+	struct pci_dev host_bridge;
+	bool pio_registered, ecam_registered;
+};
+
+/* Creates the bus and host bridge, registers CF8/CFC on pio and ECAM on mmio. */
+int pci_bus_init(struct pci_bus *b, const struct pci_platform_ops *ops, struct bus *pio,
+		 struct bus *mmio, char *err, unsigned errlen);
+void pci_bus_exit(struct pci_bus *b);
+
+/* Device set-up, before pci_bus_add(). */
+void pci_dev_init(struct pci_dev *d, const char *name, uint16_t vendor, uint16_t device,
+		  uint32_t class_code, uint16_t subsys_vendor, uint16_t subsys);
+int pci_dev_add_bar(struct pci_dev *d, unsigned bar, uint64_t size, bool is64, bool prefetch,
+		    const struct bus_ops *ops, void *opaque, void *host);
+/* Appends a capability (cap[0] = id; cap[1] is filled in); returns its config offset or < 0. */
+int pci_dev_add_cap(struct pci_dev *d, const void *cap, unsigned len);
+/* MSI-X with nvec vectors; table and PBA in BAR bar (which this call creates, 64-bit). */
+int pci_dev_add_msix(struct pci_dev *d, unsigned nvec, unsigned bar, char *err, unsigned errlen);
+/* Places the device on the bus at the next free slot, assigns and maps its BARs. */
+int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen);
+void pci_dev_exit(struct pci_dev *d);
+
+/* Raises MSI-X vector v (any thread): signals its irqfd, or sets the PBA bit while masked. */
+void pci_msix_notify(struct pci_dev *d, unsigned v);
+
+/* Config access as the CF8/CFC and ECAM handlers do it (tests use these directly). */
+void pci_cfg_read(struct pci_bus *b, unsigned busno, unsigned devfn, unsigned reg, void *data,
+		  unsigned len);
+void pci_cfg_write(struct pci_bus *b, unsigned busno, unsigned devfn, unsigned reg,
+		   const void *data, unsigned len);
+
+#endif
