@@ -1,29 +1,354 @@
-/* Device set-up for a VM: PCI host bridge and vNVMe controllers.
- * Placeholder until the PCI platform lands: refuses configurations it cannot build. */
+/* Device set-up for a VM: the PCI host bridge and one vNVMe controller per --vnvme, wired to
+ * KVM (MSI-X routes, irqfds, doorbell ioeventfds, CMB memory slot) through vm.h services. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "devices.h"
+#include "lightiov/vcap.h"
+#include "nvme-lightiov/nvme_ctrl.h"
+#include "nvme-lightiov/nvme_file.h"
+#include "pci.h"
+
+#define VNVME_PCI_VENDOR 0x1b36
+#define VNVME_PCI_DEVICE 0x0110
+#define VNVME_CLASS	 0x010802 /* mass storage, NVM, NVM Express */
+#define VNVME_DSTRD	 10	  /* 4 KiB doorbell stride: one page per doorbell */
+#define VNVME_MQES	 1023
+#define VNVME_CMB_SIZE	 (1ULL << 20)
+#define VNVME_BAR_REGS	 0
+#define VNVME_BAR_CMB	 2
+#define VNVME_BAR_MSIX	 4
+
+struct vnvme {
+	struct vm *vm;
+	struct vnvme_config cfg;
+	struct pci_dev pci;
+	struct nvme_ctrl *ctrl;
+	struct nvme_file *file;
+	pthread_mutex_t db_lock; /* doorbell ioeventfd state */
+	uint64_t bar0;		 /* where BAR0 decodes, ~0 when nowhere */
+	bool dbbuf_on, evfds_on;
+	uint64_t evfds_at;
+};
+
+struct devices {
+	struct vm *vm;
+	struct pci_bus bus;
+	bool bus_up;
+	unsigned n;
+	struct vnvme *nvme[CONFIG_MAX_VNVME];
+};
+
+/* One VM per lvmm process in practice; a small table keeps devices.h free of state. */
+static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct devices *devices_tab[4];
+
+static struct devices *devices_of(struct vm *vm)
+{
+	unsigned i;
+
+	for (i = 0; i < 4; i++)
+		if (devices_tab[i] && devices_tab[i]->vm == vm)
+			return devices_tab[i];
+	return NULL;
+}
+
+/* ---- platform ops for the PCI layer ---- */
+
+static int plat_alloc_gsi(void *vm)
+{
+	return vm_alloc_gsi(vm);
+}
+
+static int plat_route(void *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked)
+{
+	return vm_set_msi_route(vm, gsi, addr, data, masked);
+}
+
+static int plat_irqfd(void *vm, unsigned gsi, int efd, bool assign)
+{
+	return vm_irqfd(vm, gsi, efd, assign);
+}
+
+static int plat_map_host(void *vm, uint64_t gpa, uint64_t size, void *host)
+{
+	return vm_map_host_mem(vm, gpa, size, host, false);
+}
+
+static int plat_unmap_host(void *vm, uint64_t gpa)
+{
+	return vm_unmap_host_mem(vm, gpa);
+}
+
+/* ---- doorbell ioeventfds: only with shadow doorbells, whose values the I/O thread reads ---- */
+
+static void vnvme_evfds(struct vnvme *v, bool on, uint64_t bar0)
+{
+	unsigned q, nq = v->vm ? vm_get_config(v->vm)->cpus : 1;
+	uint64_t stride = 4ULL << VNVME_DSTRD;
+	int fd = nvme_file_kick_fd(v->file);
+
+	for (q = 1; q <= nq; q++) {
+		uint64_t sq = bar0 + NVME_REG_DBS + 2 * q * stride;
+		int r1 = vm_ioeventfd(v->vm, sq, 4, fd, on);
+		int r2 = vm_ioeventfd(v->vm, sq + stride, 4, fd, on);
+
+		if (on && (r1 || r2))
+			fprintf(stderr, "vnvme %s: doorbell ioeventfd for queue %u: %s\n",
+				v->cfg.id, q, strerror(-(r1 ? r1 : r2)));
+	}
+}
+
+/* Brings the ioeventfds in line with (dbbuf_on, bar0); db_lock held. */
+static void vnvme_evfds_sync(struct vnvme *v)
+{
+	bool want = v->dbbuf_on && v->bar0 != ~0ULL;
+
+	if (v->evfds_on && (!want || v->evfds_at != v->bar0)) {
+		vnvme_evfds(v, false, v->evfds_at);
+		v->evfds_on = false;
+	}
+	if (want && !v->evfds_on) {
+		vnvme_evfds(v, true, v->bar0);
+		v->evfds_on = true;
+		v->evfds_at = v->bar0;
+	}
+}
+
+static void hook_irq(void *opaque, unsigned vector)
+{
+	struct vnvme *v = opaque;
+
+	pci_msix_notify(&v->pci, vector);
+}
+
+static void hook_kick(void *opaque)
+{
+	struct vnvme *v = opaque;
+
+	nvme_file_kick(v->file);
+}
+
+static void hook_dbbuf(void *opaque, bool on)
+{
+	struct vnvme *v = opaque;
+
+	pthread_mutex_lock(&v->db_lock);
+	v->dbbuf_on = on;
+	vnvme_evfds_sync(v);
+	pthread_mutex_unlock(&v->db_lock);
+}
+
+static void bar_moved(struct pci_dev *d, unsigned bar, uint64_t gpa)
+{
+	struct vnvme *v = d->priv;
+
+	if (bar == VNVME_BAR_CMB) {
+		nvme_ctrl_set_cmb_gpa(v->ctrl, gpa);
+	} else if (bar == VNVME_BAR_REGS) {
+		pthread_mutex_lock(&v->db_lock);
+		v->bar0 = gpa;
+		vnvme_evfds_sync(v);
+		pthread_mutex_unlock(&v->db_lock);
+	}
+}
+
+static void vnvme_free(struct vnvme *v)
+{
+	if (!v)
+		return;
+	if (v->pci.bus) {
+		pthread_mutex_lock(&v->db_lock);
+		v->dbbuf_on = false;
+		vnvme_evfds_sync(v);
+		pthread_mutex_unlock(&v->db_lock);
+	}
+	pci_dev_exit(&v->pci);
+	nvme_file_close(v->file); /* joins the I/O thread: no more controller calls after */
+	nvme_ctrl_destroy(v->ctrl);
+	free(v);
+}
+
+static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_config *vc,
+			unsigned idx, char *err, unsigned errlen)
+{
+	const struct vm_config *cfg = vm_get_config(vm);
+	struct nvme_ctrl_params p = {
+	    .mqes = VNVME_MQES,
+	    .dstrd = VNVME_DSTRD,
+	    .max_ioqs = cfg->cpus ? cfg->cpus : 1,
+	    .cmb_size = VNVME_CMB_SIZE,
+	    .cmb_bir = VNVME_BAR_CMB,
+	    .readonly = vc->readonly,
+	    .cntlid = (uint16_t)idx,
+	};
+	struct nvme_ctrl_hooks hooks = {.irq = hook_irq, .kick = hook_kick, .dbbuf = hook_dbbuf};
+	struct lightiov_vcap vcap = {
+	    .cap_id = LIGHTIOV_VCAP_ID,
+	    .cap_len = sizeof(vcap),
+	    .version = LIGHTIOV_VCAP_VERSION,
+	    .magic = LIGHTIOV_VCAP_MAGIC,
+	    .mode = LIGHTIOV_MODE_EMULATE,
+	};
+	struct vnvme *v;
+	void *cmb;
+	uint64_t cmb_size;
+	int r;
+
+	if (vc->ssd[0] || vc->mode != VNVME_EMULATE) {
+		snprintf(err, errlen, "vnvme %s: only file= backing in emulate mode is built in",
+			 vc->id);
+		return -EOPNOTSUPP;
+	}
+	v = calloc(1, sizeof(*v));
+	if (!v) {
+		snprintf(err, errlen, "vnvme %s: out of memory", vc->id);
+		return -ENOMEM;
+	}
+	v->vm = vm;
+	v->cfg = *vc;
+	if (!v->cfg.id[0])
+		snprintf(v->cfg.id, sizeof(v->cfg.id), "nvme%u", idx);
+	v->bar0 = ~0ULL;
+	pthread_mutex_init(&v->db_lock, NULL);
+	p.nvectors = p.max_ioqs + 1;
+	snprintf(p.serial, sizeof(p.serial), "%.20s", vc->serial[0] ? vc->serial : v->cfg.id);
+	hooks.opaque = v;
+	r = nvme_file_open(&v->cfg, &v->file, &p.size, err, errlen);
+	if (!r)
+		r = nvme_ctrl_create(&p, vm_guest_mem(vm), &nvme_file_ops, v->file, &hooks,
+				     &v->ctrl, err, errlen);
+	if (r)
+		goto fail;
+	pci_dev_init(&v->pci, v->cfg.id, VNVME_PCI_VENDOR, VNVME_PCI_DEVICE, VNVME_CLASS,
+		     VNVME_PCI_VENDOR, VNVME_PCI_DEVICE);
+	v->pci.priv = v;
+	cmb = nvme_ctrl_cmb(v->ctrl, &cmb_size);
+	r = pci_dev_add_bar(&v->pci, VNVME_BAR_REGS, nvme_ctrl_bar0_size(v->ctrl), true, false,
+			    &nvme_ctrl_bar0_ops, v->ctrl, NULL);
+	if (!r && cmb)
+		r = pci_dev_add_bar(&v->pci, VNVME_BAR_CMB, cmb_size, true, true,
+				    &nvme_ctrl_cmb_ops, v->ctrl, cmb);
+	if (r) {
+		snprintf(err, errlen, "vnvme %s: BAR set-up failed: %s", v->cfg.id, strerror(-r));
+		goto fail;
+	}
+	v->pci.bar[VNVME_BAR_REGS].moved = bar_moved;
+	v->pci.bar[VNVME_BAR_CMB].moved = bar_moved;
+	r = pci_dev_add_msix(&v->pci, p.nvectors, VNVME_BAR_MSIX, err, errlen);
+	if (r)
+		goto fail;
+	if (pci_dev_add_cap(&v->pci, &vcap, sizeof(vcap)) < 0) {
+		snprintf(err, errlen, "vnvme %s: no room for the vendor capability", v->cfg.id);
+		r = -ENOSPC;
+		goto fail;
+	}
+	r = nvme_file_start(v->file, v->ctrl, err, errlen);
+	if (!r)
+		r = pci_bus_add(&ds->bus, &v->pci, err, errlen);
+	if (r)
+		goto fail;
+	ds->nvme[ds->n++] = v;
+	return 0;
+fail:
+	vnvme_free(v);
+	return r;
+}
 
 int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned errlen)
 {
-	(void)vm;
-	if (cfg->nvnvme) {
-		snprintf(err, errlen, "vnvme %s: the NVMe controller is not built in", cfg->vnvme[0].id);
-		return -EOPNOTSUPP;
+	struct pci_platform_ops ops = {
+	    .opaque = vm,
+	    .alloc_gsi = plat_alloc_gsi,
+	    .set_msi_route = plat_route,
+	    .irqfd = plat_irqfd,
+	    .map_host = plat_map_host,
+	    .unmap_host = plat_unmap_host,
+	};
+	struct devices *ds;
+	unsigned i, slot;
+	int r;
+
+	pthread_mutex_lock(&devices_lock);
+	for (slot = 0; slot < 4 && devices_tab[slot]; slot++)
+		;
+	pthread_mutex_unlock(&devices_lock);
+	if (slot == 4) {
+		snprintf(err, errlen, "devices: too many VMs in one process");
+		return -ENOSPC;
+	}
+	ds = calloc(1, sizeof(*ds));
+	if (!ds) {
+		snprintf(err, errlen, "devices: out of memory");
+		return -ENOMEM;
+	}
+	ds->vm = vm;
+	r = pci_bus_init(&ds->bus, &ops, vm_pio_bus(vm), vm_mmio_bus(vm), err, errlen);
+	if (r) {
+		free(ds);
+		return r;
+	}
+	ds->bus_up = true;
+	pthread_mutex_lock(&devices_lock);
+	devices_tab[slot] = ds;
+	pthread_mutex_unlock(&devices_lock);
+	for (i = 0; i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++) {
+		r = vnvme_create(ds, vm, &cfg->vnvme[i], i, err, errlen);
+		if (r) {
+			devices_exit(vm);
+			return r;
+		}
 	}
 	return 0;
 }
 
 void devices_exit(struct vm *vm)
 {
-	(void)vm;
+	struct devices *ds;
+	unsigned i;
+
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	for (i = 0; ds && i < 4; i++)
+		if (devices_tab[i] == ds)
+			devices_tab[i] = NULL;
+	pthread_mutex_unlock(&devices_lock);
+	if (!ds)
+		return;
+	for (i = 0; i < ds->n; i++)
+		vnvme_free(ds->nvme[i]);
+	if (ds->bus_up)
+		pci_bus_exit(&ds->bus);
+	free(ds);
 }
 
 unsigned devices_counters(struct vm *vm, struct vm_dev_counters *out, unsigned max)
 {
-	(void)vm;
-	(void)out;
-	(void)max;
-	return 0;
+	struct devices *ds;
+	unsigned i, n = 0;
+
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	for (i = 0; ds && i < ds->n && n < max; i++) {
+		struct vnvme *v = ds->nvme[i];
+		struct nvme_ctrl_stats st;
+
+		nvme_ctrl_get_stats(v->ctrl, &st);
+		memset(&out[n], 0, sizeof(out[n]));
+		snprintf(out[n].id, sizeof(out[n].id), "%s", v->cfg.id);
+		out[n].reads = st.reads;
+		out[n].writes = st.writes;
+		out[n].read_bytes = st.read_bytes;
+		out[n].write_bytes = st.write_bytes;
+		out[n].flushes = st.flushes;
+		out[n].doorbells = st.doorbells;
+		out[n].mmio_exits = st.mmio_exits;
+		out[n].irqs = st.irqs;
+		n++;
+	}
+	pthread_mutex_unlock(&devices_lock);
+	return n;
 }

@@ -299,7 +299,7 @@ static void bars_update(struct pci_dev *d)
 		pthread_mutex_unlock(&d->lock);
 		use_host = bar->host && b->ops.map_host;
 		if (bar->mapped && (!want || bar->mapped_addr != addr)) {
-			if (use_host)
+			if (bar->mapped_host)
 				b->ops.unmap_host(b->ops.opaque, bar->mapped_addr);
 			else
 				bus_unregister(b->mmio, bar->mapped_addr, bar->opaque);
@@ -308,9 +308,12 @@ static void bars_update(struct pci_dev *d)
 				bar->moved(d, i, ~0ULL);
 		}
 		if (want && !bar->mapped) {
+			r = -ENODEV;
 			if (use_host)
 				r = b->ops.map_host(b->ops.opaque, addr, bar->size, bar->host);
-			else
+			/* Without a host mapping the BAR still works, by MMIO exits. */
+			bar->mapped_host = !r;
+			if (r && bar->ops)
 				r = bus_register(b->mmio, addr, bar->size, bar->ops, bar->opaque,
 						 d->name);
 			if (r) {

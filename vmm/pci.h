@@ -59,7 +59,7 @@ struct pci_bar {
 	uint64_t size; /* power of two >= 4 KiB; 0 = not implemented */
 	bool is64, prefetch;
 	uint64_t addr; /* as programmed in config space */
-	bool mapped;
+	bool mapped, mapped_host;
 	uint64_t mapped_addr;
 	const struct bus_ops *ops; /* MMIO handler (offset relative to the BAR) */
 	void *opaque;
