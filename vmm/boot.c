@@ -151,7 +151,8 @@ static int boot_load_initrd(struct guest_mem *gm, const char *path, uint64_t ker
 	uint8_t *dst;
 	int fd, r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO given as a file must not hang us (it is refused below). */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		r = -errno;
 		snprintf(err, errlen, "initramfs %s: %s", path, strerror(-r));
@@ -208,7 +209,8 @@ static int boot_load_kernel(struct guest_mem *gm, const char *path, struct loade
 	struct loader_fd f;
 	int fd, r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO given as a file must not hang us (it is refused below). */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		r = -errno;
 		snprintf(err, errlen, "kernel %s: %s", path, strerror(-r));
@@ -232,7 +234,7 @@ int boot_load_linux(struct guest_mem *gm, const struct vm_config *cfg, const cha
 {
 	struct boot_params *bp;
 	struct loader_result res;
-	uint64_t kernel_end, initrd_max, rsdp = 0;
+	uint64_t kernel_end, initrd_max, cmdmax, rsdp = 0;
 	size_t cmdlen;
 	int n, r;
 
@@ -253,30 +255,29 @@ int boot_load_linux(struct guest_mem *gm, const struct vm_config *cfg, const cha
 	if (r)
 		goto out;
 
-	cmdlen = strlen(cmdline);
 	if (res.kind == LOADER_BZIMAGE) {
 		/* The file's header is the start of the zero page; the loader fields follow. */
 		bp->hdr = res.hdr;
 		initrd_max = res.hdr.initrd_addr_max;
-		if (res.hdr.cmdline_size && cmdlen > res.hdr.cmdline_size) {
-			snprintf(err, errlen,
-				 "cmdline: %zu characters exceed the kernel's limit of %u", cmdlen,
-				 res.hdr.cmdline_size);
-			r = -E2BIG;
-			goto out;
-		}
+		cmdmax = res.hdr.cmdline_size;
 		bp->hdr.code32_start = (uint32_t)res.start;
 	} else {
 		bp->hdr.boot_flag = BOOT_FLAG_MAGIC;
 		bp->hdr.header = BOOT_HDR_MAGIC;
 		bp->hdr.version = BOOT_ELF_PROTOCOL;
 		bp->hdr.kernel_alignment = BOOT_ELF_KERNEL_ALIGN;
-		bp->hdr.cmdline_size = (uint32_t)(LAYOUT_CMDLINE_MAX - 1);
+		bp->hdr.cmdline_size = BOOT_ELF_CMDLINE_MAX;
 		initrd_max = BOOT_DEFAULT_INITRD_MAX;
+		cmdmax = BOOT_ELF_CMDLINE_MAX;
 	}
-	if (cmdlen >= LAYOUT_CMDLINE_MAX) {
-		snprintf(err, errlen, "cmdline: %zu characters exceed the limit of %llu", cmdlen,
-			 LAYOUT_CMDLINE_MAX - 1);
+	/* Linux truncates a longer line silently, dropping the host-compat parameters at its end:
+	 * refuse it instead. */
+	cmdlen = strlen(cmdline);
+	if (cmdmax > LAYOUT_CMDLINE_MAX - 1)
+		cmdmax = LAYOUT_CMDLINE_MAX - 1;
+	if (cmdlen > cmdmax) {
+		snprintf(err, errlen, "cmdline: %zu characters exceed the kernel's limit of %llu",
+			 cmdlen, (unsigned long long)cmdmax);
 		r = -E2BIG;
 		goto out;
 	}

@@ -134,6 +134,8 @@ _Static_assert(offsetof(struct boot_params, eddbuf) == 0xd00, "eddbuf");
 /* Used for ELF kernels, which carry no header: Linux reads the values we fill in. */
 #define BOOT_ELF_PROTOCOL	0x020f
 #define BOOT_DEFAULT_INITRD_MAX 0x7fffffffULL
+/* x86 Linux's COMMAND_LINE_SIZE is 2048 including the terminating NUL. */
+#define BOOT_ELF_CMDLINE_MAX 2047
 
 /* E820 map for the RAM slots of gm: the legacy holes below 1 MiB and the ECAM window are
  * reserved. Returns the number of entries written (at most max) or -ENOSPC. */

@@ -416,14 +416,15 @@ START_TEST(linux_initrd_addr_max)
 }
 END_TEST
 
+static struct boot_info fail_bi;
+
 static void boot_fails(const struct vm_config *c, const char *cmdline, int want_rc,
 		       const char *want)
 {
-	struct boot_info bi;
 	int r;
 
 	err[0] = 0;
-	r = boot_load_linux(&gm, c, cmdline, &bi, err, sizeof(err));
+	r = boot_load_linux(&gm, c, cmdline, &fail_bi, err, sizeof(err));
 	ck_assert_msg(r == want_rc, "rc %d, want %d: %s", r, want_rc, err);
 	ck_assert_msg(strstr(err, want), "message '%s' lacks '%s'", err, want);
 }
@@ -442,6 +443,12 @@ START_TEST(linux_errors)
 	cfg_init(&c, 0);
 	strcpy(c.kernel, dir);
 	boot_fails(&c, "", -EINVAL, "not a regular file");
+
+	/* a FIFO must be refused, not block the monitor waiting for a writer */
+	ck_assert_int_eq(mkfifo(kpath, 0600), 0);
+	cfg_init(&c, 0);
+	boot_fails(&c, "", -EINVAL, "not a regular file");
+	unlink(kpath);
 
 	write_file(kpath, "MZ garbage, not a kernel at all", 31);
 	cfg_init(&c, 0);
@@ -471,7 +478,14 @@ START_TEST(linux_errors)
 	longcmd = malloc(LAYOUT_CMDLINE_MAX + 1);
 	memset(longcmd, 'a', LAYOUT_CMDLINE_MAX);
 	longcmd[LAYOUT_CMDLINE_MAX] = 0;
-	boot_fails(&c, longcmd, -E2BIG, "cmdline: 65536 characters exceed the limit of 65535");
+	boot_fails(&c, longcmd, -E2BIG,
+		   "cmdline: 65536 characters exceed the kernel's limit of 2047");
+	longcmd[2048] = 0;
+	boot_fails(&c, longcmd, -E2BIG,
+		   "cmdline: 2048 characters exceed the kernel's limit of 2047");
+	longcmd[2047] = 0;
+	ck_assert_int_eq(boot_load_linux(&gm, &c, longcmd, &fail_bi, err, sizeof(err)), 0);
+	ck_assert_uint_eq(strlen((const char *)ram + LAYOUT_CMDLINE), 2047);
 	free(longcmd);
 
 	write_bzimage(10);
