@@ -393,6 +393,8 @@ START_TEST(test_errors)
 	expect_error("PUT", "vm.add-vnvme", "{\"path\": \"/tmp/none.img\"}", 501);
 	expect_error("PUT", "vm.remove-device", "{\"id\": \"nvme0\"}", 501);
 	ck_assert_str_eq(vm_state(), "Running");
+	/* a paused VM is shut down and destroyed with the VMM */
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
 	ck_assert_int_eq(put("vmm.shutdown", NULL), 204);
 	ck_assert_int_eq(wait_lvmm(), 0);
 }

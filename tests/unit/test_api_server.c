@@ -195,6 +195,28 @@ START_TEST(test_keepalive_and_pipelining)
 }
 END_TEST
 
+START_TEST(test_expect_continue)
+{
+	char buf[4096];
+	int fd = client();
+
+	/* curl sends this for bodies over 1 KiB and waits for the interim answer */
+	pending_len = 0;
+	send_str(fd, "PUT /api/v1/vm.create HTTP/1.1\r\nExpect: 100-continue\r\n"
+		     "Content-Length: 35\r\n\r\n");
+	ck_assert_int_eq(read_answer(fd, buf, sizeof(buf)), 100);
+	send_str(fd, "{\"payload\": {\"kernel\": \"/vmlinux\"}}");
+	ck_assert_int_eq(read_answer(fd, buf, sizeof(buf)), 204);
+	/* no interim answer without the header, nor for a body refused up front */
+	send_str(fd, "PUT /api/v1/vm.boot HTTP/1.1\r\nX-Expect: 100-continue\r\n\r\n");
+	ck_assert_int_eq(read_answer(fd, buf, sizeof(buf)), 204);
+	send_str(fd, "PUT /api/v1/vm.create HTTP/1.1\r\nExpect: 100-continue\r\n"
+		     "Content-Length: 100000\r\n\r\n");
+	ck_assert_int_eq(read_answer(fd, buf, sizeof(buf)), 413);
+	close(fd);
+}
+END_TEST
+
 START_TEST(test_body_too_large)
 {
 	char buf[4096];
@@ -417,6 +439,7 @@ static Suite *api_server_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_ping_http);
 	tcase_add_test(tc, test_keepalive_and_pipelining);
+	tcase_add_test(tc, test_expect_continue);
 	tcase_add_test(tc, test_body_too_large);
 	tcase_add_test(tc, test_headers_too_large);
 	tcase_add_test(tc, test_bad_syntax);

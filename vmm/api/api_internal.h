@@ -107,6 +107,14 @@ struct api_http {
 	bool ready;
 	bool keep_alive;
 	bool started; /* some bytes of the current request arrived */
+	/* "Expect: 100-continue" (curl sends it for bodies over 1 KiB): the server answers
+	 * "100 Continue" once the headers passed the limits, instead of making curl wait. */
+	char field[16];
+	size_t field_len;
+	bool field_is_expect;
+	bool headers_done;
+	bool expect_continue;
+	bool continue_sent;
 };
 
 void api_http_init(struct api_http *h);

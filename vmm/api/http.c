@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api/api_internal.h"
 
@@ -39,16 +40,46 @@ static int http_on_url(http_parser *p, const char *at, size_t len)
 	return 0;
 }
 
-static int http_on_header(http_parser *p, const char *at, size_t len)
+static int http_count_header(struct api_http *h, size_t len)
 {
-	struct api_http *h = p->data;
-
 	h->header_bytes += len + 4; /* ": " and CRLF count against the limit too */
 	if (h->header_bytes > API_MAX_HEADERS) {
 		http_fail(h, 431, "request headers exceed 8192 bytes");
 		return -1;
 	}
 	return 0;
+}
+
+static int http_on_header_field(http_parser *p, const char *at, size_t len)
+{
+	struct api_http *h = p->data;
+
+	/* A field name may arrive in pieces; a value callback in between starts a new one. */
+	if (h->field_is_expect || h->field_len == sizeof(h->field)) {
+		h->field_len = 0;
+		h->field_is_expect = false;
+	}
+	if (h->field_len + len < sizeof(h->field)) {
+		memcpy(h->field + h->field_len, at, len);
+		h->field_len += len;
+	} else {
+		h->field_len = sizeof(h->field); /* too long to be "Expect" */
+	}
+	return http_count_header(h, len);
+}
+
+static int http_on_header_value(http_parser *p, const char *at, size_t len)
+{
+	struct api_http *h = p->data;
+
+	if (h->field_len == 6 && !strncasecmp(h->field, "expect", 6)) {
+		h->field_is_expect = true;
+		if (len == 12 && !strncasecmp(at, "100-continue", 12))
+			h->expect_continue = true;
+	} else {
+		h->field_len = sizeof(h->field); /* next field callback starts afresh */
+	}
+	return http_count_header(h, len);
 }
 
 static int http_on_headers_complete(http_parser *p)
@@ -71,6 +102,7 @@ static int http_on_headers_complete(http_parser *p)
 		http_fail(h, 413, "request body exceeds 65536 bytes");
 		return -1;
 	}
+	h->headers_done = true;
 	return 0;
 }
 
@@ -118,8 +150,8 @@ static int http_on_message_complete(http_parser *p)
 static const http_parser_settings http_settings = {
     .on_message_begin = http_on_message_begin,
     .on_url = http_on_url,
-    .on_header_field = http_on_header,
-    .on_header_value = http_on_header,
+    .on_header_field = http_on_header_field,
+    .on_header_value = http_on_header_value,
     .on_headers_complete = http_on_headers_complete,
     .on_body = http_on_body,
     .on_message_complete = http_on_message_complete,
@@ -149,6 +181,11 @@ void api_http_next(struct api_http *h)
 		h->req.body[0] = 0;
 	h->ready = false;
 	h->started = false;
+	h->field_len = 0;
+	h->field_is_expect = false;
+	h->headers_done = false;
+	h->expect_continue = false;
+	h->continue_sent = false;
 	http_parser_pause(&h->parser, 0);
 }
 

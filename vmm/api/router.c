@@ -338,6 +338,12 @@ static void route_vm_shutdown(struct api_vmm *vmm, const struct api_request *req
 			      struct api_response *resp)
 {
 	route_simple(vmm, resp, "vm.shutdown", ST(VM_RUNNING) | ST(VM_PAUSED), vmm->ops->shutdown);
+	/* The waiter may be the one collecting the vCPU threads: once it is joined the state
+	 * reads Shutdown, so a vm.info right after this answer never sees Running. */
+	if (resp->status == 204 && vmm->waiter_started) {
+		pthread_join(vmm->waiter, NULL);
+		vmm->waiter_started = false;
+	}
 }
 
 static void route_vm_reboot(struct api_vmm *vmm, const struct api_request *req,

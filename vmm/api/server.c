@@ -188,6 +188,16 @@ static bool server_progress(struct server *s, struct conn *c)
 			answered = true;
 			break;
 		}
+		if (!h->ready && h->expect_continue && h->headers_done && !h->continue_sent) {
+			static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+			/* Tiny and first on the wire: if the socket is full the client just
+			 * sends its body after its own timeout, as without this answer. */
+			h->continue_sent = true;
+			if (send(c->fd, cont, sizeof(cont) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+				/* best effort */
+			}
+		}
 		if (!h->ready) {
 			if (c->rd_eof && !c->in_len) {
 				if (!c->eof_fed)
