@@ -465,6 +465,11 @@ START_TEST(test_command_line_vm)
 	ck_assert_int_eq(run_capture(second, out, sizeof(out), err, sizeof(err)), 1);
 	ck_assert_ptr_nonnull(strstr(err, "another server"));
 	ck_assert_int_eq(curl("GET", "vmm.ping", NULL, NULL), 200);
+	/* nor does one with its own VM: it stops that VM and exits instead of hanging */
+	char *third[] = {(char *)lvmm, "run", "--kernel",     guest, "--cmdline", "bench.mode=spin",
+			 "--serial",   "off", "--api-socket", sock,  NULL};
+	ck_assert_int_eq(run_capture(third, out, sizeof(out), err, sizeof(err)), 1);
+	ck_assert_ptr_nonnull(strstr(err, "another server"));
 	expect_error("PUT", "vm.create", vm_config("spin"), 409);
 	/* it ends with its VM */
 	ck_assert_int_eq(put("vm.shutdown", NULL), 204);

@@ -36,6 +36,7 @@ static int api_main_vm(const char *path, int lfd, struct vm *vm)
 		fprintf(stderr, "lvmm: api socket %s: cannot start the VM waiter\n", path);
 		if (vmm.stop_efd >= 0)
 			close(vmm.stop_efd);
+		api_vmm_unwatch(&vmm);
 		return 1;
 	}
 	r = api_serve(&vmm, lfd, vmm.stop_efd, 0);
@@ -105,6 +106,9 @@ int api_vmm_main(const char *socket_path, struct vm *vm)
 	lfd = api_socket_listen(socket_path, err, sizeof(err));
 	if (lfd < 0) {
 		fprintf(stderr, "lvmm: %s\n", err);
+		/* The caller waits for its VM after we return: without an API it must not run. */
+		if (vm)
+			vm_shutdown(vm, err, sizeof(err));
 		return 1;
 	}
 	status = vm ? api_main_vm(socket_path, lfd, vm) : api_main_empty(socket_path, lfd);
