@@ -1,9 +1,14 @@
 /* libFuzzer target for the kernel image loaders (vmm/loader.c): arbitrary bytes as a kernel
- * file, loaded into a small guest RAM buffer; then the initrd placement arithmetic. */
+ * image from a buffer, then as a kernel file (memfd) through boot_load_linux's whole set-up. */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "boot.h"
 
 #include "bootparam.h"
 #include "layout.h"
@@ -13,6 +18,33 @@
 #define FUZZ_RAM (8ULL << 20)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The same bytes as a file: the zero page, command line and tables are built around them. */
+static void fuzz_boot(struct guest_mem *gm, const uint8_t *data, size_t size)
+{
+	static struct vm_config cfg;
+	static int fd = -1;
+	struct boot_info bi;
+	char err[256];
+
+	if (fd < 0) {
+		fd = memfd_create("fuzz-kernel", MFD_CLOEXEC);
+		if (fd < 0)
+			abort();
+		config_defaults(&cfg);
+		snprintf(cfg.kernel, sizeof(cfg.kernel), "/proc/self/fd/%d", fd);
+	}
+	if (ftruncate(fd, 0) || pwrite(fd, data, size, 0) != (ssize_t)size)
+		abort();
+	err[0] = 0;
+	if (boot_load_linux(gm, &cfg, "console=ttyS0", &bi, err, sizeof(err)) == 0) {
+		if (bi.entry < LAYOUT_HIGH_RAM || bi.entry >= FUZZ_RAM ||
+		    bi.zero_page != LAYOUT_ZERO_PAGE || bi.cr3 != LAYOUT_PML4)
+			abort();
+	} else if (!err[0]) {
+		abort();
+	}
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -42,5 +74,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (!err[0] || !memchr(err, 0, sizeof(err))) {
 		abort(); /* every failure explains itself */
 	}
+	fuzz_boot(&gm, data, size);
 	return 0;
 }
