@@ -53,7 +53,7 @@ static int api_main_vm(const char *path, int lfd, struct vm *vm)
 	return status;
 }
 
-/* An empty VMM: serves until vmm.shutdown, SIGINT or SIGTERM. */
+/* An empty VMM: serves until vmm.shutdown, SIGINT, SIGTERM or SIGHUP. */
 static int api_main_empty(const char *path, int lfd)
 {
 	char err[API_ERR_LEN];
@@ -66,6 +66,7 @@ static int api_main_empty(const char *path, int lfd)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, &old);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0) {

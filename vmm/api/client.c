@@ -295,6 +295,7 @@ int api_client_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"socket", required_argument, NULL, 's'},
+	    {"api-socket", required_argument, NULL, 's'}, /* ch-remote's spelling */
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};

@@ -292,6 +292,10 @@ static void route_vm_boot(struct api_vmm *vmm, const struct api_request *req,
 	}
 	r = vmm->ops->boot(vmm->vm, err, sizeof(err));
 	if (r) {
+		/* A boot that failed half-way (some vCPUs started) is settled to Shutdown, so
+		 * the VM can be booted again or deleted. */
+		if (vmm->ops->get_state(vmm->vm) != VM_CREATED)
+			api_vmm_unwatch(vmm);
 		route_op_error(resp, "vm.boot", r, err);
 		return;
 	}
