@@ -351,6 +351,48 @@ START_TEST(test_guest_poweroff)
 }
 END_TEST
 
+START_TEST(test_counters_nvme)
+{
+	char cfg[2048], disk[160];
+	json_t *j, *d;
+	int fd;
+
+	/* the bench guest's NVMe mode does I/O on a file-backed vNVMe, then powers off */
+	snprintf(disk, sizeof(disk), "%s/disk.img", dir);
+	fd = open(disk, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 16 << 20), 0);
+	close(fd);
+	snprintf(cfg, sizeof(cfg),
+		 "{\"memory\": {\"size\": 67108864},"
+		 " \"payload\": {\"kernel\": \"%s\", \"cmdline\": \"bench.mode=nvme\"},"
+		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"},"
+		 " \"vnvme\": [{\"path\": \"%s\"}]}",
+		 guest, console, disk);
+	start_lvmm(NULL);
+	ck_assert_int_eq(put("vm.create", cfg), 204);
+	ck_assert_int_eq(curl("GET", "vm.counters", NULL, &j), 200);
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(json_object_get(j, "nvme0"), "read_ops")), 0);
+	json_decref(j);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	for (int i = 0; i < 2400 && strcmp(vm_state(), "Shutdown"); i++)
+		ms_sleep(25);
+	ck_assert_str_eq(vm_state(), "Shutdown");
+	/* the counters of a stopped VM stay readable until vm.delete */
+	ck_assert_int_eq(curl("GET", "vm.counters", NULL, &j), 200);
+	d = json_object_get(j, "nvme0");
+	ck_assert_msg(json_is_object(d), "no nvme0 in vm.counters");
+	ck_assert_int_gt(json_integer_value(json_object_get(d, "read_ops")), 0);
+	ck_assert_int_gt(json_integer_value(json_object_get(d, "write_bytes")), 0);
+	ck_assert_int_gt(json_integer_value(json_object_get(d, "doorbells")), 0);
+	json_decref(j);
+	ck_assert_int_eq(put("vm.delete", NULL), 204);
+	ck_assert_int_eq(put("vmm.shutdown", NULL), 204);
+	ck_assert_int_eq(wait_lvmm(), 0);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	static char big[70 * 1024 + 64];
@@ -503,6 +545,7 @@ static Suite *api_integ_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_lifecycle_curl);
 	tcase_add_test(tc, test_guest_poweroff);
+	tcase_add_test(tc, test_counters_nvme);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_client);
 	tcase_add_test(tc, test_command_line_vm);
