@@ -454,8 +454,12 @@ static void sq_publish_eventidx(struct nvme_ctrl *c, struct nvme_sq *sq)
 {
 	uint32_t *ei = dbbuf_slot(c, c->dbbuf_eis, sq->qid, false);
 
-	if (ei && sq->qid)
+	if (ei && sq->qid) {
 		__atomic_store_n(ei, sq->tail, __ATOMIC_RELEASE);
+		/* The next shadow read must not pass this store: the driver decides whether to
+		 * ring from the event index, we decide whether to look again from the tail. */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
 }
 
 /* Fetches up to budget commands of one SQ; returns how many were fetched. */
