@@ -56,6 +56,7 @@ struct gemini_ctx {
 	struct gm_window win[16];
 	int nwin;
 	pthread_t threads[64];
+	void *workers[64];
 	int nthreads;
 	volatile int stop;
 	uint32_t *qhead;

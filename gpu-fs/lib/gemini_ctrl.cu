@@ -16,6 +16,9 @@
 #ifdef GEMINI_HAVE_CUFILE
 #include <cufile.h>
 #endif
+#ifdef GEMINI_HAVE_URING
+#include <liburing.h>
+#endif
 
 #include "gemini_backend.h"
 
@@ -27,8 +30,9 @@ struct gm_op {
 	uint16_t cid;
 	uint16_t status;
 	uint8_t opcode;
-	int post_fd;	 /* >= 0: pwrite the bounce bytes after the copy */
-	uint64_t post_off;
+	int io_fd;	 /* >= 0: file I/O at io_off (pread before the copy, pwrite after) */
+	uint64_t io_off;
+	uint8_t *bounce;
 	void *dst;
 	const void *src;
 	size_t len;
@@ -44,8 +48,11 @@ struct gm_worker {
 	void *dsts[GM_BATCH];
 	const void *srcs[GM_BATCH];
 	size_t sizes[GM_BATCH];
-	int batch_ok;
 	int flush;
+#ifdef GEMINI_HAVE_URING
+	struct io_uring ring;
+	int ring_ok;
+#endif
 };
 
 int gemini_register_buffer(struct gemini_ctx *c, void *p, size_t len)
@@ -146,7 +153,7 @@ static void gm_prepare(struct gm_worker *w, const struct gm_nvme_sqe *s, struct 
 	struct gm_hfile *hf;
 
 	op->opcode = s->opcode;
-	op->post_fd = -1;
+	op->io_fd = -1;
 	op->len = 0;
 	op->status = GM_NVME_SC_SUCCESS;
 	if (s->opcode == GM_NVME_OP_FLUSH) {
@@ -210,26 +217,83 @@ static void gm_prepare(struct gm_worker *w, const struct gm_nvme_sqe *s, struct 
 		op->len = 0;
 		return;
 	}
-	{
-		int fd = c->rawfd >= 0 ? c->rawfd : hf->sysfd;
-		uint64_t at = c->rawfd >= 0 ? dev : foff;
-		uint8_t *b = w->bounce + w->used;
+	/* disk: the file I/O is done for the whole batch at once (gm_file_batch) */
+	op->io_fd = c->rawfd >= 0 ? c->rawfd : hf->sysfd;
+	op->io_off = c->rawfd >= 0 ? dev : foff;
+	op->bounce = w->bounce + w->used;
+	w->used += (len + 4095) & ~4095ull;
+	if (s->opcode == GM_NVME_OP_READ) {
+		op->dst = (void *)gpu;
+		op->src = op->bounce;
+	} else {
+		op->dst = op->bounce;
+		op->src = (const void *)gpu;
+	}
+}
 
-		w->used += (len + 4095) & ~4095ull;
-		if (s->opcode == GM_NVME_OP_READ) {
-			if (gm_pread_all(fd, b, len, at)) {
-				op->status = GM_NVME_SC_READ_ERROR;
-				op->len = 0;
-				return;
+/* Reads (before the copies) or writes (after them) of every disk op in the batch, all in flight
+ * at once through io_uring where it is available: one thread keeps the disk's queue full. */
+static void gm_file_batch(struct gm_worker *w, struct gm_op *ops, int n, uint8_t opcode)
+{
+	int i;
+
+#ifdef GEMINI_HAVE_URING
+	if (w->ring_ok) {
+		int inflight = 0;
+
+		for (i = 0; i < n || inflight;) {
+			struct io_uring_cqe *cqe;
+
+			while (i < n) {
+				struct gm_op *op = &ops[i];
+				struct io_uring_sqe *sqe;
+
+				if (op->io_fd < 0 || op->opcode != opcode ||
+				    op->status != GM_NVME_SC_SUCCESS) {
+					i++;
+					continue;
+				}
+				sqe = io_uring_get_sqe(&w->ring);
+				if (!sqe)
+					break;
+				if (opcode == GM_NVME_OP_READ)
+					io_uring_prep_read(sqe, op->io_fd, op->bounce, (unsigned)op->len,
+							   op->io_off);
+				else
+					io_uring_prep_write(sqe, op->io_fd, op->bounce,
+							    (unsigned)op->len, op->io_off);
+				io_uring_sqe_set_data(sqe, op);
+				inflight++;
+				i++;
 			}
-			op->dst = (void *)gpu;
-			op->src = b;
-		} else {
-			op->dst = b;
-			op->src = (const void *)gpu;
-			op->post_fd = fd;
-			op->post_off = at;
+			if (!inflight)
+				break;
+			io_uring_submit_and_wait(&w->ring, 1);
+			while (io_uring_peek_cqe(&w->ring, &cqe) == 0) {
+				struct gm_op *op = (struct gm_op *)io_uring_cqe_get_data(cqe);
+
+				if (cqe->res != (int)op->len)
+					op->status = opcode == GM_NVME_OP_READ ? GM_NVME_SC_READ_ERROR
+									       : GM_NVME_SC_WRITE_FAULT;
+				io_uring_cqe_seen(&w->ring, cqe);
+				inflight--;
+			}
 		}
+		return;
+	}
+#endif
+	for (i = 0; i < n; i++) {
+		struct gm_op *op = &ops[i];
+		int bad;
+
+		if (op->io_fd < 0 || op->opcode != opcode || op->status != GM_NVME_SC_SUCCESS)
+			continue;
+		bad = opcode == GM_NVME_OP_READ
+			      ? gm_pread_all(op->io_fd, op->bounce, op->len, op->io_off)
+			      : gm_pwrite_all(op->io_fd, op->bounce, op->len, op->io_off);
+		if (bad)
+			op->status = opcode == GM_NVME_OP_READ ? GM_NVME_SC_READ_ERROR
+							       : GM_NVME_SC_WRITE_FAULT;
 	}
 }
 
@@ -311,6 +375,7 @@ static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
 		}
 	}
 	pthread_rwlock_unlock(&c->runs_lock);
+	gm_file_batch(w, w->ops, (int)n, GM_NVME_OP_READ);
 	gm_copy_batch(w, w->ops, (int)n);
 	if (cudaStreamSynchronize(w->stream) != cudaSuccess) {
 		cudaGetLastError();
@@ -318,13 +383,7 @@ static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
 			if (w->ops[i].len)
 				w->ops[i].status = GM_NVME_SC_DATA_XFER;
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		struct gm_op *op = &w->ops[i];
-
-		if (op->post_fd >= 0 && op->status == GM_NVME_SC_SUCCESS &&
-		    gm_pwrite_all(op->post_fd, op->dst, op->len, op->post_off))
-			op->status = GM_NVME_SC_WRITE_FAULT;
-	}
+	gm_file_batch(w, w->ops, (int)n, GM_NVME_OP_WRITE);
 	if (w->flush) {
 		int bad = 0;
 
@@ -365,8 +424,6 @@ static void *gm_ctrl_thread(void *arg)
 	}
 	return NULL;
 }
-
-static struct gm_worker *gm_workers[64];
 
 /* The whole disk holding the file system of the file (the map's offsets are disk relative). */
 static int gm_open_raw(const struct gvdk_header *h, char *why, size_t n)
@@ -426,7 +483,10 @@ int gm_backend_start(struct gemini_ctx *c)
 		if (cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking) != cudaSuccess ||
 		    cudaHostAlloc((void **)&w->bounce, GM_BOUNCE, cudaHostAllocDefault) != cudaSuccess)
 			return gm_err(c, -ENOMEM, "gemini: controller %d: no stream or bounce", i);
-		gm_workers[i] = w;
+#ifdef GEMINI_HAVE_URING
+		w->ring_ok = io_uring_queue_init(256, &w->ring, 0) == 0;
+#endif
+		c->workers[i] = w;
 		if (pthread_create(&c->threads[i], NULL, gm_ctrl_thread, w))
 			return gm_err(c, -EAGAIN, "gemini: cannot start controller thread %d", i);
 	}
@@ -437,11 +497,17 @@ void gm_backend_stop(struct gemini_ctx *c)
 {
 	c->stop = 1;
 	for (int i = 0; i < c->nthreads; i++) {
+		struct gm_worker *w = (struct gm_worker *)c->workers[i];
+
 		pthread_join(c->threads[i], NULL);
-		cudaStreamDestroy(gm_workers[i]->stream);
-		cudaFreeHost(gm_workers[i]->bounce);
-		free(gm_workers[i]);
-		gm_workers[i] = NULL;
+		cudaStreamDestroy(w->stream);
+		cudaFreeHost(w->bounce);
+#ifdef GEMINI_HAVE_URING
+		if (w->ring_ok)
+			io_uring_queue_exit(&w->ring);
+#endif
+		free(w);
+		c->workers[i] = NULL;
 	}
 	c->nthreads = 0;
 	if (c->rawfd >= 0)

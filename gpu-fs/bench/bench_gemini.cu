@@ -1,0 +1,468 @@
+// gpu-fs benchmarks: 4 KiB random reads (GPU-initiated nvme/posix/gds backends, CPU-centric posix
+// and gds), map lookup against raw offsets, page-cache hit bandwidth, page size and prefetch.
+// Prints CSV rows on stdout; bench/run.sh collects them and bench/plot.py draws them.
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <vector>
+
+#ifdef GEMINI_HAVE_CUFILE
+#include <cufile.h>
+#endif
+
+#include "gemini.h"
+#include "gvdk.h"
+
+#define CK(x)                                                                                      \
+	do {                                                                                       \
+		cudaError_t e_ = (x);                                                              \
+		if (e_ != cudaSuccess) {                                                           \
+			fprintf(stderr, "bench: %s: %s\n", #x, cudaGetErrorString(e_));            \
+			exit(1);                                                                   \
+		}                                                                                  \
+	} while (0)
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+__device__ static inline uint64_t gtime(void)
+{
+	uint64_t t;
+
+	asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+	return t;
+}
+
+static struct gemini_ctx *open_ctx(const char *backend, size_t page, size_t cache, unsigned pf,
+				   unsigned hthreads, const char *file, int *fd)
+{
+	struct gemini_config k;
+	struct gemini_ctx *c;
+
+	memset(&k, 0, sizeof(k));
+	k.page_size = page;
+	k.cache_size = cache;
+	k.prefetch = pf;
+	k.nqueues = 128;
+	k.qdepth = 64;
+	k.host_threads = hthreads;
+	if (!strcmp(backend, "nvme-mem")) {
+		k.backend = GEMINI_BACKEND_NVME;
+		k.memory_namespace = 1;
+	} else if (!strcmp(backend, "nvme-disk")) {
+		k.backend = GEMINI_BACKEND_NVME;
+		k.direct = 1;
+	} else if (!strcmp(backend, "posix-proxy")) {
+		k.backend = GEMINI_BACKEND_POSIX;
+	} else if (!strcmp(backend, "gds-proxy")) {
+		k.backend = GEMINI_BACKEND_GDS;
+		k.direct = 1;
+	} else {
+		fprintf(stderr, "bench: backend %s unknown\n", backend);
+		exit(2);
+	}
+	if (Geminifs_init(&c, &k)) {
+		fprintf(stderr, "bench: Geminifs_init failed\n");
+		exit(1);
+	}
+	*fd = G_open(c, file, O_RDONLY);
+	if (*fd < 0) {
+		fprintf(stderr, "bench: %s\n", gemini_last_error(c));
+		Geminifs_exit(c);
+		return NULL;
+	}
+	fprintf(stderr, "bench: %s: %s\n", backend, gemini_backend_desc(c));
+	return c;
+}
+
+/* Each thread reads reqs random 4 KiB blocks; raw: device offsets precomputed (no map lookup). */
+__global__ static void k_randread(struct gemini_dev *d, int fd, const uint64_t *offs, int raw,
+				  int reqs, uint8_t *buf, unsigned long long *lat_ns,
+				  unsigned long long *errs)
+{
+	uint64_t tid = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+	uint8_t *b = buf + tid * 4096;
+	unsigned long long lat = 0;
+
+	for (int r = 0; r < reqs; r++) {
+		uint64_t o = offs[tid * reqs + r];
+		uint64_t t0 = gtime();
+		int rc;
+
+		if (raw) {
+			struct gm_ticket t = gm_submit(d, gm_my_queue(d), GM_NVME_OP_READ, o, 4096, b);
+
+			rc = gm_wait(t);
+		} else {
+			rc = G_read_direct(d, fd, o, 4096, b);
+		}
+		lat += gtime() - t0;
+		if (rc)
+			atomicAdd(errs, 1);
+	}
+	atomicAdd(lat_ns, lat);
+}
+
+static void bench_randread(const char *file, const char *backend, unsigned hthreads, int raw,
+			   const std::vector<int> &threads, int reqs)
+{
+	int fd;
+	struct gemini_ctx *c = open_ctx(backend, 65536, 64 << 20, 0, hthreads, file, &fd);
+	char err[GVDK_ERRLEN];
+	struct gvdk_map m;
+	int maxt = 0;
+
+	if (!c)
+		return;
+	if (gvdk_load(file, &m, GVDK_LOAD_SKIP_FIEMAP, err)) {
+		fprintf(stderr, "bench: %s\n", err);
+		exit(1);
+	}
+	for (int t : threads)
+		maxt = t > maxt ? t : maxt;
+	uint8_t *buf;
+	uint64_t *doffs;
+	unsigned long long *dl, *de;
+	std::vector<uint64_t> offs((size_t)maxt * reqs);
+
+	CK(cudaMalloc((void **)&buf, (size_t)maxt * 4096));
+	CK(cudaMalloc((void **)&doffs, offs.size() * 8));
+	CK(cudaMalloc((void **)&dl, 8));
+	CK(cudaMalloc((void **)&de, 8));
+	gemini_register_buffer(c, buf, (size_t)maxt * 4096);
+	srand(42);
+	for (size_t i = 0; i < offs.size(); i++) {
+		uint64_t b = ((uint64_t)rand() * 7919u + (uint64_t)rand()) % m.hdr.nblocks;
+
+		offs[i] = raw ? gvdk_lookup(&m, b) : b * m.hdr.block_size;
+	}
+	CK(cudaMemcpy(doffs, offs.data(), offs.size() * 8, cudaMemcpyHostToDevice));
+	k_randread<<<1, 32>>>(gemini_device(c), fd, doffs, raw, 4, buf, dl, de); /* warm up */
+	CK(cudaDeviceSynchronize());
+	for (int t : threads) {
+		unsigned long long l = 0, e = 0;
+		int bs = t < 128 ? t : 128;
+		int r = t >= 512 ? reqs : reqs * 2;
+		cudaEvent_t a, b;
+		float ms;
+
+		if (r * t > (int)offs.size())
+			r = (int)(offs.size() / t);
+		cudaMemset(dl, 0, 8);
+		cudaMemset(de, 0, 8);
+		cudaEventCreate(&a);
+		cudaEventCreate(&b);
+		cudaEventRecord(a);
+		k_randread<<<t / bs, bs>>>(gemini_device(c), fd, doffs, raw, r, buf, dl, de);
+		cudaEventRecord(b);
+		CK(cudaEventSynchronize(b));
+		cudaEventElapsedTime(&ms, a, b);
+		cudaMemcpy(&l, dl, 8, cudaMemcpyDeviceToHost);
+		cudaMemcpy(&e, de, 8, cudaMemcpyDeviceToHost);
+		double ios = (double)t * r, s = ms / 1e3;
+		printf("randread,%s%s,%u,%d,%.0f,%.1f,%.2f,%llu\n", backend, raw ? "-raw" : "",
+		       hthreads, t, ios / s, ios * 4096 / s / 1e6, l / ios / 1e3, e);
+		fflush(stdout);
+	}
+	gvdk_map_free(&m);
+	cudaFree(buf);
+	cudaFree(doffs);
+	G_close(c, fd);
+	Geminifs_exit(c);
+}
+
+struct cpu_arg {
+	int fd, reqs, id, gds;
+	uint64_t data_off, nblocks;
+	uint8_t *gpu;
+	double lat;
+	void *fh;
+};
+
+static void *cpu_worker(void *p)
+{
+	struct cpu_arg *a = (struct cpu_arg *)p;
+	uint8_t *host;
+	unsigned s = 1234 + a->id * 7;
+
+	cudaHostAlloc((void **)&host, 4096, cudaHostAllocDefault);
+	for (int r = 0; r < a->reqs; r++) {
+		uint64_t b = ((uint64_t)rand_r(&s) * 7919u + rand_r(&s)) % a->nblocks;
+		double t0 = now();
+
+		if (a->gds) {
+#ifdef GEMINI_HAVE_CUFILE
+			cuFileRead((CUfileHandle_t)a->fh, a->gpu, 4096,
+				   (off_t)(a->data_off + b * 4096), 0);
+#endif
+		} else {
+			if (pread(a->fd, host, 4096, (off_t)(a->data_off + b * 4096)) != 4096)
+				abort();
+			cudaMemcpy(a->gpu, host, 4096, cudaMemcpyHostToDevice);
+		}
+		a->lat += now() - t0;
+	}
+	cudaFreeHost(host);
+	return NULL;
+}
+
+/* CPU-centric baselines: host threads pread + cudaMemcpy (posix) or cuFileRead (gds). */
+static void bench_cpu(const char *file, int direct, int gds, const std::vector<int> &threads,
+		      int reqs)
+{
+	char err[GVDK_ERRLEN];
+	struct gvdk_map m;
+	int fd;
+	uint8_t *gpu;
+	void *fh = NULL;
+
+	if (gvdk_load(file, &m, GVDK_LOAD_SKIP_FIEMAP, err)) {
+		fprintf(stderr, "bench: %s\n", err);
+		exit(1);
+	}
+	fd = open(file, O_RDONLY | (direct ? O_DIRECT : 0));
+	CK(cudaMalloc((void **)&gpu, 4096 * 1024));
+	if (gds) {
+#ifdef GEMINI_HAVE_CUFILE
+		CUfileDescr_t d;
+		CUfileHandle_t h;
+		CUfileError_t e = cuFileDriverOpen();
+
+		memset(&d, 0, sizeof(d));
+		d.handle.fd = fd;
+		d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+		e = cuFileHandleRegister(&h, &d);
+		if (e.err != CU_FILE_SUCCESS) {
+			printf("gds-error,cuFileHandleRegister,%d,%s\n", (int)e.err,
+			       CUFILE_ERRSTR(e.err));
+			fflush(stdout);
+			close(fd);
+			return;
+		}
+		fh = h;
+#else
+		printf("gds-error,not-built,0,no cufile.h\n");
+		return;
+#endif
+	}
+	if (!direct && !gds) {
+		/* warm the OS page cache: the backing is held in host memory */
+		std::vector<uint8_t> tmp(1 << 20);
+
+		for (uint64_t o = 0; o < m.hdr.file_size; o += tmp.size())
+			if (pread(fd, tmp.data(), tmp.size(), (off_t)o) < 0)
+				break;
+	}
+	for (int t : threads) {
+		std::vector<pthread_t> th(t);
+		std::vector<cpu_arg> a(t);
+		int r = t > 64 ? reqs / 4 : reqs;
+		double t0 = now(), lat = 0;
+
+		for (int i = 0; i < t; i++) {
+			a[i] = { fd, r, i, gds, m.hdr.data_offset, m.hdr.nblocks,
+				 gpu + (size_t)(i % 1024) * 4096, 0, fh };
+			pthread_create(&th[i], NULL, cpu_worker, &a[i]);
+		}
+		for (int i = 0; i < t; i++) {
+			pthread_join(th[i], NULL);
+			lat += a[i].lat;
+		}
+		double s = now() - t0, ios = (double)t * r;
+		printf("randread,%s%s,0,%d,%.0f,%.1f,%.2f,0\n", gds ? "gds-cpu" : "posix-cpu",
+		       direct ? "-direct" : "", t, ios / s, ios * 4096 / s / 1e6, lat / ios * 1e6);
+		fflush(stdout);
+	}
+	close(fd);
+	cudaFree(gpu);
+	gvdk_map_free(&m);
+}
+
+/* Warp-uniform reads of len bytes at random page-aligned offsets (through the cache or raw). */
+__global__ static void k_hit(struct gemini_dev *d, int fd, const uint8_t *raw, uint64_t size,
+			     uint32_t len, int iters, uint8_t *out, unsigned long long *errs)
+{
+	uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
+	uint32_t s = (uint32_t)warp * 2654435761u + 17;
+	uint8_t *b = out + warp * len;
+	uint64_t npos = size / len;
+
+	for (int i = 0; i < iters; i++) {
+		s ^= s << 13;
+		s ^= s >> 17;
+		s ^= s << 5;
+		uint64_t o = (s % npos) * len;
+
+		if (raw) {
+			const uint4 *src = (const uint4 *)(raw + o);
+			uint4 *dst = (uint4 *)b;
+
+			for (uint32_t k = threadIdx.x & 31; k < len / 16; k += 32)
+				dst[k] = src[k];
+		} else if (G_read(d, fd, o, len, b) != len && (threadIdx.x & 31) == 0) {
+			atomicAdd(errs, 1);
+		}
+	}
+}
+
+__global__ static void k_seq(struct gemini_dev *d, int fd, uint64_t size, uint32_t chunk,
+			     uint8_t *out, unsigned long long *errs)
+{
+	uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
+	uint64_t nw = (gridDim.x * (uint64_t)blockDim.x) / 32;
+	uint64_t per = size / nw / chunk * chunk;
+	uint8_t *b = out + warp * chunk;
+
+	for (uint64_t o = warp * per; o < (warp + 1) * per; o += chunk)
+		if (G_read(d, fd, o, chunk, b) != chunk && (threadIdx.x & 31) == 0)
+			atomicAdd(errs, 1);
+}
+
+static float run_hit(struct gemini_ctx *c, int fd, const uint8_t *raw, uint64_t size, uint32_t len,
+		     int warps, int iters, uint8_t *out, unsigned long long *de)
+{
+	cudaEvent_t a, b;
+	float ms;
+	int bs = warps * 32 < 256 ? warps * 32 : 256;
+
+	cudaEventCreate(&a);
+	cudaEventCreate(&b);
+	cudaEventRecord(a);
+	k_hit<<<warps * 32 / bs, bs>>>(gemini_device(c), fd, raw, size, len, iters, out, de);
+	cudaEventRecord(b);
+	CK(cudaEventSynchronize(b));
+	cudaEventElapsedTime(&ms, a, b);
+	return ms;
+}
+
+/* Page-cache hit bandwidth against a raw gather of the same bytes in HBM. */
+static void bench_hit(const char *file, size_t page, const std::vector<int> &warps)
+{
+	int fd;
+	int64_t size;
+	struct gemini_ctx *c = open_ctx("nvme-mem", page, 0, 0, 4, file, &fd);
+	uint8_t *raw, *out;
+	unsigned long long *de, e = 0;
+	uint32_t len = page < 65536 ? (uint32_t)page : 65536;
+
+	(void)c;
+	if (!c)
+		return;
+	size = gemini_file_size(c, fd);
+	Geminifs_exit(c);
+	c = open_ctx("nvme-mem", page, (size_t)size + (size_t)size / 4, 0, 4, file, &fd);
+	CK(cudaMalloc((void **)&raw, size));
+	CK(cudaMalloc((void **)&out, (size_t)8192 * len));
+	CK(cudaMalloc((void **)&de, 8));
+	cudaMemset(de, 0, 8);
+	k_seq<<<64, 256>>>(gemini_device(c), fd, size, (uint32_t)page, out, de); /* fill the cache */
+	CK(cudaDeviceSynchronize());
+	struct gemini_stats st0, st1;
+
+	gemini_stats(c, &st0);
+	for (int w : warps) {
+		/* up to 4 GiB moved per point, fewer for a handful of warps */
+		int iters = (int)((4ull << 30) / ((uint64_t)w * len));
+
+		if (iters > 4096)
+			iters = 4096;
+		if (iters < 4)
+			iters = 4;
+		run_hit(c, fd, NULL, size, len, w, 2, out, de);
+		float ms = run_hit(c, fd, NULL, size, len, w, iters, out, de);
+		float rms = run_hit(c, fd, raw, size, len, w, iters, out, de);
+		double bytes = (double)w * iters * len;
+
+		printf("hit,%zu,%u,%d,%.1f,%.1f\n", page, len, w, bytes / (ms / 1e3) / 1e9,
+		       bytes / (rms / 1e3) / 1e9);
+		fflush(stdout);
+	}
+	gemini_stats(c, &st1);
+	cudaMemcpy(&e, de, 8, cudaMemcpyDeviceToHost);
+	fprintf(stderr, "bench: hit page %zu: %llu misses during the timed runs, %llu errors\n",
+		page, (unsigned long long)(st1.misses - st0.misses), e);
+	cudaFree(raw);
+	cudaFree(out);
+	cudaFree(de);
+	G_close(c, fd);
+	Geminifs_exit(c);
+}
+
+/* Cold sequential scan through the cache: page size and prefetch. */
+static void bench_seq(const char *file, const char *backend, size_t page, unsigned pf, int warps)
+{
+	int fd;
+	struct gemini_ctx *c = open_ctx(backend, page, 256 << 20, pf, 4, file, &fd);
+	uint8_t *out;
+	unsigned long long *de, e = 0;
+	cudaEvent_t a, b;
+	float ms;
+	int64_t size;
+
+	if (!c)
+		return;
+	size = gemini_file_size(c, fd);
+	CK(cudaMalloc((void **)&out, (size_t)warps * page));
+	CK(cudaMalloc((void **)&de, 8));
+	cudaMemset(de, 0, 8);
+	cudaEventCreate(&a);
+	cudaEventCreate(&b);
+	cudaEventRecord(a);
+	k_seq<<<warps * 32 / 256, 256>>>(gemini_device(c), fd, size, (uint32_t)page, out, de);
+	cudaEventRecord(b);
+	CK(cudaEventSynchronize(b));
+	cudaEventElapsedTime(&ms, a, b);
+	cudaMemcpy(&e, de, 8, cudaMemcpyDeviceToHost);
+	printf("seq,%s,%zu,%u,%d,%.1f,%llu\n", backend, page, pf, warps,
+	       (double)size / (ms / 1e3) / 1e6, e);
+	fflush(stdout);
+	cudaFree(out);
+	cudaFree(de);
+	G_close(c, fd);
+	Geminifs_exit(c);
+}
+
+static std::vector<int> parse_list(const char *s)
+{
+	std::vector<int> v;
+	char *end;
+
+	while (*s) {
+		v.push_back((int)strtol(s, &end, 10));
+		s = *end ? end + 1 : end;
+	}
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 7 && !strcmp(argv[1], "randread"))
+		bench_randread(argv[2], argv[3], (unsigned)atoi(argv[4]), atoi(argv[5]),
+			       parse_list(argv[6]), argc > 7 ? atoi(argv[7]) : 64);
+	else if (argc >= 5 && !strcmp(argv[1], "cpu"))
+		bench_cpu(argv[2], !strcmp(argv[3], "direct"), !strcmp(argv[3], "gds"),
+			  parse_list(argv[4]), argc > 5 ? atoi(argv[5]) : 2000);
+	else if (argc >= 5 && !strcmp(argv[1], "hit"))
+		bench_hit(argv[2], (size_t)atol(argv[3]), parse_list(argv[4]));
+	else if (argc >= 7 && !strcmp(argv[1], "seq"))
+		bench_seq(argv[2], argv[3], (size_t)atol(argv[4]), (unsigned)atoi(argv[5]),
+			  atoi(argv[6]));
+	else {
+		fprintf(stderr, "usage: bench_gemini randread FILE BACKEND HOSTTHREADS RAW T1,T2.. [REQS]\n"
+				"       bench_gemini cpu FILE buffered|direct|gds T1,T2.. [REQS]\n"
+				"       bench_gemini hit FILE PAGESIZE W1,W2..\n"
+				"       bench_gemini seq FILE BACKEND PAGESIZE PREFETCH WARPS\n");
+		return 2;
+	}
+	return 0;
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs every gpu-fs benchmark and writes CSV files for bench/plot.py.
+# usage: bench/run.sh BENCH_BINARY WORK_DIR OUT_DIR   (GVDK names the gvdk tool; QUICK=1: fewer points)
+set -eu
+bench=$1 work=$2 out=$3
+mkdir -p "$work" "$out"
+f=$work/bench.gvdk
+[ -f "$f" ] && "$GVDK" verify "$f" >/dev/null 2>&1 || { rm -f "$f"; "$GVDK" create "$f" 1G; }
+# fill with non-zero data once (never time zeros)
+python3 - "$f" <<'PY'
+import os, sys, struct
+p = sys.argv[1]
+with open(p, 'r+b') as fh:
+    h = fh.read(512)
+    off, size = struct.unpack_from('<QQ', h, 32)
+    fh.seek(off)
+    chunk = os.urandom(1 << 20)
+    for i in range(size >> 20):
+        fh.write(chunk)
+    fh.flush(); os.fsync(fh.fileno())
+PY
+T=1,4,16,64,128,256,512,1024,2048,4096
+C=1,4,16,64,128,256,512
+[ "${QUICK:-0}" = 1 ] && T=1,64,512,4096 && C=1,16,64
+rr=$out/randread.csv
+echo "kind,backend,host_threads,threads,iops,mbps,lat_us,errors" >"$rr"
+"$bench" randread "$f" nvme-mem 1 0 $T 64 >>"$rr" || true
+"$bench" randread "$f" nvme-mem 1 1 $T 64 >>"$rr" || true
+"$bench" randread "$f" nvme-mem 4 0 $T 64 >>"$rr" || true
+"$bench" randread "$f" nvme-disk 1 0 $T 16 >>"$rr" || true
+"$bench" randread "$f" posix-proxy 1 0 $T 32 >>"$rr" || true
+"$bench" randread "$f" gds-proxy 1 0 $T 16 >>"$rr" || true
+"$bench" cpu "$f" buffered $C 2000 >>"$rr" || true
+"$bench" cpu "$f" direct $C 500 >>"$rr" || true
+"$bench" cpu "$f" gds $C 500 >>"$rr" || true
+hit=$out/hit.csv
+echo "kind,page_size,read_len,warps,cache_gbps,raw_gbps" >"$hit"
+for p in 4096 16384 65536 262144 1048576; do
+	"$bench" hit "$f" $p 1,4,16,64,256,1024,4096,8192 >>"$hit" || true
+done
+seq=$out/seq.csv
+echo "kind,backend,page_size,prefetch,warps,mbps,errors" >"$seq"
+for p in 4096 16384 65536 262144 1048576; do
+	"$bench" seq "$f" nvme-mem $p 0 64 >>"$seq" || true
+done
+for pf in 0 1 2 4 8; do
+	"$bench" seq "$f" nvme-mem 65536 $pf 64 >>"$seq" || true
+	"$bench" seq "$f" nvme-disk 65536 $pf 64 >>"$seq" || true
+done
+echo "bench: results in $out"
