@@ -40,6 +40,12 @@ static int file_prepare(struct nvme_file *f, const struct vnvme_config *cfg, cha
 	int flags = cfg->readonly ? O_RDONLY : O_RDWR | O_CREAT;
 	struct stat st;
 
+	/* Only a sized device may create its image: never leave an empty file behind. */
+	if (!cfg->size && stat(cfg->path, &st) < 0 && errno == ENOENT) {
+		snprintf(err, errlen, "vnvme %s: %s does not exist and no size= was given", f->name,
+			 cfg->path);
+		return -ENOENT;
+	}
 	f->fd = open(cfg->path, flags | O_CLOEXEC, 0644);
 	if (f->fd < 0) {
 		snprintf(err, errlen, "vnvme %s: cannot open %s: %s", f->name, cfg->path,
