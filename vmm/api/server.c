@@ -442,7 +442,10 @@ int api_serve(struct api_vmm *vmm, int listen_fd, int stop_fd, int idle_timeout_
 			if (evs[i].data.ptr == &listen_tag) {
 				server_accept(&s);
 			} else if (evs[i].data.ptr == &stop_tag) {
-				goto out;
+				/* The VM stopped or a signal came: finish sending answers in
+				 * flight (a vm.shutdown's 204) as vmm.shutdown does, then leave. */
+				epoll_ctl(s.ep, EPOLL_CTL_DEL, stop_fd, NULL);
+				vmm->shutdown = true;
 			} else {
 				struct conn *c = evs[i].data.ptr;
 				bool live = false;
