@@ -318,7 +318,10 @@ static void server_accept(struct server *s)
 
 		if (fd < 0)
 			return; /* EAGAIN, or a transient error such as EMFILE: retry next event */
-		c = s->nconns < SERVER_SLOTS ? calloc(1, sizeof(*c)) : NULL;
+		for (i = 0; i < SERVER_SLOTS; i++)
+			if (!s->conns[i])
+				break;
+		c = i < SERVER_SLOTS ? calloc(1, sizeof(*c)) : NULL;
 		if (!c) {
 			close(fd);
 			continue;
@@ -334,9 +337,6 @@ static void server_accept(struct server *s)
 			free(c);
 			continue;
 		}
-		for (i = 0; i < SERVER_SLOTS; i++)
-			if (!s->conns[i])
-				break;
 		s->conns[i] = c;
 		s->nconns++;
 		if (s->nconns - s->nrejected > API_MAX_CONNS) {
