@@ -339,6 +339,29 @@ START_TEST(test_slow_client)
 }
 END_TEST
 
+START_TEST(test_trickling_client)
+{
+	static const char req[] = "GET /api/v1/vmm.ping HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaa"
+				  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+	char buf[4096];
+	int fd = client(), st = -1;
+
+	/* one byte per half idle period never trips the idle timeout, but the request as a
+	 * whole has a bound: 408 before the request could complete */
+	pending_len = 0;
+	for (size_t i = 0; i < sizeof(req) - 1; i++) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		if (send(fd, req + i, 1, MSG_NOSIGNAL) != 1 || poll(&p, 1, IDLE_MS / 2) > 0)
+			break;
+	}
+	st = read_answer(fd, buf, sizeof(buf));
+	ck_assert_int_eq(st, 408);
+	close(fd);
+	ck_assert_int_eq(ping(), 200);
+}
+END_TEST
+
 START_TEST(test_many_clients)
 {
 	int fds[API_MAX_CONNS + 4], i;
@@ -448,6 +471,7 @@ static Suite *api_server_suite(void)
 	tcase_add_test(tc, test_bad_syntax);
 	tcase_add_test(tc, test_half_closed);
 	tcase_add_test(tc, test_slow_client);
+	tcase_add_test(tc, test_trickling_client);
 	tcase_add_test(tc, test_many_clients);
 	tcase_add_test(tc, test_vmm_shutdown_http);
 	suite_add_tcase(s, tc);

@@ -13,9 +13,10 @@
 
 #include "api/api_internal.h"
 
-#define SERVER_INBUF	  16384
-#define SERVER_LINGER_MS  1000 /* after an error answer, drain the peer's unread body this long */
-#define SERVER_MAX_EVENTS 32
+#define SERVER_INBUF	     16384
+#define SERVER_LINGER_MS     1000 /* after an error answer, drain the peer's unread body this long */
+#define SERVER_MAX_EVENTS    32
+#define SERVER_REQUEST_IDLES 3 /* a whole request within 3 idle timeouts (30 s) */
 /* Past API_MAX_CONNS a few more connections are kept just long enough to read a 503: closing
  * at once over a request already sent would reset them and lose the answer. */
 #define SERVER_REJECT_SLOTS 16
@@ -34,7 +35,8 @@ struct conn {
 	bool draining;	  /* answer sent, write side shut, discarding input until EOF */
 	bool rejected;	  /* over the cap: only a 503 for it */
 	uint64_t deadline;
-	unsigned events; /* epoll interest currently registered */
+	uint64_t req_start; /* first byte of the request being received */
+	unsigned events;    /* epoll interest currently registered */
 };
 
 struct server {
@@ -168,7 +170,11 @@ static bool server_progress(struct server *s, struct conn *c)
 	while (!c->out && !c->close_after) {
 		if (!h->ready && !h->error_status) {
 			if (c->in_len) {
+				bool was_started = h->started;
 				size_t n = api_http_parse(h, c->in, c->in_len);
+
+				if (!was_started && h->started)
+					c->req_start = server_now_ms();
 
 				memmove(c->in, c->in + n, c->in_len - n);
 				c->in_len -= n;
@@ -365,9 +371,17 @@ static int server_sweep(struct server *s)
 	for (i = 0; i < SERVER_SLOTS; i++) {
 		struct conn *c = s->conns[i];
 
+		uint64_t limit;
+
 		if (!c)
 			continue;
-		if (c->deadline <= now) {
+		/* A client trickling a byte now and then refreshes the idle deadline; the whole
+		 * request still has to arrive within SERVER_REQUEST_IDLES idle periods. */
+		limit = c->deadline;
+		if (c->http.started && !c->out && !c->draining &&
+		    c->req_start + SERVER_REQUEST_IDLES * (uint64_t)s->idle_ms < limit)
+			limit = c->req_start + SERVER_REQUEST_IDLES * (uint64_t)s->idle_ms;
+		if (limit <= now) {
 			if (c->http.started && !c->out && !c->draining) {
 				static const char tmo[] =
 				    "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
@@ -382,8 +396,8 @@ static int server_sweep(struct server *s)
 			server_close(s, c);
 			continue;
 		}
-		if (c->deadline < next)
-			next = c->deadline;
+		if (limit < next)
+			next = limit;
 	}
 	return (int)(next - now);
 }
