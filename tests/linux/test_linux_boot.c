@@ -199,15 +199,19 @@ START_TEST(test_boot_up1)
 }
 END_TEST
 
+/* Separate cases so CK_RUN_CASE=up1 or smp2 boots one configuration only. */
 static Suite *linux_boot_suite(void)
 {
 	Suite *s = suite_create("linux_boot");
-	TCase *tc = tcase_create("boot");
+	TCase *up1 = tcase_create("up1");
+	TCase *smp2 = tcase_create("smp2");
 
-	tcase_set_timeout(tc, TCASE_TIMEOUT_S);
-	tcase_add_test(tc, test_boot_up1);
-	tcase_add_test(tc, test_boot_smp2);
-	suite_add_tcase(s, tc);
+	tcase_set_timeout(up1, TCASE_TIMEOUT_S);
+	tcase_add_test(up1, test_boot_up1);
+	suite_add_tcase(s, up1);
+	tcase_set_timeout(smp2, TCASE_TIMEOUT_S);
+	tcase_add_test(smp2, test_boot_smp2);
+	suite_add_tcase(s, smp2);
 	return s;
 }
 
