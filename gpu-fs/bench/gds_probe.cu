@@ -55,7 +55,7 @@ int main(int argc, char **argv)
 	e = cuFileDriverGetProperties(&p);
 	printf("gds-probe,driver,props,%d,nvfs %u.%u fflags %#x dflags %#x poll_thresh %u\n",
 	       (int)e.err, p.nvfs.major_version, p.nvfs.minor_version, p.fflags,
-	       p.nvfs.dcontrolflags, p.nvfs.poll_thresh_size);
+	       p.nvfs.dcontrolflags, (unsigned)p.nvfs.poll_thresh_size);
 	for (int i = 1; i < argc; i++) {
 		try_file(argv[i], 1);
 		try_file(argv[i], 0);

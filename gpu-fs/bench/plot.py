@@ -135,6 +135,16 @@ for t in (1, 64, 512, 4096):
     m, r = at('nvme-mem (1 ctrl thr)', t), at('nvme-mem-raw (1 ctrl thr)', t)
     if m and r:
         summary.append('map lookup at %d threads: %.0f IOPS via map, %.0f raw offsets: %+.2f%%' % (t, m, r, 100 * (r - m) / r))
+mp = os.path.join(out, 'map.csv')
+if os.path.exists(mp):
+    for line in open(mp):
+        f = line.strip().split(',')
+        if f[0] == 'map':
+            lat1 = next((float(r['lat_us']) for r in rrs.get('nvme-mem (1 ctrl thr)', []) if r['threads'] == '1'), None)
+            extra = ''
+            if lat1:
+                extra = '; %.2f%% of a %.1f us 4 KiB read' % (100 * (float(f[1]) - float(f[2])) / (lat1 * 1000), lat1)
+            summary.append('map lookup %.1f ns vs raw offset %.1f ns per translation (one warp, dependent chain)%s' % (float(f[1]), float(f[2]), extra))
 if hit:
     b = max(hit, key=lambda r: float(r['cache_gbps']))
     summary.append('page-cache hit peak %.0f GB/s (page %s, %s warps); raw gather %.0f GB/s at that point' % (

@@ -33,6 +33,7 @@ echo "kind,backend,host_threads,threads,iops,mbps,lat_us,errors" >"$rr"
 "$bench" cpu "$f" buffered $C 2000 >>"$rr" || true
 "$bench" cpu "$f" direct $C 500 >>"$rr" || true
 "$bench" cpu "$f" gds $C 500 >>"$rr" || true
+"$bench" map "$f" >"$out/map.csv" || true
 hit=$out/hit.csv
 echo "kind,page_size,read_len,warps,cache_gbps,raw_gbps" >"$hit"
 for p in 4096 16384 65536 262144 1048576; do

@@ -585,26 +585,30 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 		}
 		return ret;
 	}
-	/* divergent requests: group lanes by the page they need next, one acquisition per group */
+	/*
+	 * Divergent requests: the lowest pending lane and every lane wanting the same page form a
+	 * group served by one acquisition. Groups go one after another, so a warp never holds one
+	 * page while waiting for another (no hold-and-wait, no deadlock in a full cache).
+	 */
 	for (;;) {
 		bool want = !bad && pos < end;
 		unsigned pending = __ballot_sync(active, want);
-		unsigned long long pg = want ? pos >> d->page_shift : ~0ull;
-		unsigned long long gkey = want ? ((unsigned long long)fd << 48) | pg : ~0ull;
+		unsigned long long key = want ? ((unsigned long long)fd << 48) |
+							(pos >> d->page_shift)
+					      : ~0ull;
 
 		if (!pending)
 			break;
-		unsigned group = __match_any_sync(active, gkey);
-		int leader = __ffs(group) - 1;
+		const int leader = __ffs(pending) - 1;
+		const unsigned long long lkey = __shfl_sync(active, key, leader);
+		const unsigned group = __ballot_sync(active, want && key == lkey);
+		const bool mine = (group >> lane) & 1;
 		int slot = 0;
 
-		if (want && lane == leader) {
-			int cnt = __popc(group);
-
-			slot = gm_get_page(d, fd, pg, cnt, false);
-		}
+		if (lane == leader)
+			slot = gm_get_page(d, fd, pos >> d->page_shift, __popc(group), false);
 		slot = __shfl_sync(active, slot, leader);
-		if (want) {
+		if (mine) {
 			uint32_t po = (uint32_t)(pos & (d->page_size - 1));
 			uint32_t n = (uint32_t)min((uint64_t)(d->page_size - po), end - pos);
 
@@ -623,7 +627,7 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 			}
 		}
 		__syncwarp(active);
-		if (want && lane == leader) {
+		if (lane == leader) {
 			if (slot >= 0)
 				gm_release(d, slot, __popc(group), write);
 			else if (slot < -(5 << 8) + 1)

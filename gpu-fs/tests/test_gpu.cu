@@ -530,18 +530,24 @@ int main(int argc, char **argv)
 		return child_write(argv[2], !strcmp(argv[3], "sync"));
 	if (argc == 4 && !strcmp(argv[1], "--child-ipc"))
 		return child_ipc(argv[3]);
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	s = suite_create("gemini-gpu");
-	tc = tcase_create("gpu");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 240);
-	tcase_add_test(tc, bounds_and_hostile_commands);
-	tcase_add_test(tc, rw_nvme_disk_4k);
-	tcase_add_test(tc, rw_nvme_memory_64k);
-	tcase_add_test(tc, rw_posix_16k);
-	tcase_add_test(tc, eviction_under_pressure);
-	tcase_add_test(tc, sync_durability_across_processes);
-	tcase_add_test(tc, cross_process_sharing);
-	suite_add_tcase(s, tc);
+	/* one case per test so CK_RUN_CASE can run each under its own time limit */
+#define GPU_CASE(fn)                                                                               \
+	do {                                                                                       \
+		tc = tcase_create(#fn);                                                            \
+		tcase_add_checked_fixture(tc, setup, teardown);                                    \
+		tcase_set_timeout(tc, 240);                                                        \
+		tcase_add_test(tc, fn);                                                            \
+		suite_add_tcase(s, tc);                                                            \
+	} while (0)
+	GPU_CASE(bounds_and_hostile_commands);
+	GPU_CASE(rw_nvme_disk_4k);
+	GPU_CASE(rw_nvme_memory_64k);
+	GPU_CASE(rw_posix_16k);
+	GPU_CASE(eviction_under_pressure);
+	GPU_CASE(sync_durability_across_processes);
+	GPU_CASE(cross_process_sharing);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_VERBOSE);
 	failed = srunner_ntests_failed(sr);
