@@ -530,6 +530,7 @@ int pci_bus_init(struct pci_bus *b, const struct pci_platform_ops *ops, struct b
 	b->pio = pio;
 	b->mmio = mmio;
 	b->mmio64_next = LAYOUT_MMIO64_START;
+	b->mmio32_next = LAYOUT_MMIO32_START;
 	pthread_mutex_init(&b->lock, NULL);
 	pci_dev_init(&b->host_bridge, "host-bridge", 0x1b36, 0x0008, 0x060000, 0x1b36, 0x0008);
 	b->host_bridge.bus = b;
@@ -569,11 +570,13 @@ int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen
 	}
 	d->bus = b;
 	d->devfn = (uint8_t)(slot << 3);
-	/* Firmware-style placement: naturally aligned, 64-bit window, largest BARs first. */
+	/* Firmware-style placement, largest BARs first, naturally aligned: prefetchable BARs in the
+	 * 64-bit window, the others in the 32-bit hole (ACPI declares the 64-bit window
+	 * prefetchable, so Linux would not claim a non-prefetchable BAR there). */
 	for (;;) {
 		struct pci_bar *best = NULL;
+		uint64_t a, *next, end;
 		unsigned bi = 0;
-		uint64_t a;
 
 		for (i = 0; i < PCI_NUM_BARS; i++)
 			if (d->bar[i].size && !bar_addr(d, i) &&
@@ -583,13 +586,16 @@ int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen
 			}
 		if (!best)
 			break;
-		a = (b->mmio64_next + best->size - 1) & ~(best->size - 1);
-		if (a + best->size > LAYOUT_MMIO64_START + LAYOUT_MMIO64_SIZE) {
+		next = best->prefetch ? &b->mmio64_next : &b->mmio32_next;
+		end = best->prefetch ? LAYOUT_MMIO64_START + LAYOUT_MMIO64_SIZE
+				     : LAYOUT_MMIO32_START + LAYOUT_MMIO32_SIZE;
+		a = (*next + best->size - 1) & ~(best->size - 1);
+		if (a + best->size > end) {
 			snprintf(err, errlen, "pci %s: BAR%u (%llu bytes) does not fit the window",
 				 d->name, bi, (unsigned long long)best->size);
 			return -ENOSPC;
 		}
-		b->mmio64_next = a + best->size;
+		*next = a + best->size;
 		put32(d->cfg + PCI_BAR0 + 4 * bi, get32(d->cfg + PCI_BAR0 + 4 * bi) | (uint32_t)a);
 		if (best->is64)
 			put32(d->cfg + PCI_BAR0 + 4 * (bi + 1), (uint32_t)(a >> 32));

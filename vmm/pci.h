@@ -106,7 +106,7 @@ struct pci_bus {
 	pthread_mutex_t lock;
 	uint32_t cf8;
 	struct pci_dev *dev[PCI_MAX_DEVS];
-	uint64_t mmio64_next;
+	uint64_t mmio64_next, mmio32_next;
 	struct pci_dev host_bridge;
 	bool pio_registered, ecam_registered;
 };

@@ -148,7 +148,9 @@ START_TEST(test_bar_probe_and_move)
 	uint64_t a = bar64(1 << 3, 0), na = LAYOUT_MMIO64_START + 0x40000000;
 	uint32_t v, i, bar4 = cfg_rd(1 << 3, 0x20);
 
-	ck_assert_uint_ge(a, LAYOUT_MMIO64_START);
+	/* Not prefetchable: placed in the 32-bit hole, naturally aligned. */
+	ck_assert_uint_ge(a, LAYOUT_MMIO32_START);
+	ck_assert_uint_lt(a + 0x4000, LAYOUT_MMIO32_START + LAYOUT_MMIO32_SIZE + 1);
 	ck_assert_uint_eq(a & 0x3fff, 0);
 	ck_assert_uint_eq(cfg_rd(1 << 3, 4) & PCI_COMMAND_MEMORY, PCI_COMMAND_MEMORY);
 	ck_assert(bus_access(&mmio, a + 0x10, &v, 4, false));
@@ -267,6 +269,25 @@ START_TEST(test_msix_routes_and_masking)
 }
 END_TEST
 
+START_TEST(test_prefetchable_bar_window)
+{
+	struct pci_dev d2;
+	char err[128];
+	uint64_t a;
+
+	pci_dev_init(&d2, "cmb", 0x1b36, 0x0111, 0x058000, 0x1b36, 0x0111);
+	ck_assert_int_eq(pci_dev_add_bar(&d2, 2, 1 << 20, true, true, &bar_ops, NULL, NULL), 0);
+	ck_assert_int_eq(pci_bus_add(&pb, &d2, err, sizeof(err)), 0);
+	ck_assert_uint_eq(d2.devfn, 2 << 3);
+	a = bar64(2 << 3, 2);
+	ck_assert_uint_ge(a, LAYOUT_MMIO64_START);
+	ck_assert_uint_eq(a & ((1 << 20) - 1), 0);
+	ck_assert_uint_eq(cfg_rd(2 << 3, 0x18) & 0xf, PCI_BAR_MEM_TYPE_64 | PCI_BAR_MEM_PREFETCH);
+	pci_dev_exit(&d2);
+	ck_assert_uint_eq(cfg_rd(2 << 3, 0), 0xffffffff);
+}
+END_TEST
+
 static Suite *pci_suite(void)
 {
 	Suite *s = suite_create("pci");
@@ -278,6 +299,7 @@ static Suite *pci_suite(void)
 	tcase_add_test(t, test_bar_probe_and_move);
 	tcase_add_test(t, test_capabilities);
 	tcase_add_test(t, test_msix_routes_and_masking);
+	tcase_add_test(t, test_prefetchable_bar_window);
 	suite_add_tcase(s, t);
 	return s;
 }
