@@ -23,6 +23,8 @@
 #define EFER_LME  0x100ULL
 #define EFER_LMA  0x400ULL
 #define RFLAGS_AC (1ULL << 18)
+/* KVM_FEATURE_PV_UNHALT (kick), PV_SEND_IPI, PV_SCHED_YIELD: the hypercall-based ones. */
+#define KVM_PV_HYPERCALL_FEATURES ((1u << 7) | (1u << 11) | (1u << 13))
 
 #define BOOT_CS	 0x10
 #define BOOT_DS	 0x18
@@ -82,6 +84,12 @@ static int vcpu_set_cpuid(struct vcpu *v, char *err, unsigned errlen)
 		case 0xb:
 		case 0x1f:
 			e->edx = v->id; /* x2APIC ID */
+			break;
+		case 0x40000001:
+			/* kvm_pvm never completes a guest hypercall (the vCPU spins on vmcall):
+			 * hide the PV features that are hypercalls (IPIs, sched yield, kicks). */
+			if (v->vm->hostcompat)
+				e->eax &= ~(KVM_PV_HYPERCALL_FEATURES);
 			break;
 		}
 	}
@@ -415,6 +423,10 @@ static void *vcpu_thread(void *arg)
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				v->exits[VCPU_EXIT_INTR]++;
+				if (v->dump_seen != vm->dump_gen) {
+					v->dump_seen = vm->dump_gen;
+					vcpu_dump(v);
+				}
 				continue;
 			}
 			vm_request_stop(vm, VM_EXIT_ERROR, "vcpu %u: KVM_RUN: %s", v->id,
@@ -430,6 +442,26 @@ out:
 	pthread_cond_broadcast(&vm->cond);
 	pthread_mutex_unlock(&vm->lock);
 	return NULL;
+}
+
+void vcpu_dump(struct vcpu *v)
+{
+	struct kvm_regs r;
+	struct kvm_sregs s;
+	struct kvm_mp_state mp = {0};
+
+	if (ioctl(v->fd, KVM_GET_REGS, &r) || ioctl(v->fd, KVM_GET_SREGS, &s))
+		return;
+	ioctl(v->fd, KVM_GET_MP_STATE, &mp);
+	fprintf(stderr,
+		"lvmm: vcpu %u: rip 0x%llx rsp 0x%llx rflags 0x%llx cs 0x%x cr3 0x%llx mp %u "
+		"exits io %llu mmio %llu intr %llu emul %llu\n",
+		v->id, (unsigned long long)r.rip, (unsigned long long)r.rsp,
+		(unsigned long long)r.rflags, s.cs.selector, (unsigned long long)s.cr3, mp.mp_state,
+		(unsigned long long)v->exits[VCPU_EXIT_IO],
+		(unsigned long long)v->exits[VCPU_EXIT_MMIO],
+		(unsigned long long)v->exits[VCPU_EXIT_INTR],
+		(unsigned long long)v->exits[VCPU_EXIT_EMUL]);
 }
 
 int vcpu_start(struct vcpu *v, char *err, unsigned errlen)

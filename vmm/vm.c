@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "devices.h"
@@ -479,6 +480,30 @@ static void *vm_input_thread(void *arg)
 	return NULL;
 }
 
+/* LVMM_DEBUG_VCPU=SECONDS: every vCPU prints its registers that often (stuck-guest triage). */
+static void *vm_dump_thread(void *arg)
+{
+	struct vm *vm = arg;
+	long period = strtol(getenv("LVMM_DEBUG_VCPU"), NULL, 10);
+	struct timespec ts;
+
+	pthread_setname_np(pthread_self(), "lvmm-dump");
+	if (period < 1)
+		period = 5;
+	pthread_mutex_lock(&vm->lock);
+	while (!vm->stop_req) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += period;
+		if (pthread_cond_timedwait(&vm->cond, &vm->lock, &ts) == ETIMEDOUT &&
+		    !vm->stop_req) {
+			vm->dump_gen++;
+			vm_kick_all(vm);
+		}
+	}
+	pthread_mutex_unlock(&vm->lock);
+	return NULL;
+}
+
 /* ---- lifecycle ---- */
 
 int vm_boot(struct vm *vm, char *err, unsigned errlen)
@@ -503,6 +528,9 @@ int vm_boot(struct vm *vm, char *err, unsigned errlen)
 	}
 	for (i = 0; i < vm->ncpus && !ret; i++)
 		ret = vcpu_start(&vm->vcpus[i], err, errlen);
+	if (!ret && getenv("LVMM_DEBUG_VCPU") &&
+	    !pthread_create(&vm->dump_thread, NULL, vm_dump_thread, vm))
+		vm->dump_started = true;
 	if (ret)
 		vm_request_stop(vm, VM_EXIT_ERROR, "%s", err);
 	return ret;
@@ -524,6 +552,9 @@ static void vm_join(struct vm *vm)
 			pthread_join(vm->vcpus[i].thread, NULL);
 	if (vm->input_started)
 		pthread_join(vm->input_thread, NULL);
+	if (vm->dump_started)
+		pthread_join(vm->dump_thread, NULL);
+	vm->dump_started = false;
 	vm->input_started = false;
 	serial_term_restore();
 	pthread_mutex_lock(&vm->lock);

@@ -41,8 +41,9 @@ struct vcpu {
 	size_t run_size;
 	pthread_t thread;
 	bool thread_started;
-	bool parked;	 /* acknowledged a pause request (vm->lock) */
+	bool parked; /* acknowledged a pause request (vm->lock) */
 	uint64_t exits[VCPU_EXIT_KINDS];
+	unsigned dump_seen; /* LVMM_DEBUG_VCPU: last register dump generation printed */
 };
 
 struct vm_host_map {
@@ -94,6 +95,10 @@ struct vm {
 	/* kvm_pvm SMP route (smp.c): how many times Linux armed the warm-reset vector. */
 	unsigned ap_requests;
 
+	unsigned dump_gen; /* LVMM_DEBUG_VCPU: bumped every few seconds (vm->lock) */
+	pthread_t dump_thread;
+	bool dump_started;
+
 	unsigned ncpus;
 	struct vcpu vcpus[VM_MAX_VCPUS];
 };
@@ -110,6 +115,8 @@ int vcpu_setup_bsp(struct vcpu *v, char *err, unsigned errlen);
 int vcpu_start(struct vcpu *v, char *err, unsigned errlen);
 void vcpu_destroy(struct vcpu *v);
 void vcpu_signals_init(void);
+/* One line of registers on stderr (debugging a guest that stopped making progress). */
+void vcpu_dump(struct vcpu *v);
 extern int vcpu_kick_signal;
 
 /* smp.c: kvm_pvm route that starts APs from the monitor. */
