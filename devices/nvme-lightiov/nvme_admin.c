@@ -308,6 +308,18 @@ static uint16_t admin_features(struct nvme_ctrl *c, const struct nvme_sqe *cmd, 
 	return NVME_OK;
 }
 
+/* A new queue starts at 0 in the shadow doorbell and event index buffers too. */
+static void dbbuf_reset_slot(struct nvme_ctrl *c, unsigned qid, bool is_cq)
+{
+	uint64_t off = (uint64_t)(2 * qid + is_cq) * (4u << c->p.dstrd);
+	uint32_t zero = 0;
+
+	if (!c->dbbuf_dbs)
+		return;
+	gmem_write(c->gm, c->dbbuf_dbs + off, &zero, 4);
+	gmem_write(c->gm, c->dbbuf_eis + off, &zero, 4);
+}
+
 static uint16_t admin_create_cq(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 {
 	uint32_t qid = cmd->cdw10 & 0xffff, size = (cmd->cdw10 >> 16) + 1;
@@ -338,6 +350,7 @@ static uint16_t admin_create_cq(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 	cq->size = size;
 	cq->base = cmd->prp1;
 	cq->host = host;
+	dbbuf_reset_slot(c, qid, true);
 	return NVME_OK;
 }
 
@@ -372,6 +385,7 @@ static uint16_t admin_create_sq(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 	sq->host = host;
 	sq->gen = ++c->qgen;
 	c->cqs[cqid].nsq++;
+	dbbuf_reset_slot(c, qid, false);
 	return NVME_OK;
 }
 

@@ -1,6 +1,7 @@
 /* The vNVMe controller inside a real KVM guest: the bench guest's ring-3 polled driver finds it
- * on PCI, moves BAR0, initialises it, writes/flushes/reads, runs the negative admin cases; the
- * host then checks the image. Also: bad --vnvme arguments give one-line errors. */
+ * on PCI, moves BAR0, initialises it, writes/flushes/reads, runs the negative admin cases, then
+ * QD1 loops with shadow doorbells and with its SQ in the CMB; the host then checks the image. Also:
+ * bad --vnvme arguments give one-line errors. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -141,9 +142,9 @@ START_TEST(test_guest_driver)
 	ck_assert_msg(strstr(r.out, "bench: nvme namespace 32768 blocks"), "%s", r.out);
 	ck_assert_msg(strstr(r.out, "bench: nvme rw ok"), "%s", r.out);
 	ck_assert_msg(strstr(r.out, "bench: nvme negative ok"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "bench: nvme cmb ok"), "%s", r.out);
 	ck_assert_msg(strstr(r.out, "bench: nvme passed (0 failures)"), "%s", r.out);
-	lat = strstr(r.out, "bench: nvme qd1");
-	if (lat)
+	for (lat = strstr(r.out, "bench: nvme qd1"); lat; lat = strstr(lat + 1, "bench: nvme qd1"))
 		fprintf(stderr, "%.*s\n", (int)strcspn(lat, "\r\n"), lat);
 	/* The image was created at the requested size and holds what the guest wrote. */
 	ck_assert_int_eq(stat(img, &st), 0);
