@@ -1,0 +1,194 @@
+/* Drives the VM lifecycle of vm.h directly (no CLI) with the bench guest: boot, pause (the
+ * console stops), resume (it goes on), shutdown, and the state names along the way. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "vm.h"
+
+#define WAIT_LIMIT_S 120 /* safety net for a hung guest, not a speed assertion */
+
+static const char *guest(void)
+{
+	static char path[512];
+	const char *b = getenv("BUILD");
+
+	snprintf(path, sizeof(path), "%s/bench-guest/bench-guest.elf", b && *b ? b : "build");
+	return path;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Highest heartbeat number in the console file, -1 if none yet. */
+static long last_heartbeat(const char *path)
+{
+	static char buf[1 << 16];
+	long best = -1;
+	ssize_t n;
+	char *p;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	for (p = buf; (p = strstr(p, "heartbeat ")); p++)
+		best = strtol(p + 10, NULL, 10);
+	return best;
+}
+
+static long wait_heartbeat_above(const char *path, long floor)
+{
+	long h = -1;
+	unsigned i;
+
+	for (i = 0; i < WAIT_LIMIT_S * 20; i++) {
+		h = last_heartbeat(path);
+		if (h > floor)
+			break;
+		sleep_ms(50);
+	}
+	return h;
+}
+
+static void make_config(struct vm_config *c, const char *serial_path, unsigned cpus)
+{
+	config_defaults(c);
+	c->cpus = c->max_cpus = cpus;
+	c->memory = 64ULL << 20;
+	snprintf(c->kernel, sizeof(c->kernel), "%s", guest());
+	snprintf(c->cmdline, sizeof(c->cmdline), "bench.mode=spin");
+	c->serial = SERIAL_FILE;
+	snprintf(c->serial_file, sizeof(c->serial_file), "%s", serial_path);
+}
+
+static void pause_resume(unsigned cpus)
+{
+	char path[] = "/tmp/lvmm-life-XXXXXX", err[256];
+	struct vm_config cfg;
+	struct vm *vm;
+	long before, during, after;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	make_config(&cfg, path, cpus);
+	ck_assert_msg(vm_create(&cfg, &vm, err, sizeof(err)) == 0, "vm_create: %s", err);
+	ck_assert_str_eq(vm_state_name(vm_get_state(vm)), "Created");
+	ck_assert_uint_eq(vm_memory_actual(vm), 64ULL << 20);
+	ck_assert_int_eq(vm_resume(vm, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(vm_boot(vm, err, sizeof(err)) == 0, "vm_boot: %s", err);
+	ck_assert_int_eq(vm_boot(vm, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(vm_state_name(vm_get_state(vm)), "Running");
+	ck_assert_int_ge(wait_heartbeat_above(path, 0), 1);
+
+	ck_assert_msg(vm_pause(vm, err, sizeof(err)) == 0, "vm_pause: %s", err);
+	ck_assert_str_eq(vm_state_name(vm_get_state(vm)), "Paused");
+	ck_assert_int_eq(vm_pause(vm, err, sizeof(err)), -EINVAL);
+	before = last_heartbeat(path);
+	sleep_ms(1000); /* five heartbeat periods */
+	during = last_heartbeat(path);
+	ck_assert_int_eq(during, before);
+
+	ck_assert_msg(vm_resume(vm, err, sizeof(err)) == 0, "vm_resume: %s", err);
+	ck_assert_str_eq(vm_state_name(vm_get_state(vm)), "Running");
+	after = wait_heartbeat_above(path, during + 1);
+	ck_assert_int_gt(after, during + 1);
+
+	ck_assert_int_eq(vm_shutdown(vm, err, sizeof(err)), 0);
+	ck_assert_str_eq(vm_state_name(vm_get_state(vm)), "Shutdown");
+	ck_assert_int_eq(vm_wait(vm), VM_EXIT_API);
+	vm_destroy(vm);
+	unlink(path);
+}
+
+START_TEST(test_pause_resume_one_cpu)
+{
+	pause_resume(1);
+}
+END_TEST
+
+START_TEST(test_pause_resume_two_cpus)
+{
+	pause_resume(2);
+}
+END_TEST
+
+START_TEST(test_guest_poweroff_reason)
+{
+	char path[] = "/tmp/lvmm-life-XXXXXX", err[256];
+	struct vm_config cfg;
+	struct vm *vm;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	make_config(&cfg, path, 1);
+	cfg.cmdline[0] = 0; /* hello: prints and powers off */
+	ck_assert_msg(vm_create(&cfg, &vm, err, sizeof(err)) == 0, "vm_create: %s", err);
+	ck_assert_int_eq(vm_boot(vm, err, sizeof(err)), 0);
+	ck_assert_int_eq(vm_wait(vm), VM_EXIT_POWEROFF);
+	ck_assert_ptr_nonnull(strstr(vm_exit_msg(vm), "powered off"));
+	ck_assert_str_eq(vm_state_name(vm_get_state(vm)), "Shutdown");
+	ck_assert_int_eq(vm_pause(vm, err, sizeof(err)), -EINVAL);
+	vm_destroy(vm);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(test_create_errors)
+{
+	struct vm_config cfg;
+	struct vm *vm = (struct vm *)&cfg;
+	char err[256] = "";
+
+	make_config(&cfg, "/tmp/lvmm-life-unused", 1);
+	snprintf(cfg.kernel, sizeof(cfg.kernel), "/nonexistent/kernel");
+	ck_assert_int_lt(vm_create(&cfg, &vm, err, sizeof(err)), 0);
+	ck_assert_ptr_null(vm);
+	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/kernel"));
+	make_config(&cfg, "/tmp/lvmm-life-unused", 1);
+	cfg.serial = SERIAL_OFF;
+	cfg.cpus = 1000;
+	ck_assert_int_eq(vm_create(&cfg, &vm, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "1000"));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("vm_lifecycle");
+	TCase *tc = tcase_create("bench-guest");
+	SRunner *sr;
+	int failed;
+
+	if (access("/dev/kvm", R_OK | W_OK)) {
+		printf("vm_lifecycle: /dev/kvm not usable here, skipped\n");
+		return 0;
+	}
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_pause_resume_one_cpu);
+	tcase_add_test(tc, test_pause_resume_two_cpus);
+	tcase_add_test(tc, test_guest_poweroff_reason);
+	tcase_add_test(tc, test_create_errors);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
