@@ -181,9 +181,16 @@ bool smp_ap_wait(struct vcpu *v)
 	unsigned ms;
 	int ret;
 
+	/* A waiting AP counts as parked: vm_pause() need not wake it, and it stays put while
+	 * the VM is paused. */
 	pthread_mutex_lock(&vm->lock);
-	while (!vm->stop_req && vm->ap_requests < v->id)
+	v->parked = true;
+	vm->nparked++;
+	pthread_cond_broadcast(&vm->cond);
+	while (!vm->stop_req && (vm->ap_requests < v->id || vm->pause_req))
 		pthread_cond_wait(&vm->cond, &vm->lock);
+	v->parked = false;
+	vm->nparked--;
 	pthread_mutex_unlock(&vm->lock);
 	/* Linux writes 40:67 right after the CMOS byte; plain memory, so poll for it. */
 	for (ms = 0; ms < 2000 && !smp_stopping(vm); ms++) {
@@ -203,8 +210,13 @@ bool smp_ap_wait(struct vcpu *v)
 		fprintf(stderr, "lvmm: vcpu %u: cannot start the AP at trampoline 0x%llx: %s\n",
 			v->id, (unsigned long long)start_ip, strerror(-ret));
 		pthread_mutex_lock(&vm->lock);
+		v->parked = true;
+		vm->nparked++;
+		pthread_cond_broadcast(&vm->cond);
 		while (!vm->stop_req)
 			pthread_cond_wait(&vm->cond, &vm->lock);
+		v->parked = false;
+		vm->nparked--;
 		pthread_mutex_unlock(&vm->lock);
 		return false;
 	}
