@@ -360,8 +360,8 @@ static void bench_hit(const char *file, size_t page, const std::vector<int> &war
 		return;
 	size = gemini_file_size(c, fd);
 	Geminifs_exit(c);
-	/* twice the file: the sharded LRU needs headroom so no shard overflows and misses */
-	c = open_ctx("nvme-mem", page, (size_t)size * 2, 0, 4, file, &fd);
+	/* four times the file: the sharded LRU needs headroom so that no shard overflows */
+	c = open_ctx("nvme-mem", page, (size_t)size * 4, 0, 4, file, &fd);
 	CK(cudaMalloc((void **)&raw, size));
 	CK(cudaMalloc((void **)&out, (size_t)8192 * len));
 	CK(cudaMalloc((void **)&de, 8));
@@ -373,12 +373,12 @@ static void bench_hit(const char *file, size_t page, const std::vector<int> &war
 	gemini_stats(c, &st0);
 	for (int w : warps) {
 		/* up to 4 GiB moved per point, fewer for a handful of warps */
-		int iters = (int)((4ull << 30) / ((uint64_t)w * len));
+		int iters = (int)((8ull << 30) / ((uint64_t)w * len));
 
 		if (iters > 4096)
 			iters = 4096;
-		if (iters < 4)
-			iters = 4;
+		if (iters < 64)
+			iters = 64; /* long enough that one slow warp does not set the time */
 		run_hit(c, fd, NULL, size, len, w, 2, out, de);
 		float ms = run_hit(c, fd, NULL, size, len, w, iters, out, de);
 		float rms = run_hit(c, fd, raw, size, len, w, iters, out, de);

@@ -34,8 +34,8 @@ if [ "$what" != bench ]; then
 	echo "test_gvdk rc=$?"; tail -3 "$r/test_gvdk.log"
 	GPUFS_TEST_DIR=$W build/test_host >"$r/test_host.log" 2>&1
 	echo "test_host rc=$?"; tail -1 "$r/test_host.log"
-	for t in bounds_and_hostile_commands rw_nvme_disk_4k rw_nvme_memory_64k rw_posix_16k \
-		eviction_under_pressure sync_durability_across_processes cross_process_sharing; do
+	for t in ${CASES:-bounds_and_hostile_commands rw_nvme_disk_4k rw_nvme_memory_64k rw_posix_16k \
+		eviction_under_pressure sync_durability_across_processes cross_process_sharing}; do
 		echo "== $t" >>"$r/test_gpu.log"
 		CK_RUN_CASE=$t GPUFS_TEST_DIR=$W timeout ${TT:-40} build/test_gpu >>"$r/test_gpu.log" 2>&1
 		echo "test_gpu $t rc=$?"

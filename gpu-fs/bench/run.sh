@@ -23,6 +23,7 @@ T=1,4,16,64,128,256,512,1024,2048,4096
 C=1,4,16,64,128,256,512
 [ "${QUICK:-0}" = 1 ] && T=1,64,512,4096 && C=1,16,64
 rr=$out/randread.csv
+if [ "${SKIP_RANDREAD:-0}" != 1 ]; then
 echo "kind,backend,host_threads,threads,iops,mbps,lat_us,errors" >"$rr"
 "$bench" randread "$f" nvme-mem 1 0 $T 64 >>"$rr" || true
 "$bench" randread "$f" nvme-mem 1 1 $T 64 >>"$rr" || true
@@ -33,6 +34,7 @@ echo "kind,backend,host_threads,threads,iops,mbps,lat_us,errors" >"$rr"
 "$bench" cpu "$f" buffered $C 2000 >>"$rr" || true
 "$bench" cpu "$f" direct $C 500 >>"$rr" || true
 "$bench" cpu "$f" gds $C 500 >>"$rr" || true
+fi
 "$bench" map "$f" >"$out/map.csv" || true
 hit=$out/hit.csv
 echo "kind,page_size,read_len,warps,cache_gbps,raw_gbps" >"$hit"

@@ -186,7 +186,7 @@ static struct gemini_ctx *ctx_open(enum gemini_backend b, int memns, size_t page
 
 /* Reads, writes, reads again, syncs, and compares the disk with the reference byte for byte. */
 static void rw_roundtrip(enum gemini_backend b, int memns, size_t page, size_t cache,
-			 uint64_t size, unsigned threads)
+			 uint64_t size, unsigned threads, int iters)
 {
 	struct gemini_stats st;
 	struct gemini_ctx *c;
@@ -201,7 +201,7 @@ static void rw_roundtrip(enum gemini_backend b, int memns, size_t page, size_t c
 	CK_CUDA(cudaMalloc((void **)&bad, 8));
 	CK_CUDA(cudaMemcpy(dref, ref, size, cudaMemcpyHostToDevice));
 	cudaMemset(bad, 0, 8);
-	k_read_check<<<threads / 256, 256>>>(gemini_device(c), fd, dref, size, 24, 3, maxlen,
+	k_read_check<<<threads / 256, 256>>>(gemini_device(c), fd, dref, size, iters, 3, maxlen,
 					     scratch, bad);
 	CK_CUDA(cudaDeviceSynchronize());
 	CK_CUDA(cudaMemcpy(&hbad, bad, 8, cudaMemcpyDeviceToHost));
@@ -210,7 +210,7 @@ static void rw_roundtrip(enum gemini_backend b, int memns, size_t page, size_t c
 	k_write<<<threads / 256, 256>>>(gemini_device(c), fd, dref, size, stripe, 8, 5, scratch,
 					bad);
 	CK_CUDA(cudaDeviceSynchronize());
-	k_read_check<<<threads / 256, 256>>>(gemini_device(c), fd, dref, size, 24, 9, maxlen,
+	k_read_check<<<threads / 256, 256>>>(gemini_device(c), fd, dref, size, iters, 9, maxlen,
 					     scratch, bad);
 	CK_CUDA(cudaDeviceSynchronize());
 	CK_CUDA(cudaMemcpy(&hbad, bad, 8, cudaMemcpyDeviceToHost));
@@ -242,26 +242,26 @@ static void rw_roundtrip(enum gemini_backend b, int memns, size_t page, size_t c
 
 START_TEST(rw_nvme_disk_4k)
 {
-	rw_roundtrip(GEMINI_BACKEND_NVME, 0, 4096, 4 << 20, 32 << 20, 4096);
+	rw_roundtrip(GEMINI_BACKEND_NVME, 0, 4096, 4 << 20, 32 << 20, 4096, 24);
 }
 END_TEST
 
 START_TEST(rw_nvme_memory_64k)
 {
-	rw_roundtrip(GEMINI_BACKEND_NVME, 1, 65536, 8 << 20, 32 << 20, 4096);
+	rw_roundtrip(GEMINI_BACKEND_NVME, 1, 65536, 8 << 20, 32 << 20, 4096, 24);
 }
 END_TEST
 
 START_TEST(rw_posix_16k)
 {
-	rw_roundtrip(GEMINI_BACKEND_POSIX, 0, 16384, 4 << 20, 16 << 20, 2048);
+	rw_roundtrip(GEMINI_BACKEND_POSIX, 0, 16384, 4 << 20, 16 << 20, 2048, 24);
 }
 END_TEST
 
-/* 16 pages for 4096 threads: warps wait for releases, dirty pages are written back on eviction. */
+/* 16 pages for 1024 threads: warps wait for releases, dirty pages are written back on eviction. */
 START_TEST(eviction_under_pressure)
 {
-	rw_roundtrip(GEMINI_BACKEND_NVME, 0, 4096, 16 * 4096, 8 << 20, 4096);
+	rw_roundtrip(GEMINI_BACKEND_NVME, 0, 4096, 16 * 4096, 4 << 20, 1024, 6);
 }
 END_TEST
 
