@@ -209,6 +209,7 @@ static int boot_load_kernel(struct guest_mem *gm, const char *path, struct loade
 	struct loader_fd f;
 	int fd, r;
 
+	memset(res, 0, sizeof(*res));
 	/* O_NONBLOCK: a FIFO given as a file must not hang us (it is refused below). */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {

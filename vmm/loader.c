@@ -92,7 +92,7 @@ static uint8_t *loader_ram(struct guest_mem *gm, uint64_t gpa, uint64_t len)
 static int loader_elf(struct guest_mem *gm, const struct loader_src *src, const Elf64_Ehdr *eh,
 		      struct loader_result *res, char *err, unsigned errlen)
 {
-	Elf64_Phdr ph[LOADER_MAX_PHDRS];
+	Elf64_Phdr ph[LOADER_MAX_PHDRS] = {0};
 	uint64_t lo = UINT64_MAX, hi = 0, entry = 0;
 	bool entry_found = false;
 	unsigned nload = 0;
