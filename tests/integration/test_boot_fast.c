@@ -214,6 +214,28 @@ START_TEST(test_triple_fault)
 }
 END_TEST
 
+static void check_reset(const char *mode, const char *how)
+{
+	char cmd[64];
+	char *args[] = {"run", "--kernel", (char *)guest(), "--cmdline", cmd, NULL};
+	struct run r;
+
+	snprintf(cmd, sizeof(cmd), "bench.mode=%s", mode);
+	run_lvmm(&r, args, NULL, 0);
+	assert_exit(&r, 0);
+	ck_assert_msg(!strstr(r.out, "still alive"), "console: %s", r.out);
+	ck_assert_msg(strstr(r.err, "guest rebooted"), "stderr: %s", r.err);
+	ck_assert_msg(strstr(r.err, how), "stderr: %s", r.err);
+	ck_assert_int_eq(lines(r.err), 1);
+}
+
+START_TEST(test_reboot_ports)
+{
+	check_reset("reboot", "0xcf9");
+	check_reset("kbdreset", "i8042");
+}
+END_TEST
+
 START_TEST(test_compat_instructions)
 {
 	char *args[] = {"run", "--kernel", (char *)guest(), "--cmdline", "bench.mode=compat", NULL};
@@ -361,6 +383,7 @@ int main(void)
 	tcase_add_test(tc, test_two_cpus_hello);
 	tcase_add_test(tc, test_serial_file);
 	tcase_add_test(tc, test_triple_fault);
+	tcase_add_test(tc, test_reboot_ports);
 	tcase_add_test(tc, test_compat_instructions);
 	tcase_add_test(tc, test_emulation_failure_message);
 	tcase_add_test(tc, test_sigterm_stops_cleanly);

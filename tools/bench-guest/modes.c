@@ -1,6 +1,7 @@
 /* Bench guest modes that need no device: hello (default), spin (heartbeat, never ends), fault
- * (deliberate triple fault), compat (instructions kvm_pvm cannot emulate in ring 0) and exits
- * (cost of PIO and MMIO exits from ring 0 and ring 3). */
+ * (deliberate triple fault), reboot and kbdreset (guest-initiated resets), compat (instructions
+ * kvm_pvm cannot emulate in ring 0) and exits (cost of PIO and MMIO exits from ring 0 and ring 3).
+ */
 #include "bench.h"
 
 #define POST_PORT     0x80
@@ -65,6 +66,27 @@ static void compat_ring0(void)
 }
 
 BENCH_MODE(compat, compat_ring0, NULL);
+
+/* The reset paths a Linux guest uses: PIIX reset control (also the FADT reset register) and
+ * the keyboard controller's pulse-reset command. */
+static void reboot_ring3(void)
+{
+	bench_puts("bench: reset through port 0xcf9\n");
+	outb(0xcf9, 0x02);
+	outb(0xcf9, 0x06);
+	bench_puts("bench: still alive after the reset\n");
+}
+
+BENCH_MODE(reboot, NULL, reboot_ring3);
+
+static void kbdreset_ring3(void)
+{
+	bench_puts("bench: reset through the i8042\n");
+	outb(0x64, 0xfe);
+	bench_puts("bench: still alive after the reset\n");
+}
+
+BENCH_MODE(kbdreset, NULL, kbdreset_ring3);
 
 static uint64_t time_pio(unsigned n)
 {
