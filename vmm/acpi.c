@@ -33,12 +33,13 @@
 #define GAS_ACCESS_WORD	 2
 #define GAS_ACCESS_DWORD 3
 
-#define MADT_PCAT_COMPAT 1u
-#define MADT_LAPIC	 0
-#define MADT_IOAPIC	 1
-#define MADT_ISO	 2
-#define MADT_LAPIC_NMI	 4
-#define MADT_ENABLED	 1u
+#define MADT_PCAT_COMPAT    1u
+#define MADT_LAPIC	    0
+#define MADT_IOAPIC	    1
+#define MADT_ISO	    2
+#define MADT_LAPIC_NMI	    4
+#define MADT_ENABLED	    1u
+#define MADT_ONLINE_CAPABLE 2u
 /* MPS INTI flags: active high (01), level triggered (11 << 2) */
 #define MADT_INTI_HIGH_LEVEL 0x000d
 #define ACPI_IOAPIC_ID	     0
@@ -467,8 +468,9 @@ static void acpi_madt(uint8_t *t, unsigned cpus, unsigned ncpu)
 		put8(t, off + 1, 8);
 		put8(t, off + 2, (uint8_t)i); /* ACPI processor UID */
 		put8(t, off + 3, (uint8_t)i); /* APIC id */
-		/* CPUs past the boot count are listed disabled: Linux counts them as possible. */
-		put32(t, off + 4, i < cpus ? MADT_ENABLED : 0);
+		/* CPUs past the boot count are disabled but online-capable: with MADT revision 5
+		 * Linux counts only those as possible (hot-pluggable) CPUs. */
+		put32(t, off + 4, i < cpus ? MADT_ENABLED : MADT_ONLINE_CAPABLE);
 	}
 	put8(t, off, MADT_IOAPIC);
 	put8(t, off + 1, 12);

@@ -186,6 +186,7 @@ static void check_madt(unsigned cpus, unsigned max_cpus)
 				ck_assert_uint_eq(disabled, 0); /* enabled CPUs come first */
 				enabled++;
 			} else {
+				ck_assert_uint_eq(rd32(e + 4), 2); /* online-capable */
 				disabled++;
 			}
 			break;
