@@ -252,6 +252,8 @@ static int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	crash_handlers_install();
+	/* A console reader that goes away must not kill the VM: writes then fail with EPIPE. */
+	signal(SIGPIPE, SIG_IGN);
 	/* Blocked before any thread exists, so only sig_thread ever receives these. */
 	sigemptyset(&sw.set);
 	sigaddset(&sw.set, SIGINT);
