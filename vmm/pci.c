@@ -332,7 +332,10 @@ static void bars_update(struct pci_dev *d)
 /* ECAM writes arrive with the MMIO bus lock held for reading: remap from a helper thread. */
 static void *bars_update_thread(void *opaque)
 {
-	bars_update(opaque);
+	struct pci_dev *d = opaque;
+
+	bars_update(d);
+	__atomic_sub_fetch(&d->remaps_pending, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -432,8 +435,11 @@ static void cfg_write(struct pci_bus *b, unsigned busno, unsigned devfn, unsigne
 	if (under_mmio_lock) {
 		pthread_t t;
 
+		__atomic_add_fetch(&d->remaps_pending, 1, __ATOMIC_ACQUIRE);
 		if (pthread_create(&t, NULL, bars_update_thread, d) == 0)
 			pthread_detach(t);
+		else
+			__atomic_sub_fetch(&d->remaps_pending, 1, __ATOMIC_RELEASE);
 	} else {
 		bars_update(d);
 	}
@@ -629,6 +635,9 @@ void pci_dev_exit(struct pci_dev *d)
 	struct pci_msix *m = &d->msix;
 	unsigned v;
 
+	/* A remap thread started by an ECAM write still uses d: let it finish. */
+	while (__atomic_load_n(&d->remaps_pending, __ATOMIC_ACQUIRE))
+		usleep(1000);
 	if (b) {
 		pthread_mutex_lock(&d->lock);
 		put16(d->cfg + PCI_COMMAND, 0);

@@ -97,6 +97,7 @@ struct pci_dev {
 	uint8_t next_cap;
 	struct pci_bar bar[PCI_NUM_BARS];
 	struct pci_msix msix;
+	unsigned remaps_pending; /* ECAM-triggered BAR remaps still running */
 	void *priv;
 };
 
