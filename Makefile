@@ -41,6 +41,7 @@ all: deps-check $(BUILD)/lvmm
 
 -include tools/guest/guest.mk
 -include tools/bench-guest/bench-guest.mk
+-include tools/bench/bench.mk
 -include gpu-fs/gpu-fs.mk
 -include host-kmod/host-kmod.mk
 -include guest-driver/guest-driver.mk
@@ -132,8 +133,10 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory test-extra
 	@echo "make test: all suites passed"
 
-# Components hook further suites (gpu-fs host side, kmod build) into test-extra.
+# Components hook further suites (gpu-fs host side, kmod build) into test-extra, and their
+# benchmarks into bench (results and plots under docs/).
 test-extra:
+bench: all
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all guest
