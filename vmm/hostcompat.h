@@ -14,6 +14,10 @@
 #define HOSTCOMPAT_PVM_CMDLINE                                                                     \
 	"noxsave clearcpuid=cx16,smap,ssse3,popcnt nosmap nofsgsbase lvmm_pvm_syscall=1"
 
+/* Added on kvm_pvm hosts with more than one vCPU: the switch from kvm-clock to the TSC runs
+ * stop_machine(), which was seen to livelock two emulated CPUs in their timer ticks. */
+#define HOSTCOMPAT_PVM_SMP_CMDLINE "clocksource=kvm-clock"
+
 /* True on kvm_pvm hosts (/sys/module/kvm_pvm), unless LVMM_HOSTCOMPAT=on|off says otherwise. */
 bool hostcompat_active(void);
 /* Same decision with the inputs made explicit (tests): env may be NULL. */

@@ -424,6 +424,13 @@ int vm_create(const struct vm_config *cfg, struct vm **out, char *err, unsigned 
 	if (!ret) {
 		ret = hostcompat_cmdline(vm->cfg.cmdline, vm->hostcompat, vm->cmdline,
 					 sizeof(vm->cmdline));
+		if (!ret && vm->ap_manual) {
+			size_t n = strlen(vm->cmdline);
+
+			if (n + 1 + strlen(HOSTCOMPAT_PVM_SMP_CMDLINE) < sizeof(vm->cmdline))
+				snprintf(vm->cmdline + n, sizeof(vm->cmdline) - n, " %s",
+					 HOSTCOMPAT_PVM_SMP_CMDLINE);
+		}
 		if (ret)
 			snprintf(err, errlen, "cmdline: %zu bytes is too long",
 				 strlen(vm->cfg.cmdline));
