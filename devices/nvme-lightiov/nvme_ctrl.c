@@ -245,9 +245,14 @@ static void doorbell_write(struct nvme_ctrl *c, uint64_t off, uint32_t val)
 					 NVME_LOG_ERROR);
 			return;
 		}
+		bool was_full = cq_free(cq) <= cq->reserved;
+
 		cq->head = val;
 		if (qid == 0)
 			nvme_events_deliver(c);
+		/* Only a CQ that was holding back SQ fetches needs the I/O thread. */
+		if (!was_full)
+			return;
 	} else {
 		struct nvme_sq *sq = &c->sqs[qid];
 
