@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+# vNVMe emulate-mode QD1 bench (a benchmark, not a test): the bench guest's three ring-3 QD1
+# 4 KiB read loops (plain MMIO doorbells, shadow doorbells + ioeventfd, SQ in the CMB) against
+# fio with io_uring QD1 O_DIRECT on the same image from the host, interleaved round by round.
+# usage: nvme-qd1.py BUILD_DIR OUT_CSV [ROUNDS] [FIO_SECONDS]
+import csv
+import glob
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+IMG_MB = 64
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def http_get(sock_path, endpoint):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sock_path)
+    s.sendall(f"GET /api/v1/{endpoint} HTTP/1.1\r\nHost: localhost\r\n"
+              "Connection: close\r\n\r\n".encode())
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    head, _, body = buf.partition(b"\r\n\r\n")
+    clen = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            clen = int(line.split(b":")[1])
+    while len(body) < clen:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    s.close()
+    if not head.startswith(b"HTTP/1.1 200"):
+        raise RuntimeError(f"{endpoint}: {head.splitlines()[0]!r}")
+    return json.loads(body[:clen])
+
+
+def thread_cpu_ns(pid):
+    """CPU time (ns, user + system) of each thread of pid, keyed by thread name."""
+    out = {}
+    for task in glob.glob(f"/proc/{pid}/task/*"):
+        try:
+            with open(f"{task}/comm") as f:
+                name = f.read().strip()
+            with open(f"{task}/schedstat") as f:
+                ns = int(f.read().split()[0])
+        except OSError:
+            continue
+        key = "vcpu" if name.startswith("lvmm-vcpu") else \
+            "io" if name == "lvmm-nvme-io" else "other"
+        out[key] = out.get(key, 0) + ns
+    return out
+
+
+def snapshot(pid, sock_path):
+    cpu = thread_cpu_ns(pid)
+    dev = http_get(sock_path, "vm.counters").get("nvme0", {})
+    return {"t": time.perf_counter(), "cpu": cpu, "dev": dev}
+
+
+# guest line -> (window it ends, regex for its figures)
+MARKS = [
+    ("bench: nvme negative ok", "start", None),
+    ("bench: nvme qd1 4k read:", "mmio",
+     re.compile(r"(\d+) I/Os in \d+ us, (\d+) ns/io")),
+    ("bench: nvme qd1 4k read, shadow doorbells:", "shadow",
+     re.compile(r"(\d+) I/Os, (\d+) ns/io, (\d+) doorbell writes per 100")),
+    ("bench: nvme qd1 4k read, CMB SQ + shadow doorbells:", "shadow_cmb",
+     re.compile(r"(\d+) I/Os, (\d+) ns/io, (\d+) doorbell writes per 100")),
+]
+
+
+def run_guest(build, img, rnd):
+    d = tempfile.mkdtemp(prefix="lvmm-bench-nvme-")
+    sock_path = f"{d}/api.sock"
+    cmd = [f"{build}/lvmm", "run", "--kernel", f"{build}/bench-guest/bench-guest.elf",
+           "--memory", "64M", "--cmdline", "bench.mode=nvme", "--vnvme", f"file={img}",
+           "--api-socket", sock_path]
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    snaps, figures, out = {}, {}, []
+    for line in p.stdout:
+        out.append(line)
+        for prefix, name, rx in MARKS:
+            if line.startswith(prefix):
+                snaps[name] = snapshot(p.pid, sock_path)
+                if rx:
+                    figures[name] = [int(x) for x in rx.search(line).groups()]
+    err = p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    if status != 0 or "bench: nvme passed (0 failures)" not in "".join(out):
+        sys.exit(f"nvme-qd1: bench guest run failed (status {status}):\n{''.join(out)}{err}")
+    try:
+        os.rmdir(d)
+    except OSError:
+        pass
+    rows, prev = [], snaps["start"]
+    for _, name, rx in MARKS[1:]:
+        cur = snaps[name]
+        ios = cur["dev"]["read_ops"] - prev["dev"]["read_ops"]
+        exits = cur["dev"]["mmio_exits"] - prev["dev"]["mmio_exits"]
+        dcpu = {k: cur["cpu"].get(k, 0) - prev["cpu"].get(k, 0) for k in ("vcpu", "io", "other")}
+        fig = figures[name]
+        ns_io = fig[1]
+        rows.append({
+            "round": rnd, "config": name, "ios": fig[0], "us_per_io": ns_io / 1000,
+            "iops": round(1e9 / ns_io) if ns_io else 0, "p50_us": "", "p99_us": "",
+            "user_exits_per_io": round(exits / ios, 3) if ios else "",
+            # Guest count of doorbell MMIO writes: user-space exits with plain doorbells,
+            # in-kernel ioeventfd exits once shadow doorbells are on.
+            "doorbell_writes_per_io": 2.0 if name == "mmio" else fig[2] / 100,
+            "cpu_us_per_io": round(sum(dcpu.values()) / 1000 / ios, 1) if ios else "",
+            "io_thread_cpu_us_per_io": round(dcpu["io"] / 1000 / ios, 1) if ios else "",
+            "vcpu_cpu_us_per_io": round(dcpu["vcpu"] / 1000 / ios, 1) if ios else "",
+        })
+        prev = cur
+    total_cpu = ru.ru_utime + ru.ru_stime
+    print(f"  round {rnd} lvmm: " + ", ".join(
+        f"{r['config']} {r['us_per_io']:.0f} us/io {r['user_exits_per_io']} exits/io "
+        f"{r['cpu_us_per_io']} cpu-us/io" for r in rows) +
+        f"  (run {wall:.2f} s, lvmm cpu {total_cpu:.2f} s)", flush=True)
+    return rows
+
+
+def run_fio(img, rw, secs, rnd):
+    cmd = ["fio", "--name=native", f"--filename={img}", "--direct=1", "--ioengine=io_uring",
+           "--bs=4k", f"--rw={rw}", "--iodepth=1", "--time_based", f"--runtime={secs}",
+           "--ramp_time=0.5", f"--size={IMG_MB}M", "--output-format=json"]
+    res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    job = res["jobs"][0]
+    rd = job["read"]
+    ios = rd["total_ios"]
+    pct = rd["clat_ns"].get("percentile", {})
+    # fio reports CPU as a share of the job's run time.
+    cpu_s = (job["usr_cpu"] + job["sys_cpu"]) / 100 * job["job_runtime"] / 1000
+    row = {
+        "round": rnd, "config": f"native_{rw}", "ios": ios,
+        "us_per_io": round(rd["lat_ns"]["mean"] / 1000, 1), "iops": round(rd["iops"]),
+        "p50_us": round(pct.get("50.000000", 0) / 1000, 1),
+        "p99_us": round(pct.get("99.000000", 0) / 1000, 1),
+        "user_exits_per_io": 0, "doorbell_writes_per_io": 0,
+        "cpu_us_per_io": round(cpu_s * 1e6 / ios, 1) if ios else "",
+        "io_thread_cpu_us_per_io": "", "vcpu_cpu_us_per_io": "",
+    }
+    print(f"  round {rnd} fio {rw}: {row['us_per_io']} us/io p50 {row['p50_us']} "
+          f"p99 {row['p99_us']} cpu {row['cpu_us_per_io']} us/io", flush=True)
+    return row
+
+
+def main():
+    build, out_csv = sys.argv[1], sys.argv[2]
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    secs = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+    d = tempfile.mkdtemp(prefix="lvmm-bench-img-", dir="/var/tmp")
+    img = f"{d}/disk.img"
+    # Real data, not holes: sparse reads would never reach the disk.
+    with open(img, "wb") as f:
+        for _ in range(IMG_MB):
+            f.write(os.urandom(1 << 20))
+        os.fsync(f.fileno())
+    rows = []
+    try:
+        for rnd in range(1, rounds + 1):
+            rows += run_guest(build, img, rnd)
+            rows += [run_fio(img, "read", secs, rnd), run_fio(img, "randread", secs, rnd)]
+    finally:
+        os.unlink(img)
+        os.rmdir(d)
+    with open(out_csv, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()
