@@ -549,6 +549,9 @@ static void vm_join(struct vm *vm)
 
 	pthread_mutex_lock(&vm->lock);
 	if (vm->joined) {
+		/* Someone else is joining: return only once the threads are really gone. */
+		while (vm->state != VM_SHUTDOWN)
+			pthread_cond_wait(&vm->cond, &vm->lock);
 		pthread_mutex_unlock(&vm->lock);
 		return;
 	}
@@ -617,8 +620,9 @@ int vm_pause(struct vm *vm, char *err, unsigned errlen)
 int vm_resume(struct vm *vm, char *err, unsigned errlen)
 {
 	pthread_mutex_lock(&vm->lock);
-	if (vm->state != VM_PAUSED) {
-		snprintf(err, errlen, "vm: cannot resume in state %s", vm_state_name(vm->state));
+	if (vm->state != VM_PAUSED || vm->stop_req) {
+		snprintf(err, errlen, "vm: cannot resume in state %s",
+			 vm->stop_req ? "Shutdown" : vm_state_name(vm->state));
 		pthread_mutex_unlock(&vm->lock);
 		return -EINVAL;
 	}
