@@ -888,6 +888,40 @@ START_TEST(test_cmb_sq)
 }
 END_TEST
 
+START_TEST(test_two_sqs_one_cq)
+{
+	struct nvme_cqe *cqes = (struct nvme_cqe *)(ram + IOCQ_GPA);
+	struct nvme_sqe c;
+	unsigned i, seen[3] = {0, 0, 0};
+
+	io_queues();
+	ck_assert_uint_eq(create_sq(2, IOSQ_GPA + 0x1000, 8, 1), 0);
+	c = mk(NVME_CMD_FLUSH, 0);
+	c.nsid = 1;
+	for (i = 0; i < 3; i++) {
+		c.cid = (uint16_t)(100 + i);
+		memcpy(ram + IOSQ_GPA + 0x1000 + i * 64, &c, 64);
+	}
+	sq_db(2, 3);
+	c.cid = 110;
+	io_submit_only(&c);
+	for (i = 0; i < 4; i++) {
+		ck_assert_uint_eq(cqes[i].status & 1, 1);
+		ck_assert_uint_le(cqes[i].sq_id, 2);
+		seen[cqes[i].sq_id]++;
+		if (cqes[i].sq_id == 2)
+			ck_assert_uint_ge(cqes[i].cid, 100);
+	}
+	ck_assert_uint_eq(seen[1], 1);
+	ck_assert_uint_eq(seen[2], 3);
+	/* Deleting the CQ needs both SQs gone first. */
+	ck_assert_uint_eq(delete_q(NVME_ADMIN_DELETE_SQ, 1), 0);
+	ck_assert_uint_eq(delete_q(NVME_ADMIN_DELETE_CQ, 1), SC(1, NVME_SC_INVALID_QUEUE_DELETION));
+	ck_assert_uint_eq(delete_q(NVME_ADMIN_DELETE_SQ, 2), 0);
+	ck_assert_uint_eq(delete_q(NVME_ADMIN_DELETE_CQ, 1), 0);
+}
+END_TEST
+
 static Suite *nvme_suite(void)
 {
 	Suite *s = suite_create("nvme");
@@ -912,6 +946,7 @@ static Suite *nvme_suite(void)
 	tcase_add_test(t, test_reset_mid_io);
 	tcase_add_test(t, test_cq_full_backpressure);
 	tcase_add_test(t, test_cmb_sq);
+	tcase_add_test(t, test_two_sqs_one_cq);
 	suite_add_tcase(s, t);
 	return s;
 }
