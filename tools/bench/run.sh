@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every lvmm benchmark side by side on this host and regenerates the results: raw CSVs and
+# host.json under docs/bench/, plots docs/bench/*.png, the tables in docs/benchmarks.md.
+# usage: tools/bench/run.sh [BUILD_DIR]   (default build; lvmm and the bench guest built there)
+# Knobs (environment): ROUNDS (nvme rounds, 5), FIO_SECS (per fio run, 3), API_N (requests per
+# API case, 2000), BOOT_RUNS (boots per VM shape, 20), RESULTS (docs/bench), DOC
+# (docs/benchmarks.md).
+set -euo pipefail
+build=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+results=${RESULTS:-docs/bench}
+doc=${DOC:-docs/benchmarks.md}
+for f in "$build/lvmm" "$build/bench-guest/bench-guest.elf"; do
+	[ -e "$f" ] || { echo "bench: no $f (run make first)" >&2; exit 1; }
+done
+for tool in fio /usr/bin/python3 curl; do
+	command -v "$tool" >/dev/null || { echo "bench: $tool missing (tools/install-deps.sh)" >&2; exit 1; }
+done
+mkdir -p "$results"
+start=$(date +%s)
+
+kvm=kvm
+[ -d /sys/module/kvm_intel ] && kvm=kvm_intel
+[ -d /sys/module/kvm_amd ] && kvm=kvm_amd
+[ -d /sys/module/kvm_pvm ] && kvm="kvm_pvm (nested, software)"
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+mem=$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+host="$cpu, $(nproc) CPUs, $mem, Linux $(uname -r), $kvm, load average $load at start"
+echo "bench: $host"
+
+echo "bench: vNVMe QD1 (lvmm bench guest vs fio on the same image)"
+/usr/bin/python3 "$here/nvme-qd1.py" "$build" "$results/nvme-qd1.csv" "${ROUNDS:-5}" \
+	"${FIO_SECS:-3}"
+echo "bench: REST API round trips"
+"$here/api-latency.sh" "$build" "${API_N:-2000}" "$results/api-latency"
+echo "bench: boot to poweroff"
+/usr/bin/python3 "$here/boot.py" "$build" "$results/boot.csv" "${BOOT_RUNS:-20}"
+
+/usr/bin/python3 - "$results/host.json" "$host" "$(($(date +%s) - start))" <<'PY'
+import json, sys, time
+json.dump({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "host": sys.argv[2],
+           "duration_s": int(sys.argv[3])}, open(sys.argv[1], "w"), indent=1)
+PY
+/usr/bin/python3 "$here/report.py" "$results" "$doc"
+echo "bench: results in $results/, tables in $doc"
