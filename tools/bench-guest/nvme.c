@@ -191,6 +191,29 @@ static bool find_nvme(unsigned *devfn)
 	return false;
 }
 
+/* Capability list: MSI-X, and the LightIOV vendor capability in emulate mode (windows zero). */
+static void check_caps(unsigned devfn)
+{
+	unsigned ptr = cfg_read(devfn, 0x34) & 0xfc, n = 0;
+	bool msix = false, vcap = false;
+
+	while (ptr && n++ < 16) {
+		uint32_t hdr = cfg_read(devfn, ptr);
+
+		if ((hdr & 0xff) == 0x11)
+			msix = true;
+		if ((hdr & 0xff) == 0x09 && cfg_read(devfn, ptr + 4) == 0x4c494f56u) {
+			vcap = cfg_read(devfn, ptr + 8) == 0 && cfg_read(devfn, ptr + 16) == 0 &&
+			       cfg_read(devfn, ptr + 24) == 0;
+			bench_printf("bench: nvme LightIOV capability at %x, mode %u\n", ptr,
+				     cfg_read(devfn, ptr + 8));
+		}
+		ptr = (hdr >> 8) & 0xfc;
+	}
+	check(msix, "MSI-X capability");
+	check(vcap, "LightIOV vendor capability, emulate mode");
+}
+
 static bool ctrl_init(void)
 {
 	uint64_t cap, deadline;
@@ -304,6 +327,7 @@ static void nvme_ring3(void)
 		bench_puts("bench: nvme FAIL no controller\n");
 		return;
 	}
+	check_caps(devfn);
 	/* Decode off, move BAR0 below 4 GiB, decode on with bus mastering. */
 	cfg_write(devfn, 4, 0);
 	cfg_write(devfn, 0x10, (uint32_t)NVME_BAR_GPA);
