@@ -126,6 +126,20 @@ def nvme_plot(rows, summ, png):
     plt.close(fig)
 
 
+EXIT_KINDS = [("ring0_pio_us", "PIO (port 0x80) from guest ring 0"),
+              ("ring0_mmio_us", "MMIO read of an unbacked page from guest ring 0"),
+              ("ring3_pio_us", "PIO from guest ring 3 (#GP to ring 0 first, see notes)"),
+              ("ring3_mmio_us", "MMIO read from guest ring 3 (what a plain doorbell costs)")]
+
+
+def exits_table(rows):
+    lines = ["| exit to lvmm's user space | us, median of rounds | min-max |", "|---|---|---|"]
+    for key, label in EXIT_KINDS:
+        xs = [num(r[key]) for r in rows]
+        lines.append(f"| {label} | {fmt(med(xs), 1)} | {fmt(min(xs), 1)}-{fmt(max(xs), 1)} |")
+    return "\n".join(lines)
+
+
 def api_table(rows):
     lines = ["| endpoint | connection | requests | p50 us | p99 us | max us |",
              "|---|---|---|---|---|---|"]
@@ -198,6 +212,7 @@ def main():
     summ = nvme_summary(nvme_rows)
     nvme_plot(nvme_rows, summ, f"{res}/nvme-qd1.png")
     doc = replace_block(doc, "nvme", nvme_table(summ))
+    doc = replace_block(doc, "exits", exits_table(load(f"{res}/exits.csv")))
     api_rows = load(f"{res}/api-latency.csv")
     api_plot(load(f"{res}/api-latency-cdf.csv"), f"{res}/api-latency.png")
     doc = replace_block(doc, "api", api_table(api_rows))

@@ -2,7 +2,7 @@
 # Runs every lvmm benchmark side by side on this host and regenerates the results: raw CSVs and
 # host.json under docs/bench/, plots docs/bench/*.png, the tables in docs/benchmarks.md.
 # usage: tools/bench/run.sh [BUILD_DIR]   (default build; lvmm and the bench guest built there)
-# Knobs (environment): ROUNDS (nvme rounds, 5), FIO_SECS (per fio run, 3), API_N (requests per
+# Knobs (environment): ROUNDS (nvme rounds, 7), FIO_SECS (per fio run, 3), API_N (requests per
 # API case, 2000), BOOT_RUNS (boots per VM shape, 20), RESULTS (docs/bench), DOC
 # (docs/benchmarks.md).
 set -euo pipefail
@@ -29,9 +29,8 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
 host="$cpu, $(nproc) CPUs, $mem, Linux $(uname -r), $kvm, load average $load at start"
 echo "bench: $host"
 
-echo "bench: vNVMe QD1 (lvmm bench guest vs fio on the same image)"
-/usr/bin/python3 "$here/nvme-qd1.py" "$build" "$results/nvme-qd1.csv" "${ROUNDS:-5}" \
-	"${FIO_SECS:-3}"
+echo "bench: exit cost and vNVMe QD1 (lvmm bench guest vs fio on the same image)"
+/usr/bin/python3 "$here/nvme-qd1.py" "$build" "$results" "${ROUNDS:-7}" "${FIO_SECS:-3}"
 echo "bench: REST API round trips"
 "$here/api-latency.sh" "$build" "${API_N:-2000}" "$results/api-latency"
 echo "bench: boot to poweroff"
