@@ -65,10 +65,12 @@ static void drain(int fd, char *buf, size_t *n, int *open_)
 	buf[*n] = 0;
 }
 
-/* Runs lvmm with args; when wait_for is set, sends sig once stdout contains it. */
-static void run_lvmm(struct run *r, char *const args[], const char *wait_for, int sig)
+/* Runs lvmm with args and stdin from input (NULL: /dev/null); when wait_for is set, sends sig
+ * once stdout contains it. */
+static void run_lvmm_input(struct run *r, char *const args[], const char *wait_for, int sig,
+			   const char *input)
 {
-	int po[2], pe[2], oo = 1, eo = 1, sent = 0;
+	int po[2], pe[2], pi[2], oo = 1, eo = 1, sent = 0;
 	double start = now_s();
 	char *argv[32];
 	pid_t pid;
@@ -81,12 +83,14 @@ static void run_lvmm(struct run *r, char *const args[], const char *wait_for, in
 	argv[i + 1] = NULL;
 	ck_assert_int_eq(pipe(po), 0);
 	ck_assert_int_eq(pipe(pe), 0);
+	ck_assert_int_eq(pipe(pi), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (!pid) {
 		int devnull = open("/dev/null", O_RDONLY);
 
-		dup2(devnull, 0);
+		dup2(input ? pi[0] : devnull, 0);
+		close(pi[1]);
 		dup2(po[1], 1);
 		dup2(pe[1], 2);
 		close(po[0]);
@@ -96,6 +100,10 @@ static void run_lvmm(struct run *r, char *const args[], const char *wait_for, in
 	}
 	close(po[1]);
 	close(pe[1]);
+	close(pi[0]);
+	if (input)
+		ck_assert_int_eq(write(pi[1], input, strlen(input)), (ssize_t)strlen(input));
+	close(pi[1]);
 	while (oo || eo) {
 		struct pollfd p[2] = {{.fd = oo ? po[0] : -1, .events = POLLIN},
 				      {.fd = eo ? pe[0] : -1, .events = POLLIN}};
@@ -120,6 +128,11 @@ static void run_lvmm(struct run *r, char *const args[], const char *wait_for, in
 	ck_assert_int_eq(waitpid(pid, &r->status, 0), pid);
 	if (wait_for)
 		ck_assert_msg(sent, "never saw '%s' on the console: %s", wait_for, r->out);
+}
+
+static void run_lvmm(struct run *r, char *const args[], const char *wait_for, int sig)
+{
+	run_lvmm_input(r, args, wait_for, sig, NULL);
 }
 
 static int lines(const char *s)
@@ -175,6 +188,18 @@ START_TEST(test_two_cpus_hello)
 	assert_exit(&r, 0);
 	ck_assert_msg(strstr(r.out, "bench: hello from ring 3"), "console: %s", r.out);
 	ck_assert_msg(strstr(r.err, "guest powered off"), "stderr: %s", r.err);
+}
+END_TEST
+
+START_TEST(test_console_input)
+{
+	char *args[] = {"run", "--kernel", (char *)guest(), "--cmdline", "bench.mode=echo", NULL};
+	struct run r;
+
+	/* stdin is a pipe here (no terminal to make raw): bytes still reach the UART. */
+	run_lvmm_input(&r, args, NULL, 0, "ping from the host\n");
+	assert_exit(&r, 0);
+	ck_assert_msg(strstr(r.out, "bench: got 'ping from the host'"), "console: %s", r.out);
 }
 END_TEST
 
@@ -381,6 +406,7 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_hello);
 	tcase_add_test(tc, test_two_cpus_hello);
+	tcase_add_test(tc, test_console_input);
 	tcase_add_test(tc, test_serial_file);
 	tcase_add_test(tc, test_triple_fault);
 	tcase_add_test(tc, test_reboot_ports);

@@ -1,6 +1,7 @@
 /* Bench guest modes that need no device: hello (default), spin (heartbeat, never ends), fault
- * (deliberate triple fault), reboot and kbdreset (guest-initiated resets), compat (instructions
- * kvm_pvm cannot emulate in ring 0) and exits (cost of PIO and MMIO exits from ring 0 and ring 3).
+ * (deliberate triple fault), reboot and kbdreset (guest-initiated resets), echo (console input),
+ * compat (instructions kvm_pvm cannot emulate in ring 0) and exits (cost of PIO and MMIO exits from
+ * ring 0 and ring 3).
  */
 #include "bench.h"
 
@@ -87,6 +88,29 @@ static void kbdreset_ring3(void)
 }
 
 BENCH_MODE(kbdreset, NULL, kbdreset_ring3);
+
+/* Console input: reads one line from COM1 (polling LSR.DR) and prints it back. */
+static void echo_ring3(void)
+{
+	char line[64];
+	unsigned n = 0;
+
+	bench_puts("bench: type a line\n");
+	while (n + 1 < sizeof(line)) {
+		char c;
+
+		while (!(inb(0x3fd) & 1))
+			__asm__ volatile("pause");
+		c = (char)inb(0x3f8);
+		if (c == '\r' || c == '\n')
+			break;
+		line[n++] = c;
+	}
+	line[n] = 0;
+	bench_printf("bench: got '%s'\n", line);
+}
+
+BENCH_MODE(echo, NULL, echo_ring3);
 
 static uint64_t time_pio(unsigned n)
 {
