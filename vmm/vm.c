@@ -526,7 +526,9 @@ int vm_boot(struct vm *vm, char *err, unsigned errlen)
 	}
 	vm->state = VM_RUNNING;
 	pthread_mutex_unlock(&vm->lock);
-	if (vm->cfg.serial == SERIAL_STDIO) {
+	/* A background job must not touch the terminal (SIGTTIN/SIGTTOU would stop lvmm). */
+	if (vm->cfg.serial == SERIAL_STDIO &&
+	    (!isatty(STDIN_FILENO) || tcgetpgrp(STDIN_FILENO) == getpgrp())) {
 		vm->input_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (vm->input_wake_fd >= 0 &&
 		    !pthread_create(&vm->input_thread, NULL, vm_input_thread, vm))
