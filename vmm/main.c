@@ -40,7 +40,8 @@ static void usage_run(FILE *f)
 	    "  --vnvme SPEC         NVMe disk: file=PATH[,size=SIZE][,readonly=on][,serial=S]\n"
 	    "                       or NAME:SIZE[,vol=NAME][,mode=emulate|passthrough|isolated]\n"
 	    "  --api-socket PATH    serve the REST API on this Unix socket\n"
-	    "Environment: LVMM_SECCOMP=off, LVMM_HOSTCOMPAT=on|off, LVMM_PIT=on|off\n",
+	    "Environment: LVMM_SECCOMP=off, LVMM_HOSTCOMPAT=on|off, LVMM_PIT=on|off,\n"
+	    "  LVMM_IRQCHIP=kernel|split, LVMM_STATS=1, LVMM_DEBUG_VCPU=SECONDS\n",
 	    CONFIG_DEFAULT_CPUS, CONFIG_DEFAULT_MEMORY >> 20);
 }
 
@@ -286,8 +287,22 @@ static int cmd_run(int argc, char **argv)
 		status = why == VM_EXIT_ERROR ? 1 : 0;
 		fprintf(stderr, "lvmm: %s%s\n", status ? "VM stopped: " : "", vm_exit_msg(vm));
 	}
-	if (getenv("LVMM_STATS"))
+	if (getenv("LVMM_STATS")) {
+		unsigned i;
+
 		fprintf(stderr, "lvmm: ran %.3f s from start to exit\n", now_s() - t0);
+		for (i = 0; i < vm->ncpus; i++) {
+			const uint64_t *e = vm->vcpus[i].exits;
+
+			fprintf(stderr,
+				"lvmm: vcpu %u exits: pio %llu mmio %llu interrupted %llu "
+				"emulation %llu\n",
+				i, (unsigned long long)e[VCPU_EXIT_IO],
+				(unsigned long long)e[VCPU_EXIT_MMIO],
+				(unsigned long long)e[VCPU_EXIT_INTR],
+				(unsigned long long)e[VCPU_EXIT_EMUL]);
+		}
+	}
 	sw.done = 1;
 	pthread_kill(st, SIGHUP);
 	pthread_join(st, NULL);
