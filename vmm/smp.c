@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <time.h>
 
+#include "smp.h"
 #include "vm_internal.h"
 
 #define WARM_RESET_VECTOR     0x467ULL /* 40:67, offset then segment */
@@ -20,10 +21,6 @@
 #define CR0_LINUX 0x80050033ULL /* PE MP ET NE WP AM PG, Linux's CR0_STATE */
 #define EFER_LME  0x100ULL
 #define EFER_LMA  0x400ULL
-
-struct smp_target {
-	uint64_t rip, cr3, cr4, efer;
-};
 
 static bool smp_debug(void)
 {
@@ -57,14 +54,9 @@ void smp_warm_reset_write(struct vm *vm, uint8_t status)
 	pthread_mutex_unlock(&vm->lock);
 }
 
-static int rd32(struct vm *vm, uint64_t gpa, uint32_t *v)
-{
-	return gmem_read(&vm->gmem, gpa, v, 4);
-}
-
 /* Finds struct real_mode_header (text_start, ro_end, trampoline_start, trampoline_header,
  * [sev_es_trampoline_start], trampoline_start64, trampoline_pgd) below start_ip. */
-static int smp_find_target(struct vm *vm, uint64_t start_ip, struct smp_target *t)
+int smp_find_target(const struct guest_mem *gm, uint64_t start_ip, struct smp_target *t)
 {
 	uint64_t page = start_ip & ~0xfffULL, hdr = 0;
 	uint32_t w[7];
@@ -72,7 +64,7 @@ static int smp_find_target(struct vm *vm, uint64_t start_ip, struct smp_target *
 	uint8_t code[3];
 
 	for (i = 0; i < TRAMPOLINE_SCAN_PAGES && page < LOW_MEM_END; i++, page -= 0x1000) {
-		if (gmem_read(&vm->gmem, page, w, sizeof(w)))
+		if (gmem_read(gm, page, w, sizeof(w)))
 			return -EFAULT;
 		if (w[2] == start_ip && w[0] <= start_ip && w[1] > start_ip && w[3] < LOW_MEM_END) {
 			hdr = page;
@@ -85,15 +77,15 @@ static int smp_find_target(struct vm *vm, uint64_t start_ip, struct smp_target *
 		return -ENOENT;
 	/* trampoline_start64 is w[4], or w[5] when the kernel has SEV support. */
 	for (k = 4; k <= 5; k++)
-		if (w[k] < LOW_MEM_END && !gmem_read(&vm->gmem, w[k], code, 3) &&
+		if (w[k] < LOW_MEM_END && !gmem_read(gm, w[k], code, 3) &&
 		    !memcmp(code, LIDT_RIPREL, 3))
 			break;
 	if (k > 5)
 		return -ENOEXEC;
 	t->cr3 = w[k + 1];
 	/* struct trampoline_header: u64 start, u64 efer, u32 cr4, ... */
-	if (gmem_read(&vm->gmem, w[3], &t->rip, 8) || gmem_read(&vm->gmem, w[3] + 8, &t->efer, 8) ||
-	    rd32(vm, w[3] + 16, &w[0]))
+	if (gmem_read(gm, w[3], &t->rip, 8) || gmem_read(gm, w[3] + 8, &t->efer, 8) ||
+	    gmem_read(gm, w[3] + 16, &w[0], 4))
 		return -EFAULT;
 	t->cr4 = w[0];
 	if (smp_debug())
@@ -203,7 +195,7 @@ bool smp_ap_wait(struct vcpu *v)
 		return false;
 	start_ip = ((uint64_t)vec[1] << 4) + vec[0];
 	smp_let_ipis_pass(v);
-	ret = smp_find_target(vm, start_ip, &t);
+	ret = smp_find_target(&vm->gmem, start_ip, &t);
 	if (!ret)
 		ret = smp_start(v, &t);
 	if (ret) {
