@@ -48,19 +48,20 @@ def http_get(sock_path, endpoint):
 
 
 def thread_cpu_ns(pid):
-    """CPU time (ns, user + system) of each thread of pid, keyed by thread name."""
+    """CPU time and run-queue wait (ns) of pid's threads, summed per kind of thread."""
     out = {}
     for task in glob.glob(f"/proc/{pid}/task/*"):
         try:
             with open(f"{task}/comm") as f:
                 name = f.read().strip()
             with open(f"{task}/schedstat") as f:
-                ns = int(f.read().split()[0])
+                run_ns, wait_ns = (int(x) for x in f.read().split()[:2])
         except OSError:
             continue
         key = "vcpu" if name.startswith("lvmm-vcpu") else \
             "io" if name == "lvmm-nvme-io" else "other"
-        out[key] = out.get(key, 0) + ns
+        out[key] = out.get(key, 0) + run_ns
+        out[key + "_wait"] = out.get(key + "_wait", 0) + wait_ns
     return out
 
 
@@ -119,6 +120,9 @@ def run_guest(build, img, rnd):
         ios = cur["dev"]["read_ops"] - prev["dev"]["read_ops"]
         exits = cur["dev"]["mmio_exits"] - prev["dev"]["mmio_exits"]
         dcpu = {k: cur["cpu"].get(k, 0) - prev["cpu"].get(k, 0) for k in ("vcpu", "io", "other")}
+        # Time lvmm's threads were runnable but had no CPU: the host's load, not lvmm's cost.
+        wait = {k: cur["cpu"].get(k + "_wait", 0) - prev["cpu"].get(k + "_wait", 0)
+                for k in ("vcpu", "io")}
         fig = figures[name]
         ns_io = fig[1]
         rows.append({
@@ -131,12 +135,14 @@ def run_guest(build, img, rnd):
             "cpu_us_per_io": round(sum(dcpu.values()) / 1000 / ios, 1) if ios else "",
             "io_thread_cpu_us_per_io": round(dcpu["io"] / 1000 / ios, 1) if ios else "",
             "vcpu_cpu_us_per_io": round(dcpu["vcpu"] / 1000 / ios, 1) if ios else "",
+            "vcpu_runq_wait_us_per_io": round(wait["vcpu"] / 1000 / ios, 1) if ios else "",
+            "io_runq_wait_us_per_io": round(wait["io"] / 1000 / ios, 1) if ios else "",
         })
         prev = cur
     total_cpu = ru.ru_utime + ru.ru_stime
     print(f"  round {rnd} lvmm: " + ", ".join(
         f"{r['config']} {r['us_per_io']:.0f} us/io {r['user_exits_per_io']} exits/io "
-        f"{r['cpu_us_per_io']} cpu-us/io" for r in rows) +
+        f"{r['cpu_us_per_io']} cpu-us/io wait {r['vcpu_runq_wait_us_per_io']}/{r['io_runq_wait_us_per_io']} us/io" for r in rows) +
         f"  (run {wall:.2f} s, lvmm cpu {total_cpu:.2f} s)", flush=True)
     return rows
 
@@ -180,6 +186,7 @@ def run_fio(img, rw, secs, rnd):
         "user_exits_per_io": 0, "doorbell_writes_per_io": 0,
         "cpu_us_per_io": round(cpu_s * 1e6 / ios, 1) if ios else "",
         "io_thread_cpu_us_per_io": "", "vcpu_cpu_us_per_io": "",
+        "vcpu_runq_wait_us_per_io": "", "io_runq_wait_us_per_io": "",
     }
     print(f"  round {rnd} fio {rw}: {row['us_per_io']} us/io p50 {row['p50_us']} "
           f"p99 {row['p99_us']} cpu {row['cpu_us_per_io']} us/io", flush=True)

@@ -72,6 +72,7 @@ def nvme_summary(rows):
             "cpu": med([num(r["cpu_us_per_io"]) for r in rs]),
             "cpu_io": med([num(r["io_thread_cpu_us_per_io"]) for r in rs]),
             "cpu_vcpu": med([num(r["vcpu_cpu_us_per_io"]) for r in rs]),
+            "wait": med([num(r.get("vcpu_runq_wait_us_per_io")) for r in rs]),
         })
     return out
 
@@ -79,8 +80,9 @@ def nvme_summary(rows):
 def nvme_table(summ):
     lines = [
         "| configuration | us/I/O (median, min-max) | IOPS | p50 / p99 us | x plain MMIO | x native seq | "
-        "user-space exits/I/O | doorbell writes/I/O | host CPU us/I/O (I/O thread, vCPU) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "user-space exits/I/O | doorbell writes/I/O | host CPU us/I/O (I/O thread, vCPU) | "
+        "vCPU run-queue wait us/I/O |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summ:
         cpu = fmt(s["cpu"])
@@ -91,7 +93,7 @@ def nvme_table(summ):
         lines.append(
             f"| {s['label']} | {fmt(s['us'])} ({fmt(s['us_min'])}-{fmt(s['us_max'])}) | "
             f"{fmt(s['iops'])} | {pcts} | {fmt(s['vs_plain'], 2)} | {fmt(s['ratio'], 2)} | {fmt(s['exits'], 2)} | "
-            f"{fmt(s['db'], 2)} | {cpu} |")
+            f"{fmt(s['db'], 2)} | {cpu} | {fmt(s['wait'])} |")
     return "\n".join(lines)
 
 
