@@ -142,7 +142,8 @@ def run_guest(build, img, rnd):
     total_cpu = ru.ru_utime + ru.ru_stime
     print(f"  round {rnd} lvmm: " + ", ".join(
         f"{r['config']} {r['us_per_io']:.0f} us/io {r['user_exits_per_io']} exits/io "
-        f"{r['cpu_us_per_io']} cpu-us/io wait {r['vcpu_runq_wait_us_per_io']}/{r['io_runq_wait_us_per_io']} us/io" for r in rows) +
+        f"{r['cpu_us_per_io']} cpu-us/io, run-queue wait vCPU {r['vcpu_runq_wait_us_per_io']} "
+        f"I/O thread {r['io_runq_wait_us_per_io']} us/io" for r in rows) +
         f"  (run {wall:.2f} s, lvmm cpu {total_cpu:.2f} s)", flush=True)
     return rows
 

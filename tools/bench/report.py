@@ -79,7 +79,8 @@ def nvme_summary(rows):
 
 def nvme_table(summ):
     lines = [
-        "| configuration | us/I/O (median, min-max) | IOPS | p50 / p99 us | x plain MMIO | x native seq | "
+        "| configuration | us/I/O (median, min-max) | IOPS | p50 / p99 us | x plain MMIO | "
+        "x native seq | "
         "user-space exits/I/O | doorbell writes/I/O | host CPU us/I/O (I/O thread, vCPU) | "
         "vCPU run-queue wait us/I/O |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -92,7 +93,8 @@ def nvme_table(summ):
             f"{fmt(s['p50'])} / {fmt(s['p99'])}"
         lines.append(
             f"| {s['label']} | {fmt(s['us'])} ({fmt(s['us_min'])}-{fmt(s['us_max'])}) | "
-            f"{fmt(s['iops'])} | {pcts} | {fmt(s['vs_plain'], 2)} | {fmt(s['ratio'], 2)} | {fmt(s['exits'], 2)} | "
+            f"{fmt(s['iops'])} | {pcts} | {fmt(s['vs_plain'], 2)} | {fmt(s['ratio'], 2)} | "
+            f"{fmt(s['exits'], 2)} | "
             f"{fmt(s['db'], 2)} | {cpu} | {fmt(s['wait'])} |")
     return "\n".join(lines)
 

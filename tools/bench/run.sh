@@ -14,7 +14,8 @@ for f in "$build/lvmm" "$build/bench-guest/bench-guest.elf"; do
 	[ -e "$f" ] || { echo "bench: no $f (run make first)" >&2; exit 1; }
 done
 for tool in fio /usr/bin/python3 curl; do
-	command -v "$tool" >/dev/null || { echo "bench: $tool missing (tools/install-deps.sh)" >&2; exit 1; }
+	command -v "$tool" >/dev/null ||
+		{ echo "bench: $tool missing (tools/install-deps.sh)" >&2; exit 1; }
 done
 mkdir -p "$results"
 start=$(date +%s)
