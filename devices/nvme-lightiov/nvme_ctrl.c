@@ -498,6 +498,15 @@ static unsigned sq_run(struct nvme_ctrl *c, struct nvme_sq *sq, unsigned budget)
 		if (sq->qid == 0)
 			nvme_events_deliver(c);
 	}
+	/* Held back by a full CQ: with shadow doorbells, ask the driver to ring when it frees
+	 * entries (it otherwise never writes the CQ head doorbell). */
+	if (sq->valid && sq->head != sq->tail && cq->valid && cq_free(cq) <= cq->reserved &&
+	    sq->cqid && c->dbbuf_eis) {
+		uint32_t *ei = dbbuf_slot(c, c->dbbuf_eis, sq->cqid, true);
+
+		if (ei)
+			__atomic_store_n(ei, cq->head, __ATOMIC_RELEASE);
+	}
 	return n;
 }
 

@@ -36,6 +36,7 @@ static struct nvme_io_req *parked[64];
 static unsigned nparked;
 static bool park;
 static uint16_t aer_cid;
+static uint32_t *shadow_dbs; /* set once Doorbell Buffer Config is done: the driver keeps it */
 
 static int test_submit(void *be, struct nvme_io_req *req)
 {
@@ -124,6 +125,7 @@ static void setup(void)
 	park = false;
 	nparked = 0;
 	aer_cid = 200;
+	shadow_dbs = NULL;
 	make_ctrl(0, false);
 }
 
@@ -195,6 +197,8 @@ static bool io_reap(struct nvme_cqe *out)
 		iocq_head = 0;
 		iocq_phase ^= 1;
 	}
+	if (shadow_dbs)
+		shadow_dbs[(2 * 1 + 1) * (STRIDE / 4)] = iocq_head;
 	cq_db(1, iocq_head);
 	return true;
 }
@@ -761,6 +765,7 @@ START_TEST(test_shadow_doorbells)
 	ck_assert_uint_eq(admin(&c, NULL), SC(0, NVME_SC_INVALID_FIELD));
 	c.prp1 = DBS_GPA;
 	ck_assert_uint_eq(admin(&c, NULL), 0);
+	shadow_dbs = dbs;
 	nvme_ctrl_get_stats(ctrl, &st0);
 	/* Queue 1 SQ tail in the shadow buffer; no MMIO write, just a wake-up. */
 	c = mk(NVME_CMD_FLUSH, 61);
@@ -774,6 +779,29 @@ START_TEST(test_shadow_doorbells)
 	ck_assert_uint_eq(eis[2 * 1 * (STRIDE / 4)], iosq_tail);
 	nvme_ctrl_get_stats(ctrl, &st1);
 	ck_assert_uint_eq(st1.doorbells - st0.doorbells, 1); /* only the CQ head write of io_reap */
+	/* A full CQ publishes its head as the CQ event index so the driver rings on freeing. */
+	{
+		unsigned k;
+
+		for (k = 0; k < IOQ_SIZE; k++) {
+			c.cid = (uint16_t)(300 + k);
+			memcpy(ram + IOSQ_GPA + iosq_tail * 64, &c, 64);
+			iosq_tail = (iosq_tail + 1) % IOQ_SIZE;
+			dbs[2 * 1 * (STRIDE / 4)] = iosq_tail;
+			if (k == IOQ_SIZE - 2) {
+				eis[(2 * 1 + 1) * (STRIDE / 4)] = 0xdead;
+				nvme_ctrl_process(ctrl); /* 31 completions fill the CQ */
+				ck_assert_uint_eq(eis[(2 * 1 + 1) * (STRIDE / 4)], 0xdead);
+			}
+		}
+		nvme_ctrl_process(ctrl); /* the 32nd waits for CQ space */
+		ck_assert_uint_eq(eis[(2 * 1 + 1) * (STRIDE / 4)], iocq_head);
+		for (k = 0; k < IOQ_SIZE; k++) {
+			ck_assert(io_reap(&e));
+			ck_assert_uint_eq(e.cid, 300 + k);
+		}
+		ck_assert(!io_reap(&e));
+	}
 	/* A garbage shadow value is ignored (and reported), the queue survives. */
 	dbs[2 * 1 * (STRIDE / 4)] = 1000;
 	nvme_ctrl_process(ctrl);
