@@ -103,7 +103,10 @@ def nvme_plot(rows, summ, png):
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     labels = [s["short"] for s in summ]
     xs = range(len(summ))
-    ax1.bar(xs, [s["us"] for s in summ], color="#4c72b0")
+    ax1.bar(xs, [s["us"] for s in summ], color="#4c72b0", label="wall time per I/O")
+    ax1.bar(xs, [s["wait"] or 0 for s in summ], width=0.5, color="none", edgecolor="#cccccc",
+            hatch="///", label="of which the vCPU waited for a host CPU")
+    ax1.legend(fontsize=7)
     for i, s in enumerate(summ):
         pts = [num(r["us_per_io"]) for r in rows if r["config"] == s["key"]]
         ax1.plot([i] * len(pts), pts, "k.", ms=4)
