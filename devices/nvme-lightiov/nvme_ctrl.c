@@ -503,9 +503,17 @@ static unsigned sq_run(struct nvme_ctrl *c, struct nvme_sq *sq, unsigned budget)
 	if (sq->valid && sq->head != sq->tail && cq->valid && cq_free(cq) <= cq->reserved &&
 	    sq->cqid && c->dbbuf_eis) {
 		uint32_t *ei = dbbuf_slot(c, c->dbbuf_eis, sq->cqid, true);
+		uint32_t head = cq->head;
 
-		if (ei)
-			__atomic_store_n(ei, cq->head, __ATOMIC_RELEASE);
+		if (ei) {
+			__atomic_store_n(ei, head, __ATOMIC_RELEASE);
+			/* The driver may have moved the head before it could see the index: look
+			 * once more, and count a move as progress so the caller runs again. */
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			cq_refresh_shadow(c, cq, sq->cqid);
+			if (cq->head != head)
+				n++;
+		}
 	}
 	return n;
 }
