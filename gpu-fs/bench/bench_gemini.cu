@@ -100,7 +100,8 @@ __global__ static void k_randread(struct gemini_dev *d, int fd, const uint64_t *
 		int rc;
 
 		if (raw) {
-			struct gm_ticket t = gm_submit(d, gm_my_queue(d), GM_NVME_OP_READ, o, 4096, b);
+			struct gm_ticket t =
+			    gm_submit(d, gm_my_queue(d), GM_NVME_OP_READ, o, 4096, b);
 
 			rc = gm_wait(t);
 		} else {
@@ -270,8 +271,15 @@ static void bench_cpu(const char *file, int direct, int gds, const std::vector<i
 		double t0 = now(), lat = 0;
 
 		for (int i = 0; i < t; i++) {
-			a[i] = { fd, r, i, gds, m.hdr.data_offset, m.hdr.nblocks,
-				 gpu + (size_t)(i % 1024) * 4096, 0, fh };
+			a[i] = {fd,
+				r,
+				i,
+				gds,
+				m.hdr.data_offset,
+				m.hdr.nblocks,
+				gpu + (size_t)(i % 1024) * 4096,
+				0,
+				fh};
 			pthread_create(&th[i], NULL, cpu_worker, &a[i]);
 		}
 		for (int i = 0; i < t; i++) {
@@ -366,7 +374,8 @@ static void bench_hit(const char *file, size_t page, const std::vector<int> &war
 	CK(cudaMalloc((void **)&out, (size_t)8192 * len));
 	CK(cudaMalloc((void **)&de, 8));
 	cudaMemset(de, 0, 8);
-	k_seq<<<64, 256>>>(gemini_device(c), fd, size, (uint32_t)page, out, de); /* fill the cache */
+	k_seq<<<64, 256>>>(gemini_device(c), fd, size, (uint32_t)page, out,
+			   de); /* fill the cache */
 	CK(cudaDeviceSynchronize());
 	struct gemini_stats st0, st1;
 
@@ -511,10 +520,11 @@ int main(int argc, char **argv)
 		bench_seq(argv[2], argv[3], (size_t)atol(argv[4]), (unsigned)atoi(argv[5]),
 			  atoi(argv[6]));
 	else {
-		fprintf(stderr, "usage: bench_gemini randread FILE BACKEND HOSTTHREADS RAW T1,T2.. [REQS]\n"
-				"       bench_gemini cpu FILE buffered|direct|gds T1,T2.. [REQS]\n"
-				"       bench_gemini hit FILE PAGESIZE W1,W2..\n"
-				"       bench_gemini seq FILE BACKEND PAGESIZE PREFETCH WARPS\n");
+		fprintf(stderr,
+			"usage: bench_gemini randread FILE BACKEND HOSTTHREADS RAW T1,T2.. [REQS]\n"
+			"       bench_gemini cpu FILE buffered|direct|gds T1,T2.. [REQS]\n"
+			"       bench_gemini hit FILE PAGESIZE W1,W2..\n"
+			"       bench_gemini seq FILE BACKEND PAGESIZE PREFETCH WARPS\n");
 		return 2;
 	}
 	return 0;

@@ -7,19 +7,19 @@
 
 #include "gemini_nvme.h"
 
-#define GM_KEY_EMPTY	  (~0ull)
-#define GM_PAGE_INVALID	  0u
-#define GM_PAGE_LOADING	  1u
-#define GM_PAGE_VALID	  2u
-#define GM_PAGE_ERROR	  3u
-#define GM_MAX_CMD	  (1u << 20) /* largest single command the queues carry */
-#define GM_STAT_HITS	  0
-#define GM_STAT_MISSES	  1
-#define GM_STAT_EVICT	  2
-#define GM_STAT_WB	  3
-#define GM_STAT_IOERR	  4
-#define GM_STAT_CMDS	  5
-#define GM_NSTATS	  8
+#define GM_KEY_EMPTY	(~0ull)
+#define GM_PAGE_INVALID 0u
+#define GM_PAGE_LOADING 1u
+#define GM_PAGE_VALID	2u
+#define GM_PAGE_ERROR	3u
+#define GM_MAX_CMD	(1u << 20) /* largest single command the queues carry */
+#define GM_STAT_HITS	0
+#define GM_STAT_MISSES	1
+#define GM_STAT_EVICT	2
+#define GM_STAT_WB	3
+#define GM_STAT_IOERR	4
+#define GM_STAT_CMDS	5
+#define GM_NSTATS	8
 
 /* One open file as the GPU sees it: bounds and the cached two-level map. */
 struct gm_file {
@@ -63,7 +63,7 @@ struct gemini_dev {
 	uint32_t prefetch;
 	uint32_t nqueues;
 	uint32_t backend;
-	uint8_t *data;	  /* npages * page_size */
+	uint8_t *data;	    /* npages * page_size */
 	uint64_t *dma_base; /* the arena base the queues' SGL addresses are relative to */
 	unsigned long long *key;
 	uint32_t *state;
@@ -355,8 +355,8 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 	unsigned long long key = ((unsigned long long)fd << 48) | pg;
 	uint64_t h = gm_mix(key);
 	struct gm_shard *s = &d->shards[h & (d->nshards - 1)];
-	int *head = &d->bucket[(h & (d->nshards - 1)) * d->nbuckets +
-			       ((h >> 32) & (d->nbuckets - 1))];
+	int *head =
+	    &d->bucket[(h & (d->nshards - 1)) * d->nbuckets + ((h >> 32) & (d->nbuckets - 1))];
 	unsigned ns = 256;
 	int i;
 
@@ -401,8 +401,10 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 		/* under the shard lock: nobody can look the old page up while it is written */
 		if (d->dirty[i] && d->state[i] == GM_PAGE_VALID)
 			gm_writeback(d, i);
-		gm_hash_remove(d, &d->bucket[(oh & (d->nshards - 1)) * d->nbuckets +
-					    ((oh >> 32) & (d->nbuckets - 1))], i);
+		gm_hash_remove(d,
+			       &d->bucket[(oh & (d->nshards - 1)) * d->nbuckets +
+					  ((oh >> 32) & (d->nbuckets - 1))],
+			       i);
 		gm_stat(d, GM_STAT_EVICT, 1);
 	}
 	d->key[i] = key;
@@ -431,8 +433,10 @@ __device__ static inline void gm_release(struct gemini_dev *d, int i, int n, boo
 	if (d->ref[i] == 0) {
 		if (d->state[i] == GM_PAGE_ERROR) {
 			/* a failed load is forgotten: the next access retries the device */
-			gm_hash_remove(d, &d->bucket[(h & (d->nshards - 1)) * d->nbuckets +
-						    ((h >> 32) & (d->nbuckets - 1))], i);
+			gm_hash_remove(d,
+				       &d->bucket[(h & (d->nshards - 1)) * d->nbuckets +
+						  ((h >> 32) & (d->nbuckets - 1))],
+				       i);
 			d->key[i] = GM_KEY_EMPTY;
 			d->state[i] = GM_PAGE_INVALID;
 			gm_lru_prepend(d, s, i);
@@ -593,9 +597,8 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 	for (;;) {
 		bool want = !bad && pos < end;
 		unsigned pending = __ballot_sync(active, want);
-		unsigned long long key = want ? ((unsigned long long)fd << 48) |
-							(pos >> d->page_shift)
-					      : ~0ull;
+		unsigned long long key =
+		    want ? ((unsigned long long)fd << 48) | (pos >> d->page_shift) : ~0ull;
 
 		if (!pending)
 			break;
@@ -652,8 +655,8 @@ __device__ static inline int64_t G_write(struct gemini_dev *d, int fd, uint64_t 
 }
 
 /* Reads straight from the backing into buf, bypassing the cache (one thread, block aligned). */
-__device__ static inline int G_read_direct(struct gemini_dev *d, int fd, uint64_t off,
-					   uint32_t len, void *buf)
+__device__ static inline int G_read_direct(struct gemini_dev *d, int fd, uint64_t off, uint32_t len,
+					   void *buf)
 {
 	if (fd < 0 || fd >= 16 || !d->files[fd].open || off > d->files[fd].data_size ||
 	    len > d->files[fd].data_size - off || (off | len) & 511)

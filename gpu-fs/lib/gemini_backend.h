@@ -24,8 +24,8 @@ struct gm_hfile {
 	int sysfd;
 	int writable;
 	struct gvdk_header hdr;
-	uint8_t *mem;	/* memory namespace: pinned copy of the whole file */
-	void *cufile;	/* gds: CUfileHandle_t */
+	uint8_t *mem; /* memory namespace: pinned copy of the whole file */
+	void *cufile; /* gds: CUfileHandle_t */
 	char path[4096];
 };
 

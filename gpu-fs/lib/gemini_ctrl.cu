@@ -30,7 +30,7 @@ struct gm_op {
 	uint16_t cid;
 	uint16_t status;
 	uint8_t opcode;
-	int io_fd;	 /* >= 0: file I/O at io_off (pread before the copy, pwrite after) */
+	int io_fd; /* >= 0: file I/O at io_off (pread before the copy, pwrite after) */
 	uint64_t io_off;
 	uint8_t *bounce;
 	void *dst;
@@ -96,8 +96,8 @@ static bool gm_window_ok(struct gemini_ctx *c, uint64_t addr, uint64_t len)
 	int n = __atomic_load_n(&c->nwin, __ATOMIC_ACQUIRE);
 
 	if (addr >= (uint64_t)(uintptr_t)c->hdev.data &&
-	    addr + len <= (uint64_t)(uintptr_t)c->hdev.data +
-				  (uint64_t)c->npages * c->hdev.page_size &&
+	    addr + len <=
+		(uint64_t)(uintptr_t)c->hdev.data + (uint64_t)c->npages * c->hdev.page_size &&
 	    addr + len > addr)
 		return true;
 	for (int i = 0; i < n; i++)
@@ -187,11 +187,11 @@ static void gm_prepare(struct gm_worker *w, const struct gm_nvme_sqe *s, struct 
 	op->len = len;
 	if (c->cfg.backend == GEMINI_BACKEND_GDS) {
 #ifdef GEMINI_HAVE_CUFILE
-		ssize_t n = s->opcode == GM_NVME_OP_READ
-				    ? cuFileRead((CUfileHandle_t)hf->cufile, (void *)gpu, len,
-						 (off_t)foff, 0)
-				    : cuFileWrite((CUfileHandle_t)hf->cufile, (const void *)gpu,
-						  len, (off_t)foff, 0);
+		ssize_t n =
+		    s->opcode == GM_NVME_OP_READ
+			? cuFileRead((CUfileHandle_t)hf->cufile, (void *)gpu, len, (off_t)foff, 0)
+			: cuFileWrite((CUfileHandle_t)hf->cufile, (const void *)gpu, len,
+				      (off_t)foff, 0);
 		if (n != (ssize_t)len)
 			op->status = s->opcode == GM_NVME_OP_READ ? GM_NVME_SC_READ_ERROR
 								  : GM_NVME_SC_WRITE_FAULT;
@@ -257,8 +257,8 @@ static void gm_file_batch(struct gm_worker *w, struct gm_op *ops, int n, uint8_t
 				if (!sqe)
 					break;
 				if (opcode == GM_NVME_OP_READ)
-					io_uring_prep_read(sqe, op->io_fd, op->bounce, (unsigned)op->len,
-							   op->io_off);
+					io_uring_prep_read(sqe, op->io_fd, op->bounce,
+							   (unsigned)op->len, op->io_off);
 				else
 					io_uring_prep_write(sqe, op->io_fd, op->bounce,
 							    (unsigned)op->len, op->io_off);
@@ -273,8 +273,9 @@ static void gm_file_batch(struct gm_worker *w, struct gm_op *ops, int n, uint8_t
 				struct gm_op *op = (struct gm_op *)io_uring_cqe_get_data(cqe);
 
 				if (cqe->res != (int)op->len)
-					op->status = opcode == GM_NVME_OP_READ ? GM_NVME_SC_READ_ERROR
-									       : GM_NVME_SC_WRITE_FAULT;
+					op->status = opcode == GM_NVME_OP_READ
+							 ? GM_NVME_SC_READ_ERROR
+							 : GM_NVME_SC_WRITE_FAULT;
 				io_uring_cqe_seen(&w->ring, cqe);
 				inflight--;
 			}
@@ -289,8 +290,8 @@ static void gm_file_batch(struct gm_worker *w, struct gm_op *ops, int n, uint8_t
 		if (op->io_fd < 0 || op->opcode != opcode || op->status != GM_NVME_SC_SUCCESS)
 			continue;
 		bad = opcode == GM_NVME_OP_READ
-			      ? gm_pread_all(op->io_fd, op->bounce, op->len, op->io_off)
-			      : gm_pwrite_all(op->io_fd, op->bounce, op->len, op->io_off);
+			  ? gm_pread_all(op->io_fd, op->bounce, op->len, op->io_off)
+			  : gm_pwrite_all(op->io_fd, op->bounce, op->len, op->io_off);
 		if (bad)
 			op->status = opcode == GM_NVME_OP_READ ? GM_NVME_SC_READ_ERROR
 							       : GM_NVME_SC_WRITE_FAULT;
@@ -317,8 +318,8 @@ static void gm_copy_batch(struct gm_worker *w, struct gm_op *ops, int n)
 
 		memset(&attr, 0, sizeof(attr));
 		attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-		if (cudaMemcpyBatchAsync(w->dsts, w->srcs, w->sizes, k, &attr, &idx, 1, w->stream) ==
-		    cudaSuccess)
+		if (cudaMemcpyBatchAsync(w->dsts, w->srcs, w->sizes, k, &attr, &idx, 1,
+					 w->stream) == cudaSuccess)
 			return;
 		cudaGetLastError();
 		batch_broken = 1; /* fall back to one call per copy from now on */
@@ -417,7 +418,7 @@ static void *gm_ctrl_thread(void *arg)
 		if (did) {
 			idle = 0;
 		} else if (++idle > 200000) {
-			struct timespec ts = { 0, 20000 };
+			struct timespec ts = {0, 20000};
 
 			nanosleep(&ts, NULL); /* long idle: stop burning a core */
 		}
@@ -481,7 +482,8 @@ int gm_backend_start(struct gemini_ctx *c)
 		w->c = c;
 		w->id = i;
 		if (cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking) != cudaSuccess ||
-		    cudaHostAlloc((void **)&w->bounce, GM_BOUNCE, cudaHostAllocDefault) != cudaSuccess)
+		    cudaHostAlloc((void **)&w->bounce, GM_BOUNCE, cudaHostAllocDefault) !=
+			cudaSuccess)
 			return gm_err(c, -ENOMEM, "gemini: controller %d: no stream or bounce", i);
 #ifdef GEMINI_HAVE_URING
 		w->ring_ok = io_uring_queue_init(256, &w->ring, 0) == 0;
@@ -529,14 +531,17 @@ int gm_backend_open(struct gemini_ctx *c, int fd)
 		if (c->cfg.memory_namespace) {
 			if (cudaHostAlloc((void **)&hf->mem, hf->hdr.file_size,
 					  cudaHostAllocDefault) != cudaSuccess)
-				return gm_err(c, -ENOMEM, "G_open %s: no %llu bytes of pinned memory "
-					      "for the memory namespace", hf->path,
-					      (unsigned long long)hf->hdr.file_size);
+				return gm_err(c, -ENOMEM,
+					      "G_open %s: no %llu bytes of pinned memory "
+					      "for the memory namespace",
+					      hf->path, (unsigned long long)hf->hdr.file_size);
 			if (gm_pread_all(hf->sysfd, hf->mem, hf->hdr.file_size, 0)) {
 				cudaFreeHost(hf->mem);
 				hf->mem = NULL;
-				return gm_err(c, -EIO, "G_open %s: loading the memory namespace "
-					      "failed", hf->path);
+				return gm_err(c, -EIO,
+					      "G_open %s: loading the memory namespace "
+					      "failed",
+					      hf->path);
 			}
 			snprintf(c->ns_desc, sizeof(c->ns_desc),
 				 "nvme: software controller, namespace in host memory");
@@ -551,8 +556,8 @@ int gm_backend_open(struct gemini_ctx *c, int fd)
 		else
 			snprintf(c->ns_desc, sizeof(c->ns_desc),
 				 "nvme: software controller, namespace = the file's extents%s "
-				 "(raw disk unavailable: %s)", c->cfg.direct ? " (O_DIRECT)" : "",
-				 why);
+				 "(raw disk unavailable: %s)",
+				 c->cfg.direct ? " (O_DIRECT)" : "", why);
 		return 0;
 	case GEMINI_BACKEND_POSIX:
 		snprintf(c->ns_desc, sizeof(c->ns_desc), "posix proxy: pread/pwrite%s + cudaMemcpy",
@@ -570,8 +575,10 @@ int gm_backend_open(struct gemini_ctx *c, int fd)
 		d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
 		e = cuFileHandleRegister(&h, &d);
 		if (e.err != CU_FILE_SUCCESS)
-			return gm_err(c, -EIO, "G_open %s: cuFileHandleRegister failed: error %d "
-				      "(%s)%s", hf->path, (int)e.err, CUFILE_ERRSTR(e.err),
+			return gm_err(c, -EIO,
+				      "G_open %s: cuFileHandleRegister failed: error %d "
+				      "(%s)%s",
+				      hf->path, (int)e.err, CUFILE_ERRSTR(e.err),
 				      c->cfg.direct ? "" : "; gds needs O_DIRECT (config.direct)");
 		hf->cufile = h;
 		snprintf(c->ns_desc, sizeof(c->ns_desc), "gds proxy: cuFileRead/cuFileWrite");

@@ -21,8 +21,7 @@
 
 #define GM_MAP_REGION (64ull << 20) /* L1/L2 maps of all open files: 32 GiB of data at 4 KiB */
 
-__attribute__((format(printf, 3, 4))) int gm_err(struct gemini_ctx *c, int rc, const char *fmt,
-						 ...)
+__attribute__((format(printf, 3, 4))) int gm_err(struct gemini_ctx *c, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -83,8 +82,10 @@ int Geminifs_init(struct gemini_ctx **out, const struct gemini_config *cfg)
 	}
 	if (!gm_pow2(k.qdepth) || k.qdepth < 2 || k.qdepth > 4096 || k.nqueues > 1024 ||
 	    k.host_threads > 64 || k.prefetch > 16) {
-		fprintf(stderr, "gemini: queues %u x depth %u, %u host threads or prefetch %u out of "
-				"range\n", k.nqueues, k.qdepth, k.host_threads, k.prefetch);
+		fprintf(stderr,
+			"gemini: queues %u x depth %u, %u host threads or prefetch %u out of "
+			"range\n",
+			k.nqueues, k.qdepth, k.host_threads, k.prefetch);
 		return -EINVAL;
 	}
 	if (k.backend > GEMINI_BACKEND_GDS) {
@@ -229,7 +230,8 @@ static int gm_setup(struct gemini_ctx *c)
 
 		if (!key || !lp || !ln || !bk || !sh || !q) {
 			free(key), free(lp), free(ln), free(bk), free(sh), free(q);
-			return gm_err(c, -ENOMEM, "gemini: out of host memory for %u pages", npages);
+			return gm_err(c, -ENOMEM, "gemini: out of host memory for %u pages",
+				      npages);
 		}
 		for (size_t i = 0; i < n; i++) {
 			size_t j = i % per;
@@ -362,13 +364,14 @@ int G_open(struct gemini_ctx *c, const char *path, int flags)
 	memset(hf, 0, sizeof(*hf));
 	mapbytes = (size_t)m.hdr.l2_tables * 8 + (size_t)m.hdr.l2_tables * m.hdr.per_l2 * 8;
 	if (c->map_used + mapbytes > GM_MAP_REGION) {
-		rc = gm_err(c, -ENOSPC, "G_open %s: map of %zu bytes does not fit the %llu bytes "
-			    "left in the map region", path, mapbytes,
-			    (unsigned long long)(GM_MAP_REGION - c->map_used));
+		rc = gm_err(c, -ENOSPC,
+			    "G_open %s: map of %zu bytes does not fit the %llu bytes "
+			    "left in the map region",
+			    path, mapbytes, (unsigned long long)(GM_MAP_REGION - c->map_used));
 		goto out;
 	}
 	hf->sysfd = open(path, (acc == O_RDWR ? O_RDWR : O_RDONLY) | O_CLOEXEC |
-				       (c->cfg.direct ? O_DIRECT : 0));
+				   (c->cfg.direct ? O_DIRECT : 0));
 	if (hf->sysfd < 0) {
 		rc = gm_err(c, -errno, "G_open %s: %s", path, strerror(errno));
 		goto out;
@@ -447,8 +450,10 @@ __global__ static void gm_drop_kernel(struct gemini_dev *d, int fd)
 			if (k != GM_KEY_EMPTY && (fd < 0 || (int)(k >> 48) == fd) && !d->dirty[i]) {
 				uint64_t h = gm_mix(k);
 
-				gm_hash_remove(d, &d->bucket[(h & (d->nshards - 1)) * d->nbuckets +
-							    ((h >> 32) & (d->nbuckets - 1))], i);
+				gm_hash_remove(d,
+					       &d->bucket[(h & (d->nshards - 1)) * d->nbuckets +
+							  ((h >> 32) & (d->nbuckets - 1))],
+					       i);
 				d->key[i] = GM_KEY_EMPTY;
 				d->state[i] = GM_PAGE_INVALID;
 				gm_lru_remove(d, sh, i);

@@ -16,7 +16,8 @@
 
 extern char **environ;
 
-#define CK_CUDA(x) ck_assert_msg((x) == cudaSuccess, "%s: %s", #x, cudaGetErrorString(cudaGetLastError()))
+#define CK_CUDA(x)                                                                                 \
+	ck_assert_msg((x) == cudaSuccess, "%s: %s", #x, cudaGetErrorString(cudaGetLastError()))
 
 static char tdir[512], tfile[600], self_exe[4096];
 
@@ -185,8 +186,8 @@ static struct gemini_ctx *ctx_open(enum gemini_backend b, int memns, size_t page
 }
 
 /* Reads, writes, reads again, syncs, and compares the disk with the reference byte for byte. */
-static void rw_roundtrip(enum gemini_backend b, int memns, size_t page, size_t cache,
-			 uint64_t size, unsigned threads, int iters)
+static void rw_roundtrip(enum gemini_backend b, int memns, size_t page, size_t cache, uint64_t size,
+			 unsigned threads, int iters)
 {
 	struct gemini_stats st;
 	struct gemini_ctx *c;
@@ -197,7 +198,8 @@ static void rw_roundtrip(enum gemini_backend b, int memns, size_t page, size_t c
 
 	c = ctx_open(b, memns, page, cache, O_RDWR, &fd);
 	CK_CUDA(cudaMalloc((void **)&dref, size));
-	CK_CUDA(cudaMalloc((void **)&scratch, (size_t)threads * (maxlen > stripe ? maxlen : stripe)));
+	CK_CUDA(
+	    cudaMalloc((void **)&scratch, (size_t)threads * (maxlen > stripe ? maxlen : stripe)));
 	CK_CUDA(cudaMalloc((void **)&bad, 8));
 	CK_CUDA(cudaMemcpy(dref, ref, size, cudaMemcpyHostToDevice));
 	cudaMemset(bad, 0, 8);
@@ -267,7 +269,7 @@ END_TEST
 
 static int spawn_self(const char *mode, const char *arg)
 {
-	char *argv[] = { self_exe, (char *)mode, tfile, (char *)arg, NULL };
+	char *argv[] = {self_exe, (char *)mode, tfile, (char *)arg, NULL};
 	pid_t pid;
 	int st;
 
@@ -328,7 +330,8 @@ START_TEST(sync_durability_across_processes)
 	uint64_t i, diff = 0;
 
 	free(make_file(tfile, 8 << 20, 1));
-	/* without G_sync the process dies with the data only in HBM: the disk keeps the old bytes */
+	/* without G_sync the process dies with the data only in HBM: the disk keeps the old bytes
+	 */
 	ck_assert_int_eq(spawn_self("--child-write", "nosync"), 0);
 	disk = read_back(tfile, 8 << 20);
 	for (i = 0; i < (4 << 20); i++)
@@ -343,7 +346,8 @@ START_TEST(sync_durability_across_processes)
 			ck_abort_msg("byte %llu not durable", (unsigned long long)i);
 	for (; i < (8 << 20); i++)
 		if (disk[i] != pat(i, 1))
-			ck_abort_msg("byte %llu past the written range changed", (unsigned long long)i);
+			ck_abort_msg("byte %llu past the written range changed",
+				     (unsigned long long)i);
 	free(disk);
 }
 END_TEST
