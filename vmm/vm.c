@@ -57,7 +57,12 @@ void vm_request_stop(struct vm *vm, enum vm_exit_reason why, const char *fmt, ..
 	va_list ap;
 
 	pthread_mutex_lock(&vm->lock);
-	if (!vm->stop_req) {
+	if (vm->rebooting && vm->pending_reason == VM_EXIT_NONE) {
+		vm->pending_reason = why;
+		va_start(ap, fmt);
+		vsnprintf(vm->pending_msg, sizeof(vm->pending_msg), fmt, ap);
+		va_end(ap);
+	} else if (!vm->stop_req) {
 		vm->stop_req = true;
 		vm->reason = why;
 		va_start(ap, fmt);
@@ -121,6 +126,8 @@ static int vm_open_kvm(struct vm *vm, char *err, unsigned errlen)
 {
 	int ret, api;
 
+	if (vm->kvm_fd >= 0)
+		goto create; /* a reboot keeps /dev/kvm open and makes a fresh VM */
 	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (vm->kvm_fd < 0) {
 		ret = -errno;
@@ -139,6 +146,7 @@ static int vm_open_kvm(struct vm *vm, char *err, unsigned errlen)
 		snprintf(err, errlen, "/dev/kvm: API version %d, need %d", api, KVM_API_VERSION);
 		return -ENOTSUP;
 	}
+create:
 	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
 	if (vm->vm_fd < 0) {
 		ret = -errno;
@@ -261,6 +269,12 @@ static int vm_create_memory(struct vm *vm, char *err, unsigned errlen)
 	}
 	lo = size < LAYOUT_MMIO32_START ? size : LAYOUT_MMIO32_START;
 	hi = size - lo;
+	if (vm->ram) {
+		/* Reboot: same memfd, every page dropped, so the guest starts from zeroed RAM. */
+		if (madvise(vm->ram, size, MADV_REMOVE))
+			memset(vm->ram, 0, size);
+		goto slots;
+	}
 	vm->gmem.memfd = memfd_create("lvmm-ram", MFD_CLOEXEC);
 	if (vm->gmem.memfd < 0) {
 		ret = -errno;
@@ -293,6 +307,7 @@ static int vm_create_memory(struct vm *vm, char *err, unsigned errlen)
 		    .gpa = LAYOUT_RAM_HIGH, .size = hi, .host = vm->ram + lo, .fd_off = lo};
 		vm->gmem.nslots = 2;
 	}
+	slots:
 	for (vm->next_slot = 0; vm->next_slot < vm->gmem.nslots; vm->next_slot++) {
 		struct gmem_slot *s = &vm->gmem.slots[vm->next_slot];
 
@@ -344,6 +359,8 @@ static int vm_open_serial(struct vm *vm, char *err, unsigned errlen)
 {
 	int ret;
 
+	if (vm->serial_open)
+		goto attach; /* a reboot keeps writing to the same console */
 	vm->serial_fd = -1;
 	switch (vm->cfg.serial) {
 	case SERIAL_STDIO:
@@ -363,44 +380,18 @@ static int vm_open_serial(struct vm *vm, char *err, unsigned errlen)
 	default:
 		break;
 	}
+	vm->serial_open = true;
+attach:
 	serial_init(&vm->serial, vm->serial_fd, vm_serial_irq, vm);
 	return bus_register(&vm->pio, LAYOUT_COM1_PORT, 8, &serial_pio_ops, vm, "com1");
 }
 
-int vm_create(const struct vm_config *cfg, struct vm **out, char *err, unsigned errlen)
+/* Everything a boot needs, on a struct vm whose lock, console and (after a reboot) RAM mapping
+ * already exist: a fresh KVM VM, irqchip, memory slots, buses, devices, kernel and vCPUs. */
+static int vm_build(struct vm *vm, char *err, unsigned errlen)
 {
-	struct vm *vm;
 	unsigned i;
 	int ret;
-
-	*out = NULL;
-	if (cfg->cpus < 1 || cfg->cpus > VM_MAX_VCPUS) {
-		snprintf(err, errlen, "cpus: %u is outside 1..%u", cfg->cpus, VM_MAX_VCPUS);
-		return -EINVAL;
-	}
-	vm = calloc(1, sizeof(*vm));
-	if (!vm) {
-		snprintf(err, errlen, "vm: out of memory");
-		return -ENOMEM;
-	}
-	vm->cfg = *cfg;
-	vm->ncpus = cfg->cpus;
-	vm->kvm_fd = vm->vm_fd = -1;
-	vm->gmem.memfd = -1;
-	vm->serial_fd = -1;
-	vm->input_wake_fd = -1;
-	for (i = 0; i < VM_MAX_VCPUS; i++)
-		vm->vcpus[i].fd = -1;
-	pthread_mutex_init(&vm->lock, NULL);
-	pthread_cond_init(&vm->cond, NULL);
-	pthread_mutex_init(&vm->route_lock, NULL);
-	bus_init(&vm->pio);
-	bus_init(&vm->mmio);
-	vm->state = VM_CREATED;
-	vm->hostcompat = hostcompat_active();
-	/* On kvm_pvm the in-kernel LAPIC never starts an AP; lvmm does it (smp.c). */
-	vm->ap_manual = vm->hostcompat && vm->ncpus > 1;
-	vcpu_signals_init();
 
 	ret = vm_open_kvm(vm, err, errlen);
 	if (!ret)
@@ -441,6 +432,44 @@ int vm_create(const struct vm_config *cfg, struct vm **out, char *err, unsigned 
 		ret = vcpu_create(vm, i, err, errlen);
 	if (!ret)
 		ret = vcpu_setup_bsp(&vm->vcpus[0], err, errlen);
+	return ret;
+}
+
+int vm_create(const struct vm_config *cfg, struct vm **out, char *err, unsigned errlen)
+{
+	struct vm *vm;
+	unsigned i;
+	int ret;
+
+	*out = NULL;
+	if (cfg->cpus < 1 || cfg->cpus > VM_MAX_VCPUS) {
+		snprintf(err, errlen, "cpus: %u is outside 1..%u", cfg->cpus, VM_MAX_VCPUS);
+		return -EINVAL;
+	}
+	vm = calloc(1, sizeof(*vm));
+	if (!vm) {
+		snprintf(err, errlen, "vm: out of memory");
+		return -ENOMEM;
+	}
+	vm->cfg = *cfg;
+	vm->ncpus = cfg->cpus;
+	vm->kvm_fd = vm->vm_fd = -1;
+	vm->gmem.memfd = -1;
+	vm->serial_fd = -1;
+	vm->input_wake_fd = -1;
+	for (i = 0; i < VM_MAX_VCPUS; i++)
+		vm->vcpus[i].fd = -1;
+	pthread_mutex_init(&vm->lock, NULL);
+	pthread_cond_init(&vm->cond, NULL);
+	pthread_mutex_init(&vm->route_lock, NULL);
+	bus_init(&vm->pio);
+	bus_init(&vm->mmio);
+	vm->state = VM_CREATED;
+	vm->hostcompat = hostcompat_active();
+	/* On kvm_pvm the in-kernel LAPIC never starts an AP; lvmm does it (smp.c). */
+	vm->ap_manual = vm->hostcompat && vm->ncpus > 1;
+	vcpu_signals_init();
+	ret = vm_build(vm, err, errlen);
 	if (ret) {
 		vm_destroy(vm);
 		return ret;
@@ -513,23 +542,22 @@ static void *vm_dump_thread(void *arg)
 
 /* ---- lifecycle ---- */
 
-int vm_boot(struct vm *vm, char *err, unsigned errlen)
+/* Console input, vCPU and debugging threads of a VM that is Running (boot and reboot). */
+static int vm_start_threads(struct vm *vm, char *err, unsigned errlen)
 {
 	unsigned i;
 	int ret = 0;
 
-	pthread_mutex_lock(&vm->lock);
-	if (vm->state != VM_CREATED) {
-		snprintf(err, errlen, "vm: cannot boot in state %s", vm_state_name(vm->state));
-		pthread_mutex_unlock(&vm->lock);
-		return -EINVAL;
-	}
-	vm->state = VM_RUNNING;
-	pthread_mutex_unlock(&vm->lock);
 	/* A background job must not touch the terminal (SIGTTIN/SIGTTOU would stop lvmm). */
 	if (vm->cfg.serial == SERIAL_STDIO &&
 	    (!isatty(STDIN_FILENO) || tcgetpgrp(STDIN_FILENO) == getpgrp())) {
-		vm->input_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		uint64_t stale;
+
+		if (vm->input_wake_fd < 0)
+			vm->input_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		else if (read(vm->input_wake_fd, &stale, sizeof(stale)) < 0) {
+			/* nothing pending: the wake-up of a stop before a reboot was consumed */
+		}
 		if (vm->input_wake_fd >= 0 &&
 		    !pthread_create(&vm->input_thread, NULL, vm_input_thread, vm))
 			vm->input_started = true;
@@ -540,6 +568,22 @@ int vm_boot(struct vm *vm, char *err, unsigned errlen)
 	if (!ret && getenv("LVMM_DEBUG_VCPU") &&
 	    !pthread_create(&vm->dump_thread, NULL, vm_dump_thread, vm))
 		vm->dump_started = true;
+	return ret;
+}
+
+int vm_boot(struct vm *vm, char *err, unsigned errlen)
+{
+	int ret;
+
+	pthread_mutex_lock(&vm->lock);
+	if (vm->state != VM_CREATED) {
+		snprintf(err, errlen, "vm: cannot boot in state %s", vm_state_name(vm->state));
+		pthread_mutex_unlock(&vm->lock);
+		return -EINVAL;
+	}
+	vm->state = VM_RUNNING;
+	pthread_mutex_unlock(&vm->lock);
+	ret = vm_start_threads(vm, err, errlen);
 	if (ret)
 		vm_request_stop(vm, VM_EXIT_ERROR, "%s", err);
 	return ret;
@@ -578,7 +622,7 @@ static void vm_join(struct vm *vm)
 enum vm_exit_reason vm_wait(struct vm *vm)
 {
 	pthread_mutex_lock(&vm->lock);
-	while (!vm->stop_req)
+	while (!vm->stop_req || vm->rebooting)
 		pthread_cond_wait(&vm->cond, &vm->lock);
 	pthread_mutex_unlock(&vm->lock);
 	vm_join(vm);
@@ -658,16 +702,106 @@ int vm_shutdown(struct vm *vm, char *err, unsigned errlen)
 	return 0;
 }
 
+/* Releases what vm_build() made, except the /dev/kvm fd, the RAM mapping and the console. */
+static void vm_unbuild(struct vm *vm)
+{
+	unsigned i;
+
+	if (vm->devices_up)
+		devices_exit(vm);
+	vm->devices_up = false;
+	for (i = 0; i < vm->ncpus; i++)
+		vcpu_destroy(&vm->vcpus[i]);
+	if (vm->vm_fd >= 0)
+		close(vm->vm_fd);
+	vm->vm_fd = -1;
+	free(vm->routes);
+	vm->routes = NULL;
+}
+
+/* Joins the threads of a VM stopped for a reboot; vm_join() is for the final stop only. */
+static void vm_join_for_reboot(struct vm *vm)
+{
+	unsigned i;
+
+	for (i = 0; i < vm->ncpus; i++)
+		if (vm->vcpus[i].thread_started)
+			pthread_join(vm->vcpus[i].thread, NULL);
+	if (vm->input_started)
+		pthread_join(vm->input_thread, NULL);
+	if (vm->dump_started)
+		pthread_join(vm->dump_thread, NULL);
+	vm->input_started = vm->dump_started = false;
+}
+
+/* A reset as a power cycle: every thread stops, the KVM VM, devices and vCPUs are rebuilt from
+ * the config on the same RAM memfd (zeroed) and console, and the kernel boots again. The
+ * struct stays, so the API and vm_wait() callers keep their pointer and never see a stop. */
 int vm_reboot(struct vm *vm, char *err, unsigned errlen)
 {
-	snprintf(err, errlen, "vm: reboot is not supported yet (shut down and boot a new VM)");
-	return -EOPNOTSUPP;
+	enum vm_exit_reason pending;
+	unsigned i;
+	int ret;
+
+	pthread_mutex_lock(&vm->lock);
+	if ((vm->state != VM_RUNNING && vm->state != VM_PAUSED) || vm->stop_req || vm->joined) {
+		snprintf(err, errlen, "vm: cannot reboot in state %s",
+			 vm->stop_req ? "Shutdown" : vm_state_name(vm->state));
+		pthread_mutex_unlock(&vm->lock);
+		return -EINVAL;
+	}
+	vm->rebooting = true;
+	vm->pending_reason = VM_EXIT_NONE;
+	vm->stop_req = true;
+	vm->pause_req = false;
+	vm_kick_all(vm);
+	if (vm->input_wake_fd >= 0) {
+		uint64_t one = 1;
+
+		if (write(vm->input_wake_fd, &one, sizeof(one)) < 0) {
+			/* the input thread polls with a timeout too */
+		}
+	}
+	pthread_cond_broadcast(&vm->cond);
+	pthread_mutex_unlock(&vm->lock);
+	vm_join_for_reboot(vm);
+
+	vm_unbuild(vm);
+	pthread_rwlock_destroy(&vm->pio.lock);
+	pthread_rwlock_destroy(&vm->mmio.lock);
+	bus_init(&vm->pio);
+	bus_init(&vm->mmio);
+	memset(vm->maps, 0, sizeof(vm->maps));
+	memset(&vm->boot, 0, sizeof(vm->boot));
+	memset(vm->vcpus, 0, sizeof(vm->vcpus));
+	for (i = 0; i < VM_MAX_VCPUS; i++)
+		vm->vcpus[i].fd = -1;
+	vm->has_pit = false;
+	vm->next_slot = 0;
+	vm->ap_requests = 0;
+	vm->nparked = vm->nthreads = 0;
+	memset(&vm->paused_clock, 0, sizeof(vm->paused_clock));
+	ret = vm_build(vm, err, errlen);
+
+	pthread_mutex_lock(&vm->lock);
+	pending = vm->pending_reason;
+	vm->rebooting = false;
+	vm->stop_req = false;
+	vm->reason = VM_EXIT_NONE;
+	vm->exit_msg[0] = 0;
+	vm->state = VM_RUNNING;
+	pthread_mutex_unlock(&vm->lock);
+	if (!ret)
+		ret = vm_start_threads(vm, err, errlen);
+	if (ret)
+		vm_request_stop(vm, VM_EXIT_ERROR, "reboot: %s", err);
+	else if (pending != VM_EXIT_NONE)
+		vm_request_stop(vm, pending, "%s", vm->pending_msg);
+	return ret;
 }
 
 void vm_destroy(struct vm *vm)
 {
-	unsigned i;
-
 	if (!vm)
 		return;
 	if (vm->state != VM_CREATED || vm->stop_req) {
@@ -676,11 +810,7 @@ void vm_destroy(struct vm *vm)
 	} else {
 		vm_join(vm); /* no threads yet: only marks the VM shut down */
 	}
-	if (vm->devices_up)
-		devices_exit(vm);
-	vm->devices_up = false;
-	for (i = 0; i < vm->ncpus; i++)
-		vcpu_destroy(&vm->vcpus[i]);
+	vm_unbuild(vm);
 	if (vm->ram)
 		munmap(vm->ram, vm->ram_map_size);
 	if (vm->gmem.memfd >= 0)
@@ -689,11 +819,8 @@ void vm_destroy(struct vm *vm)
 		close(vm->serial_fd);
 	if (vm->input_wake_fd >= 0)
 		close(vm->input_wake_fd);
-	if (vm->vm_fd >= 0)
-		close(vm->vm_fd);
 	if (vm->kvm_fd >= 0)
 		close(vm->kvm_fd);
-	free(vm->routes);
 	free(vm);
 }
 

@@ -67,6 +67,7 @@ struct vm {
 	struct serial serial;
 	int serial_fd; /* where guest output goes, -1 for off */
 	bool serial_fd_owned;
+	bool serial_open; /* serial_fd settled: a reboot keeps it */
 	struct legacy legacy;
 	struct boot_info boot;
 	char cmdline[4096 + 256];
@@ -78,6 +79,11 @@ struct vm {
 	enum vm_exit_reason reason;
 	char exit_msg[512];
 	bool stop_req, pause_req;
+	/* vm_reboot() stops the threads with stop_req while this is set: vm_wait() keeps waiting,
+	 * and a stop requested meanwhile (signal, vm_destroy) is kept in pending_* for after. */
+	bool rebooting;
+	enum vm_exit_reason pending_reason;
+	char pending_msg[512];
 	unsigned nparked, nthreads;
 	bool joined;
 	struct kvm_clock_data paused_clock;

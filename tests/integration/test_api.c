@@ -333,6 +333,89 @@ START_TEST(test_lifecycle_curl)
 }
 END_TEST
 
+/* How many times the console shows the guest starting ("hello from ring 0"). */
+static unsigned guest_starts(void)
+{
+	char buf[65536];
+	unsigned n = 0;
+	int fd = open(console, O_RDONLY);
+	ssize_t r;
+
+	if (fd < 0)
+		return 0;
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[r > 0 ? r : 0] = 0;
+	for (char *p = buf; (p = strstr(p, "hello from ring 0")); p++)
+		n++;
+	return n;
+}
+
+static bool guest_starts_reach(unsigned n)
+{
+	for (int i = 0; i < 300; i++) {
+		if (guest_starts() >= n)
+			return true;
+		ms_sleep(50);
+	}
+	return false;
+}
+
+START_TEST(test_reboot)
+{
+	start_lvmm(NULL);
+	ck_assert_int_eq(put("vm.create", vm_config("spin")), 204);
+	expect_error("PUT", "vm.reboot", NULL, 409); /* Created: nothing to reset */
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert_msg(guest_starts_reach(1) && heartbeats_pass(0), "the guest did not start");
+
+	/* a running VM: the console shows the guest starting again, and it keeps running */
+	ck_assert_int_eq(put("vm.reboot", NULL), 204);
+	ck_assert_str_eq(vm_state(), "Running");
+	ck_assert_msg(guest_starts_reach(2), "no second start after vm.reboot");
+
+	/* a paused VM reboots too and comes back Running */
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	ck_assert_int_eq(put("vm.reboot", NULL), 204);
+	ck_assert_str_eq(vm_state(), "Running");
+	ck_assert_msg(guest_starts_reach(3), "no third start after vm.reboot while paused");
+	ck_assert_uint_eq(guest_starts(), 3);
+
+	/* the rebooted VM pauses, resumes and shuts down as before */
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+	ck_assert_str_eq(vm_state(), "Shutdown");
+	expect_error("PUT", "vm.reboot", NULL, 409);
+	ck_assert_int_eq(put("vmm.shutdown", NULL), 204);
+	ck_assert_int_eq(wait_lvmm(), 0);
+}
+END_TEST
+
+/* A command-line VM behind the API ends lvmm as plain `lvmm run` does: a guest triple fault
+ * is the guest's doing, status 0, the reason on stderr. */
+START_TEST(test_command_line_triple_fault)
+{
+	char serial[160], log[160], text[4096];
+	char *extra[] = {"--kernel", guest,  "--cmdline", "bench.mode=fault", "--memory", "64M",
+			 "--serial", serial, NULL};
+	ssize_t n;
+	int fd;
+
+	snprintf(serial, sizeof(serial), "file=%s", console);
+	start_lvmm(extra);
+	ck_assert_int_eq(wait_lvmm(), 0);
+	snprintf(log, sizeof(log), "%s/lvmm.log", dir);
+	fd = open(log, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	text[n > 0 ? n : 0] = 0;
+	ck_assert_msg(strstr(text, "triple fault"), "lvmm output: %s", text);
+	ck_assert_int_eq(access(sock, F_OK), -1);
+}
+END_TEST
+
 START_TEST(test_guest_poweroff)
 {
 	start_lvmm(NULL);
@@ -545,6 +628,8 @@ static Suite *api_integ_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_lifecycle_curl);
 	tcase_add_test(tc, test_guest_poweroff);
+	tcase_add_test(tc, test_reboot);
+	tcase_add_test(tc, test_command_line_triple_fault);
 	tcase_add_test(tc, test_counters_nvme);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_client);

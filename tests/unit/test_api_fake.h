@@ -73,7 +73,7 @@ static int fake_shutdown(struct vm *vm, char *err, unsigned errlen)
 
 static int fake_reboot(struct vm *vm, char *err, unsigned errlen)
 {
-	return fake_step(vm, VM_RUNNING, VM_RUNNING);
+	return fake_step(vm, vm->state == VM_PAUSED ? VM_PAUSED : VM_RUNNING, VM_RUNNING);
 }
 
 static void fake_destroy(struct vm *vm)

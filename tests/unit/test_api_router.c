@@ -310,11 +310,14 @@ START_TEST(test_lifecycle)
 	ck_assert_str_eq(state(), "Paused");
 	ck_assert_int_eq(put("vm.pause", NULL), 409);
 	ck_assert_int_eq(put("vm.boot", NULL), 409);
-	ck_assert_int_eq(put("vm.reboot", NULL), 409);
 	ck_assert_str_eq(state(), "Paused");
 
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
 	ck_assert_str_eq(state(), "Running");
+	ck_assert_int_eq(put("vm.reboot", NULL), 204);
+	ck_assert_str_eq(state(), "Running");
+	/* a paused VM reboots too and comes back Running */
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
 	ck_assert_int_eq(put("vm.reboot", NULL), 204);
 	ck_assert_str_eq(state(), "Running");
 

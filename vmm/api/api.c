@@ -14,12 +14,13 @@
 
 static int api_exit_status(struct vm *vm, enum vm_exit_reason reason)
 {
+	/* As `lvmm run` without the API: poweroff, reboot, reset and triple fault are the guest's
+	 * doing and end with 0; only a monitor-side error is a failure. */
 	switch (reason) {
-	case VM_EXIT_TRIPLE_FAULT:
 	case VM_EXIT_ERROR:
 		fprintf(stderr, "lvmm: VM stopped: %s\n", vm_exit_msg(vm));
 		return 1;
-	default:
+	default: /* the caller prints the reason */
 		return 0;
 	}
 }

@@ -293,7 +293,8 @@ static void route_vm_shutdown(struct api_vmm *vmm, const struct api_request *req
 static void route_vm_reboot(struct api_vmm *vmm, const struct api_request *req,
 			    struct api_response *resp)
 {
-	route_simple(vmm, resp, "vm.reboot", ST(VM_RUNNING), vmm->ops->reboot);
+	/* A reset works on a paused VM too: it comes back Running, as on a power cycle. */
+	route_simple(vmm, resp, "vm.reboot", ST(VM_RUNNING) | ST(VM_PAUSED), vmm->ops->reboot);
 }
 
 static void route_vm_delete(struct api_vmm *vmm, const struct api_request *req,
