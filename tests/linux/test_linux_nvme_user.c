@@ -1,0 +1,334 @@
+/* Linux guest, user side of the vNVMe controller: nvme-cli (id-ctrl, list) and one fio process
+ * writing a crc32c verify pattern to a second vNVMe in one boot, verify-only in the next boot. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Each boot takes minutes on kvm_pvm hosts (emulated guest kernel, 1-2 s per exec). These are
+ * hang guards, not speed assertions. */
+#define BOOT_LIMIT_S	1200
+#define TCASE_TIMEOUT_S 2700
+#define POLL_US		250000
+#define DATA_MB		16
+#define NMARKS		6
+
+static char dir[64], root_img[128], data_img[128], init_path[128];
+
+/* Markers whose first sighting on the console is timed (what each step of a boot costs). */
+static const char *const marks[NMARKS] = {
+    "Run /init",    "LVMM-USER-UP",	 "LVMM-IDCTRL-RC",
+    "LVMM-LIST-RC", "LVMM-FIO-WRITE-RC", "LVMM-FIO-VERIFY-RC",
+};
+
+struct boot {
+	int status;
+	bool killed;
+	char *console, *log;
+	double t_exit, t_mark[NMARKS];
+};
+
+/* Guest /init: builtins except mount -a, nvme, fio and the final poweroff. The data disk is
+ * found by its serial, not by probe order; the root stays read-only so only fio writes. Every
+ * fio option is the same in both phases: verify_only rebuilds the expected blocks from them. */
+static const char init_script[] =
+    "#!/bin/busybox sh\n"
+    "export PATH=/bin:/usr/bin:/usr/sbin\n"
+    "/bin/busybox mount -a || echo LVMM-USER-MOUNT-FAILED\n"
+    "echo LVMM-USER-UP\n"
+    "read -r cmdline </proc/cmdline\n"
+    "phase=\n"
+    "for w in $cmdline; do case $w in lvmm.userphase=*) phase=${w#*=};; esac; done\n"
+    "data=\n"
+    "for s in /sys/class/nvme/nvme*/serial; do read -r sn <$s; case $sn in LVMMDATA*) "
+    "d=${s%/serial}; data=/dev/${d##*/}n1;; esac; done\n"
+    "echo \"LVMM-USER-DATA phase=$phase disk=$data\"\n"
+    "cd /tmp\n"
+    "set -- --name=lvmmverify --filename=$data --ioengine=psync --direct=1 --thread "
+    "--rw=write --bs=64k --size=8M --verify=crc32c --verify_state_save=0\n"
+    "case $phase in\n"
+    "write)\n"
+    "\t/usr/sbin/nvme id-ctrl /dev/nvme0; echo \"LVMM-IDCTRL-RC $?\"\n"
+    "\t/usr/sbin/nvme list; echo \"LVMM-LIST-RC $?\"\n"
+    "\t/usr/bin/fio \"$@\"; echo \"LVMM-FIO-WRITE-RC $?\"\n"
+    "\t;;\n"
+    "verify)\n"
+    "\t/usr/bin/fio \"$@\" --verify_only; echo \"LVMM-FIO-VERIFY-RC $?\"\n"
+    "\t;;\n"
+    "esac\n"
+    "echo \"LVMM-USER-DONE $phase\"\n"
+    "exec /bin/busybox poweroff -f\n";
+
+static const char *env_or(const char *name, const char *def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : def;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0;
+
+	if (!f)
+		return strdup("");
+	if (getdelim(&buf, &len, '\0', f) < 0) {
+		free(buf);
+		buf = strdup("");
+	}
+	fclose(f);
+	return buf;
+}
+
+/* Runs a host command, returns its exit status and (when out) its output. */
+static int sh(const char *cmd, char **out)
+{
+	FILE *p = popen(cmd, "r");
+	char *buf = NULL;
+	size_t len = 0;
+	int st;
+
+	ck_assert_msg(p, "popen %s", cmd);
+	if (getdelim(&buf, &len, '\0', p) < 0) {
+		free(buf);
+		buf = strdup("");
+	}
+	st = pclose(p);
+	if (out)
+		*out = buf;
+	else
+		free(buf);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void make_images(void)
+{
+	const char *tool = env_or("LVMM_USER_ROOTFS", "tools/guest/user-rootfs.sh");
+	char cmd[512], *out;
+	int fd;
+
+	fd = open(init_path, O_CREAT | O_TRUNC | O_WRONLY, 0755);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, init_script, strlen(init_script)), (ssize_t)strlen(init_script));
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "%s %s %s 2>&1", tool, root_img, init_path);
+	ck_assert_msg(sh(cmd, &out) == 0, "%s failed:\n%s", tool, out);
+	free(out);
+	/* The data disk starts as zeroes: only the guest's fio can put verify headers there. */
+	fd = open(data_img, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)DATA_MB << 20), 0);
+	close(fd);
+}
+
+static void boot_user(const char *phase, struct boot *b)
+{
+	const char *lvmm = env_or("LVMM", "build/lvmm");
+	const char *build = env_or("BUILD", "build");
+	char kernel_def[4096], cmdline[256], serial_arg[256], root_arg[256], data_arg[256];
+	char serial[] = "/tmp/lvmm-user-serial-XXXXXX";
+	char logpath[] = "/tmp/lvmm-user-log-XXXXXX";
+	int sfd = mkstemp(serial), lfd = mkstemp(logpath), i;
+	const char *kernel;
+	double t0, t;
+	pid_t pid;
+
+	ck_assert(sfd >= 0 && lfd >= 0);
+	snprintf(kernel_def, sizeof(kernel_def), "%s/guest/vmlinux", build);
+	kernel = env_or("LVMM_GUEST_KERNEL", kernel_def);
+	ck_assert_msg(access(lvmm, X_OK) == 0, "LVMM=%s is not executable", lvmm);
+	ck_assert_msg(access(kernel, R_OK) == 0, "%s missing: run make guest", kernel);
+	snprintf(cmdline, sizeof(cmdline),
+		 "console=ttyS0 root=/dev/nvme0n1 ro rootfstype=ext4 rootwait init=/init "
+		 "lvmm.userphase=%s",
+		 phase);
+	snprintf(serial_arg, sizeof(serial_arg), "file=%s", serial);
+	snprintf(root_arg, sizeof(root_arg), "file=%s,serial=LVMMROOT", root_img);
+	snprintf(data_arg, sizeof(data_arg), "file=%s,serial=LVMMDATA", data_img);
+	memset(b, 0, sizeof(*b));
+	t0 = now_s();
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		dup2(lfd, STDOUT_FILENO);
+		dup2(lfd, STDERR_FILENO);
+		execl(lvmm, lvmm, "run", "--kernel", kernel, "--cmdline", cmdline, "--cpus", "1",
+		      "--memory", env_or("LVMM_USER_MEMORY", "192M"), "--serial", serial_arg,
+		      "--vnvme", root_arg, "--vnvme", data_arg, (char *)NULL);
+		dprintf(STDERR_FILENO, "exec %s: %s\n", lvmm, strerror(errno));
+		_exit(127);
+	}
+	for (;;) {
+		bool done = waitpid(pid, &b->status, WNOHANG) == pid;
+		char *con = slurp(serial);
+
+		t = now_s() - t0;
+		for (i = 0; i < NMARKS; i++)
+			if (!b->t_mark[i] && strstr(con, marks[i]))
+				b->t_mark[i] = t;
+		free(con);
+		if (done)
+			break;
+		if (!b->killed && t > BOOT_LIMIT_S) {
+			kill(pid, SIGKILL);
+			b->killed = true;
+		}
+		usleep(POLL_US);
+	}
+	b->t_exit = now_s() - t0;
+	b->console = slurp(serial);
+	b->log = slurp(logpath);
+	close(sfd);
+	close(lfd);
+	unlink(serial);
+	unlink(logpath);
+	printf("linux nvme user side, phase %s: %.1f s to exit\n", phase, b->t_exit);
+	for (i = 0; i < NMARKS; i++)
+		if (b->t_mark[i])
+			printf("  %-20s at %6.1f s\n", marks[i], b->t_mark[i]);
+	fflush(stdout);
+}
+
+static void boot_report(const struct boot *b)
+{
+	const char *user = strstr(b->console, "LVMM-USER-UP");
+	size_t len = strlen(b->console);
+
+	/* Everything user space printed, or the tail of the kernel log when it never started. */
+	fprintf(stderr, "---- lvmm output ----\n%s---- console ----\n%s\n----\n", b->log,
+		user ? user : b->console + (len > 4000 ? len - 4000 : 0));
+}
+
+static void boot_free(struct boot *b)
+{
+	free(b->console);
+	free(b->log);
+}
+
+static void boot_check_common(const struct boot *b, const char *phase)
+{
+	char want[64];
+
+	ck_assert_msg(!b->killed, "lvmm still running after %d s", BOOT_LIMIT_S);
+	ck_assert_msg(WIFEXITED(b->status) && WEXITSTATUS(b->status) == 0,
+		      "lvmm did not exit 0 (wait status %#x)", b->status);
+	ck_assert_msg(strstr(b->console, "LVMM-USER-UP"), "guest user space did not start");
+	ck_assert_msg(!strstr(b->console, "LVMM-USER-MOUNT-FAILED"), "mount -a failed");
+	ck_assert_msg(strstr(b->console, "disk=/dev/nvme1n1"),
+		      "data disk (serial LVMMDATA) not found as /dev/nvme1n1");
+	snprintf(want, sizeof(want), "LVMM-USER-DONE %s", phase);
+	ck_assert_msg(strstr(b->console, want), "/init did not finish phase %s", phase);
+	/* fio prints "err= 0" per job; any other value or a verify report is a failure. */
+	ck_assert_msg(strstr(b->console, "lvmmverify: (groupid=0, jobs=1): err= 0"),
+		      "fio job reported an error");
+	ck_assert_msg(!strstr(b->console, "verify failed") && !strstr(b->console, "bad magic") &&
+			  !strstr(b->console, "fio: pid="),
+		      "fio reported a verify failure");
+}
+
+/* fio's verify header starts every 64 KiB block with its magic (0xacca, little endian): the
+ * guest's writes reached the host file, not only the guest's caches. */
+static void data_check_headers(void)
+{
+	unsigned char hdr[2];
+	int fd = open(data_img, O_RDONLY), blk, seen = 0;
+
+	ck_assert_int_ge(fd, 0);
+	for (blk = 0; blk < (8 << 20) / (64 << 10); blk++) {
+		ck_assert_int_eq(pread(fd, hdr, 2, (off_t)blk << 16), 2);
+		seen += hdr[0] == 0xca && hdr[1] == 0xac;
+	}
+	ck_assert_int_eq(pread(fd, hdr, 2, 8 << 20), 2);
+	close(fd);
+	ck_assert_msg(seen == 128, "%d of 128 blocks carry fio's verify header", seen);
+	ck_assert_msg(hdr[0] == 0 && hdr[1] == 0, "fio wrote past its 8 MiB region");
+}
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/lvmm-nvme-user-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(root_img, sizeof(root_img), "%s/root.img", dir);
+	snprintf(data_img, sizeof(data_img), "%s/data.img", dir);
+	snprintf(init_path, sizeof(init_path), "%s/init", dir);
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	sh(cmd, NULL);
+}
+
+START_TEST(test_nvme_user)
+{
+	struct boot b;
+
+	make_images();
+
+	/* Boot 1: nvme-cli against the controller, fio writes and verifies the pattern. */
+	boot_user("write", &b);
+	boot_report(&b);
+	boot_check_common(&b, "write");
+	ck_assert_msg(strstr(b.console, "LVMM-IDCTRL-RC 0"), "nvme id-ctrl failed");
+	ck_assert_msg(strstr(b.console, "sn        : LVMMROOT"), "id-ctrl: no serial LVMMROOT");
+	ck_assert_msg(strstr(b.console, "mn        : "), "id-ctrl: no model number");
+	ck_assert_msg(strstr(b.console, "LVMM-LIST-RC 0"), "nvme list failed");
+	ck_assert_msg(strstr(b.console, "/dev/nvme0n1") && strstr(b.console, "/dev/nvme1n1"),
+		      "nvme list does not show both namespaces");
+	ck_assert_msg(strstr(b.console, "LVMM-FIO-WRITE-RC 0"), "fio write+verify failed");
+	ck_assert_msg(strstr(b.console, "write: IOPS="), "fio wrote nothing");
+	boot_free(&b);
+	data_check_headers();
+
+	/* Boot 2: a new lvmm process and guest read the region back and check every block. */
+	boot_user("verify", &b);
+	boot_report(&b);
+	boot_check_common(&b, "verify");
+	ck_assert_msg(strstr(b.console, "LVMM-FIO-VERIFY-RC 0"), "fio verify_only failed");
+	ck_assert_msg(strstr(b.console, "read: IOPS="), "fio verify_only read nothing");
+	boot_free(&b);
+}
+END_TEST
+
+static Suite *linux_nvme_user_suite(void)
+{
+	Suite *s = suite_create("linux_nvme_user");
+	TCase *tc = tcase_create("user");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, TCASE_TIMEOUT_S);
+	tcase_add_test(tc, test_nvme_user);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(linux_nvme_user_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
