@@ -18,6 +18,9 @@
  * stop_machine(), which was seen to livelock two emulated CPUs in their timer ticks. */
 #define HOSTCOMPAT_PVM_SMP_CMDLINE "clocksource=kvm-clock"
 
+/* Nice value of vCPU threads on kvm_pvm hosts with more than one vCPU (vcpu.c says why). */
+#define HOSTCOMPAT_PVM_VCPU_NICE -10
+
 /* True on kvm_pvm hosts (/sys/module/kvm_pvm), unless LVMM_HOSTCOMPAT=on|off says otherwise. */
 bool hostcompat_active(void);
 /* Same decision with the inputs made explicit (tests): env may be NULL. */

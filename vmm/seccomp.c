@@ -28,6 +28,7 @@ static const char *const seccomp_allowed[] = {
     "exit",
     "exit_group",
     "sched_yield",
+    "setpriority",
     "sched_getaffinity",
     "membarrier",
     "getpid",

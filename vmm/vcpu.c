@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hostcompat.h"
@@ -404,6 +406,25 @@ static bool vcpu_checkpoint(struct vcpu *v)
 	return go;
 }
 
+/* On kvm_pvm every guest timer tick is emulated ring-0 code costing tens of ms of host CPU. A
+ * vCPU thread starved by other host work then spends its whole share in tick handlers, and with
+ * 2+ vCPUs Linux's stop_machine() (the clocksource switch at fs_initcall) spins on one CPU
+ * waiting for the other to leave them. Weighting the vCPU threads higher than ordinary host
+ * work keeps them in step; LVMM_VCPU_NICE=N overrides (0 leaves the default weight). */
+static void vcpu_set_priority(struct vcpu *v)
+{
+	const char *env = getenv("LVMM_VCPU_NICE");
+	long nice = v->vm->ap_manual ? HOSTCOMPAT_PVM_VCPU_NICE : 0;
+
+	if (env && *env)
+		nice = strtol(env, NULL, 10);
+	if (!nice || nice < -20 || nice > 19)
+		return;
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), (int)nice) && v->id == 0)
+		fprintf(stderr, "lvmm: vcpu threads: nice %ld: %s (left at the default)\n", nice,
+			strerror(errno));
+}
+
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
@@ -416,6 +437,7 @@ static void *vcpu_thread(void *arg)
 	sigemptyset(&set);
 	sigaddset(&set, vcpu_kick_signal);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	vcpu_set_priority(v);
 
 	if (vm->ap_manual && v->id && !smp_ap_wait(v))
 		goto out;
