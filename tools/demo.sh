@@ -4,14 +4,7 @@
 set -uo pipefail
 
 build=${1:-build}
-# Two vCPUs by default. On a host whose cores are already oversubscribed, an emulated guest
-# (kvm_pvm) cannot keep up with its own timer ticks on two vCPUs and stalls; use one there.
 cpus=${LVMM_DEMO_CPUS:-2}
-load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
-if [ -z "${LVMM_DEMO_CPUS:-}" ] && [ -e /sys/module/kvm_pvm ] && [ "${load%%.*}" -ge "$(nproc)" ]; then
-	cpus=1
-	echo "lvmm demo: load average $load on $(nproc) cores: booting with 1 vCPU (LVMM_DEMO_CPUS=2 to override)"
-fi
 kernel=$build/guest/vmlinux
 initramfs=$build/guest/initramfs.cpio
 for f in "$build/lvmm" "$kernel" "$initramfs"; do
