@@ -36,7 +36,8 @@ struct boot {
 	double t_exit, t_mark[NMARKS];
 };
 
-/* Guest /init: builtins except mount -a, nvme, fio and the final poweroff. The data disk is
+/* Guest /init: builtins except mount -a, nvme, fio and the final poweroff. fio gets System V
+ * shared memory from a preloaded shim (the test kernel has no CONFIG_SYSVIPC). The data disk is
  * found by its serial, not by probe order; the root stays read-only so only fio writes. Every
  * fio option is the same in both phases: verify_only rebuilds the expected blocks from them. */
 static const char init_script[] =
@@ -58,10 +59,11 @@ static const char init_script[] =
     "write)\n"
     "\t/usr/sbin/nvme id-ctrl /dev/nvme0; echo \"LVMM-IDCTRL-RC $?\"\n"
     "\t/usr/sbin/nvme list; echo \"LVMM-LIST-RC $?\"\n"
-    "\t/usr/bin/fio \"$@\"; echo \"LVMM-FIO-WRITE-RC $?\"\n"
+    "\tLD_PRELOAD=/usr/lib/lvmm-shm-shim.so /usr/bin/fio \"$@\"; echo \"LVMM-FIO-WRITE-RC $?\"\n"
     "\t;;\n"
     "verify)\n"
-    "\t/usr/bin/fio \"$@\" --verify_only; echo \"LVMM-FIO-VERIFY-RC $?\"\n"
+    "\tLD_PRELOAD=/usr/lib/lvmm-shm-shim.so /usr/bin/fio \"$@\" --verify_only; echo "
+    "\"LVMM-FIO-VERIFY-RC $?\"\n"
     "\t;;\n"
     "esac\n"
     "echo \"LVMM-USER-DONE $phase\"\n"
@@ -121,7 +123,7 @@ static int sh(const char *cmd, char **out)
 
 static void make_images(void)
 {
-	const char *tool = env_or("LVMM_USER_ROOTFS", "tools/guest/user-rootfs.sh");
+	const char *tool = env_or("LVMM_USER_ROOTFS", "tools/guest/user/rootfs.sh");
 	char cmd[512], *out;
 	int fd;
 

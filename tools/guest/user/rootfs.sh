@@ -2,12 +2,12 @@
 # Builds the ext4 root image of the Linux user-side test: busybox-static, nvme-cli and fio from
 # the host's Debian packages with exactly the shared libraries ldd lists, a given /init, no root.
 #
-# usage: user-rootfs.sh IMAGE INIT_SCRIPT [SIZE_MB]
+# usage: rootfs.sh IMAGE INIT_SCRIPT [SIZE_MB]
 # Device nodes are made with debugfs (no mknod privilege needed); /init mounts devtmpfs over /dev.
 set -eu
 
-img=${1:?usage: user-rootfs.sh IMAGE INIT_SCRIPT [SIZE_MB]}
-init=${2:?usage: user-rootfs.sh IMAGE INIT_SCRIPT [SIZE_MB]}
+img=${1:?usage: rootfs.sh IMAGE INIT_SCRIPT [SIZE_MB]}
+init=${2:?usage: rootfs.sh IMAGE INIT_SCRIPT [SIZE_MB]}
 size_mb=${3:-384}
 bins="/usr/sbin/nvme /usr/bin/fio"
 
@@ -42,6 +42,12 @@ done
 if [ -e /etc/ld.so.cache ]; then
 	cp /etc/ld.so.cache "$root/etc/ld.so.cache"
 fi
+
+# The test kernel has no System V IPC, which fio's job table needs: /init preloads this shim.
+here=$(dirname "$0")
+mkdir -p "$root/usr/lib"
+${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Werror -Wno-unused-parameter -fPIC -shared \
+	-o "$root/usr/lib/lvmm-shm-shim.so" "$here/shm-shim.c"
 
 cp "$init" "$root/init"
 chmod 0755 "$root/init"
