@@ -41,7 +41,8 @@ static void usage_run(FILE *f)
 	    "                       or NAME:SIZE[,vol=NAME][,mode=emulate|passthrough|isolated]\n"
 	    "  --api-socket PATH    serve the REST API on this Unix socket\n"
 	    "Environment: LVMM_SECCOMP=off, LVMM_HOSTCOMPAT=on|off, LVMM_PIT=on|off,\n"
-	    "  LVMM_IRQCHIP=kernel|split, LVMM_STATS=1, LVMM_DEBUG_VCPU=SECONDS\n",
+	    "  LVMM_IRQCHIP=kernel|split, LVMM_STATS=1, LVMM_DEBUG_VCPU=SECONDS,\n"
+	    "  LVMM_VCPU_NICE=N (vCPU thread nice value; -10 on kvm_pvm with 2+ vCPUs)\n",
 	    CONFIG_DEFAULT_CPUS, CONFIG_DEFAULT_MEMORY >> 20);
 }
 
