@@ -21,6 +21,7 @@ static char dir[64];
 static char sock[128];
 static char console[128];
 static pid_t vmm_pid;
+static int early_status = -1; /* exit status of an lvmm that ended inside start_lvmm() */
 
 static void ms_sleep(unsigned ms)
 {
@@ -124,6 +125,26 @@ static int curl(const char *method, const char *endpoint, const char *data, json
 	return status;
 }
 
+/* True when vmm.ping answers 200; a refused connection is not a failure here. */
+static bool ping_probe(void)
+{
+	char *argv[] = {"curl",
+			"-s",
+			"-o",
+			"/dev/null",
+			"-w",
+			"%{http_code}",
+			"--max-time",
+			"5",
+			"--unix-socket",
+			sock,
+			"http://localhost/api/v1/vmm.ping",
+			NULL};
+	char out[64];
+
+	return run_capture(argv, out, sizeof(out), NULL, 0) == 0 && !strcmp(out, "200");
+}
+
 static int put(const char *endpoint, const char *data)
 {
 	return curl("PUT", endpoint, data, NULL);
@@ -208,8 +229,16 @@ static void start_lvmm(char *const extra[])
 	}
 	for (int i = 0; i < 400; i++) {
 		struct stat st;
+		int status;
 
-		if (!stat(sock, &st) && curl("GET", "vmm.ping", NULL, NULL) == 200)
+		/* lvmm may be gone already (a guest that triple-faults at once): keep its status */
+		if (waitpid(vmm_pid, &status, WNOHANG) == vmm_pid) {
+			early_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+			vmm_pid = 0;
+			return;
+		}
+		/* the socket file exists between bind() and listen(): probe without asserting */
+		if (!stat(sock, &st) && ping_probe())
 			return;
 		ms_sleep(25);
 	}
@@ -221,6 +250,11 @@ static int wait_lvmm(void)
 {
 	int st;
 
+	if (!vmm_pid) {
+		st = early_status;
+		early_status = -1;
+		return st;
+	}
 	for (int i = 0; i < 600; i++) {
 		if (waitpid(vmm_pid, &st, WNOHANG) == vmm_pid) {
 			vmm_pid = 0;
