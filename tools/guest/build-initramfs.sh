@@ -4,7 +4,7 @@
 #
 # The archive comes from a file list through the kernel's usr/gen_init_cpio, so owners and the
 # /dev/console node are right without root privileges. Uncompressed on purpose: decompressing in
-# an emulated guest kernel costs far more than copying (DESIGN.md 5).
+# an emulated guest kernel costs far more than copying (docs/design.md section 5).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -3,7 +3,7 @@
 # and extracts its uncompressed vmlinux. usage: fetch-debian-kernel.sh OUTDIR EXTRACT_VMLINUX
 #
 # Proves lvmm boots an unmodified distribution kernel; far too slow to boot on kvm_pvm hosts for
-# CI (DESIGN.md 5). Re-downloads only when the package version changes.
+# CI (docs/design.md section 5). Re-downloads only when the package version changes.
 set -euo pipefail
 
 out=${1:?usage: fetch-debian-kernel.sh OUTDIR EXTRACT_VMLINUX}
