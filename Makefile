@@ -20,7 +20,7 @@ PKGS    := check jansson liburing libseccomp
 WARN    := -Wall -Wextra -Werror -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes -Wshadow \
            -Wundef -Wsign-compare -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Ivmm -Idevices -MMD -MP -pthread
+CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Ivmm -Idevices -Itests/lib -MMD -MP -pthread
 LDLIBS  += -pthread $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lfdt -lm
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -63,17 +63,23 @@ $(BUILD)/lvmm: $(BUILD)/obj/vmm/main.o $(BUILD)/liblvmm.a
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/liblvmm.a
+# Helpers shared by the test programs (process spawning, temp dirs, Linux guest boots).
+TESTLIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/lib/*.c))
+$(BUILD)/libtest.a: $(TESTLIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libtest.a $(BUILD)/liblvmm.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/itests/%: $(BUILD)/obj/tests/integration/%.o $(BUILD)/liblvmm.a
+$(BUILD)/itests/%: $(BUILD)/obj/tests/integration/%.o $(BUILD)/libtest.a $(BUILD)/liblvmm.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/ltests/%: $(BUILD)/obj/tests/linux/%.o $(BUILD)/liblvmm.a
+$(BUILD)/ltests/%: $(BUILD)/obj/tests/linux/%.o $(BUILD)/libtest.a $(BUILD)/liblvmm.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -149,3 +155,6 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# Keep test objects between runs (they are intermediates of the pattern rules).
+.SECONDARY:
