@@ -1,0 +1,61 @@
+/* Helpers shared by lvmm's test programs: spawning lvmm with captured output and a time limit,
+ * temp files, whole-file reads and writes, shell commands, little-endian reads and checksums. */
+#ifndef LVMM_TESTUTIL_H
+#define LVMM_TESTUTIL_H
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TESTUTIL_OUT_MAX 65536
+
+/* One finished lvmm process: what it printed (NUL-terminated, cut at TESTUTIL_OUT_MAX - 1) and
+ * its waitpid status. */
+struct testutil_run {
+	char out[TESTUTIL_OUT_MAX], err[TESTUTIL_OUT_MAX];
+	size_t nout, nerr;
+	int status;
+};
+
+const char *testutil_env_or(const char *name, const char *def);
+/* $LVMM, default build/lvmm. */
+const char *testutil_lvmm(void);
+/* $BUILD/bench-guest/bench-guest.elf, $BUILD defaulting to build. */
+const char *testutil_bench_guest(void);
+double testutil_now_s(void);
+void testutil_sleep_ms(unsigned int ms);
+
+/*
+ * Runs lvmm with args (NULL-terminated, without argv[0]) and stdin from input (NULL: /dev/null);
+ * kills it after limit_s seconds (a safety net, not a speed assertion). When wait_for is set,
+ * sends sig once stdout contains it and fails the test if it never appears.
+ */
+void testutil_run_lvmm(struct testutil_run *r, char *const args[], const char *input,
+		       const char *wait_for, int sig, unsigned int limit_s);
+/* Waits for pid, killing it and failing the test after limit_s; returns the waitpid status. */
+int testutil_wait_limit(pid_t pid, unsigned int limit_s);
+int testutil_lines(const char *s);
+
+/* The whole file as a malloc'd string ("" when missing or unreadable). */
+char *testutil_slurp(const char *path);
+/* Up to max - 1 bytes into buf, NUL-terminated; returns the length (0 on error). */
+size_t testutil_read_file(const char *path, char *buf, size_t max);
+void testutil_write_file(const char *path, const void *data, size_t len, mode_t mode);
+/* A mkstemp file, closed; path is the template and receives the name. */
+void testutil_tmpfile(char *path);
+/* system() on a formatted command; returns system()'s status. */
+int testutil_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Runs cmd through popen; returns its exit status (-1 on a signal) and, when out, its output. */
+int testutil_sh(const char *cmd, char **out);
+
+uint16_t testutil_le16(const uint8_t *p);
+uint32_t testutil_le32(const uint8_t *p);
+uint64_t testutil_le64(const uint8_t *p);
+/* 8-bit sum of len bytes: ACPI and MP tables sum to zero. */
+uint8_t testutil_sum8(const uint8_t *p, size_t len);
+
+/* Runs every test of s; returns EXIT_SUCCESS or EXIT_FAILURE for main. */
+int testutil_run_suite(Suite *s);
+
+#endif
