@@ -10,6 +10,7 @@
 
 #include "acpi.h"
 #include "layout.h"
+#include "testutil.h"
 
 #define RAM_SIZE (16ULL << 20)
 
@@ -29,30 +30,6 @@ static void teardown(void)
 	free(ram);
 }
 
-static uint16_t rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)rd16(p) | (uint32_t)rd16(p + 2) << 16;
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-	return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
-
-static uint8_t sum(const uint8_t *p, size_t len)
-{
-	uint8_t s = 0;
-
-	while (len--)
-		s = (uint8_t)(s + *p++);
-	return s;
-}
-
 /* A table at gpa: must lie in the BIOS area, carry its signature and sum to zero. */
 static const uint8_t *table(uint64_t gpa, const char *sig)
 {
@@ -64,10 +41,11 @@ static const uint8_t *table(uint64_t gpa, const char *sig)
 	t = ram + gpa;
 	ck_assert_msg(!memcmp(t, sig, 4), "table at 0x%llx is '%.4s', want %s",
 		      (unsigned long long)gpa, (const char *)t, sig);
-	len = rd32(t + 4);
+	len = testutil_le32(t + 4);
 	ck_assert_uint_ge(len, 36);
 	ck_assert_uint_le(gpa + len, LAYOUT_HIGH_RAM);
-	ck_assert_msg(sum(t, len) == 0, "%s checksum off by %u", sig, sum(t, len));
+	ck_assert_msg(testutil_sum8(t, len) == 0, "%s checksum off by %u", sig,
+		      testutil_sum8(t, len));
 	ck_assert_int_eq(memcmp(t + 10, "LVMM  ", 6), 0);
 	return t;
 }
@@ -84,10 +62,10 @@ static uint64_t find_rsdp(void)
 /* XSDT entry with the given signature, 0 when absent. */
 static uint64_t xsdt_find(const uint8_t *xsdt, const char *sig)
 {
-	uint32_t n = (rd32(xsdt + 4) - 36) / 8;
+	uint32_t n = (testutil_le32(xsdt + 4) - 36) / 8;
 
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t a = rd64(xsdt + 36 + 8 * i);
+		uint64_t a = testutil_le64(xsdt + 36 + 8 * i);
 
 		if (a >= LAYOUT_BIOS_START && a < LAYOUT_HIGH_RAM && !memcmp(ram + a, sig, 4))
 			return a;
@@ -109,56 +87,57 @@ START_TEST(rsdp_xsdt)
 	const uint8_t *r = build(2, 2, &rsdp), *x;
 
 	ck_assert_uint_eq(rsdp % 16, 0);
-	ck_assert_uint_eq(sum(r, 20), 0);
+	ck_assert_uint_eq(testutil_sum8(r, 20), 0);
 	ck_assert_uint_eq(r[15], 2);
-	ck_assert_uint_eq(rd32(r + 20), 36);
-	ck_assert_uint_eq(sum(r, 36), 0);
-	x = table(rd64(r + 24), "XSDT");
-	ck_assert_uint_eq(rd32(x + 4), 36 + 3 * 8);
+	ck_assert_uint_eq(testutil_le32(r + 20), 36);
+	ck_assert_uint_eq(testutil_sum8(r, 36), 0);
+	x = table(testutil_le64(r + 24), "XSDT");
+	ck_assert_uint_eq(testutil_le32(x + 4), 36 + 3 * 8);
 	ck_assert_uint_ne(xsdt_find(x, "FACP"), 0);
 	ck_assert_uint_ne(xsdt_find(x, "APIC"), 0);
 	ck_assert_uint_ne(xsdt_find(x, "MCFG"), 0);
 	/* every table lies inside the area the E820 map reserves, below the MP table's spill */
 	for (unsigned i = 0; i < 3; i++)
-		ck_assert_uint_lt(rd64(x + 36 + 8 * i), LAYOUT_BIOS_START + ACPI_AREA_SIZE);
+		ck_assert_uint_lt(testutil_le64(x + 36 + 8 * i),
+				  LAYOUT_BIOS_START + ACPI_AREA_SIZE);
 }
 END_TEST
 
 START_TEST(fadt_fields)
 {
 	uint64_t rsdp;
-	const uint8_t *x = table(rd64(build(1, 1, &rsdp) + 24), "XSDT");
+	const uint8_t *x = table(testutil_le64(build(1, 1, &rsdp) + 24), "XSDT");
 	const uint8_t *f = table(xsdt_find(x, "FACP"), "FACP"), *facs;
 
-	ck_assert_uint_eq(rd32(f + 4), 276);
+	ck_assert_uint_eq(testutil_le32(f + 4), 276);
 	ck_assert_uint_ge(f[8], 5);
-	ck_assert_uint_eq(rd16(f + 46), LAYOUT_ACPI_SCI_IRQ);
-	ck_assert_uint_eq(rd32(f + 48), 0); /* no SMI_CMD: already in ACPI mode */
-	ck_assert_uint_eq(rd32(f + 56), LAYOUT_ACPI_PM1A_EVT);
-	ck_assert_uint_eq(rd32(f + 64), LAYOUT_ACPI_PM1A_CNT);
-	ck_assert_uint_eq(rd32(f + 76), 0); /* no PM timer */
+	ck_assert_uint_eq(testutil_le16(f + 46), LAYOUT_ACPI_SCI_IRQ);
+	ck_assert_uint_eq(testutil_le32(f + 48), 0); /* no SMI_CMD: already in ACPI mode */
+	ck_assert_uint_eq(testutil_le32(f + 56), LAYOUT_ACPI_PM1A_EVT);
+	ck_assert_uint_eq(testutil_le32(f + 64), LAYOUT_ACPI_PM1A_CNT);
+	ck_assert_uint_eq(testutil_le32(f + 76), 0); /* no PM timer */
 	ck_assert_uint_eq(f[88], 4);
 	ck_assert_uint_eq(f[89], 2);
 	ck_assert_uint_eq(f[91], 0);
-	ck_assert_uint_ne(rd32(f + 112) & (1u << 10), 0); /* RESET_REG_SUP */
-	ck_assert_uint_eq(rd32(f + 112) & (1u << 20), 0); /* not hardware-reduced */
-	ck_assert_uint_eq(f[116], 1);			  /* reset register in I/O space */
+	ck_assert_uint_ne(testutil_le32(f + 112) & (1u << 10), 0); /* RESET_REG_SUP */
+	ck_assert_uint_eq(testutil_le32(f + 112) & (1u << 20), 0); /* not hardware-reduced */
+	ck_assert_uint_eq(f[116], 1);				   /* reset register in I/O space */
 	ck_assert_uint_eq(f[117], 8);
-	ck_assert_uint_eq(rd64(f + 120), LAYOUT_RESET_PORT);
+	ck_assert_uint_eq(testutil_le64(f + 120), LAYOUT_RESET_PORT);
 	ck_assert_uint_eq(f[128], 6);
 	/* 32- and 64-bit pointers agree */
-	ck_assert_uint_eq(rd32(f + 40), rd64(f + 140));
-	ck_assert_uint_eq(rd64(f + 132), 0); /* the FACS only through the 32-bit pointer */
+	ck_assert_uint_eq(testutil_le32(f + 40), testutil_le64(f + 140));
+	ck_assert_uint_eq(testutil_le64(f + 132), 0); /* the FACS only through the 32-bit pointer */
 	ck_assert_uint_eq(f[148], 1);
-	ck_assert_uint_eq(rd64(f + 152), LAYOUT_ACPI_PM1A_EVT);
+	ck_assert_uint_eq(testutil_le64(f + 152), LAYOUT_ACPI_PM1A_EVT);
 	ck_assert_uint_eq(f[172], 1);
 	ck_assert_uint_eq(f[173], 16);
-	ck_assert_uint_eq(rd64(f + 176), LAYOUT_ACPI_PM1A_CNT);
-	facs = ram + rd32(f + 36);
-	ck_assert_uint_eq(rd32(f + 36) % 64, 0);
+	ck_assert_uint_eq(testutil_le64(f + 176), LAYOUT_ACPI_PM1A_CNT);
+	facs = ram + testutil_le32(f + 36);
+	ck_assert_uint_eq(testutil_le32(f + 36) % 64, 0);
 	ck_assert_int_eq(memcmp(facs, "FACS", 4), 0);
-	ck_assert_uint_eq(rd32(facs + 4), 64);
-	table(rd64(f + 140), "DSDT");
+	ck_assert_uint_eq(testutil_le32(facs + 4), 64);
+	table(testutil_le64(f + 140), "DSDT");
 }
 END_TEST
 
@@ -170,11 +149,11 @@ static void check_madt(unsigned cpus, unsigned max_cpus)
 	int irq0 = 0, sci = 0;
 
 	memset(ram, 0, RAM_SIZE);
-	x = table(rd64(build(cpus, max_cpus, &rsdp) + 24), "XSDT");
+	x = table(testutil_le64(build(cpus, max_cpus, &rsdp) + 24), "XSDT");
 	m = table(xsdt_find(x, "APIC"), "APIC");
-	ck_assert_uint_eq(rd32(m + 36), LAYOUT_LAPIC);
-	ck_assert_uint_eq(rd32(m + 40) & 1, 1);
-	for (off = 44; off < rd32(m + 4);) {
+	ck_assert_uint_eq(testutil_le32(m + 36), LAYOUT_LAPIC);
+	ck_assert_uint_eq(testutil_le32(m + 40) & 1, 1);
+	for (off = 44; off < testutil_le32(m + 4);) {
 		const uint8_t *e = m + off;
 
 		ck_assert_uint_ge(e[1], 2);
@@ -182,29 +161,30 @@ static void check_madt(unsigned cpus, unsigned max_cpus)
 		case 0:
 			ck_assert_uint_eq(e[1], 8);
 			ck_assert_uint_eq(e[3], enabled + disabled); /* APIC ids 0..n-1 */
-			if (rd32(e + 4) & 1) {
+			if (testutil_le32(e + 4) & 1) {
 				ck_assert_uint_eq(disabled, 0); /* enabled CPUs come first */
 				enabled++;
 			} else {
-				ck_assert_uint_eq(rd32(e + 4), 2); /* online-capable */
+				ck_assert_uint_eq(testutil_le32(e + 4), 2); /* online-capable */
 				disabled++;
 			}
 			break;
 		case 1:
 			ck_assert_uint_eq(e[1], 12);
-			ck_assert_uint_eq(rd32(e + 4), LAYOUT_IOAPIC);
-			ck_assert_uint_eq(rd32(e + 8), 0);
+			ck_assert_uint_eq(testutil_le32(e + 4), LAYOUT_IOAPIC);
+			ck_assert_uint_eq(testutil_le32(e + 8), 0);
 			ioapics++;
 			break;
 		case 2:
 			ck_assert_uint_eq(e[1], 10);
 			ck_assert_uint_eq(e[2], 0);
 			if (e[3] == 0) {
-				ck_assert_uint_eq(rd32(e + 4), 2);
+				ck_assert_uint_eq(testutil_le32(e + 4), 2);
 				irq0 = 1;
 			} else if (e[3] == LAYOUT_ACPI_SCI_IRQ) {
-				ck_assert_uint_eq(rd32(e + 4), LAYOUT_ACPI_SCI_IRQ);
-				ck_assert_uint_eq(rd16(e + 8), 0xd); /* active high, level */
+				ck_assert_uint_eq(testutil_le32(e + 4), LAYOUT_ACPI_SCI_IRQ);
+				ck_assert_uint_eq(testutil_le16(e + 8),
+						  0xd); /* active high, level */
 				sci = 1;
 			}
 			break;
@@ -218,7 +198,7 @@ static void check_madt(unsigned cpus, unsigned max_cpus)
 		}
 		off += e[1];
 	}
-	ck_assert_uint_eq(off, rd32(m + 4));
+	ck_assert_uint_eq(off, testutil_le32(m + 4));
 	ck_assert_uint_eq(enabled, cpus);
 	ck_assert_uint_eq(enabled + disabled, max_cpus > cpus ? max_cpus : cpus);
 	ck_assert_uint_eq(ioapics, 1);
@@ -250,12 +230,12 @@ END_TEST
 START_TEST(mcfg_values)
 {
 	uint64_t rsdp;
-	const uint8_t *x = table(rd64(build(1, 1, &rsdp) + 24), "XSDT");
+	const uint8_t *x = table(testutil_le64(build(1, 1, &rsdp) + 24), "XSDT");
 	const uint8_t *m = table(xsdt_find(x, "MCFG"), "MCFG");
 
-	ck_assert_uint_eq(rd32(m + 4), 60);
-	ck_assert_uint_eq(rd64(m + 44), LAYOUT_ECAM_START);
-	ck_assert_uint_eq(rd16(m + 52), 0);
+	ck_assert_uint_eq(testutil_le32(m + 4), 60);
+	ck_assert_uint_eq(testutil_le64(m + 44), LAYOUT_ECAM_START);
+	ck_assert_uint_eq(testutil_le16(m + 52), 0);
 	ck_assert_uint_eq(m[54], 0);
 	ck_assert_uint_eq(m[55], LAYOUT_ECAM_BUSES - 1);
 }
@@ -321,15 +301,15 @@ static size_t integer(const uint8_t *p, size_t avail, uint64_t *v)
 		return 2;
 	case 0x0b:
 		ck_assert_uint_ge(avail, 3);
-		*v = rd16(p + 1);
+		*v = testutil_le16(p + 1);
 		return 3;
 	case 0x0c:
 		ck_assert_uint_ge(avail, 5);
-		*v = rd32(p + 1);
+		*v = testutil_le32(p + 1);
 		return 5;
 	case 0x0e:
 		ck_assert_uint_ge(avail, 9);
-		*v = rd64(p + 1);
+		*v = testutil_le64(p + 1);
 		return 9;
 	}
 	ck_abort_msg("AML: opcode 0x%02x is not an integer", p[0]);
@@ -459,7 +439,7 @@ static unsigned crs_walk(const uint8_t *b, size_t len, const uint8_t **found, ui
 		size_t dlen;
 
 		if (tag & 0x80) {
-			dlen = 3 + rd16(b + n + 1);
+			dlen = 3 + testutil_le16(b + n + 1);
 		} else {
 			dlen = 1 + (tag & 7);
 			tag &= 0x78;
@@ -481,15 +461,15 @@ static unsigned crs_walk(const uint8_t *b, size_t len, const uint8_t **found, ui
 START_TEST(dsdt_aml)
 {
 	uint64_t rsdp;
-	const uint8_t *x = table(rd64(build(1, 1, &rsdp) + 24), "XSDT");
+	const uint8_t *x = table(testutil_le64(build(1, 1, &rsdp) + 24), "XSDT");
 	const uint8_t *f = table(xsdt_find(x, "FACP"), "FACP");
-	const uint8_t *d = table(rd64(f + 140), "DSDT"), *r;
+	const uint8_t *d = table(testutil_le64(f + 140), "DSDT"), *r;
 	const struct aml_obj *o;
 	unsigned nwordio = 0;
 
 	ck_assert_uint_eq(d[8], 2); /* 64-bit integers */
 	nobjs = 0;
-	decode_terms(d + 36, rd32(d + 4) - 36, "");
+	decode_terms(d + 36, testutil_le32(d + 4) - 36, "");
 
 	o = obj("\\_S5_");
 	ck_assert_int_eq(o->kind, 'p');
@@ -508,41 +488,42 @@ START_TEST(dsdt_aml)
 	ck_assert_uint_eq(crs_walk(o->buf, o->blen, &r, 0x88), 7);
 	/* first word descriptor: the bus range */
 	ck_assert_uint_eq(r[3], 2);
-	ck_assert_uint_eq(rd16(r + 8), 0);
-	ck_assert_uint_eq(rd16(r + 10), LAYOUT_ECAM_BUSES - 1);
-	ck_assert_uint_eq(rd16(r + 14), LAYOUT_ECAM_BUSES);
+	ck_assert_uint_eq(testutil_le16(r + 8), 0);
+	ck_assert_uint_eq(testutil_le16(r + 10), LAYOUT_ECAM_BUSES - 1);
+	ck_assert_uint_eq(testutil_le16(r + 14), LAYOUT_ECAM_BUSES);
 	for (size_t n = 0; n < o->blen;
-	     n += (o->buf[n] & 0x80) ? 3 + rd16(o->buf + n + 1) : 1 + (o->buf[n] & 7)) {
+	     n += (o->buf[n] & 0x80) ? 3 + testutil_le16(o->buf + n + 1) : 1 + (o->buf[n] & 7)) {
 		const uint8_t *e = o->buf + n;
 
 		if (e[0] == 0x88 && e[3] == 1) {
 			/* I/O windows leave the config ports to the bridge itself */
-			ck_assert(rd16(e + 10) < LAYOUT_PCI_CONF_ADDR ||
-				  rd16(e + 8) > LAYOUT_PCI_CONF_DATA + 3);
-			ck_assert_uint_eq(rd16(e + 14), rd16(e + 10) - rd16(e + 8) + 1);
+			ck_assert(testutil_le16(e + 10) < LAYOUT_PCI_CONF_ADDR ||
+				  testutil_le16(e + 8) > LAYOUT_PCI_CONF_DATA + 3);
+			ck_assert_uint_eq(testutil_le16(e + 14),
+					  testutil_le16(e + 10) - testutil_le16(e + 8) + 1);
 			nwordio++;
 		}
 	}
 	ck_assert_uint_eq(nwordio, 2);
 	crs_walk(o->buf, o->blen, &r, 0x40); /* small I/O port descriptor */
 	ck_assert_ptr_nonnull(r);
-	ck_assert_uint_eq(rd16(r + 2), LAYOUT_PCI_CONF_ADDR);
+	ck_assert_uint_eq(testutil_le16(r + 2), LAYOUT_PCI_CONF_ADDR);
 	ck_assert_uint_eq(r[7], 8);
 	crs_walk(o->buf, o->blen, &r, 0x87);
 	ck_assert_ptr_nonnull(r);
-	ck_assert_uint_eq(rd32(r + 10), LAYOUT_MMIO32_START);
-	ck_assert_uint_eq(rd32(r + 14), LAYOUT_MMIO32_START + LAYOUT_MMIO32_SIZE - 1);
-	ck_assert_uint_eq(rd32(r + 22), LAYOUT_MMIO32_SIZE);
+	ck_assert_uint_eq(testutil_le32(r + 10), LAYOUT_MMIO32_START);
+	ck_assert_uint_eq(testutil_le32(r + 14), LAYOUT_MMIO32_START + LAYOUT_MMIO32_SIZE - 1);
+	ck_assert_uint_eq(testutil_le32(r + 22), LAYOUT_MMIO32_SIZE);
 	crs_walk(o->buf, o->blen, &r, 0x8a);
 	ck_assert_ptr_nonnull(r);
-	ck_assert_uint_eq(rd64(r + 14), LAYOUT_MMIO64_START);
-	ck_assert_uint_eq(rd64(r + 22), LAYOUT_MMIO64_START + LAYOUT_MMIO64_SIZE - 1);
-	ck_assert_uint_eq(rd64(r + 38), LAYOUT_MMIO64_SIZE);
+	ck_assert_uint_eq(testutil_le64(r + 14), LAYOUT_MMIO64_START);
+	ck_assert_uint_eq(testutil_le64(r + 22), LAYOUT_MMIO64_START + LAYOUT_MMIO64_SIZE - 1);
+	ck_assert_uint_eq(testutil_le64(r + 38), LAYOUT_MMIO64_SIZE);
 
 	o = obj("\\_SB_.MRES._CRS");
 	ck_assert_uint_eq(crs_walk(o->buf, o->blen, &r, 0x86), 2);
-	ck_assert_uint_eq(rd32(r + 4), LAYOUT_ECAM_START);
-	ck_assert_uint_eq(rd32(r + 8), LAYOUT_ECAM_SIZE);
+	ck_assert_uint_eq(testutil_le32(r + 4), LAYOUT_ECAM_START);
+	ck_assert_uint_eq(testutil_le32(r + 8), LAYOUT_ECAM_SIZE);
 }
 END_TEST
 
@@ -559,14 +540,14 @@ START_TEST(dsdt_iasl)
 		printf("test_acpi: dsdt_iasl skipped: iasl not installed (acpica-tools)\n");
 		return;
 	}
-	x = table(rd64(build(1, 1, &rsdp) + 24), "XSDT");
+	x = table(testutil_le64(build(1, 1, &rsdp) + 24), "XSDT");
 	f = table(xsdt_find(x, "FACP"), "FACP");
-	d = table(rd64(f + 140), "DSDT");
+	d = table(testutil_le64(f + 140), "DSDT");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/dsdt.aml", dir);
 	fp = fopen(path, "wb");
 	ck_assert_ptr_nonnull(fp);
-	ck_assert_uint_eq(fwrite(d, 1, rd32(d + 4), fp), rd32(d + 4));
+	ck_assert_uint_eq(fwrite(d, 1, testutil_le32(d + 4), fp), testutil_le32(d + 4));
 	fclose(fp);
 	snprintf(cmd, sizeof(cmd), "cd %s && iasl -d dsdt.aml >iasl.log 2>&1", dir);
 	ck_assert_msg(system(cmd) == 0, "iasl -d failed, see %s/iasl.log", dir);
@@ -615,11 +596,5 @@ static Suite *acpi_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(acpi_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(acpi_suite());
 }

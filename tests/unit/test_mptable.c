@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "layout.h"
+#include "testutil.h"
 #include "mptable.h"
 
 #define RAM_SIZE (16ULL << 20)
@@ -25,25 +26,6 @@ static void setup(void)
 static void teardown(void)
 {
 	free(ram);
-}
-
-static uint16_t rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)rd16(p) | (uint32_t)rd16(p + 2) << 16;
-}
-
-static uint8_t sum(const uint8_t *p, size_t len)
-{
-	uint8_t s = 0;
-
-	while (len--)
-		s = (uint8_t)(s + *p++);
-	return s;
 }
 
 struct mp_counts {
@@ -68,15 +50,15 @@ static struct mp_counts dump(void)
 	ck_assert_ptr_nonnull(fp);
 	ck_assert_uint_eq(fp[8], 1);
 	ck_assert_uint_eq(fp[9], 4);
-	ck_assert_uint_eq(sum(fp, 16), 0);
-	c.table_gpa = rd32(fp + 4);
+	ck_assert_uint_eq(testutil_sum8(fp, 16), 0);
+	c.table_gpa = testutil_le32(fp + 4);
 	ck_assert_uint_lt(c.table_gpa, LAYOUT_HIGH_RAM);
 	t = ram + c.table_gpa;
 	ck_assert_int_eq(memcmp(t, "PCMP", 4), 0);
-	len = rd16(t + 4);
-	ck_assert_uint_eq(sum(t, len), 0);
-	ck_assert_uint_eq(rd32(t + 36), LAYOUT_LAPIC);
-	count = rd16(t + 34);
+	len = testutil_le16(t + 4);
+	ck_assert_uint_eq(testutil_sum8(t, len), 0);
+	ck_assert_uint_eq(testutil_le32(t + 36), LAYOUT_LAPIC);
+	count = testutil_le16(t + 34);
 	for (unsigned i = 0; i < 16; i++)
 		c.irq_pin[i] = -1;
 	e = t + 44;
@@ -98,7 +80,7 @@ static struct mp_counts dump(void)
 			break;
 		case 2:
 			ck_assert_uint_eq(e[3] & 1, 1);
-			ck_assert_uint_eq(rd32(e + 4), LAYOUT_IOAPIC);
+			ck_assert_uint_eq(testutil_le32(e + 4), LAYOUT_IOAPIC);
 			c.ioapics++;
 			e += 8;
 			break;
@@ -193,11 +175,5 @@ static Suite *mptable_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(mptable_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(mptable_suite());
 }
