@@ -2,19 +2,15 @@
  * payload (boot_payload.S) wrapped as a vmlinux-style ELF and as a bzImage checks from inside the
  * guest what boot_load_linux promised (zero page, loader id, E820, RSDP, initrd, command line). */
 #include <check.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bootparam.h"
+#include "testutil.h"
 
 /* A safety net against a hung VM, not an assertion on speed. */
 #define RUN_LIMIT_S    60
@@ -25,47 +21,6 @@
 static char dir[64];
 static char elf[128], bz[128], raw[128], initrd[128], serial[128], errlog[128];
 
-static const char *lvmm(void)
-{
-	const char *p = getenv("LVMM");
-
-	return p && *p ? p : "build/lvmm";
-}
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
-static void write_file(const char *path, const void *data, size_t len)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
-	close(fd);
-}
-
-static size_t read_file(const char *path, char *buf, size_t max)
-{
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, max - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = 0;
-	return n > 0 ? (size_t)n : 0;
-}
-
 /* The protected-mode part: hlt at the 32-bit entry, the payload at the 64-bit entry (+0x200). */
 static void make_bzimage(void)
 {
@@ -74,7 +29,7 @@ static void make_bzimage(void)
 	char code[4096];
 	size_t n;
 
-	n = read_file(raw, code, sizeof(code));
+	n = testutil_read_file(raw, code, sizeof(code));
 	ck_assert_uint_gt(n, 16);
 	memset(img, 0xf4, sizeof(img));
 	memset(img, 0, BZ_SETUP_LEN);
@@ -92,7 +47,7 @@ static void make_bzimage(void)
 	h->pref_address = 0x1000000;
 	h->init_size = 0x100000;
 	memcpy(img + BZ_SETUP_LEN + 0x200, code, n);
-	write_file(bz, img, BZ_SETUP_LEN + 0x200 + n);
+	testutil_write_file(bz, img, BZ_SETUP_LEN + 0x200 + n, 0644);
 }
 
 static void setup(void)
@@ -107,8 +62,7 @@ static void setup(void)
 				  "phys_start = _start - 0xffffffff80000000;\n";
 	char lds_path[128];
 
-	strcpy(dir, "/tmp/lvmm-bootproto-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	testutil_mkdtemp(dir, sizeof(dir), "/tmp/lvmm-bootproto-");
 	snprintf(elf, sizeof(elf), "%s/payload.elf", dir);
 	snprintf(bz, sizeof(bz), "%s/payload.bzImage", dir);
 	snprintf(raw, sizeof(raw), "%s/payload.bin", dir);
@@ -116,27 +70,28 @@ static void setup(void)
 	snprintf(serial, sizeof(serial), "%s/serial.log", dir);
 	snprintf(errlog, sizeof(errlog), "%s/stderr.log", dir);
 	snprintf(lds_path, sizeof(lds_path), "%s/vmlinux.lds", dir);
-	write_file(lds_path, lds, strlen(lds));
-	write_file(initrd, cpio, sizeof(cpio));
+	testutil_write_file(lds_path, lds, strlen(lds), 0644);
+	testutil_write_file(initrd, cpio, sizeof(cpio), 0644);
 	/* vmlinux's shape: linked high, loaded at 16 MiB, e_entry the physical entry */
-	ck_assert_int_eq(sh("gcc -c -o %s/payload.o tests/integration/boot_payload.S && "
+	ck_assert_int_eq(
+	    testutil_system("gcc -c -o %s/payload.o tests/integration/boot_payload.S && "
 			    "ld -z noexecstack -T %s -o %s %s/payload.o && "
 			    "objcopy -O binary -j .text %s/payload.o %s",
 			    dir, lds_path, elf, dir, dir, raw),
-			 0);
+	    0);
 	make_bzimage();
 }
 
 static void teardown(void)
 {
-	sh("rm -rf %s", dir);
+	testutil_rmtree(dir);
 }
 
 /* Runs lvmm with the serial console in a file; returns its exit status (-1 on a signal). */
 static int run(const char *kernel, const char *initramfs)
 {
-	time_t t0 = time(NULL);
-	int st = 0;
+	const char *lvmm = testutil_lvmm();
+	int st;
 	pid_t pid;
 
 	unlink(serial);
@@ -150,22 +105,15 @@ static int run(const char *kernel, const char *initramfs)
 		dup2(fd, 2);
 		dup2(fd, 1);
 		if (initramfs)
-			execl(lvmm(), lvmm(), "run", "--kernel", kernel, "--initramfs", initramfs,
+			execl(lvmm, lvmm, "run", "--kernel", kernel, "--initramfs", initramfs,
 			      "--memory", "64M", "--cmdline", CMDLINE, "--serial", ser,
 			      (char *)NULL);
 		else
-			execl(lvmm(), lvmm(), "run", "--kernel", kernel, "--memory", "64M",
-			      "--cmdline", CMDLINE, "--serial", ser, (char *)NULL);
+			execl(lvmm, lvmm, "run", "--kernel", kernel, "--memory", "64M", "--cmdline",
+			      CMDLINE, "--serial", ser, (char *)NULL);
 		_exit(127);
 	}
-	while (waitpid(pid, &st, WNOHANG) == 0) {
-		if (time(NULL) - t0 > RUN_LIMIT_S) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			ck_abort_msg("lvmm did not stop within %d s", RUN_LIMIT_S);
-		}
-		usleep(20000);
-	}
+	st = testutil_wait_limit(pid, "lvmm", RUN_LIMIT_S);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -174,8 +122,8 @@ static void boots_and_checks(const char *kernel)
 	char out[8192], err[8192];
 	int rc = run(kernel, initrd);
 
-	read_file(serial, out, sizeof(out));
-	read_file(errlog, err, sizeof(err));
+	testutil_read_file(serial, out, sizeof(out));
+	testutil_read_file(errlog, err, sizeof(err));
 	ck_assert_msg(rc == 0, "lvmm exit %d\nstderr: %s\nconsole: %s", rc, err, out);
 	ck_assert_msg(!strstr(out, "boot-protocol-FAIL"), "guest check failed: %s", out);
 	ck_assert_msg(strstr(out, "boot-protocol-ok cmdline=" CMDLINE), "console: '%s'", out);
@@ -200,7 +148,7 @@ START_TEST(payload_detects_missing_initrd)
 	char out[8192];
 
 	ck_assert_int_eq(run(elf, NULL), 0);
-	read_file(serial, out, sizeof(out));
+	testutil_read_file(serial, out, sizeof(out));
 	ck_assert_msg(strstr(out, "boot-protocol-FAIL r"), "console: '%s'", out);
 }
 END_TEST
@@ -211,16 +159,16 @@ START_TEST(bad_kernels)
 	char junk[128];
 
 	snprintf(junk, sizeof(junk), "%s/junk", dir);
-	write_file(junk, "not a kernel", 12);
+	testutil_write_file(junk, "not a kernel", 12, 0644);
 	ck_assert_int_ne(run(junk, NULL), 0);
-	read_file(errlog, err, sizeof(err));
+	testutil_read_file(errlog, err, sizeof(err));
 	ck_assert_msg(strstr(err, "not an ELF64 or bzImage"), "stderr: %s", err);
 
 	/* 64 MiB of RAM cannot hold an initramfs of 80 MiB */
-	ck_assert_int_eq(sh("truncate -s 80M %s/big.cpio", dir), 0);
+	ck_assert_int_eq(testutil_system("truncate -s 80M %s/big.cpio", dir), 0);
 	snprintf(junk, sizeof(junk), "%s/big.cpio", dir);
 	ck_assert_int_ne(run(elf, junk), 0);
-	read_file(errlog, err, sizeof(err));
+	testutil_read_file(errlog, err, sizeof(err));
 	ck_assert_msg(strstr(err, "do not fit"), "stderr: %s", err);
 }
 END_TEST
@@ -242,11 +190,5 @@ static Suite *boot_protocol_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(boot_protocol_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(boot_protocol_suite());
 }

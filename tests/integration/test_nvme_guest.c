@@ -3,117 +3,28 @@
  * QD1 loops with shadow doorbells and with its SQ in the CMB; the host then checks the image. Also:
  * bad --vnvme arguments give one-line errors. */
 #include <check.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#define OUT_MAX	    65536
-#define RUN_LIMIT_S 120 /* a safety net against a hung VM, not an assertion on speed */
+#include "testutil.h"
 
-struct run {
-	char out[OUT_MAX], err[OUT_MAX];
-	size_t nout, nerr;
-	int status;
-};
+#define RUN_LIMIT_S 120 /* a safety net against a hung VM, not an assertion on speed */
 
 static char dir[64], img[128];
 
-static const char *lvmm(void)
+static void run_lvmm(struct testutil_run *r, char *const args[])
 {
-	const char *p = getenv("LVMM");
-
-	return p && *p ? p : "build/lvmm";
-}
-
-static const char *guest(void)
-{
-	static char path[512];
-	const char *b = getenv("BUILD");
-
-	snprintf(path, sizeof(path), "%s/bench-guest/bench-guest.elf", b && *b ? b : "build");
-	return path;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void drain(int fd, char *buf, size_t *n, int *open_)
-{
-	ssize_t r = read(fd, buf + *n, OUT_MAX - 1 - *n);
-
-	if (r > 0)
-		*n += (size_t)r;
-	if ((r <= 0 && !(r < 0 && errno == EINTR)) || *n >= OUT_MAX - 1)
-		*open_ = 0;
-	buf[*n] = 0;
-}
-
-static void run_lvmm(struct run *r, char *const args[])
-{
-	int po[2], pe[2], oo = 1, eo = 1;
-	double start = now_s();
-	char *argv[32];
-	pid_t pid;
-	int i;
-
-	memset(r, 0, sizeof(*r));
-	argv[0] = (char *)lvmm();
-	for (i = 0; args[i] && i < 30; i++)
-		argv[i + 1] = args[i];
-	argv[i + 1] = NULL;
-	ck_assert_int_eq(pipe(po), 0);
-	ck_assert_int_eq(pipe(pe), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (!pid) {
-		int devnull = open("/dev/null", O_RDONLY);
-
-		dup2(devnull, 0);
-		dup2(po[1], 1);
-		dup2(pe[1], 2);
-		close(po[0]);
-		close(pe[0]);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(po[1]);
-	close(pe[1]);
-	while (oo || eo) {
-		struct pollfd p[2] = {{.fd = oo ? po[0] : -1, .events = POLLIN},
-				      {.fd = eo ? pe[0] : -1, .events = POLLIN}};
-
-		if (poll(p, 2, 200) > 0) {
-			if (p[0].revents)
-				drain(po[0], r->out, &r->nout, &oo);
-			if (p[1].revents)
-				drain(pe[0], r->err, &r->nerr, &eo);
-		}
-		if (now_s() - start > RUN_LIMIT_S) {
-			kill(pid, SIGKILL);
-			break;
-		}
-	}
-	close(po[0]);
-	close(pe[0]);
-	ck_assert_int_eq(waitpid(pid, &r->status, 0), pid);
+	testutil_run_lvmm(r, args, NULL, NULL, 0, RUN_LIMIT_S);
 }
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/lvmm-nvme-it-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	testutil_mkdtemp(dir, sizeof(dir), "/tmp/lvmm-nvme-it-");
 	snprintf(img, sizeof(img), "%s/disk.img", dir);
 }
 
@@ -126,9 +37,11 @@ static void teardown(void)
 START_TEST(test_guest_driver)
 {
 	char vn[256];
-	char *args[] = {"run", "--kernel",  (char *)guest(),   "--memory", "64M", "--cpus",
-			"2",   "--cmdline", "bench.mode=nvme", "--vnvme",  vn,	  NULL};
-	struct run r;
+	char *args[] = {"run",	    "--kernel",	 (char *)testutil_bench_guest(),
+			"--memory", "64M",	 "--cpus",
+			"2",	    "--cmdline", "bench.mode=nvme",
+			"--vnvme",  vn,		 NULL};
+	struct testutil_run r;
 	uint8_t buf[65536];
 	const char *lat;
 	struct stat st;
@@ -161,8 +74,8 @@ END_TEST
 START_TEST(test_bad_vnvme)
 {
 	char vn[256];
-	char *args[] = {"run", "--kernel", (char *)guest(), "--vnvme", vn, NULL};
-	struct run r;
+	char *args[] = {"run", "--kernel", (char *)testutil_bench_guest(), "--vnvme", vn, NULL};
+	struct testutil_run r;
 
 	/* A read-only image that does not exist. */
 	snprintf(vn, sizeof(vn), "file=%s/none.img,readonly=on", dir);
@@ -194,11 +107,5 @@ static Suite *nvme_guest_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(nvme_guest_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(nvme_guest_suite());
 }

@@ -2,50 +2,26 @@
  * console stops), resume (it goes on), shutdown, and the state names along the way. */
 #include <check.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "testutil.h"
 #include "vm.h"
 
 #define WAIT_LIMIT_S 120 /* safety net for a hung guest, not a speed assertion */
-
-static const char *guest(void)
-{
-	static char path[512];
-	const char *b = getenv("BUILD");
-
-	snprintf(path, sizeof(path), "%s/bench-guest/bench-guest.elf", b && *b ? b : "build");
-	return path;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
 
 /* Highest heartbeat number in the console file, -1 if none yet. */
 static long last_heartbeat(const char *path)
 {
 	static char buf[1 << 16];
 	long best = -1;
-	ssize_t n;
 	char *p;
-	int fd = open(path, O_RDONLY);
 
-	if (fd < 0)
+	if (!testutil_read_file(path, buf, sizeof(buf)))
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
 	for (p = buf; (p = strstr(p, "heartbeat ")); p++)
 		best = strtol(p + 10, NULL, 10);
 	return best;
@@ -60,7 +36,7 @@ static long wait_heartbeat_above(const char *path, long floor)
 		h = last_heartbeat(path);
 		if (h > floor)
 			break;
-		sleep_ms(50);
+		testutil_sleep_ms(50);
 	}
 	return h;
 }
@@ -70,7 +46,7 @@ static void make_config(struct vm_config *c, const char *serial_path, unsigned c
 	config_defaults(c);
 	c->cpus = c->max_cpus = cpus;
 	c->memory = 64ULL << 20;
-	snprintf(c->kernel, sizeof(c->kernel), "%s", guest());
+	snprintf(c->kernel, sizeof(c->kernel), "%s", testutil_bench_guest());
 	snprintf(c->cmdline, sizeof(c->cmdline), "bench.mode=spin");
 	c->serial = SERIAL_FILE;
 	snprintf(c->serial_file, sizeof(c->serial_file), "%s", serial_path);
@@ -82,10 +58,8 @@ static void pause_resume(unsigned cpus)
 	struct vm_config cfg;
 	struct vm *vm;
 	long before, during, after;
-	int fd = mkstemp(path);
 
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	testutil_tmpfile(path);
 	make_config(&cfg, path, cpus);
 	ck_assert_msg(vm_create(&cfg, &vm, err, sizeof(err)) == 0, "vm_create: %s", err);
 	ck_assert_str_eq(vm_state_name(vm_get_state(vm)), "Created");
@@ -100,7 +74,7 @@ static void pause_resume(unsigned cpus)
 	ck_assert_str_eq(vm_state_name(vm_get_state(vm)), "Paused");
 	ck_assert_int_eq(vm_pause(vm, err, sizeof(err)), -EINVAL);
 	before = last_heartbeat(path);
-	sleep_ms(1000); /* five heartbeat periods */
+	testutil_sleep_ms(1000); /* five heartbeat periods */
 	during = last_heartbeat(path);
 	ck_assert_int_eq(during, before);
 
@@ -133,10 +107,8 @@ START_TEST(test_guest_poweroff_reason)
 	char path[] = "/tmp/lvmm-life-XXXXXX", err[256];
 	struct vm_config cfg;
 	struct vm *vm;
-	int fd = mkstemp(path);
 
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	testutil_tmpfile(path);
 	make_config(&cfg, path, 1);
 	cfg.cmdline[0] = 0; /* hello: prints and powers off */
 	ck_assert_msg(vm_create(&cfg, &vm, err, sizeof(err)) == 0, "vm_create: %s", err);
@@ -173,8 +145,6 @@ int main(void)
 {
 	Suite *s = suite_create("vm_lifecycle");
 	TCase *tc = tcase_create("bench-guest");
-	SRunner *sr;
-	int failed;
 
 	if (access("/dev/kvm", R_OK | W_OK)) {
 		printf("vm_lifecycle: /dev/kvm not usable here, skipped\n");
@@ -186,9 +156,5 @@ int main(void)
 	tcase_add_test(tc, test_guest_poweroff_reason);
 	tcase_add_test(tc, test_create_errors);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return testutil_run_suite(s);
 }

@@ -132,7 +132,7 @@ void testutil_run_lvmm(struct testutil_run *r, char *const args[], const char *i
 		ck_assert_msg(sent, "never saw '%s' on the console: %s", wait_for, r->out);
 }
 
-int testutil_wait_limit(pid_t pid, unsigned int limit_s)
+int testutil_wait_limit(pid_t pid, const char *what, unsigned int limit_s)
 {
 	time_t t0 = time(NULL);
 	int st = 0;
@@ -141,7 +141,7 @@ int testutil_wait_limit(pid_t pid, unsigned int limit_s)
 		if (time(NULL) - t0 > (time_t)limit_s) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
-			ck_abort_msg("pid %d did not stop within %u s", (int)pid, limit_s);
+			ck_abort_msg("%s did not stop within %u s", what, limit_s);
 		}
 		usleep(20000);
 	}
@@ -202,6 +202,17 @@ void testutil_tmpfile(char *path)
 
 	ck_assert_msg(fd >= 0, "mkstemp %s: %s", path, strerror(errno));
 	close(fd);
+}
+
+void testutil_mkdtemp(char *dir, size_t len, const char *prefix)
+{
+	snprintf(dir, len, "%sXXXXXX", prefix);
+	ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
+}
+
+void testutil_rmtree(const char *dir)
+{
+	testutil_system("rm -rf '%s'", dir);
 }
 
 int testutil_system(const char *fmt, ...)

@@ -33,8 +33,9 @@ void testutil_sleep_ms(unsigned int ms);
  */
 void testutil_run_lvmm(struct testutil_run *r, char *const args[], const char *input,
 		       const char *wait_for, int sig, unsigned int limit_s);
-/* Waits for pid, killing it and failing the test after limit_s; returns the waitpid status. */
-int testutil_wait_limit(pid_t pid, unsigned int limit_s);
+/* Waits for pid (named what in the failure), killing it and failing the test after limit_s;
+ * returns the waitpid status. */
+int testutil_wait_limit(pid_t pid, const char *what, unsigned int limit_s);
 int testutil_lines(const char *s);
 
 /* The whole file as a malloc'd string ("" when missing or unreadable). */
@@ -44,6 +45,10 @@ size_t testutil_read_file(const char *path, char *buf, size_t max);
 void testutil_write_file(const char *path, const void *data, size_t len, mode_t mode);
 /* A mkstemp file, closed; path is the template and receives the name. */
 void testutil_tmpfile(char *path);
+/* mkdtemp of "<prefix>XXXXXX" into dir (len bytes); fails the test when it cannot. */
+void testutil_mkdtemp(char *dir, size_t len, const char *prefix);
+/* rm -rf dir: teardown of a testutil_mkdtemp directory. */
+void testutil_rmtree(const char *dir);
 /* system() on a formatted command; returns system()'s status. */
 int testutil_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Runs cmd through popen; returns its exit status (-1 on a signal) and, when out, its output. */
