@@ -3,93 +3,21 @@
  * writes a file; afterwards the host checks the image (mount count, last mount time, e2fsck after
  * journal recovery, the file) and a second boot mounts it again. */
 #include <check.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "linuxboot.h"
+#include "testutil.h"
 
 /* A boot takes minutes on kvm_pvm hosts (emulated guest kernel). Not a speed assertion. */
 #define BOOT_LIMIT_S	1100
 #define TCASE_TIMEOUT_S 2400
-#define POLL_US		200000
 #define IMG_MB		64
 
 static char dir[64], img[128], last_mount[64];
-
-struct boot {
-	int status;
-	bool killed;
-	char *console, *log;
-	double t_exit;
-};
-
-static const char *env_or(const char *name, const char *def)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : def;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t len = 0;
-
-	if (!f)
-		return strdup("");
-	if (getdelim(&buf, &len, '\0', f) < 0) {
-		free(buf);
-		buf = strdup("");
-	}
-	fclose(f);
-	return buf;
-}
-
-/* Runs a host command, returns its exit status and (when out) its output. */
-static int sh(const char *cmd, char **out)
-{
-	FILE *p = popen(cmd, "r");
-	char *buf = NULL;
-	size_t len = 0;
-	int st;
-
-	ck_assert_msg(p, "popen %s", cmd);
-	if (getdelim(&buf, &len, '\0', p) < 0) {
-		free(buf);
-		buf = strdup("");
-	}
-	st = pclose(p);
-	if (out)
-		*out = buf;
-	else
-		free(buf);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void write_file(const char *path, const char *text, mode_t mode)
-{
-	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, mode);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-}
 
 /* /init on the root file system: shell builtins only, except the two mounts and poweroff
  * (every fork costs seconds of emulated kernel time on kvm_pvm hosts). */
@@ -120,7 +48,7 @@ static void make_image(void)
 	snprintf(path, sizeof(path), "%s/bin", root);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
 	snprintf(cmd, sizeof(cmd), "cp /bin/busybox %s/bin/busybox", root);
-	ck_assert_msg(sh(cmd, NULL) == 0, "busybox-static is not installed");
+	ck_assert_msg(testutil_sh(cmd, NULL) == 0, "busybox-static is not installed");
 	snprintf(path, sizeof(path), "%s/dev", root);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/proc", root);
@@ -128,101 +56,49 @@ static void make_image(void)
 	snprintf(path, sizeof(path), "%s/sys", root);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/init", root);
-	write_file(path, init_script, 0755);
+	testutil_write_file(path, init_script, strlen(init_script), 0755);
 	snprintf(path, sizeof(path), "%s/boot-count", root);
-	write_file(path, "0\n", 0644);
+	testutil_write_file(path, "0\n", 2, 0644);
 	snprintf(cmd, sizeof(cmd), "mkfs.ext4 -q -F -d %s %s %dM 2>&1", root, img, IMG_MB);
-	ck_assert_msg(sh(cmd, NULL) == 0, "mkfs.ext4 failed");
+	ck_assert_msg(testutil_sh(cmd, NULL) == 0, "mkfs.ext4 failed");
 	/* No devtmpfs automount in the test kernel: the console node lives on the image (made by
 	 * debugfs, so the test needs no privilege for mknod). */
 	snprintf(cmd, sizeof(cmd),
 		 "printf 'cd /dev\\nmknod console c 5 1\\nsif console mode 020600\\n"
 		 "mknod null c 1 3\\nsif null mode 020666\\n' | debugfs -w -f - %s >/dev/null 2>&1",
 		 img);
-	ck_assert_msg(sh(cmd, NULL) == 0, "debugfs mknod failed");
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-	sh(cmd, NULL);
+	ck_assert_msg(testutil_sh(cmd, NULL) == 0, "debugfs mknod failed");
+	testutil_rmtree(root);
 }
 
-static void boot_nvme(unsigned cpus, struct boot *b)
+static void boot_nvme(unsigned cpus, struct linuxboot *b)
 {
-	const char *lvmm = env_or("LVMM", "build/lvmm");
-	const char *build = env_or("BUILD", "build");
-	char kernel[4096], serial_arg[256], vnvme_arg[256], cpus_arg[16];
-	char serial[] = "/tmp/lvmm-nvme-serial-XXXXXX";
-	char logpath[] = "/tmp/lvmm-nvme-log-XXXXXX";
-	int sfd = mkstemp(serial), lfd = mkstemp(logpath);
-	double t0;
-	pid_t pid;
+	char kernel[4096], vnvme_arg[256], cpus_arg[16];
+	char *args[] = {
+	    "--kernel",	 kernel,
+	    "--cmdline", "console=ttyS0 root=/dev/nvme0n1 rw rootfstype=ext4 rootwait init=/init",
+	    "--cpus",	 cpus_arg,
+	    "--memory",	 "128M",
+	    "--vnvme",	 vnvme_arg,
+	    NULL};
 
-	ck_assert(sfd >= 0 && lfd >= 0);
-	snprintf(kernel, sizeof(kernel), "%s/guest/vmlinux", build);
-	ck_assert_msg(access(lvmm, X_OK) == 0, "LVMM=%s is not executable", lvmm);
-	ck_assert_msg(access(kernel, R_OK) == 0, "%s missing: run make guest", kernel);
-	snprintf(serial_arg, sizeof(serial_arg), "file=%s", serial);
+	linuxboot_guest_file(kernel, sizeof(kernel), "vmlinux");
 	snprintf(vnvme_arg, sizeof(vnvme_arg), "file=%s,serial=LVMMROOT", img);
 	snprintf(cpus_arg, sizeof(cpus_arg), "%u", cpus);
-	memset(b, 0, sizeof(*b));
-	t0 = now_s();
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (!pid) {
-		dup2(lfd, STDOUT_FILENO);
-		dup2(lfd, STDERR_FILENO);
-		execl(lvmm, lvmm, "run", "--kernel", kernel, "--cmdline",
-		      "console=ttyS0 root=/dev/nvme0n1 rw rootfstype=ext4 rootwait init=/init",
-		      "--cpus", cpus_arg, "--memory", "128M", "--serial", serial_arg, "--vnvme",
-		      vnvme_arg, (char *)NULL);
-		dprintf(STDERR_FILENO, "exec %s: %s\n", lvmm, strerror(errno));
-		_exit(127);
-	}
-	for (;;) {
-		if (waitpid(pid, &b->status, WNOHANG) == pid)
-			break;
-		if (!b->killed && now_s() - t0 > BOOT_LIMIT_S) {
-			kill(pid, SIGKILL);
-			b->killed = true;
-		}
-		usleep(POLL_US);
-	}
-	b->t_exit = now_s() - t0;
-	b->console = slurp(serial);
-	b->log = slurp(logpath);
-	close(sfd);
-	close(lfd);
-	unlink(serial);
-	unlink(logpath);
+	linuxboot_run(b, args, NULL, BOOT_LIMIT_S, 0);
 	printf("linux nvme root boot, %u CPU(s): %.1f s to exit\n", cpus, b->t_exit);
 	fflush(stdout);
 }
 
-static void boot_report(const struct boot *b)
-{
-	size_t len = strlen(b->console);
-
-	fprintf(stderr, "---- lvmm output ----\n%s---- console (last 4000 bytes) ----\n%s\n----\n",
-		b->log, b->console + (len > 4000 ? len - 4000 : 0));
-}
-
-static void boot_free(struct boot *b)
-{
-	free(b->console);
-	free(b->log);
-}
-
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/lvmm-nvme-linux-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	testutil_mkdtemp(dir, sizeof(dir), "/tmp/lvmm-nvme-linux-");
 	snprintf(img, sizeof(img), "%s/root.img", dir);
 }
 
 static void teardown(void)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	sh(cmd, NULL);
+	testutil_rmtree(dir);
 }
 
 /* Mount count and last mount time ("n/a" when never) from the superblock. */
@@ -232,7 +108,7 @@ static int mount_count(char *when, size_t len)
 	int n = -1;
 
 	snprintf(cmd, sizeof(cmd), "dumpe2fs -h %s 2>/dev/null", img);
-	ck_assert_int_eq(sh(cmd, &out), 0);
+	ck_assert_int_eq(testutil_sh(cmd, &out), 0);
 	p = strstr(out, "Mount count:");
 	if (p)
 		sscanf(p, "Mount count: %d", &n);
@@ -258,15 +134,15 @@ static void host_checks(int boot)
 	snprintf(last_mount, sizeof(last_mount), "%s", when);
 	/* Powered off without unmounting: the journal may need replaying, then all is clean. */
 	snprintf(cmd, sizeof(cmd), "e2fsck -fy %s 2>&1", img);
-	rc = sh(cmd, &out);
+	rc = testutil_sh(cmd, &out);
 	ck_assert_msg(rc == 0 || rc == 1, "e2fsck -fy: rc %d\n%s", rc, out);
 	free(out);
 	snprintf(cmd, sizeof(cmd), "e2fsck -fn %s 2>&1", img);
-	rc = sh(cmd, &out);
+	rc = testutil_sh(cmd, &out);
 	ck_assert_msg(rc == 0, "e2fsck -fn after recovery: rc %d\n%s", rc, out);
 	free(out);
 	snprintf(cmd, sizeof(cmd), "debugfs -R 'cat /guest-was-here' %s 2>/dev/null", img);
-	ck_assert_int_eq(sh(cmd, &out), 0);
+	ck_assert_int_eq(testutil_sh(cmd, &out), 0);
 	snprintf(want, sizeof(want), "written by the guest, boot %d", boot);
 	ck_assert_msg(strstr(out, want), "file on the image: '%s'", out);
 	free(out);
@@ -274,7 +150,7 @@ static void host_checks(int boot)
 
 START_TEST(test_nvme_root)
 {
-	struct boot b;
+	struct linuxboot b;
 	char want[64];
 	int boot;
 
@@ -282,9 +158,10 @@ START_TEST(test_nvme_root)
 	ck_assert_int_eq(mount_count(last_mount, sizeof(last_mount)), 0);
 	ck_assert_str_eq(last_mount, "n/a");
 	for (boot = 1; boot <= 2; boot++) {
-		/* One vCPU, so one I/O queue: keeps two boots short where guest kernels run emulated. */
+		/* One vCPU, so one I/O queue: keeps two boots short where guest kernels run
+		 * emulated. */
 		boot_nvme(1, &b);
-		boot_report(&b);
+		linuxboot_report(&b, 4000);
 		ck_assert_msg(!b.killed, "lvmm still running after %d s", BOOT_LIMIT_S);
 		ck_assert_msg(WIFEXITED(b.status) && WEXITSTATUS(b.status) == 0,
 			      "lvmm did not exit 0 (wait status %#x)", b.status);
@@ -303,7 +180,7 @@ START_TEST(test_nvme_root)
 			      "root not mounted read-write");
 		snprintf(want, sizeof(want), "LVMM-NVME-ROOT-OK boot=%d", boot);
 		ck_assert_msg(strstr(b.console, want), "/init on the vNVMe root did not finish");
-		boot_free(&b);
+		linuxboot_free(&b);
 		host_checks(boot);
 	}
 }
@@ -323,11 +200,5 @@ static Suite *linux_nvme_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(linux_nvme_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(linux_nvme_suite());
 }
