@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest_mem.h"
+
 const char *testutil_env_or(const char *name, const char *def)
 {
 	const char *v = getenv(name);
@@ -268,6 +270,15 @@ uint8_t testutil_sum8(const uint8_t *p, size_t len)
 	while (len--)
 		s = (uint8_t)(s + *p++);
 	return s;
+}
+
+uint8_t *testutil_guest_ram(struct guest_mem *gm, uint64_t size)
+{
+	uint8_t *ram = calloc(1, size);
+
+	ck_assert_msg(ram, "calloc %llu bytes of guest RAM", (unsigned long long)size);
+	gmem_init_buffer(gm, ram, size);
+	return ram;
 }
 
 int testutil_run_suite(Suite *s)

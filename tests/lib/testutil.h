@@ -60,6 +60,10 @@ uint64_t testutil_le64(const uint8_t *p);
 /* 8-bit sum of len bytes: ACPI and MP tables sum to zero. */
 uint8_t testutil_sum8(const uint8_t *p, size_t len);
 
+struct guest_mem;
+/* size bytes of zeroed RAM behind gm (gmem_init_buffer) for table builders; free() it. */
+uint8_t *testutil_guest_ram(struct guest_mem *gm, uint64_t size);
+
 /* Runs every test of s; returns EXIT_SUCCESS or EXIT_FAILURE for main. */
 int testutil_run_suite(Suite *s);
 

@@ -20,9 +20,7 @@ static char err[512];
 
 static void setup(void)
 {
-	ram = calloc(1, RAM_SIZE);
-	ck_assert_ptr_nonnull(ram);
-	gmem_init_buffer(&gm, ram, RAM_SIZE);
+	ram = testutil_guest_ram(&gm, RAM_SIZE);
 }
 
 static void teardown(void)
