@@ -15,134 +15,15 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *lvmm;
+#include "apitest.h"
+#include "testutil.h"
+
+static struct apitest T;
 static char guest[512];
-static char dir[64];
-static char sock[128];
-static char console[128];
-static pid_t vmm_pid;
-static int early_status = -1; /* exit status of an lvmm that ended inside start_lvmm() */
 
-static void ms_sleep(unsigned ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-/* Runs argv with stdout (and stderr, if err) captured; returns the exit status or -1. */
-static int run_capture(char *const argv[], char *out, size_t outlen, char *err, size_t errlen)
-{
-	int po[2], pe[2], st;
-	pid_t pid;
-	size_t n = 0, m = 0;
-
-	ck_assert_int_eq(pipe(po), 0);
-	ck_assert_int_eq(pipe(pe), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (!pid) {
-		dup2(po[1], 1);
-		dup2(pe[1], 2);
-		close(po[0]);
-		close(pe[0]);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	close(po[1]);
-	close(pe[1]);
-	/* answers are small: read stdout fully, then stderr */
-	for (;;) {
-		ssize_t r = read(po[0], out + n, outlen - 1 - n);
-
-		if (r <= 0)
-			break;
-		n += r;
-	}
-	out[n] = 0;
-	for (;;) {
-		char junk[256];
-		ssize_t r = err ? read(pe[0], err + m, errlen - 1 - m) : read(pe[0], junk, 256);
-
-		if (r <= 0)
-			break;
-		if (err)
-			m += r;
-	}
-	if (err)
-		err[m] = 0;
-	close(po[0]);
-	close(pe[0]);
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* One curl request; returns the HTTP status and leaves the parsed body (or NULL) in *body. */
 static int curl(const char *method, const char *endpoint, const char *data, json_t **body)
 {
-	char url[128], out[65536], datafile[160];
-	char *argv[16];
-	int a = 0, status;
-	char *nl;
-
-	snprintf(url, sizeof(url), "http://localhost/api/v1/%s", endpoint);
-	argv[a++] = "curl";
-	argv[a++] = "-s";
-	argv[a++] = "--max-time";
-	argv[a++] = "30";
-	argv[a++] = "--unix-socket";
-	argv[a++] = sock;
-	argv[a++] = "-X";
-	argv[a++] = (char *)method;
-	argv[a++] = "-w";
-	argv[a++] = "\n%{http_code}";
-	if (data) {
-		FILE *f;
-
-		snprintf(datafile, sizeof(datafile), "%s/body.json", dir);
-		f = fopen(datafile, "w");
-		ck_assert_ptr_nonnull(f);
-		fputs(data, f);
-		fclose(f);
-		argv[a++] = "-H";
-		argv[a++] = "Content-Type: application/json";
-		argv[a++] = "--data-binary";
-		snprintf(datafile, sizeof(datafile), "@%s/body.json", dir);
-		argv[a++] = datafile;
-	}
-	argv[a++] = url;
-	argv[a] = NULL;
-	ck_assert_int_eq(run_capture(argv, out, sizeof(out), NULL, 0), 0);
-	nl = strrchr(out, '\n');
-	ck_assert_ptr_nonnull(nl);
-	status = atoi(nl + 1);
-	*nl = 0;
-	if (body)
-		*body = *out ? json_loads(out, 0, NULL) : NULL;
-	if (*out && body)
-		ck_assert_msg(*body != NULL, "%s %s: answer is not JSON: %s", method, endpoint,
-			      out);
-	return status;
-}
-
-/* True when vmm.ping answers 200; a refused connection is not a failure here. */
-static bool ping_probe(void)
-{
-	char *argv[] = {"curl",
-			"-s",
-			"-o",
-			"/dev/null",
-			"-w",
-			"%{http_code}",
-			"--max-time",
-			"5",
-			"--unix-socket",
-			sock,
-			"http://localhost/api/v1/vmm.ping",
-			NULL};
-	char out[64];
-
-	return run_capture(argv, out, sizeof(out), NULL, 0) == 0 && !strcmp(out, "200");
+	return apitest_curl(&T, method, endpoint, data, body);
 }
 
 static int put(const char *endpoint, const char *data)
@@ -152,13 +33,7 @@ static int put(const char *endpoint, const char *data)
 
 static const char *vm_state(void)
 {
-	static char s[32];
-	json_t *j;
-
-	ck_assert_int_eq(curl("GET", "vm.info", NULL, &j), 200);
-	snprintf(s, sizeof(s), "%s", json_string_value(json_object_get(j, "state")));
-	json_decref(j);
-	return s;
+	return apitest_vm_state(&T);
 }
 
 static void expect_error(const char *method, const char *endpoint, const char *data, int want)
@@ -178,7 +53,7 @@ static unsigned heartbeats(void)
 {
 	char buf[65536];
 	unsigned n = 0;
-	int fd = open(console, O_RDONLY);
+	int fd = open(T.console, O_RDONLY);
 	ssize_t r;
 
 	if (fd < 0)
@@ -197,104 +72,31 @@ static bool heartbeats_pass(unsigned n)
 	for (int i = 0; i < 300; i++) {
 		if (heartbeats() > n)
 			return true;
-		ms_sleep(50);
+		testutil_sleep_ms(50);
 	}
 	return false;
 }
 
 static void start_lvmm(char *const extra[])
 {
-	char *argv[24];
-	char log[160];
-	int a = 0, fd;
-
-	argv[a++] = (char *)lvmm;
-	argv[a++] = "run";
-	argv[a++] = "--api-socket";
-	argv[a++] = sock;
-	for (int i = 0; extra && extra[i]; i++)
-		argv[a++] = extra[i];
-	argv[a] = NULL;
-	snprintf(log, sizeof(log), "%s/lvmm.log", dir);
-	vmm_pid = fork();
-	ck_assert_int_ge(vmm_pid, 0);
-	if (!vmm_pid) {
-		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		fd = open("/dev/null", O_RDONLY);
-		dup2(fd, 0);
-		execv(lvmm, argv);
-		_exit(127);
-	}
-	for (int i = 0; i < 400; i++) {
-		struct stat st;
-		int status;
-
-		/* lvmm may be gone already (a guest that triple-faults at once): keep its status */
-		if (waitpid(vmm_pid, &status, WNOHANG) == vmm_pid) {
-			early_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-			vmm_pid = 0;
-			return;
-		}
-		/* the socket file exists between bind() and listen(): probe without asserting */
-		if (!stat(sock, &st) && ping_probe())
-			return;
-		ms_sleep(25);
-	}
-	ck_abort_msg("lvmm did not open %s", sock);
+	apitest_start(&T, extra);
 }
 
-/* Waits (bounded) for lvmm to exit; returns its exit status, or -1 if it had to be killed. */
 static int wait_lvmm(void)
 {
-	int st;
-
-	if (!vmm_pid) {
-		st = early_status;
-		early_status = -1;
-		return st;
-	}
-	for (int i = 0; i < 600; i++) {
-		if (waitpid(vmm_pid, &st, WNOHANG) == vmm_pid) {
-			vmm_pid = 0;
-			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-		}
-		ms_sleep(25);
-	}
-	kill(vmm_pid, SIGKILL);
-	waitpid(vmm_pid, &st, 0);
-	vmm_pid = 0;
-	return -1;
+	return apitest_wait(&T, 15);
 }
 
 static void setup(void)
 {
-	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
-
-	lvmm = getenv("LVMM") ? getenv("LVMM") : "build/lvmm";
-	snprintf(guest, sizeof(guest), "%s/bench-guest/bench-guest.elf", build);
-	ck_assert_msg(access(lvmm, X_OK) == 0, "no lvmm at %s (set LVMM)", lvmm);
+	apitest_init(&T, "/tmp/lvmm-itest-api-");
+	snprintf(guest, sizeof(guest), "%s", testutil_bench_guest());
 	ck_assert_msg(access(guest, R_OK) == 0, "no bench guest at %s", guest);
-	strcpy(dir, "/tmp/lvmm-itest-api-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(sock, sizeof(sock), "%s/api.sock", dir);
-	snprintf(console, sizeof(console), "%s/console.log", dir);
-	vmm_pid = 0;
 }
 
 static void teardown(void)
 {
-	char cmd[128];
-
-	if (vmm_pid > 0) {
-		kill(vmm_pid, SIGKILL);
-		waitpid(vmm_pid, NULL, 0);
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd)) {
-		/* a leftover temp dir is harmless */
-	}
+	apitest_fini(&T);
 }
 
 static char *vm_config(const char *mode)
@@ -305,7 +107,7 @@ static char *vm_config(const char *mode)
 		 "{\"cpus\": {\"boot_vcpus\": 1}, \"memory\": {\"size\": 67108864},"
 		 " \"payload\": {\"kernel\": \"%s\", \"cmdline\": \"bench.mode=%s\"},"
 		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"}}",
-		 guest, mode, console);
+		 guest, mode, T.console);
 	return cfg;
 }
 
@@ -336,7 +138,7 @@ START_TEST(test_lifecycle_curl)
 	ck_assert_int_eq(put("vm.pause", NULL), 204);
 	ck_assert_str_eq(vm_state(), "Paused");
 	before = heartbeats();
-	ms_sleep(1000);
+	testutil_sleep_ms(1000);
 	after = heartbeats();
 	ck_assert_uint_eq(before, after);
 
@@ -352,7 +154,7 @@ START_TEST(test_lifecycle_curl)
 	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
 	ck_assert_str_eq(vm_state(), "Shutdown");
 	before = heartbeats();
-	ms_sleep(500);
+	testutil_sleep_ms(500);
 	ck_assert_uint_eq(heartbeats(), before);
 
 	/* boot again from Shutdown rebuilds the VM; delete forgets it */
@@ -363,7 +165,7 @@ START_TEST(test_lifecycle_curl)
 
 	ck_assert_int_eq(put("vmm.shutdown", NULL), 204);
 	ck_assert_int_eq(wait_lvmm(), 0);
-	ck_assert_int_eq(access(sock, F_OK), -1);
+	ck_assert_int_eq(access(T.sock, F_OK), -1);
 }
 END_TEST
 
@@ -372,7 +174,7 @@ static unsigned guest_starts(void)
 {
 	char buf[65536];
 	unsigned n = 0;
-	int fd = open(console, O_RDONLY);
+	int fd = open(T.console, O_RDONLY);
 	ssize_t r;
 
 	if (fd < 0)
@@ -390,7 +192,7 @@ static bool guest_starts_reach(unsigned n)
 	for (int i = 0; i < 300; i++) {
 		if (guest_starts() >= n)
 			return true;
-		ms_sleep(50);
+		testutil_sleep_ms(50);
 	}
 	return false;
 }
@@ -436,17 +238,17 @@ START_TEST(test_command_line_triple_fault)
 	ssize_t n;
 	int fd;
 
-	snprintf(serial, sizeof(serial), "file=%s", console);
+	snprintf(serial, sizeof(serial), "file=%s", T.console);
 	start_lvmm(extra);
 	ck_assert_int_eq(wait_lvmm(), 0);
-	snprintf(log, sizeof(log), "%s/lvmm.log", dir);
+	snprintf(log, sizeof(log), "%s/lvmm.log", T.dir);
 	fd = open(log, O_RDONLY);
 	ck_assert_int_ge(fd, 0);
 	n = read(fd, text, sizeof(text) - 1);
 	close(fd);
 	text[n > 0 ? n : 0] = 0;
 	ck_assert_msg(strstr(text, "triple fault"), "lvmm output: %s", text);
-	ck_assert_int_eq(access(sock, F_OK), -1);
+	ck_assert_int_eq(access(T.sock, F_OK), -1);
 }
 END_TEST
 
@@ -457,14 +259,14 @@ START_TEST(test_guest_poweroff)
 	ck_assert_int_eq(put("vm.boot", NULL), 204);
 	/* the guest powers off by itself: the state follows, and lvmm keeps serving */
 	for (int i = 0; i < 400 && strcmp(vm_state(), "Shutdown"); i++)
-		ms_sleep(25);
+		testutil_sleep_ms(25);
 	ck_assert_str_eq(vm_state(), "Shutdown");
 	expect_error("PUT", "vm.pause", NULL, 409);
 	ck_assert_int_eq(put("vm.delete", NULL), 204);
 	/* SIGTERM ends an empty VMM cleanly */
-	kill(vmm_pid, SIGTERM);
+	kill(T.pid, SIGTERM);
 	ck_assert_int_eq(wait_lvmm(), 0);
-	ck_assert_int_eq(access(sock, F_OK), -1);
+	ck_assert_int_eq(access(T.sock, F_OK), -1);
 }
 END_TEST
 
@@ -475,7 +277,7 @@ START_TEST(test_counters_nvme)
 	int fd;
 
 	/* the bench guest's NVMe mode does I/O on a file-backed vNVMe, then powers off */
-	snprintf(disk, sizeof(disk), "%s/disk.img", dir);
+	snprintf(disk, sizeof(disk), "%s/disk.img", T.dir);
 	fd = open(disk, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(ftruncate(fd, 16 << 20), 0);
@@ -485,7 +287,7 @@ START_TEST(test_counters_nvme)
 		 " \"payload\": {\"kernel\": \"%s\", \"cmdline\": \"bench.mode=nvme\"},"
 		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"},"
 		 " \"vnvme\": [{\"path\": \"%s\"}]}",
-		 guest, console, disk);
+		 guest, T.console, disk);
 	start_lvmm(NULL);
 	ck_assert_int_eq(put("vm.create", cfg), 204);
 	ck_assert_int_eq(curl("GET", "vm.counters", NULL, &j), 200);
@@ -494,7 +296,7 @@ START_TEST(test_counters_nvme)
 	json_decref(j);
 	ck_assert_int_eq(put("vm.boot", NULL), 204);
 	for (int i = 0; i < 2400 && strcmp(vm_state(), "Shutdown"); i++)
-		ms_sleep(25);
+		testutil_sleep_ms(25);
 	ck_assert_str_eq(vm_state(), "Shutdown");
 	/* the counters of a stopped VM stay readable until vm.delete */
 	ck_assert_int_eq(curl("GET", "vm.counters", NULL, &j), 200);
@@ -562,48 +364,48 @@ END_TEST
 START_TEST(test_client)
 {
 	char out[65536], err[4096], cfgfile[160], bad[160];
-	char *ping[] = {(char *)lvmm, "api", "--socket", sock, "ping", NULL};
-	char *info[] = {(char *)lvmm, "api", "--socket", sock, "info", NULL};
-	char *pause[] = {(char *)lvmm, "api", "--socket", sock, "pause", NULL};
-	char *create[] = {(char *)lvmm, "api", "--socket", sock, "create", cfgfile, NULL};
-	char *boot[] = {(char *)lvmm, "api", "--socket", sock, "boot", NULL};
-	char *addnv[] = {(char *)lvmm,	    "api", "--socket", sock, "add-vnvme",
+	char *ping[] = {(char *)T.lvmm, "api", "--socket", T.sock, "ping", NULL};
+	char *info[] = {(char *)T.lvmm, "api", "--socket", T.sock, "info", NULL};
+	char *pause[] = {(char *)T.lvmm, "api", "--socket", T.sock, "pause", NULL};
+	char *create[] = {(char *)T.lvmm, "api", "--socket", T.sock, "create", cfgfile, NULL};
+	char *boot[] = {(char *)T.lvmm, "api", "--socket", T.sock, "boot", NULL};
+	char *addnv[] = {(char *)T.lvmm,    "api", "--socket", T.sock, "add-vnvme",
 			 "file=/tmp/x.img", NULL};
-	char *rmdev[] = {(char *)lvmm, "api", "--socket", sock, "remove-device", "nvme0", NULL};
-	char *stop[] = {(char *)lvmm, "api", "--socket", sock, "shutdown-vmm", NULL};
-	char *absent[] = {(char *)lvmm, "api", "--socket", bad, "ping", NULL};
-	char *help[] = {(char *)lvmm, "api", "--help", NULL};
-	char *verb[] = {(char *)lvmm, "api", "--socket", sock, "teleport", NULL};
+	char *rmdev[] = {(char *)T.lvmm, "api", "--socket", T.sock, "remove-device", "nvme0", NULL};
+	char *stop[] = {(char *)T.lvmm, "api", "--socket", T.sock, "shutdown-vmm", NULL};
+	char *absent[] = {(char *)T.lvmm, "api", "--socket", bad, "ping", NULL};
+	char *help[] = {(char *)T.lvmm, "api", "--help", NULL};
+	char *verb[] = {(char *)T.lvmm, "api", "--socket", T.sock, "teleport", NULL};
 	FILE *f;
 
-	snprintf(bad, sizeof(bad), "%s/absent.sock", dir);
-	ck_assert_int_eq(run_capture(absent, out, sizeof(out), err, sizeof(err)), 1);
+	snprintf(bad, sizeof(bad), "%s/absent.sock", T.dir);
+	ck_assert_int_eq(apitest_run_capture(absent, out, sizeof(out), err, sizeof(err)), 1);
 	ck_assert_ptr_nonnull(strstr(err, "cannot connect"));
-	ck_assert_int_eq(run_capture(help, out, sizeof(out), NULL, 0), 0);
+	ck_assert_int_eq(apitest_run_capture(help, out, sizeof(out), NULL, 0), 0);
 	ck_assert_ptr_nonnull(strstr(out, "remove-device"));
 
 	start_lvmm(NULL);
-	ck_assert_int_eq(run_capture(verb, out, sizeof(out), err, sizeof(err)), 2);
-	ck_assert_int_eq(run_capture(ping, out, sizeof(out), NULL, 0), 0);
+	ck_assert_int_eq(apitest_run_capture(verb, out, sizeof(out), err, sizeof(err)), 2);
+	ck_assert_int_eq(apitest_run_capture(ping, out, sizeof(out), NULL, 0), 0);
 	ck_assert_ptr_nonnull(strstr(out, "\"version\""));
-	ck_assert_int_eq(run_capture(pause, out, sizeof(out), err, sizeof(err)), 1);
+	ck_assert_int_eq(apitest_run_capture(pause, out, sizeof(out), err, sizeof(err)), 1);
 	ck_assert_ptr_nonnull(strstr(err, "409"));
 
-	snprintf(cfgfile, sizeof(cfgfile), "%s/vm.json", dir);
+	snprintf(cfgfile, sizeof(cfgfile), "%s/vm.json", T.dir);
 	f = fopen(cfgfile, "w");
 	ck_assert_ptr_nonnull(f);
 	fputs(vm_config("spin"), f);
 	fclose(f);
-	snprintf(cfgfile, sizeof(cfgfile), "@%s/vm.json", dir);
-	ck_assert_int_eq(run_capture(create, out, sizeof(out), err, sizeof(err)), 0);
-	ck_assert_int_eq(run_capture(boot, out, sizeof(out), err, sizeof(err)), 0);
-	ck_assert_int_eq(run_capture(info, out, sizeof(out), NULL, 0), 0);
+	snprintf(cfgfile, sizeof(cfgfile), "@%s/vm.json", T.dir);
+	ck_assert_int_eq(apitest_run_capture(create, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(apitest_run_capture(boot, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(apitest_run_capture(info, out, sizeof(out), NULL, 0), 0);
 	ck_assert_ptr_nonnull(strstr(out, "\"Running\""));
-	ck_assert_int_eq(run_capture(addnv, out, sizeof(out), err, sizeof(err)), 1);
+	ck_assert_int_eq(apitest_run_capture(addnv, out, sizeof(out), err, sizeof(err)), 1);
 	ck_assert_ptr_nonnull(strstr(err, "501"));
-	ck_assert_int_eq(run_capture(rmdev, out, sizeof(out), err, sizeof(err)), 1);
+	ck_assert_int_eq(apitest_run_capture(rmdev, out, sizeof(out), err, sizeof(err)), 1);
 	ck_assert_ptr_nonnull(strstr(err, "nvme0"));
-	ck_assert_int_eq(run_capture(stop, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(apitest_run_capture(stop, out, sizeof(out), err, sizeof(err)), 0);
 	ck_assert_int_eq(wait_lvmm(), 0);
 }
 END_TEST
@@ -613,27 +415,28 @@ START_TEST(test_command_line_vm)
 	char serial[160];
 	char *extra[] = {"--kernel", guest,  "--cmdline", "bench.mode=spin", "--memory", "64M",
 			 "--serial", serial, NULL};
-	char *second[] = {(char *)lvmm, "run", "--api-socket", sock, NULL};
+	char *second[] = {(char *)T.lvmm, "run", "--api-socket", T.sock, NULL};
 	char out[4096], err[4096];
 
-	snprintf(serial, sizeof(serial), "file=%s", console);
+	snprintf(serial, sizeof(serial), "file=%s", T.console);
 	start_lvmm(extra);
 	ck_assert_str_eq(vm_state(), "Running");
 	ck_assert_msg(heartbeats_pass(0), "no heartbeat from the command-line VM");
 	/* a second lvmm does not take over a live socket */
-	ck_assert_int_eq(run_capture(second, out, sizeof(out), err, sizeof(err)), 1);
+	ck_assert_int_eq(apitest_run_capture(second, out, sizeof(out), err, sizeof(err)), 1);
 	ck_assert_ptr_nonnull(strstr(err, "another server"));
 	ck_assert_int_eq(curl("GET", "vmm.ping", NULL, NULL), 200);
 	/* nor does one with its own VM: it stops that VM and exits instead of hanging */
-	char *third[] = {(char *)lvmm, "run", "--kernel",     guest, "--cmdline", "bench.mode=spin",
-			 "--serial",   "off", "--api-socket", sock,  NULL};
-	ck_assert_int_eq(run_capture(third, out, sizeof(out), err, sizeof(err)), 1);
+	char *third[] = {
+	    (char *)T.lvmm, "run", "--kernel",	   guest,  "--cmdline", "bench.mode=spin",
+	    "--serial",	    "off", "--api-socket", T.sock, NULL};
+	ck_assert_int_eq(apitest_run_capture(third, out, sizeof(out), err, sizeof(err)), 1);
 	ck_assert_ptr_nonnull(strstr(err, "another server"));
 	expect_error("PUT", "vm.create", vm_config("spin"), 409);
 	/* it ends with its VM */
 	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
 	ck_assert_int_eq(wait_lvmm(), 0);
-	ck_assert_int_eq(access(sock, F_OK), -1);
+	ck_assert_int_eq(access(T.sock, F_OK), -1);
 }
 END_TEST
 
@@ -643,10 +446,10 @@ START_TEST(test_stale_socket)
 
 	/* a socket file left by a killed lvmm is replaced */
 	start_lvmm(extra);
-	kill(vmm_pid, SIGKILL);
-	waitpid(vmm_pid, NULL, 0);
-	vmm_pid = 0;
-	ck_assert_int_eq(access(sock, F_OK), 0);
+	kill(T.pid, SIGKILL);
+	waitpid(T.pid, NULL, 0);
+	T.pid = 0;
+	ck_assert_int_eq(access(T.sock, F_OK), 0);
 	start_lvmm(extra);
 	ck_assert_int_eq(put("vmm.shutdown", NULL), 204);
 	ck_assert_int_eq(wait_lvmm(), 0);
@@ -675,11 +478,5 @@ static Suite *api_integ_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(api_integ_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(api_integ_suite());
 }
