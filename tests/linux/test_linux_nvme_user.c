@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 /* Each boot takes minutes on kvm_pvm hosts (emulated guest kernel, 1-2 s per exec). These are
  * hang guards, not speed assertions. */
 #define BOOT_LIMIT_S	1200
@@ -69,61 +71,9 @@ static const char init_script[] =
     "echo \"LVMM-USER-DONE $phase\"\n"
     "exec /bin/busybox poweroff -f\n";
 
-static const char *env_or(const char *name, const char *def)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : def;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t len = 0;
-
-	if (!f)
-		return strdup("");
-	if (getdelim(&buf, &len, '\0', f) < 0) {
-		free(buf);
-		buf = strdup("");
-	}
-	fclose(f);
-	return buf;
-}
-
-/* Runs a host command, returns its exit status and (when out) its output. */
-static int sh(const char *cmd, char **out)
-{
-	FILE *p = popen(cmd, "r");
-	char *buf = NULL;
-	size_t len = 0;
-	int st;
-
-	ck_assert_msg(p, "popen %s", cmd);
-	if (getdelim(&buf, &len, '\0', p) < 0) {
-		free(buf);
-		buf = strdup("");
-	}
-	st = pclose(p);
-	if (out)
-		*out = buf;
-	else
-		free(buf);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void make_images(void)
 {
-	const char *tool = env_or("LVMM_USER_ROOTFS", "tools/guest/user/rootfs.sh");
+	const char *tool = testutil_env_or("LVMM_USER_ROOTFS", "tools/guest/user/rootfs.sh");
 	char cmd[512], *out;
 	int fd;
 
@@ -132,7 +82,7 @@ static void make_images(void)
 	ck_assert_int_eq(write(fd, init_script, strlen(init_script)), (ssize_t)strlen(init_script));
 	close(fd);
 	snprintf(cmd, sizeof(cmd), "%s %s %s 2>&1", tool, root_img, init_path);
-	ck_assert_msg(sh(cmd, &out) == 0, "%s failed:\n%s", tool, out);
+	ck_assert_msg(testutil_sh(cmd, &out) == 0, "%s failed:\n%s", tool, out);
 	free(out);
 	/* The data disk starts as zeroes: only the guest's fio can put verify headers there. */
 	fd = open(data_img, O_CREAT | O_TRUNC | O_WRONLY, 0644);
@@ -143,8 +93,8 @@ static void make_images(void)
 
 static void boot_user(const char *phase, struct boot *b)
 {
-	const char *lvmm = env_or("LVMM", "build/lvmm");
-	const char *build = env_or("BUILD", "build");
+	const char *lvmm = testutil_env_or("LVMM", "build/lvmm");
+	const char *build = testutil_env_or("BUILD", "build");
 	char kernel_def[4096], cmdline[256], serial_arg[256], root_arg[256], data_arg[256];
 	char serial[] = "/tmp/lvmm-user-serial-XXXXXX";
 	char logpath[] = "/tmp/lvmm-user-log-XXXXXX";
@@ -155,7 +105,7 @@ static void boot_user(const char *phase, struct boot *b)
 
 	ck_assert(sfd >= 0 && lfd >= 0);
 	snprintf(kernel_def, sizeof(kernel_def), "%s/guest/vmlinux", build);
-	kernel = env_or("LVMM_GUEST_KERNEL", kernel_def);
+	kernel = testutil_env_or("LVMM_GUEST_KERNEL", kernel_def);
 	ck_assert_msg(access(lvmm, X_OK) == 0, "LVMM=%s is not executable", lvmm);
 	ck_assert_msg(access(kernel, R_OK) == 0, "%s missing: run make guest", kernel);
 	snprintf(cmdline, sizeof(cmdline),
@@ -166,23 +116,23 @@ static void boot_user(const char *phase, struct boot *b)
 	snprintf(root_arg, sizeof(root_arg), "file=%s,serial=LVMMROOT", root_img);
 	snprintf(data_arg, sizeof(data_arg), "file=%s,serial=LVMMDATA", data_img);
 	memset(b, 0, sizeof(*b));
-	t0 = now_s();
+	t0 = testutil_now_s();
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (!pid) {
 		dup2(lfd, STDOUT_FILENO);
 		dup2(lfd, STDERR_FILENO);
 		execl(lvmm, lvmm, "run", "--kernel", kernel, "--cmdline", cmdline, "--cpus", "1",
-		      "--memory", env_or("LVMM_USER_MEMORY", "192M"), "--serial", serial_arg,
-		      "--vnvme", root_arg, "--vnvme", data_arg, (char *)NULL);
+		      "--memory", testutil_env_or("LVMM_USER_MEMORY", "192M"), "--serial",
+		      serial_arg, "--vnvme", root_arg, "--vnvme", data_arg, (char *)NULL);
 		dprintf(STDERR_FILENO, "exec %s: %s\n", lvmm, strerror(errno));
 		_exit(127);
 	}
 	for (;;) {
 		bool done = waitpid(pid, &b->status, WNOHANG) == pid;
-		char *con = slurp(serial);
+		char *con = testutil_slurp(serial);
 
-		t = now_s() - t0;
+		t = testutil_now_s() - t0;
 		for (i = 0; i < NMARKS; i++)
 			if (!b->t_mark[i] && strstr(con, marks[i]))
 				b->t_mark[i] = t;
@@ -195,9 +145,9 @@ static void boot_user(const char *phase, struct boot *b)
 		}
 		usleep(POLL_US);
 	}
-	b->t_exit = now_s() - t0;
-	b->console = slurp(serial);
-	b->log = slurp(logpath);
+	b->t_exit = testutil_now_s() - t0;
+	b->console = testutil_slurp(serial);
+	b->log = testutil_slurp(logpath);
 	close(sfd);
 	close(lfd);
 	unlink(serial);
@@ -278,7 +228,7 @@ static void teardown(void)
 	char cmd[128];
 
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	sh(cmd, NULL);
+	testutil_sh(cmd, NULL);
 }
 
 START_TEST(test_nvme_user)
@@ -326,11 +276,5 @@ static Suite *linux_nvme_user_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(linux_nvme_user_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(linux_nvme_user_suite());
 }
