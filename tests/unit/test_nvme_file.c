@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nvme-lightiov/nvme_file.h"
@@ -237,6 +239,63 @@ START_TEST(test_write_flush_read)
 }
 END_TEST
 
+/* A write acknowledged after a Flush is in the image even when the process serving the
+ * controller is killed at once: the child acknowledges, the parent SIGKILLs it and reads. */
+START_TEST(test_flushed_write_survives_kill)
+{
+	uint8_t buf[8192];
+	struct nvme_sqe c;
+	int pfd[2], fd;
+	char ack = 0;
+	pid_t pid;
+	unsigned i;
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		close(pfd[0]);
+		start(1 << 20, false);
+		bring_up();
+		for (i = 0; i < sizeof(buf); i++)
+			ram[DATA_GPA + 0x1000 + i] = (uint8_t)(i * 13 + 5);
+		/* one aligned (O_DIRECT where possible) and one unaligned (buffered) write */
+		c = rw(NVME_CMD_WRITE, 20, 16, 8, DATA_GPA + 0x1000, 0);
+		if (cmd(1, &c) != 0)
+			_exit(1);
+		c = rw(NVME_CMD_WRITE, 21, 200, 1, DATA_GPA + 0x2000 + 4, 0);
+		if (cmd(1, &c) != 0)
+			_exit(1);
+		c = mk(NVME_CMD_FLUSH, 22, 1);
+		if (cmd(1, &c) != 0)
+			_exit(1);
+		ack = 1;
+		if (write(pfd[1], &ack, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pfd[1]);
+	ck_assert_msg(read(pfd[0], &ack, 1) == 1 && ack == 1, "the child saw no completed flush");
+	close(pfd[0]);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 13 + 5);
+	fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	{
+		uint8_t got[4096];
+
+		ck_assert_int_eq(pread(fd, got, 4096, 16 * 512), 4096);
+		ck_assert_int_eq(memcmp(got, buf, 4096), 0);
+		ck_assert_int_eq(pread(fd, got, 512, 200 * 512), 512);
+		ck_assert_int_eq(memcmp(got, buf + 0x1000 + 4, 512), 0);
+	}
+	close(fd);
+}
+END_TEST
+
 START_TEST(test_dsm_punches_hole)
 {
 	struct nvme_dsm_range *r = (void *)(ram + DATA_GPA + 0x8000);
@@ -324,6 +383,7 @@ static Suite *file_suite(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_create_and_size);
 	tcase_add_test(t, test_write_flush_read);
+	tcase_add_test(t, test_flushed_write_survives_kill);
 	tcase_add_test(t, test_dsm_punches_hole);
 	tcase_add_test(t, test_readonly_image);
 	tcase_add_test(t, test_reset_with_io_in_flight);
