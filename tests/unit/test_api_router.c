@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "test_api_fake.h"
+#include "testutil.h"
 
 static struct api_vmm vmm;
 static json_t *answer; /* parsed body of the last call, or NULL */
@@ -458,11 +459,5 @@ static Suite *api_router_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(api_router_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(api_router_suite());
 }

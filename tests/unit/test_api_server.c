@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "test_api_fake.h"
+#include "testutil.h"
 
 #define IDLE_MS 1000
 
@@ -483,11 +484,5 @@ static Suite *api_server_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(api_server_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(api_server_suite());
 }

@@ -13,6 +13,7 @@
 #include "boot.h"
 #include "bootparam.h"
 #include "layout.h"
+#include "testutil.h"
 
 #define RAM_SIZE (64ULL << 20)
 
@@ -576,11 +577,5 @@ static Suite *boot_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(boot_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(boot_suite());
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bus.h"
+#include "testutil.h"
 
 struct dev {
 	uint64_t last_off;
@@ -115,17 +116,11 @@ int main(void)
 {
 	Suite *s = suite_create("bus");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_dispatch_offset);
 	tcase_add_test(tc, test_unmapped_reads_all_ones);
 	tcase_add_test(tc, test_overlap_and_edges);
 	tcase_add_test(tc, test_unregister_and_full);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return testutil_run_suite(s);
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "testutil.h"
 
 static char err[512];
 
@@ -326,11 +327,5 @@ static Suite *config_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(config_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(config_suite());
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "guest_mem.h"
+#include "testutil.h"
 
 static uint8_t lo[0x4000], hi[0x2000];
 
@@ -88,17 +89,11 @@ int main(void)
 {
 	Suite *s = suite_create("guest_mem");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_ptr_bounds);
 	tcase_add_test(tc, test_copy_spanning_and_hole);
 	tcase_add_test(tc, test_adjacent_slots_span);
 	tcase_add_test(tc, test_init_buffer);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return testutil_run_suite(s);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hostcompat.h"
+#include "testutil.h"
 
 START_TEST(test_decide)
 {
@@ -144,8 +145,6 @@ int main(void)
 {
 	Suite *s = suite_create("hostcompat");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_decide);
 	tcase_add_test(tc, test_cmdline);
@@ -154,9 +153,5 @@ int main(void)
 	tcase_add_test(tc, test_translate_long_mode);
 	tcase_add_test(tc, test_translate_no_paging_and_32bit);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return testutil_run_suite(s);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ioapic.h"
+#include "testutil.h"
 
 static unsigned nmsi;
 static uint64_t last_addr;
@@ -123,17 +124,11 @@ int main(void)
 {
 	Suite *s = suite_create("ioapic");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_version_and_reset_state);
 	tcase_add_test(tc, test_edge_to_msi);
 	tcase_add_test(tc, test_level_remote_irr);
 	tcase_add_test(tc, test_mask);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return testutil_run_suite(s);
 }

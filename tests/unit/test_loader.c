@@ -12,6 +12,7 @@
 
 #include "layout.h"
 #include "loader.h"
+#include "testutil.h"
 
 #define RAM_SIZE     (32ULL << 20)
 #define ELF_DATA_OFF 0x1000
@@ -458,11 +459,5 @@ static Suite *loader_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(loader_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(loader_suite());
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nvme-lightiov/nvme_ctrl.h"
+#include "testutil.h"
 
 #define RAM_SIZE  (8u << 20)
 #define DISK_SIZE (4u << 20)
@@ -981,11 +982,5 @@ static Suite *nvme_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(nvme_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(nvme_suite());
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "nvme-lightiov/nvme_file.h"
+#include "testutil.h"
 
 #define RAM_SIZE (4u << 20)
 #define ASQ_GPA	 0x10000
@@ -393,11 +394,5 @@ static Suite *file_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(file_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(file_suite());
 }

@@ -8,6 +8,7 @@
 
 #include "layout.h"
 #include "pci.h"
+#include "testutil.h"
 
 static struct bus pio, mmio;
 static struct pci_bus pb;
@@ -306,11 +307,5 @@ static Suite *pci_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(pci_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(pci_suite());
 }

@@ -7,6 +7,7 @@
 #include "layout.h"
 #include "legacy.h"
 #include "serial.h"
+#include "testutil.h"
 
 static int irq_changes;
 static bool irq_level;
@@ -198,8 +199,6 @@ int main(void)
 {
 	Suite *s = suite_create("serial");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_tx_to_fd);
 	tcase_add_test(tc, test_rx_irq);
@@ -208,9 +207,5 @@ int main(void)
 	tcase_add_test(tc, test_loopback);
 	tcase_add_test(tc, test_legacy_ports);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return testutil_run_suite(s);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "smp.h"
+#include "testutil.h"
 
 #define HDR	  0x99000u
 #define START	  (HDR + 0x1000u) /* trampoline_start, one page above the header */
@@ -93,15 +94,9 @@ int main(void)
 {
 	Suite *s = suite_create("smp");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_header_found);
 	tcase_add_test(tc, test_hostile_headers);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return testutil_run_suite(s);
 }
