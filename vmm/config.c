@@ -279,8 +279,7 @@ int config_parse_vnvme(const char *s, struct vnvme_config *out, char *err, unsig
 	return 0;
 }
 
-/* The id a device is known by: its own, or "nvme<index>" when none was given. */
-static void vnvme_effective_id(const struct vnvme_config *v, unsigned idx, char *buf, size_t len)
+void config_vnvme_id(const struct vnvme_config *v, unsigned idx, char *buf, size_t len)
 {
 	if (v->id[0])
 		snprintf(buf, len, "%s", v->id);
@@ -300,7 +299,7 @@ static int config_validate_vnvme(const struct vm_config *c, char *err, unsigned 
 	for (unsigned i = 0; i < c->nvnvme; i++) {
 		const struct vnvme_config *v = &c->vnvme[i];
 
-		vnvme_effective_id(v, i, a, sizeof(a));
+		config_vnvme_id(v, i, a, sizeof(a));
 		if (!memchr(v->path, 0, sizeof(v->path)) || !memchr(v->ssd, 0, sizeof(v->ssd)) ||
 		    !memchr(v->id, 0, sizeof(v->id))) {
 			snprintf(err, errlen, "vnvme %u: unterminated string field", i);
@@ -325,7 +324,7 @@ static int config_validate_vnvme(const struct vm_config *c, char *err, unsigned 
 			return -EINVAL;
 		}
 		for (unsigned j = 0; j < i; j++) {
-			vnvme_effective_id(&c->vnvme[j], j, b, sizeof(b));
+			config_vnvme_id(&c->vnvme[j], j, b, sizeof(b));
 			if (!strcmp(a, b)) {
 				snprintf(err, errlen, "vnvme: id '%s' is used twice", a);
 				return -EINVAL;

@@ -4,30 +4,31 @@
 #define LVMM_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define CONFIG_MAX_VNVME 8
-#define CONFIG_PATH_MAX 4096
+#define CONFIG_PATH_MAX	 4096
 
 enum serial_mode { SERIAL_STDIO, SERIAL_FILE, SERIAL_OFF, SERIAL_NULL };
 
 enum vnvme_mode { VNVME_EMULATE, VNVME_PASSTHROUGH, VNVME_ISOLATED };
 
 struct vnvme_config {
-	char id[64];                  /* device id (API remove-device), default "nvme<N>" */
-	char path[CONFIG_PATH_MAX];   /* file=PATH backing, or empty when ssd is set */
-	char ssd[64];                 /* softssd/kmod name (ssd0:10G form), empty for file= */
-	char vol[64];                 /* named volume on the ssd */
-	uint64_t size;                /* bytes; 0 = size of the existing file */
+	char id[64];		    /* device id (API remove-device), default "nvme<N>" */
+	char path[CONFIG_PATH_MAX]; /* file=PATH backing, or empty when ssd is set */
+	char ssd[64];		    /* softssd/kmod name (ssd0:10G form), empty for file= */
+	char vol[64];		    /* named volume on the ssd */
+	uint64_t size;		    /* bytes; 0 = size of the existing file */
 	bool readonly;
-	char serial[21];              /* NVMe serial number, 20 chars max */
+	char serial[21]; /* NVMe serial number, 20 chars max */
 	enum vnvme_mode mode;
 };
 
 struct vm_config {
-	unsigned cpus;                /* boot_vcpus, >= 1 */
-	unsigned max_cpus;            /* max_vcpus, >= cpus */
-	uint64_t memory;              /* bytes */
+	unsigned cpus;	   /* boot_vcpus, >= 1 */
+	unsigned max_cpus; /* max_vcpus, >= cpus */
+	uint64_t memory;   /* bytes */
 	char kernel[CONFIG_PATH_MAX];
 	char initramfs[CONFIG_PATH_MAX]; /* empty: none */
 	char cmdline[4096];
@@ -37,9 +38,9 @@ struct vm_config {
 	struct vnvme_config vnvme[CONFIG_MAX_VNVME];
 };
 
-#define CONFIG_DEFAULT_CPUS 1
+#define CONFIG_DEFAULT_CPUS   1
 #define CONFIG_DEFAULT_MEMORY (256ULL << 20)
-#define CONFIG_MIN_MEMORY (16ULL << 20)
+#define CONFIG_MIN_MEMORY     (16ULL << 20)
 
 void config_defaults(struct vm_config *c);
 
@@ -50,6 +51,9 @@ int config_parse_size(const char *s, uint64_t *out, char *err, unsigned errlen);
 /* --vnvme argument: "file=PATH[,size=SIZE][,readonly=on][,serial=STR]" or
  * "NAME:SIZE[,vol=NAME][,mode=passthrough|isolated|emulate]". */
 int config_parse_vnvme(const char *s, struct vnvme_config *out, char *err, unsigned errlen);
+
+/* The id a vNVMe is known by: its own, or "nvme<idx>" when none was given. */
+void config_vnvme_id(const struct vnvme_config *v, unsigned idx, char *buf, size_t len);
 
 /* Whole-config sanity check (cpus, memory bounds, kernel present, ...). */
 int config_validate(const struct vm_config *c, char *err, unsigned errlen);

@@ -196,22 +196,30 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 	struct vnvme *v;
 	void *cmb;
 	uint64_t cmb_size;
+	char id[sizeof(vc->id)];
 	int r;
 
-	if (vc->ssd[0] || vc->mode != VNVME_EMULATE) {
-		snprintf(err, errlen, "vnvme %s: only file= backing in emulate mode is built in",
-			 vc->id);
+	config_vnvme_id(vc, idx, id, sizeof(id));
+	if (vc->ssd[0]) {
+		snprintf(
+		    err, errlen,
+		    "vnvme %s: ssd '%s' needs the softssd or kmod backend, which is not built in "
+		    "(use file=PATH)",
+		    id, vc->ssd);
+		return -EOPNOTSUPP;
+	}
+	if (vc->mode != VNVME_EMULATE) {
+		snprintf(err, errlen, "vnvme %s: only mode=emulate is built in", id);
 		return -EOPNOTSUPP;
 	}
 	v = calloc(1, sizeof(*v));
 	if (!v) {
-		snprintf(err, errlen, "vnvme %s: out of memory", vc->id);
+		snprintf(err, errlen, "vnvme %s: out of memory", id);
 		return -ENOMEM;
 	}
 	v->vm = vm;
 	v->cfg = *vc;
-	if (!v->cfg.id[0])
-		snprintf(v->cfg.id, sizeof(v->cfg.id), "nvme%u", idx);
+	snprintf(v->cfg.id, sizeof(v->cfg.id), "%s", id);
 	v->bar0 = ~0ULL;
 	pthread_mutex_init(&v->db_lock, NULL);
 	p.nvectors = p.max_ioqs + 1;

@@ -89,6 +89,11 @@ START_TEST(test_bad_vnvme)
 	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0);
 	ck_assert_msg(strstr(r.err, "new.img"), "stderr: %s", r.err);
 	ck_assert_msg(access(vn + 5, F_OK) != 0, "an empty image was left behind");
+	/* An ssd backend that is not built in: refused, naming the device and the ssd. */
+	snprintf(vn, sizeof(vn), "ssd0:10G");
+	run_lvmm(&r, args);
+	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0);
+	ck_assert_msg(strstr(r.err, "nvme0") && strstr(r.err, "ssd0"), "stderr: %s", r.err);
 }
 END_TEST
 
