@@ -51,19 +51,7 @@ static void expect_error(const char *method, const char *endpoint, const char *d
 
 static unsigned heartbeats(void)
 {
-	char buf[65536];
-	unsigned n = 0;
-	int fd = open(T.console, O_RDONLY);
-	ssize_t r;
-
-	if (fd < 0)
-		return 0;
-	r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[r > 0 ? r : 0] = 0;
-	for (char *p = buf; (p = strstr(p, "heartbeat")); p++)
-		n++;
-	return n;
+	return apitest_console_count(&T, "heartbeat");
 }
 
 /* Waits (bounded) until the console shows more than n heartbeats. */
@@ -172,19 +160,7 @@ END_TEST
 /* How many times the console shows the guest starting ("hello from ring 0"). */
 static unsigned guest_starts(void)
 {
-	char buf[65536];
-	unsigned n = 0;
-	int fd = open(T.console, O_RDONLY);
-	ssize_t r;
-
-	if (fd < 0)
-		return 0;
-	r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[r > 0 ? r : 0] = 0;
-	for (char *p = buf; (p = strstr(p, "hello from ring 0")); p++)
-		n++;
-	return n;
+	return apitest_console_count(&T, "hello from ring 0");
 }
 
 static bool guest_starts_reach(unsigned n)

@@ -232,3 +232,17 @@ off_t apitest_console_size(struct apitest *t)
 
 	return stat(t->console, &st) ? 0 : st.st_size;
 }
+
+unsigned apitest_console_count(struct apitest *t, const char *what)
+{
+	enum { MAX = 4 << 20 };
+	char *buf = malloc(MAX);
+	unsigned n = 0;
+
+	ck_assert_ptr_nonnull(buf);
+	testutil_read_file(t->console, buf, MAX);
+	for (char *p = buf; (p = strstr(p, what)); p++)
+		n++;
+	free(buf);
+	return n;
+}

@@ -39,6 +39,8 @@ int apitest_curl(struct apitest *t, const char *method, const char *endpoint, co
 bool apitest_ping(struct apitest *t);
 /* vm.info's state ("Created", "Running", ...), in a static buffer. */
 const char *apitest_vm_state(struct apitest *t);
+/* How often the console file shows what (its first 4 MiB; 0 when absent). */
+unsigned apitest_console_count(struct apitest *t, const char *what);
 /* Size of the console file (0 when absent). */
 off_t apitest_console_size(struct apitest *t);
 

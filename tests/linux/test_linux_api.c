@@ -47,22 +47,9 @@ static off_t console_size(void)
 	return apitest_console_size(&T);
 }
 
-/* How often the console shows what (bounded read of the first 4 MiB). */
 static unsigned console_count(const char *what)
 {
-	static char buf[4 << 20];
-	unsigned n = 0;
-	ssize_t r;
-	int fd = open(T.console, O_RDONLY);
-
-	if (fd < 0)
-		return 0;
-	r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[r > 0 ? r : 0] = 0;
-	for (char *p = buf; (p = strstr(p, what)); p++)
-		n++;
-	return n;
+	return apitest_console_count(&T, what);
 }
 
 /* Waits (bounded) until the console has more than size bytes. */
