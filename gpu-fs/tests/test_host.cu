@@ -12,38 +12,11 @@
 
 #include "gemini.h"
 #include "gvdk.h"
+#include "fixture.h"
 
-static char tdir[512], tfile[600];
-
-/* The first candidate directory whose file system gvdk can map (block-device backed). */
 static void setup(void)
 {
-	const char *cand[] = {getenv("GPUFS_TEST_DIR"), ".", "/tmp", "/var/tmp"};
-	char err[GVDK_ERRLEN] = "", probe[600];
-
-	for (unsigned i = 0; i < sizeof(cand) / sizeof(cand[0]); i++) {
-		if (!cand[i])
-			continue;
-		snprintf(tdir, sizeof(tdir), "%s/gemini-host-XXXXXX", cand[i]);
-		if (!mkdtemp(tdir))
-			continue;
-		snprintf(probe, sizeof(probe), "%s/probe", tdir);
-		if (gvdk_create(probe, 65536, NULL, err) == 0) {
-			unlink(probe);
-			snprintf(tfile, sizeof(tfile), "%s/f.gvdk", tdir);
-			return;
-		}
-		rmdir(tdir);
-	}
-	ck_abort_msg("no candidate directory is on a block-device file system: %s", err);
-}
-
-static void teardown(void)
-{
-	char cmd[700];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
-	ck_assert_int_eq(system(cmd), 0);
+	fixture_setup("gemini-host");
 }
 
 static void make_file(void)
