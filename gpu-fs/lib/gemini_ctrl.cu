@@ -107,30 +107,13 @@ static bool gm_window_ok(struct gemini_ctx *c, uint64_t addr, uint64_t len)
 	return false;
 }
 
-static int gm_pread_all(int fd, void *buf, size_t len, uint64_t off)
+/* The whole of [off, off+len) read into buf, or written from it; 0 or -1. */
+static int gm_rw_all(int fd, void *buf, size_t len, uint64_t off, bool write)
 {
 	char *p = (char *)buf;
 
 	while (len) {
-		ssize_t r = pread(fd, p, len, (off_t)off);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		p += r;
-		len -= (size_t)r;
-		off += (uint64_t)r;
-	}
-	return 0;
-}
-
-static int gm_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const char *p = (const char *)buf;
-
-	while (len) {
-		ssize_t r = pwrite(fd, p, len, (off_t)off);
+		ssize_t r = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -289,9 +272,8 @@ static void gm_file_batch(struct gm_worker *w, struct gm_op *ops, int n, uint8_t
 
 		if (op->io_fd < 0 || op->opcode != opcode || op->status != GM_NVME_SC_SUCCESS)
 			continue;
-		bad = opcode == GM_NVME_OP_READ
-			  ? gm_pread_all(op->io_fd, op->bounce, op->len, op->io_off)
-			  : gm_pwrite_all(op->io_fd, op->bounce, op->len, op->io_off);
+		bad = gm_rw_all(op->io_fd, op->bounce, op->len, op->io_off,
+				opcode != GM_NVME_OP_READ);
 		if (bad)
 			op->status = opcode == GM_NVME_OP_READ ? GM_NVME_SC_READ_ERROR
 							       : GM_NVME_SC_WRITE_FAULT;
@@ -535,7 +517,7 @@ int gm_backend_open(struct gemini_ctx *c, int fd)
 					      "G_open %s: no %llu bytes of pinned memory "
 					      "for the memory namespace",
 					      hf->path, (unsigned long long)hf->hdr.file_size);
-			if (gm_pread_all(hf->sysfd, hf->mem, hf->hdr.file_size, 0)) {
+			if (gm_rw_all(hf->sysfd, hf->mem, hf->hdr.file_size, 0, false)) {
 				cudaFreeHost(hf->mem);
 				hf->mem = NULL;
 				return gm_err(c, -EIO,
@@ -598,8 +580,8 @@ void gm_backend_close(struct gemini_ctx *c, int fd)
 	if (hf->mem) {
 		/* the memory namespace is volatile: closing a writable file stores it back */
 		if (hf->writable && !c->stop)
-			gm_pwrite_all(hf->sysfd, hf->mem + hf->hdr.data_offset, hf->hdr.data_size,
-				      hf->hdr.data_offset);
+			gm_rw_all(hf->sysfd, hf->mem + hf->hdr.data_offset, hf->hdr.data_size,
+				  hf->hdr.data_offset, true);
 		cudaFreeHost(hf->mem);
 		hf->mem = NULL;
 	}
