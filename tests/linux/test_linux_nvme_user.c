@@ -13,29 +13,22 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "linuxboot.h"
 #include "testutil.h"
 
 /* Each boot takes minutes on kvm_pvm hosts (emulated guest kernel, 1-2 s per exec). These are
  * hang guards, not speed assertions. */
 #define BOOT_LIMIT_S	1200
 #define TCASE_TIMEOUT_S 2700
-#define POLL_US		250000
 #define DATA_MB		16
 #define NMARKS		6
 
 static char dir[64], root_img[128], data_img[128], init_path[128];
 
 /* Markers whose first sighting on the console is timed (what each step of a boot costs). */
-static const char *const marks[NMARKS] = {
-    "Run /init",    "LVMM-USER-UP",	 "LVMM-IDCTRL-RC",
-    "LVMM-LIST-RC", "LVMM-FIO-WRITE-RC", "LVMM-FIO-VERIFY-RC",
-};
-
-struct boot {
-	int status;
-	bool killed;
-	char *console, *log;
-	double t_exit, t_mark[NMARKS];
+static const char *const marks[NMARKS + 1] = {
+    "Run /init",	  "LVMM-USER-UP", "LVMM-IDCTRL-RC", "LVMM-LIST-RC", "LVMM-FIO-WRITE-RC",
+    "LVMM-FIO-VERIFY-RC", NULL,
 };
 
 /* Guest /init: builtins except mount -a, nvme, fio and the final poweroff. fio gets System V
@@ -91,75 +84,39 @@ static void make_images(void)
 	close(fd);
 }
 
-static void boot_user(const char *phase, struct boot *b)
+static void boot_user(const char *phase, struct linuxboot *b)
 {
-	const char *lvmm = testutil_env_or("LVMM", "build/lvmm");
 	const char *build = testutil_env_or("BUILD", "build");
-	char kernel_def[4096], cmdline[256], serial_arg[256], root_arg[256], data_arg[256];
-	char serial[] = "/tmp/lvmm-user-serial-XXXXXX";
-	char logpath[] = "/tmp/lvmm-user-log-XXXXXX";
-	int sfd = mkstemp(serial), lfd = mkstemp(logpath), i;
+	char kernel_def[4096], cmdline[256], root_arg[256], data_arg[256];
 	const char *kernel;
-	double t0, t;
-	pid_t pid;
+	int i;
 
-	ck_assert(sfd >= 0 && lfd >= 0);
 	snprintf(kernel_def, sizeof(kernel_def), "%s/guest/vmlinux", build);
 	kernel = testutil_env_or("LVMM_GUEST_KERNEL", kernel_def);
-	ck_assert_msg(access(lvmm, X_OK) == 0, "LVMM=%s is not executable", lvmm);
 	ck_assert_msg(access(kernel, R_OK) == 0, "%s missing: run make guest", kernel);
 	snprintf(cmdline, sizeof(cmdline),
 		 "console=ttyS0 root=/dev/nvme0n1 ro rootfstype=ext4 rootwait init=/init "
 		 "lvmm.userphase=%s",
 		 phase);
-	snprintf(serial_arg, sizeof(serial_arg), "file=%s", serial);
 	snprintf(root_arg, sizeof(root_arg), "file=%s,serial=LVMMROOT", root_img);
 	snprintf(data_arg, sizeof(data_arg), "file=%s,serial=LVMMDATA", data_img);
-	memset(b, 0, sizeof(*b));
-	t0 = testutil_now_s();
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (!pid) {
-		dup2(lfd, STDOUT_FILENO);
-		dup2(lfd, STDERR_FILENO);
-		execl(lvmm, lvmm, "run", "--kernel", kernel, "--cmdline", cmdline, "--cpus", "1",
-		      "--memory", testutil_env_or("LVMM_USER_MEMORY", "192M"), "--serial",
-		      serial_arg, "--vnvme", root_arg, "--vnvme", data_arg, (char *)NULL);
-		dprintf(STDERR_FILENO, "exec %s: %s\n", lvmm, strerror(errno));
-		_exit(127);
-	}
-	for (;;) {
-		bool done = waitpid(pid, &b->status, WNOHANG) == pid;
-		char *con = testutil_slurp(serial);
+	char *args[] = {"--kernel",  (char *)kernel,
+			"--cmdline", cmdline,
+			"--cpus",    "1",
+			"--memory",  (char *)testutil_env_or("LVMM_USER_MEMORY", "192M"),
+			"--vnvme",   root_arg,
+			"--vnvme",   data_arg,
+			NULL};
 
-		t = testutil_now_s() - t0;
-		for (i = 0; i < NMARKS; i++)
-			if (!b->t_mark[i] && strstr(con, marks[i]))
-				b->t_mark[i] = t;
-		free(con);
-		if (done)
-			break;
-		if (!b->killed && t > BOOT_LIMIT_S) {
-			kill(pid, SIGKILL);
-			b->killed = true;
-		}
-		usleep(POLL_US);
-	}
-	b->t_exit = testutil_now_s() - t0;
-	b->console = testutil_slurp(serial);
-	b->log = testutil_slurp(logpath);
-	close(sfd);
-	close(lfd);
-	unlink(serial);
-	unlink(logpath);
+	linuxboot_run(b, args, marks, BOOT_LIMIT_S, 0);
 	printf("linux nvme user side, phase %s: %.1f s to exit\n", phase, b->t_exit);
 	for (i = 0; i < NMARKS; i++)
-		if (b->t_mark[i])
+		if (b->t_mark[i] >= 0)
 			printf("  %-20s at %6.1f s\n", marks[i], b->t_mark[i]);
 	fflush(stdout);
 }
 
-static void boot_report(const struct boot *b)
+static void boot_report(const struct linuxboot *b)
 {
 	const char *user = strstr(b->console, "LVMM-USER-UP");
 	size_t len = strlen(b->console);
@@ -169,13 +126,7 @@ static void boot_report(const struct boot *b)
 		user ? user : b->console + (len > 4000 ? len - 4000 : 0));
 }
 
-static void boot_free(struct boot *b)
-{
-	free(b->console);
-	free(b->log);
-}
-
-static void boot_check_common(const struct boot *b, const char *phase)
+static void boot_check_common(const struct linuxboot *b, const char *phase)
 {
 	char want[64];
 
@@ -233,7 +184,7 @@ static void teardown(void)
 
 START_TEST(test_nvme_user)
 {
-	struct boot b;
+	struct linuxboot b;
 
 	make_images();
 
@@ -249,7 +200,7 @@ START_TEST(test_nvme_user)
 		      "nvme list does not show both namespaces");
 	ck_assert_msg(strstr(b.console, "LVMM-FIO-WRITE-RC 0"), "fio write+verify failed");
 	ck_assert_msg(strstr(b.console, "write: IOPS="), "fio wrote nothing");
-	boot_free(&b);
+	linuxboot_free(&b);
 	data_check_headers();
 
 	/* Boot 2: a new lvmm process and guest read the region back and check every block. */
@@ -258,7 +209,7 @@ START_TEST(test_nvme_user)
 	boot_check_common(&b, "verify");
 	ck_assert_msg(strstr(b.console, "LVMM-FIO-VERIFY-RC 0"), "fio verify_only failed");
 	ck_assert_msg(strstr(b.console, "read: IOPS="), "fio verify_only read nothing");
-	boot_free(&b);
+	linuxboot_free(&b);
 }
 END_TEST
 
