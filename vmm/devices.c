@@ -17,7 +17,8 @@
 #define VNVME_CLASS	 0x010802 /* mass storage, NVM, NVM Express */
 #define VNVME_DSTRD	 10	  /* 4 KiB doorbell stride: one page per doorbell */
 #define VNVME_MQES	 1023
-#define VNVME_CMB_SIZE	 (1ULL << 20)
+/* 2 MiB: Linux registers the CMB as P2P memory, which must span whole 2 MiB subsections */
+#define VNVME_CMB_SIZE	 (2ULL << 20)
 #define VNVME_BAR_REGS	 0
 #define VNVME_BAR_CMB	 2
 #define VNVME_BAR_MSIX	 4

@@ -34,6 +34,8 @@ static const char init_script[] =
     "</proc/mounts\n"
     "for f in /sys/bus/pci/devices/0000:00:0*/msi_irqs/*; do read -r k <$f; "
     "echo \"LVMM-MSI ${f##*/} $k\"; done\n"
+    "for f in /sys/bus/pci/devices/0000:00:0*/p2pmem; do read -r sz <$f/size; "
+    "read -r av <$f/available; echo \"LVMM-CMB size=$sz used=$((sz - av))\"; done\n"
     "n=0; read -r n </boot-count; n=$((n + 1)); echo $n >/boot-count\n"
     "echo \"written by the guest, boot $n\" >/guest-was-here || echo LVMM-NVME-WRITE-FAILED\n"
     "echo \"LVMM-NVME-ROOT-OK boot=$n\"\n"
@@ -176,6 +178,12 @@ START_TEST(test_nvme_root)
 		ck_assert_msg(strstr(b.console, " msix") && !strstr(b.console, " msi\r") &&
 				  !strstr(b.console, " msi\n"),
 			      "nvme interrupts are not MSI-X");
+		/* The driver registered the CMB as P2P memory and took its I/O SQ from it: one
+		 * queue of MQES + 1 = 1024 entries of 64 bytes. */
+		ck_assert_msg(!strstr(b.console, "failed to register the CMB"),
+			      "the guest could not register the CMB");
+		ck_assert_msg(strstr(b.console, "LVMM-CMB size=2097152 used=65536"),
+			      "the I/O submission queue is not in the CMB");
 		ck_assert_msg(strstr(b.console, "LVMM-MOUNT /dev/root / ext4 rw"),
 			      "root not mounted read-write");
 		snprintf(want, sizeof(want), "LVMM-NVME-ROOT-OK boot=%d", boot);
