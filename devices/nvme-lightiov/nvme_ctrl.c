@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nvme_int.h"
 
@@ -48,6 +49,67 @@ static uint32_t cq_free(const struct nvme_cq *cq)
 	return cq->size - 1 - cq_used(cq);
 }
 
+uint64_t nvme_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Interrupt Coalescing (feature 08h) applies to I/O CQs whose vector has Coalescing Disable clear
+ * in feature 09h. TIME = 0 means no delay is allowed and THR = 0 means one entry per interrupt,
+ * so either turns it off.
+ */
+static bool cq_coalesced(const struct nvme_ctrl *c, const struct nvme_cq *cq)
+{
+	uint32_t thr = c->feat_coalesce & 0xff, time = (c->feat_coalesce >> 8) & 0xff;
+
+	return cq != &c->cqs[0] && thr && time && cq->vector < c->p.nvectors &&
+	       !(c->feat_ivc[cq->vector] & NVME_FEAT_IVC_CD);
+}
+
+/* An entry was posted: interrupt now, or once THR + 1 entries are pending or TIME * 100 us after
+ * the first of them (nvme_ctrl_irq_tick), whichever comes first. */
+static void cq_signal(struct nvme_ctrl *c, struct nvme_cq *cq)
+{
+	if (cq_coalesced(c, cq)) {
+		if (cq->coal_pending++ == 0)
+			cq->coal_deadline =
+			    nvme_now_ns() + ((c->feat_coalesce >> 8) & 0xff) * 100000ULL;
+		if (cq->coal_pending <= (c->feat_coalesce & 0xff))
+			return;
+	}
+	cq->coal_pending = 0;
+	ctrl_irq(c, cq->vector);
+}
+
+int64_t nvme_ctrl_irq_tick(struct nvme_ctrl *c, uint64_t now)
+{
+	int64_t next = -1;
+	unsigned q;
+
+	pthread_mutex_lock(&c->lock);
+	for (q = 1; q < c->nq; q++) {
+		struct nvme_cq *cq = &c->cqs[q];
+
+		if (!cq->valid || !cq->coal_pending)
+			continue;
+		/* also when coalescing was turned off while entries waited */
+		if (now >= cq->coal_deadline || !cq_coalesced(c, cq)) {
+			cq->coal_pending = 0;
+			if (cq->ien)
+				ctrl_irq(c, cq->vector);
+			continue;
+		}
+		if (next < 0 || (int64_t)(cq->coal_deadline - now) < next)
+			next = (int64_t)(cq->coal_deadline - now);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return next;
+}
+
 /* Writes one CQE; space was reserved when the command was fetched. */
 static void cq_write(struct nvme_ctrl *c, struct nvme_cq *cq, uint16_t sqid, uint16_t sqhead,
 		     uint16_t cid, uint16_t status, uint32_t dw0)
@@ -68,7 +130,7 @@ static void cq_write(struct nvme_ctrl *c, struct nvme_cq *cq, uint16_t sqid, uin
 		cq->phase ^= 1;
 	}
 	if (cq->ien && !(c->intms & (1u << (cq->vector & 31))))
-		ctrl_irq(c, cq->vector);
+		cq_signal(c, cq);
 }
 
 void nvme_record_error(struct nvme_ctrl *c, uint16_t sqid, uint16_t cid, uint16_t status)

@@ -105,6 +105,12 @@ void nvme_ctrl_io_done(struct nvme_io_req *req);
 
 void nvme_ctrl_get_stats(struct nvme_ctrl *c, struct nvme_ctrl_stats *st);
 
+/* Interrupt coalescing timer: signals the I/O CQs whose aggregation time ran out by now
+ * (CLOCK_MONOTONIC ns, nvme_now_ns()); returns ns until the next deadline, or -1 for none. The
+ * I/O thread calls it before it sleeps. */
+int64_t nvme_ctrl_irq_tick(struct nvme_ctrl *c, uint64_t now);
+uint64_t nvme_now_ns(void);
+
 /* Simple backends. mem: a plain buffer (tests, fuzzing), completes synchronously. */
 struct nvme_mem_backend {
 	uint8_t *data;

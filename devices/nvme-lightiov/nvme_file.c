@@ -259,7 +259,10 @@ static void *file_thread(void *opaque)
 
 		if (stop && !f->pending)
 			break;
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		int64_t wait = nvme_ctrl_irq_tick(f->ctrl, nvme_now_ns());
+		struct timespec ts = {.tv_sec = wait / 1000000000, .tv_nsec = wait % 1000000000};
+
+		if (ppoll(p, 2, wait < 0 ? NULL : &ts, NULL) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents & POLLIN) {
 			efd_drain(f->kick_fd);

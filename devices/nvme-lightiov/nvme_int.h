@@ -26,8 +26,10 @@ struct nvme_cq {
 	uint8_t phase;
 	uint16_t vector;
 	uint32_t size, head, tail;
-	uint32_t nsq;	   /* SQs bound to this CQ */
-	uint32_t reserved; /* fetched commands that will complete here */
+	uint32_t nsq;		/* SQs bound to this CQ */
+	uint32_t reserved;	/* fetched commands that will complete here */
+	uint32_t coal_pending;	/* entries posted since the last interrupt (coalescing) */
+	uint64_t coal_deadline; /* CLOCK_MONOTONIC ns by which they must be signalled */
 	uint64_t base;
 	uint8_t *host;
 };

@@ -265,6 +265,7 @@ enum nvme_feat {
 	NVME_FEAT_KATO = 0x0f,
 };
 #define NVME_FEAT_SEL(cdw10) (((cdw10) >> 8) & 0x7)
+#define NVME_FEAT_IVC_CD     (1u << 16) /* Interrupt Vector Configuration: coalescing disable */
 #define NVME_FEAT_SAVE	     (1u << 31)
 
 /* Log pages */

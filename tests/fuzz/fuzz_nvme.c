@@ -140,8 +140,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				i += 10;
 			}
 			break;
-		case 4: /* CQ head doorbells: consume everything posted so far */
-			w32(c, 0x1004, data[i++] % QS);
+		case 4: /* CQ head doorbell, then the coalescing timer (now, or long after) */
+			w32(c, 0x1004, data[i] % QS);
+			nvme_ctrl_irq_tick(c, data[i] & 0x80 ? UINT64_MAX : 0);
+			i++;
 			break;
 		case 5: /* toggle asynchronous completion */
 			park = data[i++] & 1;

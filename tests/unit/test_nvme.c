@@ -752,6 +752,70 @@ START_TEST(test_interrupts)
 }
 END_TEST
 
+static uint16_t set_feature(uint32_t fid, uint32_t v)
+{
+	struct nvme_sqe c = mk(NVME_ADMIN_SET_FEATURES, 94);
+
+	c.cdw10 = fid;
+	c.cdw11 = v;
+	return admin(&c, NULL);
+}
+
+static void flushes(unsigned n, uint16_t cid)
+{
+	struct nvme_sqe c;
+
+	while (n--) {
+		c = mk(NVME_CMD_FLUSH, cid++);
+		c.nsid = 1;
+		ck_assert_uint_eq(io(&c), 0);
+	}
+}
+
+/* Interrupt Coalescing: THR + 1 entries per interrupt, the rest when the aggregation time runs
+ * out; the admin queue and vectors with Coalescing Disable set are never delayed. */
+START_TEST(test_interrupt_coalescing)
+{
+	unsigned admin_irqs;
+
+	io_queues();
+	ck_assert_int_eq(nvme_ctrl_irq_tick(ctrl, UINT64_MAX), -1); /* nothing pending */
+	ck_assert_uint_eq(set_feature(NVME_FEAT_IRQ_COALESCE, 255 << 8 | 3), 0); /* 25.5 ms, 4 */
+	admin_irqs = irqs[0];
+	flushes(3, 60);
+	ck_assert_uint_eq(irqs[1], 0);
+	/* before the deadline the timer only says how long to wait */
+	int64_t wait = nvme_ctrl_irq_tick(ctrl, 0);
+	ck_assert(wait > 0);
+	ck_assert_uint_eq(irqs[1], 0);
+	flushes(1, 63);
+	ck_assert_uint_eq(irqs[1], 1); /* the fourth entry */
+	ck_assert_int_eq(nvme_ctrl_irq_tick(ctrl, 0), -1);
+	flushes(2, 64);
+	ck_assert_uint_eq(irqs[1], 1);
+	ck_assert(nvme_ctrl_irq_tick(ctrl, nvme_now_ns()) > 0);
+	ck_assert_int_eq(nvme_ctrl_irq_tick(ctrl, nvme_now_ns() + 26000000), -1); /* timed out */
+	ck_assert_uint_eq(irqs[1], 2);
+	ck_assert_uint_eq(irqs[0], admin_irqs);
+
+	/* coalescing disabled for vector 1 */
+	ck_assert_uint_eq(set_feature(NVME_FEAT_IRQ_CONFIG, NVME_FEAT_IVC_CD | 1), 0);
+	ck_assert_uint_eq(irqs[0], admin_irqs + 1);
+	flushes(2, 66);
+	ck_assert_uint_eq(irqs[1], 4);
+
+	/* turning coalescing off while entries wait: the next tick signals them */
+	ck_assert_uint_eq(set_feature(NVME_FEAT_IRQ_CONFIG, 1), 0);
+	flushes(1, 68);
+	ck_assert_uint_eq(irqs[1], 4);
+	ck_assert_uint_eq(set_feature(NVME_FEAT_IRQ_COALESCE, 0), 0);
+	ck_assert_int_eq(nvme_ctrl_irq_tick(ctrl, 0), -1);
+	ck_assert_uint_eq(irqs[1], 5);
+	flushes(1, 69);
+	ck_assert_uint_eq(irqs[1], 6);
+}
+END_TEST
+
 START_TEST(test_shadow_doorbells)
 {
 	uint32_t *dbs = (uint32_t *)(ram + DBS_GPA), *eis = (uint32_t *)(ram + EIS_GPA);
@@ -971,6 +1035,7 @@ static Suite *nvme_suite(void)
 	tcase_add_test(t, test_readonly);
 	tcase_add_test(t, test_features_and_logs);
 	tcase_add_test(t, test_interrupts);
+	tcase_add_test(t, test_interrupt_coalescing);
 	tcase_add_test(t, test_shadow_doorbells);
 	tcase_add_test(t, test_reset_mid_io);
 	tcase_add_test(t, test_cq_full_backpressure);
