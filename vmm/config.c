@@ -2,6 +2,7 @@
  * Every error names the offending value so the CLI and the API can print it as is. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
@@ -183,6 +184,20 @@ static int vnvme_parse_opt(struct vnvme_config *o, bool is_file, const char *key
 		snprintf(err, errlen, "vnvme: mode '%s' is not emulate, passthrough or isolated",
 			 v);
 		return -EINVAL;
+	}
+	if (!strcmp(key, "queues")) {
+		char *end;
+		unsigned long n;
+
+		errno = 0;
+		n = strtoul(v, &end, 10);
+		if (!*v || *end || errno || n < 1 || n > 65535 || *v == '-' || *v == '+') {
+			snprintf(err, errlen,
+				 "vnvme: queues '%s' is not a number of I/O queues 1..65535", v);
+			return -EINVAL;
+		}
+		o->queues = (unsigned)n;
+		return 0;
 	}
 	if (is_file && !strcmp(key, "size")) {
 		r = config_parse_size(v, &o->size, sub, sizeof(sub));

@@ -23,6 +23,7 @@ struct vnvme_config {
 	bool readonly;
 	char serial[21]; /* NVMe serial number, 20 chars max */
 	enum vnvme_mode mode;
+	unsigned queues; /* I/O queue pairs offered, 1..65535; 0 = one per vCPU */
 };
 
 struct vm_config {
@@ -48,8 +49,8 @@ void config_defaults(struct vm_config *c);
  * suffix, junk or overflow. err gets a one-line message naming the input. */
 int config_parse_size(const char *s, uint64_t *out, char *err, unsigned errlen);
 
-/* --vnvme argument: "file=PATH[,size=SIZE][,readonly=on][,serial=STR]" or
- * "NAME:SIZE[,vol=NAME][,mode=passthrough|isolated|emulate]". */
+/* --vnvme argument: "file=PATH[,size=SIZE][,readonly=on][,serial=STR][,queues=N]" or
+ * "NAME:SIZE[,vol=NAME][,mode=passthrough|isolated|emulate][,queues=N]". */
 int config_parse_vnvme(const char *s, struct vnvme_config *out, char *err, unsigned errlen);
 
 /* The id a vNVMe is known by: its own, or "nvme<idx>" when none was given. */

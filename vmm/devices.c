@@ -15,13 +15,18 @@
 #define VNVME_PCI_VENDOR 0x1b36
 #define VNVME_PCI_DEVICE 0x0110
 #define VNVME_CLASS	 0x010802 /* mass storage, NVM, NVM Express */
-#define VNVME_DSTRD	 10	  /* 4 KiB doorbell stride: one page per doorbell */
-#define VNVME_MQES	 1023
+/* 4 KiB doorbell stride, one page per doorbell (each can be mapped on its own), while BAR0 stays
+ * within 16 MiB; controllers with more queues pack their doorbells 4 bytes apart. */
+#define VNVME_DSTRD	 10
+#define VNVME_DSTRD_MAXQ 1023
+/* Doorbells of the first queues get ioeventfds; KVM allows 1000 per bus for all devices. */
+#define VNVME_EVFD_QUEUES 32
+#define VNVME_MQES	  1023
 /* 2 MiB: Linux registers the CMB as P2P memory, which must span whole 2 MiB subsections */
-#define VNVME_CMB_SIZE	 (2ULL << 20)
-#define VNVME_BAR_REGS	 0
-#define VNVME_BAR_CMB	 2
-#define VNVME_BAR_MSIX	 4
+#define VNVME_CMB_SIZE (2ULL << 20)
+#define VNVME_BAR_REGS 0
+#define VNVME_BAR_CMB  2
+#define VNVME_BAR_MSIX 4
 
 struct vnvme {
 	struct vm *vm;
@@ -33,6 +38,8 @@ struct vnvme {
 	uint64_t bar0;		 /* where BAR0 decodes, ~0 when nowhere */
 	bool dbbuf_on, evfds_on;
 	uint64_t evfds_at;
+	unsigned nqueues; /* I/O queue pairs offered */
+	unsigned dstrd;	  /* CAP.DSTRD */
 };
 
 struct devices {
@@ -88,8 +95,8 @@ static int plat_unmap_host(void *vm, uint64_t gpa)
 
 static void vnvme_evfds(struct vnvme *v, bool on, uint64_t bar0)
 {
-	unsigned q, nq = v->vm ? vm_get_config(v->vm)->cpus : 1;
-	uint64_t stride = 4ULL << VNVME_DSTRD;
+	unsigned q, nq = v->nqueues < VNVME_EVFD_QUEUES ? v->nqueues : VNVME_EVFD_QUEUES;
+	uint64_t stride = 4ULL << v->dstrd;
 	int fd = nvme_file_kick_fd(v->file);
 
 	for (q = 1; q <= nq; q++) {
@@ -180,7 +187,9 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 	struct nvme_ctrl_params p = {
 	    .mqes = VNVME_MQES,
 	    .dstrd = VNVME_DSTRD,
-	    .max_ioqs = cfg->cpus ? cfg->cpus : 1,
+	    .max_ioqs = vc->queues  ? vc->queues
+			: cfg->cpus ? cfg->cpus
+				    : 1,
 	    .cmb_size = VNVME_CMB_SIZE,
 	    .cmb_bir = VNVME_BAR_CMB,
 	    .readonly = vc->readonly,
@@ -198,6 +207,7 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 	void *cmb;
 	uint64_t cmb_size;
 	char id[sizeof(vc->id)];
+	unsigned vq;
 	int r;
 
 	config_vnvme_id(vc, idx, id, sizeof(id));
@@ -223,7 +233,15 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 	snprintf(v->cfg.id, sizeof(v->cfg.id), "%s", id);
 	v->bar0 = ~0ULL;
 	pthread_mutex_init(&v->db_lock, NULL);
-	p.nvectors = p.max_ioqs + 1;
+	/* A vector per queue for as many queues as the guest has vCPUs (Linux uses one each), at
+	 * least 31: further queues share them (each CQ names its vector). Every vector holds a
+	 * GSI route, of which a VM has 1024. */
+	vq = cfg->cpus > 31 ? cfg->cpus : 31;
+	p.nvectors = (p.max_ioqs < vq ? p.max_ioqs : vq) + 1;
+	if (p.max_ioqs > VNVME_DSTRD_MAXQ)
+		p.dstrd = 0;
+	v->nqueues = p.max_ioqs;
+	v->dstrd = p.dstrd;
 	snprintf(p.serial, sizeof(p.serial), "%.20s", vc->serial[0] ? vc->serial : v->cfg.id);
 	hooks.opaque = v;
 	r = nvme_file_open(&v->cfg, &v->file, &p.size, err, errlen);

@@ -38,6 +38,7 @@ static void usage_run(FILE *f)
 	    "  --memory SIZE        guest RAM, e.g. 256M, 2G (default %lluM)\n"
 	    "  --serial MODE        stdio | file=PATH | off (default stdio)\n"
 	    "  --vnvme SPEC         NVMe disk: file=PATH[,size=SIZE][,readonly=on][,serial=S]\n"
+	    "                       [,queues=N] (I/O queue pairs, default one per vCPU)\n"
 	    "                       or NAME:SIZE[,vol=NAME][,mode=emulate|passthrough|isolated]\n"
 	    "  --api-socket PATH    serve the REST API on this Unix socket\n"
 	    "Environment: LVMM_SECCOMP=off, LVMM_HOSTCOMPAT=on|off, LVMM_PIT=on|off,\n"

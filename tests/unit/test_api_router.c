@@ -88,7 +88,7 @@ static const char *good_config =
     " \"serial\": {\"mode\": \"File\", \"file\": \"/tmp/console.log\"},"
     " \"vnvme\": [{\"path\": \"/tmp/disk.img\", \"size\": 1048576, \"readonly\": true},"
     "             {\"id\": \"fast\", \"ssd\": \"ssd0\", \"vol\": \"v1\", \"mode\": \"isolated\","
-    "              \"serial\": \"SN42\"}]}";
+    "              \"serial\": \"SN42\", \"num_queues\": 64}]}";
 
 START_TEST(test_ping)
 {
@@ -150,6 +150,10 @@ START_TEST(test_create_and_info)
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(nv, 1), "mode")),
 			 "isolated");
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(nv, 1), "vol")), "v1");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(nv, 1), "num_queues")),
+			 64);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(nv, 0), "num_queues")),
+			 0);
 
 	/* The mapping is exact: what vm.info prints is what was asked for. */
 	ck_assert_uint_eq(vmm.vm->cfg.cpus, 2);
@@ -236,6 +240,8 @@ static const struct {
     {"{\"vnvme\": [{\"path\": \"/d\", \"ssd\": \"s\"}]}", "exactly one of"},
     {"{\"vnvme\": [{\"path\": \"/d\", \"mode\": \"fast\"}]}", "emulate, passthrough"},
     {"{\"vnvme\": [{\"path\": \"/d\", \"readonly\": 1}]}", "true or false"},
+    {"{\"vnvme\": [{\"path\": \"/d\", \"num_queues\": 65536}]}", "num_queues"},
+    {"{\"vnvme\": [{\"path\": \"/d\", \"num_queues\": -1}]}", "num_queues"},
     {"{\"vnvme\": [{\"path\": \"/d\", \"vol\": \"v\"}]}", "needs 'ssd'"},
     {"{\"vnvme\": [{\"path\": \"/d\", \"serial\": \"123456789012345678901\"}]}", "max 20"},
     {"{\"vnvme\": [{\"path\": \"/a\", \"id\": \"x\"}, {\"path\": \"/b\", \"id\": \"x\"}]}",

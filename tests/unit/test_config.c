@@ -91,6 +91,11 @@ START_TEST(vnvme_file_form)
 	ck_assert_int_eq(
 	    config_parse_vnvme("file=d.img,readonly=off,mode=emulate", &v, err, sizeof(err)), 0);
 	ck_assert(!v.readonly);
+	ck_assert_uint_eq(v.queues, 0); /* one per vCPU */
+	ck_assert_int_eq(config_parse_vnvme("file=d.img,queues=65535", &v, err, sizeof(err)), 0);
+	ck_assert_uint_eq(v.queues, 65535);
+	ck_assert_int_eq(config_parse_vnvme("ssd0:1G,queues=1", &v, err, sizeof(err)), 0);
+	ck_assert_uint_eq(v.queues, 1);
 }
 END_TEST
 
@@ -140,6 +145,11 @@ START_TEST(vnvme_errors)
 	vnvme_bad("disk.img", "'disk.img' is neither");
 	vnvme_bad("file=", "empty file path");
 	vnvme_bad("file=d.img,bogus=1", "unknown key 'bogus'");
+	vnvme_bad("file=d.img,queues=0", "queues '0' is not a number of I/O queues 1..65535");
+	vnvme_bad("file=d.img,queues=65536", "queues '65536'");
+	vnvme_bad("file=d.img,queues=-1", "queues '-1'");
+	vnvme_bad("file=d.img,queues=4x", "queues '4x'");
+	vnvme_bad("file=d.img,queues=", "queues ''");
 	vnvme_bad("file=d.img,vol=x", "unknown key 'vol'");
 	vnvme_bad("ssd0:1G,size=2G", "unknown key 'size'");
 	vnvme_bad("ssd0:1G,path=x", "unknown key 'path'");

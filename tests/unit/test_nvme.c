@@ -28,7 +28,7 @@ static uint8_t *ram;
 static struct guest_mem gm;
 static struct nvme_mem_backend disk;
 static struct nvme_ctrl *ctrl;
-static unsigned irqs[8];
+static unsigned irqs[8], last_vector;
 static uint32_t asq_tail, acq_head, iosq_tail, iocq_head;
 static uint8_t acq_phase, iocq_phase;
 
@@ -53,6 +53,7 @@ static const struct nvme_backend_ops test_ops = {.submit = test_submit};
 static void on_irq(void *opaque, unsigned vector)
 {
 	(void)opaque;
+	last_vector = vector;
 	if (vector < 8)
 		irqs[vector]++;
 }
@@ -949,6 +950,52 @@ START_TEST(test_cq_full_backpressure)
 }
 END_TEST
 
+/* The largest controller: 65535 I/O queue pairs, 2048 vectors, doorbells 4 bytes apart; the
+ * last queue pair works and one more is refused. */
+START_TEST(test_max_queues)
+{
+	struct nvme_ctrl_params p = {.mqes = 63,
+				     .max_ioqs = 65535,
+				     .nvectors = 2048,
+				     .size = DISK_SIZE,
+				     .serial = "TESTMAXQ"};
+	struct nvme_ctrl_hooks h = {.irq = on_irq};
+	struct nvme_cqe *e = (struct nvme_cqe *)(ram + IOCQ_GPA);
+	struct nvme_sqe c = mk(NVME_ADMIN_SET_FEATURES, 95);
+	uint32_t dw0;
+	char err[128];
+
+	nvme_ctrl_destroy(ctrl);
+	ck_assert_int_eq(nvme_ctrl_create(&p, &gm, &test_ops, &disk, &h, &ctrl, err, sizeof(err)),
+			 0);
+	ck_assert_uint_ge(nvme_ctrl_bar0_size(ctrl), 0x1000 + 2 * 65536 * 4);
+	enable();
+	c.cdw10 = NVME_FEAT_NUM_QUEUES;
+	c.cdw11 = 0xffffu << 16 | 0xffff; /* 65536 requested: 0xffff is reserved */
+	ck_assert_uint_eq(admin(&c, &dw0), SC(0, NVME_SC_INVALID_FIELD));
+	c.cdw11 = 0xfffeu << 16 | 0xfffe;
+	ck_assert_uint_eq(admin(&c, &dw0), 0);
+	ck_assert_uint_eq(dw0, 0xfffeu << 16 | 0xfffe);
+	ck_assert_uint_eq(create_cq(65535, IOCQ_GPA, IOQ_SIZE, 2047), 0);
+	ck_assert_uint_eq(create_cq(65534, IOCQ_GPA + 0x1000, IOQ_SIZE, 2048),
+			  SC(1, NVME_SC_INVALID_VECTOR));
+	c = mk(NVME_ADMIN_CREATE_SQ, 96);
+	c.prp1 = IOSQ_GPA;
+	c.cdw10 = (IOQ_SIZE - 1) << 16 | 65535;
+	c.cdw11 = 65535u << 16 | 1;
+	ck_assert_uint_eq(admin(&c, NULL), 0);
+	c = mk(NVME_CMD_FLUSH, 97);
+	c.nsid = 1;
+	memcpy(ram + IOSQ_GPA, &c, 64);
+	w32(0x1000 + 2 * 65535 * 4, 1); /* SQ 65535 tail doorbell */
+	ck_assert_uint_eq(e[0].status & 1, 1);
+	ck_assert_uint_eq(e[0].cid, 97);
+	ck_assert_uint_eq(e[0].sq_id, 65535);
+	ck_assert_uint_eq(e[0].status >> 1, 0);
+	ck_assert_uint_eq(last_vector, 2047);
+}
+END_TEST
+
 START_TEST(test_cmb_sq)
 {
 	uint64_t size;
@@ -1040,6 +1087,7 @@ static Suite *nvme_suite(void)
 	tcase_add_test(t, test_reset_mid_io);
 	tcase_add_test(t, test_cq_full_backpressure);
 	tcase_add_test(t, test_cmb_sq);
+	tcase_add_test(t, test_max_queues);
 	tcase_add_test(t, test_two_sqs_one_cq);
 	suite_add_tcase(s, t);
 	return s;

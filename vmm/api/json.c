@@ -146,8 +146,9 @@ const char *api_vnvme_mode_name(enum vnvme_mode m)
 int api_json_to_vnvme(const json_t *obj, const char *where, struct vnvme_config *c, char *err,
 		      unsigned errlen)
 {
-	static const char *const keys[] = {"id",       "path",	 "ssd",	 "vol", "size",
-					   "readonly", "serial", "mode", NULL};
+	static const char *const keys[] = {"id",       "path",	 "ssd",	 "vol",	       "size",
+					   "readonly", "serial", "mode", "num_queues", NULL};
+	uint64_t nq = 0;
 	char mode[16] = "";
 	int r;
 
@@ -171,8 +172,11 @@ int api_json_to_vnvme(const json_t *obj, const char *where, struct vnvme_config 
 		r = json_get_str(obj, where, "serial", c->serial, sizeof(c->serial), err, errlen);
 	if (!r)
 		r = json_get_str(obj, where, "mode", mode, sizeof(mode), err, errlen);
+	if (!r) /* cloud-hypervisor's name; 0 or absent = one per vCPU */
+		r = json_get_u64(obj, where, "num_queues", 0, 65535, &nq, err, errlen);
 	if (r)
 		return r;
+	c->queues = (unsigned)nq;
 
 	if (!*mode || !strcmp(mode, "emulate"))
 		c->mode = VNVME_EMULATE;
@@ -362,10 +366,11 @@ static json_t *json_opt_str(const char *s)
 
 json_t *api_vnvme_to_json(const struct vnvme_config *c)
 {
-	return json_pack("{s:s, s:o, s:o, s:o, s:I, s:b, s:o, s:s}", "id", c->id, "path",
+	return json_pack("{s:s, s:o, s:o, s:o, s:I, s:b, s:o, s:s, s:I}", "id", c->id, "path",
 			 json_opt_str(c->path), "ssd", json_opt_str(c->ssd), "vol",
 			 json_opt_str(c->vol), "size", (json_int_t)c->size, "readonly", c->readonly,
-			 "serial", json_opt_str(c->serial), "mode", api_vnvme_mode_name(c->mode));
+			 "serial", json_opt_str(c->serial), "mode", api_vnvme_mode_name(c->mode),
+			 "num_queues", (json_int_t)c->queues);
 }
 
 json_t *api_config_to_json(const struct vm_config *cfg)
