@@ -408,6 +408,118 @@ static void bench_hit(const char *file, size_t page, const std::vector<int> &war
 	Geminifs_exit(c);
 }
 
+/*
+ * Hit-path ablation: each warp's leader does only part of an acquisition on random resident
+ * pages (stage 0: shard lock + unlock; 1: + hash walk; 2: gm_acquire + gm_release, i.e. + ref
+ * and LRU updates; 3: the whole G_read, copy included), so differences between stages place
+ * the time. div counts G_read calls that began with a partial warp.
+ */
+__global__ static void k_ablate(struct gemini_dev *d, int fd, uint64_t size, uint32_t len,
+				int iters, int stage, uint8_t *out, unsigned long long *div)
+{
+	uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
+	uint32_t s = (uint32_t)warp * 2654435761u + 17;
+	const int lane = threadIdx.x & 31;
+	uint8_t *b = out + warp * len;
+	uint64_t npos = size / len;
+
+	for (int i = 0; i < iters; i++) {
+		s ^= s << 13;
+		s ^= s >> 17;
+		s ^= s << 5;
+		uint64_t o = (s % npos) * len;
+		unsigned long long key = ((unsigned long long)fd << 48) | (o >> d->page_shift);
+		uint64_t h = gm_mix(key);
+		struct gm_shard *sh = &d->shards[h & (d->nshards - 1)];
+
+		if (stage == 3) {
+			if (__activemask() != 0xffffffffu && lane == __ffs(__activemask()) - 1)
+				atomicAdd(div, 1);
+			G_read(d, fd, o, len, b);
+			continue;
+		}
+		if (lane == 0) {
+			if (stage == 2) {
+				bool missed;
+				int slot = gm_acquire(d, fd, o >> d->page_shift, 1, false, &missed);
+
+				if (slot >= 0)
+					gm_release(d, slot, 1, false);
+			} else {
+				int *head = &d->bucket[(h & (d->nshards - 1)) * d->nbuckets +
+						       ((h >> 32) & (d->nbuckets - 1))];
+				int j = -1;
+
+				gm_lock(&sh->lock);
+				if (stage == 1)
+					for (j = *head; j >= 0; j = d->hnext[j])
+						if (d->key[j] == key)
+							break;
+				gm_unlock(&sh->lock);
+				if (j == -2)
+					atomicAdd(div, 1); /* keeps the walk */
+			}
+		}
+		__syncwarp();
+	}
+}
+
+static void bench_ablate(const char *file, size_t page, const std::vector<int> &warps)
+{
+	int fd;
+	struct gemini_ctx *c = open_ctx("nvme-mem", page, 0, 0, 4, file, &fd);
+	uint8_t *out;
+	unsigned long long *dv, dvh = 0;
+	uint32_t len = page < 65536 ? (uint32_t)page : 65536;
+	int64_t size;
+
+	if (!c)
+		return;
+	size = gemini_file_size(c, fd);
+	Geminifs_exit(c);
+	c = open_ctx("nvme-mem", page, (size_t)size * 4, 0, 4, file, &fd);
+	CK(cudaMalloc((void **)&out, (size_t)8192 * len));
+	CK(cudaMalloc((void **)&dv, 8));
+	cudaMemset(dv, 0, 8);
+	k_seq<<<64, 256>>>(gemini_device(c), fd, size, (uint32_t)page, out, dv);
+	CK(cudaDeviceSynchronize());
+	struct gemini_dev hd;
+
+	CK(cudaMemcpy(&hd, gemini_device(c), sizeof(hd), cudaMemcpyDeviceToHost));
+	fprintf(stderr, "bench: ablate page %zu: %u pages in %u shards, %u buckets each\n", page,
+		hd.npages, hd.nshards, hd.nbuckets);
+	for (int w : warps)
+		for (int stage = 0; stage < 4; stage++) {
+			int iters = stage == 3 ? 64 : 512;
+			int bs = w * 32 < 256 ? w * 32 : 256;
+			cudaEvent_t a, b;
+			float ms;
+
+			cudaMemset(dv, 0, 8);
+			cudaEventCreate(&a);
+			cudaEventCreate(&b);
+			k_ablate<<<w * 32 / bs, bs>>>(gemini_device(c), fd, size, len, 2, stage,
+						      out, dv);
+			cudaEventRecord(a);
+			k_ablate<<<w * 32 / bs, bs>>>(gemini_device(c), fd, size, len, iters, stage,
+						      out, dv);
+			cudaEventRecord(b);
+			CK(cudaEventSynchronize(b));
+			CK(cudaGetLastError());
+			cudaEventElapsedTime(&ms, a, b);
+			cudaMemcpy(&dvh, dv, 8, cudaMemcpyDeviceToHost);
+			/* time per operation of one warp, and operations per second over all warps
+			 */
+			printf("ablate,%zu,%u,%d,%d,%.2f,%.1f,%llu\n", page, len, w, stage,
+			       ms * 1e3 / iters, (double)w * iters / (ms / 1e3) / 1e6, dvh);
+			fflush(stdout);
+		}
+	cudaFree(out);
+	cudaFree(dv);
+	G_close(c, fd);
+	Geminifs_exit(c);
+}
+
 /* Cold sequential scan through the cache: page size and prefetch. */
 static void bench_seq(const char *file, const char *backend, size_t page, unsigned pf, int warps)
 {
@@ -516,6 +628,8 @@ int main(int argc, char **argv)
 		bench_map(argv[2]);
 	else if (argc >= 5 && !strcmp(argv[1], "hit"))
 		bench_hit(argv[2], (size_t)atol(argv[3]), parse_list(argv[4]));
+	else if (argc >= 5 && !strcmp(argv[1], "ablate"))
+		bench_ablate(argv[2], (size_t)atol(argv[3]), parse_list(argv[4]));
 	else if (argc >= 7 && !strcmp(argv[1], "seq"))
 		bench_seq(argv[2], argv[3], (size_t)atol(argv[4]), (unsigned)atoi(argv[5]),
 			  atoi(argv[6]));
@@ -524,6 +638,7 @@ int main(int argc, char **argv)
 			"usage: bench_gemini randread FILE BACKEND HOSTTHREADS RAW T1,T2.. [REQS]\n"
 			"       bench_gemini cpu FILE buffered|direct|gds T1,T2.. [REQS]\n"
 			"       bench_gemini hit FILE PAGESIZE W1,W2..\n"
+			"       bench_gemini ablate FILE PAGESIZE W1,W2..\n"
 			"       bench_gemini seq FILE BACKEND PAGESIZE PREFETCH WARPS\n");
 		return 2;
 	}

@@ -69,6 +69,7 @@ struct gemini_dev {
 	uint32_t *state;
 	int *ref;
 	uint32_t *dirty;
+	uint32_t *used; /* hit since the page last passed the head of its list */
 	int *hnext;
 	int *lprev;
 	int *lnext;
@@ -343,11 +344,118 @@ __device__ static inline int gm_writeback(struct gemini_dev *d, int i)
 	return rc;
 }
 
+#define GM_REF_CLAIMED (-(1 << 30)) /* ref while a page is reused or forgotten (shard locked) */
+
+/* A page never changes shard: victims come from the list of the shard the new key hashes to. */
+__device__ static inline struct gm_shard *gm_shard_of(struct gemini_dev *d, int i)
+{
+	return &d->shards[(uint32_t)i / d->per_shard];
+}
+
+__device__ static inline int *gm_bucket(struct gemini_dev *d, uint64_t h)
+{
+	return &d->bucket[(h & (d->nshards - 1)) * d->nbuckets + ((h >> 32) & (d->nbuckets - 1))];
+}
+
+/* Shard locked: takes page i for reuse if nobody holds a reference. */
+__device__ static inline bool gm_claim(struct gemini_dev *d, int i)
+{
+	return atomicCAS(&d->ref[i], 0, GM_REF_CLAIMED) == 0;
+}
+
+/* Shard locked: ends a claim with n references (hits that raced with it undo their own). */
+__device__ static inline void gm_unclaim(struct gemini_dev *d, int i, int n)
+{
+	__threadfence();
+	atomicAdd(&d->ref[i], n - GM_REF_CLAIMED);
+}
+
+/*
+ * Drops n references. Pages stay on their shard's zero-reference list while hits take and drop
+ * references without the lock (removal is lazy: eviction takes a referenced page off the list
+ * when it meets it). The last reference of a page that was taken off puts it back; the evictor
+ * marks the page off the list before it tries to claim it, and this thread looks at the mark
+ * after its decrement, so one of the two always sees the other. A failed load is forgotten so
+ * that the next access retries the device.
+ */
+__device__ static inline void gm_unref(struct gemini_dev *d, int i, int n)
+{
+	struct gm_shard *s;
+
+	__threadfence();
+	if (atomicSub(&d->ref[i], n) != n)
+		return;
+	__threadfence();
+	if (*(volatile int *)&d->lprev[i] != -2 &&
+	    *(volatile uint32_t *)&d->state[i] != GM_PAGE_ERROR)
+		return;
+	s = gm_shard_of(d, i);
+	gm_lock(&s->lock);
+	if (d->state[i] == GM_PAGE_ERROR && d->key[i] != GM_KEY_EMPTY) {
+		if (gm_claim(d, i)) {
+			gm_hash_remove(d, gm_bucket(d, gm_mix(d->key[i])), i);
+			d->key[i] = GM_KEY_EMPTY;
+			d->state[i] = GM_PAGE_INVALID;
+			if (d->lprev[i] != -2)
+				gm_lru_remove(d, s, i);
+			gm_lru_prepend(d, s, i);
+			gm_unclaim(d, i, 0);
+		}
+	} else if (*(volatile int *)&d->ref[i] == 0 && d->lprev[i] == -2) {
+		gm_lru_append(d, s, i);
+	}
+	gm_unlock(&s->lock);
+}
+
+/* Waits for a page being loaded; the slot, or the error value carrying it (see gm_acquire). */
+__device__ static inline int gm_hit(struct gemini_dev *d, int i)
+{
+	while (*(volatile uint32_t *)&d->state[i] == GM_PAGE_LOADING)
+		__nanosleep(128);
+	__threadfence();
+	gm_stat(d, GM_STAT_HITS, 1);
+	if (d->state[i] == GM_PAGE_ERROR)
+		return -(5 << 8) - i - 1; /* error carrying the slot to release */
+	return i;
+}
+
+/*
+ * The hit path without the shard lock: walk the chain, take n references with one atomic add,
+ * then check the key again (the page may have been reused in between). A page being reused
+ * holds GM_REF_CLAIMED, so the add sees a negative count and is undone. -1: go the locked way.
+ */
+__device__ static inline int gm_lookup(struct gemini_dev *d, unsigned long long key, int *head,
+				       int n)
+{
+	int steps = 0;
+
+	for (int i = *(volatile int *)head; i >= 0 && steps < 64;
+	     i = *(volatile int *)&d->hnext[i], steps++) {
+		if (*(volatile unsigned long long *)&d->key[i] != key)
+			continue;
+		if (atomicAdd(&d->ref[i], n) < 0) {
+			gm_unref(d, i, n);
+			return -1;
+		}
+		__threadfence();
+		if (*(volatile unsigned long long *)&d->key[i] != key) {
+			gm_unref(d, i, n);
+			return -1;
+		}
+		if (!*(volatile uint32_t *)&d->used[i])
+			d->used[i] = 1;
+		return i;
+	}
+	return -1;
+}
+
 /*
  * Takes n references on the page holding file fd's page number pg. On a miss the page is
  * returned LOADING with *missed set: the caller fills it and publishes it (gm_get_page).
  * Returns the slot or a negative errno. One lane per warp calls this for the whole warp
- * (warp-level acquisition).
+ * (warp-level acquisition). Hits take no lock (gm_lookup); misses and read-ahead lock the
+ * shard, pick the oldest unreferenced page (a recently hit one gets a second chance) and
+ * claim it.
  */
 __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t pg, int n,
 					bool prefetching, bool *missed)
@@ -355,12 +463,16 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 	unsigned long long key = ((unsigned long long)fd << 48) | pg;
 	uint64_t h = gm_mix(key);
 	struct gm_shard *s = &d->shards[h & (d->nshards - 1)];
-	int *head =
-	    &d->bucket[(h & (d->nshards - 1)) * d->nbuckets + ((h >> 32) & (d->nbuckets - 1))];
+	int *head = gm_bucket(d, h);
 	unsigned ns = 256;
 	int i;
 
 	*missed = false;
+	if (!prefetching) {
+		i = gm_lookup(d, key, head, n);
+		if (i >= 0)
+			return gm_hit(d, i);
+	}
 	for (;;) {
 		gm_lock(&s->lock);
 		for (i = *head; i >= 0; i = d->hnext[i])
@@ -371,19 +483,26 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 				gm_unlock(&s->lock);
 				return -17; /* already cached: nothing to read ahead */
 			}
-			if (d->ref[i] == 0)
-				gm_lru_remove(d, s, i);
-			d->ref[i] += n;
+			atomicAdd(&d->ref[i], n); /* never claimed here: claims hold this lock */
+			d->used[i] = 1;
 			gm_unlock(&s->lock);
-			while (*(volatile uint32_t *)&d->state[i] == GM_PAGE_LOADING)
-				__nanosleep(128);
-			__threadfence();
-			gm_stat(d, GM_STAT_HITS, 1);
-			if (d->state[i] == GM_PAGE_ERROR)
-				return -(5 << 8) - i - 1; /* error carrying the slot to release */
-			return i;
+			return gm_hit(d, i);
 		}
-		i = s->lru_head;
+		for (uint32_t tries = 0;; tries++) {
+			i = s->lru_head;
+			if (i < 0)
+				break;
+			gm_lru_remove(d, s, i);
+			if (d->used[i] && tries < 2 * d->per_shard) {
+				d->used[i] = 0; /* second chance: to the tail */
+				gm_lru_append(d, s, i);
+				continue;
+			}
+			__threadfence(); /* the off-list mark before the claim: see gm_unref */
+			if (gm_claim(d, i))
+				break;
+			/* referenced by a hit: off the list until its last reference goes */
+		}
 		if (i >= 0)
 			break;
 		gm_unlock(&s->lock);
@@ -393,26 +512,20 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 		if (ns < 8192)
 			ns *= 2;
 	}
-	gm_lru_remove(d, s, i);
 	if (d->key[i] != GM_KEY_EMPTY) {
-		unsigned long long ok = d->key[i];
-		uint64_t oh = gm_mix(ok);
-
 		/* under the shard lock: nobody can look the old page up while it is written */
 		if (d->dirty[i] && d->state[i] == GM_PAGE_VALID)
 			gm_writeback(d, i);
-		gm_hash_remove(d,
-			       &d->bucket[(oh & (d->nshards - 1)) * d->nbuckets +
-					  ((oh >> 32) & (d->nbuckets - 1))],
-			       i);
+		gm_hash_remove(d, gm_bucket(d, gm_mix(d->key[i])), i);
 		gm_stat(d, GM_STAT_EVICT, 1);
 	}
 	d->key[i] = key;
 	d->state[i] = GM_PAGE_LOADING;
-	d->ref[i] = n;
 	d->dirty[i] = 0;
+	d->used[i] = 0;
 	d->hnext[i] = *head;
 	*head = i;
+	gm_unclaim(d, i, n);
 	gm_unlock(&s->lock);
 	gm_stat(d, GM_STAT_MISSES, 1);
 	*missed = true;
@@ -421,30 +534,9 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 
 __device__ static inline void gm_release(struct gemini_dev *d, int i, int n, bool dirty)
 {
-	unsigned long long key = d->key[i];
-	uint64_t h = gm_mix(key);
-	struct gm_shard *s = &d->shards[h & (d->nshards - 1)];
-
 	if (dirty)
 		atomicExch(&d->dirty[i], 1u);
-	__threadfence();
-	gm_lock(&s->lock);
-	d->ref[i] -= n;
-	if (d->ref[i] == 0) {
-		if (d->state[i] == GM_PAGE_ERROR) {
-			/* a failed load is forgotten: the next access retries the device */
-			gm_hash_remove(d,
-				       &d->bucket[(h & (d->nshards - 1)) * d->nbuckets +
-						  ((h >> 32) & (d->nbuckets - 1))],
-				       i);
-			d->key[i] = GM_KEY_EMPTY;
-			d->state[i] = GM_PAGE_INVALID;
-			gm_lru_prepend(d, s, i);
-		} else {
-			gm_lru_append(d, s, i);
-		}
-	}
-	gm_unlock(&s->lock);
+	gm_unref(d, i, n);
 }
 
 __device__ static inline void gm_publish(struct gemini_dev *d, int i, bool ok)
@@ -500,6 +592,18 @@ __device__ static inline int gm_get_page(struct gemini_dev *d, int fd, uint64_t 
 	}
 	gm_publish(d, slot, !b.rc);
 	return b.rc ? -(5 << 8) - slot - 1 : slot;
+}
+
+/*
+ * After a leader-only step the other lanes may run ahead: the next G_read would then see a
+ * partial __activemask() and one lane would copy a whole page alone (measured: about 1 ms per
+ * 64 KiB acquisition at 64 warps). Waiting for the leader here keeps the warp together.
+ */
+__device__ static inline void gm_reconverge(unsigned active)
+{
+#ifndef GM_NO_RECONVERGE /* the hit bench builds a variant without it, for comparison */
+	__syncwarp(active);
+#endif
 }
 
 __device__ static inline void gm_copy(uint8_t *dst, const uint8_t *src, uint32_t len, int lane,
@@ -574,6 +678,7 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 			if (slot < 0) {
 				if (lane == leader && slot < -(5 << 8) + 1)
 					gm_release(d, -slot - (5 << 8) - 1, 1, false);
+				gm_reconverge(active);
 				ret = -5;
 				break;
 			}
@@ -584,6 +689,7 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 			__syncwarp(active);
 			if (lane == leader)
 				gm_release(d, slot, 1, write);
+			gm_reconverge(active);
 			pos += n;
 			ret += n;
 		}
@@ -636,6 +742,7 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 			else if (slot < -(5 << 8) + 1)
 				gm_release(d, -slot - (5 << 8) - 1, __popc(group), false);
 		}
+		gm_reconverge(active);
 	}
 	return ret;
 }

@@ -1,0 +1,110 @@
+// ctypes entry points for the PyTorch offload workload (bench/gpt2_offload.py): one libgemini
+// context per process, tensors moved to and from gpu-fs files by G_write/G_read kernels on the
+// caller's CUDA stream, so they order with the framework's own kernels.
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gemini.h"
+
+static struct gemini_ctx *gt_ctx;
+static size_t gt_page;
+
+/* Each warp moves whole pages (a full-page write skips the read of the old page). */
+__global__ static void gt_xfer(struct gemini_dev *d, int fd, uint64_t off, uint64_t len,
+			       uint8_t *buf, uint32_t page, int write, int *err)
+{
+	uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
+	uint64_t nw = (gridDim.x * (uint64_t)blockDim.x) / 32;
+	uint64_t nchunks = (len + page - 1) / page;
+
+	for (uint64_t k = warp; k < nchunks; k += nw) {
+		uint64_t n = len - k * page < page ? len - k * page : page;
+		int64_t r = write ? G_write(d, fd, off + k * page, n, buf + k * page)
+				  : G_read(d, fd, off + k * page, n, buf + k * page);
+
+		if (r != (int64_t)n && (threadIdx.x & 31) == 0)
+			atomicExch(err, 1);
+	}
+}
+
+__global__ static void gt_sync_kernel(struct gemini_dev *d, int fd, int *err)
+{
+	if (G_sync(d, fd))
+		atomicExch(err, 1);
+}
+
+extern "C" {
+
+/* backend: 0 nvme over a memory namespace, 1 nvme over the file's extents, 2 posix proxy. */
+int gt_init(int backend, size_t page, size_t cache, unsigned host_threads)
+{
+	struct gemini_config k;
+
+	memset(&k, 0, sizeof(k));
+	k.backend = backend == 2 ? GEMINI_BACKEND_POSIX : GEMINI_BACKEND_NVME;
+	k.memory_namespace = backend == 0;
+	k.page_size = page;
+	k.cache_size = cache;
+	k.nqueues = 128;
+	k.qdepth = 64;
+	k.host_threads = host_threads;
+	gt_page = page;
+	return Geminifs_init(&gt_ctx, &k);
+}
+
+int gt_open(const char *path, int writable)
+{
+	int fd = G_open(gt_ctx, path, writable ? O_RDWR : O_RDONLY);
+
+	if (fd < 0)
+		fprintf(stderr, "gemini_torch: %s\n", gemini_last_error(gt_ctx));
+	return fd;
+}
+
+long long gt_size(int fd)
+{
+	return (long long)gemini_file_size(gt_ctx, fd);
+}
+
+/* Launches the transfer on stream (a cudaStream_t); err (device int) is set on failure. */
+int gt_xfer_async(int fd, unsigned long long off, unsigned long long len, void *buf, int write,
+		  void *stream, void *err, int warps)
+{
+	uint64_t nchunks = (len + gt_page - 1) / gt_page;
+	int w = (int)(nchunks < (uint64_t)warps ? nchunks : (uint64_t)warps);
+
+	if (!len)
+		return 0;
+	w = (w + 7) / 8 * 8;
+	gt_xfer<<<w / 8, 256, 0, (cudaStream_t)stream>>>(gemini_device(gt_ctx), fd, off, len,
+							 (uint8_t *)buf, (uint32_t)gt_page, write,
+							 (int *)err);
+	return cudaGetLastError() == cudaSuccess ? 0 : -5;
+}
+
+int gt_sync(int fd, void *stream, void *err)
+{
+	gt_sync_kernel<<<64, 256, 0, (cudaStream_t)stream>>>(gemini_device(gt_ctx), fd, (int *)err);
+	return cudaGetLastError() == cudaSuccess ? 0 : -5;
+}
+
+void gt_stats(unsigned long long *out)
+{
+	struct gemini_stats st;
+
+	gemini_stats(gt_ctx, &st);
+	out[0] = st.hits;
+	out[1] = st.misses;
+	out[2] = st.evictions;
+	out[3] = st.writebacks;
+	out[4] = st.io_errors;
+	out[5] = st.commands;
+}
+
+void gt_exit(void)
+{
+	Geminifs_exit(gt_ctx);
+	gt_ctx = NULL;
+}
+}
