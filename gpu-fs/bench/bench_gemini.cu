@@ -554,6 +554,60 @@ static void bench_seq(const char *file, const char *backend, size_t page, unsign
 	Geminifs_exit(c);
 }
 
+/*
+ * What one controller thread pays per command: the host time of one cudaMemcpyBatchAsync call
+ * with k random 4 KiB host-to-device copies, and the time until the batch has landed.
+ */
+static void bench_copycost(void)
+{
+	const size_t region = 256u << 20;
+	uint8_t *host, *dev;
+	cudaStream_t st;
+	cudaEvent_t ev;
+
+	CK(cudaHostAlloc((void **)&host, region, cudaHostAllocDefault));
+	CK(cudaMalloc((void **)&dev, region));
+	CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+	CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+	memset(host, 7, region);
+	for (int k : {1, 16, 64, 256, 1024, 4096}) {
+		std::vector<void *> dst(k);
+		std::vector<const void *> src(k);
+		std::vector<size_t> sz(k, 4096);
+		struct cudaMemcpyAttributes attr;
+		size_t idx = 0;
+		double call = 0, total = 0;
+		const int reps = 20;
+
+		memset(&attr, 0, sizeof(attr));
+		attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+		for (int r = 0; r < reps + 2; r++) {
+			for (int i = 0; i < k; i++) {
+				src[i] = host + (size_t)(rand() % (region / 4096)) * 4096;
+				dst[i] = dev + (size_t)(rand() % (region / 4096)) * 4096;
+			}
+			double t0 = now();
+
+			CK(cudaMemcpyBatchAsync(dst.data(), src.data(), sz.data(), k, &attr, &idx,
+						1, st));
+			double t1 = now();
+
+			CK(cudaEventRecord(ev, st));
+			CK(cudaEventSynchronize(ev));
+			if (r >= 2) {
+				call += t1 - t0;
+				total += now() - t0;
+			}
+		}
+		printf("copycost,%d,%.3f,%.3f\n", k, call / reps / k * 1e6, total / reps / k * 1e6);
+		fflush(stdout);
+	}
+	cudaEventDestroy(ev);
+	cudaStreamDestroy(st);
+	cudaFree(dev);
+	cudaFreeHost(host);
+}
+
 /* Cost of the two-level map lookup against raw offset arithmetic, per translation. */
 __global__ static void k_map(struct gemini_dev *d, int fd, uint64_t size, int iters, int raw,
 			     unsigned long long *sink)
@@ -628,6 +682,8 @@ int main(int argc, char **argv)
 		bench_map(argv[2]);
 	else if (argc >= 5 && !strcmp(argv[1], "hit"))
 		bench_hit(argv[2], (size_t)atol(argv[3]), parse_list(argv[4]));
+	else if (argc >= 2 && !strcmp(argv[1], "copycost"))
+		bench_copycost();
 	else if (argc >= 5 && !strcmp(argv[1], "ablate"))
 		bench_ablate(argv[2], (size_t)atol(argv[3]), parse_list(argv[4]));
 	else if (argc >= 7 && !strcmp(argv[1], "seq"))
@@ -639,6 +695,7 @@ int main(int argc, char **argv)
 			"       bench_gemini cpu FILE buffered|direct|gds T1,T2.. [REQS]\n"
 			"       bench_gemini hit FILE PAGESIZE W1,W2..\n"
 			"       bench_gemini ablate FILE PAGESIZE W1,W2..\n"
+			"       bench_gemini copycost\n"
 			"       bench_gemini seq FILE BACKEND PAGESIZE PREFETCH WARPS\n");
 		return 2;
 	}

@@ -96,8 +96,13 @@ fi
 if has torch; then
 	timeout ${TORCH_T:-300} python3 bench/gpt2_offload.py "$b/libgemini_torch.so" "$b/gvdk" "$W" \
 		"$r/bench/gpt2.csv" ${TORCH_ARGS:-} >"$r/torch.log" 2>&1
-	echo "torch rc=$?"; grep -E "^gpt2|Error|error" "$r/torch.log" | tail -12
+	echo "torch rc=$?"
+	# the same offload with four controller threads
+	timeout ${TORCH_T:-300} python3 bench/gpt2_offload.py "$b/libgemini_torch.so" "$b/gvdk" "$W" \
+		"$r/bench/gpt2.csv" --modes gpufs --ctrl-threads 4 ${TORCH_ARGS:-} >>"$r/torch.log" 2>&1
+	echo "torch (4 controller threads) rc=$?"; grep -E "^gpt2|Error|error" "$r/torch.log" | tail -12
 fi
+cp bench/results/ablate-lockpath.csv "$r/bench/" 2>/dev/null
 python3 bench/plot.py "$r/bench" 2>&1 | tail -40
 cp "$r"/bench/*.png "$out/" 2>/dev/null
 pack

@@ -17,6 +17,10 @@ def rows(name):
 
 
 rr, hit, seq = rows('randread.csv'), rows('hit.csv'), rows('seq.csv')
+abl, gpt = rows('ablate.csv'), rows('gpt2.csv')
+abl_old = rows('ablate-lockpath.csv')
+# one row per (backend, page, prefetch): the page sweep and the prefetch sweep share a point
+seq = list({(r['backend'], r['page_size'], r['prefetch']): r for r in seq}.values())
 summary = []
 
 
@@ -85,10 +89,11 @@ if plt and hit:
 
 if plt and seq:
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.5))
-    ps = sorted([r for r in seq if r['prefetch'] == '0' and r['backend'] == 'nvme-mem'],
-                key=lambda r: int(r['page_size']))
-    ax[0].plot([int(r['page_size']) // 1024 for r in ps], [float(r['mbps']) for r in ps], 'o-',
-               label='cold scan, nvme-mem')
+    for be in ('nvme-mem', 'nvme-disk'):
+        ps = sorted([r for r in seq if r['prefetch'] == '0' and r['backend'] == be],
+                    key=lambda r: int(r['page_size']))
+        ax[0].plot([int(r['page_size']) // 1024 for r in ps], [float(r['mbps']) for r in ps],
+                   'o-', label='cold scan, %s' % be)
     hp = {}
     for r in hit:
         hp[int(r['page_size'])] = max(hp.get(int(r['page_size']), 0), float(r['cache_gbps']) * 1000)
@@ -110,6 +115,57 @@ if plt and seq:
     ax[1].grid(True, alpha=0.3)
     plt.tight_layout()
     plt.savefig(os.path.join(out, 'pagesize_prefetch.png'), dpi=110)
+    plt.close()
+
+if plt and abl:
+    names = {'0': 'shard lock + unlock', '1': '+ hash walk', '2': 'acquire + release (no copy)',
+             '3': 'whole G_read (copy included)'}
+    pages = sorted({int(r['page_size']) for r in abl})
+    fig, ax = plt.subplots(1, len(pages), figsize=(5.5 * len(pages), 4.5), squeeze=False)
+    for k, pg in enumerate(pages):
+        grp = {}
+        for r in abl:
+            if int(r['page_size']) == pg:
+                grp.setdefault((r['stage'], r['build']), []).append(r)
+        for (st, bld), v in sorted(grp.items()):
+            v = sorted(v, key=lambda r: int(r['warps']))
+            ax[0][k].plot([int(r['warps']) for r in v], [float(r['us_per_op']) for r in v],
+                          'o-' if bld == 'bench_gemini' else 'x--',
+                          label=names.get(st, st) + ('' if bld == 'bench_gemini' else ' (' + bld + ')'))
+        # the same stages measured before the lock-free hit path (shard lock on every hit)
+        for st, bld, sty, what in (('2', 'bench_gemini', 's--', 'acquire + release, shard lock'),
+                                   ('3', 'bench_gemini', 'd--', 'whole G_read, shard lock'),
+                                   ('3', 'bench_gemini_noreconv', 'x:',
+                                    'whole G_read, shard lock, no reconvergence')):
+            v = sorted([r for r in abl_old if int(r['page_size']) == pg and r['stage'] == st and
+                        r['build'] == bld], key=lambda r: int(r['warps']))
+            if v:
+                ax[0][k].plot([int(r['warps']) for r in v], [float(r['us_per_op']) for r in v],
+                              sty, color='gray', label=what + ' (before)')
+        ax[0][k].set_xscale('log', base=2)
+        ax[0][k].set_yscale('log')
+        ax[0][k].set_xlabel('warps')
+        ax[0][k].set_ylabel('us per operation of one warp')
+        ax[0][k].set_title('hit-path ablation, page %d KiB' % (pg // 1024))
+        ax[0][k].grid(True, which='both', alpha=0.3)
+        ax[0][k].legend(fontsize=6)
+    plt.tight_layout()
+    plt.savefig(os.path.join(out, 'hit_ablation.png'), dpi=110)
+    plt.close()
+
+if plt and gpt:
+    plt.figure(figsize=(7, 4.5))
+    lab = ['%s\n(batch %s%s)' % (r['mode'], r['batch'], ', %s ctrl thr' % r['ctrl_threads']
+                                  if r['mode'] == 'gpufs' else '') for r in gpt]
+    plt.bar(lab, [float(r['step_ms']) for r in gpt], color=['C0', 'C1', 'C2', 'C3', 'C4'][:len(gpt)])
+    for x, r in enumerate(gpt):
+        plt.text(x, float(r['step_ms']), '%.0f ms\n%.2f GiB off' % (float(r['step_ms']),
+                 float(r['offload_gib'])), ha='center', va='bottom', fontsize=8)
+    plt.yscale('log')
+    plt.ylabel('training step time (ms, median)')
+    plt.title('GPT-2-124M step: activations in HBM vs offloaded')
+    plt.tight_layout()
+    plt.savefig(os.path.join(out, 'gpt2_offload.png'), dpi=110)
     plt.close()
 
 
@@ -145,12 +201,22 @@ if os.path.exists(mp):
             if lat1:
                 extra = '; %.2f%% of a %.1f us 4 KiB read' % (100 * (float(f[1]) - float(f[2])) / (lat1 * 1000), lat1)
             summary.append('map lookup %.1f ns vs raw offset %.1f ns per translation (one warp, dependent chain)%s' % (float(f[1]), float(f[2]), extra))
+for line in rows('copycost.csv'):
+    summary.append('cudaMemcpyBatchAsync of %s 4 KiB copies: %s us host time and %s us in all per copy' % (
+        line['copies'], line['host_us_per_copy'], line['total_us_per_copy']))
 if hit:
     b = max(hit, key=lambda r: float(r['cache_gbps']))
     summary.append('page-cache hit peak %.0f GB/s (page %s, %s warps); raw gather %.0f GB/s at that point' % (
         float(b['cache_gbps']), b['page_size'], b['warps'], float(b['raw_gbps'])))
 for r in seq:
     summary.append('seq %s page %s prefetch %s: %.0f MB/s' % (r['backend'], r['page_size'], r['prefetch'], float(r['mbps'])))
+for r in gpt:
+    summary.append('gpt2 %s batch %s (%s ctrl thr): step %s ms, offloaded %s GiB, peak %s GiB, same result %s' % (
+        r['mode'], r['batch'], r['ctrl_threads'], r['step_ms'], r['offload_gib'], r['peak_gib'], r['same']))
+for r in abl:
+    if r['warps'] in ('1', '8192'):
+        summary.append('ablate page %s warps %s stage %s (%s): %s us/op, %s Mops/s' % (
+            r['page_size'], r['warps'], r['stage'], r['build'], r['us_per_op'], r['mops']))
 with open(os.path.join(out, 'summary.txt'), 'w') as f:
     f.write('\n'.join(summary) + '\n')
 print('\n'.join(summary))

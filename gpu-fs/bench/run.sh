@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs the gpu-fs benchmarks and writes CSV files for bench/plot.py.
 # usage: bench/run.sh BENCH_BINARY WORK_DIR OUT_DIR [PART...]
-#   parts: randread map hit seq (default: all); prepare: only create and fill the 1 GiB file
+#   parts: randread map copycost hit seq (default: all); prepare: only create and fill the 1 GiB file
 #   GVDK names the gvdk tool; QUICK=1: fewer points
 set -eu
 bench=$1 work=$2 out=$3
 shift 3
-parts=${*:-randread map hit seq}
+parts=${*:-randread map copycost hit seq}
 has() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
 mkdir -p "$work" "$out"
 f=$work/bench.gvdk
@@ -46,6 +46,10 @@ if has randread; then
 	[ "${QUICK:-0}" = 1 ] || "$bench" cpu "$f" gds $C 500 >>"$rr" || true
 fi
 has map && { "$bench" map "$f" >"$out/map.csv" || true; }
+if has copycost; then
+	echo "kind,copies,host_us_per_copy,total_us_per_copy" >"$out/copycost.csv"
+	"$bench" copycost >>"$out/copycost.csv" || true
+fi
 hit=$out/hit.csv
 if has hit; then
 	echo "kind,page_size,read_len,warps,cache_gbps,raw_gbps" >"$hit"

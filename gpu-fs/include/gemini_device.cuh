@@ -92,6 +92,23 @@ __device__ static inline uint64_t gm_mix(uint64_t k)
 	return k;
 }
 
+/*
+ * Acquire/release ordering at GPU scope. Cheaper than __threadfence() (sequentially consistent),
+ * which only the two sides of the off-list handshake (gm_unref, gm_acquire) need.
+ */
+__device__ static inline void gm_fence_acq_rel(void)
+{
+	asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+
+__device__ static inline unsigned gm_ld_acquire(const uint32_t *p)
+{
+	unsigned v;
+
+	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+
 __device__ static inline void gm_lock(int *l)
 {
 	unsigned ns = 32;
@@ -101,12 +118,12 @@ __device__ static inline void gm_lock(int *l)
 		if (ns < 1024)
 			ns *= 2;
 	}
-	__threadfence();
+	gm_fence_acq_rel();
 }
 
 __device__ static inline void gm_unlock(int *l)
 {
-	__threadfence();
+	gm_fence_acq_rel();
 	atomicExch(l, 0);
 }
 
@@ -366,7 +383,7 @@ __device__ static inline bool gm_claim(struct gemini_dev *d, int i)
 /* Shard locked: ends a claim with n references (hits that raced with it undo their own). */
 __device__ static inline void gm_unclaim(struct gemini_dev *d, int i, int n)
 {
-	__threadfence();
+	gm_fence_acq_rel();
 	atomicAdd(&d->ref[i], n - GM_REF_CLAIMED);
 }
 
@@ -382,7 +399,7 @@ __device__ static inline void gm_unref(struct gemini_dev *d, int i, int n)
 {
 	struct gm_shard *s;
 
-	__threadfence();
+	gm_fence_acq_rel(); /* this warp's accesses to the page come before the decrement */
 	if (atomicSub(&d->ref[i], n) != n)
 		return;
 	__threadfence();
@@ -410,9 +427,8 @@ __device__ static inline void gm_unref(struct gemini_dev *d, int i, int n)
 /* Waits for a page being loaded; the slot, or the error value carrying it (see gm_acquire). */
 __device__ static inline int gm_hit(struct gemini_dev *d, int i)
 {
-	while (*(volatile uint32_t *)&d->state[i] == GM_PAGE_LOADING)
+	while (gm_ld_acquire(&d->state[i]) == GM_PAGE_LOADING)
 		__nanosleep(128);
-	__threadfence();
 	gm_stat(d, GM_STAT_HITS, 1);
 	if (d->state[i] == GM_PAGE_ERROR)
 		return -(5 << 8) - i - 1; /* error carrying the slot to release */
@@ -437,7 +453,8 @@ __device__ static inline int gm_lookup(struct gemini_dev *d, unsigned long long 
 			gm_unref(d, i, n);
 			return -1;
 		}
-		__threadfence();
+		gm_fence_acq_rel(); /* the key read after the add: sees a reuse that ended before it
+				     */
 		if (*(volatile unsigned long long *)&d->key[i] != key) {
 			gm_unref(d, i, n);
 			return -1;
@@ -541,7 +558,7 @@ __device__ static inline void gm_release(struct gemini_dev *d, int i, int n, boo
 
 __device__ static inline void gm_publish(struct gemini_dev *d, int i, bool ok)
 {
-	__threadfence();
+	gm_fence_acq_rel();
 	atomicExch(&d->state[i], ok ? GM_PAGE_VALID : GM_PAGE_ERROR);
 }
 
