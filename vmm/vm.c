@@ -22,21 +22,6 @@
 #define KVM_TSS_GPA	  0xfffbd000ULL /* three pages KVM needs on VMX, in the hole above the LAPIC */
 #define KVM_IDENT_MAP_GPA 0xfffbc000ULL
 
-const char *vm_state_name(enum vm_state s)
-{
-	switch (s) {
-	case VM_CREATED:
-		return "Created";
-	case VM_RUNNING:
-		return "Running";
-	case VM_PAUSED:
-		return "Paused";
-	case VM_SHUTDOWN:
-		return "Shutdown";
-	}
-	return "Unknown";
-}
-
 void vm_kick_all(struct vm *vm)
 {
 	unsigned i;

@@ -20,23 +20,6 @@ struct route {
 	route_fn fn;
 };
 
-/* vm.info's "state" strings, cloud-hypervisor's names. Kept here rather than using
- * vm_state_name() so the router links into tests without the KVM runtime. */
-static const char *route_state_name(enum vm_state s)
-{
-	switch (s) {
-	case VM_CREATED:
-		return "Created";
-	case VM_RUNNING:
-		return "Running";
-	case VM_PAUSED:
-		return "Paused";
-	case VM_SHUTDOWN:
-		return "Shutdown";
-	}
-	return "Unknown";
-}
-
 /* Maps the negative errno of a VM operation to the answer's status. */
 static int route_errno_status(int r)
 {
@@ -106,7 +89,7 @@ static bool route_need_state(struct api_vmm *vmm, struct api_response *resp, con
 	s = vmm->ops->get_state(vmm->vm);
 	if (!(states & (1u << s))) {
 		api_response_error(resp, 409, "%s: not allowed while the VM is %s", what,
-				   route_state_name(s));
+				   vm_state_name(s));
 		return false;
 	}
 	return true;
@@ -159,7 +142,7 @@ static void route_vm_create(struct api_vmm *vmm, const struct api_request *req,
 		api_response_error(resp, 409,
 				   "vm.create: a VM already exists (state %s); "
 				   "vm.delete it first",
-				   route_state_name(vmm->ops->get_state(vmm->vm)));
+				   vm_state_name(vmm->ops->get_state(vmm->vm)));
 		return;
 	}
 	j = route_load_body(req, resp);
@@ -333,7 +316,7 @@ static void route_vm_info(struct api_vmm *vmm, const struct api_request *req,
 	}
 	route_json(resp,
 		   json_pack("{s:o, s:s, s:I}", "config", cfg, "state",
-			     route_state_name(vmm->ops->get_state(vmm->vm)), "memory_actual_size",
+			     vm_state_name(vmm->ops->get_state(vmm->vm)), "memory_actual_size",
 			     (json_int_t)vmm->ops->memory_actual(vmm->vm)));
 }
 
