@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "acpi.h"
+#include "fwtable.h"
 #include "layout.h"
 
 #define ACPI_HDR_LEN   36
@@ -46,48 +47,16 @@
 
 #define ACPI_RESET_VALUE 6
 
-static void put8(uint8_t *b, size_t off, uint8_t v)
-{
-	b[off] = v;
-}
-
-static void put16(uint8_t *b, size_t off, uint16_t v)
-{
-	b[off] = (uint8_t)v;
-	b[off + 1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *b, size_t off, uint32_t v)
-{
-	put16(b, off, (uint16_t)v);
-	put16(b, off + 2, (uint16_t)(v >> 16));
-}
-
-static void put64(uint8_t *b, size_t off, uint64_t v)
-{
-	put32(b, off, (uint32_t)v);
-	put32(b, off + 4, (uint32_t)(v >> 32));
-}
-
-static uint8_t acpi_checksum(const uint8_t *b, size_t len)
-{
-	uint8_t s = 0;
-
-	for (size_t i = 0; i < len; i++)
-		s = (uint8_t)(s + b[i]);
-	return (uint8_t)(0 - s);
-}
-
 static void acpi_header(uint8_t *t, const char *sig, uint32_t len, uint8_t rev)
 {
 	memcpy(t, sig, 4);
-	put32(t, 4, len);
-	put8(t, 8, rev);
+	fw_put32(t, 4, len);
+	fw_put8(t, 8, rev);
 	memcpy(t + 10, ACPI_OEM_ID, 6);
 	memcpy(t + 16, ACPI_OEM_TABLE, 8);
-	put32(t, 24, 1);
+	fw_put32(t, 24, 1);
 	memcpy(t + 28, ACPI_CREATOR, 4);
-	put32(t, 32, 1);
+	fw_put32(t, 32, 1);
 }
 
 static void acpi_finish(uint8_t *t)
@@ -96,17 +65,17 @@ static void acpi_finish(uint8_t *t)
 	    (uint32_t)t[4] | (uint32_t)t[5] << 8 | (uint32_t)t[6] << 16 | (uint32_t)t[7] << 24;
 
 	t[9] = 0;
-	t[9] = acpi_checksum(t, len);
+	t[9] = fw_checksum(t, len);
 }
 
 /* Generic Address Structure (12 bytes) for an I/O port block. */
 static void acpi_gas_io(uint8_t *b, size_t off, uint8_t bits, uint8_t access, uint64_t port)
 {
-	put8(b, off, GAS_SYSTEM_IO);
-	put8(b, off + 1, bits);
-	put8(b, off + 2, 0);
-	put8(b, off + 3, access);
-	put64(b, off + 4, port);
+	fw_put8(b, off, GAS_SYSTEM_IO);
+	fw_put8(b, off + 1, bits);
+	fw_put8(b, off + 2, 0);
+	fw_put8(b, off + 3, access);
+	fw_put64(b, off + 4, port);
 }
 
 /* ---- AML ----------------------------------------------------------------------------------
@@ -426,25 +395,26 @@ static size_t acpi_alloc(struct acpi_area *a, size_t len, size_t align)
 static void acpi_fadt(uint8_t *t, uint64_t facs, uint64_t dsdt)
 {
 	acpi_header(t, "FACP", FADT_LEN, FADT_REV);
-	put32(t, 36, (uint32_t)facs);
-	put32(t, 40, (uint32_t)dsdt);
-	put16(t, 46, LAYOUT_ACPI_SCI_IRQ);
+	fw_put32(t, 36, (uint32_t)facs);
+	fw_put32(t, 40, (uint32_t)dsdt);
+	fw_put16(t, 46, LAYOUT_ACPI_SCI_IRQ);
 	/* SMI_CMD (48) stays 0: the platform is always in ACPI mode. */
-	put32(t, 56, LAYOUT_ACPI_PM1A_EVT);
-	put32(t, 64, LAYOUT_ACPI_PM1A_CNT);
+	fw_put32(t, 56, LAYOUT_ACPI_PM1A_EVT);
+	fw_put32(t, 64, LAYOUT_ACPI_PM1A_CNT);
 	/* PM_TMR_BLK (76) stays 0: no ACPI PM timer, Linux calibrates with other clocks. */
-	put8(t, 88, 4);	    /* PM1_EVT_LEN */
-	put8(t, 89, 2);	    /* PM1_CNT_LEN */
-	put16(t, 96, 101);  /* P_LVL2_LAT > 100: C2 unsupported */
-	put16(t, 98, 1001); /* P_LVL3_LAT > 1000: C3 unsupported */
-	put16(t, 109, FADT_BOOT_VGA_NOT_PRESENT);
-	put32(t, 112,
-	      FADT_WBINVD | FADT_PROC_C1 | FADT_PWR_BUTTON | FADT_SLP_BUTTON | FADT_RESET_REG_SUP);
+	fw_put8(t, 88, 4);     /* PM1_EVT_LEN */
+	fw_put8(t, 89, 2);     /* PM1_CNT_LEN */
+	fw_put16(t, 96, 101);  /* P_LVL2_LAT > 100: C2 unsupported */
+	fw_put16(t, 98, 1001); /* P_LVL3_LAT > 1000: C3 unsupported */
+	fw_put16(t, 109, FADT_BOOT_VGA_NOT_PRESENT);
+	fw_put32(t, 112,
+		 FADT_WBINVD | FADT_PROC_C1 | FADT_PWR_BUTTON | FADT_SLP_BUTTON |
+		     FADT_RESET_REG_SUP);
 	acpi_gas_io(t, 116, 8, GAS_ACCESS_BYTE, LAYOUT_RESET_PORT);
-	put8(t, 128, ACPI_RESET_VALUE);
-	put8(t, 131, 0); /* FADT minor version */
+	fw_put8(t, 128, ACPI_RESET_VALUE);
+	fw_put8(t, 131, 0); /* FADT minor version */
 	/* X_FIRMWARE_CTRL (132) stays 0: with both set, Linux installs the FACS twice. */
-	put64(t, 140, dsdt);
+	fw_put64(t, 140, dsdt);
 	acpi_gas_io(t, 148, 32, GAS_ACCESS_DWORD, LAYOUT_ACPI_PM1A_EVT);
 	acpi_gas_io(t, 172, 16, GAS_ACCESS_WORD, LAYOUT_ACPI_PM1A_CNT);
 	memcpy(t + 268, "LVMM\0\0\0\0", 8); /* hypervisor vendor identity */
@@ -461,55 +431,55 @@ static void acpi_madt(uint8_t *t, unsigned cpus, unsigned ncpu)
 	size_t off = 44;
 
 	acpi_header(t, "APIC", (uint32_t)acpi_madt_len(ncpu), MADT_REV);
-	put32(t, 36, (uint32_t)LAYOUT_LAPIC);
-	put32(t, 40, MADT_PCAT_COMPAT);
+	fw_put32(t, 36, (uint32_t)LAYOUT_LAPIC);
+	fw_put32(t, 40, MADT_PCAT_COMPAT);
 	for (unsigned i = 0; i < ncpu; i++, off += 8) {
-		put8(t, off, MADT_LAPIC);
-		put8(t, off + 1, 8);
-		put8(t, off + 2, (uint8_t)i); /* ACPI processor UID */
-		put8(t, off + 3, (uint8_t)i); /* APIC id */
+		fw_put8(t, off, MADT_LAPIC);
+		fw_put8(t, off + 1, 8);
+		fw_put8(t, off + 2, (uint8_t)i); /* ACPI processor UID */
+		fw_put8(t, off + 3, (uint8_t)i); /* APIC id */
 		/* CPUs past the boot count are disabled but online-capable: with MADT revision 5
 		 * Linux counts only those as possible (hot-pluggable) CPUs. */
-		put32(t, off + 4, i < cpus ? MADT_ENABLED : MADT_ONLINE_CAPABLE);
+		fw_put32(t, off + 4, i < cpus ? MADT_ENABLED : MADT_ONLINE_CAPABLE);
 	}
-	put8(t, off, MADT_IOAPIC);
-	put8(t, off + 1, 12);
-	put8(t, off + 2, ACPI_IOAPIC_ID);
-	put32(t, off + 4, (uint32_t)LAYOUT_IOAPIC);
-	put32(t, off + 8, 0); /* GSI base */
+	fw_put8(t, off, MADT_IOAPIC);
+	fw_put8(t, off + 1, 12);
+	fw_put8(t, off + 2, ACPI_IOAPIC_ID);
+	fw_put32(t, off + 4, (uint32_t)LAYOUT_IOAPIC);
+	fw_put32(t, off + 8, 0); /* GSI base */
 	off += 12;
 	/* ISA IRQ0 (PIT) is wired to IOAPIC pin 2, as on every PC. */
-	put8(t, off, MADT_ISO);
-	put8(t, off + 1, 10);
-	put8(t, off + 2, 0);
-	put8(t, off + 3, 0);
-	put32(t, off + 4, 2);
-	put16(t, off + 8, 0);
+	fw_put8(t, off, MADT_ISO);
+	fw_put8(t, off + 1, 10);
+	fw_put8(t, off + 2, 0);
+	fw_put8(t, off + 3, 0);
+	fw_put32(t, off + 4, 2);
+	fw_put16(t, off + 8, 0);
 	off += 10;
 	/* The SCI is level triggered, active high. */
-	put8(t, off, MADT_ISO);
-	put8(t, off + 1, 10);
-	put8(t, off + 2, 0);
-	put8(t, off + 3, LAYOUT_ACPI_SCI_IRQ);
-	put32(t, off + 4, LAYOUT_ACPI_SCI_IRQ);
-	put16(t, off + 8, MADT_INTI_HIGH_LEVEL);
+	fw_put8(t, off, MADT_ISO);
+	fw_put8(t, off + 1, 10);
+	fw_put8(t, off + 2, 0);
+	fw_put8(t, off + 3, LAYOUT_ACPI_SCI_IRQ);
+	fw_put32(t, off + 4, LAYOUT_ACPI_SCI_IRQ);
+	fw_put16(t, off + 8, MADT_INTI_HIGH_LEVEL);
 	off += 10;
 	/* NMI on LINT1 of every CPU. */
-	put8(t, off, MADT_LAPIC_NMI);
-	put8(t, off + 1, 6);
-	put8(t, off + 2, 0xff);
-	put16(t, off + 3, 0);
-	put8(t, off + 5, 1);
+	fw_put8(t, off, MADT_LAPIC_NMI);
+	fw_put8(t, off + 1, 6);
+	fw_put8(t, off + 2, 0xff);
+	fw_put16(t, off + 3, 0);
+	fw_put8(t, off + 5, 1);
 	acpi_finish(t);
 }
 
 static void acpi_mcfg(uint8_t *t)
 {
 	acpi_header(t, "MCFG", 60, 1);
-	put64(t, 44, LAYOUT_ECAM_START);
-	put16(t, 52, 0);		    /* segment */
-	put8(t, 54, 0);			    /* start bus */
-	put8(t, 55, LAYOUT_ECAM_BUSES - 1); /* end bus */
+	fw_put64(t, 44, LAYOUT_ECAM_START);
+	fw_put16(t, 52, 0);		       /* segment */
+	fw_put8(t, 54, 0);		       /* start bus */
+	fw_put8(t, 55, LAYOUT_ECAM_BUSES - 1); /* end bus */
 	acpi_finish(t);
 }
 
@@ -547,8 +517,8 @@ int acpi_build(struct guest_mem *gm, unsigned cpus, unsigned max_cpus, uint64_t 
 	}
 
 	memcpy(a.b + o_facs, "FACS", 4);
-	put32(a.b, o_facs + 4, FACS_LEN);
-	put8(a.b, o_facs + 32, 2); /* version */
+	fw_put32(a.b, o_facs + 4, FACS_LEN);
+	fw_put8(a.b, o_facs + 32, 2); /* version */
 
 	acpi_header(a.b + o_dsdt, "DSDT", (uint32_t)(ACPI_HDR_LEN + aml_len), 2);
 	memcpy(a.b + o_dsdt + ACPI_HDR_LEN, aml, aml_len);
@@ -559,18 +529,18 @@ int acpi_build(struct guest_mem *gm, unsigned cpus, unsigned max_cpus, uint64_t 
 	acpi_mcfg(a.b + o_mcfg);
 
 	acpi_header(a.b + o_xsdt, "XSDT", ACPI_HDR_LEN + 3 * 8, 1);
-	put64(a.b, o_xsdt + 36, base + o_fadt);
-	put64(a.b, o_xsdt + 44, base + o_madt);
-	put64(a.b, o_xsdt + 52, base + o_mcfg);
+	fw_put64(a.b, o_xsdt + 36, base + o_fadt);
+	fw_put64(a.b, o_xsdt + 44, base + o_madt);
+	fw_put64(a.b, o_xsdt + 52, base + o_mcfg);
 	acpi_finish(a.b + o_xsdt);
 
 	memcpy(a.b + o_rsdp, "RSD PTR ", 8);
 	memcpy(a.b + o_rsdp + 9, ACPI_OEM_ID, 6);
-	put8(a.b, o_rsdp + 15, 2); /* revision: ACPI 2.0+, XSDT present */
-	put32(a.b, o_rsdp + 20, RSDP_LEN);
-	put64(a.b, o_rsdp + 24, base + o_xsdt);
-	put8(a.b, o_rsdp + 8, acpi_checksum(a.b + o_rsdp, 20));
-	put8(a.b, o_rsdp + 32, acpi_checksum(a.b + o_rsdp, RSDP_LEN));
+	fw_put8(a.b, o_rsdp + 15, 2); /* revision: ACPI 2.0+, XSDT present */
+	fw_put32(a.b, o_rsdp + 20, RSDP_LEN);
+	fw_put64(a.b, o_rsdp + 24, base + o_xsdt);
+	fw_put8(a.b, o_rsdp + 8, fw_checksum(a.b + o_rsdp, 20));
+	fw_put8(a.b, o_rsdp + 32, fw_checksum(a.b + o_rsdp, RSDP_LEN));
 
 	if (gmem_write(gm, base, a.b, a.n)) {
 		snprintf(err, errlen, "acpi: 0x%llx+%zu is not guest RAM", LAYOUT_BIOS_START, a.n);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fwtable.h"
 #include "layout.h"
 #include "mptable.h"
 
@@ -33,27 +34,6 @@
 #define MP_CPU_FEATURES	 0x201
 #define MP_BASE_MEM_END	 LAYOUT_EBDA_END
 
-static void put16(uint8_t *b, size_t off, uint16_t v)
-{
-	b[off] = (uint8_t)v;
-	b[off + 1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *b, size_t off, uint32_t v)
-{
-	put16(b, off, (uint16_t)v);
-	put16(b, off + 2, (uint16_t)(v >> 16));
-}
-
-static uint8_t mp_checksum(const uint8_t *b, size_t len)
-{
-	uint8_t s = 0;
-
-	for (size_t i = 0; i < len; i++)
-		s = (uint8_t)(s + b[i]);
-	return (uint8_t)(0 - s);
-}
-
 static size_t mp_table_len(unsigned cpus)
 {
 	/* CPUs, ISA bus, IOAPIC, ExtINT + 15 ISA IRQs, two local interrupt entries */
@@ -64,7 +44,7 @@ static size_t mp_ioint(uint8_t *t, size_t off, uint8_t type, uint8_t irq, uint8_
 {
 	t[off] = MP_T_IOINT;
 	t[off + 1] = type;
-	put16(t, off + 2, 0); /* conforming polarity and trigger: ISA defaults */
+	fw_put16(t, off + 2, 0); /* conforming polarity and trigger: ISA defaults */
 	t[off + 4] = MP_ISA_BUS;
 	t[off + 5] = irq;
 	t[off + 6] = MP_IOAPIC_ID;
@@ -76,7 +56,7 @@ static size_t mp_lint(uint8_t *t, size_t off, uint8_t type, uint8_t lint)
 {
 	t[off] = MP_T_LINT;
 	t[off + 1] = type;
-	put16(t, off + 2, 0);
+	fw_put16(t, off + 2, 0);
 	t[off + 4] = MP_ISA_BUS;
 	t[off + 5] = 0;
 	t[off + 6] = 0xff; /* every local APIC */
@@ -109,19 +89,19 @@ int mptable_build(struct guest_mem *gm, unsigned cpus, char *err, unsigned errle
 	}
 
 	memcpy(t, "PCMP", 4);
-	put16(t, 4, (uint16_t)len);
+	fw_put16(t, 4, (uint16_t)len);
 	t[6] = MP_SPEC_REV;
 	memcpy(t + 8, "LVMM    ", 8);
 	memcpy(t + 16, "LVMM-VM     ", 12);
-	put32(t, 36, (uint32_t)LAYOUT_LAPIC);
+	fw_put32(t, 36, (uint32_t)LAYOUT_LAPIC);
 
 	for (unsigned i = 0; i < cpus; i++, off += MP_CPU_LEN, entries++) {
 		t[off] = MP_T_CPU;
 		t[off + 1] = (uint8_t)i; /* local APIC id */
 		t[off + 2] = MP_LAPIC_VER;
 		t[off + 3] = MP_CPU_EN | (i == 0 ? MP_CPU_BP : 0);
-		put32(t, off + 4, MP_CPU_SIGNATURE);
-		put32(t, off + 8, MP_CPU_FEATURES);
+		fw_put32(t, off + 4, MP_CPU_SIGNATURE);
+		fw_put32(t, off + 8, MP_CPU_FEATURES);
 	}
 	t[off] = MP_T_BUS;
 	t[off + 1] = MP_ISA_BUS;
@@ -132,7 +112,7 @@ int mptable_build(struct guest_mem *gm, unsigned cpus, char *err, unsigned errle
 	t[off + 1] = MP_IOAPIC_ID;
 	t[off + 2] = MP_IOAPIC_VER;
 	t[off + 3] = 1; /* enabled */
-	put32(t, off + 4, (uint32_t)LAYOUT_IOAPIC);
+	fw_put32(t, off + 4, (uint32_t)LAYOUT_IOAPIC);
 	off += MP_ENTRY_LEN;
 	entries++;
 	off = mp_ioint(t, off, MP_EXTINT, 0, 0);
@@ -146,14 +126,14 @@ int mptable_build(struct guest_mem *gm, unsigned cpus, char *err, unsigned errle
 	off = mp_lint(t, off, MP_EXTINT, 0);
 	off = mp_lint(t, off, MP_NMI, 1);
 	entries += 2;
-	put16(t, 34, (uint16_t)entries);
-	t[7] = mp_checksum(t, len);
+	fw_put16(t, 34, (uint16_t)entries);
+	t[7] = fw_checksum(t, len);
 
 	memcpy(fp, "_MP_", 4);
-	put32(fp, 4, (uint32_t)table_gpa);
+	fw_put32(fp, 4, (uint32_t)table_gpa);
 	fp[8] = 1; /* length in 16-byte units */
 	fp[9] = MP_SPEC_REV;
-	fp[10] = mp_checksum(fp, MP_FP_LEN);
+	fp[10] = fw_checksum(fp, MP_FP_LEN);
 
 	if (off != len || gmem_write(gm, table_gpa, t, len) ||
 	    gmem_write(gm, LAYOUT_MPTABLE, fp, MP_FP_LEN)) {
