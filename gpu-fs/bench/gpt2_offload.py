@@ -8,9 +8,12 @@ posix pread/pwrite, against keeping everything in HBM.
 usage: gpt2_offload.py LIBGEMINI_TORCH GVDK_TOOL WORK_DIR OUT_CSV [--batch 4] [--steps 4]
                        [--modes hbm,gpufs,posix] [--page 65536] [--cache-mib 1024]
 """
-import argparse
-import ctypes
 import os
+# before CUDA starts: libgemini's copy streams must not share a hardware queue with the kernels
+# that wait for them (libgemini sets it too, but only takes effect before the first context)
+os.environ.setdefault('CUDA_DEVICE_MAX_CONNECTIONS', '32')
+import argparse  # noqa: E402
+import ctypes
 import struct
 import subprocess
 import sys

@@ -403,8 +403,8 @@ __device__ static inline void gm_unref(struct gemini_dev *d, int i, int n)
 	if (atomicSub(&d->ref[i], n) != n)
 		return;
 	__threadfence();
-	if (*(volatile int *)&d->lprev[i] != -2 &&
-	    *(volatile uint32_t *)&d->state[i] != GM_PAGE_ERROR)
+	/* a failed load is off the list too: it was claimed from it */
+	if (*(volatile int *)&d->lprev[i] != -2)
 		return;
 	s = gm_shard_of(d, i);
 	gm_lock(&s->lock);
@@ -425,12 +425,14 @@ __device__ static inline void gm_unref(struct gemini_dev *d, int i, int n)
 }
 
 /* Waits for a page being loaded; the slot, or the error value carrying it (see gm_acquire). */
-__device__ static inline int gm_hit(struct gemini_dev *d, int i)
+__device__ static inline int gm_hit(struct gemini_dev *d, int i, unsigned st)
 {
-	while (gm_ld_acquire(&d->state[i]) == GM_PAGE_LOADING)
+	while (st == GM_PAGE_LOADING) {
 		__nanosleep(128);
+		st = gm_ld_acquire(&d->state[i]);
+	}
 	gm_stat(d, GM_STAT_HITS, 1);
-	if (d->state[i] == GM_PAGE_ERROR)
+	if (st == GM_PAGE_ERROR)
 		return -(5 << 8) - i - 1; /* error carrying the slot to release */
 	return i;
 }
@@ -441,7 +443,7 @@ __device__ static inline int gm_hit(struct gemini_dev *d, int i)
  * holds GM_REF_CLAIMED, so the add sees a negative count and is undone. -1: go the locked way.
  */
 __device__ static inline int gm_lookup(struct gemini_dev *d, unsigned long long key, int *head,
-				       int n)
+				       int n, unsigned *st)
 {
 	int steps = 0;
 
@@ -453,14 +455,17 @@ __device__ static inline int gm_lookup(struct gemini_dev *d, unsigned long long 
 			gm_unref(d, i, n);
 			return -1;
 		}
-		gm_fence_acq_rel(); /* the key read after the add: sees a reuse that ended before it
-				     */
-		if (*(volatile unsigned long long *)&d->key[i] != key) {
+		/* the key read after the add sees a reuse that ended before it; the state is read
+		 * alongside (both loads in flight at once) */
+		gm_fence_acq_rel();
+		unsigned long long k2 = *(volatile unsigned long long *)&d->key[i];
+
+		*st = gm_ld_acquire(&d->state[i]);
+		if (k2 != key) {
 			gm_unref(d, i, n);
 			return -1;
 		}
-		if (!*(volatile uint32_t *)&d->used[i])
-			d->used[i] = 1;
+		d->used[i] = 1;
 		return i;
 	}
 	return -1;
@@ -486,9 +491,11 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 
 	*missed = false;
 	if (!prefetching) {
-		i = gm_lookup(d, key, head, n);
+		unsigned st;
+
+		i = gm_lookup(d, key, head, n, &st);
 		if (i >= 0)
-			return gm_hit(d, i);
+			return gm_hit(d, i, st);
 	}
 	for (;;) {
 		gm_lock(&s->lock);
@@ -503,7 +510,7 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 			atomicAdd(&d->ref[i], n); /* never claimed here: claims hold this lock */
 			d->used[i] = 1;
 			gm_unlock(&s->lock);
-			return gm_hit(d, i);
+			return gm_hit(d, i, gm_ld_acquire(&d->state[i]));
 		}
 		for (uint32_t tries = 0;; tries++) {
 			i = s->lru_head;

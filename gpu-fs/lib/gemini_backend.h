@@ -10,7 +10,7 @@
 #include "gemini_device.cuh"
 #include "gvdk_format.h"
 
-#define GM_MAX_STREAMS 16
+#define GM_MAX_STREAMS 4 /* per process: leaves room in the default 8 hardware queues */
 
 /* A physically contiguous run of one file's data blocks. */
 struct gm_run {
