@@ -72,14 +72,18 @@ class GPT2(nn.Module):
 
 def gvdk_file(tool, path, size):
     """A GVDK file of at least size data bytes; returns (data_offset, data_size)."""
-    if not os.path.exists(path) or subprocess.run([tool, 'verify', path],
-                                                  capture_output=True).returncode:
+    def header():
+        with open(path, 'rb') as f:
+            return struct.unpack_from('<QQ', f.read(512), 32)
+
+    # a file left by an earlier run is reused only when it is valid and large enough
+    if (not os.path.exists(path) or subprocess.run([tool, 'verify', path],
+                                                   capture_output=True).returncode
+            or header()[1] < size):
         if os.path.exists(path):
             os.unlink(path)
         subprocess.run([tool, 'create', path, str(size)], check=True)
-    with open(path, 'rb') as f:
-        off, dsize = struct.unpack_from('<QQ', f.read(512), 32)
-    return off, dsize
+    return header()
 
 
 class Offload:

@@ -69,7 +69,6 @@ struct gemini_dev {
 	uint32_t *state;
 	int *ref;
 	uint32_t *dirty;
-	uint32_t *used; /* hit since the page last passed the head of its list */
 	int *hnext;
 	int *lprev;
 	int *lnext;
@@ -92,23 +91,6 @@ __device__ static inline uint64_t gm_mix(uint64_t k)
 	return k;
 }
 
-/*
- * Acquire/release ordering at GPU scope. Cheaper than __threadfence() (sequentially consistent),
- * which only the two sides of the off-list handshake (gm_unref, gm_acquire) need.
- */
-__device__ static inline void gm_fence_acq_rel(void)
-{
-	asm volatile("fence.acq_rel.gpu;" ::: "memory");
-}
-
-__device__ static inline unsigned gm_ld_acquire(const uint32_t *p)
-{
-	unsigned v;
-
-	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-	return v;
-}
-
 __device__ static inline void gm_lock(int *l)
 {
 	unsigned ns = 32;
@@ -118,12 +100,12 @@ __device__ static inline void gm_lock(int *l)
 		if (ns < 1024)
 			ns *= 2;
 	}
-	gm_fence_acq_rel();
+	__threadfence();
 }
 
 __device__ static inline void gm_unlock(int *l)
 {
-	gm_fence_acq_rel();
+	__threadfence();
 	atomicExch(l, 0);
 }
 
@@ -361,123 +343,11 @@ __device__ static inline int gm_writeback(struct gemini_dev *d, int i)
 	return rc;
 }
 
-#define GM_REF_CLAIMED (-(1 << 30)) /* ref while a page is reused or forgotten (shard locked) */
-
-/* A page never changes shard: victims come from the list of the shard the new key hashes to. */
-__device__ static inline struct gm_shard *gm_shard_of(struct gemini_dev *d, int i)
-{
-	return &d->shards[(uint32_t)i / d->per_shard];
-}
-
-__device__ static inline int *gm_bucket(struct gemini_dev *d, uint64_t h)
-{
-	return &d->bucket[(h & (d->nshards - 1)) * d->nbuckets + ((h >> 32) & (d->nbuckets - 1))];
-}
-
-/* Shard locked: takes page i for reuse if nobody holds a reference. */
-__device__ static inline bool gm_claim(struct gemini_dev *d, int i)
-{
-	return atomicCAS(&d->ref[i], 0, GM_REF_CLAIMED) == 0;
-}
-
-/* Shard locked: ends a claim with n references (hits that raced with it undo their own). */
-__device__ static inline void gm_unclaim(struct gemini_dev *d, int i, int n)
-{
-	gm_fence_acq_rel();
-	atomicAdd(&d->ref[i], n - GM_REF_CLAIMED);
-}
-
-/*
- * Drops n references. Pages stay on their shard's zero-reference list while hits take and drop
- * references without the lock (removal is lazy: eviction takes a referenced page off the list
- * when it meets it). The last reference of a page that was taken off puts it back; the evictor
- * marks the page off the list before it tries to claim it, and this thread looks at the mark
- * after its decrement, so one of the two always sees the other. A failed load is forgotten so
- * that the next access retries the device.
- */
-__device__ static inline void gm_unref(struct gemini_dev *d, int i, int n)
-{
-	struct gm_shard *s;
-
-	gm_fence_acq_rel(); /* this warp's accesses to the page come before the decrement */
-	if (atomicSub(&d->ref[i], n) != n)
-		return;
-	__threadfence();
-	/* a failed load is off the list too: it was claimed from it */
-	if (*(volatile int *)&d->lprev[i] != -2)
-		return;
-	s = gm_shard_of(d, i);
-	gm_lock(&s->lock);
-	if (d->state[i] == GM_PAGE_ERROR && d->key[i] != GM_KEY_EMPTY) {
-		if (gm_claim(d, i)) {
-			gm_hash_remove(d, gm_bucket(d, gm_mix(d->key[i])), i);
-			d->key[i] = GM_KEY_EMPTY;
-			d->state[i] = GM_PAGE_INVALID;
-			if (d->lprev[i] != -2)
-				gm_lru_remove(d, s, i);
-			gm_lru_prepend(d, s, i);
-			gm_unclaim(d, i, 0);
-		}
-	} else if (*(volatile int *)&d->ref[i] == 0 && d->lprev[i] == -2) {
-		gm_lru_append(d, s, i);
-	}
-	gm_unlock(&s->lock);
-}
-
-/* Waits for a page being loaded; the slot, or the error value carrying it (see gm_acquire). */
-__device__ static inline int gm_hit(struct gemini_dev *d, int i, unsigned st)
-{
-	while (st == GM_PAGE_LOADING) {
-		__nanosleep(128);
-		st = gm_ld_acquire(&d->state[i]);
-	}
-	gm_stat(d, GM_STAT_HITS, 1);
-	if (st == GM_PAGE_ERROR)
-		return -(5 << 8) - i - 1; /* error carrying the slot to release */
-	return i;
-}
-
-/*
- * The hit path without the shard lock: walk the chain, take n references with one atomic add,
- * then check the key again (the page may have been reused in between). A page being reused
- * holds GM_REF_CLAIMED, so the add sees a negative count and is undone. -1: go the locked way.
- */
-__device__ static inline int gm_lookup(struct gemini_dev *d, unsigned long long key, int *head,
-				       int n, unsigned *st)
-{
-	int steps = 0;
-
-	for (int i = *(volatile int *)head; i >= 0 && steps < 64;
-	     i = *(volatile int *)&d->hnext[i], steps++) {
-		if (*(volatile unsigned long long *)&d->key[i] != key)
-			continue;
-		if (atomicAdd(&d->ref[i], n) < 0) {
-			gm_unref(d, i, n);
-			return -1;
-		}
-		/* the key read after the add sees a reuse that ended before it; the state is read
-		 * alongside (both loads in flight at once) */
-		gm_fence_acq_rel();
-		unsigned long long k2 = *(volatile unsigned long long *)&d->key[i];
-
-		*st = gm_ld_acquire(&d->state[i]);
-		if (k2 != key) {
-			gm_unref(d, i, n);
-			return -1;
-		}
-		d->used[i] = 1;
-		return i;
-	}
-	return -1;
-}
-
 /*
  * Takes n references on the page holding file fd's page number pg. On a miss the page is
  * returned LOADING with *missed set: the caller fills it and publishes it (gm_get_page).
  * Returns the slot or a negative errno. One lane per warp calls this for the whole warp
- * (warp-level acquisition). Hits take no lock (gm_lookup); misses and read-ahead lock the
- * shard, pick the oldest unreferenced page (a recently hit one gets a second chance) and
- * claim it.
+ * (warp-level acquisition).
  */
 __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t pg, int n,
 					bool prefetching, bool *missed)
@@ -485,18 +355,12 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 	unsigned long long key = ((unsigned long long)fd << 48) | pg;
 	uint64_t h = gm_mix(key);
 	struct gm_shard *s = &d->shards[h & (d->nshards - 1)];
-	int *head = gm_bucket(d, h);
+	int *head =
+	    &d->bucket[(h & (d->nshards - 1)) * d->nbuckets + ((h >> 32) & (d->nbuckets - 1))];
 	unsigned ns = 256;
 	int i;
 
 	*missed = false;
-	if (!prefetching) {
-		unsigned st;
-
-		i = gm_lookup(d, key, head, n, &st);
-		if (i >= 0)
-			return gm_hit(d, i, st);
-	}
 	for (;;) {
 		gm_lock(&s->lock);
 		for (i = *head; i >= 0; i = d->hnext[i])
@@ -507,26 +371,19 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 				gm_unlock(&s->lock);
 				return -17; /* already cached: nothing to read ahead */
 			}
-			atomicAdd(&d->ref[i], n); /* never claimed here: claims hold this lock */
-			d->used[i] = 1;
+			if (d->ref[i] == 0)
+				gm_lru_remove(d, s, i);
+			d->ref[i] += n;
 			gm_unlock(&s->lock);
-			return gm_hit(d, i, gm_ld_acquire(&d->state[i]));
+			while (*(volatile uint32_t *)&d->state[i] == GM_PAGE_LOADING)
+				__nanosleep(128);
+			__threadfence();
+			gm_stat(d, GM_STAT_HITS, 1);
+			if (d->state[i] == GM_PAGE_ERROR)
+				return -(5 << 8) - i - 1; /* error carrying the slot to release */
+			return i;
 		}
-		for (uint32_t tries = 0;; tries++) {
-			i = s->lru_head;
-			if (i < 0)
-				break;
-			gm_lru_remove(d, s, i);
-			if (d->used[i] && tries < 2 * d->per_shard) {
-				d->used[i] = 0; /* second chance: to the tail */
-				gm_lru_append(d, s, i);
-				continue;
-			}
-			__threadfence(); /* the off-list mark before the claim: see gm_unref */
-			if (gm_claim(d, i))
-				break;
-			/* referenced by a hit: off the list until its last reference goes */
-		}
+		i = s->lru_head;
 		if (i >= 0)
 			break;
 		gm_unlock(&s->lock);
@@ -536,20 +393,26 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 		if (ns < 8192)
 			ns *= 2;
 	}
+	gm_lru_remove(d, s, i);
 	if (d->key[i] != GM_KEY_EMPTY) {
+		unsigned long long ok = d->key[i];
+		uint64_t oh = gm_mix(ok);
+
 		/* under the shard lock: nobody can look the old page up while it is written */
 		if (d->dirty[i] && d->state[i] == GM_PAGE_VALID)
 			gm_writeback(d, i);
-		gm_hash_remove(d, gm_bucket(d, gm_mix(d->key[i])), i);
+		gm_hash_remove(d,
+			       &d->bucket[(oh & (d->nshards - 1)) * d->nbuckets +
+					  ((oh >> 32) & (d->nbuckets - 1))],
+			       i);
 		gm_stat(d, GM_STAT_EVICT, 1);
 	}
 	d->key[i] = key;
 	d->state[i] = GM_PAGE_LOADING;
+	d->ref[i] = n;
 	d->dirty[i] = 0;
-	d->used[i] = 0;
 	d->hnext[i] = *head;
 	*head = i;
-	gm_unclaim(d, i, n);
 	gm_unlock(&s->lock);
 	gm_stat(d, GM_STAT_MISSES, 1);
 	*missed = true;
@@ -558,14 +421,35 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 
 __device__ static inline void gm_release(struct gemini_dev *d, int i, int n, bool dirty)
 {
+	unsigned long long key = d->key[i];
+	uint64_t h = gm_mix(key);
+	struct gm_shard *s = &d->shards[h & (d->nshards - 1)];
+
 	if (dirty)
 		atomicExch(&d->dirty[i], 1u);
-	gm_unref(d, i, n);
+	__threadfence();
+	gm_lock(&s->lock);
+	d->ref[i] -= n;
+	if (d->ref[i] == 0) {
+		if (d->state[i] == GM_PAGE_ERROR) {
+			/* a failed load is forgotten: the next access retries the device */
+			gm_hash_remove(d,
+				       &d->bucket[(h & (d->nshards - 1)) * d->nbuckets +
+						  ((h >> 32) & (d->nbuckets - 1))],
+				       i);
+			d->key[i] = GM_KEY_EMPTY;
+			d->state[i] = GM_PAGE_INVALID;
+			gm_lru_prepend(d, s, i);
+		} else {
+			gm_lru_append(d, s, i);
+		}
+	}
+	gm_unlock(&s->lock);
 }
 
 __device__ static inline void gm_publish(struct gemini_dev *d, int i, bool ok)
 {
-	gm_fence_acq_rel();
+	__threadfence();
 	atomicExch(&d->state[i], ok ? GM_PAGE_VALID : GM_PAGE_ERROR);
 }
 
@@ -621,7 +505,8 @@ __device__ static inline int gm_get_page(struct gemini_dev *d, int fd, uint64_t 
 /*
  * After a leader-only step the other lanes may run ahead: the next G_read would then see a
  * partial __activemask() and one lane would copy a whole page alone (measured: about 1 ms per
- * 64 KiB acquisition at 64 warps). Waiting for the leader here keeps the warp together.
+ * 64 KiB acquisition at 64 warps, 20-25 thousand such partial-warp reads at 8192 warps).
+ * Waiting for the leader here keeps the warp together.
  */
 __device__ static inline void gm_reconverge(unsigned active)
 {

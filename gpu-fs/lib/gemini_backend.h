@@ -10,8 +10,6 @@
 #include "gemini_device.cuh"
 #include "gvdk_format.h"
 
-#define GM_MAX_STREAMS 4 /* per process: leaves room in the default 8 hardware queues */
-
 /* A physically contiguous run of one file's data blocks. */
 struct gm_run {
 	uint64_t dev;
@@ -57,8 +55,6 @@ struct gemini_ctx {
 	size_t nruns;
 	struct gm_window win[16];
 	int nwin;
-	void *streams[GM_MAX_STREAMS]; /* cudaStream_t: the controller threads' copy streams */
-	int nstreams;
 	pthread_t threads[64];
 	void *workers[64];
 	int nthreads;

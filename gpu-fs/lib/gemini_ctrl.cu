@@ -22,13 +22,11 @@
 
 #include "gemini_backend.h"
 
-#define GM_BOUNCE   (32u << 20)
-#define GM_BATCH    4096
-#define GM_INFLIGHT 4 /* batches a controller thread keeps in flight on the copy engines */
+#define GM_BOUNCE (32u << 20)
+#define GM_BATCH  4096
 
 struct gm_op {
 	uint32_t pos;
-	uint32_t qi;
 	uint16_t cid;
 	uint16_t status;
 	uint8_t opcode;
@@ -40,29 +38,17 @@ struct gm_op {
 	size_t len;
 };
 
-/* One batch of SQEs gathered across queues: its copies run on a stream of the context's pool,
- * and its CQEs are posted once the event recorded after them has completed. */
-struct gm_slot {
+struct gm_worker {
+	struct gemini_ctx *c;
+	int id;
 	cudaStream_t stream;
-	cudaEvent_t done;
-	int busy;
-	int flush;
-	uint32_t n;
 	uint8_t *bounce;
 	size_t used;
 	struct gm_op ops[GM_BATCH];
 	void *dsts[GM_BATCH];
 	const void *srcs[GM_BATCH];
 	size_t sizes[GM_BATCH];
-};
-
-struct gm_worker {
-	struct gemini_ctx *c;
-	int id;
-	uint8_t *bounce;
-	uint32_t next_q;     /* round-robin start of the next gather */
-	unsigned head, tail; /* slots [head, tail) are in flight, oldest first */
-	struct gm_slot slot[GM_INFLIGHT];
+	int flush;
 #ifdef GEMINI_HAVE_URING
 	struct io_uring ring;
 	int ring_ok;
@@ -141,8 +127,7 @@ static int gm_rw_all(int fd, void *buf, size_t len, uint64_t off, bool write)
 }
 
 /* Turns one SQE into a copy (and maybe a pread before / pwrite after); status on refusal. */
-static void gm_prepare(struct gm_worker *w, struct gm_slot *sl, const struct gm_nvme_sqe *s,
-		       struct gm_op *op)
+static void gm_prepare(struct gm_worker *w, const struct gm_nvme_sqe *s, struct gm_op *op)
 {
 	struct gemini_ctx *c = w->c;
 	const struct gm_run *r;
@@ -155,7 +140,7 @@ static void gm_prepare(struct gm_worker *w, struct gm_slot *sl, const struct gm_
 	op->len = 0;
 	op->status = GM_NVME_SC_SUCCESS;
 	if (s->opcode == GM_NVME_OP_FLUSH) {
-		sl->flush = 1;
+		w->flush = 1;
 		return;
 	}
 	if (s->opcode != GM_NVME_OP_READ && s->opcode != GM_NVME_OP_WRITE) {
@@ -210,7 +195,7 @@ static void gm_prepare(struct gm_worker *w, struct gm_slot *sl, const struct gm_
 		}
 		return;
 	}
-	if (sl->used + len > GM_BOUNCE / GM_INFLIGHT) {
+	if (w->used + len > GM_BOUNCE) {
 		op->status = 0xffff; /* retry in the next batch */
 		op->len = 0;
 		return;
@@ -218,8 +203,8 @@ static void gm_prepare(struct gm_worker *w, struct gm_slot *sl, const struct gm_
 	/* disk: the file I/O is done for the whole batch at once (gm_file_batch) */
 	op->io_fd = c->rawfd >= 0 ? c->rawfd : hf->sysfd;
 	op->io_off = c->rawfd >= 0 ? dev : foff;
-	op->bounce = sl->bounce + sl->used;
-	sl->used += (len + 4095) & ~4095ull;
+	op->bounce = w->bounce + w->used;
+	w->used += (len + 4095) & ~4095ull;
 	if (s->opcode == GM_NVME_OP_READ) {
 		op->dst = (void *)gpu;
 		op->src = op->bounce;
@@ -295,16 +280,16 @@ static void gm_file_batch(struct gm_worker *w, struct gm_op *ops, int n, uint8_t
 	}
 }
 
-static void gm_copy_batch(struct gm_slot *sl)
+static void gm_copy_batch(struct gm_worker *w, struct gm_op *ops, int n)
 {
 	static int batch_broken;
 	int k = 0;
 
-	for (uint32_t i = 0; i < sl->n; i++)
-		if (sl->ops[i].len && sl->ops[i].status == GM_NVME_SC_SUCCESS) {
-			sl->dsts[k] = sl->ops[i].dst;
-			sl->srcs[k] = sl->ops[i].src;
-			sl->sizes[k] = sl->ops[i].len;
+	for (int i = 0; i < n; i++)
+		if (ops[i].len && ops[i].status == GM_NVME_SC_SUCCESS) {
+			w->dsts[k] = ops[i].dst;
+			w->srcs[k] = ops[i].src;
+			w->sizes[k] = ops[i].len;
 			k++;
 		}
 	if (!k)
@@ -315,128 +300,91 @@ static void gm_copy_batch(struct gm_slot *sl)
 
 		memset(&attr, 0, sizeof(attr));
 		attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-		if (cudaMemcpyBatchAsync(sl->dsts, sl->srcs, sl->sizes, k, &attr, &idx, 1,
-					 sl->stream) == cudaSuccess)
+		if (cudaMemcpyBatchAsync(w->dsts, w->srcs, w->sizes, k, &attr, &idx, 1,
+					 w->stream) == cudaSuccess)
 			return;
 		cudaGetLastError();
 		batch_broken = 1; /* fall back to one call per copy from now on */
 	}
 	for (int i = 0; i < k; i++)
-		cudaMemcpyAsync(sl->dsts[i], sl->srcs[i], sl->sizes[i], cudaMemcpyDefault,
-				sl->stream);
+		cudaMemcpyAsync(w->dsts[i], w->srcs[i], w->sizes[i], cudaMemcpyDefault, w->stream);
 }
 
-static void gm_complete(struct gemini_ctx *c, const struct gm_op *op)
+static void gm_complete(struct gm_nvme_cqe *cq, uint32_t depth, uint32_t pos, uint16_t cid,
+			uint16_t status, uint32_t qid)
 {
-	uint32_t depth = c->cfg.qdepth;
-	uint8_t *base = c->qmem + (size_t)op->qi * (depth * 80 + 64);
-	struct gm_nvme_cqe *e = (struct gm_nvme_cqe *)(base + depth * 64) + (op->pos & (depth - 1));
-	uint16_t phase = ((op->pos / depth) & 1) ? 0 : 1;
+	struct gm_nvme_cqe *e = &cq[pos & (depth - 1)];
+	uint16_t phase = ((pos / depth) & 1) ? 0 : 1;
 
 	e->result = 0;
-	e->sq_head = (uint16_t)((op->pos + 1) & (depth - 1));
-	e->sq_id = (uint16_t)(op->qi + 1);
-	e->cid = op->cid;
-	__atomic_store_n(&e->status, (uint16_t)((op->status << 1) | phase), __ATOMIC_RELEASE);
+	e->sq_head = (uint16_t)((pos + 1) & (depth - 1));
+	e->sq_id = (uint16_t)qid;
+	e->cid = cid;
+	__atomic_store_n(&e->status, (uint16_t)((status << 1) | phase), __ATOMIC_RELEASE);
 }
 
-/*
- * Moves the new SQ entries of this thread's queues into one batch (at most GM_BATCH, queues
- * taken round-robin): each is checked and turned into a copy, the disk reads of the batch are
- * done, and its copies are queued on the slot's stream. Returns the number of entries taken.
- */
-static uint32_t gm_gather(struct gm_worker *w, struct gm_slot *sl)
+/* Serves SQ entries [head, tail) of queue qi; returns how many were completed. */
+static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
 {
 	struct gemini_ctx *c = w->c;
-	uint32_t depth = c->cfg.qdepth, mine, full = 0;
+	uint32_t depth = c->cfg.qdepth;
+	uint8_t *base = c->qmem + (size_t)qi * (depth * 80 + 64);
+	struct gm_nvme_sqe *sq = (struct gm_nvme_sqe *)base;
+	struct gm_nvme_cqe *cq = (struct gm_nvme_cqe *)(base + depth * 64);
+	uint32_t *db = (uint32_t *)(base + depth * 80);
+	uint32_t head = c->qhead[qi], tail = __atomic_load_n(db, __ATOMIC_ACQUIRE), n, done = 0;
 
-	sl->n = 0;
-	sl->used = 0;
-	sl->flush = 0;
-	mine =
-	    (c->cfg.nqueues - (uint32_t)w->id + (uint32_t)c->nthreads - 1) / (uint32_t)c->nthreads;
+	if (tail == head)
+		return 0;
+	/* a doorbell past a full queue is a protocol violation: serve at most one queue's worth */
+	if (tail - head > depth)
+		tail = head + depth;
+	n = tail - head;
+	if (n > GM_BATCH)
+		n = GM_BATCH;
+	w->used = 0;
+	w->flush = 0;
 	pthread_rwlock_rdlock(&c->runs_lock);
-	for (uint32_t k = 0; k < mine && !full && sl->n < GM_BATCH; k++) {
-		uint32_t qi = (uint32_t)w->id + ((w->next_q + k) % mine) * (uint32_t)c->nthreads;
-		uint8_t *base = c->qmem + (size_t)qi * (depth * 80 + 64);
-		struct gm_nvme_sqe *sq = (struct gm_nvme_sqe *)base;
-		uint32_t *db = (uint32_t *)(base + depth * 80);
-		uint32_t head = c->qhead[qi], tail = __atomic_load_n(db, __ATOMIC_ACQUIRE), i;
+	for (uint32_t i = 0; i < n; i++) {
+		struct gm_nvme_sqe s;
 
-		if (tail == head)
-			continue;
-		/* a doorbell past a full queue is a protocol violation: take at most a queue's
-		 * worth */
-		if (tail - head > depth)
-			tail = head + depth;
-		for (i = 0; head + i != tail && sl->n < GM_BATCH; i++) {
-			struct gm_op *op = &sl->ops[sl->n];
-			struct gm_nvme_sqe s;
-
-			memcpy(&s, &sq[(head + i) & (depth - 1)], sizeof(s));
-			op->pos = head + i;
-			op->qi = qi;
-			op->cid = s.cid;
-			gm_prepare(w, sl, &s, op);
-			if (op->status == 0xffff) {
-				full =
-				    1; /* bounce buffer full: the rest waits for the next batch */
-				break;
-			}
-			sl->n++;
+		memcpy(&s, &sq[(head + i) & (depth - 1)], sizeof(s));
+		w->ops[i].pos = head + i;
+		w->ops[i].cid = s.cid;
+		gm_prepare(w, &s, &w->ops[i]);
+		if (w->ops[i].status == 0xffff) {
+			n = i; /* bounce buffer full: the rest waits for the next pass */
+			break;
 		}
-		c->qhead[qi] = head + i;
 	}
 	pthread_rwlock_unlock(&c->runs_lock);
-	w->next_q = (w->next_q + 1) % (mine ? mine : 1);
-	if (!sl->n)
-		return 0;
-	gm_file_batch(w, sl->ops, (int)sl->n, GM_NVME_OP_READ);
-	gm_copy_batch(sl);
-	if (cudaEventRecord(sl->done, sl->stream) != cudaSuccess) {
+	gm_file_batch(w, w->ops, (int)n, GM_NVME_OP_READ);
+	gm_copy_batch(w, w->ops, (int)n);
+	if (cudaStreamSynchronize(w->stream) != cudaSuccess) {
 		cudaGetLastError();
-		cudaStreamSynchronize(sl->stream);
+		for (uint32_t i = 0; i < n; i++)
+			if (w->ops[i].len)
+				w->ops[i].status = GM_NVME_SC_DATA_XFER;
 	}
-	return sl->n;
-}
-
-/* The batch's copies are done (or failed): disk writes, flush, then its completions. */
-static void gm_finish(struct gm_worker *w, struct gm_slot *sl, cudaError_t st)
-{
-	struct gemini_ctx *c = w->c;
-
-	if (st != cudaSuccess) {
-		cudaGetLastError();
-		for (uint32_t i = 0; i < sl->n; i++)
-			if (sl->ops[i].len)
-				sl->ops[i].status = GM_NVME_SC_DATA_XFER;
-	}
-	gm_file_batch(w, sl->ops, (int)sl->n, GM_NVME_OP_WRITE);
-	if (sl->flush) {
+	gm_file_batch(w, w->ops, (int)n, GM_NVME_OP_WRITE);
+	if (w->flush) {
 		int bad = 0;
 
-		/* every write completed before this flush was issued sits in an earlier slot,
-		 * finished (written) before this one */
 		for (int f = 0; f < GEMINI_MAX_FILES; f++)
 			if (c->files[f].open && c->files[f].writable && !c->files[f].mem)
 				bad |= fdatasync(c->files[f].sysfd);
 		if (c->rawfd >= 0)
 			bad |= fdatasync(c->rawfd);
-		for (uint32_t i = 0; i < sl->n; i++)
-			if (sl->ops[i].opcode == GM_NVME_OP_FLUSH && bad)
-				sl->ops[i].status = GM_NVME_SC_WRITE_FAULT;
+		for (uint32_t i = 0; i < n; i++)
+			if (w->ops[i].opcode == GM_NVME_OP_FLUSH && bad)
+				w->ops[i].status = GM_NVME_SC_WRITE_FAULT;
 	}
-	for (uint32_t i = 0; i < sl->n; i++)
-		gm_complete(c, &sl->ops[i]);
-	sl->busy = 0;
+	for (uint32_t i = 0; i < n; i++, done++)
+		gm_complete(cq, depth, w->ops[i].pos, w->ops[i].cid, w->ops[i].status, qi + 1);
+	c->qhead[qi] = head + n;
+	return done;
 }
 
-/*
- * One controller thread keeps up to GM_INFLIGHT batches in flight, each on its own stream:
- * while the copy engines move one batch, the thread gathers the next and posts the
- * completions of the oldest as soon as its event has fired (in order, so a flush follows
- * the writes before it).
- */
 static void *gm_ctrl_thread(void *arg)
 {
 	struct gm_worker *w = (struct gm_worker *)arg;
@@ -444,31 +392,14 @@ static void *gm_ctrl_thread(void *arg)
 	unsigned idle = 0;
 
 	cudaSetDevice(c->cfg.device);
-	while (!c->stop || w->head != w->tail) {
+	while (!c->stop) {
 		uint32_t did = 0;
 
-		while (w->head != w->tail) {
-			struct gm_slot *sl = &w->slot[w->head % GM_INFLIGHT];
-			cudaError_t st = cudaEventQuery(sl->done);
-
-			if (st == cudaErrorNotReady)
-				break;
-			gm_finish(w, sl, st);
-			did += sl->n;
-			w->head++;
-		}
-		if (!c->stop && w->tail - w->head < GM_INFLIGHT) {
-			struct gm_slot *sl = &w->slot[w->tail % GM_INFLIGHT];
-
-			if (gm_gather(w, sl)) {
-				sl->busy = 1;
-				w->tail++;
-				did++;
-			}
-		}
+		for (uint32_t q = (uint32_t)w->id; q < c->cfg.nqueues; q += (uint32_t)c->nthreads)
+			did += gm_serve_queue(w, q);
 		if (did) {
 			idle = 0;
-		} else if (w->head == w->tail && ++idle > 200000) {
+		} else if (++idle > 200000) {
 			struct timespec ts = {0, 20000};
 
 			nanosleep(&ts, NULL); /* long idle: stop burning a core */
@@ -524,18 +455,6 @@ int gm_backend_start(struct gemini_ctx *c)
 		return gm_err(c, -ENOTSUP, "gemini: gds backend not built (no cufile.h here)");
 #endif
 	c->stop = 0;
-	/*
-	 * The copy streams: few, because streams share the device's hardware queues (8 unless
-	 * CUDA_DEVICE_MAX_CONNECTIONS says more, see Geminifs_init), and a copy queued behind an
-	 * application kernel that waits for it would never run.
-	 */
-	c->nstreams = (int)c->cfg.host_threads * GM_INFLIGHT;
-	if (c->nstreams > GM_MAX_STREAMS)
-		c->nstreams = GM_MAX_STREAMS;
-	for (int k = 0; k < c->nstreams; k++)
-		if (cudaStreamCreateWithFlags((cudaStream_t *)&c->streams[k],
-					      cudaStreamNonBlocking) != cudaSuccess)
-			return gm_err(c, -ENOMEM, "gemini: no copy stream %d", k);
 	c->nthreads = (int)c->cfg.host_threads;
 	for (int i = 0; i < c->nthreads; i++) {
 		struct gm_worker *w = (struct gm_worker *)calloc(1, sizeof(*w));
@@ -544,18 +463,10 @@ int gm_backend_start(struct gemini_ctx *c)
 			return gm_err(c, -ENOMEM, "gemini: out of memory for controller %d", i);
 		w->c = c;
 		w->id = i;
-		if (cudaHostAlloc((void **)&w->bounce, GM_BOUNCE, cudaHostAllocDefault) !=
-		    cudaSuccess)
-			return gm_err(c, -ENOMEM, "gemini: controller %d: no bounce buffer", i);
-		for (int k = 0; k < GM_INFLIGHT; k++) {
-			struct gm_slot *sl = &w->slot[k];
-
-			sl->bounce = w->bounce + (size_t)k * (GM_BOUNCE / GM_INFLIGHT);
-			sl->stream = (cudaStream_t)c->streams[(i * GM_INFLIGHT + k) % c->nstreams];
-			if (cudaEventCreateWithFlags(&sl->done, cudaEventDisableTiming) !=
-			    cudaSuccess)
-				return gm_err(c, -ENOMEM, "gemini: controller %d: no event", i);
-		}
+		if (cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking) != cudaSuccess ||
+		    cudaHostAlloc((void **)&w->bounce, GM_BOUNCE, cudaHostAllocDefault) !=
+			cudaSuccess)
+			return gm_err(c, -ENOMEM, "gemini: controller %d: no stream or bounce", i);
 #ifdef GEMINI_HAVE_URING
 		w->ring_ok = io_uring_queue_init(256, &w->ring, 0) == 0;
 #endif
@@ -573,8 +484,7 @@ void gm_backend_stop(struct gemini_ctx *c)
 		struct gm_worker *w = (struct gm_worker *)c->workers[i];
 
 		pthread_join(c->threads[i], NULL);
-		for (int k = 0; k < GM_INFLIGHT; k++)
-			cudaEventDestroy(w->slot[k].done);
+		cudaStreamDestroy(w->stream);
 		cudaFreeHost(w->bounce);
 #ifdef GEMINI_HAVE_URING
 		if (w->ring_ok)
@@ -584,9 +494,6 @@ void gm_backend_stop(struct gemini_ctx *c)
 		c->workers[i] = NULL;
 	}
 	c->nthreads = 0;
-	for (int k = 0; k < c->nstreams; k++)
-		cudaStreamDestroy((cudaStream_t)c->streams[k]);
-	c->nstreams = 0;
 	if (c->rawfd >= 0)
 		close(c->rawfd);
 #ifdef GEMINI_HAVE_CUFILE

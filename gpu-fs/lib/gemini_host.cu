@@ -96,8 +96,8 @@ int Geminifs_init(struct gemini_ctx **out, const struct gemini_config *cfg)
 	if (!c)
 		return -ENOMEM;
 	/*
-	 * GPU threads wait inside kernels for copies the controller queues on its own streams; a
-	 * stream that shares a hardware queue with such a kernel's stream waits behind it forever.
+	 * GPU threads wait inside kernels for copies the controller queues on its own stream; a
+	 * stream that shares a hardware queue with such a kernel's stream can wait behind it.
 	 * More queues than the default 8 keep the controller's streams apart from the
 	 * application's. Read when the CUDA context is created: later calls cannot change it, and
 	 * a value the user set is kept.
@@ -132,8 +132,8 @@ static int gm_setup(struct gemini_ctx *c)
 {
 	struct gemini_dev *h = &c->hdev;
 	const struct gemini_config *k = &c->cfg;
-	size_t off = 0, o_dev, o_data, o_key, o_state, o_ref, o_dirty, o_used, o_hn, o_lp, o_ln,
-	       o_bucket, o_shards, o_queues, o_turn, o_stats, o_sync, o_map, qbytes;
+	size_t off = 0, o_dev, o_data, o_key, o_state, o_ref, o_dirty, o_hn, o_lp, o_ln, o_bucket,
+	       o_shards, o_queues, o_turn, o_stats, o_sync, o_map, qbytes;
 	uint32_t npages, nshards, per, nb;
 	int ndev = 0, rc;
 	char name[64];
@@ -160,7 +160,6 @@ static int gm_setup(struct gemini_ctx *c)
 	o_state = gm_bump(&off, npages * 4ull, 256);
 	o_ref = gm_bump(&off, npages * 4ull, 256);
 	o_dirty = gm_bump(&off, npages * 4ull, 256);
-	o_used = gm_bump(&off, npages * 4ull, 256);
 	o_hn = gm_bump(&off, npages * 4ull, 256);
 	o_lp = gm_bump(&off, npages * 4ull, 256);
 	o_ln = gm_bump(&off, npages * 4ull, 256);
@@ -217,7 +216,6 @@ static int gm_setup(struct gemini_ctx *c)
 	h->state = (uint32_t *)(a + o_state);
 	h->ref = (int *)(a + o_ref);
 	h->dirty = (uint32_t *)(a + o_dirty);
-	h->used = (uint32_t *)(a + o_used);
 	h->hnext = (int *)(a + o_hn);
 	h->lprev = (int *)(a + o_lp);
 	h->lnext = (int *)(a + o_ln);
@@ -457,15 +455,17 @@ __global__ static void gm_drop_kernel(struct gemini_dev *d, int fd)
 			int next = d->lnext[i];
 			unsigned long long k = d->key[i];
 
-			/* the list may hold pages a hit references (lazy removal): skip those */
-			if (k != GM_KEY_EMPTY && (fd < 0 || (int)(k >> 48) == fd) && !d->dirty[i] &&
-			    gm_claim(d, i)) {
-				gm_hash_remove(d, gm_bucket(d, gm_mix(k)), i);
+			if (k != GM_KEY_EMPTY && (fd < 0 || (int)(k >> 48) == fd) && !d->dirty[i]) {
+				uint64_t h = gm_mix(k);
+
+				gm_hash_remove(d,
+					       &d->bucket[(h & (d->nshards - 1)) * d->nbuckets +
+							  ((h >> 32) & (d->nbuckets - 1))],
+					       i);
 				d->key[i] = GM_KEY_EMPTY;
 				d->state[i] = GM_PAGE_INVALID;
 				gm_lru_remove(d, sh, i);
 				gm_lru_prepend(d, sh, i);
-				gm_unclaim(d, i, 0);
 			}
 			i = next;
 		}
@@ -650,7 +650,6 @@ int gemini_ipc_import(const struct gemini_ipc_handle *h, struct gemini_dev **dev
 	GM_REBASE(d.state);
 	GM_REBASE(d.ref);
 	GM_REBASE(d.dirty);
-	GM_REBASE(d.used);
 	GM_REBASE(d.hnext);
 	GM_REBASE(d.lprev);
 	GM_REBASE(d.lnext);
