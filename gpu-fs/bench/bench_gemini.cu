@@ -296,6 +296,15 @@ static void bench_cpu(const char *file, int direct, int gds, const std::vector<i
 	gvdk_map_free(&m);
 }
 
+/* The warp's next random offset, a multiple of len below npos * len (xorshift32 state s). */
+__device__ static inline uint64_t bench_next_off(uint32_t *s, uint64_t npos, uint32_t len)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return (*s % npos) * len;
+}
+
 /* Warp-uniform reads of len bytes at random page-aligned offsets (through the cache or raw). */
 __global__ static void k_hit(struct gemini_dev *d, int fd, const uint8_t *raw, uint64_t size,
 			     uint32_t len, int iters, uint8_t *out, unsigned long long *errs)
@@ -306,10 +315,7 @@ __global__ static void k_hit(struct gemini_dev *d, int fd, const uint8_t *raw, u
 	uint64_t npos = size / len;
 
 	for (int i = 0; i < iters; i++) {
-		s ^= s << 13;
-		s ^= s >> 17;
-		s ^= s << 5;
-		uint64_t o = (s % npos) * len;
+		uint64_t o = bench_next_off(&s, npos, len);
 
 		if (raw) {
 			const uint4 *src = (const uint4 *)(raw + o);
@@ -424,10 +430,7 @@ __global__ static void k_ablate(struct gemini_dev *d, int fd, uint64_t size, uin
 	uint64_t npos = size / len;
 
 	for (int i = 0; i < iters; i++) {
-		s ^= s << 13;
-		s ^= s >> 17;
-		s ^= s << 5;
-		uint64_t o = (s % npos) * len;
+		uint64_t o = bench_next_off(&s, npos, len);
 		unsigned long long key = ((unsigned long long)fd << 48) | (o >> d->page_shift);
 		uint64_t h = gm_mix(key);
 		struct gm_shard *sh = &d->shards[h & (d->nshards - 1)];
