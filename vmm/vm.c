@@ -37,6 +37,17 @@ void vm_kick_all(struct vm *vm)
 	}
 }
 
+/* A stop was requested (vm->lock held): vCPUs leave KVM_RUN, the console input thread wakes. */
+static void vm_stop_threads(struct vm *vm)
+{
+	uint64_t one = 1;
+
+	vm_kick_all(vm);
+	if (vm->input_wake_fd >= 0 && write(vm->input_wake_fd, &one, sizeof(one)) < 0) {
+		/* the input thread also polls with a timeout; it will notice */
+	}
+}
+
 void vm_request_stop(struct vm *vm, enum vm_exit_reason why, const char *fmt, ...)
 {
 	va_list ap;
@@ -53,14 +64,7 @@ void vm_request_stop(struct vm *vm, enum vm_exit_reason why, const char *fmt, ..
 		va_start(ap, fmt);
 		vsnprintf(vm->exit_msg, sizeof(vm->exit_msg), fmt, ap);
 		va_end(ap);
-		vm_kick_all(vm);
-		if (vm->input_wake_fd >= 0) {
-			uint64_t one = 1;
-
-			if (write(vm->input_wake_fd, &one, sizeof(one)) < 0) {
-				/* The input thread also polls with a timeout; it will notice. */
-			}
-		}
+		vm_stop_threads(vm);
 	}
 	pthread_cond_broadcast(&vm->cond);
 	pthread_mutex_unlock(&vm->lock);
@@ -739,14 +743,7 @@ int vm_reboot(struct vm *vm, char *err, unsigned errlen)
 	vm->pending_reason = VM_EXIT_NONE;
 	vm->stop_req = true;
 	vm->pause_req = false;
-	vm_kick_all(vm);
-	if (vm->input_wake_fd >= 0) {
-		uint64_t one = 1;
-
-		if (write(vm->input_wake_fd, &one, sizeof(one)) < 0) {
-			/* the input thread polls with a timeout too */
-		}
-	}
+	vm_stop_threads(vm);
 	pthread_cond_broadcast(&vm->cond);
 	pthread_mutex_unlock(&vm->lock);
 	vm_join_for_reboot(vm);
