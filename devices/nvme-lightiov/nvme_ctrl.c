@@ -57,16 +57,25 @@ uint64_t nvme_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* Interrupt Coalescing (feature 08h): aggregation threshold (0-based) and time (100 us units). */
+static uint32_t coal_thr(const struct nvme_ctrl *c)
+{
+	return c->feat_coalesce & 0xff;
+}
+
+static uint32_t coal_time(const struct nvme_ctrl *c)
+{
+	return (c->feat_coalesce >> 8) & 0xff;
+}
+
 /*
- * Interrupt Coalescing (feature 08h) applies to I/O CQs whose vector has Coalescing Disable clear
- * in feature 09h. TIME = 0 means no delay is allowed and THR = 0 means one entry per interrupt,
- * so either turns it off.
+ * Coalescing applies to I/O CQs whose vector has Coalescing Disable clear in feature 09h.
+ * TIME = 0 means no delay is allowed and THR = 0 means one entry per interrupt, so either turns
+ * it off.
  */
 static bool cq_coalesced(const struct nvme_ctrl *c, const struct nvme_cq *cq)
 {
-	uint32_t thr = c->feat_coalesce & 0xff, time = (c->feat_coalesce >> 8) & 0xff;
-
-	return cq != &c->cqs[0] && thr && time && cq->vector < c->p.nvectors &&
+	return cq != &c->cqs[0] && coal_thr(c) && coal_time(c) && cq->vector < c->p.nvectors &&
 	       !(c->feat_ivc[cq->vector] & NVME_FEAT_IVC_CD);
 }
 
@@ -75,10 +84,11 @@ static bool cq_coalesced(const struct nvme_ctrl *c, const struct nvme_cq *cq)
 static void cq_signal(struct nvme_ctrl *c, struct nvme_cq *cq)
 {
 	if (cq_coalesced(c, cq)) {
-		if (cq->coal_pending++ == 0)
-			cq->coal_deadline =
-			    nvme_now_ns() + ((c->feat_coalesce >> 8) & 0xff) * 100000ULL;
-		if (cq->coal_pending <= (c->feat_coalesce & 0xff))
+		if (cq->coal_pending++ == 0) {
+			cq->coal_deadline = nvme_now_ns() + coal_time(c) * 100000ULL;
+			c->coal_cqs++;
+		}
+		if (cq->coal_pending <= coal_thr(c))
 			return;
 	}
 	cq->coal_pending = 0;
@@ -91,6 +101,12 @@ int64_t nvme_ctrl_irq_tick(struct nvme_ctrl *c, uint64_t now)
 	unsigned q;
 
 	pthread_mutex_lock(&c->lock);
+	/* the I/O thread ticks on every wake-up: no scan of up to 64K CQs unless one waits */
+	if (!c->coal_cqs) {
+		pthread_mutex_unlock(&c->lock);
+		return -1;
+	}
+	c->coal_cqs = 0; /* recounted: CQs deleted or reset while waiting drop out here */
 	for (q = 1; q < c->nq; q++) {
 		struct nvme_cq *cq = &c->cqs[q];
 
@@ -103,6 +119,7 @@ int64_t nvme_ctrl_irq_tick(struct nvme_ctrl *c, uint64_t now)
 				ctrl_irq(c, cq->vector);
 			continue;
 		}
+		c->coal_cqs++;
 		if (next < 0 || (int64_t)(cq->coal_deadline - now) < next)
 			next = (int64_t)(cq->coal_deadline - now);
 	}

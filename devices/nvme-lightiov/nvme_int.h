@@ -61,6 +61,7 @@ struct nvme_ctrl {
 	unsigned nq; /* entries of sqs/cqs: max_ioqs + 1 */
 	struct nvme_sq *sqs;
 	struct nvme_cq *cqs;
+	unsigned coal_cqs; /* CQs with coalesced entries waiting; may be high until the next tick */
 	unsigned nsqa, ncqa; /* I/O queues granted by Set Features Number of Queues */
 	bool nq_set;
 
