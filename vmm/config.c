@@ -143,6 +143,19 @@ static int vnvme_parse_bool(const char *key, const char *v, bool *out, char *err
 	return -EINVAL;
 }
 
+int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	if (!*s || *end || errno || *s == '-' || *s == '+' || n < min || n > max)
+		return -EINVAL;
+	*out = (unsigned)n;
+	return 0;
+}
+
 /* One key=value option; is_file says which syntax the argument started with. */
 static int vnvme_parse_opt(struct vnvme_config *o, bool is_file, const char *key, const char *v,
 			   char *err, unsigned errlen)
@@ -186,18 +199,11 @@ static int vnvme_parse_opt(struct vnvme_config *o, bool is_file, const char *key
 		return -EINVAL;
 	}
 	if (!strcmp(key, "queues")) {
-		char *end;
-		unsigned long n;
-
-		errno = 0;
-		n = strtoul(v, &end, 10);
-		if (!*v || *end || errno || n < 1 || n > 65535 || *v == '-' || *v == '+') {
+		r = config_parse_count(v, 1, 65535, &o->queues);
+		if (r)
 			snprintf(err, errlen,
 				 "vnvme: queues '%s' is not a number of I/O queues 1..65535", v);
-			return -EINVAL;
-		}
-		o->queues = (unsigned)n;
-		return 0;
+		return r;
 	}
 	if (is_file && !strcmp(key, "size")) {
 		r = config_parse_size(v, &o->size, sub, sizeof(sub));

@@ -49,6 +49,9 @@ void config_defaults(struct vm_config *c);
  * suffix, junk or overflow. err gets a one-line message naming the input. */
 int config_parse_size(const char *s, uint64_t *out, char *err, unsigned errlen);
 
+/* A decimal count in min..max (no sign): 0, or -EINVAL when it is not one. */
+int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out);
+
 /* --vnvme argument: "file=PATH[,size=SIZE][,readonly=on][,serial=STR][,queues=N]" or
  * "NAME:SIZE[,vol=NAME][,mode=passthrough|isolated|emulate][,queues=N]". */
 int config_parse_vnvme(const char *s, struct vnvme_config *out, char *err, unsigned errlen);

@@ -1,6 +1,5 @@
 /* The lvmm command line: `lvmm run` boots a VM from flags (optionally serving the REST API),
  * `lvmm api` is the API client; owns process-wide signal handling and the terminal on exit. */
-#include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -75,16 +74,13 @@ static int parse_serial(struct vm_config *c, const char *v)
 
 static int parse_cpus(struct vm_config *c, const char *v)
 {
-	char *end;
-	unsigned long n;
+	unsigned n;
 
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno || *end || end == v || *v == '-' || n < 1 || n > VM_MAX_VCPUS) {
+	if (config_parse_count(v, 1, VM_MAX_VCPUS, &n)) {
 		fprintf(stderr, "lvmm: --cpus: '%s' is not a number in 1..%u\n", v, VM_MAX_VCPUS);
 		return -1;
 	}
-	c->cpus = c->max_cpus = (unsigned)n;
+	c->cpus = c->max_cpus = n;
 	return 0;
 }
 

@@ -67,6 +67,26 @@ START_TEST(size_invalid)
 }
 END_TEST
 
+/* Bounded decimal counts (--cpus, queues=): digits only, inside the bounds. */
+START_TEST(count_parsing)
+{
+	unsigned n = 7;
+
+	ck_assert_int_eq(config_parse_count("1", 1, 64, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(config_parse_count("64", 1, 64, &n), 0);
+	ck_assert_uint_eq(n, 64);
+	ck_assert_int_eq(config_parse_count("0", 1, 64, &n), -EINVAL);
+	ck_assert_int_eq(config_parse_count("65", 1, 64, &n), -EINVAL);
+	ck_assert_int_eq(config_parse_count("", 1, 64, &n), -EINVAL);
+	ck_assert_int_eq(config_parse_count("-1", 1, 64, &n), -EINVAL);
+	ck_assert_int_eq(config_parse_count("+4", 1, 64, &n), -EINVAL);
+	ck_assert_int_eq(config_parse_count("4x", 1, 64, &n), -EINVAL);
+	ck_assert_int_eq(config_parse_count("99999999999999999999", 1, 64, &n), -EINVAL);
+	ck_assert_uint_eq(n, 64); /* untouched by a refusal */
+}
+END_TEST
+
 START_TEST(vnvme_file_form)
 {
 	struct vnvme_config v;
@@ -322,6 +342,7 @@ static Suite *config_suite(void)
 
 	tcase_add_test(tc, size_valid);
 	tcase_add_test(tc, size_invalid);
+	tcase_add_test(tc, count_parsing);
 	tcase_add_test(tc, vnvme_file_form);
 	tcase_add_test(tc, vnvme_ssd_form);
 	tcase_add_test(tc, vnvme_errors);
