@@ -100,10 +100,7 @@ __global__ static void k_randread(struct gemini_dev *d, int fd, const uint64_t *
 		int rc;
 
 		if (raw) {
-			struct gm_ticket t =
-			    gm_submit(d, gm_my_queue(d), GM_NVME_OP_READ, o, 4096, b);
-
-			rc = gm_wait(t);
+			rc = gm_raw_cmd(d, GM_NVME_OP_READ, o, 4096, b);
 		} else {
 			rc = G_read_direct(d, fd, o, 4096, b);
 		}

@@ -67,7 +67,8 @@ long long gt_size(int fd)
 	return (long long)gemini_file_size(gt_ctx, fd);
 }
 
-/* Launches the transfer on stream (a cudaStream_t); err (device int) is set on failure. */
+/* Runs the transfer on stream (a cudaStream_t) and waits for it; err (device int) is set on
+ * failure. */
 int gt_xfer_async(int fd, unsigned long long off, unsigned long long len, void *buf, int write,
 		  void *stream, void *err, int warps)
 {
@@ -80,13 +81,23 @@ int gt_xfer_async(int fd, unsigned long long off, unsigned long long len, void *
 	gt_xfer<<<w / 8, 256, 0, (cudaStream_t)stream>>>(gemini_device(gt_ctx), fd, off, len,
 							 (uint8_t *)buf, (uint32_t)gt_page, write,
 							 (int *)err);
-	return cudaGetLastError() == cudaSuccess ? 0 : -5;
+	if (cudaGetLastError() != cudaSuccess)
+		return -5;
+	/*
+	 * Wait here: while this kernel waits for the controller's copies, the framework would
+	 * go on queueing kernels behind it, and once the launch queue is full its launch blocks
+	 * inside the driver in a way that also blocks the controller's cudaMemcpy calls from
+	 * another thread (measured on the H200: every CUDA call of a third thread hung too).
+	 */
+	return cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess ? 0 : -5;
 }
 
 int gt_sync(int fd, void *stream, void *err)
 {
 	gt_sync_kernel<<<64, 256, 0, (cudaStream_t)stream>>>(gemini_device(gt_ctx), fd, (int *)err);
-	return cudaGetLastError() == cudaSuccess ? 0 : -5;
+	if (cudaGetLastError() != cudaSuccess)
+		return -5;
+	return cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess ? 0 : -5; /* as above */
 }
 
 void gt_stats(unsigned long long *out)

@@ -14,6 +14,7 @@ import os
 os.environ.setdefault('CUDA_DEVICE_MAX_CONNECTIONS', '32')
 import argparse  # noqa: E402
 import ctypes
+import faulthandler
 import struct
 import subprocess
 import sys
@@ -153,7 +154,11 @@ def main():
     ap.add_argument('--cache-mib', type=int, default=1024)
     ap.add_argument('--ctrl-threads', type=int, default=1)
     ap.add_argument('--file-gib', type=int, default=4)
+    ap.add_argument('--stacks-after', type=int, default=0,
+                    help='print every thread\'s Python stack each N s (hang diagnosis)')
     a = ap.parse_args()
+    if a.stacks_after:
+        faulthandler.dump_traceback_later(a.stacks_after, repeat=True)
     torch.backends.cuda.matmul.allow_tf32 = True
     B, steps = a.batch, a.steps
 

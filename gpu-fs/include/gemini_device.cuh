@@ -1,5 +1,5 @@
 /* libgemini device side: G_read/G_write/G_sync, the warp-level GPU page cache (sharded hash +
- * zero-reference LRU lists) and the GPU NVMe queue driver. Header-only: kernels inline it. */
+ * second-chance page lists) and the GPU NVMe queue driver. Header-only: kernels inline it. */
 #ifndef GEMINI_DEVICE_CUH
 #define GEMINI_DEVICE_CUH
 
@@ -47,7 +47,7 @@ struct gm_queue {
 
 struct gm_shard {
 	int lock;
-	int lru_head; /* oldest zero-reference page */
+	int lru_head; /* every page of the shard, oldest first */
 	int lru_tail;
 	int pad;
 };
@@ -69,6 +69,7 @@ struct gemini_dev {
 	uint32_t *state;
 	int *ref;
 	uint32_t *dirty;
+	uint32_t *used; /* hit since eviction last passed the page (second chance) */
 	int *hnext;
 	int *lprev;
 	int *lnext;
@@ -91,22 +92,51 @@ __device__ static inline uint64_t gm_mix(uint64_t k)
 	return k;
 }
 
+/* Acquire/release at GPU scope: cheaper than __threadfence() (a sequentially consistent fence)
+ * and all the page-cache locks and reference counts need. */
+__device__ static inline int gm_cas_acquire(int *p, int cmp, int val)
+{
+	int old;
+
+	asm volatile("atom.acquire.gpu.global.cas.b32 %0, [%1], %2, %3;"
+		     : "=r"(old)
+		     : "l"(p), "r"(cmp), "r"(val)
+		     : "memory");
+	return old;
+}
+
+__device__ static inline void gm_st_release(int *p, int v)
+{
+	asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ static inline int gm_ld_acquire(const int *p)
+{
+	int v;
+
+	asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+
+__device__ static inline void gm_sub_release(int *p, int v)
+{
+	asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(p), "r"(-v) : "memory");
+}
+
 __device__ static inline void gm_lock(int *l)
 {
 	unsigned ns = 32;
 
-	while (atomicCAS(l, 0, 1) != 0) {
+	while (gm_cas_acquire(l, 0, 1) != 0) {
 		__nanosleep(ns);
 		if (ns < 1024)
 			ns *= 2;
 	}
-	__threadfence();
 }
 
 __device__ static inline void gm_unlock(int *l)
 {
-	__threadfence();
-	atomicExch(l, 0);
+	gm_st_release(l, 0);
 }
 
 __device__ static inline unsigned gm_ld_acquire_sys(const uint32_t *p)
@@ -142,58 +172,11 @@ __device__ static inline uint64_t gm_map(const struct gm_file *f, uint64_t off)
 	       (off & ((1ull << f->block_shift) - 1));
 }
 
-struct gm_ticket {
-	struct gm_queue *q;
-	uint32_t t;
-};
-
-/* Builds one NVMe command in the queue's SQ; doorbells are rung in ticket order. */
-__device__ static inline struct gm_ticket gm_submit(struct gemini_dev *d, struct gm_queue *q,
-						    uint8_t op, uint64_t devoff, uint32_t len,
-						    const void *gpu_buf)
+/* Polls the completion of ticket t's slot; returns the NVMe status code (0 = success) and
+ * hands the slot to the ticket one round later. */
+__device__ static inline int gm_wait(struct gm_queue *q, uint32_t t)
 {
-	struct gm_ticket tk;
-	uint32_t t = atomicAdd(&q->ctl[0], 1u);
 	uint32_t slot = t & (q->depth - 1), round = t / q->depth;
-	struct gm_nvme_sqe *s = &q->sq[slot];
-	unsigned ns = 64;
-
-	while (*(volatile uint32_t *)&q->turn[slot] != 2u * round) {
-		__nanosleep(ns);
-		if (ns < 2048)
-			ns *= 2;
-	}
-	s->opcode = op;
-	s->flags = GM_NVME_PSDT_SGL;
-	s->cid = (uint16_t)slot;
-	s->nsid = 1;
-	s->sgl_addr = (uint64_t)((const uint8_t *)gpu_buf - (const uint8_t *)d->dma_base);
-	s->sgl_len = len;
-	s->sgl_type = GM_NVME_SGL_DATA_BLOCK << 4;
-	s->slba = devoff / 512;
-	s->nlb = (uint16_t)(len ? len / 512 - 1 : 0);
-	s->control = 0;
-	__threadfence_system();
-	ns = 32;
-	while (*(volatile uint32_t *)&q->ctl[1] != t) {
-		__nanosleep(ns);
-		if (ns < 1024)
-			ns *= 2;
-	}
-	*(volatile uint32_t *)q->sq_doorbell = t + 1;
-	__threadfence_system();
-	atomicExch(&q->ctl[1], t + 1);
-	gm_stat(d, GM_STAT_CMDS, 1);
-	tk.q = q;
-	tk.t = t;
-	return tk;
-}
-
-/* Polls the completion's phase tag; returns the NVMe status code (0 = success). */
-__device__ static inline int gm_wait(struct gm_ticket tk)
-{
-	struct gm_queue *q = tk.q;
-	uint32_t slot = tk.t & (q->depth - 1), round = tk.t / q->depth;
 	unsigned short phase = (round & 1) ? 0 : 1, st;
 	unsigned ns = 128;
 
@@ -218,25 +201,111 @@ __device__ static inline struct gm_queue *gm_my_queue(struct gemini_dev *d)
 
 #define GM_MAX_TICKETS 32
 
+/* One NVMe command, built before any queue slot is taken. */
+struct gm_cmd {
+	uint8_t *buf;
+	uint64_t dev;
+	uint32_t len;
+	uint8_t op;
+};
+
 struct gm_batch {
-	struct gm_ticket tk[GM_MAX_TICKETS];
+	struct gm_cmd cmd[GM_MAX_TICKETS];
 	int n;
 	int rc;
 };
 
-__device__ static inline void gm_batch_wait(struct gm_batch *b)
+/*
+ * Submits the batch's commands to this warp's queue and waits for all of them. The slots are
+ * reserved with one atomic add (at most a queue's depth at a time), filled, and made visible
+ * with one doorbell write; doorbells are rung in reservation order. The previous user of each
+ * slot is an earlier reservation, so by induction on that order every reservation gets
+ * through: nothing between the reservation and the waits depends on anything but earlier
+ * reservations and the controller. Taking slots one at a time, or holding one while taking a
+ * lock, deadlocks once other warps lap the queue (test readahead_on_a_shallow_queue).
+ */
+__device__ static inline void gm_batch_run(struct gemini_dev *d, struct gm_batch *b)
 {
-	for (int i = 0; i < b->n; i++)
-		b->rc |= gm_wait(b->tk[i]);
+	struct gm_queue *q = gm_my_queue(d);
+	const uint32_t depth = q->depth;
+
+	for (int i0 = 0; i0 < b->n;) {
+		uint32_t k = min((uint32_t)(b->n - i0), depth);
+		uint32_t t0 = atomicAdd(&q->ctl[0], k);
+		unsigned ns;
+
+		for (uint32_t j = 0; j < k; j++) {
+			const struct gm_cmd *c = &b->cmd[i0 + j];
+			uint32_t t = t0 + j, slot = t & (depth - 1);
+			struct gm_nvme_sqe *s = &q->sq[slot];
+
+			ns = 64;
+			while (*(volatile uint32_t *)&q->turn[slot] != 2u * (t / depth)) {
+				__nanosleep(ns);
+				if (ns < 2048)
+					ns *= 2;
+			}
+			s->opcode = c->op;
+			s->flags = GM_NVME_PSDT_SGL;
+			s->cid = (uint16_t)slot;
+			s->nsid = 1;
+			s->sgl_addr = (uint64_t)(c->buf - (const uint8_t *)d->dma_base);
+			s->sgl_len = c->len;
+			s->sgl_type = GM_NVME_SGL_DATA_BLOCK << 4;
+			s->slba = c->dev / 512;
+			s->nlb = (uint16_t)(c->len ? c->len / 512 - 1 : 0);
+			s->control = 0;
+		}
+		__threadfence_system();
+		ns = 32;
+		while (*(volatile uint32_t *)&q->ctl[1] != t0) {
+			__nanosleep(ns);
+			if (ns < 1024)
+				ns *= 2;
+		}
+		*(volatile uint32_t *)q->sq_doorbell = t0 + k;
+		__threadfence_system();
+		atomicExch(&q->ctl[1], t0 + k);
+		gm_stat(d, GM_STAT_CMDS, k);
+		for (uint32_t j = 0; j < k; j++)
+			b->rc |= gm_wait(q, t0 + j);
+		i0 += (int)k;
+	}
 	b->n = 0;
 }
 
-/* Queues commands for len bytes of file fd at off, one per physically contiguous run. */
-__device__ static inline void gm_file_submit(struct gemini_dev *d, int fd, uint8_t op, uint64_t off,
-					     uint32_t len, uint8_t *buf, struct gm_batch *b)
+__device__ static inline void gm_batch_add(struct gemini_dev *d, struct gm_batch *b, uint8_t op,
+					   uint64_t dev, uint32_t len, uint8_t *buf)
+{
+	struct gm_cmd *c;
+
+	if (b->n == GM_MAX_TICKETS)
+		gm_batch_run(d, b);
+	c = &b->cmd[b->n++];
+	c->op = op;
+	c->dev = dev;
+	c->len = len;
+	c->buf = buf;
+}
+
+/* One raw command (device offset, no map, no cache); its NVMe status. */
+__device__ static inline int gm_raw_cmd(struct gemini_dev *d, uint8_t op, uint64_t dev,
+					uint32_t len, uint8_t *buf)
+{
+	struct gm_batch b;
+
+	b.n = 0;
+	b.rc = 0;
+	gm_batch_add(d, &b, op, dev, len, buf);
+	gm_batch_run(d, &b);
+	return b.rc;
+}
+
+/* Adds the commands for len bytes of file fd at off, one per physically contiguous run. */
+__device__ static inline void gm_file_add(struct gemini_dev *d, int fd, uint8_t op, uint64_t off,
+					  uint32_t len, uint8_t *buf, struct gm_batch *b)
 {
 	const struct gm_file *f = &d->files[fd];
-	struct gm_queue *q = gm_my_queue(d);
 	uint64_t step = 1ull << f->block_shift;
 
 	if (off >= f->data_size)
@@ -252,9 +321,7 @@ __device__ static inline void gm_file_submit(struct gemini_dev *d, int fd, uint8
 			run += (uint32_t)min((uint64_t)(len - run), step);
 		if (run > GM_MAX_CMD)
 			run = GM_MAX_CMD;
-		if (b->n == GM_MAX_TICKETS)
-			gm_batch_wait(b);
-		b->tk[b->n++] = gm_submit(d, q, op, dev, run, buf);
+		gm_batch_add(d, b, op, dev, run, buf);
 		off += run;
 		buf += run;
 		len -= run;
@@ -269,8 +336,8 @@ __device__ static inline int gm_file_io(struct gemini_dev *d, int fd, uint8_t op
 
 	b.n = 0;
 	b.rc = 0;
-	gm_file_submit(d, fd, op, off, len, buf, &b);
-	gm_batch_wait(&b);
+	gm_file_add(d, fd, op, off, len, buf, &b);
+	gm_batch_run(d, &b);
 	if (b.rc)
 		gm_stat(d, GM_STAT_IOERR, 1);
 	return b.rc ? -5 : 0;
@@ -344,10 +411,38 @@ __device__ static inline int gm_writeback(struct gemini_dev *d, int i)
 }
 
 /*
+ * The replacement victim of shard s (lock held): the oldest page on its list that nobody
+ * references and that was not hit since eviction last passed it (second chance: a hit page
+ * goes to the tail with its used bit cleared). Every page of the shard stays on the list;
+ * pages passed over go to the tail. -1 when every page is referenced.
+ */
+__device__ static inline int gm_victim(struct gemini_dev *d, struct gm_shard *s)
+{
+	for (uint32_t steps = 2 * d->per_shard + 1; steps; steps--) {
+		int i = s->lru_head;
+		bool take;
+
+		if (i < 0)
+			return -1;
+		take = gm_ld_acquire(&d->ref[i]) == 0 && !d->used[i];
+		d->used[i] = 0;
+		gm_lru_remove(d, s, i);
+		gm_lru_append(d, s, i);
+		if (take)
+			return i;
+	}
+	return -1;
+}
+
+/*
  * Takes n references on the page holding file fd's page number pg. On a miss the page is
  * returned LOADING with *missed set: the caller fills it and publishes it (gm_get_page).
  * Returns the slot or a negative errno. One lane per warp calls this for the whole warp
  * (warp-level acquisition).
+ *
+ * References are only taken under the shard lock and dropped without it (gm_release), so a
+ * page the lock holder sees unreferenced stays unreferenced until it lets go: eviction and
+ * reuse need no further synchronisation with hits.
  */
 __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t pg, int n,
 					bool prefetching, bool *missed)
@@ -366,24 +461,34 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 		for (i = *head; i >= 0; i = d->hnext[i])
 			if (d->key[i] == key)
 				break;
-		if (i >= 0) {
+		if (i >= 0 && !(d->state[i] == GM_PAGE_ERROR && d->ref[i] == 0)) {
 			if (prefetching) {
 				gm_unlock(&s->lock);
 				return -17; /* already cached: nothing to read ahead */
 			}
-			if (d->ref[i] == 0)
-				gm_lru_remove(d, s, i);
-			d->ref[i] += n;
+			unsigned st;
+
+			atomicAdd(&d->ref[i], n);
+			d->used[i] = 1;
 			gm_unlock(&s->lock);
-			while (*(volatile uint32_t *)&d->state[i] == GM_PAGE_LOADING)
+			while ((st = (unsigned)gm_ld_acquire((const int *)&d->state[i])) ==
+			       GM_PAGE_LOADING)
 				__nanosleep(128);
-			__threadfence();
 			gm_stat(d, GM_STAT_HITS, 1);
-			if (d->state[i] == GM_PAGE_ERROR)
+			if (st == GM_PAGE_ERROR)
 				return -(5 << 8) - i - 1; /* error carrying the slot to release */
 			return i;
 		}
-		i = s->lru_head;
+		if (i >= 0) {
+			/* a failed load nobody holds any more: the same slot retries the device */
+			d->state[i] = GM_PAGE_LOADING;
+			atomicExch(&d->ref[i], n);
+			gm_unlock(&s->lock);
+			gm_stat(d, GM_STAT_MISSES, 1);
+			*missed = true;
+			return i;
+		}
+		i = gm_victim(d, s);
 		if (i >= 0)
 			break;
 		gm_unlock(&s->lock);
@@ -393,7 +498,6 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 		if (ns < 8192)
 			ns *= 2;
 	}
-	gm_lru_remove(d, s, i);
 	if (d->key[i] != GM_KEY_EMPTY) {
 		unsigned long long ok = d->key[i];
 		uint64_t oh = gm_mix(ok);
@@ -409,42 +513,24 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 	}
 	d->key[i] = key;
 	d->state[i] = GM_PAGE_LOADING;
-	d->ref[i] = n;
 	d->dirty[i] = 0;
 	d->hnext[i] = *head;
 	*head = i;
+	atomicExch(&d->ref[i], n);
 	gm_unlock(&s->lock);
 	gm_stat(d, GM_STAT_MISSES, 1);
 	*missed = true;
 	return i;
 }
 
+/* Drops n references; no lock (see gm_acquire). dirty: the caller wrote into the page. */
 __device__ static inline void gm_release(struct gemini_dev *d, int i, int n, bool dirty)
 {
-	unsigned long long key = d->key[i];
-	uint64_t h = gm_mix(key);
-	struct gm_shard *s = &d->shards[h & (d->nshards - 1)];
-
 	if (dirty)
 		atomicExch(&d->dirty[i], 1u);
-	__threadfence();
-	gm_lock(&s->lock);
-	d->ref[i] -= n;
-	if (d->ref[i] == 0) {
-		if (d->state[i] == GM_PAGE_ERROR) {
-			/* a failed load is forgotten: the next access retries the device */
-			gm_hash_remove(d,
-				       &d->bucket[(h & (d->nshards - 1)) * d->nbuckets +
-						  ((h >> 32) & (d->nbuckets - 1))],
-				       i);
-			d->key[i] = GM_KEY_EMPTY;
-			d->state[i] = GM_PAGE_INVALID;
-			gm_lru_prepend(d, s, i);
-		} else {
-			gm_lru_append(d, s, i);
-		}
-	}
-	gm_unlock(&s->lock);
+	/* release: this warp's accesses to the page and the dirty bit come before the drop; the
+	 * evictor reads the count with acquire (gm_victim) */
+	gm_sub_release(&d->ref[i], n);
 }
 
 __device__ static inline void gm_publish(struct gemini_dev *d, int i, bool ok)
@@ -475,8 +561,8 @@ __device__ static inline int gm_get_page(struct gemini_dev *d, int fd, uint64_t 
 	}
 	b.n = 0;
 	b.rc = 0;
-	gm_file_submit(d, fd, GM_NVME_OP_READ, pg << d->page_shift, (uint32_t)d->page_size,
-		       gm_page_data(d, slot), &b);
+	gm_file_add(d, fd, GM_NVME_OP_READ, pg << d->page_shift, (uint32_t)d->page_size,
+		    gm_page_data(d, slot), &b);
 	for (uint32_t k = 1; k <= d->prefetch && npre < 16; k++) {
 		uint64_t p = pg + k;
 		bool m2;
@@ -488,10 +574,10 @@ __device__ static inline int gm_get_page(struct gemini_dev *d, int fd, uint64_t 
 		if (i < 0)
 			continue;
 		pre[npre++] = i;
-		gm_file_submit(d, fd, GM_NVME_OP_READ, p << d->page_shift, (uint32_t)d->page_size,
-			       gm_page_data(d, i), &b);
+		gm_file_add(d, fd, GM_NVME_OP_READ, p << d->page_shift, (uint32_t)d->page_size,
+			    gm_page_data(d, i), &b);
 	}
-	gm_batch_wait(&b);
+	gm_batch_run(d, &b);
 	if (b.rc)
 		gm_stat(d, GM_STAT_IOERR, 1);
 	for (int k = 0; k < npre; k++) {
@@ -707,9 +793,13 @@ __device__ static inline int G_sync(struct gemini_dev *d, int fd)
 	}
 	__threadfence();
 	if (atomicAdd(d->sync_count, 1u) == nth - 1) {
-		struct gm_ticket t = gm_submit(d, gm_my_queue(d), GM_NVME_OP_FLUSH, 0, 0, d->data);
+		struct gm_batch b;
 
-		rc |= gm_wait(t);
+		b.n = 0;
+		b.rc = 0;
+		gm_batch_add(d, &b, GM_NVME_OP_FLUSH, 0, 0, d->data);
+		gm_batch_run(d, &b);
+		rc |= b.rc;
 		atomicExch(d->sync_count, 0u);
 	}
 	return rc ? -5 : 0;

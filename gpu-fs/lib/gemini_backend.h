@@ -60,6 +60,10 @@ struct gemini_ctx {
 	int nthreads;
 	volatile int stop;
 	uint32_t *qhead;
+	uint32_t *turn_dev; /* the queues' turn and ctl words in the arena (watchdog) */
+	pthread_t watchdog;
+	unsigned watchdog_s;
+	int watchdog_on;
 	int rawfd; /* nvme disk namespace: the raw disk, when it can be opened */
 	char ns_desc[256];
 	int gds_open;

@@ -132,8 +132,8 @@ static int gm_setup(struct gemini_ctx *c)
 {
 	struct gemini_dev *h = &c->hdev;
 	const struct gemini_config *k = &c->cfg;
-	size_t off = 0, o_dev, o_data, o_key, o_state, o_ref, o_dirty, o_hn, o_lp, o_ln, o_bucket,
-	       o_shards, o_queues, o_turn, o_stats, o_sync, o_map, qbytes;
+	size_t off = 0, o_dev, o_data, o_key, o_state, o_ref, o_dirty, o_used, o_hn, o_lp, o_ln,
+	       o_bucket, o_shards, o_queues, o_turn, o_stats, o_sync, o_map, qbytes;
 	uint32_t npages, nshards, per, nb;
 	int ndev = 0, rc;
 	char name[64];
@@ -160,6 +160,7 @@ static int gm_setup(struct gemini_ctx *c)
 	o_state = gm_bump(&off, npages * 4ull, 256);
 	o_ref = gm_bump(&off, npages * 4ull, 256);
 	o_dirty = gm_bump(&off, npages * 4ull, 256);
+	o_used = gm_bump(&off, npages * 4ull, 256);
 	o_hn = gm_bump(&off, npages * 4ull, 256);
 	o_lp = gm_bump(&off, npages * 4ull, 256);
 	o_ln = gm_bump(&off, npages * 4ull, 256);
@@ -216,6 +217,7 @@ static int gm_setup(struct gemini_ctx *c)
 	h->state = (uint32_t *)(a + o_state);
 	h->ref = (int *)(a + o_ref);
 	h->dirty = (uint32_t *)(a + o_dirty);
+	h->used = (uint32_t *)(a + o_used);
 	h->hnext = (int *)(a + o_hn);
 	h->lprev = (int *)(a + o_lp);
 	h->lnext = (int *)(a + o_ln);
@@ -224,6 +226,7 @@ static int gm_setup(struct gemini_ctx *c)
 	h->queues = (struct gm_queue *)(a + o_queues);
 	h->stats = (unsigned long long *)(a + o_stats);
 	h->sync_count = (unsigned int *)(a + o_sync);
+	c->turn_dev = (uint32_t *)(a + o_turn);
 	c->map_base = a + o_map;
 	c->map_used = 0;
 	c->npages = npages;
@@ -443,7 +446,7 @@ __global__ static void gm_sync_kernel(struct gemini_dev *d, int fd, int *rc)
 		atomicExch(rc, r);
 }
 
-/* Forgets fd's unreferenced pages (all pages of fd when fd < 0: clean ones only). */
+/* Forgets unreferenced clean pages: fd's, or every file's when fd < 0. */
 __global__ static void gm_drop_kernel(struct gemini_dev *d, int fd)
 {
 	for (uint32_t s = blockIdx.x * blockDim.x + threadIdx.x; s < d->nshards;
@@ -455,7 +458,8 @@ __global__ static void gm_drop_kernel(struct gemini_dev *d, int fd)
 			int next = d->lnext[i];
 			unsigned long long k = d->key[i];
 
-			if (k != GM_KEY_EMPTY && (fd < 0 || (int)(k >> 48) == fd) && !d->dirty[i]) {
+			if (k != GM_KEY_EMPTY && (fd < 0 || (int)(k >> 48) == fd) && !d->dirty[i] &&
+			    d->ref[i] == 0) {
 				uint64_t h = gm_mix(k);
 
 				gm_hash_remove(d,
@@ -650,6 +654,7 @@ int gemini_ipc_import(const struct gemini_ipc_handle *h, struct gemini_dev **dev
 	GM_REBASE(d.state);
 	GM_REBASE(d.ref);
 	GM_REBASE(d.dirty);
+	GM_REBASE(d.used);
 	GM_REBASE(d.hnext);
 	GM_REBASE(d.lprev);
 	GM_REBASE(d.lnext);

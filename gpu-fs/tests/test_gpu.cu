@@ -165,19 +165,24 @@ __global__ static void k_sync(struct gemini_dev *d, int fd, int *rc)
 		atomicExch(rc, r);
 }
 
+/* tune (may be NULL) supplies the queue shape, read-ahead and controller threads. */
 static struct gemini_ctx *ctx_open(enum gemini_backend b, int memns, size_t page, size_t cache,
-				   int flags, int *fd)
+				   int flags, int *fd, const struct gemini_config *tune)
 {
 	struct gemini_config k;
 	struct gemini_ctx *c;
 
 	memset(&k, 0, sizeof(k));
+	if (tune)
+		k = *tune;
 	k.backend = b;
 	k.memory_namespace = memns;
 	k.page_size = page;
 	k.cache_size = cache;
-	k.nqueues = 32;
-	k.qdepth = 64;
+	if (!tune) {
+		k.nqueues = 32;
+		k.qdepth = 64;
+	}
 	ck_assert_int_eq(Geminifs_init(&c, &k), 0);
 	*fd = G_open(c, tfile, flags);
 	ck_assert_msg(*fd >= 0, "G_open: %s", gemini_last_error(c));
@@ -187,7 +192,7 @@ static struct gemini_ctx *ctx_open(enum gemini_backend b, int memns, size_t page
 
 /* Reads, writes, reads again, syncs, and compares the disk with the reference byte for byte. */
 static void rw_roundtrip(enum gemini_backend b, int memns, size_t page, size_t cache, uint64_t size,
-			 unsigned threads, int iters)
+			 unsigned threads, int iters, const struct gemini_config *tune)
 {
 	struct gemini_stats st;
 	struct gemini_ctx *c;
@@ -196,22 +201,25 @@ static void rw_roundtrip(enum gemini_backend b, int memns, size_t page, size_t c
 	const uint32_t maxlen = 6000, stripe = (uint32_t)(size / threads);
 	int fd;
 
-	c = ctx_open(b, memns, page, cache, O_RDWR, &fd);
+	c = ctx_open(b, memns, page, cache, O_RDWR, &fd, tune);
 	CK_CUDA(cudaMalloc((void **)&dref, size));
 	CK_CUDA(
 	    cudaMalloc((void **)&scratch, (size_t)threads * (maxlen > stripe ? maxlen : stripe)));
 	CK_CUDA(cudaMalloc((void **)&bad, 8));
 	CK_CUDA(cudaMemcpy(dref, ref, size, cudaMemcpyHostToDevice));
 	cudaMemset(bad, 0, 8);
+	fprintf(stderr, "  phase: random reads\n"); /* where a hang was (GEMINI_WATCHDOG) */
 	k_read_check<<<threads / 256, 256>>>(gemini_device(c), fd, dref, size, iters, 3, maxlen,
 					     scratch, bad);
 	CK_CUDA(cudaDeviceSynchronize());
 	CK_CUDA(cudaMemcpy(&hbad, bad, 8, cudaMemcpyDeviceToHost));
 	ck_assert_msg(hbad == 0, "reads: %llu short, %llu mismatched", hbad >> 32,
 		      hbad & 0xffffffff);
+	fprintf(stderr, "  phase: writes\n");
 	k_write<<<threads / 256, 256>>>(gemini_device(c), fd, dref, size, stripe, 8, 5, scratch,
 					bad);
 	CK_CUDA(cudaDeviceSynchronize());
+	fprintf(stderr, "  phase: reads after the writes\n");
 	k_read_check<<<threads / 256, 256>>>(gemini_device(c), fd, dref, size, iters, 9, maxlen,
 					     scratch, bad);
 	CK_CUDA(cudaDeviceSynchronize());
@@ -226,6 +234,7 @@ static void rw_roundtrip(enum gemini_backend b, int memns, size_t page, size_t c
 	ck_assert_uint_eq(st.io_errors, 0);
 	if (cache < size)
 		ck_assert_uint_gt(st.evictions, 0);
+	fprintf(stderr, "  phase: sync and close\n");
 	ck_assert_int_eq(gemini_sync(c, fd), 0);
 	ck_assert_int_eq(G_close(c, fd), 0);
 	Geminifs_exit(c);
@@ -244,26 +253,45 @@ static void rw_roundtrip(enum gemini_backend b, int memns, size_t page, size_t c
 
 START_TEST(rw_nvme_disk_4k)
 {
-	rw_roundtrip(GEMINI_BACKEND_NVME, 0, 4096, 4 << 20, 32 << 20, 4096, 24);
+	rw_roundtrip(GEMINI_BACKEND_NVME, 0, 4096, 4 << 20, 32 << 20, 4096, 24, NULL);
 }
 END_TEST
 
 START_TEST(rw_nvme_memory_64k)
 {
-	rw_roundtrip(GEMINI_BACKEND_NVME, 1, 65536, 8 << 20, 32 << 20, 4096, 24);
+	rw_roundtrip(GEMINI_BACKEND_NVME, 1, 65536, 8 << 20, 32 << 20, 4096, 24, NULL);
 }
 END_TEST
 
 START_TEST(rw_posix_16k)
 {
-	rw_roundtrip(GEMINI_BACKEND_POSIX, 0, 16384, 4 << 20, 16 << 20, 2048, 24);
+	rw_roundtrip(GEMINI_BACKEND_POSIX, 0, 16384, 4 << 20, 16 << 20, 2048, 24, NULL);
 }
 END_TEST
 
 /* 16 pages for 1024 threads: warps wait for releases, dirty pages are written back on eviction. */
 START_TEST(eviction_under_pressure)
 {
-	rw_roundtrip(GEMINI_BACKEND_NVME, 0, 4096, 16 * 4096, 4 << 20, 1024, 6);
+	rw_roundtrip(GEMINI_BACKEND_NVME, 0, 4096, 16 * 4096, 4 << 20, 1024, 6, NULL);
+}
+END_TEST
+
+/*
+ * One shallow queue for 128 warps, 16 pages read ahead on every miss, dirty pages evicted by
+ * the read-ahead: each miss needs more commands than the queue has slots, and a warp's
+ * commands wait behind other warps' for the same slots. Every warp must still get through
+ * (no warp may hold one slot while it waits for another).
+ */
+START_TEST(readahead_on_a_shallow_queue)
+{
+	struct gemini_config t;
+
+	memset(&t, 0, sizeof(t));
+	t.nqueues = 1;
+	t.qdepth = 8;
+	t.prefetch = 16;
+	t.host_threads = 2;
+	rw_roundtrip(GEMINI_BACKEND_NVME, 1, 16384, 1 << 20, 16 << 20, 4096, 8, &t);
 }
 END_TEST
 
@@ -428,7 +456,7 @@ START_TEST(cross_process_sharing)
 	int fd;
 
 	free(make_file(tfile, 8 << 20, 1));
-	c = ctx_open(GEMINI_BACKEND_NVME, 0, 65536, 32 << 20, O_RDWR, &fd);
+	c = ctx_open(GEMINI_BACKEND_NVME, 0, 65536, 32 << 20, O_RDWR, &fd, NULL);
 	ck_assert_int_eq(fd, 0);
 	CK_CUDA(cudaMalloc((void **)&scratch, 64 * 4096));
 	CK_CUDA(cudaMalloc((void **)&bad, 8));
@@ -459,8 +487,6 @@ END_TEST
 __global__ static void k_bounds(struct gemini_dev *d, int rw, int ro, uint64_t size, uint8_t *buf,
 				uint8_t *foreign, long long *out)
 {
-	struct gm_ticket t;
-
 	out[0] = G_read(d, ro, size - 10, 20, buf);
 	out[1] = G_write(d, ro, 0, 16, buf);
 	out[2] = G_read(d, 9, 0, 16, buf);
@@ -469,16 +495,11 @@ __global__ static void k_bounds(struct gemini_dev *d, int rw, int ro, uint64_t s
 	out[5] = G_read(d, ro, size - 10, 10, buf);
 	out[6] = G_read(d, rw, UINT64_MAX - 5, 10, buf);
 	/* hostile commands straight into a queue: the controller must refuse each */
-	t = gm_submit(d, &d->queues[0], GM_NVME_OP_READ, 1ull << 50, 4096, d->data);
-	out[7] = gm_wait(t);
-	t = gm_submit(d, &d->queues[0], GM_NVME_OP_READ, gm_map(&d->files[rw], 0), 4096, foreign);
-	out[8] = gm_wait(t);
-	t = gm_submit(d, &d->queues[0], GM_NVME_OP_WRITE, gm_map(&d->files[ro], 0), 4096, d->data);
-	out[9] = gm_wait(t);
-	t = gm_submit(d, &d->queues[0], 0x7f, 0, 4096, d->data);
-	out[10] = gm_wait(t);
-	t = gm_submit(d, &d->queues[0], GM_NVME_OP_READ, gm_map(&d->files[rw], 0), 4096, d->data);
-	out[11] = gm_wait(t);
+	out[7] = gm_raw_cmd(d, GM_NVME_OP_READ, 1ull << 50, 4096, d->data);
+	out[8] = gm_raw_cmd(d, GM_NVME_OP_READ, gm_map(&d->files[rw], 0), 4096, foreign);
+	out[9] = gm_raw_cmd(d, GM_NVME_OP_WRITE, gm_map(&d->files[ro], 0), 4096, d->data);
+	out[10] = gm_raw_cmd(d, 0x7f, 0, 4096, d->data);
+	out[11] = gm_raw_cmd(d, GM_NVME_OP_READ, gm_map(&d->files[rw], 0), 4096, d->data);
 }
 
 START_TEST(bounds_and_hostile_commands)
@@ -492,7 +513,7 @@ START_TEST(bounds_and_hostile_commands)
 	free(make_file(tfile, 1 << 20, 1));
 	snprintf(second, sizeof(second), "%s/ro.gvdk", tdir);
 	free(make_file(second, 1 << 20, 2));
-	c = ctx_open(GEMINI_BACKEND_NVME, 0, 4096, 1 << 20, O_RDWR, &rw);
+	c = ctx_open(GEMINI_BACKEND_NVME, 0, 4096, 1 << 20, O_RDWR, &rw, NULL);
 	ro = G_open(c, second, O_RDONLY);
 	ck_assert_int_ge(ro, 0);
 	CK_CUDA(cudaMalloc((void **)&buf, 1 << 16));
@@ -550,6 +571,7 @@ int main(int argc, char **argv)
 	GPU_CASE(rw_nvme_memory_64k);
 	GPU_CASE(rw_posix_16k);
 	GPU_CASE(eviction_under_pressure);
+	GPU_CASE(readahead_on_a_shallow_queue);
 	GPU_CASE(sync_durability_across_processes);
 	GPU_CASE(cross_process_sharing);
 	sr = srunner_create(s);
