@@ -49,7 +49,8 @@ if has tests; then
 		echo "test_gvdk rc=$?"; tail -1 "$r/test_gvdk.log"
 	fi
 	for t in ${CASES:-bounds_and_hostile_commands rw_nvme_disk_4k rw_nvme_memory_64k rw_posix_16k \
-		eviction_under_pressure sync_durability_across_processes cross_process_sharing}; do
+		eviction_under_pressure readahead_on_a_shallow_queue sync_durability_across_processes \
+		cross_process_sharing}; do
 		echo "== $t" >>"$r/test_gpu.log"
 		s=$(date +%s)
 		CK_RUN_CASE=$t GPUFS_TEST_DIR=$W timeout ${TT:-60} "$b/test_gpu" >>"$r/test_gpu.log" 2>&1
@@ -97,8 +98,7 @@ if has torch; then
 	timeout ${TORCH_T:-300} python3 bench/gpt2_offload.py "$b/libgemini_torch.so" "$b/gvdk" "$W" \
 		"$r/bench/gpt2.csv" ${TORCH_ARGS:-} >"$r/torch.log" 2>&1
 	echo "torch rc=$?"
-	# TORCH2: a second configuration, e.g. "--modes gpufs --ctrl-threads 4" (with 2 or more
-	# controller threads this workload hung on 2026-11-30: docs/gpu-fs.md, section 5)
+	# TORCH2: a second configuration, e.g. "--modes gpufs --ctrl-threads 4"
 	if [ -n "${TORCH2:-}" ]; then
 		timeout ${TORCH_T:-300} python3 bench/gpt2_offload.py "$b/libgemini_torch.so" "$b/gvdk" "$W" \
 			"$r/bench/gpt2.csv" $TORCH2 >>"$r/torch.log" 2>&1

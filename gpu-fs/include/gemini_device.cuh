@@ -457,7 +457,12 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 
 	*missed = false;
 	for (;;) {
-		gm_lock(&s->lock);
+		/* read-ahead is optional: a loader that already holds its page never waits for a
+		 * lock that warps waiting for a free page keep taking */
+		if (prefetching && gm_cas_acquire(&s->lock, 0, 1) != 0)
+			return -16;
+		if (!prefetching)
+			gm_lock(&s->lock);
 		for (i = *head; i >= 0; i = d->hnext[i])
 			if (d->key[i] == key)
 				break;
