@@ -397,7 +397,6 @@ static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
 		int bad = 0;
 
 		gm_phase(w, GM_PH_FLUSH);
-
 		for (int f = 0; f < GEMINI_MAX_FILES; f++)
 			if (c->files[f].open && c->files[f].writable && !c->files[f].mem)
 				bad |= fdatasync(c->files[f].sysfd);
@@ -418,8 +417,8 @@ static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
 /*
  * GEMINI_WATCHDOG=S (seconds), a diagnostic for hangs, off by default: every S seconds it
  * prints how many commands were served, or, when none were, where every controller thread is,
- * each busy queue as the host sees it (doorbell against served) and as the GPU does (tickets
- * taken, doorbells rung, the next slot's turn), and the page cache (held shard locks, loading
+ * each busy queue as the host sees it (doorbell against served) and as the GPU does (slots
+ * reserved, doorbell rung, the next slot's turn), and the page cache (held shard locks, loading
  * and referenced pages, broken hash chains).
  */
 static void gm_watch_report(struct gemini_ctx *c, const uint32_t *snap, int have_snap,
@@ -449,10 +448,11 @@ static void gm_watch_report(struct gemini_ctx *c, const uint32_t *snap, int have
 		if (have_snap) {
 			uint32_t nx = ctl[1], slot = nx & (depth - 1);
 
-			fprintf(stderr,
-				"; GPU: %u tickets taken, doorbell rung to %u; slot %u (ticket %u) "
-				"has turn %u, wants %u",
-				ctl[0], ctl[1], slot, nx, turn[slot], 2 * (nx / depth));
+			fprintf(
+			    stderr,
+			    "; GPU: %u slots reserved, doorbell rung to %u; slot %u (ticket %u) "
+			    "has turn %u, wants %u",
+			    ctl[0], ctl[1], slot, nx, turn[slot], 2 * (nx / depth));
 		}
 		fputc('\n', stderr);
 	}
