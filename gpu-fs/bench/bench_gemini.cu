@@ -430,7 +430,7 @@ __global__ static void k_ablate(struct gemini_dev *d, int fd, uint64_t size, uin
 		uint64_t o = bench_next_off(&s, npos, len);
 		unsigned long long key = ((unsigned long long)fd << 48) | (o >> d->page_shift);
 		uint64_t h = gm_mix(key);
-		struct gm_shard *sh = &d->shards[h & (d->nshards - 1)];
+		struct gm_shard *sh = gm_shard_of(d, h);
 
 		if (stage == 3) {
 			if (__activemask() != 0xffffffffu && lane == __ffs(__activemask()) - 1)
@@ -446,8 +446,7 @@ __global__ static void k_ablate(struct gemini_dev *d, int fd, uint64_t size, uin
 				if (slot >= 0)
 					gm_release(d, slot, 1, false);
 			} else {
-				int *head = &d->bucket[(h & (d->nshards - 1)) * d->nbuckets +
-						       ((h >> 32) & (d->nbuckets - 1))];
+				int *head = gm_bucket(d, h);
 				int j = -1;
 
 				gm_lock(&sh->lock);

@@ -92,6 +92,17 @@ __device__ static inline uint64_t gm_mix(uint64_t k)
 	return k;
 }
 
+/* The shard and the hash bucket of a key whose gm_mix is h. */
+__device__ static inline struct gm_shard *gm_shard_of(struct gemini_dev *d, uint64_t h)
+{
+	return &d->shards[h & (d->nshards - 1)];
+}
+
+__device__ static inline int *gm_bucket(struct gemini_dev *d, uint64_t h)
+{
+	return &d->bucket[(h & (d->nshards - 1)) * d->nbuckets + ((h >> 32) & (d->nbuckets - 1))];
+}
+
 /* Acquire/release at GPU scope: cheaper than __threadfence() (a sequentially consistent fence)
  * and all the page-cache locks and reference counts need. */
 __device__ static inline int gm_cas_acquire(int *p, int cmp, int val)
@@ -449,9 +460,8 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 {
 	unsigned long long key = ((unsigned long long)fd << 48) | pg;
 	uint64_t h = gm_mix(key);
-	struct gm_shard *s = &d->shards[h & (d->nshards - 1)];
-	int *head =
-	    &d->bucket[(h & (d->nshards - 1)) * d->nbuckets + ((h >> 32) & (d->nbuckets - 1))];
+	struct gm_shard *s = gm_shard_of(d, h);
+	int *head = gm_bucket(d, h);
 	unsigned ns = 256;
 	int i;
 
@@ -459,10 +469,10 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 	for (;;) {
 		/* read-ahead is optional: a loader that already holds its page never waits for a
 		 * lock that warps waiting for a free page keep taking */
-		if (prefetching && gm_cas_acquire(&s->lock, 0, 1) != 0)
-			return -16;
 		if (!prefetching)
 			gm_lock(&s->lock);
+		else if (gm_cas_acquire(&s->lock, 0, 1) != 0)
+			return -16;
 		for (i = *head; i >= 0; i = d->hnext[i])
 			if (d->key[i] == key)
 				break;
@@ -504,16 +514,10 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 			ns *= 2;
 	}
 	if (d->key[i] != GM_KEY_EMPTY) {
-		unsigned long long ok = d->key[i];
-		uint64_t oh = gm_mix(ok);
-
 		/* under the shard lock: nobody can look the old page up while it is written */
 		if (d->dirty[i] && d->state[i] == GM_PAGE_VALID)
 			gm_writeback(d, i);
-		gm_hash_remove(d,
-			       &d->bucket[(oh & (d->nshards - 1)) * d->nbuckets +
-					  ((oh >> 32) & (d->nbuckets - 1))],
-			       i);
+		gm_hash_remove(d, gm_bucket(d, gm_mix(d->key[i])), i);
 		gm_stat(d, GM_STAT_EVICT, 1);
 	}
 	d->key[i] = key;
@@ -790,7 +794,7 @@ __device__ static inline int G_sync(struct gemini_dev *d, int fd)
 
 		if (!d->dirty[i] || k == GM_KEY_EMPTY || (int)(k >> 48) != fd)
 			continue;
-		s = &d->shards[gm_mix(k) & (d->nshards - 1)];
+		s = gm_shard_of(d, gm_mix(k));
 		gm_lock(&s->lock);
 		if (d->dirty[i] && d->key[i] == k && d->state[i] == GM_PAGE_VALID)
 			rc |= gm_writeback(d, (int)i);
@@ -798,13 +802,7 @@ __device__ static inline int G_sync(struct gemini_dev *d, int fd)
 	}
 	__threadfence();
 	if (atomicAdd(d->sync_count, 1u) == nth - 1) {
-		struct gm_batch b;
-
-		b.n = 0;
-		b.rc = 0;
-		gm_batch_add(d, &b, GM_NVME_OP_FLUSH, 0, 0, d->data);
-		gm_batch_run(d, &b);
-		rc |= b.rc;
+		rc |= gm_raw_cmd(d, GM_NVME_OP_FLUSH, 0, 0, d->data);
 		atomicExch(d->sync_count, 0u);
 	}
 	return rc ? -5 : 0;

@@ -10,6 +10,29 @@
 #include "gemini_device.cuh"
 #include "gvdk_format.h"
 
+/* Queue memory (shared host memory; the GPU sees it mapped): per queue pair the SQ (depth x 64
+ * bytes), the CQ (depth x 16) and the doorbell, padded to 64 bytes, pairs one after another. */
+struct gm_qpair {
+	struct gm_nvme_sqe *sq;
+	struct gm_nvme_cqe *cq;
+	uint32_t *db;
+};
+
+static inline size_t gm_qpair_bytes(uint32_t depth)
+{
+	return (size_t)depth * (64 + 16) + 64;
+}
+
+/* Queue pair qi inside mem, the host's or the device's address of the queue memory. */
+static inline struct gm_qpair gm_qpair_at(uint8_t *mem, uint32_t depth, uint32_t qi)
+{
+	uint8_t *base = mem + qi * gm_qpair_bytes(depth);
+	struct gm_qpair p = {(struct gm_nvme_sqe *)base, (struct gm_nvme_cqe *)(base + depth * 64),
+			     (uint32_t *)(base + depth * 80)};
+
+	return p;
+}
+
 /* A physically contiguous run of one file's data blocks. */
 struct gm_run {
 	uint64_t dev;

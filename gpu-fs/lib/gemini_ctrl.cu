@@ -351,10 +351,10 @@ static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
 {
 	struct gemini_ctx *c = w->c;
 	uint32_t depth = c->cfg.qdepth;
-	uint8_t *base = c->qmem + (size_t)qi * (depth * 80 + 64);
-	struct gm_nvme_sqe *sq = (struct gm_nvme_sqe *)base;
-	struct gm_nvme_cqe *cq = (struct gm_nvme_cqe *)(base + depth * 64);
-	uint32_t *db = (uint32_t *)(base + depth * 80);
+	struct gm_qpair qp = gm_qpair_at(c->qmem, depth, qi);
+	struct gm_nvme_sqe *sq = qp.sq;
+	struct gm_nvme_cqe *cq = qp.cq;
+	uint32_t *db = qp.db;
 	uint32_t head = c->qhead[qi], tail = __atomic_load_n(db, __ATOMIC_ACQUIRE), n, done = 0;
 
 	if (tail == head)
@@ -436,8 +436,7 @@ static void gm_watch_report(struct gemini_ctx *c, const uint32_t *snap, int have
 			(unsigned long long)((now - w->phase_ns) / 1000000), w->served);
 	}
 	for (uint32_t qi = 0; qi < c->cfg.nqueues; qi++) {
-		const uint32_t *db =
-		    (const uint32_t *)(c->qmem + (size_t)qi * (depth * 80 + 64) + depth * 80);
+		const uint32_t *db = gm_qpair_at(c->qmem, depth, qi).db;
 		uint32_t tail = __atomic_load_n(db, __ATOMIC_ACQUIRE);
 		uint32_t head = __atomic_load_n(&c->qhead[qi], __ATOMIC_ACQUIRE);
 		const uint32_t *turn = snap + (size_t)qi * (depth + 2), *ctl = turn + depth;

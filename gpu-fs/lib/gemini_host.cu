@@ -177,7 +177,7 @@ static int gm_setup(struct gemini_ctx *c)
 	GM_CUDA(c, cudaMemset(a, 0, c->arena_size));
 
 	/* queue memory in shared host memory so an importing process can map it too */
-	qbytes = (size_t)k->nqueues * (k->qdepth * (64 + 16) + 64);
+	qbytes = k->nqueues * gm_qpair_bytes(k->qdepth);
 	qbytes = (qbytes + 4095) & ~4095ull;
 	snprintf(name, sizeof(name), "/gemini-%d-%p", (int)getpid(), (void *)c);
 	rc = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
@@ -257,11 +257,11 @@ static int gm_setup(struct gemini_ctx *c)
 		}
 		memset(bk, 0xff, (size_t)nshards * nb * 4);
 		for (uint32_t i = 0; i < k->nqueues; i++) {
-			uint8_t *base = c->qmem_dev + (size_t)i * (k->qdepth * 80 + 64);
+			struct gm_qpair qp = gm_qpair_at(c->qmem_dev, k->qdepth, i);
 
-			q[i].sq = (struct gm_nvme_sqe *)base;
-			q[i].cq = (struct gm_nvme_cqe *)(base + k->qdepth * 64);
-			q[i].sq_doorbell = (uint32_t *)(base + k->qdepth * 80);
+			q[i].sq = qp.sq;
+			q[i].cq = qp.cq;
+			q[i].sq_doorbell = qp.db;
 			q[i].turn = (uint32_t *)(a + o_turn) + (size_t)i * (k->qdepth + 2);
 			q[i].ctl = q[i].turn + k->qdepth;
 			q[i].depth = k->qdepth;
@@ -460,12 +460,7 @@ __global__ static void gm_drop_kernel(struct gemini_dev *d, int fd)
 
 			if (k != GM_KEY_EMPTY && (fd < 0 || (int)(k >> 48) == fd) && !d->dirty[i] &&
 			    d->ref[i] == 0) {
-				uint64_t h = gm_mix(k);
-
-				gm_hash_remove(d,
-					       &d->bucket[(h & (d->nshards - 1)) * d->nbuckets +
-							  ((h >> 32) & (d->nbuckets - 1))],
-					       i);
+				gm_hash_remove(d, gm_bucket(d, gm_mix(k)), i);
 				d->key[i] = GM_KEY_EMPTY;
 				d->state[i] = GM_PAGE_INVALID;
 				gm_lru_remove(d, sh, i);
