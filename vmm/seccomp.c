@@ -33,6 +33,8 @@ static const char *const seccomp_allowed[] = {
     "membarrier",
     "getpid",
     "gettid",
+    /* stdio console: is lvmm the terminal's foreground job (tcgetpgrp against getpgrp)? */
+    "getpgrp",
     "prctl",
     "getrandom",
     /* signals: vCPU kicks, stop requests, crash-path terminal restore */
