@@ -1,7 +1,8 @@
 # lvmm: one entry point.  make | make test | make demo | make guest | make bench | make fuzz
 #
 # Found by the file tree (no list to edit):
-#   vmm/*.c vmm/api/*.c devices/nvme-lightiov/*.c   -> $(BUILD)/liblvmm.a (+ vmm/main.c -> lvmm)
+#   vmm/*.c vmm/api/*.c devices/nvme-lightiov/*.c host-kmod/{common,softssd}/*.c
+#                             -> $(BUILD)/liblvmm.a (+ vmm/main.c -> lvmm)
 #   tests/unit/NAME.c         Check programs linked with liblvmm.a (no KVM)
 #   tests/integration/NAME.c  Check programs that drive $(BUILD)/lvmm with the test guest (fast)
 #   tests/linux/NAME.c        Check programs that boot the Linux guest (minutes each)
@@ -20,7 +21,7 @@ PKGS    := check jansson liburing libseccomp
 WARN    := -Wall -Wextra -Werror -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes -Wshadow \
            -Wundef -Wsign-compare -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Ivmm -Idevices -Itests/lib -MMD -MP -pthread
+CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Ivmm -Idevices -Ihost-kmod -Itests/lib -MMD -MP -pthread
 LDLIBS  += -pthread $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lfdt -lm
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -29,7 +30,8 @@ endif
 
 names = $(patsubst $(1)/%.c,%,$(wildcard $(1)/*.c))
 LIB_SRCS     := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard vmm/api/*.c) \
-                $(wildcard devices/nvme-lightiov/*.c)
+                $(wildcard devices/nvme-lightiov/*.c) $(wildcard host-kmod/common/*.c) \
+                $(wildcard host-kmod/softssd/*.c)
 BINS         :=
 UNIT_TESTS   := $(call names,tests/unit)
 INTEG_TESTS  := $(call names,tests/integration)
@@ -85,7 +87,7 @@ $(BUILD)/ltests/%: $(BUILD)/obj/tests/linux/%.o $(BUILD)/libtest.a $(BUILD)/libl
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # libFuzzer targets: clang, ASan+UBSan, own object tree.
-FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Ivmm -Idevices -pthread \
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Ivmm -Idevices -Ihost-kmod -pthread \
                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
 $(BUILD)/fuzz/obj/%.o: %.c
