@@ -81,6 +81,7 @@ struct lio_identify {
 	uint32_t rsvd;
 	char name[LIO_NAME_MAX];
 	char model[40];		/* device model: "none", "p4510", "latency=80us,iops=640k" */
+	uint32_t rsvd2[2];	/* pads to the pinned 128 bytes */
 };
 #define LIO_ID_DB_POLL	  (1u << 0) /* serves doorbell pages it polls (LIO_QP_DB_POLL) */
 #define LIO_ID_DB_EVENTFD (1u << 1) /* serves doorbell eventfds (LIO_QP_DB_EVENTFD) */
@@ -141,6 +142,7 @@ struct lio_qp_create {
 	uint64_t cq_off;     /* LIO_QP_CQ_QMEM: offset of the CQ in queue memory */
 	uint64_t db_off;     /* LIO_QP_DB_POLL: offset of the doorbell page pair in queue memory:
 			      * SQ tail (u32) at db_off, CQ head (u32) at db_off + LIO_PAGE_SIZE */
+	uint64_t rsvd3;	     /* pads to the pinned 112 bytes */
 };
 #define LIO_QP_SQ_QMEM	   (1u << 0) /* SQ ring in queue memory (the CMB) */
 #define LIO_QP_CQ_QMEM	   (1u << 1) /* CQ ring in queue memory */
