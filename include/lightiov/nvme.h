@@ -3,7 +3,11 @@
 #ifndef LIGHTIOV_NVME_H
 #define LIGHTIOV_NVME_H
 
+#ifdef __KERNEL__
+#include <linux/types.h>
+#else
 #include <stdint.h>
+#endif
 
 /* ---- Controller registers (BAR0), NVMe 1.4 section 3.1 ---- */
 
