@@ -103,7 +103,7 @@ int pci_dev_add_cap(struct pci_dev *d, const void *cap, unsigned len)
 
 static bool msix_masked(const struct pci_dev *d, unsigned v)
 {
-	return !d->msix.enabled || d->msix.maskall ||
+	return !d->msix.enabled || d->msix.maskall || !d->msix.master ||
 	       (d->msix.table[v].ctrl & PCI_MSIX_ENTRY_CTRL_MASKBIT);
 }
 
@@ -250,18 +250,21 @@ int pci_dev_add_msix(struct pci_dev *d, unsigned nvec, unsigned bar, char *err, 
 	return 0;
 }
 
-/* Called with d->lock held after the Message Control word may have changed. */
+/* Called with d->lock held after the Message Control word or the bus-master bit may have
+ * changed: vectors pended while mastering was off are delivered once it is back on. */
 static void msix_ctrl_changed(struct pci_dev *d)
 {
 	struct pci_msix *m = &d->msix;
 	uint16_t flags = get16(d->cfg + m->cap + PCI_MSIX_FLAGS);
 	bool en = flags & PCI_MSIX_FLAGS_ENABLE, mask = flags & PCI_MSIX_FLAGS_MASKALL;
+	bool master = get16(d->cfg + PCI_COMMAND) & PCI_COMMAND_MASTER;
 	unsigned v;
 
-	if (en == m->enabled && mask == m->maskall)
+	if (!m->cap || (en == m->enabled && mask == m->maskall && master == m->master))
 		return;
 	m->enabled = en;
 	m->maskall = mask;
+	m->master = master;
 	for (v = 0; v < m->nvec; v++)
 		msix_update(d, v);
 }
@@ -277,12 +280,69 @@ static uint64_t bar_addr(const struct pci_dev *d, unsigned i)
 	return a;
 }
 
+bool pci_dev_bus_master(struct pci_dev *d)
+{
+	bool on;
+
+	pthread_mutex_lock(&d->lock);
+	on = get16(d->cfg + PCI_COMMAND) & PCI_COMMAND_MASTER;
+	pthread_mutex_unlock(&d->lock);
+	return on;
+}
+
+/* A guest can repeat a bad placement at will: log the 1st..8th refusal, then powers of two. */
+static bool remap_log_due(struct pci_bus *b)
+{
+	uint64_t n = ++b->remap_refused;
+
+	return n <= 8 || !(n & (n - 1));
+}
+
+/* Whether [addr, addr + size) may decode: inside one of the host bridge's windows (so never on
+ * RAM, ECAM, the IOAPIC or the LAPIC, which lie outside them) and clear of every other BAR that
+ * decodes now. Real hardware leaves an overlap undefined; lvmm does not decode the newcomer.
+ * Called with b->remap_lock held, which keeps every bar->mapped stable. */
+static const char *bar_place_check(struct pci_bus *b, const struct pci_dev *self, unsigned self_bar,
+				   uint64_t addr, uint64_t size)
+{
+	static const struct {
+		uint64_t start, size;
+	} win[] = {{LAYOUT_MMIO32_START, LAYOUT_MMIO32_SIZE},
+		   {LAYOUT_MMIO64_START, LAYOUT_MMIO64_SIZE}};
+	bool inside = false;
+	unsigned w, s, i;
+
+	for (w = 0; w < sizeof(win) / sizeof(win[0]); w++)
+		if (addr >= win[w].start && addr - win[w].start <= win[w].size &&
+		    size <= win[w].size - (addr - win[w].start))
+			inside = true;
+	if (!inside)
+		return "outside the PCI windows";
+	for (s = 0; s < PCI_MAX_DEVS; s++) {
+		const struct pci_dev *o = b->dev[s];
+
+		for (i = 0; o && i < PCI_NUM_BARS; i++) {
+			const struct pci_bar *ob = &o->bar[i];
+
+			if ((o == self && i == self_bar) || !ob->mapped)
+				continue;
+			if (addr < ob->mapped_addr + ob->size && ob->mapped_addr < addr + size)
+				return "overlapping another BAR";
+		}
+	}
+	return NULL;
+}
+
 /* Makes each BAR decode where config space says (or nowhere); runs without d->lock because bus
- * registration takes the bus lock, which MMIO handlers of this device run under. */
+ * registration takes the bus lock, which MMIO handlers of this device run under, and with
+ * b->remap_lock, so two paths never map one BAR twice. */
 static void bars_update(struct pci_dev *d)
 {
 	struct pci_bus *b = d->bus;
 	unsigned i;
+
+	pthread_mutex_lock(&b->remap_lock);
+	b->remaps++;
 
 	for (i = 0; i < PCI_NUM_BARS; i++) {
 		struct pci_bar *bar = &d->bar[i];
@@ -294,11 +354,12 @@ static void bars_update(struct pci_dev *d)
 			continue;
 		pthread_mutex_lock(&d->lock);
 		addr = bar_addr(d, i);
-		want = (get16(d->cfg + PCI_COMMAND) & PCI_COMMAND_MEMORY) && addr &&
-		       addr + bar->size > addr && addr + bar->size <= (1ULL << 52);
+		want = (get16(d->cfg + PCI_COMMAND) & PCI_COMMAND_MEMORY) && addr;
 		pthread_mutex_unlock(&d->lock);
 		use_host = bar->host && b->ops.map_host;
-		if (bar->mapped && (!want || bar->mapped_addr != addr)) {
+		if (bar->mapped && bar->mapped_addr == addr && want)
+			continue;
+		if (bar->mapped) {
 			if (bar->mapped_host)
 				b->ops.unmap_host(b->ops.opaque, bar->mapped_addr);
 			else
@@ -307,7 +368,19 @@ static void bars_update(struct pci_dev *d)
 			if (bar->moved)
 				bar->moved(d, i, ~0ULL);
 		}
-		if (want && !bar->mapped) {
+		if (want) {
+			const char *why = bar_place_check(b, d, i, addr, bar->size);
+
+			if (why) {
+				if (remap_log_due(b))
+					fprintf(stderr,
+						"pci %s: BAR%u at 0x%llx (%llu bytes) %s: not decoded "
+						"(refusal %llu)\n",
+						d->name, i, (unsigned long long)addr,
+						(unsigned long long)bar->size, why,
+						(unsigned long long)b->remap_refused);
+				continue;
+			}
 			r = -ENODEV;
 			if (use_host)
 				r = b->ops.map_host(b->ops.opaque, addr, bar->size, bar->host);
@@ -317,8 +390,11 @@ static void bars_update(struct pci_dev *d)
 				r = bus_register(b->mmio, addr, bar->size, bar->ops, bar->opaque,
 						 d->name);
 			if (r) {
-				fprintf(stderr, "pci %s: BAR%u at 0x%llx not mapped: %s\n", d->name,
-					i, (unsigned long long)addr, strerror(-r));
+				if (remap_log_due(b))
+					fprintf(stderr,
+						"pci %s: BAR%u at 0x%llx not mapped: %s (refusal %llu)\n",
+						d->name, i, (unsigned long long)addr, strerror(-r),
+						(unsigned long long)b->remap_refused);
 				continue;
 			}
 			bar->mapped = true;
@@ -327,16 +403,45 @@ static void bars_update(struct pci_dev *d)
 				bar->moved(d, i, addr);
 		}
 	}
+	pthread_mutex_unlock(&b->remap_lock);
 }
 
-/* ECAM writes arrive with the MMIO bus lock held for reading: remap from a helper thread. */
-static void *bars_update_thread(void *opaque)
+/* The bus's remap worker: applies the remaps ECAM writes queued, one device at a time. */
+static void *pci_remap_thread(void *opaque)
 {
-	struct pci_dev *d = opaque;
+	struct pci_bus *b = opaque;
 
-	bars_update(d);
-	__atomic_sub_fetch(&d->remaps_pending, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&b->lock);
+	for (;;) {
+		struct pci_dev *d;
+		unsigned slot;
+
+		while (!b->remap_want && !b->remap_stop)
+			pthread_cond_wait(&b->remap_cond, &b->lock);
+		if (b->remap_stop)
+			break;
+		slot = (unsigned)__builtin_ctz(b->remap_want);
+		b->remap_want &= ~(1u << slot);
+		d = b->dev[slot];
+		if (!d)
+			continue;
+		b->remap_dev = d;
+		pthread_mutex_unlock(&b->lock);
+		bars_update(d);
+		pthread_mutex_lock(&b->lock);
+		b->remap_dev = NULL;
+		pthread_cond_broadcast(&b->remap_cond);
+	}
+	pthread_mutex_unlock(&b->lock);
 	return NULL;
+}
+
+void pci_bus_remap_flush(struct pci_bus *b)
+{
+	pthread_mutex_lock(&b->lock);
+	while (b->remap_started && (b->remap_want || b->remap_dev))
+		pthread_cond_wait(&b->remap_cond, &b->lock);
+	pthread_mutex_unlock(&b->lock);
 }
 
 /* ---- config space access ---- */
@@ -412,7 +517,7 @@ static bool cfg_write_locked(struct pci_dev *d, unsigned reg, const uint8_t *val
 			put32(d->cfg + PCI_BAR0 + 4 * i, v);
 		}
 	}
-	if (msix)
+	if (msix || ((cmd_before ^ get16(d->cfg + PCI_COMMAND)) & PCI_COMMAND_MASTER))
 		msix_ctrl_changed(d);
 	return bars || ((cmd_before ^ get16(d->cfg + PCI_COMMAND)) & PCI_COMMAND_MEMORY);
 }
@@ -432,15 +537,12 @@ static void cfg_write(struct pci_bus *b, unsigned busno, unsigned devfn, unsigne
 	pthread_mutex_unlock(&d->lock);
 	if (!remap)
 		return;
-	if (under_mmio_lock) {
-		pthread_t t;
-
-		__atomic_add_fetch(&d->remaps_pending, 1, __ATOMIC_ACQUIRE);
-		if (pthread_create(&t, NULL, bars_update_thread, d) == 0)
-			pthread_detach(t);
-		else
-			__atomic_sub_fetch(&d->remaps_pending, 1, __ATOMIC_RELEASE);
-	} else {
+	if (under_mmio_lock && b->remap_started) {
+		pthread_mutex_lock(&b->lock);
+		b->remap_want |= 1u << (d->devfn >> 3);
+		pthread_cond_broadcast(&b->remap_cond);
+		pthread_mutex_unlock(&b->lock);
+	} else if (!under_mmio_lock) {
 		bars_update(d);
 	}
 }
@@ -538,6 +640,14 @@ int pci_bus_init(struct pci_bus *b, const struct pci_platform_ops *ops, struct b
 	b->mmio64_next = LAYOUT_MMIO64_START;
 	b->mmio32_next = LAYOUT_MMIO32_START;
 	pthread_mutex_init(&b->lock, NULL);
+	pthread_mutex_init(&b->remap_lock, NULL);
+	pthread_cond_init(&b->remap_cond, NULL);
+	r = pthread_create(&b->remap_thread, NULL, pci_remap_thread, b);
+	if (r) {
+		snprintf(err, errlen, "pci: cannot start the BAR remap thread: %s", strerror(r));
+		return -r;
+	}
+	b->remap_started = true;
 	pci_dev_init(&b->host_bridge, "host-bridge", 0x1b36, 0x0008, 0x060000, 0x1b36, 0x0008);
 	b->host_bridge.bus = b;
 	b->dev[0] = &b->host_bridge;
@@ -624,7 +734,10 @@ int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen
 		}
 	}
 	put16(d->cfg + PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+	msix_ctrl_changed(d);
+	pthread_mutex_lock(&b->lock);
 	b->dev[slot] = d;
+	pthread_mutex_unlock(&b->lock);
 	bars_update(d);
 	return 0;
 }
@@ -635,16 +748,20 @@ void pci_dev_exit(struct pci_dev *d)
 	struct pci_msix *m = &d->msix;
 	unsigned v;
 
-	/* A remap thread started by an ECAM write still uses d: let it finish. */
-	while (__atomic_load_n(&d->remaps_pending, __ATOMIC_ACQUIRE))
-		usleep(1000);
 	if (b) {
+		/* The remap worker must be done with d before it goes. */
+		pthread_mutex_lock(&b->lock);
+		if (b->dev[d->devfn >> 3] == d) {
+			b->dev[d->devfn >> 3] = NULL;
+			b->remap_want &= ~(1u << (d->devfn >> 3));
+		}
+		while (b->remap_dev == d)
+			pthread_cond_wait(&b->remap_cond, &b->lock);
+		pthread_mutex_unlock(&b->lock);
 		pthread_mutex_lock(&d->lock);
 		put16(d->cfg + PCI_COMMAND, 0);
 		pthread_mutex_unlock(&d->lock);
 		bars_update(d);
-		if (b->dev[d->devfn >> 3] == d)
-			b->dev[d->devfn >> 3] = NULL;
 	}
 	for (v = 0; m->efd && v < m->nvec; v++) {
 		if (m->efd[v] >= 0) {
@@ -662,6 +779,14 @@ void pci_dev_exit(struct pci_dev *d)
 
 void pci_bus_exit(struct pci_bus *b)
 {
+	if (b->remap_started) {
+		pthread_mutex_lock(&b->lock);
+		b->remap_stop = true;
+		pthread_cond_broadcast(&b->remap_cond);
+		pthread_mutex_unlock(&b->lock);
+		pthread_join(b->remap_thread, NULL);
+		b->remap_started = false;
+	}
 	if (b->ecam_registered)
 		bus_unregister(b->mmio, LAYOUT_ECAM_START, b);
 	if (b->pio_registered) {

@@ -82,6 +82,7 @@ struct pci_msix {
 	uint64_t *pba;
 	int *gsi;
 	int *efd;
+	bool master; /* bus mastering on: a message may be written */
 	uint64_t fired, pended;
 };
 
@@ -97,7 +98,6 @@ struct pci_dev {
 	uint8_t next_cap;
 	struct pci_bar bar[PCI_NUM_BARS];
 	struct pci_msix msix;
-	unsigned remaps_pending; /* ECAM-triggered BAR remaps still running */
 	void *priv;
 };
 
@@ -110,6 +110,16 @@ struct pci_bus {
 	uint64_t mmio64_next, mmio32_next;
 	struct pci_dev host_bridge;
 	bool pio_registered, ecam_registered;
+	/* Every BAR (re)mapping runs under remap_lock, from either access path. ECAM writes arrive
+	 * with the MMIO bus lock held, so they only mark the slot in remap_want (b->lock) and one
+	 * worker per bus applies it: a flood of writes coalesces into one remap per device. */
+	pthread_mutex_t remap_lock;
+	pthread_cond_t remap_cond;
+	pthread_t remap_thread;
+	bool remap_started, remap_stop;
+	uint32_t remap_want;	   /* slots whose BARs may have moved (b->lock) */
+	struct pci_dev *remap_dev; /* the device being remapped by the worker now (b->lock) */
+	uint64_t remaps, remap_refused; /* counters; refusals are logged sparsely */
 };
 
 /* Creates the bus and host bridge, registers CF8/CFC on pio and ECAM on mmio. */
@@ -130,7 +140,14 @@ int pci_dev_add_msix(struct pci_dev *d, unsigned nvec, unsigned bar, char *err, 
 int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen);
 void pci_dev_exit(struct pci_dev *d);
 
-/* Raises MSI-X vector v (any thread): signals its irqfd, or sets the PBA bit while masked. */
+/* Waits until every ECAM-triggered remap queued so far has been applied. */
+void pci_bus_remap_flush(struct pci_bus *b);
+
+/* Whether the guest left bus mastering on: a device may DMA only then. */
+bool pci_dev_bus_master(struct pci_dev *d);
+
+/* Raises MSI-X vector v (any thread): signals its irqfd, or sets the PBA bit while masked or
+ * while bus mastering is off (the message write cannot leave the device then). */
 void pci_msix_notify(struct pci_dev *d, unsigned v);
 
 /* Config access as the CF8/CFC and ECAM handlers do it (tests use these directly). */

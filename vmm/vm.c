@@ -926,6 +926,12 @@ int vm_ioeventfd(struct vm *vm, uint64_t addr, unsigned len, int efd, bool assig
 	return ioctl(vm->vm_fd, KVM_IOEVENTFD, &f) ? -errno : 0;
 }
 
+/* KVM memory-slot id of host map i: RAM slots first, then one fixed id per maps[] entry. */
+static unsigned vm_host_map_slot(const struct vm *vm, unsigned i)
+{
+	return vm->gmem.nslots + i;
+}
+
 int vm_map_host_mem(struct vm *vm, uint64_t gpa, uint64_t size, void *host, bool readonly)
 {
 	unsigned i;
@@ -940,10 +946,13 @@ int vm_map_host_mem(struct vm *vm, uint64_t gpa, uint64_t size, void *host, bool
 		ret = -ENOSPC;
 		goto out;
 	}
-	ret = vm_set_slot(vm, vm->next_slot, gpa, size, host, readonly ? KVM_MEM_READONLY : 0);
+	/* The slot id follows the table entry, so an unmapped BAR frees its id for the next map:
+	 * a guest toggling a BAR's decode forever never runs out of KVM memory slots. */
+	ret = vm_set_slot(vm, vm_host_map_slot(vm, i), gpa, size, host,
+			  readonly ? KVM_MEM_READONLY : 0);
 	if (!ret) {
 		vm->maps[i] = (struct vm_host_map){
-		    .gpa = gpa, .size = size, .slot = vm->next_slot++, .used = true};
+		    .gpa = gpa, .size = size, .slot = vm_host_map_slot(vm, i), .used = true};
 	}
 out:
 	pthread_mutex_unlock(&vm->route_lock);

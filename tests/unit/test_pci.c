@@ -2,6 +2,7 @@
  * probing and moves, capability list, MSI-X table writes -> routes, masking and the PBA. */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -147,7 +148,7 @@ END_TEST
 START_TEST(test_bar_probe_and_move)
 {
 	uint64_t a = bar64(1 << 3, 0), na = LAYOUT_MMIO64_START + 0x40000000;
-	uint32_t v, i, bar4 = cfg_rd(1 << 3, 0x20);
+	uint32_t v, bar4 = cfg_rd(1 << 3, 0x20);
 
 	/* Not prefetchable: placed in the 32-bit hole, naturally aligned. */
 	ck_assert_uint_ge(a, LAYOUT_MMIO32_START);
@@ -177,12 +178,12 @@ START_TEST(test_bar_probe_and_move)
 	ck_assert(!bus_access(&mmio, a + 0x10, &v, 4, false));
 	ck_assert(bus_access(&mmio, na + 0x20, &v, 4, false));
 	ck_assert_uint_eq(v, 0xab000020);
-	/* Through ECAM the move happens from a helper thread: wait for it (bounded). */
+	/* Through ECAM the move happens on the bus's remap worker: wait for it. */
 	cfg_wr(1 << 3, 4, 0);
 	v = PCI_COMMAND_MEMORY;
 	bus_access(&mmio, LAYOUT_ECAM_START + (1 << 15) + 4, &v, 4, true);
-	for (i = 0; i < 5000 && !bus_access(&mmio, na, &v, 4, false); i++)
-		usleep(1000);
+	pci_bus_remap_flush(&pb);
+	ck_assert(bus_access(&mmio, na, &v, 4, false));
 	ck_assert_uint_eq(v, 0xab000000);
 }
 END_TEST
@@ -289,6 +290,135 @@ START_TEST(test_prefetchable_bar_window)
 }
 END_TEST
 
+static int host_maps, host_maps_max, host_map_calls;
+static uint64_t host_map_gpa;
+
+static int fake_map_host(void *o, uint64_t gpa, uint64_t size, void *host)
+{
+	host_maps++;
+	host_map_calls++;
+	if (host_maps > host_maps_max)
+		host_maps_max = host_maps;
+	host_map_gpa = gpa;
+	return 0;
+}
+
+static int fake_unmap_host(void *o, uint64_t gpa)
+{
+	ck_assert_uint_eq(gpa, host_map_gpa);
+	host_maps--;
+	return 0;
+}
+
+static unsigned threads_now(void)
+{
+	char line[256];
+	unsigned n = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %u", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/* One vCPU flipping a host-memory BAR (the CMB) through ECAM: no thread per write, one mapping
+ * at a time, and the BAR ends up exactly where config space says. */
+START_TEST(test_ecam_bar_flood_one_mapping)
+{
+	static uint8_t cmb[1 << 16] __attribute__((aligned(4096)));
+	uint64_t ecam = LAYOUT_ECAM_START + (2 << 15), a0, a1, cur;
+	unsigned i, max_threads = 0, threads0 = threads_now();
+	struct pci_dev d2;
+	char err[128];
+	uint32_t v;
+
+	pb.ops.map_host = fake_map_host;
+	pb.ops.unmap_host = fake_unmap_host;
+	host_maps = host_maps_max = host_map_calls = 0;
+	pci_dev_init(&d2, "cmb", 0x1b36, 0x0111, 0x058000, 0x1b36, 0x0111);
+	ck_assert_int_eq(pci_dev_add_bar(&d2, 2, sizeof(cmb), true, true, NULL, NULL, cmb), 0);
+	ck_assert_int_eq(pci_bus_add(&pb, &d2, err, sizeof(err)), 0);
+	a0 = bar64(2 << 3, 2);
+	a1 = a0 + 0x100000;
+	ck_assert_int_eq(host_maps, 1);
+	for (i = 0; i < 100000; i++) {
+		cur = (i & 1) ? a0 : a1;
+		v = (uint32_t)cur;
+		bus_access(&mmio, ecam + 0x18, &v, 4, true);
+		/* and the memory-enable bit, as a guest toggling decode does */
+		v = (i & 2) ? 0 : PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
+		bus_access(&mmio, ecam + 4, &v, 4, true);
+		if (i % 4096 == 0 && threads_now() > max_threads)
+			max_threads = threads_now();
+	}
+	v = PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
+	bus_access(&mmio, ecam + 4, &v, 4, true);
+	pci_bus_remap_flush(&pb);
+	/* The worker was started with the bus: no thread appeared while flooding. */
+	ck_assert_uint_le(max_threads, threads0);
+	ck_assert_int_eq(host_maps, 1);
+	ck_assert_int_eq(host_maps_max, 1);
+	ck_assert_uint_eq(host_map_gpa, bar64(2 << 3, 2));
+	ck_assert_uint_eq(host_map_gpa, a0);
+	/* Coalesced: far fewer remaps than writes. */
+	ck_assert_int_lt(host_map_calls, 100000);
+	pci_dev_exit(&d2);
+	ck_assert_int_eq(host_maps, 0);
+}
+END_TEST
+
+/* A BAR moved onto another BAR, into RAM, the IOAPIC or ECAM stops decoding instead. */
+START_TEST(test_bar_overlap_refused)
+{
+	uint64_t a = bar64(1 << 3, 0), t = bar64(1 << 3, 4), bad[] = {
+		t, 0x100000, LAYOUT_IOAPIC, LAYOUT_ECAM_START, LAYOUT_RAM_HIGH};
+	unsigned i;
+	uint32_t v;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cfg_wr(1 << 3, 0x10, (uint32_t)bad[i]);
+		cfg_wr(1 << 3, 0x14, (uint32_t)(bad[i] >> 32));
+		ck_assert(!bus_access(&mmio, a, &v, 4, false));
+		/* the MSI-X table and ECAM still answer as before */
+		bus_access(&mmio, t + 12, &v, 4, false);
+		ck_assert_uint_eq(v, 1);
+		ck_assert(bus_access(&mmio, LAYOUT_ECAM_START + (1 << 15), &v, 4, false));
+		ck_assert_uint_eq(v, 0x01101b36);
+	}
+	ck_assert_uint_ge(pb.remap_refused, 5);
+	/* Back to a free place: decodes again. */
+	cfg_wr(1 << 3, 0x10, (uint32_t)a);
+	cfg_wr(1 << 3, 0x14, (uint32_t)(a >> 32));
+	ck_assert(bus_access(&mmio, a + 0x10, &v, 4, false));
+	ck_assert_uint_eq(v, 0xab000010);
+}
+END_TEST
+
+/* With bus mastering off no MSI-X message leaves the device: it pends until mastering is on. */
+START_TEST(test_msix_needs_bus_master)
+{
+	uint64_t t = bar64(1 << 3, 4);
+	unsigned cap = 0x40;
+
+	table_wr(t, 0, 0, 0xfee00000);
+	table_wr(t, 0, 2, 0x41);
+	table_wr(t, 0, 3, 0);
+	cfg_wr(1 << 3, cap, cfg_rd(1 << 3, cap) | (uint32_t)PCI_MSIX_FLAGS_ENABLE << 16);
+	ck_assert(pci_dev_bus_master(&dev));
+	pci_msix_notify(&dev, 0);
+	ck_assert_uint_eq(efd_count(dev.msix.efd[0]), 1);
+	cfg_wr(1 << 3, 4, PCI_COMMAND_MEMORY);
+	ck_assert(!pci_dev_bus_master(&dev));
+	pci_msix_notify(&dev, 0);
+	ck_assert_uint_eq(efd_count(dev.msix.efd[0]), 0);
+	cfg_wr(1 << 3, 4, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+	ck_assert_uint_eq(efd_count(dev.msix.efd[0]), 1);
+}
+END_TEST
+
 static Suite *pci_suite(void)
 {
 	Suite *s = suite_create("pci");
@@ -301,6 +431,10 @@ static Suite *pci_suite(void)
 	tcase_add_test(t, test_capabilities);
 	tcase_add_test(t, test_msix_routes_and_masking);
 	tcase_add_test(t, test_prefetchable_bar_window);
+	tcase_add_test(t, test_ecam_bar_flood_one_mapping);
+	tcase_add_test(t, test_bar_overlap_refused);
+	tcase_add_test(t, test_msix_needs_bus_master);
+	tcase_set_timeout(t, 60);
 	suite_add_tcase(s, t);
 	return s;
 }
