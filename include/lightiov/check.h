@@ -36,8 +36,9 @@ struct lio_check_ctx {
 	uint32_t nsid;	     /* the one valid namespace id (1) */
 	uint32_t mdts_bytes; /* largest transfer (<= LIO_MDTS_BYTES) */
 	uint32_t flags;	     /* LIO_CHECK_* */
-	/* Reads n little-endian PRP-list entries at gpa (already checked to lie inside the DMA
-	 * window and one page) into out. Returns 0, or non-zero when they cannot be read. */
+	/* Reads n PRP-list entries at gpa (already checked to lie inside the DMA window and one
+	 * page; n <= LIO_MDTS_BYTES / LIO_PAGE_SIZE) into out, converted from little-endian to host
+	 * order. Returns 0, or non-zero when they cannot be read. */
 	int (*read_prp)(void *opaque, uint64_t gpa, uint64_t *out, unsigned n);
 	void *opaque;
 };
@@ -59,7 +60,8 @@ struct lio_io {
 	bool fua;
 	uint64_t dev_lba; /* absolute LBA on the device (lba_start already added when translating) */
 	uint32_t nlb;	  /* LBAs, 1-based */
-	uint64_t bytes;	  /* data bytes: nlb << lba_shift (READ, WRITE); DSM: range-list bytes */
+	uint64_t bytes;	  /* nlb << lba_shift (READ, WRITE: data in segs; ZEROES: no segs);
+			   * DSM: range-list bytes */
 	uint32_t dsm_attr; /* DSM: CDW11 attributes; the range list is in segs */
 	unsigned nsegs;
 	struct lio_seg segs[LIO_CHECK_MAX_SEGS];
@@ -72,10 +74,18 @@ struct lio_io {
 uint16_t lio_sqe_check(const struct lio_check_ctx *ctx, const struct nvme_sqe *sqe,
 		       struct lio_io *io);
 
-/* Checks the ranges of a DSM command (read by the caller from io->segs into ranges): each must
- * lie inside the LBA window; translates them to device LBAs in place. Returns 0 or a status. */
+/* Checks the ranges of a DSM command (read by the caller from io->segs into ranges, host byte
+ * order; nr = io->bytes / 16, 1..256): each must lie inside the LBA window; translates them to
+ * device LBAs in place. Ranges of 0 LBAs are left as they are (the backend skips them). Returns 0
+ * or a status. */
 uint16_t lio_dsm_check(const struct lio_check_ctx *ctx, struct nvme_dsm_range *ranges,
 		       unsigned nr);
+
+/* The PRP walker alone, for commands other than NVM I/O (admin data buffers): maps len bytes
+ * (<= LIO_MDTS_BYTES) described by prp1/prp2 to at most max segments inside the DMA window, with
+ * the checks and statuses of lio_sqe_check. Returns 0 with *nsegs set, or an NVMe status. */
+uint16_t lio_prp_walk(const struct lio_check_ctx *ctx, uint64_t prp1, uint64_t prp2, uint64_t len,
+		      struct lio_seg *segs, unsigned max, unsigned *nsegs);
 
 /* True when [gpa, gpa + len) lies inside one region of the DMA window (len > 0, no wrap). */
 bool lio_window_contains(const struct lio_check_ctx *ctx, uint64_t gpa, uint64_t len);
