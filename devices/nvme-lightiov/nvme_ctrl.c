@@ -597,9 +597,14 @@ static unsigned sq_run(struct nvme_ctrl *c, struct nvme_sq *sq, unsigned budget)
 	return n;
 }
 
+/* Commands one wake-up of the I/O thread may run. With shadow doorbells a guest that keeps
+ * moving its tails would otherwise hold the thread here for ever (completions, the coalescing
+ * timer and stop requests starve); past the budget the thread kicks itself and comes back. */
+#define NVME_PROCESS_BUDGET 1024
+
 void nvme_ctrl_process_locked(struct nvme_ctrl *c)
 {
-	unsigned q, progress;
+	unsigned q, progress, done = 0;
 
 	if (!(c->csts & NVME_CSTS_RDY) || c->resetting || (c->csts & NVME_CSTS_CFS))
 		return;
@@ -620,6 +625,11 @@ void nvme_ctrl_process_locked(struct nvme_ctrl *c)
 		}
 		if (!(c->csts & NVME_CSTS_RDY) || c->resetting)
 			break;
+		done += progress;
+		if (progress && done >= NVME_PROCESS_BUDGET && c->hooks.kick) {
+			c->hooks.kick(c->hooks.opaque);
+			break;
+		}
 	} while (progress);
 }
 
