@@ -1,0 +1,96 @@
+/* softssd's volume manager: the backing's volume table in memory (named LBA windows), who has
+ * which volume attached, and every table change written back crash-safe before it is reported.
+ *
+ * One struct ssd_volumes per open backing; every call takes its mutex, so the daemon's session
+ * threads may call in concurrently. The table itself is the codec of lightiov/voltable.h; each
+ * change is made on a scratch copy, written to the slot lio_vt_next_slot names, flushed
+ * (fdatasync), and only then becomes the table in memory: a failed write changes nothing.
+ *
+ * Locking of the backing: ssd_volumes_open takes flock(LOCK_EX | LOCK_NB) on backing_fd and
+ * refuses (-EBUSY) when another open file description holds it. The daemon holds it for its
+ * whole life through its own open, so `lvmm ssd vol --backing` (which opens the file itself) is
+ * refused behind a live daemon. The lock belongs to the fd's open file description: it is
+ * released when the caller closes backing_fd (ssd_volumes_close leaves the fd to its caller).
+ */
+#ifndef SOFTSSD_VOLUMES_H
+#define SOFTSSD_VOLUMES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lightiov/uapi.h"
+
+/* lba_shift 0 asks ssd_volumes_open to take the table's own (offline tools that do not know
+ * the daemon's); a blank backing is then formatted with this one. */
+#define SSD_VOLUMES_DEFAULT_LBA_SHIFT 9
+
+struct ssd_volumes;
+
+/*
+ * Loads the volume table of the backing open at backing_fd (capacity_bytes long, including the
+ * reserved 1 MiB at its start; the caller's fd, read/write). A blank backing (the reserved area
+ * all zero) is formatted when format_if_blank, else refused with -ENOENT; one that holds
+ * something else, or a table of another SSD name, LBA size, or a larger device, is refused with
+ * -EINVAL and never reformatted. A backing that grew since the table was written keeps its
+ * volumes and gains the new space. 0 or a negative errno, with err naming what was refused.
+ */
+int ssd_volumes_open(struct ssd_volumes **out, int backing_fd, const char *ssd_name,
+		     uint64_t capacity_bytes, uint32_t lba_shift, bool format_if_blank, char *err,
+		     unsigned errlen);
+void ssd_volumes_close(struct ssd_volumes *v);
+
+/*
+ * Attaches a volume for the session owner (a tag the daemon gives per session, never 0):
+ *   LIO_ATTACH_ANON      a new anonymous volume of size_bytes ("anon-<owner>-<n>"), freed at its
+ *                        detach or, after a daemon crash, by ssd_volumes_reclaim;
+ *   LIO_ATTACH_CREATE    the named volume, created with size_bytes when absent (an existing one
+ *                        is attached at its own size, reported back in size_bytes);
+ *   LIO_ATTACH_READONLY  shared with other readers and at most one writer;
+ *   (none of these)      the one writer: refused while another writer holds it;
+ *   LIO_ATTACH_EXCL_ALL  alone: refused while anyone holds it, and keeps everyone else out.
+ * Fills name, size_bytes, vol_id (the same for every holder of a volume), lba_start, lba_count.
+ * -EBUSY when in use, -ENOENT when absent, -ENOSPC, -EINVAL (name, size, flags), -EMFILE.
+ */
+int ssd_volumes_attach(struct ssd_volumes *v, struct lio_vol_attach *a, uint64_t owner, char *err,
+		       unsigned errlen);
+/* Drops owner's hold on vol_id (one hold per call); the last detach of an anonymous volume
+ * frees it. 0, or -ENOENT when owner does not hold vol_id, or the error of the table write. */
+int ssd_volumes_detach(struct ssd_volumes *v, uint32_t vol_id, uint64_t owner);
+
+/* Named volume operations of the CLI and API. The LBAs a new or grown volume gets are zeroed
+ * first: no volume ever shows data of one deleted before it. Delete and resize are refused with
+ * -EBUSY while the volume is attached; resize grows only (-EINVAL to shrink; the same size is a
+ * no-op), in place when the LBAs after it are free, else by copying the data to a free extent and
+ * switching the table entry in one table write (a crash before it leaves the old copy in use). */
+int ssd_volumes_create(struct ssd_volumes *v, const struct lio_vol *req, char *err,
+		       unsigned errlen);
+int ssd_volumes_delete(struct ssd_volumes *v, const struct lio_vol *req, char *err,
+		       unsigned errlen);
+int ssd_volumes_resize(struct ssd_volumes *v, const struct lio_vol *req, char *err,
+		       unsigned errlen);
+
+/* Up to LIO_VOL_LIST_MAX volumes from index l->first (in table order), with their users now. */
+int ssd_volumes_list(struct ssd_volumes *v, struct lio_vol_list *l);
+
+/* At daemon start, before any session: frees every anonymous volume (each belonged to a session
+ * of a daemon that is gone, since the backing lock admits one daemon at a time). Returns how
+ * many were freed, or a negative errno when the table write failed. */
+int ssd_volumes_reclaim(struct ssd_volumes *v);
+
+/* Fills capacity_lbas (the data area), free_lbas (largest free extent), nr_volumes, lba_shift. */
+void ssd_volumes_identify(struct ssd_volumes *v, struct lio_identify *id);
+
+/* The LBA window of an attached volume: 0, or -ENOENT when no session holds vol_id. */
+int ssd_volumes_window(struct ssd_volumes *v, uint32_t vol_id, uint64_t *lba_start,
+		       uint64_t *lba_count);
+
+/* The LBA shift the table uses (after an open with lba_shift 0, the table's). */
+uint32_t ssd_volumes_lba_shift(struct ssd_volumes *v);
+
+/* "10G", "512M", "1.5G": the largest binary unit, one decimal when it does not divide exactly. */
+void ssd_size_str(uint64_t bytes, char *buf, unsigned len);
+
+/* `lvmm ssd vol ...` (vol_cli.c); argv[0] is "vol". Exit status: 0, 1 refused, 2 usage. */
+int ssd_vol_cli(int argc, char **argv);
+
+#endif
