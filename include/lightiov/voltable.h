@@ -25,7 +25,7 @@
 
 #include "lightiov/uapi.h"
 
-#define LIO_VT_MAGIC	     0x4c494f5654424c31ull /* "LIOVTBL1" */
+#define LIO_VT_MAGIC	     0x314c4254564f494cull /* the bytes "LIOVTBL1" on disk */
 #define LIO_VT_VERSION	     1u
 #define LIO_VT_HDR_BYTES     4096u
 #define LIO_VT_ENTRY_BYTES   64u
@@ -129,7 +129,7 @@ int lio_vt_remove(struct lio_vt *vt, const char *name);
  * are not free (nothing changed: the caller may move the data to lio_vt_find_free's extent). */
 int lio_vt_grow(struct lio_vt *vt, const char *name, uint64_t new_lba_count);
 
-/* First free extent of at least count LBAs: 0 with *lba_start set, or -ENOSPC. */
+/* First free extent of at least count LBAs: 0 with *lba_start set, -ENOSPC, or -EINVAL for 0. */
 int lio_vt_find_free(const struct lio_vt *vt, uint64_t count, uint64_t *lba_start);
 
 /* The largest free extent, in LBAs. */
