@@ -157,27 +157,35 @@ static int vols_commit(struct ssd_volumes *v, char *err, unsigned errlen)
 	return 0;
 }
 
-/* Makes [lba, lba + count) read as zeros and durable before a table write exposes it. */
+int ssd_backing_zero(int fd, uint64_t off, uint64_t len)
+{
+	void *zero;
+	int r = 0;
+
+	if (!fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) ||
+	    !fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
+		return fdatasync(fd) ? -errno : 0;
+	/* Neither is supported here: write the zeros. */
+	if (posix_memalign(&zero, VOLS_ALIGN, VOLS_CHUNK))
+		return -ENOMEM;
+	memset(zero, 0, VOLS_CHUNK);
+	while (len && !r) {
+		size_t n = len < VOLS_CHUNK ? (size_t)len : VOLS_CHUNK;
+
+		r = vols_pwrite(fd, zero, n, off);
+		off += n;
+		len -= n;
+	}
+	free(zero);
+	if (!r && fdatasync(fd))
+		r = -errno;
+	return r;
+}
+
+/* Makes [lba, lba + count) read as zeros, durably, before a table write exposes it. */
 static int vols_zero(struct ssd_volumes *v, uint64_t lba, uint64_t count)
 {
-	uint64_t off = lba << v->vt->lba_shift, len = count << v->vt->lba_shift;
-	int r;
-
-	if (fallocate(v->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) &&
-	    fallocate(v->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len)) {
-		/* Neither is supported here: write the zeros. */
-		memset(v->chunk, 0, VOLS_CHUNK);
-		while (len) {
-			size_t n = len < VOLS_CHUNK ? (size_t)len : VOLS_CHUNK;
-
-			r = vols_pwrite(v->fd, v->chunk, n, off);
-			if (r)
-				return r;
-			off += n;
-			len -= n;
-		}
-	}
-	return fdatasync(v->fd) ? -errno : 0;
+	return ssd_backing_zero(v->fd, lba << v->vt->lba_shift, count << v->vt->lba_shift);
 }
 
 /* Copies count LBAs from src to dst (a zeroed extent: all-zero chunks are skipped, so a sparse
