@@ -1,94 +1,95 @@
-/* vNVMe NVM command set (Read, Write, Flush, Write Zeroes, Dataset Management) and PRP handling:
- * turns a checked command into byte offsets and host iovecs for the backend. */
+/* vNVMe NVM command set (Read, Write, Flush, Write Zeroes, Dataset Management): every command
+ * goes through the shared checker (lio_sqe_check), whose segments become host iovecs here. */
+#include <endian.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lightiov/check.h"
 #include "nvme_int.h"
 
-#define NVME_NSID_ALL 0xffffffffu
+_Static_assert(NVME_CTRL_MAX_IOV >= LIO_CHECK_MAX_SEGS, "an iovec per checker segment");
+_Static_assert(NVME_CTRL_MAX_XFER <= LIO_MDTS_BYTES, "MDTS within the checker's bound");
+_Static_assert(GMEM_MAX_SLOTS <= LIO_MAX_REGIONS, "every RAM slot is a DMA-window region");
 
-static uint16_t iov_add(struct nvme_ctrl *c, uint64_t gpa, uint64_t len, struct iovec *iov,
-			unsigned maxiov, unsigned *n)
+/* The controller as the checker sees it: the DMA window is guest RAM (never the CMB or MMIO),
+ * the LBA window the whole namespace, SLBAs namespace-relative. */
+struct io_view {
+	struct lio_check_ctx ctx;
+	struct lio_check_region r[GMEM_MAX_SLOTS];
+};
+
+static int io_read_prp(void *opaque, uint64_t gpa, uint64_t *out, unsigned n)
 {
-	uint8_t *p = gmem_ptr(c->gm, gpa, len);
+	const struct nvme_ctrl *c = opaque;
+	unsigned i;
 
-	if (!p)
-		return NVME_GENERIC(NVME_SC_DATA_XFER_ERROR);
-	if (*n && (uint8_t *)iov[*n - 1].iov_base + iov[*n - 1].iov_len == p) {
-		iov[*n - 1].iov_len += len; /* physically contiguous pages: one segment */
-		return NVME_OK;
+	if (gmem_read(c->gm, gpa, out, (uint64_t)n * sizeof(*out)))
+		return -1;
+	for (i = 0; i < n; i++)
+		out[i] = le64toh(out[i]);
+	return 0;
+}
+
+static void io_view_init(struct nvme_ctrl *c, struct io_view *v)
+{
+	unsigned i;
+
+	memset(v, 0, sizeof(*v));
+	for (i = 0; i < c->gm->nslots && i < GMEM_MAX_SLOTS; i++) {
+		v->r[i].gpa = c->gm->slots[i].gpa;
+		v->r[i].size = c->gm->slots[i].size;
 	}
-	if (*n >= maxiov)
-		return NVME_GENERIC(NVME_SC_INVALID_FIELD);
-	iov[*n].iov_base = p;
-	iov[*n].iov_len = len;
-	(*n)++;
+	v->ctx.regions = v->r;
+	v->ctx.nr_regions = i;
+	v->ctx.lba_start = 0;
+	v->ctx.lba_count = c->p.size >> NVME_LBA_SHIFT;
+	v->ctx.lba_shift = NVME_LBA_SHIFT;
+	v->ctx.nsid = 1;
+	v->ctx.mdts_bytes = NVME_CTRL_MAX_XFER;
+	v->ctx.flags = LIO_CHECK_TRANSLATE;
+	v->ctx.read_prp = io_read_prp;
+	v->ctx.opaque = c;
+}
+
+/* Checked segments to host iovecs; host-contiguous neighbours share one. */
+static uint16_t segs_to_iov(struct nvme_ctrl *c, const struct lio_seg *segs, unsigned nsegs,
+			    struct iovec *iov, unsigned maxiov, unsigned *niov)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < nsegs; i++) {
+		uint8_t *p = gmem_ptr(c->gm, segs[i].gpa, segs[i].len);
+
+		if (!p)
+			return NVME_GENERIC(NVME_SC_DATA_XFER_ERROR);
+		if (n && (uint8_t *)iov[n - 1].iov_base + iov[n - 1].iov_len == p) {
+			iov[n - 1].iov_len += segs[i].len;
+			continue;
+		}
+		if (n >= maxiov)
+			return NVME_GENERIC(NVME_SC_INVALID_FIELD);
+		iov[n].iov_base = p;
+		iov[n].iov_len = segs[i].len;
+		n++;
+	}
+	*niov = n;
 	return NVME_OK;
 }
 
 uint16_t nvme_prp_map(struct nvme_ctrl *c, uint64_t prp1, uint64_t prp2, uint64_t len,
 		      struct iovec *iov, unsigned maxiov, unsigned *niov)
 {
-	const uint64_t page = NVME_CTRL_PAGE, mask = NVME_CTRL_PAGE - 1;
-	uint64_t seg, rem, list;
+	struct lio_seg segs[LIO_CHECK_MAX_SEGS];
+	struct io_view v;
+	unsigned nsegs;
 	uint16_t st;
 
 	*niov = 0;
-	if (!len)
-		return NVME_OK;
-	if (len > NVME_CTRL_MAX_XFER)
-		return NVME_GENERIC(NVME_SC_INVALID_FIELD);
-	if (prp1 & 3)
-		return NVME_GENERIC(NVME_SC_INVALID_PRP_OFFSET);
-	if (!prp1)
-		return NVME_GENERIC(NVME_SC_INVALID_FIELD);
-	seg = page - (prp1 & mask);
-	if (seg > len)
-		seg = len;
-	st = iov_add(c, prp1, seg, iov, maxiov, niov);
-	rem = len - seg;
-	if (st || !rem)
+	io_view_init(c, &v);
+	st = lio_prp_walk(&v.ctx, prp1, prp2, len, segs, LIO_CHECK_MAX_SEGS, &nsegs);
+	if (st)
 		return st;
-	if (!prp2)
-		return NVME_GENERIC(NVME_SC_INVALID_FIELD);
-	if (rem <= page) {
-		if (prp2 & mask)
-			return NVME_GENERIC(NVME_SC_INVALID_PRP_OFFSET);
-		return iov_add(c, prp2, rem, iov, maxiov, niov);
-	}
-	/* PRP2 points to a list; the last entry of a list page chains to the next page. */
-	if (prp2 & 7)
-		return NVME_GENERIC(NVME_SC_INVALID_PRP_OFFSET);
-	list = prp2;
-	while (rem) {
-		uint64_t nent = (page - (list & mask)) / 8, i;
-		uint64_t ent[NVME_CTRL_PAGE / 8];
-
-		if (gmem_read(c->gm, list, ent, nent * 8))
-			return NVME_GENERIC(NVME_SC_DATA_XFER_ERROR);
-		for (i = 0; i < nent && rem; i++) {
-			uint64_t e = ent[i];
-
-			if (i == nent - 1 && rem > page) {
-				if (!e)
-					return NVME_GENERIC(NVME_SC_INVALID_FIELD);
-				if (e & mask)
-					return NVME_GENERIC(NVME_SC_INVALID_PRP_OFFSET);
-				list = e;
-				break;
-			}
-			if (!e)
-				return NVME_GENERIC(NVME_SC_INVALID_FIELD);
-			if (e & mask)
-				return NVME_GENERIC(NVME_SC_INVALID_PRP_OFFSET);
-			seg = rem < page ? rem : page;
-			st = iov_add(c, e, seg, iov, maxiov, niov);
-			if (st)
-				return st;
-			rem -= seg;
-		}
-	}
-	return NVME_OK;
+	return segs_to_iov(c, segs, nsegs, iov, maxiov, niov);
 }
 
 uint16_t nvme_prp_copy(struct nvme_ctrl *c, uint64_t prp1, uint64_t prp2, void *buf, uint64_t len,
@@ -111,29 +112,34 @@ uint16_t nvme_prp_copy(struct nvme_ctrl *c, uint64_t prp1, uint64_t prp2, void *
 	return NVME_OK;
 }
 
-/* LBA range check that cannot overflow. */
-static bool lba_ok(const struct nvme_ctrl *c, uint64_t slba, uint64_t nlb)
-{
-	uint64_t blocks = c->p.size >> NVME_LBA_SHIFT;
-
-	return slba < blocks && nlb <= blocks - slba;
-}
-
-static uint16_t io_dsm_ranges(struct nvme_ctrl *c, const struct nvme_sqe *cmd,
+/* Deallocate: the range list the checker mapped, read once, checked and translated. */
+static uint16_t io_dsm_ranges(struct nvme_ctrl *c, const struct io_view *v, const struct lio_io *io,
 			      struct nvme_io_req *req)
 {
-	unsigned nr = (cmd->cdw10 & 0xff) + 1, i;
 	struct nvme_dsm_range r[NVME_CTRL_MAX_DSM_RANGES];
-	uint16_t st = nvme_prp_copy(c, cmd->prp1, cmd->prp2, r, (uint64_t)nr * sizeof(r[0]), false);
+	unsigned nr = (unsigned)(io->bytes / sizeof(r[0])), i;
+	uint8_t *p = (uint8_t *)r;
+	uint16_t st;
 
+	if (nr > NVME_CTRL_MAX_DSM_RANGES)
+		return NVME_GENERIC(NVME_SC_INVALID_FIELD);
+	for (i = 0; i < io->nsegs; i++) {
+		if (gmem_read(c->gm, io->segs[i].gpa, p, io->segs[i].len))
+			return NVME_GENERIC(NVME_SC_DATA_XFER_ERROR);
+		p += io->segs[i].len;
+	}
+	for (i = 0; i < nr; i++) {
+		r[i].cattr = le32toh(r[i].cattr);
+		r[i].nlb = le32toh(r[i].nlb);
+		r[i].slba = le64toh(r[i].slba);
+	}
+	st = lio_dsm_check(&v->ctx, r, nr);
 	if (st)
 		return st;
 	req->ranges = calloc(nr, sizeof(*req->ranges));
 	if (!req->ranges)
 		return NVME_GENERIC(NVME_SC_INTERNAL);
 	for (i = 0; i < nr; i++) {
-		if (!lba_ok(c, r[i].slba, r[i].nlb))
-			return NVME_GENERIC(NVME_SC_LBA_RANGE);
 		if (!r[i].nlb)
 			continue;
 		req->ranges[req->nranges].off = r[i].slba << NVME_LBA_SHIFT;
@@ -146,50 +152,40 @@ static uint16_t io_dsm_ranges(struct nvme_ctrl *c, const struct nvme_sqe *cmd,
 /* Validates cmd and fills req; returns an NVMe status. */
 static uint16_t io_prepare(struct nvme_ctrl *c, const struct nvme_sqe *cmd, struct nvme_io_req *req)
 {
-	uint64_t slba = (uint64_t)cmd->cdw11 << 32 | cmd->cdw10;
-	uint64_t nlb = (cmd->cdw12 & 0xffff) + 1;
+	struct io_view v;
+	struct lio_io io;
+	uint16_t st;
 
-	if (NVME_SQE_FUSE(cmd->flags) || NVME_SQE_PSDT(cmd->flags))
-		return NVME_GENERIC(NVME_SC_INVALID_FIELD);
-	if (cmd->opcode == NVME_CMD_FLUSH) {
-		if (cmd->nsid != 1 && cmd->nsid != NVME_NSID_ALL)
-			return NVME_GENERIC(NVME_SC_INVALID_NS);
+	io_view_init(c, &v);
+	st = lio_sqe_check(&v.ctx, cmd, &io);
+	if (st)
+		return st;
+	/* A write-protected namespace (not a read-only LBA range of a shared SSD): its own status. */
+	if (c->p.readonly && io.kind != LIO_IO_READ && io.kind != LIO_IO_FLUSH)
+		return NVME_GENERIC(NVME_SC_NS_WRITE_PROTECTED);
+	switch (io.kind) {
+	case LIO_IO_READ:
+	case LIO_IO_WRITE:
+		req->op = io.kind == LIO_IO_READ ? NVME_IO_READ : NVME_IO_WRITE;
+		req->fua = io.fua;
+		req->off = io.dev_lba << NVME_LBA_SHIFT;
+		req->len = io.bytes;
+		return segs_to_iov(c, io.segs, io.nsegs, req->iov, NVME_CTRL_MAX_IOV, &req->niov);
+	case LIO_IO_FLUSH:
 		req->op = NVME_IO_FLUSH;
 		return NVME_OK;
-	}
-	if (cmd->opcode != NVME_CMD_READ && cmd->opcode != NVME_CMD_WRITE &&
-	    cmd->opcode != NVME_CMD_WRITE_ZEROES && cmd->opcode != NVME_CMD_DSM)
-		return NVME_GENERIC(NVME_SC_INVALID_OPCODE);
-	if (cmd->nsid != 1)
-		return NVME_GENERIC(NVME_SC_INVALID_NS);
-	if (cmd->opcode != NVME_CMD_READ && c->p.readonly)
-		return NVME_GENERIC(NVME_SC_NS_WRITE_PROTECTED);
-	switch (cmd->opcode) {
-	case NVME_CMD_READ:
-	case NVME_CMD_WRITE:
-		if (!lba_ok(c, slba, nlb))
-			return NVME_GENERIC(NVME_SC_LBA_RANGE);
-		req->op = cmd->opcode == NVME_CMD_READ ? NVME_IO_READ : NVME_IO_WRITE;
-		req->fua = cmd->cdw12 & NVME_RW_FUA;
-		req->off = slba << NVME_LBA_SHIFT;
-		req->len = nlb << NVME_LBA_SHIFT;
-		if (req->len > NVME_CTRL_MAX_XFER)
-			return NVME_GENERIC(NVME_SC_INVALID_FIELD);
-		return nvme_prp_map(c, cmd->prp1, cmd->prp2, req->len, req->iov, NVME_CTRL_MAX_IOV,
-				    &req->niov);
-	case NVME_CMD_WRITE_ZEROES:
-		if (!lba_ok(c, slba, nlb))
-			return NVME_GENERIC(NVME_SC_LBA_RANGE);
+	case LIO_IO_ZEROES:
 		req->op = NVME_IO_ZEROES;
-		req->off = slba << NVME_LBA_SHIFT;
-		req->len = nlb << NVME_LBA_SHIFT;
+		req->off = io.dev_lba << NVME_LBA_SHIFT;
+		req->len = io.bytes;
 		return NVME_OK;
-	default: /* NVME_CMD_DSM */
+	case LIO_IO_DSM:
 		req->op = NVME_IO_DISCARD;
-		if (!(cmd->cdw11 & NVME_DSM_AD))
+		if (!(io.dsm_attr & NVME_DSM_AD))
 			return NVME_OK; /* only hints: nothing to do */
-		return io_dsm_ranges(c, cmd, req);
+		return io_dsm_ranges(c, &v, &io, req);
 	}
+	return NVME_GENERIC(NVME_SC_INVALID_OPCODE);
 }
 
 uint16_t nvme_io_exec(struct nvme_ctrl *c, struct nvme_sq *sq, const struct nvme_sqe *cmd)
