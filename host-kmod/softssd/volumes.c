@@ -12,11 +12,12 @@
 #include <unistd.h>
 
 #include "lightiov/voltable.h"
+#include "softssd/backing_io.h"
 #include "softssd/volumes.h"
 
-#define VOLS_ALIGN     4096u	   /* buffers fit a backing opened with O_DIRECT */
+#define VOLS_ALIGN     4096u	  /* buffers fit a backing opened with O_DIRECT */
 #define VOLS_CHUNK     (1u << 20) /* copy and zero-fill unit */
-#define VOLS_MAX_HOLDS 65536u	   /* attachments of all sessions together */
+#define VOLS_MAX_HOLDS 65536u	  /* attachments of all sessions together */
 
 enum hold_mode { HOLD_READ, HOLD_WRITE, HOLD_ALL };
 
@@ -41,87 +42,6 @@ struct ssd_volumes {
 	uint32_t last_vol_id;
 };
 
-void ssd_size_str(uint64_t bytes, char *buf, unsigned len)
-{
-	static const char units[] = "KMGT";
-	uint64_t unit = 0, whole, tenths;
-	char suffix = 0;
-	int i;
-
-	for (i = 3; i >= 0; i--) {
-		uint64_t u = 1ULL << (10 * (i + 1));
-
-		if (bytes >= u) {
-			unit = u;
-			suffix = units[i];
-			break;
-		}
-	}
-	if (!unit) {
-		snprintf(buf, len, "%" PRIu64, bytes);
-		return;
-	}
-	whole = bytes / unit;
-	/* Rounded down: free space is never reported larger than it is. */
-	tenths = (bytes % unit) * 10 / unit;
-	if (bytes % unit == 0)
-		snprintf(buf, len, "%" PRIu64 "%c", whole, suffix);
-	else
-		snprintf(buf, len, "%" PRIu64 ".%" PRIu64 "%c", whole, tenths, suffix);
-}
-
-static int vols_pwrite(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
-/* Short reads past the end of the backing read as zeros. */
-static int vols_pread(int fd, void *buf, size_t len, uint64_t off)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0) {
-			memset(p, 0, len);
-			return 0;
-		}
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
-static bool vols_all_zero(const void *buf, size_t len)
-{
-	const uint64_t *w = buf;
-	size_t i;
-
-	for (i = 0; i < len / 8; i++)
-		if (w[i])
-			return false;
-	return true;
-}
-
 static uint64_t vols_lba_bytes(const struct ssd_volumes *v)
 {
 	return 1ULL << v->vt->lba_shift;
@@ -142,13 +62,13 @@ static int vols_commit(struct ssd_volumes *v, char *err, unsigned errlen)
 	int r;
 
 	slot = lio_vt_write_prep(v->next, v->copy);
-	r = vols_pwrite(v->fd, v->copy, LIO_VT_COPY_BYTES, LIO_VT_COPY_OFF(slot));
+	r = ssd_backing_pwrite(v->fd, v->copy, LIO_VT_COPY_BYTES, LIO_VT_COPY_OFF(slot));
 	if (!r && fdatasync(v->fd))
 		r = -errno;
 	if (r) {
-		snprintf(err, errlen, "%s: writing volume table copy %c (generation %" PRIu64
-			 ") failed: %s", v->ssd, slot ? 'B' : 'A', v->next->generation,
-			 strerror(-r));
+		snprintf(err, errlen,
+			 "%s: writing volume table copy %c (generation %" PRIu64 ") failed: %s",
+			 v->ssd, slot ? 'B' : 'A', v->next->generation, strerror(-r));
 		return r;
 	}
 	t = v->vt;
@@ -157,61 +77,19 @@ static int vols_commit(struct ssd_volumes *v, char *err, unsigned errlen)
 	return 0;
 }
 
-int ssd_backing_zero(int fd, uint64_t off, uint64_t len)
-{
-	void *zero;
-	int r = 0;
-
-	if (!fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) ||
-	    !fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
-		return fdatasync(fd) ? -errno : 0;
-	/* Neither is supported here: write the zeros. */
-	if (posix_memalign(&zero, VOLS_ALIGN, VOLS_CHUNK))
-		return -ENOMEM;
-	memset(zero, 0, VOLS_CHUNK);
-	while (len && !r) {
-		size_t n = len < VOLS_CHUNK ? (size_t)len : VOLS_CHUNK;
-
-		r = vols_pwrite(fd, zero, n, off);
-		off += n;
-		len -= n;
-	}
-	free(zero);
-	if (!r && fdatasync(fd))
-		r = -errno;
-	return r;
-}
-
 /* Makes [lba, lba + count) read as zeros, durably, before a table write exposes it. */
 static int vols_zero(struct ssd_volumes *v, uint64_t lba, uint64_t count)
 {
 	return ssd_backing_zero(v->fd, lba << v->vt->lba_shift, count << v->vt->lba_shift);
 }
 
-/* Copies count LBAs from src to dst (a zeroed extent: all-zero chunks are skipped, so a sparse
- * volume stays sparse), then flushes. */
+/* Copies count LBAs from src to dst, a zeroed extent, and flushes. */
 static int vols_copy(struct ssd_volumes *v, uint64_t src, uint64_t dst, uint64_t count)
 {
-	uint64_t soff = src << v->vt->lba_shift, doff = dst << v->vt->lba_shift;
-	uint64_t len = count << v->vt->lba_shift;
-	int r;
+	uint32_t shift = v->vt->lba_shift;
 
-	while (len) {
-		size_t n = len < VOLS_CHUNK ? (size_t)len : VOLS_CHUNK;
-
-		r = vols_pread(v->fd, v->chunk, n, soff);
-		if (r)
-			return r;
-		if (!vols_all_zero(v->chunk, n)) {
-			r = vols_pwrite(v->fd, v->chunk, n, doff);
-			if (r)
-				return r;
-		}
-		soff += n;
-		doff += n;
-		len -= n;
-	}
-	return fdatasync(v->fd) ? -errno : 0;
+	return ssd_backing_copy(v->fd, src << shift, dst << shift, count << shift, v->chunk,
+				VOLS_CHUNK);
 }
 
 static unsigned vols_users(const struct ssd_volumes *v, const char *name)
@@ -223,25 +101,30 @@ static unsigned vols_users(const struct ssd_volumes *v, const char *name)
 	return n;
 }
 
-/* The volume name of a request: validated and NUL-terminated into out. */
-static int vols_req_name(struct ssd_volumes *v, const char *in, char *out, char *err,
-			 unsigned errlen)
+int ssd_vol_name_check(const char *ssd, const char *in, char *out, char *err, unsigned errlen)
 {
 	size_t n = strnlen(in, LIO_NAME_MAX);
 
 	if (n == LIO_NAME_MAX) {
-		snprintf(err, errlen, "%s: volume name '%.*s...' is longer than %d characters",
-			 v->ssd, 16, in, LIO_NAME_MAX - 1);
+		snprintf(err, errlen,
+			 "%s: invalid volume name '%.*s...' (longer than %d characters)", ssd,
+			 LIO_NAME_MAX - 1, in, LIO_NAME_MAX - 1);
 		return -EINVAL;
 	}
 	memcpy(out, in, n + 1);
 	if (!lio_name_valid(out)) {
 		snprintf(err, errlen,
 			 "%s: invalid volume name '%s' (1-%d of A-Z a-z 0-9 . _ -, not . or ..)",
-			 v->ssd, out, LIO_NAME_MAX - 1);
+			 ssd, out, LIO_NAME_MAX - 1);
 		return -EINVAL;
 	}
 	return 0;
+}
+
+static int vols_req_name(struct ssd_volumes *v, const char *in, char *out, char *err,
+			 unsigned errlen)
+{
+	return ssd_vol_name_check(v->ssd, in, out, err, errlen);
 }
 
 /* size_bytes of volume name in LBAs: > 0, a whole number of LBAs, within the largest free
@@ -258,9 +141,10 @@ static int vols_req_size(struct ssd_volumes *v, const char *name, uint64_t size_
 		return -EINVAL;
 	}
 	if (size_bytes & (vols_lba_bytes(v) - 1)) {
-		snprintf(err, errlen, "%s: volume %s size %" PRIu64
-			 " is not a multiple of the LBA size %" PRIu64, v->ssd, name, size_bytes,
-			 vols_lba_bytes(v));
+		snprintf(err, errlen,
+			 "%s: volume %s size %" PRIu64
+			 " is not a multiple of the LBA size %" PRIu64,
+			 v->ssd, name, size_bytes, vols_lba_bytes(v));
 		return -EINVAL;
 	}
 	*count = size_bytes >> v->vt->lba_shift;
@@ -291,16 +175,18 @@ static int vols_add(struct ssd_volumes *v, const char *name, uint64_t count, uin
 			snprintf(err, errlen, "%s: volume %s: the table is full (%d volumes)",
 				 v->ssd, name, LIO_MAX_VOLUMES);
 		else
-			snprintf(err, errlen, "%s: volume %s of %" PRIu64 " LBAs cannot be placed (%s)",
-				 v->ssd, name, count, strerror(-i));
+			snprintf(err, errlen,
+				 "%s: volume %s of %" PRIu64 " LBAs cannot be placed (%s)", v->ssd,
+				 name, count, strerror(-i));
 		return i;
 	}
 	e = &v->next->e[i];
 	e->ctime = (uint32_t)time(NULL);
 	r = vols_zero(v, e->lba_start, e->lba_count);
 	if (r) {
-		snprintf(err, errlen, "%s: volume %s: zeroing LBAs %" PRIu64 "+%" PRIu64
-			 " failed: %s", v->ssd, name, e->lba_start, e->lba_count, strerror(-r));
+		snprintf(err, errlen,
+			 "%s: volume %s: zeroing LBAs %" PRIu64 "+%" PRIu64 " failed: %s", v->ssd,
+			 name, e->lba_start, e->lba_count, strerror(-r));
 		return r;
 	}
 	r = vols_commit(v, err, errlen);
@@ -337,7 +223,7 @@ static int vols_load(struct ssd_volumes *v, uint64_t capacity_bytes, uint32_t lb
 
 	if (posix_memalign((void **)&area, VOLS_ALIGN, LIO_VT_RESERVED_BYTES))
 		return -ENOMEM;
-	r = vols_pread(v->fd, area, LIO_VT_RESERVED_BYTES, 0);
+	r = ssd_backing_pread(v->fd, area, LIO_VT_RESERVED_BYTES, 0);
 	if (r) {
 		snprintf(err, errlen, "%s: reading the volume table failed: %s", v->ssd,
 			 strerror(-r));
@@ -345,9 +231,11 @@ static int vols_load(struct ssd_volumes *v, uint64_t capacity_bytes, uint32_t lb
 	}
 	r = lio_vt_load(area + LIO_VT_COPY_OFF(0), area + LIO_VT_COPY_OFF(1), v->vt, &which);
 	if (r == -ENOENT) {
-		if (!vols_all_zero(area, LIO_VT_RESERVED_BYTES)) {
-			snprintf(err, errlen, "%s: the backing holds data but no volume table "
-				 "(not formatting it)", v->ssd);
+		if (!ssd_all_zero(area, LIO_VT_RESERVED_BYTES)) {
+			snprintf(err, errlen,
+				 "%s: the backing holds data but no volume table "
+				 "(not formatting it)",
+				 v->ssd);
 			r = -EINVAL;
 		} else if (!format_if_blank) {
 			snprintf(err, errlen, "%s: the backing is blank (no volume table yet)",
@@ -361,8 +249,9 @@ static int vols_load(struct ssd_volumes *v, uint64_t capacity_bytes, uint32_t lb
 		goto out;
 	}
 	if (r) {
-		snprintf(err, errlen, "%s: the volume table is corrupt (no valid copy; "
-			 "not formatting it)", v->ssd);
+		snprintf(err, errlen,
+			 "%s: the volume table is corrupt (no valid copy; not formatting it)",
+			 v->ssd);
 		goto out;
 	}
 	r = -EINVAL;
@@ -377,8 +266,9 @@ static int vols_load(struct ssd_volumes *v, uint64_t capacity_bytes, uint32_t lb
 
 		ssd_size_str(capacity_bytes, have, sizeof(have));
 		ssd_size_str(v->vt->capacity_lbas << v->vt->lba_shift, want, sizeof(want));
-		snprintf(err, errlen, "%s: backing size %s is smaller than the %s its volume table "
-			 "describes", v->ssd, have, want);
+		snprintf(err, errlen,
+			 "%s: backing size %s is smaller than the %s its volume table describes",
+			 v->ssd, have, want);
 	} else {
 		/* A backing that grew (serve --size) lends its new LBAs to volumes; the next
 		 * table write records them. */
@@ -407,15 +297,19 @@ int ssd_volumes_open(struct ssd_volumes **out, int backing_fd, const char *ssd_n
 		return -EINVAL;
 	}
 	if (capacity_bytes < LIO_VT_RESERVED_BYTES + (1u << 12)) {
-		snprintf(err, errlen, "%s: backing size %" PRIu64 " leaves no room for volumes "
-			 "(the first 1 MiB holds the volume table)", ssd_name, capacity_bytes);
+		snprintf(err, errlen,
+			 "%s: backing size %" PRIu64 " leaves no room for volumes "
+			 "(the first 1 MiB holds the volume table)",
+			 ssd_name, capacity_bytes);
 		return -EINVAL;
 	}
 	if (flock(backing_fd, LOCK_EX | LOCK_NB)) {
 		r = -errno;
 		if (r == -EWOULDBLOCK)
-			snprintf(err, errlen, "%s: the backing is locked by another process "
-				 "(a running `lvmm ssd serve %s`?)", ssd_name, ssd_name);
+			snprintf(err, errlen,
+				 "%s: the backing is locked by another process "
+				 "(a running `lvmm ssd serve %s`?)",
+				 ssd_name, ssd_name);
 		else
 			snprintf(err, errlen, "%s: locking the backing failed: %s", ssd_name,
 				 strerror(-r));
@@ -526,8 +420,8 @@ static int vols_add_hold(struct ssd_volumes *v, const char *name, uint64_t owner
 }
 
 /* A new anonymous volume for owner: its index. */
-static int vols_add_anon(struct ssd_volumes *v, struct lio_vol_attach *a, uint64_t owner,
-			 char *err, unsigned errlen)
+static int vols_add_anon(struct ssd_volumes *v, struct lio_vol_attach *a, uint64_t owner, char *err,
+			 unsigned errlen)
 {
 	char name[LIO_NAME_MAX];
 	uint64_t count;
@@ -551,8 +445,8 @@ static int vols_add_anon(struct ssd_volumes *v, struct lio_vol_attach *a, uint64
 int ssd_volumes_attach(struct ssd_volumes *v, struct lio_vol_attach *a, uint64_t owner, char *err,
 		       unsigned errlen)
 {
-	const uint32_t known = LIO_ATTACH_CREATE | LIO_ATTACH_ANON | LIO_ATTACH_READONLY |
-			       LIO_ATTACH_EXCL_ALL;
+	const uint32_t known =
+	    LIO_ATTACH_CREATE | LIO_ATTACH_ANON | LIO_ATTACH_READONLY | LIO_ATTACH_EXCL_ALL;
 	char name[LIO_NAME_MAX];
 	const struct lio_vt_entry *e;
 	enum hold_mode mode;
@@ -565,8 +459,9 @@ int ssd_volumes_attach(struct ssd_volumes *v, struct lio_vol_attach *a, uint64_t
 		return -EINVAL;
 	}
 	if ((a->flags & LIO_ATTACH_ANON) && (a->flags & ~LIO_ATTACH_ANON)) {
-		snprintf(err, errlen, "%s: attach flags 0x%x: an anonymous volume takes no other "
-			 "flag", v->ssd, a->flags);
+		snprintf(err, errlen,
+			 "%s: attach flags 0x%x: an anonymous volume takes no other flag", v->ssd,
+			 a->flags);
 		return -EINVAL;
 	}
 	if (!owner) {
@@ -605,17 +500,20 @@ int ssd_volumes_attach(struct ssd_volumes *v, struct lio_vol_attach *a, uint64_t
 		}
 		if (v->vt->e[i].flags & LIO_VOL_ANON) {
 			/* It belongs to the session that made it (or to a dead daemon's). */
-			snprintf(err, errlen, "%s: volume %s is anonymous (only its own session "
-				 "uses it)", v->ssd, name);
+			snprintf(err, errlen,
+				 "%s: volume %s is anonymous (only its own session uses it)",
+				 v->ssd, name);
 			r = -EBUSY;
 			goto out;
 		}
 		if (vols_conflict(v, name, mode)) {
-			snprintf(err, errlen, "%s: volume %s is in use by %u session%s (%s attach "
-				 "refused)", v->ssd, name, vols_users(v, name),
+			snprintf(err, errlen,
+				 "%s: volume %s is in use by %u session%s (%s attach refused)",
+				 v->ssd, name, vols_users(v, name),
 				 vols_users(v, name) == 1 ? "" : "s",
-				 mode == HOLD_ALL ? "exclusive" : mode == HOLD_READ ? "read-only"
-										   : "read-write");
+				 mode == HOLD_ALL    ? "exclusive"
+				 : mode == HOLD_READ ? "read-only"
+						     : "read-write");
 			r = -EBUSY;
 			goto out;
 		}
@@ -665,8 +563,7 @@ out:
 	return r;
 }
 
-int ssd_volumes_create(struct ssd_volumes *v, const struct lio_vol *req, char *err,
-		       unsigned errlen)
+int ssd_volumes_create(struct ssd_volumes *v, const struct lio_vol *req, char *err, unsigned errlen)
 {
 	char name[LIO_NAME_MAX];
 	uint64_t count;
@@ -692,8 +589,7 @@ out:
 	return r;
 }
 
-int ssd_volumes_delete(struct ssd_volumes *v, const struct lio_vol *req, char *err,
-		       unsigned errlen)
+int ssd_volumes_delete(struct ssd_volumes *v, const struct lio_vol *req, char *err, unsigned errlen)
 {
 	char name[LIO_NAME_MAX];
 	int r;
@@ -728,8 +624,9 @@ static int vols_move(struct ssd_volumes *v, int i, uint64_t count, char *err, un
 	if (r) {
 		ssd_size_str(count << v->vt->lba_shift, want, sizeof(want));
 		ssd_size_str(lio_vt_free_lbas(v->vt) << v->vt->lba_shift, have, sizeof(have));
-		snprintf(err, errlen, "%s: volume %s size %s exceeds free space %s (it cannot "
-			 "grow in place)", v->ssd, e->name, want, have);
+		snprintf(err, errlen,
+			 "%s: volume %s size %s exceeds free space %s (it cannot grow in place)",
+			 v->ssd, e->name, want, have);
 		return -ENOSPC;
 	}
 	r = vols_zero(v, start, count);
@@ -745,8 +642,7 @@ static int vols_move(struct ssd_volumes *v, int i, uint64_t count, char *err, un
 	return 0;
 }
 
-int ssd_volumes_resize(struct ssd_volumes *v, const struct lio_vol *req, char *err,
-		       unsigned errlen)
+int ssd_volumes_resize(struct ssd_volumes *v, const struct lio_vol *req, char *err, unsigned errlen)
 {
 	char name[LIO_NAME_MAX], want[24], have[24];
 	struct lio_vt_entry *e;
@@ -766,9 +662,10 @@ int ssd_volumes_resize(struct ssd_volumes *v, const struct lio_vol *req, char *e
 	e = &v->vt->e[i];
 	old = e->lba_count;
 	if (!req->size_bytes || (req->size_bytes & (vols_lba_bytes(v) - 1))) {
-		snprintf(err, errlen, "%s: volume %s size %" PRIu64 " is not a positive multiple "
-			 "of the LBA size %" PRIu64, v->ssd, name, req->size_bytes,
-			 vols_lba_bytes(v));
+		snprintf(err, errlen,
+			 "%s: volume %s size %" PRIu64 " is not a positive multiple "
+			 "of the LBA size %" PRIu64,
+			 v->ssd, name, req->size_bytes, vols_lba_bytes(v));
 		r = -EINVAL;
 		goto out;
 	}

@@ -87,14 +87,9 @@ int ssd_volumes_window(struct ssd_volumes *v, uint32_t vol_id, uint64_t *lba_sta
 /* The LBA shift the table uses (after an open with lba_shift 0, the table's). */
 uint32_t ssd_volumes_lba_shift(struct ssd_volumes *v);
 
-/* Makes len bytes at off of a backing read as zeros (hole punch, else zero range, else written
- * zeros) and flushes. 0 or a negative errno. */
-int ssd_backing_zero(int fd, uint64_t off, uint64_t len);
-
-/* "10G", "512M", "1.5G": the largest binary unit, one decimal when it does not divide exactly. */
-void ssd_size_str(uint64_t bytes, char *buf, unsigned len);
-
-/* `lvmm ssd vol ...` (vol_cli.c); argv[0] is "vol". Exit status: 0, 1 refused, 2 usage. */
-int ssd_vol_cli(int argc, char **argv);
+/* A volume name as a request carries it (in: up to LIO_NAME_MAX bytes, maybe unterminated),
+ * checked and NUL-terminated into out (LIO_NAME_MAX bytes): 0, or -EINVAL with err naming ssd
+ * and the name. Every path (daemon, CLI, offline) refuses a name with this one message. */
+int ssd_vol_name_check(const char *ssd, const char *in, char *out, char *err, unsigned errlen);
 
 #endif

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lightiov/voltable.h"
+#include "softssd/backing_io.h"
 #include "softssd/volumes.h"
 #include "testutil.h"
 
@@ -226,7 +227,7 @@ START_TEST(create_list_delete)
 	b = find(&l, "vm2");
 	ck_assert_ptr_nonnull(b);
 	ck_assert_msg(b->lba_start >= a->lba_start + a->lba_count ||
-			      a->lba_start >= b->lba_start + b->lba_count,
+			  a->lba_start >= b->lba_start + b->lba_count,
 		      "volumes overlap");
 
 	/* first beyond the end lists nothing but still counts. */
@@ -292,8 +293,8 @@ START_TEST(attach_rules)
 
 	/* Delete and resize wait until nobody holds it. */
 	ck_assert_int_eq(vol_op(ssd_volumes_delete, "vm1", 0), -EBUSY);
-	ck_assert_msg(strstr(err, "ssd0: volume vm1 is in use by 3 sessions (delete refused)"), "%s",
-		      err);
+	ck_assert_msg(strstr(err, "ssd0: volume vm1 is in use by 3 sessions (delete refused)"),
+		      "%s", err);
 	ck_assert_int_eq(vol_op(ssd_volumes_resize, "vm1", 4 * MIB), -EBUSY);
 
 	/* A detach needs the holder's own owner tag. */
@@ -319,7 +320,8 @@ START_TEST(attach_rules)
 	ck_assert_uint_eq(x.size_bytes, MIB);
 	ck_assert_uint_eq(find(&l, "vm2")->users, 1);
 	ck_assert_int_eq(attach("vm3", 0, 1u << 9, 11, &x), -EINVAL);
-	ck_assert_int_eq(attach("vm3", MIB, LIO_ATTACH_ANON | LIO_ATTACH_READONLY, 11, &x), -EINVAL);
+	ck_assert_int_eq(attach("vm3", MIB, LIO_ATTACH_ANON | LIO_ATTACH_READONLY, 11, &x),
+			 -EINVAL);
 	ck_assert_int_eq(attach("x y", MIB, LIO_ATTACH_CREATE, 11, &x), -EINVAL);
 	ck_assert_int_eq(attach("vm3", MIB, LIO_ATTACH_CREATE, 0, &x), -EINVAL);
 }
@@ -487,7 +489,7 @@ START_TEST(torn_write_keeps_older_copy)
 	static uint8_t a[LIO_VT_COPY_BYTES], b[LIO_VT_COPY_BYTES];
 	int which = -1;
 
-	open_vols(); /* generation 1 */
+	open_vols();				    /* generation 1 */
 	ck_assert_int_eq(create("first", MIB), 0);  /* 2 */
 	ck_assert_int_eq(create("second", MIB), 0); /* 3: the newest copy */
 	ssd_volumes_close(vols);
@@ -517,9 +519,9 @@ START_TEST(torn_write_keeps_older_copy)
 	memset(a, 0x5a, 64);
 	ck_assert_int_eq(pwrite(fd, a, 64, LIO_VT_COPY_OFF(0) + 16), 64);
 	ck_assert_int_eq(pwrite(fd, a, 64, LIO_VT_COPY_OFF(1) + 16), 64);
-	ck_assert_int_eq(ssd_volumes_open(&vols, fd, "ssd0", BACKING_SIZE, SHIFT, true, err,
-					  sizeof(err)),
-			 -EINVAL);
+	ck_assert_int_eq(
+	    ssd_volumes_open(&vols, fd, "ssd0", BACKING_SIZE, SHIFT, true, err, sizeof(err)),
+	    -EINVAL);
 	ck_assert_msg(strstr(err, "ssd0: the volume table is corrupt"), "%s", err);
 }
 END_TEST
@@ -532,9 +534,9 @@ START_TEST(second_open_locked_out)
 	open_vols();
 	fd2 = open(path, O_RDWR);
 	ck_assert_int_ge(fd2, 0);
-	ck_assert_int_eq(ssd_volumes_open(&other, fd2, "ssd0", BACKING_SIZE, SHIFT, true, err,
-					  sizeof(err)),
-			 -EBUSY);
+	ck_assert_int_eq(
+	    ssd_volumes_open(&other, fd2, "ssd0", BACKING_SIZE, SHIFT, true, err, sizeof(err)),
+	    -EBUSY);
 	ck_assert_ptr_null(other);
 	ck_assert_msg(strstr(err, "ssd0: the backing is locked by another process"), "%s", err);
 	/* Closing the holder's fd frees the lock. */
@@ -542,9 +544,9 @@ START_TEST(second_open_locked_out)
 	vols = NULL;
 	close(fd);
 	fd = -1;
-	ck_assert_msg(ssd_volumes_open(&other, fd2, "ssd0", BACKING_SIZE, SHIFT, true, err,
-				       sizeof(err)) == 0,
-		      "%s", err);
+	ck_assert_msg(
+	    ssd_volumes_open(&other, fd2, "ssd0", BACKING_SIZE, SHIFT, true, err, sizeof(err)) == 0,
+	    "%s", err);
 	ssd_volumes_close(other);
 	close(fd2);
 }

@@ -1,0 +1,141 @@
+/* Byte-level I/O on an SSD's backing for the volume manager and `lvmm ssd vol`: whole transfers,
+ * zeroing that keeps files sparse, sparse-preserving copies, and sizes as people write them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "softssd/backing_io.h"
+
+#define BIO_ALIGN 4096u	     /* buffers fit a backing opened with O_DIRECT */
+#define BIO_CHUNK (1u << 20) /* unit of written zeros */
+
+void ssd_size_str(uint64_t bytes, char *buf, unsigned len)
+{
+	static const char units[] = "KMGT";
+	uint64_t unit = 0, whole, tenths;
+	char suffix = 0;
+	int i;
+
+	for (i = 3; i >= 0; i--) {
+		uint64_t u = 1ULL << (10 * (i + 1));
+
+		if (bytes >= u) {
+			unit = u;
+			suffix = units[i];
+			break;
+		}
+	}
+	if (!unit) {
+		snprintf(buf, len, "%" PRIu64, bytes);
+		return;
+	}
+	whole = bytes / unit;
+	/* Rounded down: free space is never reported larger than it is. */
+	tenths = (bytes % unit) * 10 / unit;
+	if (bytes % unit == 0)
+		snprintf(buf, len, "%" PRIu64 "%c", whole, suffix);
+	else
+		snprintf(buf, len, "%" PRIu64 ".%" PRIu64 "%c", whole, tenths, suffix);
+}
+
+int ssd_backing_pwrite(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+int ssd_backing_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0) {
+			memset(p, 0, len);
+			return 0;
+		}
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+bool ssd_all_zero(const void *buf, size_t len)
+{
+	const uint64_t *w = buf;
+	size_t i;
+
+	for (i = 0; i < len / 8; i++)
+		if (w[i])
+			return false;
+	return true;
+}
+
+int ssd_backing_zero(int fd, uint64_t off, uint64_t len)
+{
+	void *zero;
+	int r = 0;
+
+	if (!fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) ||
+	    !fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
+		return fdatasync(fd) ? -errno : 0;
+	/* Neither is supported here: write the zeros. */
+	if (posix_memalign(&zero, BIO_ALIGN, BIO_CHUNK))
+		return -ENOMEM;
+	memset(zero, 0, BIO_CHUNK);
+	while (len && !r) {
+		size_t n = len < BIO_CHUNK ? (size_t)len : BIO_CHUNK;
+
+		r = ssd_backing_pwrite(fd, zero, n, off);
+		off += n;
+		len -= n;
+	}
+	free(zero);
+	if (!r && fdatasync(fd))
+		r = -errno;
+	return r;
+}
+
+int ssd_backing_copy(int fd, uint64_t src, uint64_t dst, uint64_t len, void *buf, size_t buflen)
+{
+	int r;
+
+	while (len) {
+		size_t n = len < buflen ? (size_t)len : buflen;
+
+		r = ssd_backing_pread(fd, buf, n, src);
+		if (r)
+			return r;
+		if (!ssd_all_zero(buf, n)) {
+			r = ssd_backing_pwrite(fd, buf, n, dst);
+			if (r)
+				return r;
+		}
+		src += n;
+		dst += n;
+		len -= n;
+	}
+	return fdatasync(fd) ? -errno : 0;
+}

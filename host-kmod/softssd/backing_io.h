@@ -1,0 +1,29 @@
+/* Byte-level I/O on an SSD's backing (file or block device) shared by the volume manager and
+ * `lvmm ssd vol`'s offline path. Every call returns 0 or a negative errno. */
+#ifndef SOFTSSD_BACKING_IO_H
+#define SOFTSSD_BACKING_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Whole transfers (retried on EINTR and short counts); a read past the end gives zeros. */
+int ssd_backing_pwrite(int fd, const void *buf, size_t len, uint64_t off);
+int ssd_backing_pread(int fd, void *buf, size_t len, uint64_t off);
+
+/* Makes len bytes at off read as zeros (hole punch, else zero range, else written zeros) and
+ * flushes. */
+int ssd_backing_zero(int fd, uint64_t off, uint64_t len);
+
+/* Copies len bytes from src to dst through buf (buflen bytes), skipping all-zero chunks: dst
+ * must read as zeros already (ssd_backing_zero), and stays sparse where src is. Then flushes. */
+int ssd_backing_copy(int fd, uint64_t src, uint64_t dst, uint64_t len, void *buf, size_t buflen);
+
+/* len (a multiple of 8) bytes of buf are all zero. */
+bool ssd_all_zero(const void *buf, size_t len);
+
+/* "10G", "512M", "1.5G": the largest binary unit, one decimal (rounded down) when it does not
+ * divide exactly; plain bytes below 1K. */
+void ssd_size_str(uint64_t bytes, char *buf, unsigned len);
+
+#endif
