@@ -16,30 +16,32 @@
 void ssd_size_str(uint64_t bytes, char *buf, unsigned len)
 {
 	static const char units[] = "KMGT";
-	uint64_t unit = 0, whole, tenths;
-	char suffix = 0;
+	uint64_t unit;
 	int i;
 
+	/* The largest unit that states the size exactly in a short figure (one decimal at most,
+	 * four digits before it)... */
 	for (i = 3; i >= 0; i--) {
-		uint64_t u = 1ULL << (10 * (i + 1));
-
-		if (bytes >= u) {
-			unit = u;
-			suffix = units[i];
-			break;
-		}
-	}
-	if (!unit) {
-		snprintf(buf, len, "%" PRIu64, bytes);
+		unit = 1ULL << (10 * (i + 1));
+		if (bytes < unit || bytes / unit > 9999 || (bytes % unit) * 10 % unit)
+			continue;
+		if (bytes % unit == 0)
+			snprintf(buf, len, "%" PRIu64 "%c", bytes / unit, units[i]);
+		else
+			snprintf(buf, len, "%" PRIu64 ".%" PRIu64 "%c", bytes / unit,
+				 (bytes % unit) * 10 / unit, units[i]);
 		return;
 	}
-	whole = bytes / unit;
-	/* Rounded down: free space is never reported larger than it is. */
-	tenths = (bytes % unit) * 10 / unit;
-	if (bytes % unit == 0)
-		snprintf(buf, len, "%" PRIu64 "%c", whole, suffix);
-	else
-		snprintf(buf, len, "%" PRIu64 ".%" PRIu64 "%c", whole, tenths, suffix);
+	/* ...else the largest that fits, rounded down: free space is never overstated. */
+	for (i = 3; i >= 0; i--) {
+		unit = 1ULL << (10 * (i + 1));
+		if (bytes >= unit) {
+			snprintf(buf, len, "%" PRIu64 ".%" PRIu64 "%c", bytes / unit,
+				 (bytes % unit) * 10 / unit, units[i]);
+			return;
+		}
+	}
+	snprintf(buf, len, "%" PRIu64, bytes);
 }
 
 int ssd_backing_pwrite(int fd, const void *buf, size_t len, uint64_t off)

@@ -22,8 +22,9 @@ int ssd_backing_copy(int fd, uint64_t src, uint64_t dst, uint64_t len, void *buf
 /* len (a multiple of 8) bytes of buf are all zero. */
 bool ssd_all_zero(const void *buf, size_t len);
 
-/* "10G", "512M", "1.5G": the largest binary unit, one decimal (rounded down) when it does not
- * divide exactly; plain bytes below 1K. */
+/* "10G", "1.5G", "1030M": the largest binary unit that states the size exactly in at most four
+ * digits and one decimal; else the largest unit, one decimal rounded down ("5.9G"); plain bytes
+ * below 1K. */
 void ssd_size_str(uint64_t bytes, char *buf, unsigned len);
 
 #endif

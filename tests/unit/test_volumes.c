@@ -587,6 +587,14 @@ START_TEST(size_strings)
 	ck_assert_str_eq(b, "2T");
 	ssd_size_str(4096, b, sizeof(b));
 	ck_assert_str_eq(b, "4K");
+	ssd_size_str(1030ULL << 20, b, sizeof(b));
+	ck_assert_str_eq(b, "1030M");
+	ssd_size_str(1536, b, sizeof(b));
+	ck_assert_str_eq(b, "1.5K");
+	ssd_size_str(1537, b, sizeof(b));
+	ck_assert_str_eq(b, "1.5K");
+	ssd_size_str((5ULL << 30) + 512, b, sizeof(b));
+	ck_assert_str_eq(b, "5.0G");
 }
 END_TEST
 
