@@ -23,6 +23,7 @@ void config_defaults(struct vm_config *c)
 	c->max_cpus = CONFIG_DEFAULT_CPUS;
 	c->memory = CONFIG_DEFAULT_MEMORY;
 	c->serial = SERIAL_STDIO;
+	c->serial_limit = CONFIG_DEFAULT_SERIAL_LIMIT;
 }
 
 /* Multiplier shift for a binary suffix letter; -1 when the letter is not one. */
@@ -213,6 +214,16 @@ static int vnvme_parse_opt(struct vnvme_config *o, bool is_file, const char *key
 	}
 	if (!is_file && !strcmp(key, "vol"))
 		return vnvme_copy_name(o->vol, sizeof(o->vol), "vol", v, strlen(v), err, errlen);
+	if (!is_file && !strcmp(key, "doorbell")) {
+		if (!strcmp(v, "poll") || !strcmp(v, "eventfd") || !strcmp(v, "auto")) {
+			o->doorbell = v[0] == 'p' ? VNVME_DB_POLL
+				      : v[0] == 'e' ? VNVME_DB_EVENTFD
+						    : VNVME_DB_AUTO;
+			return 0;
+		}
+		snprintf(err, errlen, "vnvme: doorbell '%s' is not poll, eventfd or auto", v);
+		return -EINVAL;
+	}
 	snprintf(err, errlen, "vnvme: unknown key '%s' for the %s form", key,
 		 is_file ? "file=PATH" : "NAME:SIZE");
 	return -EINVAL;
@@ -260,15 +271,18 @@ int config_parse_vnvme(const char *s, struct vnvme_config *out, char *err, unsig
 		char sub[200];
 
 		colon = strchr(tok, ':');
-		if (!colon || strchr(tok, '=')) {
+		if (strchr(tok, '=')) {
 			snprintf(err, errlen, "vnvme: '%s' is neither file=PATH nor NAME:SIZE",
 				 tok);
 			return -EINVAL;
 		}
-		r = vnvme_copy_name(o.ssd, sizeof(o.ssd), "ssd name", tok, (size_t)(colon - tok),
-				    err, errlen);
+		o.mode = VNVME_ISOLATED; /* the guest is not trusted unless the operator says so */
+		r = vnvme_copy_name(o.ssd, sizeof(o.ssd), "ssd name", tok,
+				    colon ? (size_t)(colon - tok) : strlen(tok), err, errlen);
 		if (r)
 			return r;
+		if (!colon)
+			goto opts; /* NAME,vol=VOL: an existing volume, checked below */
 		r = config_parse_size(colon + 1, &o.size, sub, sizeof(sub));
 		if (r) {
 			snprintf(err, errlen, "vnvme %s size: %s", o.ssd, sub);
@@ -280,6 +294,7 @@ int config_parse_vnvme(const char *s, struct vnvme_config *out, char *err, unsig
 		}
 	}
 
+opts:
 	while ((tok = strtok_r(NULL, ",", &save))) {
 		eq = strchr(tok, '=');
 		if (!eq || eq == tok) {
@@ -290,6 +305,11 @@ int config_parse_vnvme(const char *s, struct vnvme_config *out, char *err, unsig
 		r = vnvme_parse_opt(&o, is_file, tok, eq + 1, err, errlen);
 		if (r)
 			return r;
+	}
+	if (!is_file && !o.size && !o.vol[0]) {
+		snprintf(err, errlen, "vnvme: '%s' names neither a size (%s:SIZE) nor a volume "
+				      "(vol=NAME)", s, o.ssd);
+		return -EINVAL;
 	}
 	if (is_file && o.mode != VNVME_EMULATE) {
 		snprintf(err, errlen, "vnvme: mode %s needs an ssd backend (NAME:SIZE form)",
@@ -340,8 +360,8 @@ static int config_validate_vnvme(const struct vm_config *c, char *err, unsigned 
 				 vnvme_mode_names[v->mode]);
 			return -EINVAL;
 		}
-		if (v->ssd[0] && v->size == 0) {
-			snprintf(err, errlen, "vnvme %s: ssd %s needs a size", a, v->ssd);
+		if (v->ssd[0] && v->size == 0 && !v->vol[0]) {
+			snprintf(err, errlen, "vnvme %s: ssd %s needs a size or a volume", a, v->ssd);
 			return -EINVAL;
 		}
 		for (unsigned j = 0; j < i; j++) {
@@ -352,6 +372,57 @@ static int config_validate_vnvme(const struct vm_config *c, char *err, unsigned 
 			}
 		}
 	}
+	return 0;
+}
+
+int config_parse_serial(const char *s, struct vm_config *c, char *err, unsigned errlen)
+{
+	char buf[CONFIG_PATH_MAX + 64], *comma;
+	uint64_t limit = CONFIG_DEFAULT_SERIAL_LIMIT;
+	bool trunc = false;
+	size_t n = strlen(s);
+
+	if (!strcmp(s, "stdio") || !strcmp(s, "off")) {
+		c->serial = s[0] == 's' ? SERIAL_STDIO : SERIAL_OFF;
+		c->serial_file[0] = 0;
+		return 0;
+	}
+	if (strncmp(s, "file=", 5) || !s[5]) {
+		snprintf(err, errlen, "serial: '%s' is not stdio, file=PATH or off", s);
+		return -EINVAL;
+	}
+	if (n >= sizeof(buf)) {
+		snprintf(err, errlen, "serial: argument of %zu bytes is too long", n);
+		return -ENAMETOOLONG;
+	}
+	memcpy(buf, s + 5, n - 4);
+	/* Options from the end: whatever is not one belongs to the path. */
+	while ((comma = strrchr(buf, ','))) {
+		const char *opt = comma + 1;
+
+		if (!strcmp(opt, "truncate=on") || !strcmp(opt, "truncate=off")) {
+			trunc = !strcmp(opt, "truncate=on");
+		} else if (!strncmp(opt, "limit=", 6)) {
+			char why[128];
+
+			if (config_parse_size(opt + 6, &limit, why, sizeof(why))) {
+				snprintf(err, errlen, "serial: limit: %s", why);
+				return -EINVAL;
+			}
+		} else {
+			break;
+		}
+		*comma = 0;
+	}
+	if (!buf[0] || strlen(buf) >= sizeof(c->serial_file)) {
+		snprintf(err, errlen, "serial: file path empty or longer than %zu bytes",
+			 sizeof(c->serial_file) - 1);
+		return -EINVAL;
+	}
+	c->serial = SERIAL_FILE;
+	strcpy(c->serial_file, buf);
+	c->serial_limit = limit;
+	c->serial_truncate = trunc;
 	return 0;
 }
 
@@ -384,7 +455,8 @@ int config_validate(const struct vm_config *c, char *err, unsigned errlen)
 	if (!memchr(c->kernel, 0, sizeof(c->kernel)) ||
 	    !memchr(c->initramfs, 0, sizeof(c->initramfs)) ||
 	    !memchr(c->cmdline, 0, sizeof(c->cmdline)) ||
-	    !memchr(c->serial_file, 0, sizeof(c->serial_file))) {
+	    !memchr(c->serial_file, 0, sizeof(c->serial_file)) ||
+	    !memchr(c->allowed_dir, 0, sizeof(c->allowed_dir))) {
 		snprintf(err, errlen, "config: unterminated string field");
 		return -EINVAL;
 	}

@@ -13,6 +13,7 @@
 enum serial_mode { SERIAL_STDIO, SERIAL_FILE, SERIAL_OFF, SERIAL_NULL };
 
 enum vnvme_mode { VNVME_EMULATE, VNVME_PASSTHROUGH, VNVME_ISOLATED };
+enum vnvme_doorbell { VNVME_DB_AUTO, VNVME_DB_POLL, VNVME_DB_EVENTFD };
 
 struct vnvme_config {
 	char id[64];		    /* device id (API remove-device), default "nvme<N>" */
@@ -24,6 +25,7 @@ struct vnvme_config {
 	char serial[21]; /* NVMe serial number, 20 chars max */
 	enum vnvme_mode mode;
 	unsigned queues; /* I/O queue pairs offered, 1..65535; 0 = one per vCPU */
+	enum vnvme_doorbell doorbell; /* ssd modes: polled pages or eventfds; auto = the SSD's */
 };
 
 struct vm_config {
@@ -35,6 +37,10 @@ struct vm_config {
 	char cmdline[4096];
 	enum serial_mode serial;
 	char serial_file[CONFIG_PATH_MAX];
+	uint64_t serial_limit; /* File mode: bytes the file may hold, 0 = no limit */
+	bool serial_truncate;  /* File mode: empty an existing file at boot (else append) */
+	/* Set by the API server, never by a client: every path a client names lies beneath. */
+	char allowed_dir[CONFIG_PATH_MAX];
 	unsigned nvnvme;
 	struct vnvme_config vnvme[CONFIG_MAX_VNVME];
 };
@@ -42,6 +48,7 @@ struct vm_config {
 #define CONFIG_DEFAULT_CPUS   1
 #define CONFIG_DEFAULT_MEMORY (256ULL << 20)
 #define CONFIG_MIN_MEMORY     (16ULL << 20)
+#define CONFIG_DEFAULT_SERIAL_LIMIT (64ULL << 20)
 
 void config_defaults(struct vm_config *c);
 
@@ -53,11 +60,16 @@ int config_parse_size(const char *s, uint64_t *out, char *err, unsigned errlen);
 int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out);
 
 /* --vnvme argument: "file=PATH[,size=SIZE][,readonly=on][,serial=STR][,queues=N]" or
- * "NAME:SIZE[,vol=NAME][,mode=passthrough|isolated|emulate][,queues=N]". */
+ * "NAME[:SIZE][,vol=NAME][,mode=passthrough|isolated|emulate][,doorbell=poll|eventfd]
+ * [,queues=N]" (an ssd; no SIZE needs vol=; the mode defaults to isolated). */
 int config_parse_vnvme(const char *s, struct vnvme_config *out, char *err, unsigned errlen);
 
 /* The id a vNVMe is known by: its own, or "nvme<idx>" when none was given. */
 void config_vnvme_id(const struct vnvme_config *v, unsigned idx, char *buf, size_t len);
+
+/* --serial argument: "stdio", "off" or "file=PATH[,truncate=on|off][,limit=SIZE]" (options are
+ * taken from the end, so a PATH may itself hold commas). limit=0 lifts the size limit. */
+int config_parse_serial(const char *s, struct vm_config *c, char *err, unsigned errlen);
 
 /* Whole-config sanity check (cpus, memory bounds, kernel present, ...). */
 int config_validate(const struct vm_config *c, char *err, unsigned errlen);

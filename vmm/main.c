@@ -1,11 +1,14 @@
 /* The lvmm command line: `lvmm run` boots a VM from flags (optionally serving the REST API),
  * `lvmm api` is the API client; owns process-wide signal handling and the terminal on exit. */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,6 +16,7 @@
 #include "config.h"
 #include "seccomp_filter.h"
 #include "serial.h"
+#include "softssd/cli.h"
 #include "vm.h"
 #include "vm_internal.h"
 
@@ -22,6 +26,7 @@ static void usage_main(FILE *f)
 {
 	fprintf(f, "usage: lvmm run [OPTIONS]          boot a microVM\n"
 		   "       lvmm api --socket PATH VERB  talk to a running lvmm (lvmm api --help)\n"
+		   "       lvmm ssd serve|stats|vol ... software NVMe SSD (lvmm ssd --help)\n"
 		   "       lvmm --version | --help\n");
 }
 
@@ -35,15 +40,17 @@ static void usage_run(FILE *f)
 	    "  --cmdline STR        kernel command line\n"
 	    "  --cpus N             vCPUs (default %u)\n"
 	    "  --memory SIZE        guest RAM, e.g. 256M, 2G (default %lluM)\n"
-	    "  --serial MODE        stdio | file=PATH | off (default stdio)\n"
+	    "  --serial MODE        stdio | off | file=PATH[,truncate=on][,limit=SIZE] (default\n"
+	    "                       stdio; a file is appended to and capped at %lluM unless told)\n"
 	    "  --vnvme SPEC         NVMe disk: file=PATH[,size=SIZE][,readonly=on][,serial=S]\n"
 	    "                       [,queues=N] (I/O queue pairs, default one per vCPU)\n"
 	    "                       or NAME:SIZE[,vol=NAME][,mode=emulate|passthrough|isolated]\n"
 	    "  --api-socket PATH    serve the REST API on this Unix socket\n"
+	    "  --allowed-dir DIR    every file an API client names must lie beneath DIR\n"
 	    "Environment: LVMM_SECCOMP=off, LVMM_HOSTCOMPAT=on|off, LVMM_PIT=on|off,\n"
 	    "  LVMM_IRQCHIP=kernel|split, LVMM_STATS=1, LVMM_DEBUG_VCPU=SECONDS,\n"
 	    "  LVMM_VCPU_NICE=N (vCPU thread nice value; -10 on kvm_pvm with 2+ vCPUs)\n",
-	    CONFIG_DEFAULT_CPUS, CONFIG_DEFAULT_MEMORY >> 20);
+	    CONFIG_DEFAULT_CPUS, CONFIG_DEFAULT_MEMORY >> 20, CONFIG_DEFAULT_SERIAL_LIMIT >> 20);
 }
 
 static int copy_arg(char *dst, size_t max, const char *what, const char *v)
@@ -58,15 +65,10 @@ static int copy_arg(char *dst, size_t max, const char *what, const char *v)
 
 static int parse_serial(struct vm_config *c, const char *v)
 {
-	if (!strcmp(v, "stdio")) {
-		c->serial = SERIAL_STDIO;
-	} else if (!strcmp(v, "off")) {
-		c->serial = SERIAL_OFF;
-	} else if (!strncmp(v, "file=", 5) && v[5]) {
-		c->serial = SERIAL_FILE;
-		return copy_arg(c->serial_file, sizeof(c->serial_file), "--serial", v + 5);
-	} else {
-		fprintf(stderr, "lvmm: --serial: '%s' is not stdio, file=PATH or off\n", v);
+	char err[256];
+
+	if (config_parse_serial(v, c, err, sizeof(err))) {
+		fprintf(stderr, "lvmm: --%s\n", err);
 		return -1;
 	}
 	return 0;
@@ -93,10 +95,12 @@ enum {
 	OPT_SERIAL,
 	OPT_VNVME,
 	OPT_API,
+	OPT_ALLOWED_DIR,
 	OPT_HELP
 };
 
-static int parse_run(int argc, char **argv, struct vm_config *c, const char **api_sock)
+static int parse_run(int argc, char **argv, struct vm_config *c, const char **api_sock,
+		     const char **allowed_dir)
 {
 	static const struct option opts[] = {
 	    {"kernel", required_argument, NULL, OPT_KERNEL},
@@ -107,6 +111,7 @@ static int parse_run(int argc, char **argv, struct vm_config *c, const char **ap
 	    {"serial", required_argument, NULL, OPT_SERIAL},
 	    {"vnvme", required_argument, NULL, OPT_VNVME},
 	    {"api-socket", required_argument, NULL, OPT_API},
+	    {"allowed-dir", required_argument, NULL, OPT_ALLOWED_DIR},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
 	};
@@ -157,6 +162,9 @@ static int parse_run(int argc, char **argv, struct vm_config *c, const char **ap
 			break;
 		case OPT_API:
 			*api_sock = optarg;
+			break;
+		case OPT_ALLOWED_DIR:
+			*allowed_dir = optarg;
 			break;
 		case OPT_HELP:
 			usage_run(stdout);
@@ -232,7 +240,8 @@ static double now_s(void)
 static int cmd_run(int argc, char **argv)
 {
 	struct sig_waiter sw = {0};
-	const char *api_sock = NULL;
+	const char *api_sock = NULL, *allowed_arg = NULL;
+	char allowed_dir[PATH_MAX] = "";
 	struct vm_config cfg;
 	enum vm_exit_reason why;
 	pthread_t st;
@@ -242,10 +251,28 @@ static int cmd_run(int argc, char **argv)
 	int status;
 
 	config_defaults(&cfg);
-	if (parse_run(argc, argv, &cfg, &api_sock))
+	if (parse_run(argc, argv, &cfg, &api_sock, &allowed_arg))
 		return 2;
+	if (allowed_arg) {
+		struct stat sb;
+
+		/* Resolved once here: clients' paths are then compared and walked below it. */
+		if (!api_sock) {
+			fprintf(stderr, "lvmm: --allowed-dir needs --api-socket\n");
+			return 2;
+		}
+		if (!realpath(allowed_arg, allowed_dir) || stat(allowed_dir, &sb)) {
+			fprintf(stderr, "lvmm: --allowed-dir %s: %s\n", allowed_arg,
+				strerror(errno));
+			return 2;
+		}
+		if (!S_ISDIR(sb.st_mode)) {
+			fprintf(stderr, "lvmm: --allowed-dir %s: not a directory\n", allowed_arg);
+			return 2;
+		}
+	}
 	if (api_sock && !cfg.kernel[0]) /* an empty VMM: the VM comes from vm.create */
-		return api_vmm_main(api_sock, NULL);
+		return api_vmm_main(api_sock, NULL, allowed_dir);
 	if (config_validate(&cfg, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		return 1;
@@ -260,6 +287,12 @@ static int cmd_run(int argc, char **argv)
 	sigaddset(&sw.set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sw.set, NULL);
 
+	/* Before vm_create(): the kernel and initramfs are parsed there, and a malformed image
+	 * must meet a process that can no longer do much. */
+	if (seccomp_install(err, sizeof(err))) {
+		fprintf(stderr, "lvmm: %s\n", err);
+		return 1;
+	}
 	if (vm_create(&cfg, &vm, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		return 1;
@@ -270,13 +303,13 @@ static int cmd_run(int argc, char **argv)
 		vm_destroy(vm);
 		return 1;
 	}
-	if (seccomp_install(err, sizeof(err)) || vm_boot(vm, err, sizeof(err))) {
+	if (vm_boot(vm, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		vm_request_stop(vm, VM_EXIT_ERROR, "%s", err);
 		why = vm_wait(vm);
 		status = 1;
 	} else if (api_sock) {
-		status = api_vmm_main(api_sock, vm);
+		status = api_vmm_main(api_sock, vm, allowed_dir);
 		why = vm_wait(vm);
 		if (!status)
 			fprintf(stderr, "lvmm: %s\n", vm_exit_msg(vm));
@@ -327,6 +360,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "api"))
 		return api_client_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "ssd"))
+		return ssd_cli_main(argc - 1, argv + 1);
 	fprintf(stderr, "lvmm: unknown command '%s' (lvmm --help)\n", argv[1]);
 	return 2;
 }

@@ -1,8 +1,12 @@
-/* 8250/16550A UART register model (COM1) and the host terminal's raw mode.
+/* 8250/16550A UART register model (COM1), its output writer and the host terminal's raw mode.
  * Transmit is immediate (THR always empty); receive goes through a small FIFO fed from stdin. */
 #include <errno.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "serial.h"
@@ -45,21 +49,175 @@ static void serial_update_irq(struct serial *s)
 	}
 }
 
+/* ---- output writer ---- */
+
+/* Small chunks: poll() reporting a pipe or terminal writable promises room for about this much,
+ * so the writer seldom blocks in write(2) and sees a stop request soon. */
+#define SERIAL_OUT_CHUNK   512
+#define SERIAL_OUT_POLL_MS 100
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Forgets what the ring holds, counted as dropped (o->lock held). */
+static void out_drop_all(struct serial_out *o)
+{
+	o->dropped += o->count;
+	o->head = (o->head + o->count) % SERIAL_OUT_RING;
+	o->count = 0;
+}
+
+static void *serial_out_thread(void *arg)
+{
+	struct serial_out *o = arg;
+	uint8_t buf[SERIAL_OUT_CHUNK];
+	uint64_t deadline = 0;
+
+	pthread_setname_np(pthread_self(), "lvmm-console");
+	pthread_mutex_lock(&o->lock);
+	for (;;) {
+		struct pollfd p = {.fd = o->fd, .events = POLLOUT};
+		unsigned n, i;
+		ssize_t w = 0;
+		int r;
+
+		while (!o->count && !o->stop)
+			pthread_cond_wait(&o->cond, &o->lock);
+		if (!o->count)
+			break;
+		if (o->stop && !deadline)
+			deadline = now_ms() + o->drain_ms;
+		if (o->stop && now_ms() >= deadline) {
+			out_drop_all(o);
+			break;
+		}
+		if (o->limit && o->written >= o->limit) {
+			/* The file is full: what the guest sends from now on is counted, not kept. */
+			out_drop_all(o);
+			continue;
+		}
+		n = o->count < sizeof(buf) ? o->count : (unsigned)sizeof(buf);
+		if (o->limit && n > o->limit - o->written)
+			n = (unsigned)(o->limit - o->written);
+		for (i = 0; i < n; i++)
+			buf[i] = o->ring[(o->head + i) % SERIAL_OUT_RING];
+		pthread_mutex_unlock(&o->lock);
+		r = poll(&p, 1, SERIAL_OUT_POLL_MS);
+		if (r > 0 && (p.revents & POLLOUT))
+			w = write(o->fd, buf, n);
+		else if (r > 0)
+			w = -1; /* POLLERR/POLLHUP: nothing will ever take these bytes */
+		if (w < 0 && (r <= 0 || errno == EINTR || errno == EAGAIN))
+			w = 0;
+		pthread_mutex_lock(&o->lock);
+		if (w < 0) {
+			/* A console that fails (EPIPE, EIO, ENOSPC) drops output instead of spinning. */
+			out_drop_all(o);
+		} else if (w > 0) {
+			o->head = (o->head + (unsigned)w) % SERIAL_OUT_RING;
+			o->count -= (unsigned)w;
+			o->written += (uint64_t)w;
+			if (o->limit && o->written >= o->limit && !o->limit_noted) {
+				o->limit_noted = true;
+				fprintf(stderr,
+					"serial: console file reached its limit of %llu bytes; further "
+					"output is dropped\n",
+					(unsigned long long)o->limit);
+			}
+		}
+	}
+	pthread_mutex_unlock(&o->lock);
+	return NULL;
+}
+
+int serial_out_start(struct serial *s, int fd, uint64_t limit, uint64_t already)
+{
+	struct serial_out *o = &s->out;
+	int r;
+
+	if (o->started)
+		return -EBUSY;
+	memset(o, 0, sizeof(*o));
+	pthread_mutex_init(&o->lock, NULL);
+	pthread_cond_init(&o->cond, NULL);
+	o->fd = fd;
+	o->limit = limit;
+	o->written = already;
+	o->limit_noted = limit && already >= limit;
+	r = pthread_create(&o->thread, NULL, serial_out_thread, o);
+	if (r)
+		return -r;
+	o->started = true;
+	return 0;
+}
+
+void serial_out_stop(struct serial *s, unsigned drain_ms)
+{
+	struct serial_out *o = &s->out;
+
+	if (!o->started)
+		return;
+	pthread_mutex_lock(&o->lock);
+	o->stop = true;
+	o->drain_ms = drain_ms;
+	pthread_cond_broadcast(&o->cond);
+	pthread_mutex_unlock(&o->lock);
+	pthread_join(o->thread, NULL);
+	o->started = false;
+}
+
+void serial_get_stats(struct serial *s, struct serial_stats *st)
+{
+	struct serial_out *o = &s->out;
+
+	/* Also after serial_out_stop(): the counters stay; a zeroed lock is a valid one. */
+	pthread_mutex_lock(&o->lock);
+	st->tx = o->tx;
+	st->written = o->written;
+	st->dropped = o->dropped;
+	pthread_mutex_unlock(&o->lock);
+}
+
+/* From the vCPU path: queue one byte, never block on the console. */
+static void out_put(struct serial_out *o, uint8_t c)
+{
+	pthread_mutex_lock(&o->lock);
+	o->tx++;
+	if (o->count < SERIAL_OUT_RING && !o->stop) {
+		o->ring[(o->head + o->count) % SERIAL_OUT_RING] = c;
+		if (!o->count++)
+			pthread_cond_signal(&o->cond);
+	} else {
+		o->dropped++;
+	}
+	pthread_mutex_unlock(&o->lock);
+}
+
+/* ---- UART ---- */
+
 void serial_init(struct serial *s, int out_fd, void (*set_irq)(void *, bool), void *opaque)
 {
-	memset(s, 0, sizeof(*s));
+	if (out_fd < 0)
+		memset(s, 0, sizeof(*s));
+	else
+		memset(s, 0, offsetof(struct serial, out));
 	pthread_mutex_init(&s->lock, NULL);
 	s->out_fd = out_fd;
 	s->set_irq = set_irq;
 	s->irq_opaque = opaque;
 	s->mcr = MCR_OUT2;
 	s->dll = 12; /* 9600 baud, what firmware leaves behind */
+	if (out_fd >= 0 && !s->out.started && serial_out_start(s, out_fd, 0, 0))
+		s->out_fd = -1; /* no writer thread: output is discarded rather than blocking */
 }
 
 static void serial_tx(struct serial *s, uint8_t c)
 {
-	ssize_t n;
-
 	if (s->mcr & MCR_LOOP) {
 		if (s->rx_count < SERIAL_RX_FIFO) {
 			s->rx[(s->rx_head + s->rx_count) % SERIAL_RX_FIFO] = c;
@@ -67,11 +225,8 @@ static void serial_tx(struct serial *s, uint8_t c)
 		}
 		return;
 	}
-	if (s->out_fd < 0)
-		return;
-	do {
-		n = write(s->out_fd, &c, 1);
-	} while (n < 0 && errno == EINTR);
+	if (s->out.started)
+		out_put(&s->out, c);
 }
 
 uint8_t serial_read(struct serial *s, unsigned off)

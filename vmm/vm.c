@@ -11,10 +11,12 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "devices.h"
+#include "fsutil.h"
 #include "hostcompat.h"
 #include "layout.h"
 #include "vm_internal.h"
@@ -264,13 +266,16 @@ static int vm_create_memory(struct vm *vm, char *err, unsigned errlen)
 			memset(vm->ram, 0, size);
 		goto slots;
 	}
-	vm->gmem.memfd = memfd_create("lvmm-ram", MFD_CLOEXEC);
+	vm->gmem.memfd = memfd_create("lvmm-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (vm->gmem.memfd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "memory: memfd_create: %s", strerror(errno));
 		return ret;
 	}
-	if (ftruncate(vm->gmem.memfd, (off_t)size)) {
+	/* Sealed against resizing: a backend (softssd) maps it for DMA and a shrink would fault
+	 * it; the backend refuses an unsealed window. */
+	if (ftruncate(vm->gmem.memfd, (off_t)size) ||
+	    fcntl(vm->gmem.memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW)) {
 		ret = -errno;
 		snprintf(err, errlen, "memory: %llu MiB: %s", (unsigned long long)(size >> 20),
 			 strerror(errno));
@@ -344,32 +349,50 @@ static int vm_routes_init(struct vm *vm, char *err, unsigned errlen)
 	return 0;
 }
 
+/* The console file is opened by vm_boot(), not here: vm.create alone touches no file. It is
+ * appended to (emptied only when asked), never followed through a symlink, never a FIFO or a
+ * device, beneath the API's allowed directory when there is one, and capped in size. */
+static int vm_open_serial_file(struct vm *vm, char *err, unsigned errlen)
+{
+	struct stat st;
+	int fd, ret;
+
+	fd = fsutil_open(vm->cfg.allowed_dir, "serial file", vm->cfg.serial_file,
+			 O_WRONLY | O_CREAT | O_APPEND | (vm->cfg.serial_truncate ? O_TRUNC : 0),
+			 0644, FSUTIL_REGULAR, err, errlen);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st))
+		st.st_size = 0;
+	ret = serial_out_start(&vm->serial, fd, vm->cfg.serial_limit, (uint64_t)st.st_size);
+	if (ret) {
+		snprintf(err, errlen, "serial file %s: cannot start its writer: %s",
+			 vm->cfg.serial_file, strerror(-ret));
+		close(fd);
+		return ret;
+	}
+	vm->serial_fd = fd;
+	vm->serial_fd_owned = true;
+	vm->serial_open = true;
+	return 0;
+}
+
 static int vm_open_serial(struct vm *vm, char *err, unsigned errlen)
 {
-	int ret;
-
 	if (vm->serial_open)
 		goto attach; /* a reboot keeps writing to the same console */
 	vm->serial_fd = -1;
 	switch (vm->cfg.serial) {
 	case SERIAL_STDIO:
 		vm->serial_fd = STDOUT_FILENO;
+		vm->serial_open = true;
 		break;
 	case SERIAL_FILE:
-		vm->serial_fd =
-		    open(vm->cfg.serial_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (vm->serial_fd < 0) {
-			ret = -errno;
-			snprintf(err, errlen, "serial file %s: %s", vm->cfg.serial_file,
-				 strerror(errno));
-			return ret;
-		}
-		vm->serial_fd_owned = true;
-		break;
+		break; /* vm_boot() opens it */
 	default:
+		vm->serial_open = true;
 		break;
 	}
-	vm->serial_open = true;
 attach:
 	serial_init(&vm->serial, vm->serial_fd, vm_serial_irq, vm);
 	return bus_register(&vm->pio, LAYOUT_COM1_PORT, 8, &serial_pio_ops, vm, "com1");
@@ -569,6 +592,13 @@ int vm_boot(struct vm *vm, char *err, unsigned errlen)
 		snprintf(err, errlen, "vm: cannot boot in state %s", vm_state_name(vm->state));
 		pthread_mutex_unlock(&vm->lock);
 		return -EINVAL;
+	}
+	if (vm->cfg.serial == SERIAL_FILE && !vm->serial_open) {
+		ret = vm_open_serial_file(vm, err, errlen);
+		if (ret) {
+			pthread_mutex_unlock(&vm->lock); /* still Created: fix the file, boot again */
+			return ret;
+		}
 	}
 	vm->state = VM_RUNNING;
 	pthread_mutex_unlock(&vm->lock);
@@ -797,6 +827,8 @@ void vm_destroy(struct vm *vm)
 		munmap(vm->ram, vm->ram_map_size);
 	if (vm->gmem.memfd >= 0)
 		close(vm->gmem.memfd);
+	/* The writer gets a moment to finish the console, never longer (a blocked reader). */
+	serial_out_stop(&vm->serial, 1000);
 	if (vm->serial_fd_owned)
 		close(vm->serial_fd);
 	if (vm->input_wake_fd >= 0)

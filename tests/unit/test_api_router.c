@@ -3,6 +3,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_api_fake.h"
 #include "testutil.h"
@@ -437,10 +438,119 @@ START_TEST(test_external_vm)
 }
 END_TEST
 
+/* ---- files a client names: real checks (fsutil) in a scratch directory ---- */
+
+static char fdir[64], fout[64];
+static struct api_vm_ops file_ops;
+
+static void files_setup(void)
+{
+	char p[256];
+
+	setup();
+	file_ops = fake_ops;
+	file_ops.check_path = fsutil_check;
+	vmm.ops = &file_ops;
+	testutil_mkdtemp(fdir, sizeof(fdir), "/tmp/lvmm-allowed-");
+	testutil_mkdtemp(fout, sizeof(fout), "/tmp/lvmm-outside-");
+	snprintf(p, sizeof(p), "%s/vmlinux", fdir);
+	testutil_write_file(p, "ELF", 3, 0644);
+	snprintf(p, sizeof(p), "%s/secret", fout);
+	testutil_write_file(p, "keep", 4, 0644);
+	ck_assert_int_eq(testutil_system("cd %s && ln -s vmlinux klink && mkfifo fifo && "
+					 "ln -s %s ldir && mkdir sub && ln -s %s/secret out.log",
+					 fdir, fout, fout),
+			 0);
+	vmm.allowed_dir = fdir;
+}
+
+static void files_teardown(void)
+{
+	teardown();
+	testutil_rmtree(fdir);
+	testutil_rmtree(fout);
+}
+
+static int create_with(const char *kernel, const char *serial_file)
+{
+	char body[1024];
+
+	if (serial_file)
+		snprintf(body, sizeof(body),
+			 "{\"payload\": {\"kernel\": \"%s\"}, \"serial\": {\"mode\": \"File\", "
+			 "\"file\": \"%s\"}}",
+			 kernel, serial_file);
+	else
+		snprintf(body, sizeof(body), "{\"payload\": {\"kernel\": \"%s\"}}", kernel);
+	return put("vm.create", body);
+}
+
+START_TEST(test_files_refused)
+{
+	char k[256], p[256];
+	double t0 = testutil_now_s();
+
+	snprintf(k, sizeof(k), "%s/vmlinux", fdir);
+	snprintf(p, sizeof(p), "%s/klink", fdir);
+	ck_assert_int_eq(create_with(p, NULL), 400);
+	ck_assert_ptr_nonnull(strstr(error_text(), "symbolic link"));
+	/* a FIFO answers at once (nothing opens it for real) */
+	snprintf(p, sizeof(p), "%s/fifo", fdir);
+	ck_assert_int_eq(create_with(p, NULL), 400);
+	ck_assert_ptr_nonnull(strstr(error_text(), "FIFO"));
+	ck_assert_int_eq(create_with(k, p), 400);
+	ck_assert_ptr_nonnull(strstr(error_text(), "FIFO"));
+	ck_assert_double_lt(testutil_now_s() - t0, 2.0);
+	/* a symlink as the serial file (it would have truncated its target) */
+	snprintf(p, sizeof(p), "%s/out.log", fdir);
+	ck_assert_int_eq(create_with(k, p), 400);
+	ck_assert_ptr_nonnull(strstr(error_text(), "symbolic link"));
+	snprintf(p, sizeof(p), "%s/secret", fout);
+	ck_assert_int_eq(create_with(k, p), 400);
+	ck_assert_ptr_nonnull(strstr(error_text(), "outside the allowed directory"));
+	ck_assert_int_eq(create_with(p, NULL), 400);
+	snprintf(p, sizeof(p), "%s/sub/../vmlinux", fdir);
+	ck_assert_int_eq(create_with(p, NULL), 400);
+	ck_assert_ptr_nonnull(strstr(error_text(), "'..'"));
+	snprintf(p, sizeof(p), "%s/ldir/secret", fdir);
+	ck_assert_int_eq(create_with(p, NULL), 400);
+	ck_assert_ptr_nonnull(strstr(error_text(), "symbolic link"));
+	ck_assert_int_eq(create_with("/dev/null", NULL), 400);
+	/* nothing was created, nothing outside changed */
+	ck_assert_ptr_null(vmm.vm);
+	snprintf(p, sizeof(p), "%s/secret", fout);
+	ck_assert_str_eq(testutil_slurp(p), "keep");
+}
+END_TEST
+
+START_TEST(test_files_accepted)
+{
+	char k[256], p[256];
+	const struct vm_config *cfg;
+
+	snprintf(k, sizeof(k), "%s/vmlinux", fdir);
+	snprintf(p, sizeof(p), "%s/sub/console.log", fdir);
+	ck_assert_int_eq(create_with(k, p), 204);
+	cfg = vmm.ops->get_config(vmm.vm);
+	ck_assert_str_eq(cfg->allowed_dir, fdir);
+	/* vm.create opened nothing: the serial file appears at boot */
+	ck_assert_int_eq(access(p, F_OK), -1);
+	ck_assert_int_eq(put("vm.delete", NULL), 204);
+	/* relative to the allowed directory */
+	ck_assert_int_eq(create_with("vmlinux", "sub/console.log"), 204);
+	ck_assert_int_eq(put("vm.delete", NULL), 204);
+	/* a disk image beneath it; one that escapes is refused */
+	ck_assert_int_eq(create_with("vmlinux", NULL), 204);
+	snprintf(p, sizeof(p), "{\"path\": \"%s/ldir/disk.img\"}", fdir);
+	ck_assert_int_eq(put("vm.add-vnvme", p), 400);
+	ck_assert_ptr_nonnull(strstr(error_text(), "symbolic link"));
+}
+END_TEST
+
 static Suite *api_router_suite(void)
 {
 	Suite *s = suite_create("api_router");
-	TCase *tc = tcase_create("router");
+	TCase *tc = tcase_create("router"), *tf;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_ping);
@@ -459,7 +569,13 @@ static Suite *api_router_suite(void)
 	tcase_add_test(tc, test_hotplug);
 	tcase_add_test(tc, test_vmm_shutdown);
 	tcase_add_test(tc, test_external_vm);
+
 	suite_add_tcase(s, tc);
+	tf = tcase_create("files");
+	tcase_add_checked_fixture(tf, files_setup, files_teardown);
+	tcase_add_test(tf, test_files_refused);
+	tcase_add_test(tf, test_files_accepted);
+	suite_add_tcase(s, tf);
 	return s;
 }
 

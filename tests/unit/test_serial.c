@@ -1,5 +1,7 @@
 /* Unit tests for the 8250 UART model (vmm/serial.c) and the legacy ports (vmm/legacy.c). */
 #include <check.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,7 +26,15 @@ static void uart_setup(struct serial *s, int fds[2])
 	ck_assert_int_eq(pipe(fds), 0);
 	irq_changes = 0;
 	irq_level = false;
+	memset(s, 0, sizeof(*s));
 	serial_init(s, fds[1], on_irq, NULL);
+}
+
+static void uart_done(struct serial *s, int fds[2])
+{
+	serial_out_stop(s, 1000);
+	close(fds[0]);
+	close(fds[1]);
 }
 
 START_TEST(test_tx_to_fd)
@@ -36,12 +46,12 @@ START_TEST(test_tx_to_fd)
 	uart_setup(&s, fds);
 	serial_write(&s, 0, 'h');
 	serial_write(&s, 0, 'i');
+	serial_out_stop(&s, 1000); /* drains the ring */
 	ck_assert_int_eq(read(fds[0], buf, sizeof(buf)), 2);
 	ck_assert_str_eq(buf, "hi");
 	/* LSR: transmitter always empty, no data ready. */
 	ck_assert_uint_eq(serial_read(&s, 5) & 0x61, 0x60);
-	close(fds[0]);
-	close(fds[1]);
+	uart_done(&s, fds);
 }
 END_TEST
 
@@ -63,8 +73,7 @@ START_TEST(test_rx_irq)
 	ck_assert_uint_eq(serial_read(&s, 0), 'b');
 	ck_assert(!irq_level);
 	ck_assert_uint_eq(serial_read(&s, 5) & 0x01, 0);
-	close(fds[0]);
-	close(fds[1]);
+	uart_done(&s, fds);
 }
 END_TEST
 
@@ -80,8 +89,7 @@ START_TEST(test_rx_fifo_full)
 	ck_assert_uint_eq(serial_rx_room(&s), 0);
 	serial_read(&s, 0);
 	ck_assert_uint_eq(serial_rx_room(&s), 1);
-	close(fds[0]);
-	close(fds[1]);
+	uart_done(&s, fds);
 }
 END_TEST
 
@@ -108,8 +116,7 @@ START_TEST(test_thre_irq_and_dlab)
 	ck_assert_uint_eq(serial_read(&s, 3), 0x03);
 	serial_write(&s, 7, 0x5a);
 	ck_assert_uint_eq(serial_read(&s, 7), 0x5a);
-	close(fds[0]);
-	close(fds[1]);
+	uart_done(&s, fds);
 }
 END_TEST
 
@@ -123,8 +130,7 @@ START_TEST(test_loopback)
 	ck_assert_uint_eq(serial_read(&s, 6) & 0xf0, 0x90); /* CTS and DCD follow RTS and OUT2 */
 	serial_write(&s, 0, 'q');
 	ck_assert_uint_eq(serial_read(&s, 0), 'q');
-	close(fds[0]);
-	close(fds[1]);
+	uart_done(&s, fds);
 }
 END_TEST
 
@@ -195,6 +201,73 @@ START_TEST(test_legacy_ports)
 }
 END_TEST
 
+/* The console reader never reads (a blocked stdout pipe): the vCPU path still returns at once,
+ * the excess is counted as dropped, and stopping the console does not hang either. */
+START_TEST(test_blocked_console_never_blocks_vcpu)
+{
+	static struct serial s;
+	struct serial_stats st;
+	char fill[4096];
+	unsigned i;
+	double t0;
+	int fds[2];
+
+	uart_setup(&s, fds);
+	fcntl(fds[1], F_SETPIPE_SZ, 4096);
+	fcntl(fds[1], F_SETFL, O_NONBLOCK);
+	memset(fill, 'f', sizeof(fill));
+	while (write(fds[1], fill, sizeof(fill)) > 0)
+		;
+	fcntl(fds[1], F_SETFL, 0); /* the writer meets a full, blocking pipe */
+	t0 = testutil_now_s();
+	for (i = 0; i < 300000; i++)
+		serial_write(&s, 0, 'x');
+	ck_assert_double_lt(testutil_now_s() - t0, 2.0);
+	serial_get_stats(&s, &st);
+	ck_assert_uint_eq(st.tx, 300000);
+	ck_assert_uint_eq(st.written, 0);
+	ck_assert_uint_ge(st.dropped, 300000 - SERIAL_OUT_RING);
+	t0 = testutil_now_s();
+	serial_out_stop(&s, 200);
+	ck_assert_double_lt(testutil_now_s() - t0, 2.0);
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
+/* A console file stops growing at its limit; the rest is counted as dropped. */
+START_TEST(test_console_file_limit)
+{
+	static struct serial s;
+	struct serial_stats st;
+	char path[] = "/tmp/lvmm-serial-XXXXXX";
+	struct stat sb;
+	unsigned i;
+	int fd;
+
+	testutil_tmpfile(path);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	ck_assert_int_ge(fd, 0);
+	memset(&s, 0, sizeof(s));
+	ck_assert_int_eq(serial_out_start(&s, fd, 1000, 0), 0);
+	serial_init(&s, fd, on_irq, NULL);
+	for (i = 0; i < 5000; i++) {
+		serial_write(&s, 0, (uint8_t)('a' + i % 26));
+		if (i % 1000 == 999)
+			testutil_sleep_ms(20); /* let the writer run between bursts */
+	}
+	serial_out_stop(&s, 1000);
+	ck_assert_int_eq(fstat(fd, &sb), 0);
+	ck_assert_int_eq(sb.st_size, 1000);
+	serial_get_stats(&s, &st);
+	ck_assert_uint_eq(st.tx, 5000);
+	ck_assert_uint_eq(st.written, 1000);
+	ck_assert_uint_eq(st.dropped, 4000);
+	close(fd);
+	unlink(path);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("serial");
@@ -206,6 +279,8 @@ int main(void)
 	tcase_add_test(tc, test_thre_irq_and_dlab);
 	tcase_add_test(tc, test_loopback);
 	tcase_add_test(tc, test_legacy_ports);
+	tcase_add_test(tc, test_blocked_console_never_blocks_vcpu);
+	tcase_add_test(tc, test_console_file_limit);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
 }

@@ -26,12 +26,13 @@ static int api_exit_status(struct vm *vm, enum vm_exit_reason reason)
 }
 
 /* The command-line VM: the waiter's eventfd ends the server when the VM stops. */
-static int api_main_vm(const char *path, int lfd, struct vm *vm)
+static int api_main_vm(const char *path, int lfd, struct vm *vm, const char *allowed_dir)
 {
 	struct api_vmm vmm;
 	int r, status = 0;
 
 	api_vmm_init(&vmm, &api_vm_ops_kvm, vm);
+	vmm.allowed_dir = allowed_dir;
 	vmm.stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (vmm.stop_efd < 0 || api_vmm_watch(&vmm)) {
 		fprintf(stderr, "lvmm: api socket %s: cannot start the VM waiter\n", path);
@@ -55,7 +56,7 @@ static int api_main_vm(const char *path, int lfd, struct vm *vm)
 }
 
 /* An empty VMM: serves until vmm.shutdown, SIGINT, SIGTERM or SIGHUP. */
-static int api_main_empty(const char *path, int lfd)
+static int api_main_empty(const char *path, int lfd, const char *allowed_dir)
 {
 	char err[API_ERR_LEN];
 	struct api_vmm vmm;
@@ -81,6 +82,7 @@ static int api_main_empty(const char *path, int lfd)
 		goto out;
 	}
 	api_vmm_init(&vmm, &api_vm_ops_kvm, NULL);
+	vmm.allowed_dir = allowed_dir;
 	r = api_serve(&vmm, lfd, sfd, 0);
 	if (r < 0) {
 		fprintf(stderr, "lvmm: api socket %s: server failed: %s\n", path, strerror(-r));
@@ -100,7 +102,7 @@ out:
 	return status;
 }
 
-int api_vmm_main(const char *socket_path, struct vm *vm)
+int api_vmm_main(const char *socket_path, struct vm *vm, const char *allowed_dir)
 {
 	char err[API_ERR_LEN];
 	int lfd, status;
@@ -113,7 +115,8 @@ int api_vmm_main(const char *socket_path, struct vm *vm)
 			vm_shutdown(vm, err, sizeof(err));
 		return 1;
 	}
-	status = vm ? api_main_vm(socket_path, lfd, vm) : api_main_empty(socket_path, lfd);
+	status = vm ? api_main_vm(socket_path, lfd, vm, allowed_dir)
+		    : api_main_empty(socket_path, lfd, allowed_dir);
 	close(lfd);
 	unlink(socket_path);
 	return status;

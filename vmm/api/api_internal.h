@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "fsutil.h"
 #include "vm.h"
 
 #define API_VERSION	    "0.1.0"
@@ -44,6 +45,9 @@ struct api_vm_ops {
 	/* Config defaults and checks (config.h); NULL validate skips the check. */
 	void (*defaults)(struct vm_config *c);
 	int (*validate)(const struct vm_config *c, char *err, unsigned errlen);
+	/* Checks a file a client named (fsutil.h: fsutil_check); NULL skips file checks. */
+	int (*check_path)(const char *root, const char *what, const char *path, bool may_create,
+			  enum fsutil_kind kind, char *err, unsigned errlen);
 };
 
 extern const struct api_vm_ops api_vm_ops_kvm;
@@ -62,6 +66,7 @@ struct api_vmm {
 	bool waiter_started;
 	int stop_efd; /* written when the waiter returns, for a command-line VM; -1 if none */
 	enum vm_exit_reason wait_reason;
+	const char *allowed_dir; /* "" or NULL: clients may name any path */
 };
 
 void api_vmm_init(struct api_vmm *vmm, const struct api_vm_ops *ops, struct vm *vm);

@@ -264,7 +264,7 @@ static int json_to_payload(const json_t *root, struct vm_config *cfg, char *err,
 
 static int json_to_serial(const json_t *root, struct vm_config *cfg, char *err, unsigned errlen)
 {
-	static const char *const keys[] = {"mode", "file", NULL};
+	static const char *const keys[] = {"mode", "file", "truncate", "limit", NULL};
 	const json_t *o;
 	char mode[8] = "";
 	int r;
@@ -278,6 +278,11 @@ static int json_to_serial(const json_t *root, struct vm_config *cfg, char *err, 
 	if (!r)
 		r = json_get_str(o, "serial", "file", cfg->serial_file, sizeof(cfg->serial_file),
 				 err, errlen);
+	if (!r)
+		r = json_get_bool(o, "serial", "truncate", &cfg->serial_truncate, err, errlen);
+	if (!r)
+		r = json_get_u64(o, "serial", "limit", 0, UINT64_MAX >> 1, &cfg->serial_limit, err,
+				 errlen);
 	if (r)
 		return r;
 	if (!strcmp(mode, "Off"))
@@ -297,6 +302,9 @@ static int json_to_serial(const json_t *root, struct vm_config *cfg, char *err, 
 	if (cfg->serial != SERIAL_FILE && *cfg->serial_file)
 		return json_fail(err, errlen, "field 'serial.file' needs serial mode File, not %s",
 				 mode);
+	if (cfg->serial != SERIAL_FILE && (json_field(o, "truncate") || json_field(o, "limit")))
+		return json_fail(err, errlen,
+				 "fields 'serial.truncate' and 'serial.limit' need serial mode File");
 	return 0;
 }
 
@@ -380,10 +388,11 @@ json_t *api_config_to_json(const struct vm_config *cfg)
 
 	for (i = 0; list && i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++)
 		json_array_append_new(list, api_vnvme_to_json(&cfg->vnvme[i]));
-	return json_pack("{s:{s:i, s:i}, s:{s:I}, s:{s:s, s:o, s:s}, s:{s:s, s:o}, s:o}", "cpus",
-			 "boot_vcpus", (int)cfg->cpus, "max_vcpus", (int)cfg->max_cpus, "memory",
-			 "size", (json_int_t)cfg->memory, "payload", "kernel", cfg->kernel,
+	return json_pack("{s:{s:i, s:i}, s:{s:I}, s:{s:s, s:o, s:s}, s:{s:s, s:o, s:b, s:I}, s:o}",
+			 "cpus", "boot_vcpus", (int)cfg->cpus, "max_vcpus", (int)cfg->max_cpus,
+			 "memory", "size", (json_int_t)cfg->memory, "payload", "kernel", cfg->kernel,
 			 "initramfs", json_opt_str(cfg->initramfs), "cmdline", cfg->cmdline,
 			 "serial", "mode", api_serial_mode_name(cfg->serial), "file",
-			 json_opt_str(cfg->serial_file), "vnvme", list);
+			 json_opt_str(cfg->serial_file), "truncate", (int)cfg->serial_truncate,
+			 "limit", (json_int_t)cfg->serial_limit, "vnvme", list);
 }

@@ -129,6 +129,42 @@ static void route_vmm_shutdown(struct api_vmm *vmm, const struct api_request *re
 	resp->status = 204;
 }
 
+/* Every file a client names, checked before anything opens it: not a symlink, not a FIFO or
+ * device where a regular file is meant, beneath the allowed directory when there is one. A FIFO
+ * would otherwise block the only API thread in open(2). The serial file is opened at boot, under
+ * the same rules (vm.c); a disk image or serial file may still be created. */
+static int route_check_vnvme(const struct api_vmm *vmm, const struct vnvme_config *v, char *err,
+			     unsigned errlen)
+{
+	/* A missing image is the backend's to report (it may create one); only what could hang
+	 * or escape is refused here. */
+	if (!v->path[0] || !vmm->ops->check_path)
+		return 0;
+	return vmm->ops->check_path(vmm->allowed_dir, "vnvme file", v->path, true,
+				    FSUTIL_REGULAR_OR_BLOCK, err, errlen);
+}
+
+static int route_check_paths(const struct api_vmm *vmm, const struct vm_config *cfg, char *err,
+			     unsigned errlen)
+{
+	const char *root = vmm->allowed_dir;
+	unsigned i;
+	int r;
+
+	if (!vmm->ops->check_path)
+		return 0;
+	r = vmm->ops->check_path(root, "kernel", cfg->kernel, false, FSUTIL_REGULAR, err, errlen);
+	if (!r && cfg->initramfs[0])
+		r = vmm->ops->check_path(root, "initramfs", cfg->initramfs, false, FSUTIL_REGULAR,
+					 err, errlen);
+	if (!r && cfg->serial == SERIAL_FILE)
+		r = vmm->ops->check_path(root, "serial file", cfg->serial_file, true,
+					 FSUTIL_REGULAR, err, errlen);
+	for (i = 0; !r && i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++)
+		r = route_check_vnvme(vmm, &cfg->vnvme[i], err, errlen);
+	return r;
+}
+
 static void route_vm_create(struct api_vmm *vmm, const struct api_request *req,
 			    struct api_response *resp)
 {
@@ -156,11 +192,15 @@ static void route_vm_create(struct api_vmm *vmm, const struct api_request *req,
 	}
 	r = api_json_to_config(j, vmm->ops, cfg, err, sizeof(err));
 	json_decref(j);
+	if (!r)
+		r = route_check_paths(vmm, cfg, err, sizeof(err));
 	if (r) {
 		api_response_error(resp, 400, "vm.create: %s", err);
 		free(cfg);
 		return;
 	}
+	snprintf(cfg->allowed_dir, sizeof(cfg->allowed_dir), "%s",
+		 vmm->allowed_dir ? vmm->allowed_dir : "");
 	r = vmm->ops->create(cfg, &vm, err, sizeof(err));
 	free(cfg);
 	if (r) {
@@ -370,6 +410,8 @@ static void route_vm_add_vnvme(struct api_vmm *vmm, const struct api_request *re
 	}
 	r = api_json_to_vnvme(j, "vnvme", c, err, sizeof(err));
 	json_decref(j);
+	if (!r)
+		r = route_check_vnvme(vmm, c, err, sizeof(err));
 	if (r) {
 		api_response_error(resp, 400, "vm.add-vnvme: %s", err);
 		goto out;

@@ -17,10 +17,9 @@
 #define SERVER_LINGER_MS     1000 /* after an error answer, drain the peer's unread body this long */
 #define SERVER_MAX_EVENTS    32
 #define SERVER_REQUEST_IDLES 3 /* a whole request within 3 idle timeouts (30 s) */
-/* Past API_MAX_CONNS a few more connections are kept just long enough to read a 503: closing
- * at once over a request already sent would reset them and lose the answer. */
-#define SERVER_REJECT_SLOTS 16
-#define SERVER_SLOTS	    (API_MAX_CONNS + SERVER_REJECT_SLOTS)
+/* At API_MAX_CONNS a new client takes the place of the one quiet for longest: connections
+ * that never send a request (a flood of half-open ones) cannot shut an orchestrator out. */
+#define SERVER_SLOTS API_MAX_CONNS
 
 struct conn {
 	int fd;
@@ -33,7 +32,7 @@ struct conn {
 	bool eof_fed;	  /* the parser was told about it */
 	bool close_after; /* no further requests: close once the answer is out */
 	bool draining;	  /* answer sent, write side shut, discarding input until EOF */
-	bool rejected;	  /* over the cap: only a 503 for it */
+	uint64_t active;  /* s->seq when it last moved bytes: the eviction order */
 	uint64_t deadline;
 	uint64_t req_start; /* first byte of the request being received */
 	unsigned events;    /* epoll interest currently registered */
@@ -45,7 +44,8 @@ struct server {
 	int listen_fd;
 	int stop_fd;
 	int idle_ms;
-	unsigned nconns, nrejected;
+	unsigned nconns;
+	uint64_t seq, evicted;
 	struct conn *conns[SERVER_SLOTS];
 };
 
@@ -141,7 +141,6 @@ static void server_close(struct server *s, struct conn *c)
 		if (s->conns[i] == c)
 			s->conns[i] = NULL;
 	s->nconns--;
-	s->nrejected -= c->rejected;
 	epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	api_http_free(&c->http);
@@ -238,6 +237,7 @@ static bool server_flush(struct server *s, struct conn *c)
 			return false; /* peer gone: nothing else to do for it */
 		c->out_off += n;
 		c->deadline = server_now_ms() + s->idle_ms;
+		c->active = ++s->seq;
 	}
 	free(c->out);
 	c->out = NULL;
@@ -277,6 +277,7 @@ static bool server_read(struct server *s, struct conn *c)
 		if (!c->draining) {
 			c->in_len += n;
 			c->deadline = server_now_ms() + s->idle_ms;
+			c->active = ++s->seq;
 		}
 	}
 }
@@ -314,6 +315,22 @@ close:
 	server_close(s, c);
 }
 
+/* Frees a slot for a new client: closes the connection quiet for longest. Requests are answered
+ * as soon as they are complete, so it holds no request in progress past a partial one. */
+static void server_evict(struct server *s)
+{
+	struct conn *victim = NULL;
+	unsigned i;
+
+	for (i = 0; i < SERVER_SLOTS; i++)
+		if (s->conns[i] && (!victim || s->conns[i]->active < victim->active))
+			victim = s->conns[i];
+	if (victim) {
+		s->evicted++;
+		server_close(s, victim);
+	}
+}
+
 static void server_accept(struct server *s)
 {
 	for (;;) {
@@ -324,6 +341,8 @@ static void server_accept(struct server *s)
 
 		if (fd < 0)
 			return; /* EAGAIN, or a transient error such as EMFILE: retry next event */
+		if (s->nconns >= API_MAX_CONNS)
+			server_evict(s);
 		for (i = 0; i < SERVER_SLOTS; i++)
 			if (!s->conns[i])
 				break;
@@ -334,6 +353,7 @@ static void server_accept(struct server *s)
 		}
 		c->fd = fd;
 		api_http_init(&c->http);
+		c->active = ++s->seq;
 		c->deadline = server_now_ms() + s->idle_ms;
 		c->events = EPOLLIN | EPOLLRDHUP;
 		ev.events = c->events;
@@ -345,20 +365,6 @@ static void server_accept(struct server *s)
 		}
 		s->conns[i] = c;
 		s->nconns++;
-		if (s->nconns - s->nrejected > API_MAX_CONNS) {
-			struct api_response r = {0};
-
-			c->rejected = true;
-			s->nrejected++;
-			api_response_error(&r, 503, "too many API connections open (max %d)",
-					   API_MAX_CONNS);
-			server_queue(c, &r, false);
-			api_response_free(&r);
-			if (!server_flush(s, c))
-				server_close(s, c);
-			else if (c->out)
-				server_watch(s, c, EPOLLOUT);
-		}
 	}
 }
 

@@ -19,4 +19,5 @@ const struct api_vm_ops api_vm_ops_kvm = {
     .remove_device = vm_remove_device,
     .defaults = config_defaults,
     .validate = config_validate,
+    .check_path = fsutil_check,
 };

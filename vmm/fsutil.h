@@ -1,0 +1,27 @@
+/* Files a client names (serial file, kernel, initramfs, disk images): opened without following
+ * symlinks, never blocking, only of the kind meant, optionally confined beneath one directory. */
+#ifndef LVMM_FSUTIL_H
+#define LVMM_FSUTIL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+enum fsutil_kind {
+	FSUTIL_REGULAR,		 /* kernel, initramfs, serial file */
+	FSUTIL_REGULAR_OR_BLOCK, /* disk images: a block device is a disk too */
+};
+
+/* Opens path for a client. root (NULL or "" for none) is an absolute directory every path must
+ * lie beneath: path is absolute under it or relative to it, no component may be "." or ".." or
+ * a symlink. Without root only the last component must not be a symlink. O_TRUNC in flags
+ * truncates only a regular file with a single link (after the checks, not by open). Returns the
+ * fd (O_CLOEXEC) or a negative errno with err naming what and path. */
+int fsutil_open(const char *root, const char *what, const char *path, int flags, mode_t mode,
+		enum fsutil_kind kind, char *err, unsigned errlen);
+
+/* The same checks without keeping the file open: it must exist, or (may_create) its directory
+ * must. 0 or a negative errno with err set. */
+int fsutil_check(const char *root, const char *what, const char *path, bool may_create,
+		 enum fsutil_kind kind, char *err, unsigned errlen);
+
+#endif
