@@ -43,14 +43,16 @@ bool lio_window_contains(const struct lio_check_ctx *ctx, uint64_t gpa, uint64_t
 static uint16_t seg_add(const struct lio_check_ctx *ctx, uint64_t gpa, uint32_t len,
 			struct lio_seg *segs, unsigned max, unsigned *n)
 {
-	struct lio_seg *last = *n ? &segs[*n - 1] : 0;
-
 	if (!lio_window_contains(ctx, gpa, len))
 		return st_generic(NVME_SC_DATA_XFER_ERROR);
-	if (last && last->gpa + last->len == gpa &&
-	    lio_window_contains(ctx, last->gpa, (uint64_t)last->len + len)) {
-		last->len += len;
-		return 0;
+	if (*n) {
+		struct lio_seg *last = &segs[*n - 1];
+
+		if (last->gpa + last->len == gpa &&
+		    lio_window_contains(ctx, last->gpa, (uint64_t)last->len + len)) {
+			last->len += len;
+			return 0;
+		}
 	}
 	if (*n >= max)
 		return st_generic(NVME_SC_INVALID_FIELD);

@@ -70,6 +70,7 @@ struct lio_vt_entry {
 	uint64_t owner;
 };
 
+/* About 70 KiB: allocate it (kvmalloc in the kernel), never on a stack. */
 struct lio_vt {
 	uint64_t generation;
 	uint32_t lba_shift;
