@@ -307,8 +307,8 @@ opts:
 			return r;
 	}
 	if (!is_file && !o.size && !o.vol[0]) {
-		snprintf(err, errlen, "vnvme: '%s' names neither a size (%s:SIZE) nor a volume "
-				      "(vol=NAME)", s, o.ssd);
+		snprintf(err, errlen, "vnvme: '%s' is neither file=PATH nor %s:SIZE nor %s,vol=NAME",
+			 s, o.ssd, o.ssd);
 		return -EINVAL;
 	}
 	if (is_file && o.mode != VNVME_EMULATE) {

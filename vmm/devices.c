@@ -10,7 +10,10 @@
 #include "lightiov/vcap.h"
 #include "nvme-lightiov/nvme_ctrl.h"
 #include "nvme-lightiov/nvme_file.h"
+#include "nvme-lightiov/nvme_lio.h"
 #include "pci.h"
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #define VNVME_PCI_VENDOR 0x1b36
 #define VNVME_PCI_DEVICE 0x0110
@@ -28,12 +31,24 @@
 #define VNVME_BAR_CMB  2
 #define VNVME_BAR_MSIX 4
 
+/* A guest I/O queue pair bound to a backend queue pair: its doorbells' KVM side. */
+struct vnvme_qp {
+	bool bound;
+	uint32_t qp_id;
+	void *db_host;	  /* poll: the doorbell page pair, mapped over BAR0 */
+	uint64_t db_at;	  /* where it is mapped (poll) or the ioeventfds sit (eventfd), ~0 */
+	int db_fd;	  /* eventfd doorbell, -1 */
+};
+
 struct vnvme {
 	struct vm *vm;
 	struct vnvme_config cfg;
 	struct pci_dev pci;
 	struct nvme_ctrl *ctrl;
 	struct nvme_file *file;
+	struct nvme_lio *lio; /* passthrough / isolated: the backend session */
+	struct vnvme_qp *qps; /* [nqueues + 1], db_lock */
+	uint64_t cmb_gpa;
 	pthread_mutex_t db_lock; /* doorbell ioeventfd state */
 	uint64_t bar0;		 /* where BAR0 decodes, ~0 when nowhere */
 	bool dbbuf_on, evfds_on;
@@ -150,16 +165,131 @@ static void hook_dbbuf(void *opaque, bool on)
 	pthread_mutex_unlock(&v->db_lock);
 }
 
+/* ---- passthrough / isolated: guest queue pairs bound to backend queue pairs ---- */
+
+/* Puts one bound queue pair's doorbells at BAR0 (on) or takes them away; db_lock held. Poll: the
+ * backend's doorbell page pair becomes guest memory over the SQ tail and CQ head doorbells (DSTRD
+ * 10: one page each), so a doorbell write costs no exit. Eventfd: both doorbells signal db_fd in
+ * the kernel (DSTRD 0), and the backend reads the values from the shadow buffer. */
+static void vnvme_qp_doorbells(struct vnvme *v, unsigned qid, bool on)
+{
+	struct vnvme_qp *q = &v->qps[qid];
+	uint64_t stride = 4ULL << v->dstrd, at;
+	int r = 0;
+
+	if (!on) {
+		if (q->db_at == ~0ULL)
+			return;
+		if (q->db_host)
+			vm_unmap_host_mem(v->vm, q->db_at);
+		else if (q->db_fd >= 0) {
+			vm_ioeventfd(v->vm, q->db_at, 4, q->db_fd, false);
+			vm_ioeventfd(v->vm, q->db_at + stride, 4, q->db_fd, false);
+		}
+		q->db_at = ~0ULL;
+		return;
+	}
+	if (!q->bound || q->db_at != ~0ULL || v->bar0 == ~0ULL)
+		return;
+	at = v->bar0 + NVME_REG_DBS + 2 * qid * stride;
+	if (q->db_host) {
+		r = vm_map_host_mem(v->vm, at, 2 * stride, q->db_host, false);
+	} else if (q->db_fd >= 0) {
+		r = vm_ioeventfd(v->vm, at, 4, q->db_fd, true);
+		if (!r && (r = vm_ioeventfd(v->vm, at + stride, 4, q->db_fd, true)))
+			vm_ioeventfd(v->vm, at, 4, q->db_fd, false);
+	}
+	if (r) {
+		/* the doorbells then reach lvmm, which ignores them: the queue stalls, visibly */
+		fprintf(stderr, "vnvme %s: doorbells of queue %u at 0x%llx: %s\n", v->cfg.id, qid,
+			(unsigned long long)at, strerror(-r));
+		return;
+	}
+	q->db_at = at;
+}
+
+static void vnvme_qp_doorbells_all(struct vnvme *v, bool on)
+{
+	unsigned q;
+
+	for (q = 1; q <= v->nqueues; q++)
+		if (v->qps[q].bound)
+			vnvme_qp_doorbells(v, q, on);
+}
+
+static uint16_t hook_bind(void *opaque, const struct nvme_qp_bind *b, uint32_t *handle)
+{
+	struct vnvme *v = opaque;
+	struct vnvme_qp *q = &v->qps[b->sqid];
+	int irq_fd = -1;
+	uint16_t st;
+
+	pthread_mutex_lock(&v->db_lock);
+	q->db_fd = -1;
+	q->db_at = ~0ULL;
+	q->db_host = NULL;
+	if (!nvme_lio_db_poll(v->lio)) {
+		q->db_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (q->db_fd < 0) {
+			pthread_mutex_unlock(&v->db_lock);
+			return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL) | NVME_STATUS_DNR;
+		}
+	}
+	/* Completions signal the vector's irqfd eventfd straight from the backend. */
+	pthread_mutex_lock(&v->pci.lock);
+	if (b->ien && b->vector < v->pci.msix.nvec)
+		irq_fd = v->pci.msix.efd[b->vector];
+	pthread_mutex_unlock(&v->pci.lock);
+	st = nvme_lio_bind(v->lio, b, vm_guest_mem(v->vm), v->cmb_gpa, q->db_fd, irq_fd,
+			   &q->qp_id, &q->db_host);
+	if (st) {
+		if (q->db_fd >= 0)
+			close(q->db_fd);
+		q->db_fd = -1;
+		pthread_mutex_unlock(&v->db_lock);
+		return st;
+	}
+	q->bound = true;
+	vnvme_qp_doorbells(v, b->sqid, true);
+	pthread_mutex_unlock(&v->db_lock);
+	*handle = q->qp_id;
+	return 0;
+}
+
+static void hook_unbind(void *opaque, uint16_t sqid, uint32_t handle)
+{
+	struct vnvme *v = opaque;
+	struct vnvme_qp *q = &v->qps[sqid];
+
+	pthread_mutex_lock(&v->db_lock);
+	vnvme_qp_doorbells(v, sqid, false);
+	nvme_lio_unbind(v->lio, handle);
+	if (q->db_fd >= 0)
+		close(q->db_fd);
+	memset(q, 0, sizeof(*q));
+	q->db_fd = -1;
+	q->db_at = ~0ULL;
+	pthread_mutex_unlock(&v->db_lock);
+}
+
 static void bar_moved(struct pci_dev *d, unsigned bar, uint64_t gpa)
 {
 	struct vnvme *v = d->priv;
 
 	if (bar == VNVME_BAR_CMB) {
 		nvme_ctrl_set_cmb_gpa(v->ctrl, gpa);
+		pthread_mutex_lock(&v->db_lock);
+		v->cmb_gpa = gpa;
+		pthread_mutex_unlock(&v->db_lock);
 	} else if (bar == VNVME_BAR_REGS) {
 		pthread_mutex_lock(&v->db_lock);
+		if (v->lio)
+			vnvme_qp_doorbells_all(v, false);
 		v->bar0 = gpa;
-		vnvme_evfds_sync(v);
+		if (v->lio)
+			vnvme_qp_doorbells_all(v, true);
+		else
+			vnvme_evfds_sync(v);
 		pthread_mutex_unlock(&v->db_lock);
 	}
 }
@@ -174,10 +304,86 @@ static void vnvme_free(struct vnvme *v)
 		vnvme_evfds_sync(v);
 		pthread_mutex_unlock(&v->db_lock);
 	}
+	/* Bound queue pairs first: the backend stops writing guest memory before it goes. */
+	if (v->ctrl && v->lio)
+		nvme_ctrl_unbind_all(v->ctrl);
 	pci_dev_exit(&v->pci);
 	nvme_file_close(v->file); /* joins the I/O thread: no more controller calls after */
 	nvme_ctrl_destroy(v->ctrl);
+	nvme_lio_close(v->lio);
+	free(v->qps);
 	free(v);
+}
+
+/* Passthrough and isolated modes: the backend session, the volume as the namespace, its queue
+ * memory as the CMB, doorbells per page (poll) or packed (eventfd), the vendor capability. */
+static int vnvme_lio_open(struct vnvme *v, struct nvme_ctrl_params *p, struct nvme_ctrl_hooks *h,
+			  struct lightiov_vcap *vcap, char *err, unsigned errlen)
+{
+	const struct guest_mem *gm = vm_guest_mem(v->vm);
+	struct nvme_lio_cfg lc = {
+	    .id = v->cfg.id,
+	    .ssd = v->cfg.ssd,
+	    .vol = v->cfg.vol,
+	    .size = v->cfg.size,
+	    .readonly = v->cfg.readonly,
+	    .mode = v->cfg.mode == VNVME_PASSTHROUGH ? LIO_MODE_PASSTHROUGH : LIO_MODE_ISOLATED,
+	    .db = v->cfg.doorbell == VNVME_DB_POLL      ? NVME_LIO_DB_POLL
+		  : v->cfg.doorbell == VNVME_DB_EVENTFD ? NVME_LIO_DB_EVENTFD
+							: NVME_LIO_DB_AUTO,
+	    .nqueues = p->max_ioqs,
+	    .cmb_size = VNVME_CMB_SIZE,
+	    .label = v->cfg.id,
+	};
+	uint64_t top = 0;
+	unsigned i;
+	int r;
+
+	if (p->max_ioqs > VNVME_DSTRD_MAXQ && lc.db != NVME_LIO_DB_EVENTFD) {
+		if (lc.db == NVME_LIO_DB_POLL) {
+			snprintf(err, errlen,
+				 "vnvme %s: %u queues: polled doorbells need one page each, at "
+				 "most %u queues",
+				 v->cfg.id, p->max_ioqs, VNVME_DSTRD_MAXQ);
+			return -EINVAL;
+		}
+		lc.db = NVME_LIO_DB_EVENTFD;
+	}
+	r = nvme_lio_open(&v->lio, &lc, err, errlen);
+	if (r)
+		return r;
+	v->qps = calloc(p->max_ioqs + 1, sizeof(*v->qps));
+	if (!v->qps) {
+		snprintf(err, errlen, "vnvme %s: out of memory", v->cfg.id);
+		return -ENOMEM;
+	}
+	for (i = 0; i <= p->max_ioqs; i++) {
+		v->qps[i].db_fd = -1;
+		v->qps[i].db_at = ~0ULL;
+	}
+	p->size = nvme_lio_lba_count(v->lio) << nvme_lio_lba_shift(v->lio);
+	p->dstrd = nvme_lio_db_poll(v->lio) ? VNVME_DSTRD : 0;
+	v->dstrd = p->dstrd;
+	p->cmb_host = nvme_lio_cmb(v->lio);
+	h->kick = NULL; /* admin commands run on the vCPU that rang: no I/O thread at all */
+	h->dbbuf = NULL;
+	h->bind = hook_bind;
+	h->unbind = hook_unbind;
+	for (i = 0; i < gm->nslots; i++)
+		if (gm->slots[i].gpa + gm->slots[i].size > top)
+			top = gm->slots[i].gpa + gm->slots[i].size;
+	vcap->mode = v->cfg.mode == VNVME_PASSTHROUGH ? LIGHTIOV_MODE_PASSTHROUGH
+						       : LIGHTIOV_MODE_ISOLATED;
+	vcap->lba_start = nvme_lio_lba_start(v->lio);
+	vcap->lba_size = nvme_lio_lba_count(v->lio);
+	vcap->dma_base = 0;
+	vcap->dma_size = top;
+	fprintf(stderr, "vnvme %s: %s volume %s on ssd %s: %llu MiB at LBA %llu, %s doorbells\n",
+		v->cfg.id, v->cfg.mode == VNVME_PASSTHROUGH ? "passthrough" : "isolated",
+		nvme_lio_vol_name(v->lio), v->cfg.ssd, (unsigned long long)(p->size >> 20),
+		(unsigned long long)vcap->lba_start,
+		nvme_lio_db_poll(v->lio) ? "polled" : "eventfd");
+	return 0;
 }
 
 static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_config *vc,
@@ -211,16 +417,11 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 	int r;
 
 	config_vnvme_id(vc, idx, id, sizeof(id));
-	if (vc->ssd[0]) {
-		snprintf(
-		    err, errlen,
-		    "vnvme %s: ssd '%s' needs the softssd or kmod backend, which is not built in "
-		    "(use file=PATH)",
-		    id, vc->ssd);
-		return -EOPNOTSUPP;
-	}
-	if (vc->mode != VNVME_EMULATE) {
-		snprintf(err, errlen, "vnvme %s: only mode=emulate is built in", id);
+	if (vc->ssd[0] && vc->mode == VNVME_EMULATE) {
+		snprintf(err, errlen,
+			 "vnvme %s: mode=emulate over ssd '%s' is not built in yet (use "
+			 "mode=isolated or passthrough, or file=PATH)",
+			 id, vc->ssd);
 		return -EOPNOTSUPP;
 	}
 	v = calloc(1, sizeof(*v));
@@ -232,6 +433,7 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 	v->cfg = *vc;
 	snprintf(v->cfg.id, sizeof(v->cfg.id), "%s", id);
 	v->bar0 = ~0ULL;
+	v->cmb_gpa = ~0ULL;
 	pthread_mutex_init(&v->db_lock, NULL);
 	/* A vector per queue for as many queues as the guest has vCPUs (Linux uses one each), at
 	 * least 31: further queues share them (each CQ names its vector). Every vector holds a
@@ -244,10 +446,17 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 	v->dstrd = p.dstrd;
 	snprintf(p.serial, sizeof(p.serial), "%.20s", vc->serial[0] ? vc->serial : v->cfg.id);
 	hooks.opaque = v;
-	r = nvme_file_open(&v->cfg, &v->file, &p.size, err, errlen);
-	if (!r)
-		r = nvme_ctrl_create(&p, vm_guest_mem(vm), &nvme_file_ops, v->file, &hooks,
-				     &v->ctrl, err, errlen);
+	if (vc->ssd[0]) {
+		r = vnvme_lio_open(v, &p, &hooks, &vcap, err, errlen);
+		if (!r)
+			r = nvme_ctrl_create(&p, vm_guest_mem(vm), &nvme_mem_backend_ops, NULL,
+					     &hooks, &v->ctrl, err, errlen);
+	} else {
+		r = nvme_file_open(&v->cfg, &v->file, &p.size, err, errlen);
+		if (!r)
+			r = nvme_ctrl_create(&p, vm_guest_mem(vm), &nvme_file_ops, v->file,
+					     &hooks, &v->ctrl, err, errlen);
+	}
 	if (r)
 		goto fail;
 	pci_dev_init(&v->pci, v->cfg.id, VNVME_PCI_VENDOR, VNVME_PCI_DEVICE, VNVME_CLASS,
@@ -273,7 +482,7 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 		r = -ENOSPC;
 		goto fail;
 	}
-	r = nvme_file_start(v->file, v->ctrl, err, errlen);
+	r = v->file ? nvme_file_start(v->file, v->ctrl, err, errlen) : 0;
 	if (!r)
 		r = pci_bus_add(&ds->bus, &v->pci, err, errlen);
 	if (r)

@@ -16,7 +16,7 @@
 
 #define VM_MAX_VCPUS	  64
 #define VM_MAX_GSI_ROUTES 1024
-#define VM_MAX_HOST_MAPS  16
+#define VM_MAX_HOST_MAPS  80 /* BARs, and a doorbell page pair per polled queue */
 #define VM_FIRST_MSI_GSI  24 /* GSIs below are the IOAPIC pins */
 
 /* A guest-physical address for the boot GDT: below the zero page, untouched by the boot code. */

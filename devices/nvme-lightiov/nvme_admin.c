@@ -375,17 +375,50 @@ static uint16_t admin_create_sq(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 	host = nvme_queue_host(c, cmd->prp1, (uint64_t)size * sizeof(struct nvme_sqe), true);
 	if (!host || !cmd->prp1)
 		return NVME_GENERIC(NVME_SC_INVALID_FIELD);
+	/* A backend queue pair is one SQ with its own CQ: a second SQ on a CQ cannot be bound. */
+	if (c->hooks.bind && c->cqs[cqid].nsq)
+		return NVME_SPECIFIC(NVME_SC_CQ_INVALID);
 	sq = &c->sqs[qid];
 	memset(sq, 0, sizeof(*sq));
-	sq->valid = true;
 	sq->qid = (uint16_t)qid;
 	sq->cqid = (uint16_t)cqid;
 	sq->size = size;
 	sq->base = cmd->prp1;
 	sq->host = host;
+	dbbuf_reset_slot(c, qid, false);
+	if (c->hooks.bind) {
+		struct nvme_cq *cq = &c->cqs[cqid];
+		struct nvme_qp_bind b = {
+		    .sqid = (uint16_t)qid,
+		    .cqid = (uint16_t)cqid,
+		    .sq_depth = size,
+		    .cq_depth = cq->size,
+		    .sq_gpa = cmd->prp1,
+		    .cq_gpa = cq->base,
+		    .sq_in_cmb = nvme_in_cmb(c, cmd->prp1, (uint64_t)size * sizeof(struct nvme_sqe)),
+		    .ien = cq->ien,
+		    .vector = cq->vector,
+		    .dbbuf_dbs = c->dbbuf_dbs,
+		    .dbbuf_eis = c->dbbuf_eis,
+		};
+		uint16_t st;
+
+		/* The backend starts from an empty CQ: entries lvmm posted (none for a fresh
+		 * queue) would be overwritten. */
+		if (cq->head != cq->tail || cq->reserved)
+			return NVME_SPECIFIC(NVME_SC_CQ_INVALID);
+		st = c->hooks.bind(c->hooks.opaque, &b, &sq->handle);
+		if (st != NVME_OK) {
+			memset(sq, 0, sizeof(*sq));
+			return st;
+		}
+		sq->bound = true;
+		cq->bound = true;
+		c->st.bound++;
+	}
+	sq->valid = true;
 	sq->gen = ++c->qgen;
 	c->cqs[cqid].nsq++;
-	dbbuf_reset_slot(c, qid, false);
 	return NVME_OK;
 }
 
@@ -399,6 +432,8 @@ static uint16_t admin_delete_sq(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 		return NVME_SPECIFIC(NVME_SC_QID_INVALID);
 	sq = &c->sqs[qid];
 	cq = &c->cqs[sq->cqid];
+	/* A bound pair: the backend finishes what it fetched and stops before the rings go. */
+	nvme_sq_unbind(c, sq);
 	/* Commands still at the backend complete into the void (generation check). */
 	cq->reserved = cq->reserved > sq->inflight ? cq->reserved - sq->inflight : 0;
 	if (cq->nsq)
@@ -433,6 +468,8 @@ static uint16_t admin_dbbuf(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 	for (q = 1; q < c->nq; q++) {
 		uint64_t off = (uint64_t)2 * q * (4u << c->p.dstrd);
 
+		if (c->sqs[q].bound)
+			continue; /* the backend owns its doorbell values */
 		if (c->sqs[q].valid) {
 			gmem_write(c->gm, dbs + off, &c->sqs[q].tail, 4);
 			gmem_write(c->gm, eis + off, &c->sqs[q].tail, 4);

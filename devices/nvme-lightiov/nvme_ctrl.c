@@ -24,12 +24,61 @@ uint64_t nvme_ctrl_bar0_size(const struct nvme_ctrl *c)
 }
 
 /* A queue ring as a host pointer: guest RAM, or the CMB for SQs when the host placed it there. */
+bool nvme_in_cmb(const struct nvme_ctrl *c, uint64_t base, uint64_t bytes)
+{
+	return c->cmb && c->cmb_gpa != ~0ULL && base >= c->cmb_gpa &&
+	       base - c->cmb_gpa < c->p.cmb_size && bytes <= c->p.cmb_size - (base - c->cmb_gpa);
+}
+
 uint8_t *nvme_queue_host(struct nvme_ctrl *c, uint64_t base, uint64_t bytes, bool allow_cmb)
 {
-	if (allow_cmb && c->cmb && c->cmb_gpa != ~0ULL && base >= c->cmb_gpa &&
-	    base - c->cmb_gpa < c->p.cmb_size && bytes <= c->p.cmb_size - (base - c->cmb_gpa))
+	if (allow_cmb && nvme_in_cmb(c, base, bytes))
 		return c->cmb + (base - c->cmb_gpa);
 	return gmem_ptr(c->gm, base, bytes);
+}
+
+/* The backend lets go of the queue pair; its CQ becomes an ordinary (empty) one again. */
+void nvme_sq_unbind(struct nvme_ctrl *c, struct nvme_sq *sq)
+{
+	if (!sq->bound)
+		return;
+	if (c->hooks.unbind)
+		c->hooks.unbind(c->hooks.opaque, sq->qid, sq->handle);
+	sq->bound = false;
+	if (sq->cqid < c->nq)
+		c->cqs[sq->cqid].bound = false;
+	if (c->st.bound)
+		c->st.bound--;
+}
+
+static void unbind_all_locked(struct nvme_ctrl *c)
+{
+	unsigned q;
+
+	for (q = 1; c->st.bound && q < c->nq; q++)
+		nvme_sq_unbind(c, &c->sqs[q]);
+}
+
+void nvme_ctrl_unbind_all(struct nvme_ctrl *c)
+{
+	pthread_mutex_lock(&c->lock);
+	unbind_all_locked(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+unsigned nvme_ctrl_bound(struct nvme_ctrl *c, uint16_t *qid, uint32_t *handle, unsigned max)
+{
+	unsigned q, n = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (q = 1; q < c->nq && n < max; q++) {
+		if (c->sqs[q].valid && c->sqs[q].bound) {
+			qid[n] = (uint16_t)q;
+			handle[n++] = c->sqs[q].handle;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return n;
 }
 
 static void ctrl_irq(struct nvme_ctrl *c, unsigned vector)
@@ -221,6 +270,7 @@ static void ctrl_reset(struct nvme_ctrl *c)
 	bool had_dbbuf = c->dbbuf_dbs != 0;
 
 	c->gen++;
+	unbind_all_locked(c); /* the backend stops fetching before the rings are forgotten */
 	queues_reset(c);
 	c->nsqa = c->ncqa = c->p.max_ioqs;
 	c->nq_set = false;
@@ -295,10 +345,12 @@ static void cc_write(struct nvme_ctrl *c, uint32_t val)
 
 static void ctrl_kick(struct nvme_ctrl *c)
 {
-	if (c->hooks.kick)
+	if (c->hooks.kick) {
 		c->hooks.kick(c->hooks.opaque);
-	else
+	} else {
+		c->st.wakeups++;
 		nvme_ctrl_process_locked(c);
+	}
 }
 
 static void doorbell_write(struct nvme_ctrl *c, uint64_t off, uint32_t val)
@@ -315,6 +367,11 @@ static void doorbell_write(struct nvme_ctrl *c, uint64_t off, uint32_t val)
 				 NVME_LOG_ERROR);
 		return;
 	}
+	/* A bound queue's doorbell reached lvmm (its page not mapped yet, or packed doorbells
+	 * without an ioeventfd): the backend reads the value from its own page or the shadow
+	 * buffer, so there is nothing to do here. */
+	if (is_cq ? c->cqs[qid].bound : c->sqs[qid].bound)
+		return;
 	if (is_cq) {
 		struct nvme_cq *cq = &c->cqs[qid];
 
@@ -613,7 +670,7 @@ void nvme_ctrl_process_locked(struct nvme_ctrl *c)
 		for (q = 0; q < c->nq; q++) {
 			struct nvme_sq *sq = &c->sqs[q];
 
-			if (!sq->valid)
+			if (!sq->valid || sq->bound)
 				continue;
 			if (c->dbbuf_dbs) {
 				sq_refresh_shadow(c, sq);
@@ -636,6 +693,7 @@ void nvme_ctrl_process_locked(struct nvme_ctrl *c)
 void nvme_ctrl_process(struct nvme_ctrl *c)
 {
 	pthread_mutex_lock(&c->lock);
+	c->st.wakeups++;
 	nvme_ctrl_process_locked(c);
 	pthread_mutex_unlock(&c->lock);
 }
@@ -728,14 +786,14 @@ int nvme_ctrl_create(const struct nvme_ctrl_params *p, struct guest_mem *gm,
 	c->cqs = calloc(c->nq, sizeof(*c->cqs));
 	c->feat_ivc = calloc(p->nvectors, sizeof(*c->feat_ivc));
 	if (p->cmb_size)
-		c->cmb = aligned_alloc(NVME_CTRL_PAGE, p->cmb_size);
+		c->cmb = p->cmb_host ? p->cmb_host : aligned_alloc(NVME_CTRL_PAGE, p->cmb_size);
 	if (!c->sqs || !c->cqs || !c->feat_ivc || (p->cmb_size && !c->cmb)) {
 		snprintf(err, errlen, "nvme %s: out of memory for %u queues", p->serial,
 			 p->max_ioqs + 1);
 		nvme_ctrl_destroy(c);
 		return -ENOMEM;
 	}
-	if (c->cmb)
+	if (c->cmb && !p->cmb_host)
 		memset(c->cmb, 0, p->cmb_size);
 	c->cmb_gpa = ~0ULL;
 	pthread_mutex_init(&c->lock, NULL);
@@ -756,9 +814,12 @@ void nvme_ctrl_destroy(struct nvme_ctrl *c)
 {
 	if (!c)
 		return;
+	if (c->sqs && c->cqs)
+		unbind_all_locked(c);
 	free(c->sqs);
 	free(c->cqs);
 	free(c->feat_ivc);
-	free(c->cmb);
+	if (!c->p.cmb_host)
+		free(c->cmb);
 	free(c);
 }

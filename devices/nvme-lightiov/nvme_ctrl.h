@@ -29,6 +29,7 @@ struct nvme_ctrl_params {
 	unsigned max_ioqs; /* I/O SQ/CQ pairs offered (Number of Queues), 1..65535 */
 	unsigned nvectors; /* interrupt vectors (MSI-X table size), >= 1 */
 	uint64_t cmb_size; /* bytes of controller memory buffer for SQs, 0 = none */
+	void *cmb_host;	   /* the CMB's memory when a backend owns it (NULL: the controller's) */
 	uint8_t cmb_bir;   /* BAR holding the CMB (CMBLOC.BIR) */
 	uint64_t size;	   /* namespace bytes (multiple of 512) */
 	bool readonly;
@@ -65,6 +66,19 @@ struct nvme_backend_ops {
 	int (*submit)(void *be, struct nvme_io_req *req);
 };
 
+/* An I/O queue pair the guest created, as a backend queue-pair binding sees it: every field was
+ * checked by the controller (ids, depths, page-aligned rings inside guest RAM or the CMB). */
+struct nvme_qp_bind {
+	uint16_t sqid, cqid;
+	uint32_t sq_depth, cq_depth;
+	uint64_t sq_gpa, cq_gpa;
+	bool sq_in_cmb;
+	bool ien;	 /* the CQ interrupts (on vector) */
+	uint16_t vector;
+	uint64_t dbbuf_dbs; /* Doorbell Buffer Config addresses, 0 when not configured */
+	uint64_t dbbuf_eis;
+};
+
 struct nvme_ctrl_hooks {
 	void *opaque;
 	/* Raise interrupt vector (MSI-X entry); called with the controller lock held. */
@@ -73,12 +87,25 @@ struct nvme_ctrl_hooks {
 	void (*kick)(void *opaque);
 	/* Shadow doorbells switched on/off: map I/O doorbells to ioeventfds (may be NULL). */
 	void (*dbbuf)(void *opaque, bool on);
+	/* Queue-pair binding (passthrough and isolated modes): when set, every I/O SQ the guest
+	 * creates is handed to a backend queue pair and the controller never touches its commands,
+	 * doorbells or completions. bind returns an NVMe status and a handle for unbind; both are
+	 * called with the controller lock held (Create/Delete SQ, reset, destroy). */
+	uint16_t (*bind)(void *opaque, const struct nvme_qp_bind *b, uint32_t *handle);
+	void (*unbind)(void *opaque, uint16_t sqid, uint32_t handle);
 };
 
 struct nvme_ctrl_stats {
 	uint64_t reads, writes, read_bytes, write_bytes, flushes;
 	uint64_t doorbells, mmio_exits, irqs;
+	uint64_t wakeups; /* queue-processing runs (I/O-thread wake-ups, or inline on a vCPU) */
+	uint64_t bound;	  /* I/O queue pairs bound to a backend now */
 };
+
+/* Hands every bound queue pair back (unbind hook); reset and destroy do this too. */
+void nvme_ctrl_unbind_all(struct nvme_ctrl *c);
+/* Handles of the I/O queue pairs bound now (qid[i], handle[i]); returns how many (<= max). */
+unsigned nvme_ctrl_bound(struct nvme_ctrl *c, uint16_t *qid, uint32_t *handle, unsigned max);
 
 int nvme_ctrl_create(const struct nvme_ctrl_params *p, struct guest_mem *gm,
 		     const struct nvme_backend_ops *bops, void *be,

@@ -18,6 +18,8 @@ struct nvme_sq {
 	uint32_t inflight;
 	uint64_t base;
 	uint8_t *host; /* base as a host pointer (guest RAM or the CMB) */
+	bool bound;    /* served by a backend queue pair (hooks.bind): never fetched here */
+	uint32_t handle;
 };
 
 struct nvme_cq {
@@ -32,6 +34,7 @@ struct nvme_cq {
 	uint64_t coal_deadline; /* CLOCK_MONOTONIC ns by which they must be signalled */
 	uint64_t base;
 	uint8_t *host;
+	bool bound; /* its SQ is served by a backend queue pair: head doorbells are not ours */
 };
 
 #define NVME_AE_QUEUE 16
@@ -96,6 +99,8 @@ void nvme_events_deliver(struct nvme_ctrl *c);
 void nvme_record_error(struct nvme_ctrl *c, uint16_t sqid, uint16_t cid, uint16_t status);
 void nvme_ctrl_process_locked(struct nvme_ctrl *c);
 uint8_t *nvme_queue_host(struct nvme_ctrl *c, uint64_t base, uint64_t bytes, bool allow_cmb);
+bool nvme_in_cmb(const struct nvme_ctrl *c, uint64_t base, uint64_t bytes);
+void nvme_sq_unbind(struct nvme_ctrl *c, struct nvme_sq *sq);
 
 /* nvme_admin.c: returns a status, or NVME_NO_COMPLETE; *dw0 gets the result dword */
 uint16_t nvme_admin_exec(struct nvme_ctrl *c, const struct nvme_sqe *cmd, uint32_t *dw0);

@@ -127,6 +127,17 @@ START_TEST(vnvme_ssd_form)
 	ck_assert_str_eq(v.ssd, "ssd0");
 	ck_assert_str_eq(v.path, "");
 	ck_assert_uint_eq(v.size, 10ULL << 30);
+	ck_assert_int_eq(v.mode, VNVME_ISOLATED); /* an ssd's default: the guest is not trusted */
+	ck_assert_int_eq(v.doorbell, VNVME_DB_AUTO);
+
+	/* an existing volume needs no size; doorbell kind chosen by the operator */
+	ck_assert_int_eq(config_parse_vnvme("ssd0,vol=data,doorbell=eventfd", &v, err, sizeof(err)),
+			 0);
+	ck_assert_str_eq(v.ssd, "ssd0");
+	ck_assert_str_eq(v.vol, "data");
+	ck_assert_uint_eq(v.size, 0);
+	ck_assert_int_eq(v.doorbell, VNVME_DB_EVENTFD);
+	ck_assert_int_eq(config_parse_vnvme("ssd0:1G,mode=emulate", &v, err, sizeof(err)), 0);
 	ck_assert_int_eq(v.mode, VNVME_EMULATE);
 
 	ck_assert_int_eq(
@@ -158,6 +169,9 @@ static void vnvme_bad(const char *s, const char *want)
 START_TEST(vnvme_errors)
 {
 	char longpath[CONFIG_PATH_MAX + 16];
+
+	vnvme_bad("ssd0,readonly=on", "ssd0,vol=NAME");
+	vnvme_bad("ssd0:1G,doorbell=mmio", "doorbell 'mmio'");
 
 	vnvme_bad("", "empty");
 	vnvme_bad(NULL, "empty");

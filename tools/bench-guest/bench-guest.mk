@@ -7,7 +7,7 @@ BENCH_OBJS      := $(patsubst tools/bench-guest/%,$(BUILD)/bench-guest/%.o,$(BEN
 BENCH_CFLAGS    := -std=gnu11 -O2 -g -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie \
                    -fno-stack-protector -fno-asynchronous-unwind-tables -mno-red-zone \
                    -mgeneral-regs-only -mcmodel=small -fcf-protection=none -MMD -MP \
-                   -Itools/bench-guest
+                   -Itools/bench-guest -Iinclude
 BINS            += $(BENCH_GUEST)
 TEST_DEPS       += $(BENCH_GUEST)
 

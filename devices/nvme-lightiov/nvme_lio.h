@@ -1,0 +1,63 @@
+/* The vNVMe's binding to a LightIOV backend (softssd socket): one session per device, its volume,
+ * the queue memory lvmm maps as the CMB, and one backend queue pair per guest I/O queue pair. */
+#ifndef LVMM_NVME_LIO_H
+#define LVMM_NVME_LIO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "guest_mem.h"
+#include "lightiov/uapi.h"
+#include "nvme_ctrl.h"
+
+struct nvme_lio;
+
+enum nvme_lio_db {
+	NVME_LIO_DB_AUTO,    /* what the SSD prefers (poll when it offers it) */
+	NVME_LIO_DB_POLL,    /* doorbell pages shared with the backend: no exit at all */
+	NVME_LIO_DB_EVENTFD, /* ioeventfd + shadow doorbell buffer: one exit into the kernel */
+};
+
+struct nvme_lio_cfg {
+	const char *id;	   /* the device id, for messages */
+	const char *ssd;   /* SSD name (socket under $LVMM_RUN_DIR/ssd) or a socket path */
+	const char *vol;   /* named volume, or NULL/"" for an anonymous one */
+	uint64_t size;	   /* bytes: anonymous size, or create-if-absent size; 0 = must exist */
+	bool readonly;
+	uint32_t mode;	   /* LIO_MODE_PASSTHROUGH or LIO_MODE_ISOLATED */
+	enum nvme_lio_db db;
+	unsigned nqueues;  /* I/O queue pairs the controller offers: doorbell pages to reserve */
+	uint64_t cmb_size; /* bytes of queue memory the guest sees as its CMB */
+	const char *label; /* session label at the SSD (the VM's id) */
+};
+
+/* Connects, attaches the volume and allocates the queue memory. 0 or a negative errno with err
+ * naming the device, the SSD and the value refused. */
+int nvme_lio_open(struct nvme_lio **out, const struct nvme_lio_cfg *cfg, char *err,
+		  unsigned errlen);
+/* Destroys every queue pair, detaches, closes the session (an anonymous volume goes with it). */
+void nvme_lio_close(struct nvme_lio *l);
+
+void *nvme_lio_cmb(struct nvme_lio *l);		/* cfg->cmb_size bytes, page aligned */
+uint64_t nvme_lio_lba_start(const struct nvme_lio *l);
+uint64_t nvme_lio_lba_count(const struct nvme_lio *l);
+uint32_t nvme_lio_lba_shift(const struct nvme_lio *l);
+bool nvme_lio_db_poll(const struct nvme_lio *l); /* the doorbell kind chosen */
+const char *nvme_lio_vol_name(const struct nvme_lio *l);
+bool nvme_lio_anon(const struct nvme_lio *l);
+
+/*
+ * Creates the backend queue pair for b. The DMA window (guest RAM, plus the CMB at cmb_gpa when
+ * it decodes) is registered first when it changed. db_fd (eventfd doorbells) and irq_fd (-1: no
+ * interrupts) are sent along. *db_host gets the doorbell page pair to map over BAR0 (poll mode).
+ * Returns an NVMe status; on failure the reason is printed once with the device id.
+ */
+uint16_t nvme_lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b,
+		       const struct guest_mem *gm, uint64_t cmb_gpa, int db_fd, int irq_fd,
+		       uint32_t *qp_id, void **db_host);
+void nvme_lio_unbind(struct nvme_lio *l, uint32_t qp_id);
+int nvme_lio_qp_stats(struct nvme_lio *l, uint32_t qp_id, struct lio_qp_stats *s);
+/* The backend is gone (connection lost): every later bind fails at once. */
+bool nvme_lio_dead(const struct nvme_lio *l);
+
+#endif

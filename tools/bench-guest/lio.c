@@ -1,0 +1,494 @@
+/* Bench guest modes "lio" and "hostile": the ring-3 polled driver against a vNVMe in passthrough
+ * or isolated mode (a softssd volume). lio writes, reads back and verifies a seeded pattern, then
+ * times a QD1 loop; hostile (isolated mode) throws out-of-window and malformed commands at it. */
+#include "bench.h"
+#include "lightiov/nvme.h"
+#include "lightiov/vcap.h"
+
+#define LIO_BAR_GPA 0xc0000000ULL /* LAYOUT_MMIO32_START */
+#define LIO_CMB_GPA 0xd0000000ULL
+#define QD	    32
+#define PAGE	    4096
+#define XFER	    (64 * 1024)
+#define LBA	    512
+
+static uint8_t asq[PAGE] __attribute__((aligned(PAGE)));
+static uint8_t acq[PAGE] __attribute__((aligned(PAGE)));
+static uint8_t iosq[PAGE * 2] __attribute__((aligned(PAGE)));
+static uint8_t iocq[PAGE] __attribute__((aligned(PAGE)));
+static uint8_t idbuf[PAGE] __attribute__((aligned(PAGE)));
+static uint64_t prplist[PAGE / 8] __attribute__((aligned(PAGE)));
+static uint8_t wbuf[XFER] __attribute__((aligned(PAGE)));
+static uint8_t rbuf[XFER] __attribute__((aligned(PAGE)));
+static uint8_t dbs_buf[PAGE] __attribute__((aligned(PAGE)));
+static uint8_t eis_buf[PAGE] __attribute__((aligned(PAGE)));
+
+static volatile uint8_t *regs;
+static volatile struct nvme_sqe *sqs[2];
+static volatile struct nvme_cqe *cqs[2];
+static unsigned dstrd, failures;
+static uint32_t sq_tail[2], cq_head[2];
+static uint8_t phase[2] = {1, 1};
+static uint16_t next_cid;
+static bool shadow;
+static uint32_t vmode;
+static uint64_t lba_start, lba_size, dma_size, nsze;
+
+static uint64_t param_u64(const char *name, uint64_t def)
+{
+	char buf[32];
+	uint64_t v = 0;
+	unsigned i;
+
+	if (!bench_param(name, buf, sizeof(buf)) || !buf[0])
+		return def;
+	for (i = 0; buf[i] >= '0' && buf[i] <= '9'; i++)
+		v = v * 10 + (uint64_t)(buf[i] - '0');
+	return v;
+}
+
+static bool param_is(const char *name, const char *want)
+{
+	char buf[32];
+
+	return bench_param(name, buf, sizeof(buf)) && !bench_strcmp(buf, want);
+}
+
+static uint32_t cfg_read(unsigned devfn, unsigned reg)
+{
+	outl(0xcf8, 0x80000000u | devfn << 8 | (reg & 0xfc));
+	return inl(0xcfc);
+}
+
+static void cfg_write(unsigned devfn, unsigned reg, uint32_t v)
+{
+	outl(0xcf8, 0x80000000u | devfn << 8 | (reg & 0xfc));
+	outl(0xcfc, v);
+}
+
+static uint32_t rd32(unsigned off)
+{
+	return *(volatile uint32_t *)(regs + off);
+}
+
+static void wr32(unsigned off, uint32_t v)
+{
+	*(volatile uint32_t *)(regs + off) = v;
+}
+
+static void zero(void *p, size_t n)
+{
+	volatile uint8_t *b = p;
+
+	while (n--)
+		*b++ = 0;
+}
+
+static void check(bool ok, const char *what)
+{
+	if (!ok) {
+		bench_printf("bench: lio FAIL %s\n", what);
+		failures++;
+	}
+}
+
+static bool need_event(uint32_t ei, uint32_t new_idx, uint32_t old)
+{
+	return (uint16_t)(new_idx - ei - 1) < (uint16_t)(new_idx - old);
+}
+
+/* Doorbell: a plain store into a doorbell page (polled by the backend, no exit), or with shadow
+ * doorbells the shadow slot, and the register (an ioeventfd) only when the event index asks. */
+static void ring(unsigned q, bool cq, uint32_t v)
+{
+	unsigned off = (2 * q + cq) * (4u << dstrd);
+
+	if (shadow && q) {
+		volatile uint32_t *db = (volatile uint32_t *)(dbs_buf + off);
+		volatile uint32_t *ei = (volatile uint32_t *)(eis_buf + off);
+		uint32_t old = *db;
+
+		*db = v;
+		__asm__ volatile("mfence" ::: "memory");
+		if (!need_event(*ei, v, old))
+			return;
+	}
+	wr32(NVME_REG_DBS + off, v);
+}
+
+static uint16_t submit(unsigned q, struct nvme_sqe *c)
+{
+	volatile uint8_t *dst = (volatile uint8_t *)&sqs[q][sq_tail[q]];
+	const uint8_t *src = (const uint8_t *)c;
+	unsigned i;
+
+	c->cid = next_cid++;
+	for (i = 0; i < sizeof(*c); i++)
+		dst[i] = src[i];
+	sq_tail[q] = (sq_tail[q] + 1) % QD;
+	__asm__ volatile("mfence" ::: "memory");
+	ring(q, false, sq_tail[q]);
+	return c->cid;
+}
+
+/* The next completion's status field (no phase bit, DNR kept), 0xffff after timeout_ms. */
+static uint16_t reap_ms(unsigned q, uint32_t *dw0, uint64_t timeout_ms)
+{
+	volatile struct nvme_cqe *e = &cqs[q][cq_head[q]];
+	uint64_t deadline = bench_ns() + timeout_ms * 1000000ULL;
+	uint16_t st;
+
+	while ((e->status & 1) != phase[q])
+		if (bench_ns() > deadline)
+			return 0xffff;
+	__asm__ volatile("" ::: "memory");
+	st = e->status >> 1;
+	if (dw0)
+		*dw0 = e->dw0;
+	if (++cq_head[q] == QD) {
+		cq_head[q] = 0;
+		phase[q] ^= 1;
+	}
+	ring(q, true, cq_head[q]);
+	return st;
+}
+
+static uint16_t run(unsigned q, struct nvme_sqe *c, uint32_t *dw0)
+{
+	submit(q, c);
+	return reap_ms(q, dw0, 5000) & 0x7ff;
+}
+
+static struct nvme_sqe cmd(uint8_t op)
+{
+	struct nvme_sqe c;
+
+	zero(&c, sizeof(c));
+	c.opcode = op;
+	return c;
+}
+
+static void fill_prps(struct nvme_sqe *c, uint8_t *buf, unsigned len)
+{
+	unsigned i;
+
+	c->prp1 = (uint64_t)buf;
+	if (len <= PAGE) {
+		c->prp2 = 0;
+	} else if (len <= 2 * PAGE) {
+		c->prp2 = (uint64_t)buf + PAGE;
+	} else {
+		for (i = 1; i * PAGE < len; i++)
+			prplist[i - 1] = (uint64_t)buf + i * PAGE;
+		c->prp2 = (uint64_t)prplist;
+	}
+}
+
+/* A read or write of len bytes at window-relative slba: passthrough adds lba_start itself. */
+static struct nvme_sqe rw(uint8_t op, uint64_t slba, unsigned len, uint8_t *buf)
+{
+	struct nvme_sqe c = cmd(op);
+
+	if (vmode == LIGHTIOV_MODE_PASSTHROUGH)
+		slba += lba_start;
+	c.nsid = 1;
+	c.cdw10 = (uint32_t)slba;
+	c.cdw11 = (uint32_t)(slba >> 32);
+	c.cdw12 = len / LBA - 1;
+	fill_prps(&c, buf, len);
+	return c;
+}
+
+static uint8_t pattern(uint64_t seed, uint64_t lba, unsigned i)
+{
+	uint64_t x = (seed + 1) * 0x9e3779b97f4a7c15ULL ^ (lba * LBA + i) * 0xbf58476d1ce4e5b9ULL;
+
+	return (uint8_t)(x >> 56);
+}
+
+static bool find_nvme(unsigned *devfn)
+{
+	unsigned slot;
+
+	for (slot = 0; slot < 32; slot++) {
+		uint32_t id = cfg_read(slot << 3, 0), cls = cfg_read(slot << 3, 8) >> 8;
+
+		if (id != 0xffffffff && cls == 0x010802) {
+			*devfn = slot << 3;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The LightIOV capability: mode, LBA window, DMA window. */
+static bool read_vcap(unsigned devfn)
+{
+	unsigned ptr = cfg_read(devfn, 0x34) & 0xfc, n = 0;
+
+	while (ptr && n++ < 16) {
+		uint32_t hdr = cfg_read(devfn, ptr);
+
+		if ((hdr & 0xff) == LIGHTIOV_VCAP_ID && cfg_read(devfn, ptr + 4) == LIGHTIOV_VCAP_MAGIC) {
+			vmode = cfg_read(devfn, ptr + 8);
+			lba_start = cfg_read(devfn, ptr + 16) | (uint64_t)cfg_read(devfn, ptr + 20) << 32;
+			lba_size = cfg_read(devfn, ptr + 24) | (uint64_t)cfg_read(devfn, ptr + 28) << 32;
+			dma_size = cfg_read(devfn, ptr + 40) | (uint64_t)cfg_read(devfn, ptr + 44) << 32;
+			bench_printf("bench: lio vcap mode %u lba_start %lu lba_size %lu dma_size %lx\n",
+				     vmode, lba_start, lba_size, dma_size);
+			return true;
+		}
+		ptr = (hdr >> 8) & 0xfc;
+	}
+	return false;
+}
+
+static bool ctrl_init(void)
+{
+	uint64_t cap, deadline;
+
+	cap = rd32(NVME_REG_CAP) | (uint64_t)rd32(NVME_REG_CAP + 4) << 32;
+	dstrd = NVME_CAP_DSTRD(cap);
+	bench_printf("bench: lio cap dstrd %u cmbsz %x\n", dstrd, rd32(NVME_REG_CMBSZ));
+	wr32(NVME_REG_CC, 0);
+	deadline = bench_ns() + 2000000000ULL;
+	while (rd32(NVME_REG_CSTS) & NVME_CSTS_RDY)
+		if (bench_ns() > deadline)
+			return false;
+	wr32(NVME_REG_AQA, (QD - 1) << 16 | (QD - 1));
+	wr32(NVME_REG_ASQ, (uint32_t)(uint64_t)asq);
+	wr32(NVME_REG_ASQ + 4, 0);
+	wr32(NVME_REG_ACQ, (uint32_t)(uint64_t)acq);
+	wr32(NVME_REG_ACQ + 4, 0);
+	wr32(NVME_REG_CC, NVME_CC_EN | NVME_SQES_LOG2 << 16 | NVME_CQES_LOG2 << 20);
+	while (!(rd32(NVME_REG_CSTS) & NVME_CSTS_RDY))
+		if (bench_ns() > deadline || (rd32(NVME_REG_CSTS) & NVME_CSTS_CFS))
+			return false;
+	return true;
+}
+
+/* Finds the controller, moves its BARs below 4 GiB, enables it, identifies the namespace and
+ * creates I/O queue pair 1 (SQ in RAM or, with bench.sq=cmb, in the CMB). */
+static bool lio_setup(void)
+{
+	unsigned devfn;
+	struct nvme_sqe c;
+
+	sqs[0] = (volatile struct nvme_sqe *)asq;
+	cqs[0] = (volatile struct nvme_cqe *)acq;
+	if (!find_nvme(&devfn)) {
+		bench_puts("bench: lio FAIL no controller\n");
+		return false;
+	}
+	check(read_vcap(devfn), "LightIOV vendor capability");
+	cfg_write(devfn, 4, 0);
+	cfg_write(devfn, 0x10, (uint32_t)LIO_BAR_GPA);
+	cfg_write(devfn, 0x14, 0);
+	cfg_write(devfn, 0x18, (uint32_t)LIO_CMB_GPA);
+	cfg_write(devfn, 0x1c, 0);
+	cfg_write(devfn, 4, 0x6);
+	regs = (volatile uint8_t *)LIO_BAR_GPA;
+	if (!ctrl_init()) {
+		bench_printf("bench: lio FAIL enable, csts %x\n", rd32(NVME_REG_CSTS));
+		return false;
+	}
+	c = cmd(NVME_ADMIN_IDENTIFY);
+	c.nsid = 1;
+	c.prp1 = (uint64_t)idbuf;
+	check(run(0, &c, NULL) == 0, "identify namespace");
+	nsze = *(uint64_t *)idbuf;
+	bench_printf("bench: lio namespace %lu blocks\n", nsze);
+	check(nsze == lba_size, "namespace size is the capability's LBA window");
+	if (param_is("bench.dbbuf", "on")) {
+		c = cmd(NVME_ADMIN_DBBUF);
+		c.prp1 = (uint64_t)dbs_buf;
+		c.prp2 = (uint64_t)eis_buf;
+		check(run(0, &c, NULL) == 0, "doorbell buffer config");
+		shadow = true;
+	}
+	c = cmd(NVME_ADMIN_CREATE_CQ);
+	c.prp1 = (uint64_t)iocq;
+	c.cdw10 = (QD - 1) << 16 | 1;
+	c.cdw11 = 1; /* contiguous, interrupts off: this driver polls */
+	check(run(0, &c, NULL) == 0, "create CQ");
+	cqs[1] = (volatile struct nvme_cqe *)iocq;
+	c = cmd(NVME_ADMIN_CREATE_SQ);
+	c.prp1 = param_is("bench.sq", "cmb") ? LIO_CMB_GPA : (uint64_t)iosq;
+	c.cdw10 = (QD - 1) << 16 | 1;
+	c.cdw11 = 1 << 16 | 1;
+	check(run(0, &c, NULL) == 0, "create SQ");
+	sqs[1] = (volatile struct nvme_sqe *)c.prp1;
+	bench_printf("bench: lio SQ 1 in %s\n", c.prp1 == LIO_CMB_GPA ? "the CMB" : "RAM");
+	return !failures;
+}
+
+/* Writes the seeded pattern over [lba, lba + n) in 64 KiB commands (bench.op=rw), reads it all
+ * back and compares. */
+static void lio_rw(uint64_t seed, uint64_t lba0, uint64_t n, bool write)
+{
+	uint64_t lba, bad = 0;
+	struct nvme_sqe c;
+	unsigned i, k;
+
+	for (lba = lba0; write && lba < lba0 + n; lba += XFER / LBA) {
+		k = (lba0 + n - lba) * LBA < XFER ? (unsigned)((lba0 + n - lba) * LBA) : XFER;
+		for (i = 0; i < k; i++)
+			wbuf[i] = pattern(seed, lba, i);
+		c = rw(NVME_CMD_WRITE, lba, k, wbuf);
+		if (run(1, &c, NULL)) {
+			check(false, "write");
+			return;
+		}
+	}
+	c = cmd(NVME_CMD_FLUSH);
+	c.nsid = 1;
+	check(run(1, &c, NULL) == 0, "flush");
+	for (lba = lba0; lba < lba0 + n; lba += XFER / LBA) {
+		k = (lba0 + n - lba) * LBA < XFER ? (unsigned)((lba0 + n - lba) * LBA) : XFER;
+		zero(rbuf, k);
+		c = rw(NVME_CMD_READ, lba, k, rbuf);
+		if (run(1, &c, NULL)) {
+			check(false, "read");
+			return;
+		}
+		for (i = 0; i < k; i++)
+			bad += rbuf[i] != pattern(seed, lba, i);
+	}
+	bench_printf("bench: lio %s %lu blocks at %lu seed %lu: %lu bytes differ\n",
+		     write ? "wrote and read" : "read", n, lba0, seed, bad);
+	check(!bad, "read data matches the pattern");
+}
+
+static void lio_ring3(void)
+{
+	uint64_t seed = param_u64("bench.seed", 1), lba0 = param_u64("bench.lba", 0);
+	uint64_t n = param_u64("bench.blocks", 1024), ios = param_u64("bench.ios", 2000);
+	uint64_t t0, t1, i;
+	struct nvme_sqe c;
+
+	if (!lio_setup())
+		goto out;
+	if (lba0 + n > nsze)
+		n = lba0 < nsze ? nsze - lba0 : 0;
+	lio_rw(seed, lba0, n, !param_is("bench.op", "verify"));
+	/* isolated: the host enforces the window; passthrough trusts this driver to */
+	c = rw(NVME_CMD_READ, nsze, PAGE, rbuf);
+	if (vmode == LIGHTIOV_MODE_ISOLATED)
+		check(run(1, &c, NULL) == NVME_SC_LBA_RANGE, "read past the window: LBA out of range");
+	if (!failures)
+		bench_puts("bench: lio rw ok\n");
+	t0 = bench_ns();
+	for (i = 0; i < ios; i++) {
+		c = rw(NVME_CMD_READ, (i * 8) % (nsze - 8), PAGE, rbuf);
+		if (run(1, &c, NULL)) {
+			check(false, "qd1 read");
+			break;
+		}
+	}
+	t1 = bench_ns();
+	bench_printf("bench: lio qd1 4k read: %lu I/Os, %lu ns/io\n", i, (t1 - t0) / (i ? i : 1));
+out:
+	bench_printf("bench: lio %s (%u failures)\n", failures ? "FAILED" : "passed", failures);
+}
+
+BENCH_MODE(lio, NULL, lio_ring3);
+
+/* ---- hostile: isolated mode must refuse or contain every one of these ---- */
+
+/* Submits c on queue 1 and wants an error completion (or none: a dropped command). */
+static void expect_refused(struct nvme_sqe *c, const char *what)
+{
+	uint16_t st;
+
+	submit(1, c);
+	st = reap_ms(1, NULL, 2000);
+	if (st == 0xffff) {
+		bench_printf("bench: hostile %s: dropped\n", what);
+		/* the slot stays consumed; keep the ring in step with the controller */
+		return;
+	}
+	bench_printf("bench: hostile %s: status %x\n", what, st & 0x7ff);
+	check((st & 0x7ff) != 0, what);
+}
+
+static void hostile_ring3(void)
+{
+	uint64_t outside = dma_size, seed = param_u64("bench.seed", 7);
+	struct nvme_sqe c;
+	unsigned i;
+
+	if (!lio_setup())
+		goto out;
+	outside = dma_size ? dma_size : 0x100000000ULL;
+	if (vmode != LIGHTIOV_MODE_ISOLATED)
+		check(false, "hostile mode wants an isolated vNVMe");
+	for (i = 0; i < XFER; i++)
+		wbuf[i] = 0xee;
+	/* LBAs past the window, relative and as if passthrough (absolute, window added twice) */
+	c = rw(NVME_CMD_WRITE, nsze, PAGE, wbuf);
+	expect_refused(&c, "write past the window");
+	c = rw(NVME_CMD_WRITE, nsze + lba_start, PAGE, wbuf);
+	expect_refused(&c, "write at the window's absolute LBA");
+	c = rw(NVME_CMD_WRITE, ~0ULL - 3, PAGE, wbuf);
+	expect_refused(&c, "write at LBA 2^64-4 (wraps)");
+	/* NLB overflow: the last block plus 65536 */
+	c = rw(NVME_CMD_WRITE, nsze - 1, PAGE, wbuf);
+	c.cdw12 = 0xffff;
+	expect_refused(&c, "write with NLB past the end");
+	/* data pointers outside guest memory (another VM's, the host's) */
+	c = rw(NVME_CMD_READ, 0, PAGE, rbuf);
+	c.prp1 = outside;
+	expect_refused(&c, "read into PRP1 above guest RAM");
+	c = rw(NVME_CMD_WRITE, 0, PAGE, wbuf);
+	c.prp1 = 0xfee00000ULL;
+	expect_refused(&c, "write from PRP1 at the LAPIC");
+	c = rw(NVME_CMD_READ, 0, XFER, rbuf);
+	prplist[3] = outside + 0x10000;
+	expect_refused(&c, "read through a PRP list entry outside RAM");
+	c = rw(NVME_CMD_READ, 0, XFER, rbuf);
+	c.prp2 = outside;
+	expect_refused(&c, "read through a PRP list outside RAM");
+	c = rw(NVME_CMD_READ, 0, 2 * PAGE, rbuf);
+	c.prp2 = 0x7fff00000000ULL;
+	expect_refused(&c, "read with PRP2 at a host-like address");
+	c = rw(NVME_CMD_READ, 0, PAGE, rbuf);
+	c.nsid = 2;
+	expect_refused(&c, "read on namespace 2");
+	c = rw(NVME_CMD_READ, 0, PAGE, rbuf);
+	c.opcode = 0x7f;
+	expect_refused(&c, "unknown opcode");
+	/* an SQE rewritten after the doorbell: whichever copy the backend took, it stays inside */
+	c = rw(NVME_CMD_WRITE, 8, PAGE, wbuf);
+	submit(1, &c);
+	((volatile struct nvme_sqe *)&sqs[1][(sq_tail[1] + QD - 1) % QD])->cdw10 =
+	    (uint32_t)(nsze + 100);
+	((volatile struct nvme_sqe *)&sqs[1][(sq_tail[1] + QD - 1) % QD])->prp1 = outside;
+	bench_printf("bench: hostile rewritten SQE: status %x\n", reap_ms(1, NULL, 2000));
+	/* admin: queues that do not exist */
+	c = cmd(NVME_ADMIN_CREATE_SQ);
+	c.prp1 = (uint64_t)iosq + PAGE;
+	c.cdw10 = (QD - 1) << 16 | 60000;
+	c.cdw11 = 1 << 16 | 1;
+	check(run(0, &c, NULL) != 0, "create SQ 60000 refused");
+	c.cdw10 = (QD - 1) << 16 | 2;
+	check(run(0, &c, NULL) != 0, "a second SQ on the bound CQ refused");
+	c = cmd(NVME_ADMIN_CREATE_CQ);
+	c.prp1 = outside;
+	c.cdw10 = (QD - 1) << 16 | 2;
+	c.cdw11 = 1;
+	check(run(0, &c, NULL) != 0, "CQ outside RAM refused");
+	/* doorbells of queues that do not exist, and a bogus tail on our own */
+	wr32(NVME_REG_DBS + (2 * 5) * (4u << dstrd), 3);
+	wr32(NVME_REG_DBS + (2 * 9 + 1) * (4u << dstrd), 1);
+	/* the window is still usable: a pattern written and read inside it */
+	lio_rw(seed, 16, 256, true);
+	if (!failures)
+		bench_puts("bench: hostile contained\n");
+	/* last: a tail beyond the SQ; the backend must neither crash nor run stale entries */
+	ring(1, false, QD + 7);
+	bench_printf("bench: hostile bogus tail: status %x\n", reap_ms(1, NULL, 500));
+out:
+	bench_printf("bench: hostile %s (%u failures)\n", failures ? "FAILED" : "passed", failures);
+}
+
+BENCH_MODE(hostile, NULL, hostile_ring3);
