@@ -294,6 +294,8 @@ static void bar_moved(struct pci_dev *d, unsigned bar, uint64_t gpa)
 	}
 }
 
+static void vnvme_print_counters(struct vnvme *v);
+
 static void vnvme_free(struct vnvme *v)
 {
 	if (!v)
@@ -304,6 +306,8 @@ static void vnvme_free(struct vnvme *v)
 		vnvme_evfds_sync(v);
 		pthread_mutex_unlock(&v->db_lock);
 	}
+	if (v->ctrl && getenv("LVMM_STATS"))
+		vnvme_print_counters(v);
 	/* Bound queue pairs first: the backend stops writing guest memory before it goes. */
 	if (v->ctrl && v->lio)
 		nvme_ctrl_unbind_all(v->ctrl);
@@ -561,6 +565,69 @@ void devices_exit(struct vm *vm)
 	free(ds);
 }
 
+/* Mode, volume and the backend's per-queue counters; data commands of a bound queue pair are
+ * the backend's, so the device's totals are theirs too. */
+static void vnvme_lio_counters(struct vnvme *v, struct vm_dev_counters *o)
+{
+	static const char *const modes[] = {"emulate", "passthrough", "isolated"};
+	uint16_t qid[VM_DEV_MAX_QUEUES];
+	uint32_t h[VM_DEV_MAX_QUEUES];
+	unsigned i, n;
+
+	snprintf(o->mode, sizeof(o->mode), "%s", modes[v->cfg.mode <= 2 ? v->cfg.mode : 0]);
+	snprintf(o->ssd, sizeof(o->ssd), "%s", v->cfg.ssd);
+	if (!v->lio) {
+		snprintf(o->volume, sizeof(o->volume), "%s", v->cfg.path[0] ? "file" : "");
+		return;
+	}
+	snprintf(o->volume, sizeof(o->volume), "%s", nvme_lio_vol_name(v->lio));
+	n = nvme_ctrl_bound(v->ctrl, qid, h, VM_DEV_MAX_QUEUES);
+	for (i = 0; i < n; i++) {
+		struct lio_qp_stats s;
+		struct vm_queue_counters *q = &o->q[o->nqueues];
+
+		if (nvme_lio_qp_stats(v->lio, h[i], &s))
+			continue;
+		q->qid = qid[i];
+		q->cmds = s.cmds;
+		q->read_bytes = s.read_bytes;
+		q->write_bytes = s.write_bytes;
+		q->errors = s.errors;
+		q->rejected = s.rejected;
+		q->irqs = s.irqs;
+		o->read_bytes += s.read_bytes;
+		o->write_bytes += s.write_bytes;
+		o->irqs += s.irqs;
+		o->nqueues++;
+	}
+}
+
+static void vnvme_print_counters(struct vnvme *v)
+{
+	struct vm_dev_counters c;
+	struct nvme_ctrl_stats st;
+	unsigned i;
+
+	memset(&c, 0, sizeof(c));
+	nvme_ctrl_get_stats(v->ctrl, &st);
+	vnvme_lio_counters(v, &c);
+	fprintf(stderr,
+		"lvmm: vnvme %s: mode %s, mmio exits %llu, doorbells %llu, wake-ups %llu, "
+		"reads %llu, writes %llu\n",
+		v->cfg.id, c.mode, (unsigned long long)st.mmio_exits,
+		(unsigned long long)st.doorbells, (unsigned long long)st.wakeups,
+		(unsigned long long)st.reads, (unsigned long long)st.writes);
+	for (i = 0; i < c.nqueues; i++)
+		fprintf(stderr,
+			"lvmm: vnvme %s: queue %u: backend cmds %llu, read %llu B, written %llu "
+			"B, errors %llu, rejected %llu, irqs %llu\n",
+			v->cfg.id, c.q[i].qid, (unsigned long long)c.q[i].cmds,
+			(unsigned long long)c.q[i].read_bytes,
+			(unsigned long long)c.q[i].write_bytes,
+			(unsigned long long)c.q[i].errors, (unsigned long long)c.q[i].rejected,
+			(unsigned long long)c.q[i].irqs);
+}
+
 unsigned devices_counters(struct vm *vm, struct vm_dev_counters *out, unsigned max)
 {
 	struct devices *ds;
@@ -583,6 +650,8 @@ unsigned devices_counters(struct vm *vm, struct vm_dev_counters *out, unsigned m
 		out[n].doorbells = st.doorbells;
 		out[n].mmio_exits = st.mmio_exits;
 		out[n].irqs = st.irqs;
+		out[n].wakeups = st.wakeups;
+		vnvme_lio_counters(v, &out[n]);
 		n++;
 	}
 	pthread_mutex_unlock(&devices_lock);

@@ -29,10 +29,23 @@ enum vm_exit_reason {
 struct vm;
 
 /* Counters of one device for vm.counters; devices fill these, the API prints them. */
+#define VM_DEV_MAX_QUEUES 8 /* per-queue counters reported per device */
+
+struct vm_queue_counters {
+	uint16_t qid;
+	uint64_t cmds, read_bytes, write_bytes, errors, rejected, irqs;
+};
+
 struct vm_dev_counters {
 	char id[64];
 	uint64_t reads, writes, read_bytes, write_bytes, flushes;
 	uint64_t doorbells, mmio_exits, irqs;
+	uint64_t wakeups;    /* lvmm thread runs for this device (I/O thread or inline) */
+	char mode[16];	     /* emulate, passthrough, isolated */
+	char ssd[64];	     /* empty for file= */
+	char volume[32];
+	unsigned nqueues;    /* bound queue pairs (backend counters in q[]) */
+	struct vm_queue_counters q[VM_DEV_MAX_QUEUES];
 };
 
 /* Lifecycle. All return 0 or a negative errno, with a one-line message in err. */

@@ -146,10 +146,11 @@ const char *api_vnvme_mode_name(enum vnvme_mode m)
 int api_json_to_vnvme(const json_t *obj, const char *where, struct vnvme_config *c, char *err,
 		      unsigned errlen)
 {
-	static const char *const keys[] = {"id",       "path",	 "ssd",	 "vol",	       "size",
-					   "readonly", "serial", "mode", "num_queues", NULL};
+	static const char *const keys[] = {"id",	 "path", "ssd",	       "vol",
+					   "size",	 "readonly", "serial", "mode",
+					   "num_queues", "doorbell", NULL};
 	uint64_t nq = 0;
-	char mode[16] = "";
+	char mode[16] = "", db[16] = "";
 	int r;
 
 	memset(c, 0, sizeof(*c));
@@ -174,11 +175,26 @@ int api_json_to_vnvme(const json_t *obj, const char *where, struct vnvme_config 
 		r = json_get_str(obj, where, "mode", mode, sizeof(mode), err, errlen);
 	if (!r) /* cloud-hypervisor's name; 0 or absent = one per vCPU */
 		r = json_get_u64(obj, where, "num_queues", 0, 65535, &nq, err, errlen);
+	if (!r)
+		r = json_get_str(obj, where, "doorbell", db, sizeof(db), err, errlen);
 	if (r)
 		return r;
 	c->queues = (unsigned)nq;
+	if (!*db || !strcmp(db, "auto"))
+		c->doorbell = VNVME_DB_AUTO;
+	else if (!strcmp(db, "poll"))
+		c->doorbell = VNVME_DB_POLL;
+	else if (!strcmp(db, "eventfd"))
+		c->doorbell = VNVME_DB_EVENTFD;
+	else
+		return json_fail(err, errlen,
+				 "field '%s.doorbell' value '%s' is not poll, eventfd or auto", where,
+				 db);
 
-	if (!*mode || !strcmp(mode, "emulate"))
+	/* as on the command line: an ssd's guest is not trusted unless the operator says so */
+	if (!*mode && *c->ssd)
+		c->mode = VNVME_ISOLATED;
+	else if (!*mode || !strcmp(mode, "emulate"))
 		c->mode = VNVME_EMULATE;
 	else if (!strcmp(mode, "passthrough"))
 		c->mode = VNVME_PASSTHROUGH;
@@ -374,11 +390,14 @@ static json_t *json_opt_str(const char *s)
 
 json_t *api_vnvme_to_json(const struct vnvme_config *c)
 {
-	return json_pack("{s:s, s:o, s:o, s:o, s:I, s:b, s:o, s:s, s:I}", "id", c->id, "path",
+	return json_pack("{s:s, s:o, s:o, s:o, s:I, s:b, s:o, s:s, s:I, s:s}", "id", c->id, "path",
 			 json_opt_str(c->path), "ssd", json_opt_str(c->ssd), "vol",
 			 json_opt_str(c->vol), "size", (json_int_t)c->size, "readonly", c->readonly,
 			 "serial", json_opt_str(c->serial), "mode", api_vnvme_mode_name(c->mode),
-			 "num_queues", (json_int_t)c->queues);
+			 "num_queues", (json_int_t)c->queues, "doorbell",
+			 c->doorbell == VNVME_DB_POLL	   ? "poll"
+			 : c->doorbell == VNVME_DB_EVENTFD ? "eventfd"
+							   : "auto");
 }
 
 json_t *api_config_to_json(const struct vm_config *cfg)

@@ -375,15 +375,39 @@ static void route_vm_counters(struct api_vmm *vmm, const struct api_request *req
 		n = ROUTE_MAX_COUNTERS;
 	o = json_object();
 	for (i = 0; o && i < n; i++) {
+		json_t *d, *qs = json_array();
+		unsigned k;
+
 		c[i].id[sizeof(c[i].id) - 1] = 0;
-		json_object_set_new(
-		    o, c[i].id,
-		    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "read_ops",
+		c[i].mode[sizeof(c[i].mode) - 1] = 0;
+		c[i].ssd[sizeof(c[i].ssd) - 1] = 0;
+		c[i].volume[sizeof(c[i].volume) - 1] = 0;
+		d = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "read_ops",
 			      (json_int_t)c[i].reads, "write_ops", (json_int_t)c[i].writes,
 			      "read_bytes", (json_int_t)c[i].read_bytes, "write_bytes",
 			      (json_int_t)c[i].write_bytes, "flushes", (json_int_t)c[i].flushes,
 			      "doorbells", (json_int_t)c[i].doorbells, "mmio_exits",
-			      (json_int_t)c[i].mmio_exits, "irqs", (json_int_t)c[i].irqs));
+			      (json_int_t)c[i].mmio_exits, "irqs", (json_int_t)c[i].irqs);
+		/* passthrough / isolated: the backend's counters per bound queue pair */
+		for (k = 0; qs && k < c[i].nqueues && k < VM_DEV_MAX_QUEUES; k++)
+			json_array_append_new(
+			    qs, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I}", "qid",
+					  (int)c[i].q[k].qid, "cmds", (json_int_t)c[i].q[k].cmds,
+					  "read_bytes", (json_int_t)c[i].q[k].read_bytes,
+					  "write_bytes", (json_int_t)c[i].q[k].write_bytes, "errors",
+					  (json_int_t)c[i].q[k].errors, "rejected",
+					  (json_int_t)c[i].q[k].rejected, "irqs",
+					  (json_int_t)c[i].q[k].irqs));
+		if (d) {
+			json_object_set_new(d, "wakeups", json_integer((json_int_t)c[i].wakeups));
+			json_object_set_new(d, "mode", json_string(c[i].mode));
+			json_object_set_new(d, "ssd", json_string(c[i].ssd));
+			json_object_set_new(d, "volume", json_string(c[i].volume));
+			json_object_set_new(d, "queues", qs ? qs : json_array());
+		} else {
+			json_decref(qs);
+		}
+		json_object_set_new(o, c[i].id, d);
 	}
 	route_json(resp, o);
 }
