@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* lightiov.ko's shared types: one NVMe controller (lio_ssd), the sessions opened on its misc
+ * device, their DMA windows and queue pairs. Each .c file owns one of these objects.
+ */
+#ifndef LIO_KMOD_H
+#define LIO_KMOD_H
+
+#include <linux/eventfd.h>
+#include <linux/kref.h>
+#include <linux/miscdevice.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+#include <linux/poll.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+#include "lightiov/check.h"
+#include "lightiov/nvme.h"
+#include "lightiov/uapi.h"
+#include "lightiov/voltable.h"
+
+#define LIO_ADMIN_DEPTH 32
+#define LIO_IOQ_DEPTH	64 /* entries of each controller queue the module creates */
+#define LIO_INTERNAL_QID 1  /* polled queue for the volume table */
+#define LIO_CMD_TIMEOUT_MS 5000
+
+/* Module parameters (lio_main.c). */
+extern unsigned int lio_max_qpairs;
+extern unsigned int lio_max_window_mb;
+extern bool lio_format_blank;
+extern struct workqueue_struct *lio_wq;
+
+struct lio_ctr {
+	u64 cmds, read_bytes, write_bytes, errors, rejected, polls, sleeps, irqs;
+};
+
+/* One queue pair on the controller: rings in coherent memory, doorbells in BAR0. */
+struct lio_hwq {
+	u16 qid;
+	u16 depth;
+	u16 sq_tail;
+	u16 cq_head;
+	u8 cq_phase;
+	struct nvme_sqe *sq;
+	struct nvme_cqe *cq;
+	dma_addr_t sq_dma, cq_dma;
+	u32 __iomem *sq_db;
+	u32 __iomem *cq_db;
+};
+
+/* One region of a session's DMA window: memfd pages pinned and mapped for the device. */
+struct lio_region {
+	u64 gpa, size;
+	unsigned long npages;
+	struct page **pages;
+	dma_addr_t *dma;
+};
+
+struct lio_window {
+	unsigned int n;
+	u64 bytes;
+	struct lio_region r[LIO_MAX_REGIONS];
+	struct lio_check_region cr[LIO_MAX_REGIONS];
+};
+
+/* A command of the guest in flight on the controller, by the controller's command id. */
+struct lio_slot {
+	bool busy;
+	u16 guest_cid;
+	u8 kind;
+	u32 bytes;
+	__le64 *buf; /* PRP list or DSM range list: one page */
+	dma_addr_t buf_dma;
+};
+
+struct lio_session;
+
+struct lio_qp {
+	struct lio_ssd *ssd;
+	struct lio_session *ss;
+	struct list_head node;
+	u32 id, mode, flags, vol_id;
+	u16 sqid, cqid;
+	u32 sq_depth, cq_depth, irq_coalesce;
+	u64 sq_gpa, cq_gpa, shadow_gpa, eventidx_gpa;
+	struct lio_check_ctx chk;
+	struct lio_hwq hw;
+	int irq;
+	struct lio_slot slots[LIO_IOQ_DEPTH];
+	unsigned int inflight;
+	/* the guest's view, owned by the work item */
+	u32 g_sq_head, g_cq_tail;
+	u8 g_phase;
+	u32 irq_pending;
+	bool broken;
+	bool stopping;
+	struct eventfd_ctx *db_ctx, *irq_ctx;
+	wait_queue_entry_t db_wait;
+	poll_table db_pt;
+	wait_queue_head_t *db_wqh;
+	struct delayed_work work;
+	struct lio_ctr ctr;
+	struct lio_io io; /* the checker's output, too big for the stack */
+};
+
+struct lio_attached {
+	u32 vol_id;
+	u32 flags; /* LIO_ATTACH_* */
+	u64 lba_start, lba_count;
+	char name[LIO_NAME_MAX];
+};
+
+struct lio_session {
+	struct lio_ssd *ssd;
+	struct list_head node;
+	struct lio_window win;
+	struct list_head qps;
+	unsigned int nqps;
+	struct lio_attached vols[LIO_MAX_ATTACHED];
+	unsigned int nvols;
+	u64 owner;
+	pid_t pid;
+	uid_t uid;
+	char label[LIO_NAME_MAX];
+	struct lio_ctr retired;
+};
+
+struct lio_ssd {
+	struct kref ref;
+	struct pci_dev *pdev;
+	void __iomem *bar;
+	u64 cap;
+	u32 db_stride;
+	struct mutex lock; /* everything below, the admin queue, the internal queue */
+	bool dead;
+	bool misc_up;
+	char name[LIO_NAME_MAX];
+	char model[40];
+	u32 lba_shift;
+	u64 nsze;
+	u32 mdts_bytes;
+	u16 nr_ioq; /* I/O queue ids the controller granted: 1..nr_ioq */
+	int nvec;
+	unsigned long *qid_used;
+	struct lio_hwq admin;
+	struct lio_hwq ioq;
+	u16 next_cid;
+	void *vt_buf;
+	dma_addr_t vt_dma;
+	__le64 *vt_prp;
+	dma_addr_t vt_prp_dma;
+	struct lio_vt *vt;
+	struct lio_vt *vt_next; /* the staged change, swapped in once it is on disk */
+	u32 next_vol_id;
+	u32 next_qp_id;
+	u64 next_owner;
+	struct list_head sessions;
+	unsigned int nsessions, nqpairs;
+	struct lio_ctr retired;
+	u64 start_ns;
+	struct miscdevice misc;
+	char misc_name[LIO_NAME_MAX + 16];
+	char node_name[LIO_NAME_MAX + 16];
+	struct list_head gnode;
+};
+
+/* lio_ctrl.c: the controller */
+int lio_ctrl_enable(struct lio_ssd *ssd);
+void lio_ctrl_disable(struct lio_ssd *ssd);
+int lio_ctrl_admin(struct lio_ssd *ssd, struct nvme_sqe *sqe, u32 *result);
+int lio_ctrl_io(struct lio_ssd *ssd, u8 opcode, u64 lba, u32 buf_off, u32 bytes);
+int lio_hwq_alloc(struct lio_ssd *ssd, struct lio_hwq *q, u16 qid, u16 depth);
+void lio_hwq_free(struct lio_ssd *ssd, struct lio_hwq *q);
+int lio_ctrl_create_ioq(struct lio_ssd *ssd, struct lio_hwq *q, int vector);
+void lio_ctrl_delete_ioq(struct lio_ssd *ssd, struct lio_hwq *q);
+
+/* lio_vol.c: the volume table and the sessions' holds on volumes */
+int lio_vol_load(struct lio_ssd *ssd);
+void lio_vol_unload(struct lio_ssd *ssd);
+int lio_vol_op(struct lio_session *ss, unsigned int op, struct lio_vol *v);
+int lio_vol_list(struct lio_ssd *ssd, struct lio_vol_list *l);
+int lio_vol_attach(struct lio_session *ss, struct lio_vol_attach *a);
+int lio_vol_detach(struct lio_session *ss, u32 vol_id);
+void lio_vol_release(struct lio_session *ss);
+u64 lio_vol_data_lba(const struct lio_ssd *ssd, u64 *count);
+
+/* lio_dma.c: DMA windows */
+int lio_win_register(struct lio_session *ss, const struct lio_dma_window *w);
+void lio_win_drop(struct lio_ssd *ssd, struct lio_window *win);
+int lio_win_copy(const struct lio_window *win, u64 gpa, void *buf, u32 len, bool to_guest);
+int lio_win_read32(const struct lio_window *win, u64 gpa, u32 *val);
+int lio_win_write32(const struct lio_window *win, u64 gpa, u32 val);
+int lio_win_dma(const struct lio_window *win, u64 gpa, dma_addr_t *dma);
+
+/* lio_qp.c: queue pairs */
+int lio_qp_create(struct lio_session *ss, struct lio_qp_create *q);
+void lio_qp_destroy(struct lio_qp *qp);
+struct lio_qp *lio_qp_find(struct lio_ssd *ssd, u32 id);
+void lio_ctr_add(struct lio_ctr *to, const struct lio_ctr *from);
+
+/* lio_session.c: the misc device */
+extern const struct file_operations lio_fops;
+void lio_ssd_put(struct lio_ssd *ssd);
+
+#define lio_err(ssd, fmt, ...) \
+	dev_info_ratelimited(&(ssd)->pdev->dev, "%s: " fmt "\n", (ssd)->name, ##__VA_ARGS__)
+
+#endif

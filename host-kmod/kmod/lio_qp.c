@@ -1,0 +1,655 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Queue pairs: a guest SQ/CQ in the session's DMA window served by one controller queue pair.
+ * The doorbell eventfd and the controller's MSI-X vector both kick one work item, which copies
+ * new SQEs out of guest reach, checks them (check.c), submits them with device LBAs and device
+ * DMA addresses, and copies completions back into the guest CQ before signalling the irq eventfd.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/file.h>
+#include <linux/interrupt.h>
+#include <linux/slab.h>
+#include <linux/version.h>
+
+#include "lio.h"
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+#define lio_eventfd_signal(ctx) eventfd_signal(ctx)
+#else
+#define lio_eventfd_signal(ctx) eventfd_signal(ctx, 1)
+#endif
+
+void lio_ctr_add(struct lio_ctr *to, const struct lio_ctr *from)
+{
+	to->cmds += READ_ONCE(from->cmds);
+	to->read_bytes += READ_ONCE(from->read_bytes);
+	to->write_bytes += READ_ONCE(from->write_bytes);
+	to->errors += READ_ONCE(from->errors);
+	to->rejected += READ_ONCE(from->rejected);
+	to->polls += READ_ONCE(from->polls);
+	to->sleeps += READ_ONCE(from->sleeps);
+	to->irqs += READ_ONCE(from->irqs);
+}
+
+static int lio_qp_read_prp(void *opaque, uint64_t gpa, uint64_t *out, unsigned int n)
+{
+	struct lio_qp *qp = opaque;
+	unsigned int i;
+
+	if (lio_win_copy(&qp->ss->win, gpa, out, n * sizeof(*out), false))
+		return -EFAULT;
+	for (i = 0; i < n; i++)
+		out[i] = le64_to_cpu((__force __le64)out[i]);
+	return 0;
+}
+
+/* One CQE into the guest CQ; the status word (with the phase tag) goes last. */
+static void lio_qp_post(struct lio_qp *qp, u16 cid, u16 status, u32 dw0)
+{
+	struct nvme_cqe c = {};
+	u64 gpa = qp->cq_gpa + (u64)qp->g_cq_tail * sizeof(c);
+	u16 st = cpu_to_le16(status << 1 | qp->g_phase);
+
+	c.dw0 = cpu_to_le32(dw0);
+	c.sq_head = cpu_to_le16(qp->g_sq_head);
+	c.sq_id = cpu_to_le16(qp->sqid);
+	c.cid = cpu_to_le16(cid);
+	lio_win_copy(&qp->ss->win, gpa, &c, offsetof(struct nvme_cqe, status), true);
+	smp_wmb();
+	lio_win_copy(&qp->ss->win, gpa + offsetof(struct nvme_cqe, status), &st, sizeof(st), true);
+	if (++qp->g_cq_tail == qp->cq_depth) {
+		qp->g_cq_tail = 0;
+		qp->g_phase ^= 1;
+	}
+	WRITE_ONCE(qp->ctr.cmds, qp->ctr.cmds + 1);
+	if (status)
+		WRITE_ONCE(qp->ctr.errors, qp->ctr.errors + 1);
+	qp->irq_pending++;
+}
+
+static void lio_qp_irq_flush(struct lio_qp *qp, bool force)
+{
+	if (!qp->irq_pending)
+		return;
+	if (!force && qp->irq_coalesce && qp->irq_pending < qp->irq_coalesce)
+		return;
+	qp->irq_pending = 0;
+	if (!qp->irq_ctx)
+		return;
+	lio_eventfd_signal(qp->irq_ctx);
+	WRITE_ONCE(qp->ctr.irqs, qp->ctr.irqs + 1);
+}
+
+/* Free entries of the guest CQ by the head in the shadow doorbell; a head out of range leaves
+ * no room (the queue stalls, nothing else happens).
+ */
+static u32 lio_qp_cq_room(struct lio_qp *qp)
+{
+	u32 head, used;
+
+	if (lio_win_read32(&qp->ss->win, qp->shadow_gpa + 4, &head) || head >= qp->cq_depth)
+		return 0;
+	used = (qp->g_cq_tail + qp->cq_depth - head) % qp->cq_depth;
+	return qp->cq_depth - 1 - used;
+}
+
+/* The device's PRP1/PRP2 (and list in the slot's page) for the checked segments: split at page
+ * boundaries again, each page translated to its DMA address.
+ */
+static int lio_qp_prps(struct lio_qp *qp, struct lio_slot *s, struct nvme_sqe *cmd)
+{
+	const struct lio_io *io = &qp->io;
+	unsigned int i, n = 0;
+	dma_addr_t d;
+
+	for (i = 0; i < io->nsegs; i++) {
+		u64 gpa = io->segs[i].gpa;
+		u32 rem = io->segs[i].len;
+
+		while (rem) {
+			u32 chunk = min_t(u32, rem, LIO_PAGE_SIZE - (gpa & (LIO_PAGE_SIZE - 1)));
+
+			if (lio_win_dma(&qp->ss->win, gpa, &d) || n > LIO_CHECK_MAX_SEGS)
+				return -EFAULT;
+			if (n == 0)
+				cmd->prp1 = cpu_to_le64(d);
+			else
+				s->buf[n - 1] = cpu_to_le64(d);
+			n++;
+			gpa += chunk;
+			rem -= chunk;
+		}
+	}
+	if (n == 2)
+		cmd->prp2 = (__force u64)s->buf[0]; /* already little-endian */
+	else if (n > 2)
+		cmd->prp2 = cpu_to_le64(s->buf_dma);
+	return 0;
+}
+
+/* DSM: the range list copied into the slot's page, checked and translated there. */
+static u16 lio_qp_dsm(struct lio_qp *qp, struct lio_slot *s, struct nvme_sqe *cmd)
+{
+	struct nvme_dsm_range *rg = (struct nvme_dsm_range *)s->buf;
+	const struct lio_io *io = &qp->io;
+	unsigned int nr = io->bytes / sizeof(*rg), i, off = 0;
+	u16 st;
+
+	for (i = 0; i < io->nsegs; i++) {
+		if (lio_win_copy(&qp->ss->win, io->segs[i].gpa, (u8 *)rg + off, io->segs[i].len,
+				 false))
+			return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+		off += io->segs[i].len;
+	}
+	for (i = 0; i < nr; i++) {
+		rg[i].cattr = le32_to_cpu(rg[i].cattr);
+		rg[i].nlb = le32_to_cpu(rg[i].nlb);
+		rg[i].slba = le64_to_cpu(rg[i].slba);
+	}
+	st = lio_dsm_check(&qp->chk, rg, nr);
+	if (st)
+		return st;
+	for (i = 0; i < nr; i++) {
+		if (!rg[i].nlb)
+			rg[i].slba = qp->chk.lba_start; /* skipped, but never outside the window */
+		rg[i].cattr = cpu_to_le32(rg[i].cattr);
+		rg[i].nlb = cpu_to_le32(rg[i].nlb);
+		rg[i].slba = cpu_to_le64(rg[i].slba);
+	}
+	cmd->prp1 = cpu_to_le64(s->buf_dma);
+	cmd->cdw10 = cpu_to_le32(nr - 1);
+	cmd->cdw11 = cpu_to_le32(io->dsm_attr);
+	return 0;
+}
+
+/* Checks the private copy sqe and puts the device's command on the controller SQ (no doorbell
+ * yet). 0, or the NVMe status to complete the guest's command with.
+ */
+static u16 lio_qp_start(struct lio_qp *qp, const struct nvme_sqe *sqe)
+{
+	struct lio_io *io = &qp->io;
+	struct nvme_sqe cmd = {};
+	struct lio_slot *s = NULL;
+	unsigned int i;
+	u16 st;
+
+	st = lio_sqe_check(&qp->chk, sqe, io);
+	if (st) {
+		WRITE_ONCE(qp->ctr.rejected, qp->ctr.rejected + 1);
+		return st;
+	}
+	for (i = 0; i < qp->hw.depth - 1; i++) {
+		if (!qp->slots[i].busy) {
+			s = &qp->slots[i];
+			break;
+		}
+	}
+	if (!s)
+		return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+	cmd.opcode = sqe->opcode;
+	cmd.cid = cpu_to_le16(i);
+	cmd.nsid = cpu_to_le32(1);
+	switch (io->kind) {
+	case LIO_IO_READ:
+	case LIO_IO_WRITE:
+		if (lio_qp_prps(qp, s, &cmd))
+			return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR) |
+			       NVME_STATUS_DNR;
+		fallthrough;
+	case LIO_IO_ZEROES:
+		cmd.cdw10 = cpu_to_le32(lower_32_bits(io->dev_lba));
+		cmd.cdw11 = cpu_to_le32(upper_32_bits(io->dev_lba));
+		cmd.cdw12 = cpu_to_le32((io->nlb - 1) | (io->fua ? NVME_RW_FUA : 0) |
+					(io->kind == LIO_IO_ZEROES ?
+					 le32_to_cpu(sqe->cdw12) & NVME_WZ_DEAC : 0));
+		break;
+	case LIO_IO_DSM:
+		st = lio_qp_dsm(qp, s, &cmd);
+		if (st)
+			return st;
+		break;
+	case LIO_IO_FLUSH:
+		break;
+	}
+	s->busy = true;
+	s->guest_cid = le16_to_cpu(sqe->cid);
+	s->kind = io->kind;
+	s->bytes = io->kind == LIO_IO_READ || io->kind == LIO_IO_WRITE ? io->bytes : 0;
+	memcpy(&qp->hw.sq[qp->hw.sq_tail], &cmd, sizeof(cmd));
+	if (++qp->hw.sq_tail == qp->hw.depth)
+		qp->hw.sq_tail = 0;
+	qp->inflight++;
+	return 0;
+}
+
+static unsigned int lio_qp_reap(struct lio_qp *qp)
+{
+	struct lio_hwq *q = &qp->hw;
+	unsigned int n = 0;
+
+	for (;;) {
+		struct nvme_cqe *c = &q->cq[q->cq_head];
+		u16 st = le16_to_cpu(READ_ONCE(c->status)), cid;
+		struct lio_slot *s;
+		u32 dw0;
+
+		if ((st & 1) != q->cq_phase)
+			break;
+		dma_rmb();
+		cid = le16_to_cpu(c->cid);
+		dw0 = le32_to_cpu(c->dw0);
+		if (++q->cq_head == q->depth) {
+			q->cq_head = 0;
+			q->cq_phase ^= 1;
+		}
+		n++;
+		if (cid >= q->depth - 1 || !qp->slots[cid].busy) {
+			lio_err(qp->ssd, "qp %u: controller completed unknown command %u", qp->id, cid);
+			continue;
+		}
+		s = &qp->slots[cid];
+		s->busy = false;
+		qp->inflight--;
+		st >>= 1;
+		if (!st && s->kind == LIO_IO_READ)
+			WRITE_ONCE(qp->ctr.read_bytes, qp->ctr.read_bytes + s->bytes);
+		else if (!st && s->kind == LIO_IO_WRITE)
+			WRITE_ONCE(qp->ctr.write_bytes, qp->ctr.write_bytes + s->bytes);
+		lio_qp_post(qp, s->guest_cid, st, dw0);
+	}
+	if (n)
+		writel(q->cq_head, q->cq_db);
+	return n;
+}
+
+/* New SQEs up to the tail in the shadow doorbell, while the guest CQ has room for every command
+ * in flight plus this one (so a completion never waits for CQ space).
+ */
+static unsigned int lio_qp_fetch(struct lio_qp *qp)
+{
+	const struct lio_window *win = &qp->ss->win;
+	unsigned int n = 0, queued = 0;
+	struct nvme_sqe sqe;
+	bool stalled = false;
+	u32 tail, room;
+	u16 st;
+
+	if (qp->broken || lio_win_read32(win, qp->shadow_gpa, &tail))
+		return 0;
+	if (tail >= qp->sq_depth) {
+		lio_err(qp->ssd, "qp %u: SQ tail %u outside depth %u: queue stopped", qp->id, tail,
+			qp->sq_depth);
+		qp->broken = true;
+		return 0;
+	}
+	room = lio_qp_cq_room(qp);
+	while (qp->g_sq_head != tail) {
+		if (room <= qp->inflight) {
+			stalled = true;
+			break;
+		}
+		if (qp->inflight >= qp->hw.depth - 1)
+			break; /* the controller's completion kicks us again */
+		if (lio_win_copy(win, qp->sq_gpa + (u64)qp->g_sq_head * sizeof(sqe), &sqe,
+				 sizeof(sqe), false))
+			break;
+		if (++qp->g_sq_head == qp->sq_depth)
+			qp->g_sq_head = 0;
+		n++;
+		st = lio_qp_start(qp, &sqe);
+		if (st) {
+			lio_qp_post(qp, le16_to_cpu(sqe.cid), st, 0);
+			room--;
+		} else {
+			queued++;
+		}
+	}
+	if (queued)
+		writel(qp->hw.sq_tail, qp->hw.sq_db);
+	if (qp->eventidx_gpa)
+		lio_win_write32(win, qp->eventidx_gpa, qp->g_sq_head);
+	if (n)
+		WRITE_ONCE(qp->ctr.polls, qp->ctr.polls + 1);
+	if (stalled) /* the guest frees CQ entries without telling us: look again soon */
+		mod_delayed_work(lio_wq, &qp->work, 1);
+	return n;
+}
+
+static void lio_qp_work(struct work_struct *w)
+{
+	struct lio_qp *qp = container_of(to_delayed_work(w), struct lio_qp, work);
+	unsigned int n;
+
+	if (READ_ONCE(qp->stopping))
+		return;
+	n = lio_qp_reap(qp);
+	n += lio_qp_fetch(qp);
+	lio_qp_irq_flush(qp, qp->inflight == 0);
+	if (!n)
+		WRITE_ONCE(qp->ctr.sleeps, qp->ctr.sleeps + 1);
+}
+
+static irqreturn_t lio_qp_irq(int irq, void *data)
+{
+	struct lio_qp *qp = data;
+
+	mod_delayed_work(lio_wq, &qp->work, 0);
+	return IRQ_HANDLED;
+}
+
+/* The doorbell eventfd's wake-up, under its wait-queue lock: consume the count, kick the work. */
+static int lio_qp_db_wake(wait_queue_entry_t *wait, unsigned int mode, int sync, void *key)
+{
+	struct lio_qp *qp = container_of(wait, struct lio_qp, db_wait);
+	u64 cnt;
+
+	if (key_to_poll(key) & EPOLLIN) {
+		eventfd_ctx_do_read(qp->db_ctx, &cnt);
+		mod_delayed_work(lio_wq, &qp->work, 0);
+	}
+	return 0;
+}
+
+static void lio_qp_db_queue(struct file *file, wait_queue_head_t *wqh, poll_table *pt)
+{
+	struct lio_qp *qp = container_of(pt, struct lio_qp, db_pt);
+
+	qp->db_wqh = wqh;
+	add_wait_queue(wqh, &qp->db_wait);
+}
+
+static int lio_qp_db_attach(struct lio_qp *qp, int fd)
+{
+	struct file *f = eventfd_fget(fd);
+	__poll_t events;
+
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	qp->db_ctx = eventfd_ctx_fileget(f);
+	if (IS_ERR(qp->db_ctx)) {
+		qp->db_ctx = NULL;
+		fput(f);
+		return -EBADF;
+	}
+	init_waitqueue_func_entry(&qp->db_wait, lio_qp_db_wake);
+	init_poll_funcptr(&qp->db_pt, lio_qp_db_queue);
+	events = vfs_poll(f, &qp->db_pt);
+	fput(f);
+	if (events & EPOLLIN)
+		mod_delayed_work(lio_wq, &qp->work, 0);
+	return 0;
+}
+
+struct lio_qp *lio_qp_find(struct lio_ssd *ssd, u32 id)
+{
+	struct lio_session *s;
+	struct lio_qp *qp;
+
+	list_for_each_entry(s, &ssd->sessions, node)
+		list_for_each_entry(qp, &s->qps, node)
+			if (qp->id == id)
+				return qp;
+	return NULL;
+}
+
+static u32 lio_qp_new_id(struct lio_ssd *ssd)
+{
+	u32 i, id;
+
+	for (i = 0; i < LIO_MAX_QPAIRS; i++) {
+		id = (ssd->next_qp_id + i) % LIO_MAX_QPAIRS + 1;
+		if (!lio_qp_find(ssd, id)) {
+			ssd->next_qp_id = id;
+			return id;
+		}
+	}
+	return 0;
+}
+
+/* A guest ring or doorbell slot: align-aligned, wholly inside one region of the window. */
+static bool lio_qp_gpa_ok(struct lio_qp *qp, const char *what, u64 gpa, u64 len, u64 align)
+{
+	if (!(gpa % align) && lio_window_contains(&qp->chk, gpa, len))
+		return true;
+	lio_err(qp->ssd, "qp-create: %s 0x%llx (%llu bytes) is not %llu-aligned inside the DMA window",
+		what, gpa, len, align);
+	return false;
+}
+
+static int lio_qp_validate(struct lio_session *ss, const struct lio_qp_create *q)
+{
+	const u32 known = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL | LIO_QP_DB_EVENTFD |
+			  LIO_QP_READONLY | LIO_QP_IRQ_ENABLED;
+	struct lio_ssd *ssd = ss->ssd;
+
+	if (q->mode != LIO_MODE_PASSTHROUGH && q->mode != LIO_MODE_ISOLATED) {
+		lio_err(ssd, "qp-create: mode %u is neither passthrough (1) nor isolated (2)",
+			q->mode);
+		return -EINVAL;
+	}
+	if (q->flags & ~known) {
+		lio_err(ssd, "qp-create: unknown flags 0x%x", q->flags & ~known);
+		return -EINVAL;
+	}
+	if (!(q->flags & LIO_QP_DB_POLL) == !(q->flags & LIO_QP_DB_EVENTFD)) {
+		lio_err(ssd, "qp-create: flags 0x%x: exactly one of DB_POLL and DB_EVENTFD",
+			q->flags);
+		return -EINVAL;
+	}
+	if (q->flags & (LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL)) {
+		lio_err(ssd, "qp-create: flags 0x%x: no queue memory in lightiov.ko (DB_EVENTFD, rings in the window)",
+			q->flags);
+		return -EOPNOTSUPP;
+	}
+	if (q->sq_depth < 2 || q->sq_depth > LIO_MAX_QDEPTH || q->cq_depth < 2 ||
+	    q->cq_depth > LIO_MAX_QDEPTH) {
+		lio_err(ssd, "qp-create: sq_depth %u / cq_depth %u outside 2..%u", q->sq_depth,
+			q->cq_depth, LIO_MAX_QDEPTH);
+		return -EINVAL;
+	}
+	if (!q->sqid || !q->cqid) {
+		lio_err(ssd, "qp-create: sqid %u / cqid %u: 0 is the admin queue", q->sqid, q->cqid);
+		return -EINVAL;
+	}
+	if (!(q->flags & LIO_QP_IRQ_ENABLED) && q->irq_fd != -1) {
+		lio_err(ssd, "qp-create: irq_fd %d without IRQ_ENABLED (must be -1)", q->irq_fd);
+		return -EINVAL;
+	}
+	if (!ss->win.n) {
+		lio_err(ssd, "qp-create: no DMA window registered");
+		return -ENOENT;
+	}
+	if (ssd->nqpairs >= lio_max_qpairs) {
+		lio_err(ssd, "qp-create: the SSD serves %u queue pairs, its limit", ssd->nqpairs);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+static void lio_qp_free(struct lio_qp *qp)
+{
+	struct device *dev = &qp->ssd->pdev->dev;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(qp->slots); i++)
+		if (qp->slots[i].buf)
+			dma_free_coherent(dev, LIO_PAGE_SIZE, qp->slots[i].buf,
+					  qp->slots[i].buf_dma);
+	lio_hwq_free(qp->ssd, &qp->hw);
+	if (qp->hw.qid)
+		clear_bit(qp->hw.qid, qp->ssd->qid_used);
+	if (qp->db_ctx)
+		eventfd_ctx_put(qp->db_ctx);
+	if (qp->irq_ctx)
+		eventfd_ctx_put(qp->irq_ctx);
+	kfree(qp);
+}
+
+static int lio_qp_setup(struct lio_qp *qp, const struct lio_qp_create *q,
+			const struct lio_attached *vol)
+{
+	struct lio_session *ss = qp->ss;
+	struct lio_ssd *ssd = ss->ssd;
+	u16 depth = min_t(u32, LIO_IOQ_DEPTH, NVME_CAP_MQES(ssd->cap) + 1);
+	unsigned long qid;
+	unsigned int i;
+	int vec, r;
+
+	qp->chk.regions = ss->win.cr;
+	qp->chk.nr_regions = ss->win.n;
+	qp->chk.lba_shift = ssd->lba_shift;
+	qp->chk.nsid = 1;
+	qp->chk.mdts_bytes = ssd->mdts_bytes;
+	qp->chk.read_prp = lio_qp_read_prp;
+	qp->chk.opaque = qp;
+	if (q->mode == LIO_MODE_ISOLATED) {
+		qp->chk.lba_start = vol->lba_start;
+		qp->chk.lba_count = vol->lba_count;
+		qp->chk.flags = LIO_CHECK_TRANSLATE;
+	} else {
+		/* the guest is trusted with its LBA window, never with the volume table */
+		qp->chk.lba_start = lio_vol_data_lba(ssd, &qp->chk.lba_count);
+	}
+	if ((q->flags & LIO_QP_READONLY) || (vol->flags & LIO_ATTACH_READONLY))
+		qp->chk.flags |= LIO_CHECK_READONLY;
+
+	if (!lio_qp_gpa_ok(qp, "sq_gpa", q->sq_gpa, (u64)q->sq_depth * sizeof(struct nvme_sqe),
+			   LIO_PAGE_SIZE) ||
+	    !lio_qp_gpa_ok(qp, "cq_gpa", q->cq_gpa, (u64)q->cq_depth * sizeof(struct nvme_cqe),
+			   LIO_PAGE_SIZE) ||
+	    !lio_qp_gpa_ok(qp, "shadow_db_gpa", q->shadow_db_gpa, 8, 4) ||
+	    (q->eventidx_gpa && !lio_qp_gpa_ok(qp, "eventidx_gpa", q->eventidx_gpa, 8, 4)))
+		return -EINVAL;
+
+	qp->irq_ctx = NULL;
+	if (q->flags & LIO_QP_IRQ_ENABLED) {
+		qp->irq_ctx = eventfd_ctx_fdget(q->irq_fd);
+		if (IS_ERR(qp->irq_ctx)) {
+			qp->irq_ctx = NULL;
+			lio_err(ssd, "qp-create: irq_fd %d is not an eventfd", q->irq_fd);
+			return -EBADF;
+		}
+	}
+	qid = find_first_zero_bit(ssd->qid_used, ssd->nr_ioq + 1);
+	if (qid > ssd->nr_ioq) {
+		lio_err(ssd, "qp-create: all %u controller queues are in use", ssd->nr_ioq);
+		return -ENOSPC;
+	}
+	r = lio_hwq_alloc(ssd, &qp->hw, qid, depth);
+	if (r)
+		return r;
+	set_bit(qid, ssd->qid_used);
+	for (i = 0; i < depth - 1; i++) {
+		qp->slots[i].buf = dma_alloc_coherent(&ssd->pdev->dev, LIO_PAGE_SIZE,
+						      &qp->slots[i].buf_dma, GFP_KERNEL);
+		if (!qp->slots[i].buf)
+			return -ENOMEM;
+	}
+	vec = qid < ssd->nvec ? qid : 1 + qid % (ssd->nvec - 1);
+	r = lio_ctrl_create_ioq(ssd, &qp->hw, vec);
+	if (r)
+		return r;
+	qp->irq = pci_irq_vector(ssd->pdev, vec);
+	r = request_irq(qp->irq, lio_qp_irq, IRQF_SHARED, "lightiov", qp);
+	if (r) {
+		qp->irq = -1;
+		lio_ctrl_delete_ioq(ssd, &qp->hw);
+		return r;
+	}
+	r = lio_qp_db_attach(qp, q->db_fd);
+	if (r) {
+		lio_err(ssd, "qp-create: db_fd %d is not an eventfd", q->db_fd);
+		free_irq(qp->irq, qp);
+		qp->irq = -1;
+		lio_ctrl_delete_ioq(ssd, &qp->hw);
+		return -EBADF;
+	}
+	return 0;
+}
+
+int lio_qp_create(struct lio_session *ss, struct lio_qp_create *q)
+{
+	struct lio_ssd *ssd = ss->ssd;
+	struct lio_attached *vol = NULL;
+	struct lio_qp *qp;
+	unsigned int i;
+	int r;
+
+	r = lio_qp_validate(ss, q);
+	if (r)
+		return r;
+	for (i = 0; i < ss->nvols; i++)
+		if (ss->vols[i].vol_id == q->vol_id)
+			vol = &ss->vols[i];
+	if (!vol) {
+		lio_err(ssd, "qp-create: volume %u is not attached to this session", q->vol_id);
+		return -ENOENT;
+	}
+	qp = kzalloc(sizeof(*qp), GFP_KERNEL);
+	if (!qp)
+		return -ENOMEM;
+	qp->ssd = ssd;
+	qp->ss = ss;
+	qp->irq = -1;
+	qp->mode = q->mode;
+	qp->flags = q->flags;
+	qp->vol_id = q->vol_id;
+	qp->sqid = q->sqid;
+	qp->cqid = q->cqid;
+	qp->sq_depth = q->sq_depth;
+	qp->cq_depth = q->cq_depth;
+	qp->irq_coalesce = q->irq_coalesce;
+	qp->sq_gpa = q->sq_gpa;
+	qp->cq_gpa = q->cq_gpa;
+	qp->shadow_gpa = q->shadow_db_gpa;
+	qp->eventidx_gpa = q->eventidx_gpa;
+	qp->g_phase = 1;
+	INIT_DELAYED_WORK(&qp->work, lio_qp_work);
+	qp->id = lio_qp_new_id(ssd);
+	if (!qp->id) {
+		lio_err(ssd, "qp-create: no free queue-pair id");
+		kfree(qp);
+		return -ENOSPC;
+	}
+	/* on the list before the doorbell can fire: ids stay unique, destroy finds it */
+	list_add(&qp->node, &ss->qps);
+	ss->nqps++;
+	ssd->nqpairs++;
+	r = lio_qp_setup(qp, q, vol);
+	if (r) {
+		list_del(&qp->node);
+		ss->nqps--;
+		ssd->nqpairs--;
+		cancel_delayed_work_sync(&qp->work);
+		lio_qp_free(qp);
+		return r;
+	}
+	q->qp_id = qp->id;
+	q->db_fd = -1;
+	q->irq_fd = -1;
+	q->sq_off = 0;
+	q->cq_off = 0;
+	q->db_off = 0;
+	return 0;
+}
+
+/* Stops the kicks (doorbell, interrupt), waits out the work item, then deletes the controller
+ * queues, which completes or aborts whatever the controller still held.
+ */
+void lio_qp_destroy(struct lio_qp *qp)
+{
+	struct lio_ssd *ssd = qp->ssd;
+	u64 cnt;
+
+	WRITE_ONCE(qp->stopping, true);
+	if (qp->db_wqh)
+		eventfd_ctx_remove_wait_queue(qp->db_ctx, &qp->db_wait, &cnt);
+	if (qp->irq >= 0)
+		free_irq(qp->irq, qp);
+	cancel_delayed_work_sync(&qp->work);
+	lio_ctrl_delete_ioq(ssd, &qp->hw);
+	list_del(&qp->node);
+	qp->ss->nqps--;
+	ssd->nqpairs--;
+	lio_ctr_add(&qp->ss->retired, &qp->ctr);
+	lio_qp_free(qp);
+}

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The misc device /dev/lightiov/NAME: one session per open file description, the operations of
+ * include/lightiov/uapi.h as ioctls, and the teardown of everything a session held on release.
+ */
+#include <linux/cred.h>
+#include <linux/fs.h>
+#include <linux/ktime.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "lio.h"
+
+union lio_ioc_arg {
+	struct lio_identify id;
+	struct lio_dma_window win;
+	struct lio_qp_create qp;
+	struct lio_qp_ref ref;
+	struct lio_qp_stats qst;
+	struct lio_vol vol;
+	struct lio_vol_list vl;
+	struct lio_vol_attach va;
+	struct lio_ssd_stats st;
+	struct lio_session_list sl;
+};
+
+static int lio_open(struct inode *inode, struct file *file)
+{
+	struct miscdevice *misc = file->private_data;
+	struct lio_ssd *ssd = container_of(misc, struct lio_ssd, misc);
+	char comm[TASK_COMM_LEN];
+	struct lio_session *ss;
+
+	ss = kzalloc(sizeof(*ss), GFP_KERNEL);
+	if (!ss)
+		return -ENOMEM;
+	INIT_LIST_HEAD(&ss->qps);
+	ss->pid = task_tgid_nr(current);
+	ss->uid = from_kuid_munged(current_user_ns(), current_uid());
+	get_task_comm(comm, current);
+	strscpy(ss->label, comm, sizeof(ss->label));
+	mutex_lock(&ssd->lock);
+	if (ssd->dead) {
+		mutex_unlock(&ssd->lock);
+		kfree(ss);
+		return -ENODEV;
+	}
+	kref_get(&ssd->ref);
+	ss->ssd = ssd;
+	/* the tag of this session's anonymous volumes: never reused while the module is loaded */
+	ss->owner = ++ssd->next_owner;
+	list_add_tail(&ss->node, &ssd->sessions);
+	ssd->nsessions++;
+	mutex_unlock(&ssd->lock);
+	file->private_data = ss;
+	return 0;
+}
+
+static void lio_session_end(struct lio_session *ss)
+{
+	struct lio_ssd *ssd = ss->ssd;
+	struct lio_qp *qp, *tmp;
+
+	list_for_each_entry_safe(qp, tmp, &ss->qps, node)
+		lio_qp_destroy(qp);
+	lio_vol_release(ss);
+	lio_win_drop(ssd, &ss->win);
+}
+
+static int lio_release(struct inode *inode, struct file *file)
+{
+	struct lio_session *ss = file->private_data;
+	struct lio_ssd *ssd = ss->ssd;
+
+	mutex_lock(&ssd->lock);
+	lio_session_end(ss);
+	lio_ctr_add(&ssd->retired, &ss->retired);
+	list_del(&ss->node);
+	ssd->nsessions--;
+	mutex_unlock(&ssd->lock);
+	kfree(ss);
+	lio_ssd_put(ssd);
+	return 0;
+}
+
+/* Called by remove(): queue pairs and pinned memory go now; the sessions stay until closed. */
+void lio_ssd_kill_sessions(struct lio_ssd *ssd);
+void lio_ssd_kill_sessions(struct lio_ssd *ssd)
+{
+	struct lio_session *ss;
+
+	list_for_each_entry(ss, &ssd->sessions, node) {
+		struct lio_qp *qp, *tmp;
+
+		list_for_each_entry_safe(qp, tmp, &ss->qps, node)
+			lio_qp_destroy(qp);
+		lio_win_drop(ssd, &ss->win);
+	}
+}
+
+static void lio_session_ctr(const struct lio_session *ss, struct lio_ctr *t)
+{
+	const struct lio_qp *qp;
+
+	*t = ss->retired;
+	list_for_each_entry(qp, &ss->qps, node)
+		lio_ctr_add(t, &qp->ctr);
+}
+
+static void lio_identify(struct lio_ssd *ssd, struct lio_identify *id)
+{
+	memset(id, 0, sizeof(*id));
+	id->abi_version = LIO_ABI_VERSION;
+	id->lba_shift = ssd->lba_shift;
+	id->capacity_lbas = ssd->vt->capacity_lbas - ssd->vt->data_start_lba;
+	id->free_lbas = lio_vt_free_lbas(ssd->vt);
+	id->max_qpairs = min_t(u32, lio_max_qpairs, ssd->nr_ioq - 1);
+	id->qpairs_in_use = ssd->nqpairs;
+	id->max_qdepth = LIO_MAX_QDEPTH;
+	id->nr_volumes = ssd->vt->n;
+	id->flags = LIO_ID_DB_EVENTFD | LIO_ID_KERNEL;
+	strscpy(id->name, ssd->name, sizeof(id->name));
+	strscpy(id->model, ssd->model, sizeof(id->model));
+}
+
+static int lio_qp_stats(struct lio_ssd *ssd, struct lio_qp_stats *st)
+{
+	/* counters of any queue pair of the SSD (`lvmm ssd stats`): numbers, never addresses */
+	struct lio_qp *qp = lio_qp_find(ssd, st->qp_id);
+	struct lio_ctr t = {};
+
+	if (!qp) {
+		lio_err(ssd, "qp-stats: no queue pair %u on this SSD", st->qp_id);
+		return -ENOENT;
+	}
+	lio_ctr_add(&t, &qp->ctr);
+	memset(st, 0, sizeof(*st));
+	st->qp_id = qp->id;
+	st->mode = qp->mode;
+	st->cmds = t.cmds;
+	st->read_bytes = t.read_bytes;
+	st->write_bytes = t.write_bytes;
+	st->errors = t.errors;
+	st->rejected = t.rejected;
+	st->polls = t.polls;
+	st->sleeps = t.sleeps;
+	st->irqs = t.irqs;
+	return 0;
+}
+
+void lio_ssd_ctr(struct lio_ssd *ssd, struct lio_ctr *t);
+void lio_ssd_ctr(struct lio_ssd *ssd, struct lio_ctr *t)
+{
+	struct lio_session *s;
+	struct lio_ctr c;
+
+	*t = ssd->retired;
+	list_for_each_entry(s, &ssd->sessions, node) {
+		lio_session_ctr(s, &c);
+		lio_ctr_add(t, &c);
+	}
+}
+
+static void lio_ssd_stats(struct lio_ssd *ssd, struct lio_ssd_stats *st)
+{
+	struct lio_ctr t;
+
+	lio_ssd_ctr(ssd, &t);
+	memset(st, 0, sizeof(*st));
+	st->cmds = t.cmds;
+	st->read_bytes = t.read_bytes;
+	st->write_bytes = t.write_bytes;
+	st->errors = t.errors;
+	st->rejected = t.rejected;
+	st->polls = t.polls;
+	st->sleeps = t.sleeps;
+	st->irqs = t.irqs;
+	st->sessions = ssd->nsessions;
+	st->qpairs = ssd->nqpairs;
+	st->uptime_ns = ktime_get_ns() - ssd->start_ns;
+}
+
+static void lio_session_list(struct lio_ssd *ssd, struct lio_session_list *l)
+{
+	struct lio_session *s;
+	unsigned int i = 0;
+
+	l->total = ssd->nsessions;
+	l->count = 0;
+	list_for_each_entry(s, &ssd->sessions, node) {
+		struct lio_session_info *o;
+		struct lio_ctr t;
+
+		if (i++ < l->first || l->count >= LIO_SESSION_LIST_MAX)
+			continue;
+		o = &l->s[l->count++];
+		lio_session_ctr(s, &t);
+		memset(o, 0, sizeof(*o));
+		o->pid = s->pid;
+		o->uid = s->uid;
+		o->qpairs = s->nqps;
+		o->volumes = s->nvols;
+		o->cmds = t.cmds;
+		o->read_bytes = t.read_bytes;
+		o->write_bytes = t.write_bytes;
+		o->errors = t.errors;
+		o->rejected = t.rejected;
+		strscpy(o->label, s->label, sizeof(o->label));
+	}
+}
+
+static int lio_dispatch(struct lio_session *ss, unsigned int cmd, union lio_ioc_arg *a)
+{
+	struct lio_ssd *ssd = ss->ssd;
+	struct lio_qp *qp;
+
+	switch (cmd) {
+	case LIO_IOC_IDENTIFY:
+		lio_identify(ssd, &a->id);
+		return 0;
+	case LIO_IOC_DMA_REGISTER:
+		return lio_win_register(ss, &a->win);
+	case LIO_IOC_QMEM_ALLOC:
+		lio_err(ssd, "qmem-alloc: no queue memory in lightiov.ko (rings live in the DMA window)");
+		return -EOPNOTSUPP;
+	case LIO_IOC_QP_CREATE:
+		return lio_qp_create(ss, &a->qp);
+	case LIO_IOC_QP_DESTROY:
+		list_for_each_entry(qp, &ss->qps, node) {
+			if (qp->id == a->ref.qp_id) {
+				lio_qp_destroy(qp);
+				return 0;
+			}
+		}
+		lio_err(ssd, "qp-destroy: queue pair %u is not one of this session's", a->ref.qp_id);
+		return -ENOENT;
+	case LIO_IOC_QP_STATS:
+		return lio_qp_stats(ssd, &a->qst);
+	case LIO_IOC_VOL_CREATE:
+		return lio_vol_op(ss, LIO_OP_VOL_CREATE, &a->vol);
+	case LIO_IOC_VOL_DELETE:
+		return lio_vol_op(ss, LIO_OP_VOL_DELETE, &a->vol);
+	case LIO_IOC_VOL_RESIZE:
+		return lio_vol_op(ss, LIO_OP_VOL_RESIZE, &a->vol);
+	case LIO_IOC_VOL_LIST:
+		return lio_vol_list(ssd, &a->vl);
+	case LIO_IOC_VOL_ATTACH:
+		return lio_vol_attach(ss, &a->va);
+	case LIO_IOC_VOL_DETACH:
+		return lio_vol_detach(ss, a->va.vol_id);
+	case LIO_IOC_SSD_STATS:
+		lio_ssd_stats(ssd, &a->st);
+		return 0;
+	case LIO_IOC_SESSION_LIST:
+		lio_session_list(ssd, &a->sl);
+		return 0;
+	}
+	return -ENOTTY;
+}
+
+static bool lio_ioc_known(unsigned int cmd)
+{
+	switch (cmd) {
+	case LIO_IOC_IDENTIFY:
+	case LIO_IOC_DMA_REGISTER:
+	case LIO_IOC_QMEM_ALLOC:
+	case LIO_IOC_QP_CREATE:
+	case LIO_IOC_QP_DESTROY:
+	case LIO_IOC_QP_STATS:
+	case LIO_IOC_VOL_CREATE:
+	case LIO_IOC_VOL_DELETE:
+	case LIO_IOC_VOL_RESIZE:
+	case LIO_IOC_VOL_LIST:
+	case LIO_IOC_VOL_ATTACH:
+	case LIO_IOC_VOL_DETACH:
+	case LIO_IOC_SSD_STATS:
+	case LIO_IOC_SESSION_LIST:
+		return true;
+	}
+	return false;
+}
+
+/* The size and direction of the argument are in the command number itself: a struct of any
+ * other size is a different, unknown command.
+ */
+static long lio_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct lio_session *ss = file->private_data;
+	struct lio_ssd *ssd = ss->ssd;
+	void __user *uarg = (void __user *)arg;
+	unsigned int size = _IOC_SIZE(cmd);
+	union lio_ioc_arg *a;
+	long r;
+
+	if (!lio_ioc_known(cmd))
+		return -ENOTTY;
+	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	if (!a)
+		return -ENOMEM;
+	if ((_IOC_DIR(cmd) & _IOC_WRITE) && copy_from_user(a, uarg, size)) {
+		r = -EFAULT;
+		goto out;
+	}
+	mutex_lock(&ssd->lock);
+	r = ssd->dead ? -ENODEV : lio_dispatch(ss, cmd, a);
+	mutex_unlock(&ssd->lock);
+	if (!r && (_IOC_DIR(cmd) & _IOC_READ) && copy_to_user(uarg, a, size))
+		r = -EFAULT;
+out:
+	kfree(a);
+	return r;
+}
+
+const struct file_operations lio_fops = {
+	.owner = THIS_MODULE,
+	.open = lio_open,
+	.release = lio_release,
+	.unlocked_ioctl = lio_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = noop_llseek,
+};
