@@ -160,7 +160,7 @@ static uint16_t io_prepare(struct nvme_ctrl *c, const struct nvme_sqe *cmd, stru
 	st = lio_sqe_check(&v.ctx, cmd, &io);
 	if (st)
 		return st;
-	/* A write-protected namespace (not a read-only LBA range of a shared SSD): its own status. */
+	/* A write-protected namespace, not a read-only range of a shared SSD: its own status. */
 	if (c->p.readonly && io.kind != LIO_IO_READ && io.kind != LIO_IO_FLUSH)
 		return NVME_GENERIC(NVME_SC_NS_WRITE_PROTECTED);
 	switch (io.kind) {

@@ -78,8 +78,8 @@ static uint16_t prp_list_walk(const struct lio_check_ctx *ctx, uint64_t list, ui
 		uint64_t nread = chain ? room : need, ndata = chain ? room - 1 : need, i;
 		uint16_t st;
 
-		if (chain && ndata == 0)
-			return st_generic(NVME_SC_INVALID_PRP_OFFSET); /* a page of one chain entry */
+		if (chain && ndata == 0) /* a list page holding nothing but the chain entry */
+			return st_generic(NVME_SC_INVALID_PRP_OFFSET);
 		if (!lio_window_contains(ctx, list, nread * 8))
 			return st_generic(NVME_SC_DATA_XFER_ERROR);
 		if (ctx->read_prp(ctx->opaque, list, ent, (unsigned)nread))
@@ -242,8 +242,7 @@ uint16_t lio_sqe_check(const struct lio_check_ctx *ctx, const struct nvme_sqe *s
 	return 0;
 }
 
-uint16_t lio_dsm_check(const struct lio_check_ctx *ctx, struct nvme_dsm_range *ranges,
-		       unsigned nr)
+uint16_t lio_dsm_check(const struct lio_check_ctx *ctx, struct nvme_dsm_range *ranges, unsigned nr)
 {
 	uint64_t dev;
 	unsigned i;

@@ -15,9 +15,8 @@
 
 /* CRC-32C, reflected polynomial 0x82f63b78, four bits at a time (a 64-byte table, no setup). */
 static const uint32_t crc32c_nibble[16] = {
-	0x00000000, 0x105ec76f, 0x20bd8ede, 0x30e349b1, 0x417b1dbc, 0x5125dad3,
-	0x61c69362, 0x7198540d, 0x82f63b78, 0x92a8fc17, 0xa24bb5a6, 0xb21572c9,
-	0xc38d26c4, 0xd3d3e1ab, 0xe330a81a, 0xf36e6f75,
+    0x00000000, 0x105ec76f, 0x20bd8ede, 0x30e349b1, 0x417b1dbc, 0x5125dad3, 0x61c69362, 0x7198540d,
+    0x82f63b78, 0x92a8fc17, 0xa24bb5a6, 0xb21572c9, 0xc38d26c4, 0xd3d3e1ab, 0xe330a81a, 0xf36e6f75,
 };
 
 uint32_t lio_crc32c(uint32_t crc, const void *buf, size_t len)
@@ -189,8 +188,8 @@ static int vt_validate(const uint8_t *b)
 	shift = get32(b + HDR(lba_shift));
 	cap = get64(b + HDR(capacity_lbas));
 	start = get64(b + HDR(data_start_lba));
-	if ((shift != 9 && shift != 12) || start < (LIO_VT_RESERVED_BYTES >> shift) || start > cap ||
-	    cap > (~0ull >> shift))
+	if ((shift != 9 && shift != 12) || start < (LIO_VT_RESERVED_BYTES >> shift) ||
+	    start > cap || cap > (~0ull >> shift))
 		return -EINVAL;
 	if (!name_field_valid(b + HDR(ssd_name)))
 		return -EINVAL;
@@ -205,7 +204,8 @@ static int vt_validate(const uint8_t *b)
 		for (j = 0; j < i; j++) {
 			const uint8_t *f = b + LIO_VT_HDR_BYTES + j * LIO_VT_ENTRY_BYTES;
 
-			if (ranges_overlap(s, c, get64(f + ENT(lba_start)), get64(f + ENT(lba_count))))
+			if (ranges_overlap(s, c, get64(f + ENT(lba_start)),
+					   get64(f + ENT(lba_count))))
 				return -EINVAL;
 			if (name_eq((const char *)e + ENT(name), (const char *)f + ENT(name)))
 				return -EINVAL;
@@ -342,7 +342,8 @@ uint64_t lio_vt_free_lbas(const struct lio_vt *vt)
 
 	/* Free extents start at the data area or after a volume and run to the next volume. */
 	for (i = 0; i <= vt->n; i++) {
-		uint64_t s = i < vt->n ? vt->e[i].lba_start + vt->e[i].lba_count : vt->data_start_lba;
+		uint64_t s =
+		    i < vt->n ? vt->e[i].lba_start + vt->e[i].lba_count : vt->data_start_lba;
 		uint64_t end = vt->capacity_lbas;
 
 		if (s >= end)

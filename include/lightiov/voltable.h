@@ -25,25 +25,25 @@
 
 #include "lightiov/uapi.h"
 
-#define LIO_VT_MAGIC	     0x314c4254564f494cull /* the bytes "LIOVTBL1" on disk */
-#define LIO_VT_VERSION	     1u
-#define LIO_VT_HDR_BYTES     4096u
-#define LIO_VT_ENTRY_BYTES   64u
+#define LIO_VT_MAGIC	      0x314c4254564f494cull /* the bytes "LIOVTBL1" on disk */
+#define LIO_VT_VERSION	      1u
+#define LIO_VT_HDR_BYTES      4096u
+#define LIO_VT_ENTRY_BYTES    64u
 #define LIO_VT_RESERVED_BYTES (1u << 20)
-#define LIO_VT_COPY_BYTES    (LIO_VT_HDR_BYTES + LIO_MAX_VOLUMES * LIO_VT_ENTRY_BYTES)
-#define LIO_VT_COPY_OFF(i)   ((i) ? (512u << 10) : 0)
+#define LIO_VT_COPY_BYTES     (LIO_VT_HDR_BYTES + LIO_MAX_VOLUMES * LIO_VT_ENTRY_BYTES)
+#define LIO_VT_COPY_OFF(i)    ((i) ? (512u << 10) : 0)
 
 _Static_assert(LIO_VT_COPY_BYTES <= (512u << 10), "a copy fits its half of the reserved area");
 
 /* The encoded forms (what lies on the disk), little-endian. */
 struct lio_vt_disk_hdr {
-	uint64_t magic;		/* LIO_VT_MAGIC */
-	uint32_t version;	/* LIO_VT_VERSION */
-	uint32_t crc;		/* crc32c of header (this field 0) + used entries */
-	uint64_t generation;	/* newer copy wins */
-	uint32_t lba_shift;	/* 9 or 12 */
-	uint32_t nr_entries;	/* used entries, 0..LIO_MAX_VOLUMES */
-	uint64_t capacity_lbas; /* whole device */
+	uint64_t magic;		 /* LIO_VT_MAGIC */
+	uint32_t version;	 /* LIO_VT_VERSION */
+	uint32_t crc;		 /* crc32c of header (this field 0) + used entries */
+	uint64_t generation;	 /* newer copy wins */
+	uint32_t lba_shift;	 /* 9 or 12 */
+	uint32_t nr_entries;	 /* used entries, 0..LIO_MAX_VOLUMES */
+	uint64_t capacity_lbas;	 /* whole device */
 	uint64_t data_start_lba; /* first LBA volumes may use (after the reserved area) */
 	char ssd_name[LIO_NAME_MAX];
 	uint8_t rsvd[LIO_VT_HDR_BYTES - 80];
@@ -54,9 +54,9 @@ struct lio_vt_disk_entry {
 	char name[LIO_NAME_MAX];
 	uint64_t lba_start;
 	uint64_t lba_count;
-	uint32_t flags;	 /* LIO_VOL_* */
-	uint32_t ctime;	 /* creation time, seconds since the epoch (UTC) */
-	uint64_t owner;	 /* anonymous volumes: the creator's tag, so a restarted daemon reclaims them */
+	uint32_t flags; /* LIO_VOL_* */
+	uint32_t ctime; /* creation time, seconds since the epoch (UTC) */
+	uint64_t owner; /* anonymous volumes: the creator's tag (a restarted daemon reclaims) */
 };
 _Static_assert(sizeof(struct lio_vt_disk_entry) == LIO_VT_ENTRY_BYTES, "volume table entry");
 

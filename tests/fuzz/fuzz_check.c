@@ -121,7 +121,9 @@ static void check_accepted(const struct lio_check_ctx *ctx, const struct nvme_sq
 		abort();
 	if ((ctx->flags & LIO_CHECK_READONLY) && io->kind != LIO_IO_READ)
 		abort();
-	if (io->nlb != (sqe->cdw12 & 0xffff) + 1 || io->bytes != (uint64_t)io->nlb << ctx->lba_shift)
+	if (io->nlb != (sqe->cdw12 & 0xffff) + 1)
+		abort();
+	if (io->bytes != (uint64_t)io->nlb << ctx->lba_shift)
 		abort();
 	/* dev_lba inside the LBA window, and where the mode says. */
 	if (io->dev_lba < ctx->lba_start || io->dev_lba - ctx->lba_start >= ctx->lba_count ||
@@ -179,7 +181,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < 4; i++) {
 		reg[i].gpa = get(data, size, 81 + i * 12, 8) & ~(uint64_t)(LIO_PAGE_SIZE - 1);
 		reg[i].size = ((get(data, size, 89 + i * 12, 4) & 0xfffff) + 1) * LIO_PAGE_SIZE;
-		if (reg[i].gpa + reg[i].size < reg[i].gpa) /* a region must not wrap (DMA register) */
+		/* A region never wraps (the DMA register refuses it). */
+		if (reg[i].gpa + reg[i].size < reg[i].gpa)
 			reg[i].size = 0 - reg[i].gpa;
 		if (!reg[i].size)
 			reg[i].gpa -= LIO_PAGE_SIZE, reg[i].size = LIO_PAGE_SIZE;

@@ -55,7 +55,8 @@ static void assert_valid(const struct lio_vt *t)
 		const struct lio_vt_entry *e = &t->e[i];
 
 		if (!lio_name_valid(e->name) || !e->lba_count || e->lba_start < t->data_start_lba ||
-		    e->lba_start > t->capacity_lbas || e->lba_count > t->capacity_lbas - e->lba_start)
+		    e->lba_start > t->capacity_lbas ||
+		    e->lba_count > t->capacity_lbas - e->lba_start)
 			abort();
 		for (j = 0; j < i; j++)
 			if (e->lba_start < t->e[j].lba_start + t->e[j].lba_count &&
@@ -73,7 +74,8 @@ static void operate(const uint8_t *w)
 	unsigned i;
 
 	for (i = 0; i < 4; i++) {
-		uint32_t op = w[i * 4] | w[i * 4 + 1] << 8 | w[i * 4 + 2] << 16 | (uint32_t)w[i * 4 + 3] << 24;
+		uint32_t op = w[i * 4] | w[i * 4 + 1] << 8 | w[i * 4 + 2] << 16 |
+			      (uint32_t)w[i * 4 + 3] << 24;
 		uint64_t count = (op >> 3) & 0xffff, start, before;
 		int r;
 
@@ -91,7 +93,8 @@ static void operate(const uint8_t *w)
 			break;
 		case 2:
 			r = lio_vt_find(&vt, name);
-			if (lio_vt_remove(&vt, name) != (r < 0 ? r : 0) || lio_vt_find(&vt, name) >= 0)
+			if (lio_vt_remove(&vt, name) != (r < 0 ? r : 0) ||
+			    lio_vt_find(&vt, name) >= 0)
 				abort();
 			break;
 		case 3:
@@ -105,7 +108,8 @@ static void operate(const uint8_t *w)
 			if (count && lio_vt_find_free(&vt, count, &start) == 0 &&
 			    count > lio_vt_free_lbas(&vt))
 				abort();
-			if (lio_vt_free_lbas(&vt) && lio_vt_find_free(&vt, lio_vt_free_lbas(&vt), &start))
+			if (lio_vt_free_lbas(&vt) &&
+			    lio_vt_find_free(&vt, lio_vt_free_lbas(&vt), &start))
 				abort();
 			break;
 		default:

@@ -384,8 +384,8 @@ END_TEST
 
 START_TEST(test_opcodes)
 {
-	static const uint8_t bad[] = {NVME_CMD_WRITE_UNCOR, NVME_CMD_COMPARE, 0x03, 0x0a, 0x0d,
-				      0x11, 0x7f, 0x80, 0x81, 0xff};
+	static const uint8_t bad[] = {
+	    NVME_CMD_WRITE_UNCOR, NVME_CMD_COMPARE, 0x03, 0x0a, 0x0d, 0x11, 0x7f, 0x80, 0x81, 0xff};
 	struct nvme_sqe s;
 	unsigned i;
 

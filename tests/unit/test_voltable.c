@@ -270,9 +270,9 @@ START_TEST(test_load_corrupt_copy)
 {
 	int which;
 
-	commit();			       /* gen 1 in B */
+	commit(); /* gen 1 in B */
 	ck_assert_int_eq(lio_vt_alloc(vt, "v", 10, 0, 0), 0);
-	commit();			       /* gen 2 in A */
+	commit(); /* gen 2 in A */
 	/* The newer copy (A) corrupted: B, one change older, is what loads. */
 	disk[4096 + 40] ^= 0x10;
 	ck_assert_int_eq(load(&which), 0);
@@ -458,10 +458,19 @@ END_TEST
 
 START_TEST(test_names)
 {
-	static const char *ok[] = {"a", "ssd0", "A-b_c.d", "..a", ".x", "a..",
-				   "0123456789012345678901234567890"};
-	static const char *bad[] = {"", ".", "..", "a b", "a/b", "a\\b", "é",
-				    "01234567890123456789012345678901", "a\n", "a:b", "*"};
+	static const char *ok[] = {
+	    "a", "ssd0", "A-b_c.d", "..a", ".x", "a..", "0123456789012345678901234567890"};
+	static const char *bad[] = {"",
+				    ".",
+				    "..",
+				    "a b",
+				    "a/b",
+				    "a\\b",
+				    "\xc3\xa9",
+				    "a\n",
+				    "a:b",
+				    "*",
+				    "01234567890123456789012345678901"};
 	unsigned i;
 
 	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
