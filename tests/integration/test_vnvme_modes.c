@@ -1,0 +1,392 @@
+/* vNVMe passthrough and isolated modes end to end: a softssd on a temp sparse backing, the bench
+ * guest's polled driver in lvmm against volumes on it (both doorbell kinds, SQ in RAM and in the
+ * CMB), lvmm's exit and wake-up counters, a hostile guest, many VMs on one SSD, anonymous volume
+ * lifecycle (also kill -9 of lvmm) and kill -9 of the daemon under a running VM. */
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nvme-lightiov/lio_client.h"
+#include "testutil.h"
+
+#define SSD	    "vt0"
+#define BACKING_MB  512
+#define RUN_LIMIT_S 120 /* a safety net against a hung VM, not an assertion on speed */
+#define LBA	    512
+
+static char dir[64], backing[128], logpath[128];
+static pid_t daemon_pid;
+
+static void daemon_start(void)
+{
+	char size[16];
+	const char *argv[] = {testutil_lvmm(), "ssd",	"serve", SSD, "--backing",
+			      backing,	       "--size", size,	  NULL};
+	int i;
+
+	snprintf(size, sizeof(size), "%uM", BACKING_MB);
+	daemon_pid = fork();
+	ck_assert_int_ge(daemon_pid, 0);
+	if (!daemon_pid) {
+		int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(argv[0], (char **)argv);
+		_exit(127);
+	}
+	for (i = 0; i < 200; i++) {
+		struct lio_client *c;
+		char err[256];
+
+		if (!lio_client_connect(&c, SSD, "probe", NULL, err, sizeof(err))) {
+			lio_client_close(c);
+			return;
+		}
+		testutil_sleep_ms(25);
+	}
+	ck_abort_msg("softssd did not come up: %s", testutil_slurp(logpath));
+}
+
+static int daemon_stop(int sig)
+{
+	int st;
+
+	if (daemon_pid <= 0)
+		return 0;
+	kill(daemon_pid, sig);
+	st = testutil_wait_limit(daemon_pid, "softssd", 20);
+	daemon_pid = 0;
+	return st;
+}
+
+static void setup(void)
+{
+	testutil_mkdtemp(dir, sizeof(dir), "/tmp/lvmm-vnvme-");
+	snprintf(backing, sizeof(backing), "%s/backing.img", dir);
+	snprintf(logpath, sizeof(logpath), "%s/daemon.log", dir);
+	setenv("LVMM_RUN_DIR", dir, 1);
+	setenv("LVMM_STATS", "1", 1);
+	daemon_start();
+}
+
+static void teardown(void)
+{
+	int st = daemon_stop(SIGTERM);
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "softssd ended with 0x%x: %s", st,
+		      testutil_slurp(logpath));
+	testutil_rmtree(dir);
+}
+
+/* The bench guest's pattern: one byte per byte offset of the window, per seed. */
+static uint8_t pattern(uint64_t seed, uint64_t off)
+{
+	uint64_t x = (seed + 1) * 0x9e3779b97f4a7c15ULL ^ off * 0xbf58476d1ce4e5b9ULL;
+
+	return (uint8_t)(x >> 56);
+}
+
+static void vm_run(struct testutil_run *r, const char *vnvme, const char *cmdline)
+{
+	char *args[] = {"run",		"--kernel", (char *)testutil_bench_guest(),
+			"--memory",	"64M",	    "--cmdline",
+			(char *)cmdline, "--vnvme", (char *)vnvme,
+			NULL};
+
+	testutil_run_lvmm(r, args, NULL, NULL, 0, RUN_LIMIT_S);
+}
+
+/* A counter lvmm printed at exit (LVMM_STATS): the number after "key " on the line with tag. */
+static unsigned long long stat_of(const char *out, const char *tag, const char *key)
+{
+	const char *l = strstr(out, tag), *k;
+
+	ck_assert_msg(l, "no '%s' in: %s", tag, out);
+	k = strstr(l, key);
+	ck_assert_msg(k, "no '%s' after '%s' in: %s", key, tag, out);
+	return strtoull(k + strlen(key), NULL, 10);
+}
+
+/* Exports volume vol and checks [lba, lba + n) holds seed's pattern. */
+static void vol_check(const char *vol, uint64_t seed, uint64_t lba, uint64_t n)
+{
+	char file[160];
+	uint8_t *buf;
+	uint64_t i, bad = 0;
+	int fd;
+
+	snprintf(file, sizeof(file), "%s/%s.export", dir, vol);
+	ck_assert_int_eq(testutil_system("%s ssd vol export %s %s %s", testutil_lvmm(), SSD, vol,
+					 file),
+			 0);
+	buf = malloc(n * LBA);
+	ck_assert_ptr_nonnull(buf);
+	fd = open(file, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, buf, n * LBA, (off_t)(lba * LBA)), (ssize_t)(n * LBA));
+	close(fd);
+	for (i = 0; i < n * LBA; i++)
+		bad += buf[i] != pattern(seed, lba * LBA + i);
+	free(buf);
+	unlink(file);
+	ck_assert_msg(bad == 0, "volume %s: %llu bytes of %llu differ from seed %llu", vol,
+		      (unsigned long long)bad, (unsigned long long)(n * LBA),
+		      (unsigned long long)seed);
+}
+
+static void assert_passed(const struct testutil_run *r, const char *what)
+{
+	ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0, "%s: status 0x%x: %s %s",
+		      what, r->status, r->out, r->err);
+	ck_assert_msg(strstr(r->out, "bench: lio passed (0 failures)"), "%s: %s %s", what, r->out,
+		      r->err);
+}
+
+/* Every mode and doorbell kind: the pattern goes in and comes back, the host sees it in the
+ * exported volume, and lvmm itself took no exit and no wake-up for the 2000+ data commands. */
+START_TEST(test_modes)
+{
+	static const struct {
+		const char *opts, *cmdline;
+	} c[] = {
+	    {"", ""},
+	    {",doorbell=poll", " bench.sq=cmb"},
+	    {",mode=passthrough", " bench.sq=cmb"},
+	    {",mode=passthrough,doorbell=poll", ""},
+	    {",doorbell=eventfd", " bench.dbbuf=on"},
+	    {",mode=passthrough,doorbell=eventfd", " bench.dbbuf=on bench.sq=cmb"},
+	};
+	struct testutil_run r;
+	char vn[128], cl[256], vol[16], tag[64];
+	unsigned i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		snprintf(vol, sizeof(vol), "m%u", i);
+		snprintf(vn, sizeof(vn), "%s:16M,vol=%s%s", SSD, vol, c[i].opts);
+		snprintf(cl, sizeof(cl), "bench.mode=lio bench.seed=%u bench.lba=%u%s", 10 + i,
+			 8 * i, c[i].cmdline);
+		vm_run(&r, vn, cl);
+		assert_passed(&r, vn);
+		ck_assert_msg(strstr(r.out, "bench: lio rw ok"), "%s: %s", vn, r.out);
+		ck_assert_msg(strstr(r.out, "bench: lio namespace 32768 blocks"), "%s", r.out);
+		ck_assert_msg(strstr(r.out, strstr(c[i].opts, "passthrough") ? "vcap mode 1"
+									       : "vcap mode 2"),
+			      "%s: %s", vn, r.out);
+		snprintf(tag, sizeof(tag), "vnvme nvme0: mode %s",
+			 strstr(c[i].opts, "passthrough") ? "passthrough" : "isolated");
+		/* the admin queue's few commands only: nothing per I/O */
+		ck_assert_msg(stat_of(r.err, tag, "mmio exits ") < 40, "%s: %s", vn, r.err);
+		ck_assert_msg(stat_of(r.err, tag, "wake-ups ") <= 8, "%s: %s", vn, r.err);
+		ck_assert_msg(stat_of(r.err, "vcpu 0 exits", "mmio ") < 40, "%s: %s", vn, r.err);
+		ck_assert_uint_ge(stat_of(r.err, "queue 1:", "backend cmds "), 2000 + 16);
+		fprintf(stderr, "%s: %.*s\n", vn, (int)strcspn(strstr(r.out, "bench: lio qd1"), "\r\n"),
+			strstr(r.out, "bench: lio qd1"));
+		vol_check(vol, 10 + i, 8 * i, 1024);
+	}
+}
+END_TEST
+
+/* Isolated mode against a hostile driver: every bad command fails or is dropped, a neighbour
+ * volume keeps every byte, the daemon and a later VM carry on. */
+START_TEST(test_hostile)
+{
+	struct testutil_run r;
+
+	vm_run(&r, SSD ":4M,vol=canary", "bench.mode=lio bench.seed=99 bench.blocks=8192");
+	assert_passed(&r, "canary");
+	vm_run(&r, SSD ":4M,vol=victim", "bench.mode=hostile bench.seed=5");
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "status 0x%x: %s %s",
+		      r.status, r.out, r.err);
+	ck_assert_msg(strstr(r.out, "bench: hostile contained"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "bench: hostile passed (0 failures)"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "write past the window: status 80"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "above guest RAM: status 4"), "%s", r.out);
+	ck_assert_uint_ge(stat_of(r.err, "queue 1:", "rejected "), 8);
+	ck_assert_msg(kill(daemon_pid, 0) == 0, "softssd died: %s", testutil_slurp(logpath));
+	vol_check("canary", 99, 0, 8192);
+	vol_check("victim", 5, 16, 256);
+	/* another VM reads the neighbour back through the same daemon */
+	vm_run(&r, SSD ",vol=canary", "bench.mode=lio bench.seed=99 bench.blocks=8192 bench.op=verify");
+	assert_passed(&r, "canary verify");
+}
+END_TEST
+
+/* n lvmm processes at once on one SSD, each its own volume and pattern. */
+static void many(unsigned n, unsigned base)
+{
+	pid_t pid[10];
+	char out[10][160];
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		char vn[64], cl[128];
+
+		snprintf(out[i], sizeof(out[i]), "%s/vm%u.out", dir, base + i);
+		snprintf(vn, sizeof(vn), "%s:8M,vol=p%u", SSD, base + i);
+		snprintf(cl, sizeof(cl), "bench.mode=lio bench.seed=%u bench.blocks=4096 bench.ios=200",
+			 500 + base + i);
+		pid[i] = fork();
+		ck_assert_int_ge(pid[i], 0);
+		if (!pid[i]) {
+			int fd = open(out[i], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+			dup2(fd, 1);
+			dup2(fd, 2);
+			execl(testutil_lvmm(), testutil_lvmm(), "run", "--kernel",
+			      testutil_bench_guest(), "--memory", "32M", "--cmdline", cl, "--vnvme",
+			      vn, (char *)NULL);
+			_exit(127);
+		}
+	}
+	for (i = 0; i < n; i++) {
+		int st = testutil_wait_limit(pid[i], "lvmm", RUN_LIMIT_S);
+		char *o = testutil_slurp(out[i]);
+
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "vm %u: 0x%x: %s", i, st, o);
+		ck_assert_msg(strstr(o, "bench: lio passed (0 failures)"), "vm %u: %s", i, o);
+		free(o);
+	}
+	for (i = 0; i < n; i++) {
+		char vol[16];
+
+		snprintf(vol, sizeof(vol), "p%u", base + i);
+		vol_check(vol, 500 + base + i, 0, 4096);
+	}
+}
+
+START_TEST(test_many_vms)
+{
+	many(2, 0);
+	many(10, 2);
+}
+END_TEST
+
+static bool vol_listed(const char *what)
+{
+	char cmd[256], *out = NULL;
+	bool found;
+
+	snprintf(cmd, sizeof(cmd), "%s ssd vol list %s", testutil_lvmm(), SSD);
+	ck_assert_int_eq(testutil_sh(cmd, &out), 0);
+	found = strstr(out, what) != NULL;
+	free(out);
+	return found;
+}
+
+/* ssd:64M: a 64 MiB anonymous volume for the VM's life, reclaimed after a clean exit and after
+ * kill -9 of lvmm. */
+START_TEST(test_anon_volume)
+{
+	struct testutil_run r;
+	char *args[] = {"run",	    "--kernel", (char *)testutil_bench_guest(), "--memory", "32M",
+			"--cmdline", "bench.mode=spin", "--vnvme", SSD ":64M", NULL};
+	unsigned i;
+
+	vm_run(&r, SSD ":64M", "bench.mode=lio bench.ios=10");
+	assert_passed(&r, "anon");
+	ck_assert_msg(strstr(r.out, "bench: lio namespace 131072 blocks"), "%s", r.out);
+	ck_assert_msg(!vol_listed("anon"), "anonymous volume left after exit");
+	/* kill -9 while it runs: the session ends with the process, and the volume with it */
+	testutil_run_lvmm(&r, args, NULL, "heartbeat 2", SIGKILL, RUN_LIMIT_S);
+	ck_assert_msg(WIFSIGNALED(r.status), "status 0x%x", r.status);
+	for (i = 0; i < 100 && vol_listed("anon"); i++)
+		testutil_sleep_ms(50);
+	ck_assert_msg(!vol_listed("anon"), "anonymous volume left after kill -9 of lvmm");
+}
+END_TEST
+
+/* kill -9 of the daemon under a running VM: the guest's commands fail, lvmm ends when the guest
+ * powers off; the restarted daemon gives a new VM the same volume with its data. */
+START_TEST(test_ssd_killed)
+{
+	char out[160], *o = NULL;
+	pid_t pid;
+	int st;
+	unsigned i;
+
+	snprintf(out, sizeof(out), "%s/vm.out", dir);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(testutil_lvmm(), testutil_lvmm(), "run", "--kernel", testutil_bench_guest(),
+		      "--memory", "32M", "--cmdline",
+		      "bench.mode=lio bench.seed=77 bench.ios=100000000", "--vnvme",
+		      SSD ":4M,vol=keep", (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 400; i++) {
+		free(o);
+		o = testutil_slurp(out);
+		if (strstr(o, "bench: lio rw ok"))
+			break;
+		testutil_sleep_ms(25);
+	}
+	ck_assert_msg(strstr(o, "bench: lio rw ok"), "%s", o);
+	free(o);
+	st = daemon_stop(SIGKILL);
+	ck_assert(WIFSIGNALED(st));
+	st = testutil_wait_limit(pid, "lvmm after its SSD died", 60);
+	o = testutil_slurp(out);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lvmm 0x%x: %s", st, o);
+	ck_assert_msg(strstr(o, "bench: lio FAIL qd1 read"), "%s", o);
+	ck_assert_msg(strstr(o, "guest powered off"), "%s", o);
+	free(o);
+	daemon_start();
+	{
+		struct testutil_run r;
+
+		vm_run(&r, SSD ",vol=keep", "bench.mode=lio bench.seed=77 bench.op=verify");
+		assert_passed(&r, "after the restart");
+	}
+}
+END_TEST
+
+/* Refusals name the device, the SSD and the value. */
+START_TEST(test_bad_config)
+{
+	struct testutil_run r;
+
+	vm_run(&r, SSD ",vol=nosuch", "bench.mode=lio");
+	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0);
+	ck_assert_msg(strstr(r.err, "nvme0") && strstr(r.err, "nosuch"), "%s", r.err);
+	vm_run(&r, "nossd:1G", "bench.mode=lio");
+	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0);
+	ck_assert_msg(strstr(r.err, "nvme0") && strstr(r.err, "nossd"), "%s", r.err);
+	vm_run(&r, SSD ":1T", "bench.mode=lio");
+	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0);
+	ck_assert_msg(strstr(r.err, "nvme0") && strstr(r.err, SSD), "%s", r.err);
+}
+END_TEST
+
+static Suite *vnvme_modes_suite(void)
+{
+	Suite *s = suite_create("vnvme_modes");
+	TCase *t = tcase_create("softssd");
+
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
+	tcase_add_test(t, test_modes);
+	tcase_add_test(t, test_hostile);
+	tcase_add_test(t, test_many_vms);
+	tcase_add_test(t, test_anon_volume);
+	tcase_add_test(t, test_ssd_killed);
+	tcase_add_test(t, test_bad_config);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	return testutil_run_suite(vnvme_modes_suite());
+}
