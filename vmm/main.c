@@ -17,6 +17,7 @@
 #include "seccomp_filter.h"
 #include "serial.h"
 #include "softssd/cli.h"
+#include "softssd/cli.h"
 #include "vm.h"
 #include "vm_internal.h"
 
@@ -26,6 +27,7 @@ static void usage_main(FILE *f)
 {
 	fprintf(f, "usage: lvmm run [OPTIONS]          boot a microVM\n"
 		   "       lvmm api --socket PATH VERB  talk to a running lvmm (lvmm api --help)\n"
+		   "       lvmm ssd serve|stats|vol ... software NVMe SSD (lvmm ssd --help)\n"
 		   "       lvmm ssd serve|stats|vol ... software NVMe SSD (lvmm ssd --help)\n"
 		   "       lvmm --version | --help\n");
 }
@@ -360,6 +362,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "api"))
 		return api_client_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "ssd"))
+		return ssd_cli_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "ssd"))
 		return ssd_cli_main(argc - 1, argv + 1);
 	fprintf(stderr, "lvmm: unknown command '%s' (lvmm --help)\n", argv[1]);

@@ -1,0 +1,637 @@
+/* Client side of the LightIOV backend socket: framing (one SOCK_SEQPACKET message per request
+ * and per reply, fds as SCM_RIGHTS), one function per operation, and the lio_drv polled driver. */
+#include "lio_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LIO_CLIENT_MAX_FDS 8
+#define LIO_CLIENT_TIMEOUT_S 30 /* a reply never takes this long; a hung daemon is an error */
+
+struct lio_client {
+	int fd;
+	char label[LIO_NAME_MAX];
+	char err[LIO_ERR_MAX + 64];
+};
+
+int lio_sock_path(const char *name, char *buf, size_t len)
+{
+	const char *dir = getenv("LVMM_RUN_DIR");
+	int n;
+
+	if (!name || !*name)
+		return -EINVAL;
+	if (strchr(name, '/')) {
+		n = snprintf(buf, len, "%s", name);
+	} else {
+		if (strlen(name) >= LIO_NAME_MAX)
+			return -EINVAL;
+		n = snprintf(buf, len, "%s/ssd/%s.sock", dir && *dir ? dir : LIO_RUN_DIR_DEFAULT,
+			     name);
+	}
+	if (n < 0 || (size_t)n >= len || (size_t)n >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+const char *lio_client_error(const struct lio_client *c)
+{
+	return c->err;
+}
+
+int lio_client_fd(const struct lio_client *c)
+{
+	return c->fd;
+}
+
+static const char *const lio_op_names[LIO_OP_MAX] = {
+    [LIO_OP_IDENTIFY] = "identify",	  [LIO_OP_DMA_REGISTER] = "dma-register",
+    [LIO_OP_QMEM_ALLOC] = "qmem-alloc",	  [LIO_OP_QP_CREATE] = "qp-create",
+    [LIO_OP_QP_DESTROY] = "qp-destroy",	  [LIO_OP_QP_STATS] = "qp-stats",
+    [LIO_OP_VOL_CREATE] = "vol-create",	  [LIO_OP_VOL_DELETE] = "vol-delete",
+    [LIO_OP_VOL_RESIZE] = "vol-resize",	  [LIO_OP_VOL_LIST] = "vol-list",
+    [LIO_OP_VOL_ATTACH] = "vol-attach",	  [LIO_OP_VOL_DETACH] = "vol-detach",
+    [LIO_OP_SSD_STATS] = "ssd-stats",	  [LIO_OP_SESSION_LIST] = "session-list",
+};
+
+static const char *lio_op_name(uint32_t op)
+{
+	return op < LIO_OP_MAX && lio_op_names[op] ? lio_op_names[op] : "op";
+}
+
+int lio_client_call(struct lio_client *c, uint32_t op, const void *in, uint32_t inlen,
+		    const int *fds, unsigned nfds, void *out, uint32_t outlen, uint32_t *outgot,
+		    int *rfds, unsigned *nrfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * LIO_CLIENT_MAX_FDS)];
+		struct cmsghdr align;
+	} ctl;
+	struct lio_msg_hdr h = {.magic = LIO_MAGIC, .op = op, .len = inlen, .nfds = nfds};
+	struct lio_msg_reply rep;
+	struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)in, inlen}};
+	struct msghdr m = {.msg_iov = iov, .msg_iovlen = in && inlen ? 2 : 1};
+	unsigned maxr = nrfds ? *nrfds : 0, got = 0;
+	struct cmsghdr *cm;
+	ssize_t r;
+
+	c->err[0] = 0;
+	if (nfds > LIO_CLIENT_MAX_FDS)
+		return -EINVAL;
+	memcpy(h.label, c->label, sizeof(h.label));
+	memset(&ctl, 0, sizeof(ctl));
+	if (nfds) {
+		m.msg_control = ctl.buf;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	}
+	do
+		r = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		r = -errno;
+		snprintf(c->err, sizeof(c->err), "%s: send: %s", lio_op_name(op), strerror(errno));
+		return (int)r;
+	}
+
+	memset(&m, 0, sizeof(m));
+	memset(&ctl, 0, sizeof(ctl));
+	iov[0] = (struct iovec){&rep, sizeof(rep)};
+	iov[1] = (struct iovec){out, outlen};
+	m.msg_iov = iov;
+	m.msg_iovlen = out && outlen ? 2 : 1;
+	m.msg_control = ctl.buf;
+	m.msg_controllen = sizeof(ctl.buf);
+	do
+		r = recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	if (r < (ssize_t)sizeof(rep)) {
+		int e = r < 0 ? errno : ECONNRESET;
+
+		snprintf(c->err, sizeof(c->err), "%s: %s", lio_op_name(op),
+			 r < 0 ? strerror(e) : "connection closed by the SSD");
+		return -e;
+	}
+	for (cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+		unsigned n, i;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (got < maxr)
+				rfds[got++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if (nrfds)
+		*nrfds = got;
+	if (rep.magic != LIO_MAGIC) {
+		snprintf(c->err, sizeof(c->err), "%s: reply magic 0x%x", lio_op_name(op),
+			 rep.magic);
+		return -EPROTO;
+	}
+	if (outgot)
+		*outgot = (uint32_t)r - (uint32_t)sizeof(rep);
+	if (rep.status < 0) {
+		rep.err[LIO_ERR_MAX - 1] = 0;
+		snprintf(c->err, sizeof(c->err), "%s", rep.err[0] ? rep.err : strerror(-rep.status));
+	}
+	return rep.status;
+}
+
+/* A call whose reply payload must be exactly outlen bytes. */
+static int lio_call_fixed(struct lio_client *c, uint32_t op, const void *in, uint32_t inlen,
+			  const int *fds, unsigned nfds, void *out, uint32_t outlen)
+{
+	uint32_t got = 0;
+	int r = lio_client_call(c, op, in, inlen, fds, nfds, out, outlen, &got, NULL, NULL);
+
+	if (r == 0 && out && got != outlen) {
+		snprintf(c->err, sizeof(c->err), "%s: reply of %u bytes, expected %u",
+			 lio_op_name(op), got, outlen);
+		return -EPROTO;
+	}
+	return r;
+}
+
+int lio_client_connect(struct lio_client **out, const char *name, const char *label,
+		       struct lio_identify *id, char *err, unsigned errlen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct timeval tv = {.tv_sec = LIO_CLIENT_TIMEOUT_S};
+	struct lio_identify tmp;
+	struct lio_client *c;
+	int r;
+
+	r = lio_sock_path(name, sa.sun_path, sizeof(sa.sun_path));
+	if (r) {
+		snprintf(err, errlen, "ssd '%s': not a valid SSD name or socket path", name);
+		return r;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	snprintf(c->label, sizeof(c->label), "%s", label && *label ? label : "client");
+	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		r = -errno;
+		snprintf(err, errlen, "ssd '%s': cannot connect to %s: %s", name, sa.sun_path,
+			 strerror(errno));
+		if (c->fd >= 0)
+			close(c->fd);
+		free(c);
+		return r;
+	}
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	r = lio_client_identify(c, id ? id : &tmp);
+	if (r) {
+		snprintf(err, errlen, "ssd '%s': %s", name, c->err);
+		lio_client_close(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+void lio_client_close(struct lio_client *c)
+{
+	if (!c)
+		return;
+	close(c->fd);
+	free(c);
+}
+
+int lio_client_identify(struct lio_client *c, struct lio_identify *id)
+{
+	return lio_call_fixed(c, LIO_OP_IDENTIFY, NULL, 0, NULL, 0, id, sizeof(*id));
+}
+
+int lio_client_dma_register(struct lio_client *c, const struct lio_dma_window *w)
+{
+	int fds[LIO_MAX_REGIONS];
+	unsigned i, n = w->nr_regions <= LIO_MAX_REGIONS ? w->nr_regions : LIO_MAX_REGIONS;
+
+	for (i = 0; i < n; i++)
+		fds[i] = w->r[i].fd;
+	return lio_call_fixed(c, LIO_OP_DMA_REGISTER, w, sizeof(*w), fds, n, NULL, 0);
+}
+
+int lio_client_qmem_alloc(struct lio_client *c, struct lio_qmem *q)
+{
+	int fd = -1;
+	unsigned n = 1;
+	uint32_t got = 0;
+	int r = lio_client_call(c, LIO_OP_QMEM_ALLOC, q, sizeof(*q), NULL, 0, q, sizeof(*q), &got,
+				&fd, &n);
+
+	if (r == 0 && (n != 1 || got != sizeof(*q))) {
+		snprintf(c->err, sizeof(c->err), "qmem-alloc: reply without the queue-memory fd");
+		if (n)
+			close(fd);
+		return -EPROTO;
+	}
+	q->fd = r == 0 ? fd : -1;
+	return r;
+}
+
+int lio_client_qp_create(struct lio_client *c, struct lio_qp_create *q)
+{
+	int fds[2];
+	unsigned n = 0;
+
+	if (q->flags & LIO_QP_DB_EVENTFD)
+		fds[n++] = q->db_fd;
+	if (q->flags & LIO_QP_IRQ_ENABLED)
+		fds[n++] = q->irq_fd;
+	return lio_call_fixed(c, LIO_OP_QP_CREATE, q, sizeof(*q), fds, n, q, sizeof(*q));
+}
+
+int lio_client_qp_destroy(struct lio_client *c, uint32_t qp_id)
+{
+	struct lio_qp_ref ref = {.qp_id = qp_id};
+
+	return lio_call_fixed(c, LIO_OP_QP_DESTROY, &ref, sizeof(ref), NULL, 0, NULL, 0);
+}
+
+int lio_client_qp_stats(struct lio_client *c, uint32_t qp_id, struct lio_qp_stats *s)
+{
+	struct lio_qp_ref ref = {.qp_id = qp_id};
+
+	return lio_call_fixed(c, LIO_OP_QP_STATS, &ref, sizeof(ref), NULL, 0, s, sizeof(*s));
+}
+
+int lio_client_vol_create(struct lio_client *c, const struct lio_vol *v)
+{
+	return lio_call_fixed(c, LIO_OP_VOL_CREATE, v, sizeof(*v), NULL, 0, NULL, 0);
+}
+
+int lio_client_vol_delete(struct lio_client *c, const struct lio_vol *v)
+{
+	return lio_call_fixed(c, LIO_OP_VOL_DELETE, v, sizeof(*v), NULL, 0, NULL, 0);
+}
+
+int lio_client_vol_resize(struct lio_client *c, const struct lio_vol *v)
+{
+	return lio_call_fixed(c, LIO_OP_VOL_RESIZE, v, sizeof(*v), NULL, 0, NULL, 0);
+}
+
+int lio_client_vol_list(struct lio_client *c, struct lio_vol_list *l)
+{
+	return lio_call_fixed(c, LIO_OP_VOL_LIST, l, sizeof(*l), NULL, 0, l, sizeof(*l));
+}
+
+int lio_client_vol_attach(struct lio_client *c, struct lio_vol_attach *a)
+{
+	return lio_call_fixed(c, LIO_OP_VOL_ATTACH, a, sizeof(*a), NULL, 0, a, sizeof(*a));
+}
+
+int lio_client_vol_detach(struct lio_client *c, uint32_t vol_id)
+{
+	struct lio_vol_attach a = {.vol_id = vol_id};
+
+	return lio_call_fixed(c, LIO_OP_VOL_DETACH, &a, sizeof(a), NULL, 0, NULL, 0);
+}
+
+int lio_client_ssd_stats(struct lio_client *c, struct lio_ssd_stats *s)
+{
+	return lio_call_fixed(c, LIO_OP_SSD_STATS, NULL, 0, NULL, 0, s, sizeof(*s));
+}
+
+int lio_client_session_list(struct lio_client *c, struct lio_session_list *l)
+{
+	return lio_call_fixed(c, LIO_OP_SESSION_LIST, l, sizeof(*l), NULL, 0, l, sizeof(*l));
+}
+
+/* ---- lio_drv ---- */
+
+static uint64_t lio_pages(uint64_t bytes)
+{
+	return (bytes + LIO_PAGE_SIZE - 1) & ~(uint64_t)(LIO_PAGE_SIZE - 1);
+}
+
+uint64_t lio_drv_alloc(struct lio_drv *d, uint64_t bytes)
+{
+	uint64_t b = lio_pages(bytes), gpa;
+
+	if (!b || b > d->mem_bytes - d->brk)
+		return 0;
+	gpa = LIO_DRV_GPA_BASE + d->brk;
+	d->brk += b;
+	memset(d->mem + (gpa - LIO_DRV_GPA_BASE), 0, b);
+	return gpa;
+}
+
+void *lio_drv_ptr(struct lio_drv *d, uint64_t gpa)
+{
+	if (gpa < LIO_DRV_GPA_BASE || gpa - LIO_DRV_GPA_BASE >= d->mem_bytes)
+		return NULL;
+	return d->mem + (gpa - LIO_DRV_GPA_BASE);
+}
+
+static int lio_drv_qp_open(struct lio_drv *d, unsigned qi, uint64_t shadow, char *err,
+			   unsigned errlen)
+{
+	struct lio_drv_qp *q = &d->qp[qi];
+	const struct lio_drv_opts *o = &d->o;
+	struct lio_qp_create c = {
+	    .vol_id = o->vol_id,
+	    .mode = o->mode,
+	    .flags = o->qp_flags,
+	    .sqid = (uint16_t)(qi + 1),
+	    .cqid = (uint16_t)(qi + 1),
+	    .sq_depth = o->depth,
+	    .cq_depth = o->depth,
+	    .db_fd = -1,
+	    .irq_fd = -1,
+	};
+	int r;
+
+	q->db_fd = q->irq_fd = -1;
+	q->depth = o->depth;
+	q->phase = 1;
+	q->prp_gpa = lio_drv_alloc(d, (uint64_t)o->depth * LIO_PAGE_SIZE);
+	if (!(o->qp_flags & LIO_QP_SQ_QMEM))
+		c.sq_gpa = lio_drv_alloc(d, (uint64_t)o->depth * sizeof(struct nvme_sqe));
+	if (!(o->qp_flags & LIO_QP_CQ_QMEM))
+		c.cq_gpa = lio_drv_alloc(d, (uint64_t)o->depth * sizeof(struct nvme_cqe));
+	if (!q->prp_gpa || (!(o->qp_flags & LIO_QP_SQ_QMEM) && !c.sq_gpa) ||
+	    (!(o->qp_flags & LIO_QP_CQ_QMEM) && !c.cq_gpa)) {
+		snprintf(err, errlen, "lio_drv: DMA window of %llu bytes too small for queue %u",
+			 (unsigned long long)d->mem_bytes, qi);
+		return -ENOMEM;
+	}
+	if (o->qp_flags & LIO_QP_DB_EVENTFD) {
+		c.shadow_db_gpa = shadow + qi * 8;
+		c.eventidx_gpa = shadow + LIO_PAGE_SIZE + qi * 8;
+		q->db_fd = c.db_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	}
+	if (o->qp_flags & LIO_QP_IRQ_ENABLED)
+		q->irq_fd = c.irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	r = lio_client_qp_create(d->c, &c);
+	if (r) {
+		snprintf(err, errlen, "lio_drv: queue %u: %s", qi, lio_client_error(d->c));
+		return r;
+	}
+	q->qp_id = c.qp_id;
+	q->sq = o->qp_flags & LIO_QP_SQ_QMEM ? (struct nvme_sqe *)(d->qmem + c.sq_off)
+					     : lio_drv_ptr(d, c.sq_gpa);
+	q->cq = o->qp_flags & LIO_QP_CQ_QMEM ? (struct nvme_cqe *)(d->qmem + c.cq_off)
+					     : lio_drv_ptr(d, c.cq_gpa);
+	if (o->qp_flags & LIO_QP_DB_POLL) {
+		q->sq_db = (uint32_t *)(d->qmem + c.db_off);
+		q->cq_db = (uint32_t *)(d->qmem + c.db_off + LIO_PAGE_SIZE);
+	} else {
+		q->sq_db = lio_drv_ptr(d, c.shadow_db_gpa);
+		q->cq_db = lio_drv_ptr(d, c.shadow_db_gpa + 4);
+	}
+	return 0;
+}
+
+int lio_drv_open(struct lio_drv **out, struct lio_client *c, const struct lio_drv_opts *o,
+		 char *err, unsigned errlen)
+{
+	bool want_qmem = o->qp_flags & (LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL);
+	struct lio_dma_window w = {.nr_regions = 1};
+	struct lio_drv *d;
+	uint64_t shadow = 0;
+	unsigned i;
+	int r;
+
+	if (!o->nr_qp || o->nr_qp > LIO_DRV_MAX_QP || o->depth < 2 || o->depth > LIO_MAX_QDEPTH) {
+		snprintf(err, errlen, "lio_drv: %u queues of depth %u out of range", o->nr_qp,
+			 o->depth);
+		return -EINVAL;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->c = c;
+	d->o = *o;
+	d->qmem_fd = -1;
+	d->mem_bytes = lio_pages(o->mem_bytes ? o->mem_bytes : 16ull << 20);
+	d->memfd = memfd_create("lio-drv", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (d->memfd < 0 || ftruncate(d->memfd, (off_t)d->mem_bytes) ||
+	    fcntl(d->memfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
+		r = -errno;
+		snprintf(err, errlen, "lio_drv: memfd of %llu bytes: %s",
+			 (unsigned long long)d->mem_bytes, strerror(errno));
+		goto fail;
+	}
+	d->mem = mmap(NULL, d->mem_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, d->memfd, 0);
+	if (d->mem == MAP_FAILED) {
+		d->mem = NULL;
+		r = -errno;
+		snprintf(err, errlen, "lio_drv: mmap: %s", strerror(errno));
+		goto fail;
+	}
+	w.r[0] = (struct lio_dma_region){
+	    .gpa = LIO_DRV_GPA_BASE, .size = d->mem_bytes, .fd_offset = 0, .fd = d->memfd};
+	r = lio_client_dma_register(c, &w);
+	if (r) {
+		snprintf(err, errlen, "lio_drv: %s", lio_client_error(c));
+		goto fail;
+	}
+	if (want_qmem) {
+		uint64_t per = lio_pages((uint64_t)o->depth * sizeof(struct nvme_sqe)) +
+			       lio_pages((uint64_t)o->depth * sizeof(struct nvme_cqe)) +
+			       2 * LIO_PAGE_SIZE;
+		struct lio_qmem q = {.size = per * o->nr_qp};
+
+		r = lio_client_qmem_alloc(c, &q);
+		if (r) {
+			snprintf(err, errlen, "lio_drv: %s", lio_client_error(c));
+			goto fail;
+		}
+		d->qmem_fd = q.fd;
+		d->qmem_bytes = q.size;
+		d->qmem = mmap(NULL, q.size, PROT_READ | PROT_WRITE, MAP_SHARED, q.fd, 0);
+		if (d->qmem == MAP_FAILED) {
+			d->qmem = NULL;
+			r = -errno;
+			snprintf(err, errlen, "lio_drv: mmap of queue memory: %s", strerror(errno));
+			goto fail;
+		}
+	}
+	if (o->qp_flags & LIO_QP_DB_EVENTFD)
+		shadow = lio_drv_alloc(d, 2 * LIO_PAGE_SIZE);
+	for (i = 0; i < o->nr_qp; i++) {
+		r = lio_drv_qp_open(d, i, shadow, err, errlen);
+		d->nr_qp = i + (r == 0);
+		if (r)
+			goto fail;
+	}
+	*out = d;
+	return 0;
+fail:
+	lio_drv_close(d);
+	return r;
+}
+
+void lio_drv_close(struct lio_drv *d)
+{
+	unsigned i;
+
+	if (!d)
+		return;
+	for (i = 0; i < d->nr_qp; i++)
+		lio_client_qp_destroy(d->c, d->qp[i].qp_id);
+	for (i = 0; i < LIO_DRV_MAX_QP; i++) {
+		if (d->qp[i].db_fd > 0)
+			close(d->qp[i].db_fd);
+		if (d->qp[i].irq_fd > 0)
+			close(d->qp[i].irq_fd);
+	}
+	if (d->qmem)
+		munmap(d->qmem, d->qmem_bytes);
+	if (d->qmem_fd >= 0)
+		close(d->qmem_fd);
+	if (d->mem)
+		munmap(d->mem, d->mem_bytes);
+	if (d->memfd >= 0)
+		close(d->memfd);
+	free(d);
+}
+
+int lio_drv_submit(struct lio_drv *d, unsigned qi, struct nvme_sqe *sqe)
+{
+	struct lio_drv_qp *q = &d->qp[qi];
+	uint32_t next = (q->sq_tail + 1) % q->depth;
+	uint16_t cid;
+
+	if (q->outstanding >= q->depth - 1)
+		return -EBUSY;
+	cid = q->next_cid++;
+	sqe->cid = cid;
+	memcpy(&q->sq[q->sq_tail], sqe, sizeof(*sqe));
+	q->sq_tail = next;
+	q->outstanding++;
+	__atomic_store_n(q->sq_db, next, __ATOMIC_RELEASE);
+	if (q->db_fd >= 0)
+		eventfd_write(q->db_fd, 1);
+	return cid;
+}
+
+static double lio_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned max,
+		 int timeout_ms)
+{
+	struct lio_drv_qp *q = &d->qp[qi];
+	double until = lio_now_ms() + timeout_ms;
+	unsigned n = 0, spins = 0;
+
+	for (;;) {
+		while (n < max) {
+			volatile struct nvme_cqe *e = &q->cq[q->cq_head];
+			uint16_t st = __atomic_load_n(&e->status, __ATOMIC_ACQUIRE);
+
+			if ((st & 1) != q->phase)
+				break;
+			out[n].dw0 = e->dw0;
+			out[n].dw1 = e->dw1;
+			out[n].sq_head = e->sq_head;
+			out[n].sq_id = e->sq_id;
+			out[n].cid = e->cid;
+			out[n].status = st;
+			n++;
+			if (++q->cq_head == q->depth) {
+				q->cq_head = 0;
+				q->phase ^= 1;
+			}
+			if (q->outstanding)
+				q->outstanding--;
+		}
+		if (n) {
+			__atomic_store_n(q->cq_db, q->cq_head, __ATOMIC_RELEASE);
+			return (int)n;
+		}
+		if (timeout_ms <= 0 || lio_now_ms() > until)
+			return 0;
+		if (q->irq_fd >= 0) {
+			struct pollfd p = {.fd = q->irq_fd, .events = POLLIN};
+			eventfd_t v;
+
+			if (poll(&p, 1, 1) > 0)
+				eventfd_read(q->irq_fd, &v);
+		} else if (++spins % 64 == 0) {
+			sched_yield();
+		}
+	}
+}
+
+void lio_drv_prp(struct lio_drv *d, unsigned qi, struct nvme_sqe *sqe, uint64_t gpa,
+		 uint32_t len)
+{
+	struct lio_drv_qp *q = &d->qp[qi];
+	uint64_t first = LIO_PAGE_SIZE - (gpa & (LIO_PAGE_SIZE - 1));
+	uint64_t next = (gpa + first);
+	uint64_t *list;
+	unsigned i;
+
+	sqe->prp1 = gpa;
+	sqe->prp2 = 0;
+	if (len <= first)
+		return;
+	if (len <= first + LIO_PAGE_SIZE) {
+		sqe->prp2 = next;
+		return;
+	}
+	/* the list page of the SQ slot this command is about to take */
+	sqe->prp2 = q->prp_gpa + (uint64_t)q->sq_tail * LIO_PAGE_SIZE;
+	list = lio_drv_ptr(d, sqe->prp2);
+	for (i = 0; first + (uint64_t)i * LIO_PAGE_SIZE < len && i < LIO_PAGE_SIZE / 8; i++)
+		list[i] = next + (uint64_t)i * LIO_PAGE_SIZE;
+}
+
+uint16_t lio_drv_io(struct lio_drv *d, unsigned qi, uint8_t opcode, uint64_t lba, uint32_t nlb,
+		    uint64_t gpa)
+{
+	struct nvme_sqe sqe = {.opcode = opcode, .nsid = 1};
+	struct nvme_cqe cqe;
+	int cid;
+
+	if (d->o.mode == LIO_MODE_PASSTHROUGH)
+		lba += d->o.lba_start;
+	if (opcode != NVME_CMD_FLUSH) {
+		sqe.cdw10 = (uint32_t)lba;
+		sqe.cdw11 = (uint32_t)(lba >> 32);
+		sqe.cdw12 = nlb ? nlb - 1 : 0;
+		if (opcode == NVME_CMD_READ || opcode == NVME_CMD_WRITE)
+			lio_drv_prp(d, qi, &sqe, gpa, nlb << d->o.lba_shift);
+	}
+	cid = lio_drv_submit(d, qi, &sqe);
+	if (cid < 0)
+		return 0xffff;
+	for (;;) {
+		if (lio_drv_reap(d, qi, &cqe, 1, 5000) != 1)
+			return 0xffff;
+		if (cqe.cid == (uint16_t)cid)
+			return (uint16_t)(cqe.status >> 1);
+	}
+}

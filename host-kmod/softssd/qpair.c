@@ -1,0 +1,814 @@
+/* softssd's workers: each owns some queue pairs, an io_uring on the backing and an epoll set; it
+ * fetches SQEs round-robin with a per-pass budget, checks each copy, runs it and posts the CQE. */
+#include "softssd/qpair.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "softssd/model.h"
+
+#define SSD_RING_ENTRIES   256 /* io_uring SQ size of one worker: its commands in flight */
+#define SSD_QP_MAX_INFLIGHT 256 /* fetched-not-posted commands of one queue pair */
+#define SSD_DSM_MAX_RANGES 256
+#define SSD_EV_WAKE	   ((uint64_t)0)
+#define SSD_EV_RING	   ((uint64_t)1)
+
+struct ssd_req {
+	struct ssd_qp *qp;
+	struct ssd_req *next;
+	struct nvme_sqe sqe; /* the private copy: the only SQE bytes ever used */
+	struct lio_io io;
+	uint16_t status;
+	uint64_t submit_ns, due_ns;
+	struct iovec iov[LIO_CHECK_MAX_SEGS];
+};
+
+struct ssd_worker {
+	struct ssd_engine *e;
+	unsigned idx;
+	pthread_t thr;
+	struct io_uring ring;
+	int ring_efd, wake_fd, epfd;
+	pthread_mutex_t lock; /* qps, nqps, changed; the qp state DEAD hand-off */
+	pthread_cond_t cond;
+	struct ssd_qp **qps;
+	unsigned nqps, cap;
+	int changed;
+	/* worker-private */
+	struct ssd_qp **mine;
+	unsigned nmine, mycap, rr;
+	unsigned ring_inflight;
+	struct ssd_req *due_head; /* model: completions held until due_ns, sorted */
+	bool worked;
+};
+
+struct ssd_engine {
+	int fd;
+	uint32_t lba_shift;
+	struct ssd_model *model;
+	unsigned nr;
+	int stop;
+	struct ssd_worker *w;
+};
+
+static uint64_t ssd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define CTR_ADD(qp, f, v) __atomic_fetch_add(&(qp)->ctr.f, (v), __ATOMIC_RELAXED)
+
+void ssd_counters_read(struct ssd_counters *to, const struct ssd_counters *from)
+{
+	to->cmds = __atomic_load_n(&from->cmds, __ATOMIC_RELAXED);
+	to->read_bytes = __atomic_load_n(&from->read_bytes, __ATOMIC_RELAXED);
+	to->write_bytes = __atomic_load_n(&from->write_bytes, __ATOMIC_RELAXED);
+	to->errors = __atomic_load_n(&from->errors, __ATOMIC_RELAXED);
+	to->rejected = __atomic_load_n(&from->rejected, __ATOMIC_RELAXED);
+	to->polls = __atomic_load_n(&from->polls, __ATOMIC_RELAXED);
+	to->sleeps = __atomic_load_n(&from->sleeps, __ATOMIC_RELAXED);
+	to->irqs = __atomic_load_n(&from->irqs, __ATOMIC_RELAXED);
+}
+
+void ssd_counters_add(struct ssd_counters *to, const struct ssd_counters *from)
+{
+	struct ssd_counters c;
+
+	ssd_counters_read(&c, from);
+	to->cmds += c.cmds;
+	to->read_bytes += c.read_bytes;
+	to->write_bytes += c.write_bytes;
+	to->errors += c.errors;
+	to->rejected += c.rejected;
+	to->polls += c.polls;
+	to->sleeps += c.sleeps;
+	to->irqs += c.irqs;
+}
+
+void *ssd_window_ptr(const struct ssd_window *w, uint64_t gpa, uint64_t len)
+{
+	unsigned i;
+
+	if (!len || gpa + len < gpa)
+		return NULL;
+	for (i = 0; i < w->n; i++) {
+		const struct lio_check_region *r = &w->cr[i];
+
+		if (gpa >= r->gpa && gpa - r->gpa <= r->size && len <= r->size - (gpa - r->gpa))
+			return w->host[i] + (gpa - r->gpa);
+	}
+	return NULL;
+}
+
+/* ---- posting completions ---- */
+
+static void ssd_post(struct ssd_worker *w, struct ssd_req *req)
+{
+	struct ssd_qp *qp = req->qp;
+	volatile struct nvme_cqe *cqe = &qp->cq[qp->cq_tail];
+	uint16_t st = (uint16_t)(req->status << 1) | qp->phase;
+
+	cqe->dw0 = 0;
+	cqe->dw1 = 0;
+	cqe->sq_head = (uint16_t)qp->sq_head;
+	cqe->sq_id = qp->sqid;
+	cqe->cid = req->sqe.cid;
+	/* the phase tag last: the guest may consume the entry the moment it flips */
+	__atomic_store_n(&cqe->status, st, __ATOMIC_RELEASE);
+	if (++qp->cq_tail == qp->cq_depth) {
+		qp->cq_tail = 0;
+		qp->phase ^= 1;
+	}
+	CTR_ADD(qp, cmds, 1);
+	if (req->status)
+		CTR_ADD(qp, errors, 1);
+	else if (req->io.kind == LIO_IO_READ)
+		CTR_ADD(qp, read_bytes, req->io.bytes);
+	else if (req->io.kind == LIO_IO_WRITE)
+		CTR_ADD(qp, write_bytes, req->io.bytes);
+	qp->inflight--;
+	qp->irq_pending++;
+	req->next = qp->free_reqs;
+	qp->free_reqs = req;
+	w->worked = true;
+}
+
+/* A command finished (backing I/O done, or refused): now, or when the model says. */
+static void ssd_req_done(struct ssd_worker *w, struct ssd_req *req, uint64_t now)
+{
+	struct ssd_model *m = w->e->model;
+	struct ssd_req **pp;
+
+	if (!m || !ssd_model_active(m) || req->status ||
+	    __atomic_load_n(&req->qp->state, __ATOMIC_ACQUIRE) == SSD_QP_DYING) {
+		ssd_post(w, req);
+		return;
+	}
+	req->due_ns = ssd_model_due(m, req->submit_ns, now);
+	if (req->due_ns <= now) {
+		ssd_post(w, req);
+		return;
+	}
+	for (pp = &w->due_head; *pp && (*pp)->due_ns <= req->due_ns; pp = &(*pp)->next)
+		;
+	req->next = *pp;
+	*pp = req;
+}
+
+static unsigned ssd_post_due(struct ssd_worker *w, uint64_t now, bool all)
+{
+	unsigned n = 0;
+
+	while (w->due_head && (all || w->due_head->due_ns <= now)) {
+		struct ssd_req *r = w->due_head;
+
+		w->due_head = r->next;
+		ssd_post(w, r);
+		n++;
+	}
+	return n;
+}
+
+static void ssd_irq_flush(struct ssd_qp *qp)
+{
+	if (!qp->irq_pending)
+		return;
+	if (qp->irq_fd >= 0 && (qp->flags & LIO_QP_IRQ_ENABLED) &&
+	    (!qp->irq_coalesce || qp->irq_pending >= qp->irq_coalesce || !qp->inflight)) {
+		/* non-blocking: a client that lets its counter overflow loses interrupts, nothing more */
+		if (eventfd_write(qp->irq_fd, 1) == 0)
+			CTR_ADD(qp, irqs, 1);
+		qp->irq_pending = 0;
+	} else if (!(qp->flags & LIO_QP_IRQ_ENABLED)) {
+		qp->irq_pending = 0;
+	}
+}
+
+/* ---- running one checked command ---- */
+
+static int ssd_read_prp(void *opaque, uint64_t gpa, uint64_t *out, unsigned n)
+{
+	const struct ssd_window *win = opaque;
+	const uint64_t *p = ssd_window_ptr(win, gpa, (uint64_t)n * 8);
+	unsigned i;
+
+	if (!p)
+		return -1;
+	for (i = 0; i < n; i++)
+		out[i] = __atomic_load_n(&p[i], __ATOMIC_RELAXED); /* each entry read once */
+	return 0;
+}
+
+static bool ssd_in_bounds(const struct ssd_qp *qp, uint64_t lba, uint64_t nlb)
+{
+	return lba >= qp->lba_lo && nlb <= qp->lba_hi - qp->lba_lo && lba - qp->lba_lo <= qp->lba_hi - qp->lba_lo - nlb;
+}
+
+static struct io_uring_sqe *ssd_ring_sqe(struct ssd_worker *w)
+{
+	struct io_uring_sqe *s = io_uring_get_sqe(&w->ring);
+
+	if (!s) {
+		io_uring_submit(&w->ring);
+		s = io_uring_get_sqe(&w->ring);
+	}
+	return s;
+}
+
+static uint16_t ssd_dsm(struct ssd_worker *w, struct ssd_req *req)
+{
+	struct ssd_qp *qp = req->qp;
+	struct nvme_dsm_range r[SSD_DSM_MAX_RANGES];
+	unsigned nr = (unsigned)(req->io.bytes / sizeof(r[0])), i, got = 0;
+	uint16_t st;
+
+	if (!nr || nr > SSD_DSM_MAX_RANGES)
+		return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) | NVME_STATUS_DNR;
+	/* the range list into private memory, once, before it is checked */
+	for (i = 0; i < req->io.nsegs && got < req->io.bytes; i++) {
+		const struct lio_seg *s = &req->io.segs[i];
+		uint32_t len = s->len;
+		const void *p;
+
+		if (len > req->io.bytes - got)
+			len = (uint32_t)(req->io.bytes - got);
+		p = ssd_window_ptr(qp->win, s->gpa, len);
+		if (!p)
+			return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+		memcpy((uint8_t *)r + got, p, len);
+		got += len;
+	}
+	if (got != req->io.bytes)
+		return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+	st = lio_dsm_check(&qp->chk, r, nr);
+	if (st)
+		return st;
+	for (i = 0; i < nr; i++)
+		if (r[i].nlb && !ssd_in_bounds(qp, r[i].slba, r[i].nlb))
+			return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_LBA_RANGE) | NVME_STATUS_DNR;
+	if (!(req->io.dsm_attr & NVME_DSM_AD))
+		return 0;
+	for (i = 0; i < nr; i++) {
+		off_t off = (off_t)(r[i].slba << w->e->lba_shift);
+		off_t len = (off_t)((uint64_t)r[i].nlb << w->e->lba_shift);
+
+		/* deallocation is advisory: a backing that cannot punch holes keeps the data */
+		if (len)
+			fallocate(w->e->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len);
+	}
+	return 0;
+}
+
+/* Checks the private copy and starts it; refused or synchronous commands complete at once. */
+static void ssd_req_start(struct ssd_worker *w, struct ssd_req *req, uint64_t now)
+{
+	struct ssd_qp *qp = req->qp;
+	struct lio_io *io = &req->io;
+	struct io_uring_sqe *s;
+	unsigned i;
+	uint16_t st;
+
+	req->submit_ns = now;
+	req->status = 0;
+	st = lio_sqe_check(&qp->chk, &req->sqe, io);
+	if (!st && (io->kind == LIO_IO_READ || io->kind == LIO_IO_WRITE ||
+		    io->kind == LIO_IO_ZEROES) &&
+	    !ssd_in_bounds(qp, io->dev_lba, io->nlb))
+		st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_LBA_RANGE) | NVME_STATUS_DNR;
+	if (st) {
+		io->kind = LIO_IO_FLUSH; /* not counted as data */
+		io->bytes = 0;
+		req->status = st;
+		CTR_ADD(qp, rejected, 1);
+		ssd_req_done(w, req, now);
+		return;
+	}
+	if (io->kind == LIO_IO_DSM) {
+		req->status = ssd_dsm(w, req);
+		ssd_req_done(w, req, now);
+		return;
+	}
+	s = ssd_ring_sqe(w);
+	if (!s) {
+		req->status = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+		ssd_req_done(w, req, now);
+		return;
+	}
+	switch (io->kind) {
+	case LIO_IO_READ:
+	case LIO_IO_WRITE:
+		for (i = 0; i < io->nsegs; i++) {
+			void *p = ssd_window_ptr(qp->win, io->segs[i].gpa, io->segs[i].len);
+
+			if (!p) { /* the checker let through what the window cannot map */
+				io_uring_prep_nop(s);
+				io_uring_sqe_set_data(s, NULL);
+				req->status = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+				ssd_req_done(w, req, now);
+				w->ring_inflight++;
+				return;
+			}
+			req->iov[i] = (struct iovec){p, io->segs[i].len};
+		}
+		if (io->kind == LIO_IO_READ)
+			io_uring_prep_readv(s, w->e->fd, req->iov, io->nsegs,
+					    io->dev_lba << w->e->lba_shift);
+		else
+			io_uring_prep_writev2(s, w->e->fd, req->iov, io->nsegs,
+					      io->dev_lba << w->e->lba_shift,
+					      io->fua ? RWF_DSYNC : 0);
+		break;
+	case LIO_IO_FLUSH:
+		io_uring_prep_fsync(s, w->e->fd, IORING_FSYNC_DATASYNC);
+		break;
+	case LIO_IO_ZEROES:
+		/* a punched range reads back as zeroes on files and block devices alike */
+		io_uring_prep_fallocate(s, w->e->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					io->dev_lba << w->e->lba_shift,
+					(uint64_t)io->nlb << w->e->lba_shift);
+		break;
+	default:
+		break;
+	}
+	io_uring_sqe_set_data(s, req);
+	w->ring_inflight++;
+}
+
+static void ssd_reap(struct ssd_worker *w, uint64_t now, unsigned *work)
+{
+	struct io_uring_cqe *cqe;
+
+	while (io_uring_peek_cqe(&w->ring, &cqe) == 0) {
+		struct ssd_req *req = io_uring_cqe_get_data(cqe);
+		int res = cqe->res;
+
+		io_uring_cqe_seen(&w->ring, cqe);
+		w->ring_inflight--;
+		(*work)++;
+		if (!req)
+			continue;
+		if (res < 0 || ((req->io.kind == LIO_IO_READ || req->io.kind == LIO_IO_WRITE) &&
+				(uint64_t)res != req->io.bytes)) {
+			if (req->io.kind == LIO_IO_READ)
+				req->status = NVME_STATUS(NVME_SCT_MEDIA, NVME_SC_READ_ERROR);
+			else if (req->io.kind == LIO_IO_WRITE)
+				req->status = NVME_STATUS(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT);
+			else if (req->io.kind == LIO_IO_ZEROES && res == -EOPNOTSUPP)
+				req->status = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE) |
+					      NVME_STATUS_DNR;
+			else
+				req->status = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+		}
+		ssd_req_done(w, req, now);
+	}
+}
+
+/* ---- fetching ---- */
+
+static uint32_t ssd_load_db(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* Starts up to SSD_QP_BUDGET new commands of qp. */
+static unsigned ssd_qp_fetch(struct ssd_worker *w, struct ssd_qp *qp, uint64_t now)
+{
+	uint32_t tail = ssd_load_db(qp->sq_tail_db), cqh = ssd_load_db(qp->cq_head_db);
+	unsigned n = 0;
+
+	if (cqh < qp->cq_depth)
+		qp->cq_head = cqh;
+	if (tail >= qp->sq_depth || cqh >= qp->cq_depth) {
+		/* a real controller would post an asynchronous event; this one ignores the write */
+		if (!qp->bad_db)
+			CTR_ADD(qp, errors, 1);
+		qp->bad_db = true;
+		if (tail >= qp->sq_depth)
+			return 0;
+	}
+	qp->last_tail = tail;
+	qp->stalled = false;
+	while (qp->sq_head != tail && n < SSD_QP_BUDGET) {
+		uint32_t used = (qp->cq_tail + qp->cq_depth - qp->cq_head) % qp->cq_depth;
+		struct ssd_req *req;
+
+		if (used + qp->inflight >= qp->cq_depth - 1 || !qp->free_reqs) {
+			/* never overwrite an entry the guest has not consumed */
+			qp->stalled = used + qp->inflight >= qp->cq_depth - 1;
+			break;
+		}
+		if (w->ring_inflight >= SSD_RING_ENTRIES)
+			break;
+		req = qp->free_reqs;
+		qp->free_reqs = req->next;
+		memcpy(&req->sqe, &qp->sq[qp->sq_head], sizeof(req->sqe));
+		if (++qp->sq_head == qp->sq_depth)
+			qp->sq_head = 0;
+		qp->inflight++;
+		ssd_req_start(w, req, now);
+		n++;
+	}
+	if (n)
+		CTR_ADD(qp, polls, 1);
+	return n;
+}
+
+/* ---- the worker's queue-pair set ---- */
+
+static void ssd_worker_sync(struct ssd_worker *w)
+{
+	unsigned i;
+
+	if (!__atomic_load_n(&w->changed, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->changed = 0;
+	if (w->mycap < w->nqps) {
+		struct ssd_qp **m = realloc(w->mine, w->nqps * sizeof(*m));
+
+		if (!m) { /* keep the old set; try again on the next pass */
+			w->changed = 1;
+			pthread_mutex_unlock(&w->lock);
+			return;
+		}
+		w->mine = m;
+		w->mycap = w->nqps;
+	}
+	memcpy(w->mine, w->qps, w->nqps * sizeof(*w->mine));
+	w->nmine = w->nqps;
+	for (i = 0; i < w->nmine; i++) {
+		struct ssd_qp *qp = w->mine[i];
+
+		if (qp->state == SSD_QP_NEW) {
+			if (qp->db_fd >= 0) {
+				struct epoll_event ev = {.events = EPOLLIN, .data.ptr = qp};
+
+				epoll_ctl(w->epfd, EPOLL_CTL_ADD, qp->db_fd, &ev);
+			}
+			__atomic_store_n(&qp->state, SSD_QP_ACTIVE, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* A dying queue pair leaves once nothing it fetched is outstanding. */
+static void ssd_worker_reap_dying(struct ssd_worker *w)
+{
+	unsigned i, j;
+
+	for (i = 0; i < w->nmine; i++) {
+		struct ssd_qp *qp = w->mine[i];
+
+		if (__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) != SSD_QP_DYING || qp->inflight)
+			continue;
+		ssd_irq_flush(qp);
+		if (qp->db_fd >= 0)
+			epoll_ctl(w->epfd, EPOLL_CTL_DEL, qp->db_fd, NULL);
+		/* out of the private set first: once DEAD, the qp may be freed at any moment */
+		w->mine[i--] = w->mine[--w->nmine];
+		pthread_mutex_lock(&w->lock);
+		for (j = 0; j < w->nqps; j++) {
+			if (w->qps[j] == qp) {
+				w->qps[j] = w->qps[--w->nqps];
+				break;
+			}
+		}
+		w->changed = 1;
+		__atomic_store_n(&qp->state, SSD_QP_DEAD, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&w->cond);
+		pthread_mutex_unlock(&w->lock);
+	}
+}
+
+/* Re-reads every doorbell after publishing EventIdx: true when work arrived meanwhile. */
+static bool ssd_worker_recheck(struct ssd_worker *w, bool *watch)
+{
+	unsigned i;
+
+	*watch = false;
+	for (i = 0; i < w->nmine; i++) {
+		struct ssd_qp *qp = w->mine[i];
+
+		if (qp->state != SSD_QP_ACTIVE)
+			continue;
+		if (qp->eventidx)
+			__atomic_store_n(qp->eventidx, qp->sq_head, __ATOMIC_RELEASE);
+		if ((qp->flags & LIO_QP_DB_POLL) || qp->stalled)
+			*watch = true;
+	}
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (i = 0; i < w->nmine; i++) {
+		struct ssd_qp *qp = w->mine[i];
+		uint32_t t;
+
+		if (qp->state != SSD_QP_ACTIVE || qp->stalled)
+			continue;
+		t = ssd_load_db(qp->sq_tail_db);
+		if (t < qp->sq_depth && t != qp->sq_head)
+			return true;
+	}
+	return false;
+}
+
+static void ssd_worker_sleep(struct ssd_worker *w, uint64_t now)
+{
+	struct epoll_event ev[32];
+	int timeout = -1, n, i;
+	bool watch;
+
+	if (ssd_worker_recheck(w, &watch))
+		return;
+	if (watch)
+		timeout = SSD_POLL_SLEEP_MS;
+	if (w->due_head) {
+		uint64_t ms = (w->due_head->due_ns - now + 999999) / 1000000;
+
+		if (timeout < 0 || ms < (uint64_t)timeout)
+			timeout = (int)ms;
+	}
+	if (w->worked) {
+		for (i = 0; i < (int)w->nmine; i++)
+			CTR_ADD(w->mine[i], sleeps, 1);
+		w->worked = false;
+	}
+	n = epoll_wait(w->epfd, ev, 32, timeout);
+	for (i = 0; i < n; i++) {
+		eventfd_t v;
+
+		if (ev[i].data.u64 == SSD_EV_WAKE)
+			eventfd_read(w->wake_fd, &v);
+		else if (ev[i].data.u64 == SSD_EV_RING)
+			eventfd_read(w->ring_efd, &v);
+		else
+			eventfd_read(((struct ssd_qp *)ev[i].data.ptr)->db_fd, &v);
+	}
+}
+
+static void *ssd_worker_main(void *arg)
+{
+	struct ssd_worker *w = arg;
+	uint64_t idle_since = 0;
+
+	while (!__atomic_load_n(&w->e->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t now = ssd_now_ns();
+		unsigned work = 0, i, n;
+
+		ssd_worker_sync(w);
+		n = w->nmine;
+		for (i = 0; i < n; i++) {
+			struct ssd_qp *qp = w->mine[(w->rr + i) % n];
+
+			if (__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == SSD_QP_ACTIVE)
+				work += ssd_qp_fetch(w, qp, now);
+		}
+		if (n)
+			w->rr = (w->rr + 1) % n;
+		if (w->ring_inflight)
+			io_uring_submit(&w->ring);
+		ssd_reap(w, now, &work);
+		work += ssd_post_due(w, ssd_now_ns(), false);
+		for (i = 0; i < n; i++)
+			ssd_irq_flush(w->mine[i]);
+		ssd_worker_reap_dying(w);
+		if (work) {
+			idle_since = 0;
+			continue;
+		}
+		if (!idle_since)
+			idle_since = now;
+		if (now - idle_since < SSD_SPIN_NS || (w->ring_inflight && now - idle_since < 2 * SSD_SPIN_NS))
+			continue;
+		ssd_worker_sleep(w, now);
+		idle_since = 0;
+	}
+	/* stopping: wait out what the kernel still holds, then post everything */
+	while (w->ring_inflight) {
+		unsigned work = 0;
+
+		io_uring_submit_and_wait(&w->ring, 1);
+		ssd_reap(w, ssd_now_ns(), &work);
+	}
+	ssd_post_due(w, 0, true);
+	return NULL;
+}
+
+/* ---- engine ---- */
+
+static int ssd_worker_ring(struct ssd_worker *w, char *err, unsigned errlen)
+{
+	struct io_uring_restriction res[] = {
+	    {.opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READV},
+	    {.opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITEV},
+	    {.opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_FSYNC},
+	    {.opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_FALLOCATE},
+	    {.opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_NOP},
+	};
+	struct epoll_event ev = {.events = EPOLLIN};
+	int r;
+
+	r = io_uring_queue_init(SSD_RING_ENTRIES, &w->ring, IORING_SETUP_R_DISABLED);
+	if (r) {
+		snprintf(err, errlen, "softssd worker %u: io_uring set-up: %s", w->idx, strerror(-r));
+		return r;
+	}
+	w->ring_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (w->ring_efd < 0 || w->wake_fd < 0 || w->epfd < 0) {
+		snprintf(err, errlen, "softssd worker %u: eventfd/epoll: %s", w->idx,
+			 strerror(errno));
+		return -errno;
+	}
+	r = io_uring_register_eventfd(&w->ring, w->ring_efd);
+	/* only the operations above, for the life of the ring: no registration after this */
+	/* the raw register calls: Debian's liburing 2.3 does not export the two wrappers */
+	if (!r)
+		r = io_uring_register((unsigned)w->ring.ring_fd, IORING_REGISTER_RESTRICTIONS, res,
+				      sizeof(res) / sizeof(res[0]));
+	if (!r)
+		r = io_uring_register((unsigned)w->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL,
+				      0);
+	if (r) {
+		snprintf(err, errlen, "softssd worker %u: io_uring restrictions: %s", w->idx,
+			 strerror(-r));
+		return r;
+	}
+	ev.data.u64 = SSD_EV_WAKE;
+	epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wake_fd, &ev);
+	ev.data.u64 = SSD_EV_RING;
+	epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->ring_efd, &ev);
+	return 0;
+}
+
+int ssd_engine_start(struct ssd_engine **out, int backing_fd, uint32_t lba_shift, unsigned nr,
+		     struct ssd_model *model, char *err, unsigned errlen)
+{
+	struct ssd_engine *e = calloc(1, sizeof(*e));
+	unsigned i;
+	int r;
+
+	if (!e)
+		return -ENOMEM;
+	e->fd = backing_fd;
+	e->lba_shift = lba_shift;
+	e->model = model;
+	e->w = calloc(nr, sizeof(*e->w));
+	if (!e->w) {
+		free(e);
+		return -ENOMEM;
+	}
+	for (i = 0; i < nr; i++) {
+		struct ssd_worker *w = &e->w[i];
+
+		w->e = e;
+		w->idx = i;
+		w->ring_efd = w->wake_fd = w->epfd = -1;
+		pthread_mutex_init(&w->lock, NULL);
+		pthread_cond_init(&w->cond, NULL);
+		r = ssd_worker_ring(w, err, errlen);
+		if (!r) {
+			r = -pthread_create(&w->thr, NULL, ssd_worker_main, w);
+			if (r)
+				snprintf(err, errlen, "softssd worker %u: thread: %s", i,
+					 strerror(-r));
+		}
+		if (r) {
+			e->nr = i;
+			ssd_engine_stop(e);
+			return r;
+		}
+	}
+	e->nr = nr;
+	*out = e;
+	return 0;
+}
+
+static void ssd_worker_wake(struct ssd_worker *w)
+{
+	eventfd_write(w->wake_fd, 1);
+}
+
+void ssd_engine_stop(struct ssd_engine *e)
+{
+	unsigned i;
+
+	if (!e)
+		return;
+	__atomic_store_n(&e->stop, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < e->nr; i++) {
+		ssd_worker_wake(&e->w[i]);
+		pthread_join(e->w[i].thr, NULL);
+	}
+	for (i = 0; i < e->nr; i++) {
+		struct ssd_worker *w = &e->w[i];
+
+		io_uring_queue_exit(&w->ring);
+		close(w->ring_efd);
+		close(w->wake_fd);
+		close(w->epfd);
+		free(w->qps);
+		free(w->mine);
+	}
+	free(e->w);
+	free(e);
+}
+
+unsigned ssd_engine_workers(const struct ssd_engine *e)
+{
+	return e->nr;
+}
+
+int ssd_qp_start(struct ssd_engine *e, struct ssd_qp *qp)
+{
+	struct ssd_worker *w = &e->w[0];
+	unsigned i, n = qp->cq_depth - 1 < SSD_QP_MAX_INFLIGHT ? qp->cq_depth - 1 : SSD_QP_MAX_INFLIGHT;
+
+	for (i = 1; i < e->nr; i++)
+		if (e->w[i].nqps < w->nqps)
+			w = &e->w[i];
+	qp->reqs = calloc(n, sizeof(*qp->reqs));
+	if (!qp->reqs)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		qp->reqs[i].qp = qp;
+		qp->reqs[i].next = i + 1 < n ? &qp->reqs[i + 1] : NULL;
+	}
+	qp->free_reqs = &qp->reqs[0];
+	qp->phase = 1;
+	qp->chk.read_prp = ssd_read_prp;
+	qp->chk.opaque = (void *)qp->win;
+	qp->w = w;
+	qp->state = SSD_QP_NEW;
+	pthread_mutex_lock(&w->lock);
+	if (w->nqps == w->cap) {
+		unsigned cap = w->cap ? w->cap * 2 : 16;
+		struct ssd_qp **q = realloc(w->qps, cap * sizeof(*q));
+
+		if (!q) {
+			pthread_mutex_unlock(&w->lock);
+			free(qp->reqs);
+			qp->reqs = NULL;
+			return -ENOMEM;
+		}
+		w->qps = q;
+		w->cap = cap;
+	}
+	w->qps[w->nqps++] = qp;
+	__atomic_store_n(&w->changed, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&w->lock);
+	ssd_worker_wake(w);
+	return 0;
+}
+
+void ssd_qp_stop(struct ssd_qp *qp)
+{
+	struct ssd_worker *w = qp->w;
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	if (qp->state == SSD_QP_NEW) { /* never seen by the worker: just take it out */
+		unsigned j;
+
+		for (j = 0; j < w->nqps; j++) {
+			if (w->qps[j] == qp) {
+				w->qps[j] = w->qps[--w->nqps];
+				break;
+			}
+		}
+		w->changed = 1;
+		qp->state = SSD_QP_DEAD;
+	}
+	if (qp->state != SSD_QP_DEAD)
+		__atomic_store_n(&qp->state, SSD_QP_DYING, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&w->lock);
+	ssd_worker_wake(w);
+	pthread_mutex_lock(&w->lock);
+	while (__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) != SSD_QP_DEAD)
+		pthread_cond_wait(&w->cond, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	qp->w = NULL;
+}
+
+void ssd_qp_free(struct ssd_qp *qp)
+{
+	if (!qp)
+		return;
+	free(qp->reqs);
+	if (qp->db_fd >= 0)
+		close(qp->db_fd);
+	if (qp->irq_fd >= 0)
+		close(qp->irq_fd);
+	free(qp);
+}

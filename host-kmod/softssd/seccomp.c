@@ -1,0 +1,66 @@
+/* softssd's own system-call filter (libseccomp): what the daemon needs once its volumes, workers
+ * and socket are set up, nothing more; a forbidden call kills it (or is logged with log mode). */
+#include <errno.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "softssd/server.h"
+
+/* Add a call here only with the reason next to it. */
+static const char *const ssd_seccomp_allowed[] = {
+    /* memory, threads, time */
+    "brk", "mmap", "munmap", "mprotect", "madvise", "futex", "exit", "exit_group",
+    "sched_yield", "getpid", "gettid", "rt_sigprocmask", "rt_sigreturn", "restart_syscall",
+    "clock_gettime", "clock_nanosleep", "nanosleep", "gettimeofday", "set_robust_list", "rseq",
+    "getrandom",
+    /* the control loop: clients, their requests and fds, signals by signalfd */
+    "epoll_wait", "epoll_pwait", "epoll_pwait2", "epoll_ctl", "accept4", "recvmsg", "sendmsg",
+    "sendto", "getsockopt", "read", "write", "close", "geteuid",
+    /* fds a client sends: memfd seals and size, eventfd identity and flags */
+    "fstat", "newfstatat", "fcntl", "readlink", "readlinkat",
+    /* queue memory */
+    "memfd_create", "ftruncate",
+    /* data path: io_uring (its ring restricted to the opcodes served), deallocate */
+    "io_uring_enter", "fallocate",
+    /* volume table writes and their flush */
+    "pread64", "pwrite64", "fdatasync", "fsync", "flock",
+    /* shutdown: the socket goes away with the daemon */
+    "unlink",
+};
+
+int ssd_seccomp_install(enum ssd_seccomp_mode mode, char *err, unsigned errlen)
+{
+	scmp_filter_ctx ctx;
+	unsigned i;
+	int r;
+
+	if (mode == SSD_SECCOMP_OFF)
+		return 0;
+	ctx = seccomp_init(mode == SSD_SECCOMP_LOG ? SCMP_ACT_LOG : SCMP_ACT_KILL_PROCESS);
+	if (!ctx) {
+		snprintf(err, errlen, "softssd: seccomp_init failed");
+		return -ENOMEM;
+	}
+	for (i = 0; i < sizeof(ssd_seccomp_allowed) / sizeof(ssd_seccomp_allowed[0]); i++) {
+		int nr = seccomp_syscall_resolve_name(ssd_seccomp_allowed[i]);
+
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* not on this architecture */
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+		if (r) {
+			snprintf(err, errlen, "softssd: seccomp rule for %s: %s",
+				 ssd_seccomp_allowed[i], strerror(-r));
+			seccomp_release(ctx);
+			return r;
+		}
+	}
+	/* every thread, the workers included, gets the filter at once */
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+	if (!r)
+		r = seccomp_load(ctx);
+	if (r)
+		snprintf(err, errlen, "softssd: loading the seccomp filter: %s", strerror(-r));
+	seccomp_release(ctx);
+	return r;
+}

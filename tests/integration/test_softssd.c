@@ -1,0 +1,893 @@
+/* softssd end to end: `lvmm ssd serve` on a temp sparse backing, driven by test clients (lio_drv,
+ * no VM) through both modes and both doorbell kinds, hostile requests and commands, ten clients
+ * at once, kill -9 of the daemon mid-write and of a client. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lightiov/nvme.h"
+#include "lightiov/uapi.h"
+#include "nvme-lightiov/lio_client.h"
+#include "testutil.h"
+
+#define SSD	    "t0"
+#define BACKING_MB  256
+#define VOL_BYTES   (8u << 20)
+#define LBA_SHIFT   9
+#define RESERVED    (1u << 20) /* the volume table's area at the start of the backing */
+
+static char dir[64], backing[128], logpath[128];
+static pid_t daemon_pid;
+
+#define SC(s) ((s) & 0x7ff) /* SCT and SC of a CQE status (DNR and MORE dropped) */
+
+static void daemon_start(const char *const extra[])
+{
+	char size[16];
+	const char *argv[32] = {testutil_lvmm(), "ssd", "serve", SSD, "--backing", backing,
+				"--size", size};
+	int n = 8, i;
+
+	snprintf(size, sizeof(size), "%uM", BACKING_MB);
+	for (i = 0; extra && extra[i] && n < 30; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	daemon_pid = fork();
+	ck_assert_int_ge(daemon_pid, 0);
+	if (!daemon_pid) {
+		int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(argv[0], (char **)argv);
+		_exit(127);
+	}
+	/* ready when a client gets its identify answered */
+	for (i = 0; i < 200; i++) {
+		struct lio_client *c;
+		char err[256];
+
+		if (!lio_client_connect(&c, SSD, "probe", NULL, err, sizeof(err))) {
+			lio_client_close(c);
+			return;
+		}
+		testutil_sleep_ms(25);
+	}
+	ck_abort_msg("softssd did not come up: %s", testutil_slurp(logpath));
+}
+
+static int daemon_stop(int sig)
+{
+	int st;
+
+	if (daemon_pid <= 0)
+		return 0;
+	kill(daemon_pid, sig);
+	st = testutil_wait_limit(daemon_pid, "softssd", 20);
+	daemon_pid = 0;
+	return st;
+}
+
+static void setup(void)
+{
+	testutil_mkdtemp(dir, sizeof(dir), "/tmp/lvmm-softssd-");
+	snprintf(backing, sizeof(backing), "%s/backing.img", dir);
+	snprintf(logpath, sizeof(logpath), "%s/daemon.log", dir);
+	setenv("LVMM_RUN_DIR", dir, 1);
+	daemon_start(NULL);
+}
+
+static void teardown(void)
+{
+	int st = daemon_stop(SIGTERM);
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "softssd ended with 0x%x: %s", st,
+		      testutil_slurp(logpath));
+	testutil_rmtree(dir);
+}
+
+static struct lio_client *connect_ok(const char *label)
+{
+	struct lio_client *c = NULL;
+	char err[256];
+	int r = lio_client_connect(&c, SSD, label, NULL, err, sizeof(err));
+
+	ck_assert_msg(r == 0, "connect: %s", err);
+	return c;
+}
+
+static struct lio_vol_attach attach(struct lio_client *c, const char *name, uint32_t flags)
+{
+	struct lio_vol_attach a = {.size_bytes = VOL_BYTES, .flags = flags};
+	int r;
+
+	if (name)
+		snprintf(a.name, sizeof(a.name), "%s", name);
+	r = lio_client_vol_attach(c, &a);
+	ck_assert_msg(r == 0, "attach %s: %s", name ? name : "(anon)", lio_client_error(c));
+	ck_assert_uint_eq(a.lba_count, VOL_BYTES >> LBA_SHIFT);
+	return a;
+}
+
+static struct lio_drv *drv_open(struct lio_client *c, const struct lio_vol_attach *a,
+				uint32_t mode, uint32_t flags, unsigned nr_qp)
+{
+	struct lio_drv_opts o = {.vol_id = a->vol_id,
+				 .lba_start = a->lba_start,
+				 .lba_count = a->lba_count,
+				 .lba_shift = LBA_SHIFT,
+				 .mode = mode,
+				 .qp_flags = flags,
+				 .nr_qp = nr_qp,
+				 .depth = 64};
+	struct lio_drv *d = NULL;
+	char err[256];
+	int r = lio_drv_open(&d, c, &o, err, sizeof(err));
+
+	ck_assert_msg(r == 0, "lio_drv_open: %s", err);
+	return d;
+}
+
+/* The 8-byte stamp that fills LBA lba of writer tag. */
+static uint64_t stamp(unsigned tag, uint64_t lba)
+{
+	return ((uint64_t)0x5eed0000 + tag) << 32 | (lba & 0xffffffffu);
+}
+
+static void fill(void *buf, unsigned tag, uint64_t lba, uint32_t nlb)
+{
+	uint64_t *p = buf;
+	size_t i, per = (1u << LBA_SHIFT) / 8;
+
+	for (i = 0; i < (size_t)nlb * per; i++)
+		p[i] = stamp(tag, lba + i / per);
+}
+
+static bool check(const void *buf, unsigned tag, uint64_t lba, uint32_t nlb)
+{
+	const uint64_t *p = buf;
+	size_t i, per = (1u << LBA_SHIFT) / 8;
+
+	for (i = 0; i < (size_t)nlb * per; i++)
+		if (p[i] != stamp(tag, lba + i / per))
+			return false;
+	return true;
+}
+
+/* Write, flush, read back and compare on every queue of d: 4 KiB, a two-page transfer and a
+ * 64 KiB one that needs a PRP list, at the first and the last LBAs of the window. */
+static void rw_verify(struct lio_drv *d, unsigned tag)
+{
+	static const uint32_t sizes[] = {8, 16, 128};
+	uint64_t wbuf = lio_drv_alloc(d, 128 << LBA_SHIFT), rbuf = lio_drv_alloc(d, 128 << LBA_SHIFT);
+	unsigned qi, i;
+
+	ck_assert(wbuf && rbuf);
+	for (qi = 0; qi < d->nr_qp; qi++) {
+		for (i = 0; i < 3; i++) {
+			uint32_t nlb = sizes[i];
+			uint64_t lbas[2] = {qi * 512 + i * 128, d->o.lba_count - nlb - qi * 256};
+
+			for (unsigned k = 0; k < 2; k++) {
+				uint64_t lba = lbas[k];
+				uint16_t st;
+
+				fill(lio_drv_ptr(d, wbuf), tag, lba, nlb);
+				memset(lio_drv_ptr(d, rbuf), 0, (size_t)nlb << LBA_SHIFT);
+				st = lio_drv_io(d, qi, NVME_CMD_WRITE, lba, nlb, wbuf);
+				ck_assert_msg(st == 0, "write q%u lba %llu nlb %u: status 0x%x", qi,
+					      (unsigned long long)lba, nlb, st);
+				ck_assert_uint_eq(lio_drv_io(d, qi, NVME_CMD_FLUSH, 0, 0, 0), 0);
+				st = lio_drv_io(d, qi, NVME_CMD_READ, lba, nlb, rbuf);
+				ck_assert_msg(st == 0, "read q%u lba %llu: status 0x%x", qi,
+					      (unsigned long long)lba, st);
+				ck_assert_msg(check(lio_drv_ptr(d, rbuf), tag, lba, nlb),
+					      "q%u lba %llu nlb %u: data read back differs", qi,
+					      (unsigned long long)lba, nlb);
+			}
+		}
+	}
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	return !p[0] && !memcmp(p, p + 1, n - 1);
+}
+
+/* The backing itself holds tag's stamps at the volume's absolute LBAs: the window translation
+ * put the data where the table says the volume is. */
+static void backing_has(const struct lio_vol_attach *a, unsigned tag, uint64_t lba, uint32_t nlb)
+{
+	size_t len = (size_t)nlb << LBA_SHIFT;
+	void *buf = malloc(len);
+	int fd = open(backing, O_RDONLY);
+
+	ck_assert(fd >= 0 && buf);
+	ck_assert_int_eq(pread(fd, buf, len, (off_t)((a->lba_start + lba) << LBA_SHIFT)),
+			 (ssize_t)len);
+	ck_assert_msg(check(buf, tag, lba, nlb), "backing at volume LBA %llu lacks the data",
+		      (unsigned long long)lba);
+	close(fd);
+	free(buf);
+}
+
+static void mode_case(uint32_t mode, uint32_t flags, unsigned tag)
+{
+	struct lio_client *c = connect_ok("modes");
+	struct lio_vol_attach a = attach(c, NULL, LIO_ATTACH_ANON);
+	struct lio_drv *d = drv_open(c, &a, mode, flags, 2);
+	struct lio_qp_stats st;
+
+	ck_assert_uint_ge(a.lba_start, RESERVED >> LBA_SHIFT);
+	rw_verify(d, tag);
+	backing_has(&a, tag, 0, 8);
+	backing_has(&a, tag, a.lba_count - 128, 128);
+	ck_assert_int_eq(lio_client_qp_stats(c, d->qp[0].qp_id, &st), 0);
+	ck_assert_uint_eq(st.cmds, 18); /* 3 sizes x 2 places x write, flush, read */
+	ck_assert_uint_eq(st.errors, 0);
+	ck_assert_uint_ge(st.write_bytes, (8 + 16 + 128) * 2 << LBA_SHIFT);
+	ck_assert_uint_eq(st.mode, mode);
+	if (flags & LIO_QP_IRQ_ENABLED)
+		ck_assert_uint_gt(st.irqs, 0);
+	lio_drv_close(d);
+	lio_client_close(c);
+}
+
+START_TEST(test_isolated_poll_qmem)
+{
+	mode_case(LIO_MODE_ISOLATED, LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL, 1);
+}
+END_TEST
+
+START_TEST(test_isolated_eventfd_guest_rings)
+{
+	mode_case(LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD | LIO_QP_IRQ_ENABLED, 2);
+}
+END_TEST
+
+START_TEST(test_passthrough_poll_guest_rings)
+{
+	mode_case(LIO_MODE_PASSTHROUGH, LIO_QP_DB_POLL, 3);
+}
+END_TEST
+
+START_TEST(test_passthrough_eventfd_sq_in_qmem)
+{
+	mode_case(LIO_MODE_PASSTHROUGH, LIO_QP_SQ_QMEM | LIO_QP_DB_EVENTFD | LIO_QP_IRQ_ENABLED, 4);
+}
+END_TEST
+
+/* ---- hostile commands: each completes with an error, the queue keeps working ---- */
+
+static uint16_t raw(struct lio_drv *d, struct nvme_sqe *sqe)
+{
+	struct nvme_cqe cqe;
+	int cid = lio_drv_submit(d, 0, sqe);
+
+	ck_assert_int_ge(cid, 0);
+	ck_assert_int_eq(lio_drv_reap(d, 0, &cqe, 1, 5000), 1);
+	ck_assert_int_eq(cqe.cid, cid);
+	ck_assert_uint_eq(cqe.sq_id, 1);
+	return (uint16_t)(cqe.status >> 1);
+}
+
+static struct nvme_sqe rw(uint8_t op, uint64_t slba, uint32_t nlb, uint64_t prp1, uint64_t prp2)
+{
+	struct nvme_sqe s = {.opcode = op, .nsid = 1, .prp1 = prp1, .prp2 = prp2};
+
+	s.cdw10 = (uint32_t)slba;
+	s.cdw11 = (uint32_t)(slba >> 32);
+	s.cdw12 = nlb - 1;
+	return s;
+}
+
+START_TEST(test_hostile_commands)
+{
+	struct lio_client *c = connect_ok("hostile");
+	struct lio_vol_attach a = attach(c, NULL, LIO_ATTACH_ANON);
+	struct lio_drv *d = drv_open(c, &a, LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD, 1);
+	struct lio_drv *p;
+	uint64_t buf = lio_drv_alloc(d, 64 << 10), list = lio_drv_alloc(d, 4096);
+	uint64_t outside = LIO_DRV_GPA_BASE + d->mem_bytes + (1 << 20);
+	uint64_t *l = lio_drv_ptr(d, list);
+	struct lio_qp_stats st;
+	struct nvme_sqe s;
+	unsigned i;
+
+	s = rw(NVME_CMD_READ, a.lba_count, 1, buf, 0); /* one past the window */
+	ck_assert_uint_eq(SC(raw(d, &s)), NVME_SC_LBA_RANGE);
+	s = rw(NVME_CMD_WRITE, a.lba_count - 1, 2, buf, 0); /* crosses its end */
+	ck_assert_uint_eq(SC(raw(d, &s)), NVME_SC_LBA_RANGE);
+	s = rw(NVME_CMD_READ, ~0ull - 1, 8, buf, 0); /* SLBA + NLB wraps 2^64 */
+	ck_assert_uint_eq(SC(raw(d, &s)), NVME_SC_LBA_RANGE);
+	s = rw(NVME_CMD_READ, 0, 8, outside, 0); /* data pointer outside the DMA window */
+	ck_assert_uint_ne(raw(d, &s), 0);
+	s = rw(NVME_CMD_READ, 0, 16, buf, outside); /* second page outside */
+	ck_assert_uint_ne(raw(d, &s), 0);
+	s = rw(NVME_CMD_READ, 0, 64, buf, outside); /* PRP list itself outside */
+	ck_assert_uint_ne(raw(d, &s), 0);
+	for (i = 0; i < 16; i++) /* a list whose entries point outside */
+		l[i] = outside + i * 4096;
+	s = rw(NVME_CMD_READ, 0, 64, buf, list);
+	ck_assert_uint_ne(raw(d, &s), 0);
+	s = rw(NVME_CMD_READ, 0, 1, buf + 1, 0); /* PRP offset not dword aligned */
+	ck_assert_uint_ne(raw(d, &s), 0);
+	s = rw(NVME_CMD_READ, 0, 1024, buf, list); /* past MDTS */
+	ck_assert_uint_ne(raw(d, &s), 0);
+	s = rw(0x7f, 0, 1, buf, 0); /* unknown opcode */
+	ck_assert_uint_eq(SC(raw(d, &s)), NVME_SC_INVALID_OPCODE);
+	s = rw(NVME_CMD_READ, 0, 1, buf, 0);
+	s.nsid = 7;
+	ck_assert_uint_eq(SC(raw(d, &s)), NVME_SC_INVALID_NS);
+	/* the queue still serves good commands */
+	rw_verify(d, 9);
+	ck_assert_int_eq(lio_client_qp_stats(c, d->qp[0].qp_id, &st), 0);
+	ck_assert_uint_ge(st.rejected, 11);
+
+	/* passthrough: trusted with LBAs, never with the volume table or past the device */
+	lio_drv_close(d);
+	p = drv_open(c, &a, LIO_MODE_PASSTHROUGH, LIO_QP_DB_POLL | LIO_QP_SQ_QMEM, 1);
+	buf = lio_drv_alloc(p, 4096);
+	s = rw(NVME_CMD_WRITE, 0, 8, buf, 0); /* LBA 0: the volume table */
+	ck_assert_uint_eq(SC(raw(p, &s)), NVME_SC_LBA_RANGE);
+	s = rw(NVME_CMD_READ, (uint64_t)BACKING_MB << (20 - LBA_SHIFT), 1, buf, 0);
+	ck_assert_uint_eq(SC(raw(p, &s)), NVME_SC_LBA_RANGE);
+	s = rw(NVME_CMD_READ, a.lba_start, 8, buf, 0);
+	ck_assert_uint_eq(raw(p, &s), 0);
+	lio_drv_close(p);
+	lio_client_close(c);
+}
+END_TEST
+
+/* ---- hostile requests on the socket ---- */
+
+static int memfd_sized(uint64_t size, bool seal)
+{
+	int fd = memfd_create("t", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)size), 0);
+	if (seal)
+		ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	return fd;
+}
+
+static void expect(struct lio_client *c, int r, int want, const char *needle)
+{
+	ck_assert_msg(r == want, "status %d (%s), expected %d", r, lio_client_error(c), want);
+	ck_assert_msg(strstr(lio_client_error(c), needle), "error '%s' does not name '%s'",
+		      lio_client_error(c), needle);
+}
+
+START_TEST(test_hostile_requests)
+{
+	struct lio_client *c = connect_ok("hostile-req"), *other = connect_ok("bystander");
+	struct lio_vol_attach a = attach(c, NULL, LIO_ATTACH_ANON);
+	struct lio_vol_attach oa = attach(other, NULL, LIO_ATTACH_ANON);
+	struct lio_drv *od = drv_open(other, &oa, LIO_MODE_ISOLATED, LIO_QP_DB_POLL, 1);
+	struct lio_dma_window w = {.nr_regions = 1};
+	struct lio_qp_create q = {.vol_id = a.vol_id, .mode = LIO_MODE_ISOLATED,
+				  .flags = LIO_QP_DB_EVENTFD, .sqid = 1, .cqid = 1,
+				  .sq_depth = 16, .cq_depth = 16};
+	struct lio_qmem qm = {.size = 128 << 20};
+	struct lio_qp_stats st;
+	char path[128];
+	int fd, r, sock;
+	struct lio_msg_hdr h = {.magic = 0xdeadbeef, .op = LIO_OP_IDENTIFY};
+	struct lio_msg_reply rep;
+
+	/* bogus queue-pair ids, and another session's queue pair */
+	expect(c, lio_client_qp_destroy(c, 9999), -ENOENT, "9999");
+	expect(c, lio_client_qp_destroy(c, od->qp[0].qp_id), -ENOENT, "not one of");
+	expect(c, lio_client_qp_stats(c, 0, &st), -ENOENT, "queue pair 0");
+	/* DMA window: a regular file, an unsealed memfd, too small a memfd, oversized, overlap */
+	snprintf(path, sizeof(path), "%s/plain", dir);
+	fd = open(path, O_RDWR | O_CREAT, 0600);
+	ck_assert_int_eq(ftruncate(fd, 1 << 20), 0);
+	w.r[0] = (struct lio_dma_region){.gpa = 0x100000, .size = 1 << 20, .fd = fd};
+	expect(c, lio_client_dma_register(c, &w), -EPERM, "F_SEAL_SHRINK");
+	close(fd);
+	w.r[0].fd = memfd_sized(1 << 20, false);
+	expect(c, lio_client_dma_register(c, &w), -EPERM, "region 0");
+	close(w.r[0].fd);
+	w.r[0].fd = memfd_sized(1 << 20, true);
+	w.r[0].size = 2 << 20;
+	expect(c, lio_client_dma_register(c, &w), -EINVAL, "region ends");
+	w.r[0].size = 1ull << 40;
+	expect(c, lio_client_dma_register(c, &w), -E2BIG, "limit per client");
+	w.r[0].size = 4097;
+	expect(c, lio_client_dma_register(c, &w), -EINVAL, "size 0x1001");
+	w.nr_regions = 2;
+	w.r[0].size = 1 << 20;
+	w.r[1] = w.r[0];
+	expect(c, lio_client_dma_register(c, &w), -EINVAL, "overlap");
+	w.nr_regions = 9;
+	expect(c, lio_client_dma_register(c, &w), -EINVAL, "nr_regions 9");
+	w.nr_regions = 1;
+	ck_assert_int_eq(lio_client_dma_register(c, &w), 0);
+	close(w.r[0].fd);
+	/* queue memory beyond 64 MiB; queue pairs with bad depth, mode, rings, fds */
+	expect(c, lio_client_qmem_alloc(c, &qm), -EINVAL, "size");
+	q.db_fd = memfd_sized(4096, true); /* not an eventfd */
+	expect(c, lio_client_qp_create(c, &q), -EBADF, "not an eventfd");
+	close(q.db_fd);
+	q.db_fd = eventfd(0, EFD_CLOEXEC);
+	q.sq_gpa = 0x100000;
+	q.cq_gpa = 0x101000;
+	q.shadow_db_gpa = 0x102000;
+	q.sq_depth = 5000;
+	expect(c, lio_client_qp_create(c, &q), -EINVAL, "sq_depth 5000");
+	q.sq_depth = 16;
+	q.mode = 3;
+	expect(c, lio_client_qp_create(c, &q), -EINVAL, "mode 3");
+	q.mode = LIO_MODE_ISOLATED;
+	q.cq_gpa = 0x200000 - 4096 + 2048; /* past the window's end, unaligned */
+	expect(c, lio_client_qp_create(c, &q), -EINVAL, "cq_gpa");
+	q.cq_gpa = 0x101000;
+	q.vol_id = oa.vol_id; /* the other session's volume */
+	expect(c, lio_client_qp_create(c, &q), -ENOENT, "not attached");
+	q.vol_id = a.vol_id;
+	q.flags = LIO_QP_DB_POLL | LIO_QP_DB_EVENTFD;
+	expect(c, lio_client_qp_create(c, &q), -EINVAL, "exactly one");
+	q.flags = LIO_QP_DB_EVENTFD;
+	ck_assert_int_eq(lio_client_qp_create(c, &q), 0);
+	ck_assert_int_gt(q.qp_id, 0);
+	/* a window change under a live queue pair */
+	w.r[0].fd = memfd_sized(1 << 20, true);
+	expect(c, lio_client_dma_register(c, &w), -EBUSY, "queue pairs exist");
+	close(w.r[0].fd);
+	close(q.db_fd);
+	/* raw garbage on a fresh connection: a bad magic, a short message, an unknown op */
+	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	{
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+		ck_assert_int_eq(lio_sock_path(SSD, sa.sun_path, sizeof(sa.sun_path)), 0);
+		ck_assert_int_eq(connect(sock, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	}
+	ck_assert_int_eq(send(sock, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	ck_assert_int_eq(recv(sock, &rep, sizeof(rep), 0), (ssize_t)sizeof(rep));
+	ck_assert_int_eq(rep.status, -EPROTO);
+	ck_assert_ptr_nonnull(strstr(rep.err, "magic"));
+	ck_assert_int_eq(send(sock, "x", 1, 0), 1);
+	ck_assert_int_eq(recv(sock, &rep, sizeof(rep), 0), (ssize_t)sizeof(rep));
+	ck_assert_int_eq(rep.status, -EPROTO);
+	h.magic = LIO_MAGIC;
+	h.op = 200;
+	ck_assert_int_eq(send(sock, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	ck_assert_int_eq(recv(sock, &rep, sizeof(rep), 0), (ssize_t)sizeof(rep));
+	ck_assert_int_eq(rep.status, -EOPNOTSUPP);
+	h.op = LIO_OP_QP_DESTROY;
+	h.len = 3; /* a payload that is not the op's struct */
+	{
+		char msg[sizeof(h) + 3];
+
+		memcpy(msg, &h, sizeof(h));
+		ck_assert_int_eq(send(sock, msg, sizeof(msg), 0), (ssize_t)sizeof(msg));
+	}
+	ck_assert_int_eq(recv(sock, &rep, sizeof(rep), 0), (ssize_t)sizeof(rep));
+	ck_assert_int_eq(rep.status, -EINVAL);
+	close(sock);
+	/* the bystander never noticed */
+	rw_verify(od, 5);
+	r = lio_client_identify(c, &(struct lio_identify){0});
+	ck_assert_int_eq(r, 0);
+	lio_drv_close(od);
+	lio_client_close(other);
+	lio_client_close(c);
+}
+END_TEST
+
+/* ---- sessions ending ---- */
+
+static struct lio_ssd_stats ssd_stats(void)
+{
+	struct lio_client *c = connect_ok("stats");
+	struct lio_ssd_stats s;
+
+	ck_assert_int_eq(lio_client_ssd_stats(c, &s), 0);
+	lio_client_close(c);
+	s.sessions--; /* not counting the one asking */
+	return s;
+}
+
+static uint32_t nr_volumes(void)
+{
+	struct lio_client *c = connect_ok("vols");
+	struct lio_vol_list l = {0};
+
+	ck_assert_int_eq(lio_client_vol_list(c, &l), 0);
+	lio_client_close(c);
+	return l.total;
+}
+
+/* Waits (bounded) until the daemon has n sessions besides the asker. */
+static void wait_sessions(uint32_t n)
+{
+	for (int i = 0; i < 400; i++) {
+		if (ssd_stats().sessions == n)
+			return;
+		testutil_sleep_ms(25);
+	}
+	ck_abort_msg("softssd still has %u sessions, expected %u", ssd_stats().sessions, n);
+}
+
+/* A child that keeps a queue full of writes until killed; writes 'r' to pipe fd when running. */
+static pid_t busy_client(int ready_fd, uint32_t flags)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		struct lio_client *c = connect_ok("victim");
+		struct lio_vol_attach a = attach(c, NULL, LIO_ATTACH_ANON);
+		struct lio_drv *d = drv_open(c, &a, LIO_MODE_ISOLATED, flags, 1);
+		uint64_t buf = lio_drv_alloc(d, 128 << 10);
+		struct nvme_cqe cqe[64];
+		uint64_t n = 0;
+
+		for (;;) {
+			struct nvme_sqe s = rw(NVME_CMD_WRITE, (n * 256) % (a.lba_count - 256), 256,
+					       0, 0);
+
+			lio_drv_prp(d, 0, &s, buf, 128 << 10);
+			if (lio_drv_submit(d, 0, &s) < 0)
+				lio_drv_reap(d, 0, cqe, 64, 10);
+			if (++n == 100 && write(ready_fd, "r", 1) != 1)
+				_exit(3);
+		}
+	}
+	return pid;
+}
+
+START_TEST(test_client_disconnects_mid_io)
+{
+	struct lio_client *c = connect_ok("survivor");
+	struct lio_vol_attach a = attach(c, "keep", LIO_ATTACH_CREATE);
+	struct lio_drv *d = drv_open(c, &a, LIO_MODE_ISOLATED, LIO_QP_DB_POLL, 1);
+	uint32_t vols = nr_volumes();
+	int p[2], round;
+	char ch;
+
+	ck_assert_int_eq(pipe(p), 0);
+	for (round = 0; round < 2; round++) {
+		pid_t v = busy_client(p[1], round ? LIO_QP_DB_EVENTFD | LIO_QP_IRQ_ENABLED
+						  : LIO_QP_DB_POLL | LIO_QP_SQ_QMEM);
+
+		ck_assert_int_eq(read(p[0], &ch, 1), 1);
+		rw_verify(d, 6); /* both at once */
+		ck_assert_uint_eq(ssd_stats().sessions, 2);
+		ck_assert_uint_eq(nr_volumes(), vols + 1);
+		kill(v, SIGKILL); /* its queue is full of writes in flight */
+		testutil_wait_limit(v, "victim", 10);
+		wait_sessions(1);
+		ck_assert_uint_eq(ssd_stats().qpairs, 1); /* the victim's queue pair is gone */
+		ck_assert_uint_eq(nr_volumes(), vols);	  /* and its anonymous volume */
+		rw_verify(d, 7);
+	}
+	lio_drv_close(d);
+	lio_client_close(c);
+}
+END_TEST
+
+/* ---- ten clients ---- */
+
+#define NCLIENTS 10
+
+START_TEST(test_ten_clients)
+{
+	pid_t pids[NCLIENTS];
+	struct lio_client *c;
+	struct lio_vol_list l = {0};
+	uint8_t *img;
+	int fd, i;
+	uint32_t v;
+	struct stat sb;
+
+	for (i = 0; i < NCLIENTS; i++) {
+		pids[i] = fork();
+		ck_assert_int_ge(pids[i], 0);
+		if (!pids[i]) {
+			char name[16];
+			struct lio_client *cc;
+			struct lio_vol_attach a;
+			struct lio_drv *d;
+			uint64_t buf, lba;
+			uint32_t flags = i % 2 ? LIO_QP_DB_POLL | LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM
+					       : LIO_QP_DB_EVENTFD | LIO_QP_IRQ_ENABLED;
+
+			snprintf(name, sizeof(name), "vm%d", i);
+			cc = connect_ok(name);
+			a = attach(cc, name, LIO_ATTACH_CREATE);
+			d = drv_open(cc, &a, i % 3 ? LIO_MODE_ISOLATED : LIO_MODE_PASSTHROUGH, flags,
+				     1);
+			buf = lio_drv_alloc(d, 128 << 10);
+			/* the whole volume, 64 KiB at a time, then read back */
+			for (lba = 0; lba < a.lba_count; lba += 128) {
+				fill(lio_drv_ptr(d, buf), (unsigned)i + 100, lba, 128);
+				if (lio_drv_io(d, 0, NVME_CMD_WRITE, lba, 128, buf))
+					_exit(10);
+			}
+			if (lio_drv_io(d, 0, NVME_CMD_FLUSH, 0, 0, 0))
+				_exit(11);
+			for (lba = 0; lba < a.lba_count; lba += 128) {
+				if (lio_drv_io(d, 0, NVME_CMD_READ, lba, 128, buf))
+					_exit(12);
+				if (!check(lio_drv_ptr(d, buf), (unsigned)i + 100, lba, 128))
+					_exit(13);
+			}
+			_exit(0);
+		}
+	}
+	for (i = 0; i < NCLIENTS; i++) {
+		int st = testutil_wait_limit(pids[i], "client", 120);
+
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client %d: status 0x%x", i,
+			      st);
+	}
+	/* the backing: each window holds only its owner's stamps; nothing outside any window */
+	c = connect_ok("checker");
+	ck_assert_int_eq(lio_client_vol_list(c, &l), 0);
+	lio_client_close(c);
+	ck_assert_uint_eq(l.total, NCLIENTS);
+	fd = open(backing, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &sb), 0);
+	img = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(img, MAP_FAILED);
+	for (v = 0; v < l.count; v++) {
+		const struct lio_vol_info *vi = &l.v[v];
+		unsigned tag = 100 + (unsigned)atoi(vi->name + 2);
+
+		ck_assert_uint_eq(vi->lba_count, VOL_BYTES >> LBA_SHIFT);
+		ck_assert_msg(check(img + (vi->lba_start << LBA_SHIFT), tag, 0,
+				    (uint32_t)vi->lba_count),
+			      "volume %s does not hold exactly its client's data", vi->name);
+	}
+	for (uint64_t off = RESERVED; off < (uint64_t)sb.st_size; off += 1u << LBA_SHIFT) {
+		bool inside = false;
+
+		for (v = 0; v < l.count; v++)
+			if (off >> LBA_SHIFT >= l.v[v].lba_start &&
+			    off >> LBA_SHIFT < l.v[v].lba_start + l.v[v].lba_count)
+				inside = true;
+		if (!inside && !all_zero(img + off, 1u << LBA_SHIFT))
+			ck_abort_msg("data written outside every window at byte %llu",
+				     (unsigned long long)off);
+	}
+	munmap(img, (size_t)sb.st_size);
+	close(fd);
+}
+END_TEST
+
+/* ---- kill -9 of the daemon mid-write ---- */
+
+START_TEST(test_daemon_crash_restart)
+{
+	struct lio_client *c = connect_ok("crash");
+	struct lio_vol_attach a = attach(c, "durable", LIO_ATTACH_CREATE), b;
+	struct lio_drv *d = drv_open(c, &a, LIO_MODE_ISOLATED, LIO_QP_DB_POLL, 1);
+	uint64_t buf = lio_drv_alloc(d, 64 << 10), lba;
+	struct lio_vol_list l1 = {0}, l2 = {0};
+	struct nvme_cqe cqe[64];
+	int st, i;
+
+	ck_assert_int_eq(lio_client_vol_list(c, &l1), 0);
+	/* acknowledged and flushed */
+	for (lba = 0; lba < 1024; lba += 128) {
+		fill(lio_drv_ptr(d, buf), 42, lba, 128);
+		ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_WRITE, lba, 128, buf), 0);
+	}
+	ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_FLUSH, 0, 0, 0), 0);
+	/* then a stream of unflushed writes elsewhere, and the daemon dies under them */
+	fill(lio_drv_ptr(d, buf), 43, 0, 128);
+	for (i = 0; i < 40; i++) {
+		struct nvme_sqe s = rw(NVME_CMD_WRITE, 4096 + (uint64_t)(i % 32) * 128, 128, 0, 0);
+
+		lio_drv_prp(d, 0, &s, buf, 64 << 10);
+		if (lio_drv_submit(d, 0, &s) < 0)
+			lio_drv_reap(d, 0, cqe, 64, 10);
+		if (i == 20)
+			kill(daemon_pid, SIGKILL);
+	}
+	st = daemon_stop(SIGKILL);
+	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	lio_drv_close(d);
+	lio_client_close(c);
+
+	daemon_start(NULL);
+	c = connect_ok("after");
+	ck_assert_int_eq(lio_client_vol_list(c, &l2), 0);
+	ck_assert_uint_eq(l2.total, l1.total);
+	ck_assert_str_eq(l2.v[0].name, "durable");
+	ck_assert_uint_eq(l2.v[0].lba_start, l1.v[0].lba_start);
+	ck_assert_uint_eq(l2.v[0].lba_count, l1.v[0].lba_count);
+	ck_assert_uint_eq(l2.v[0].users, 0);
+	b = attach(c, "durable", 0);
+	ck_assert_uint_eq(b.lba_start, a.lba_start);
+	d = drv_open(c, &b, LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD, 1);
+	buf = lio_drv_alloc(d, 64 << 10);
+	for (lba = 0; lba < 1024; lba += 128) {
+		ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_READ, lba, 128, buf), 0);
+		ck_assert_msg(check(lio_drv_ptr(d, buf), 42, lba, 128),
+			      "flushed data at LBA %llu lost in the crash", (unsigned long long)lba);
+	}
+	lio_drv_close(d);
+	lio_client_close(c);
+}
+END_TEST
+
+/* ---- limits, permissions, CLI ---- */
+
+START_TEST(test_socket_and_limits)
+{
+	struct lio_client *c[3];
+	struct stat sb;
+	char sock[128], err[256], ssd_dir[128];
+	struct lio_client *x;
+	struct testutil_run r;
+	int i, rc;
+
+	snprintf(sock, sizeof(sock), "%s/ssd/%s.sock", dir, SSD);
+	snprintf(ssd_dir, sizeof(ssd_dir), "%s/ssd", dir);
+	ck_assert_int_eq(stat(sock, &sb), 0);
+	ck_assert_uint_eq(sb.st_mode & 0777, 0660);
+	ck_assert_int_eq(stat(ssd_dir, &sb), 0);
+	ck_assert_uint_eq(sb.st_mode & 0777, 0750);
+	daemon_stop(SIGTERM);
+	{
+		const char *extra[] = {"--max-clients", "2", "--max-qpairs", "1", NULL};
+
+		daemon_start(extra);
+	}
+	for (i = 0; i < 2; i++) {
+		/* the readiness probe's session may still be ending */
+		for (int k = 0; k < 40; k++) {
+			rc = lio_client_connect(&c[i], SSD, "limit", NULL, err, sizeof(err));
+			if (rc != -EUSERS)
+				break;
+			testutil_sleep_ms(25);
+		}
+		ck_assert_msg(rc == 0, "%s", err);
+	}
+	rc = lio_client_connect(&x, SSD, "third", NULL, err, sizeof(err));
+	ck_assert_int_eq(rc, -EUSERS);
+	ck_assert_ptr_nonnull(strstr(err, "the limit"));
+	{
+		struct lio_vol_attach a = attach(c[0], NULL, LIO_ATTACH_ANON);
+		struct lio_drv_opts o = {.vol_id = a.vol_id, .lba_start = a.lba_start,
+					 .lba_count = a.lba_count, .lba_shift = LBA_SHIFT,
+					 .mode = LIO_MODE_ISOLATED, .qp_flags = LIO_QP_DB_POLL,
+					 .nr_qp = 2, .depth = 16};
+		struct lio_drv *d;
+
+		rc = lio_drv_open(&d, c[0], &o, err, sizeof(err));
+		ck_assert_int_eq(rc, -EMFILE); /* one queue pair per client here */
+		ck_assert_ptr_nonnull(strstr(err, "the limit"));
+		d = drv_open(c[0], &a, LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD, 1);
+		rw_verify(d, 8);
+		lio_drv_close(d);
+	}
+	lio_client_close(c[1]);
+	testutil_sleep_ms(200); /* its slot frees when the daemon sees the hang-up */
+	/* stats and usage from the CLI */
+	{
+		char *args[] = {"ssd", "stats", SSD, NULL};
+
+		testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
+		ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s%s", r.out,
+			      r.err);
+		ck_assert_ptr_nonnull(strstr(r.out, "ssd t0: model none"));
+		ck_assert_ptr_nonnull(strstr(r.out, "session 'limit'"));
+		ck_assert_ptr_nonnull(strstr(r.out, "total:"));
+	}
+	lio_client_close(c[0]);
+	{
+		char *args[] = {"ssd", "serve", "t1", "--backing", backing, "--size", "64M", NULL};
+
+		testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
+		ck_assert_int_eq(WEXITSTATUS(r.status), 1);
+		ck_assert_ptr_nonnull(strstr(r.err, "refusing to shrink"));
+	}
+	{
+		char *args[] = {"ssd", "serve", "t1", "--backing", backing, "--model", "iops=x",
+				NULL};
+
+		testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
+		ck_assert_int_eq(WEXITSTATUS(r.status), 2);
+		ck_assert_ptr_nonnull(strstr(r.err, "iops=x"));
+	}
+	{
+		char *args[] = {"ssd", "--help", NULL};
+
+		testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
+		ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+		ck_assert_ptr_nonnull(strstr(r.out, "lvmm ssd serve NAME"));
+	}
+	{ /* a second daemon on the same SSD name is refused */
+		char *args[] = {"ssd", "serve", SSD, "--backing", backing, NULL};
+
+		testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
+		ck_assert_int_eq(WEXITSTATUS(r.status), 1);
+	}
+	ck_assert_ptr_nonnull(strstr(testutil_slurp(logpath), "connected"));
+}
+END_TEST
+
+/* ---- the device model ---- */
+
+START_TEST(test_model_latency)
+{
+	const char *extra[] = {"--model", "latency=3ms", NULL};
+	struct lio_client *c;
+	struct lio_identify id;
+	struct lio_vol_attach a;
+	struct lio_drv *d;
+	uint64_t buf;
+	double t0, dt;
+	char err[256];
+	int i;
+
+	daemon_stop(SIGTERM);
+	daemon_start(extra);
+	ck_assert_int_eq(lio_client_connect(&c, SSD, "model", &id, err, sizeof(err)), 0);
+	ck_assert_str_eq(id.model, "latency=3ms");
+	a = attach(c, NULL, LIO_ATTACH_ANON);
+	d = drv_open(c, &a, LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD, 1);
+	buf = lio_drv_alloc(d, 4096);
+	t0 = testutil_now_s();
+	for (i = 0; i < 20; i++)
+		ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_READ, (uint64_t)i * 8, 8, buf), 0);
+	dt = testutil_now_s() - t0;
+	ck_assert_msg(dt >= 20 * 0.003, "20 QD1 reads in %.1f ms under a 3 ms model", dt * 1e3);
+	lio_drv_close(d);
+	lio_client_close(c);
+}
+END_TEST
+
+/* One case per test: CK_RUN_CASE=test_ten_clients runs one alone. */
+static void add(Suite *s, const char *name, const TTest *t)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, t);
+	suite_add_tcase(s, tc);
+}
+
+#define ADD(s, t) add(s, #t, t)
+
+static Suite *softssd_suite(void)
+{
+	Suite *s = suite_create("softssd");
+
+	ADD(s, test_isolated_poll_qmem);
+	ADD(s, test_isolated_eventfd_guest_rings);
+	ADD(s, test_passthrough_poll_guest_rings);
+	ADD(s, test_passthrough_eventfd_sq_in_qmem);
+	ADD(s, test_hostile_commands);
+	ADD(s, test_hostile_requests);
+	ADD(s, test_client_disconnects_mid_io);
+	ADD(s, test_ten_clients);
+	ADD(s, test_daemon_crash_restart);
+	ADD(s, test_socket_and_limits);
+	ADD(s, test_model_latency);
+	return s;
+}
+
+int main(void)
+{
+	return testutil_run_suite(softssd_suite());
+}
