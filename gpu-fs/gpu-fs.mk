@@ -16,7 +16,8 @@ $(BUILD)/gvdk: $(BUILD)/gpu-fs/obj/main.o $(BUILD)/gpu-fs/obj/gvdk.o
 
 .PHONY: test-gpu-fs
 test-gpu-fs:
-	$(Q)$(MAKE) --no-print-directory -C gpu-fs BUILD=$(abspath $(BUILD))/gpu-fs test
+	$(Q)tests/run.sh --cmd gpu-fs $(MAKE) --no-print-directory -C gpu-fs \
+		BUILD=$(abspath $(BUILD))/gpu-fs test
 
 test-extra: test-gpu-fs
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# A short bounded run of every fuzz target (make test); make fuzz builds them for long runs.
+# A short bounded run of every fuzz target (make test); make fuzz builds them for long runs. Each
+# target is one case; the last line is "N passed, N failed, N skipped" (and, with
+# LVMM_TEST_TOTALS set, the three numbers are appended there, as tests/run.sh does).
 set -u
 secs=${FUZZ_SECONDS:-20}
+passed=0
 fail=0
 for f in "$@"; do
 	name=$(basename "$f")
@@ -13,7 +16,12 @@ for f in "$@"; do
 		tail -40 "$work.log"
 		echo "!! fuzz: $name FAILED"
 		fail=$((fail + 1))
+	else
+		passed=$((passed + 1))
 	fi
 	rm -rf "$work" "$work.log"
 done
+[ -n "${LVMM_TEST_TOTALS:-}" ] && echo "fuzz $passed $fail 0" >>"$LVMM_TEST_TOTALS"
+echo "== fuzz: totals"
+echo "$passed passed, $fail failed, 0 skipped"
 [ $fail -eq 0 ]

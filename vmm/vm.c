@@ -860,6 +860,11 @@ unsigned vm_get_counters(struct vm *vm, struct vm_dev_counters *out, unsigned ma
 	return devices_counters(vm, out, max);
 }
 
+void vm_console_stats(struct vm *vm, struct serial_stats *st)
+{
+	serial_get_stats(&vm->serial, st);
+}
+
 int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen)
 {
 	snprintf(err, errlen, "vnvme %s: device hot-add is not supported yet", c->id);

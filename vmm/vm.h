@@ -66,6 +66,9 @@ const struct vm_config *vm_get_config(const struct vm *vm);
 uint64_t vm_memory_actual(const struct vm *vm);
 /* Fills up to max entries, returns the number of devices. */
 unsigned vm_get_counters(struct vm *vm, struct vm_dev_counters *out, unsigned max);
+/* Console bytes: sent by the guest, written out, dropped (serial.h). A paused guest's tx stays. */
+struct serial_stats;
+void vm_console_stats(struct vm *vm, struct serial_stats *st);
 
 /* Device hot-add/remove for vm.add-vnvme / vm.remove-device; -EOPNOTSUPP until hotplug exists. */
 int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen);

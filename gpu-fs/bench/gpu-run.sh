@@ -43,20 +43,41 @@ for d in "$PWD/build/tmp" /tmp /root /var/tmp; do
 done
 echo "work dir: $W" | tee -a "$r/env.txt"
 "$b/gvdk" inspect "$W/probe.gvdk" >>"$r/env.txt" 2>&1
+# Test cases of one run (exit status $1, its output in $2) into the totals: Check's summary gives
+# cases and failures, "SKIP: " lines skipped cases; a run that fails (a timeout) without a failed
+# case is one failed case, as tests/run.sh counts.
+t_pass=0 t_fail=0 t_skip=0
+tally() {
+	local c f k
+	read -r c f < <(awk '/%: Checks: / { for (i = 1; i <= NF; i++) {
+		if ($i == "Checks:") c += $(i + 1); if ($i == "Failures:" || $i == "Errors:") f += $(i + 1) }
+		s = 1 } END { print (s ? c : 0), f + 0 }' "$2")
+	k=$(grep -c '^SKIP: ' "$2")
+	if [ "$1" -ne 0 ] && [ "$f" -eq 0 ]; then c=$((c + 1)); f=1; fi
+	[ "$k" -gt $((c - f)) ] && k=$((c - f))
+	t_pass=$((t_pass + c - f - k)); t_fail=$((t_fail + f)); t_skip=$((t_skip + k))
+}
 if has tests; then
 	if [ -x "$b/test_gvdk" ]; then
 		GVDK=$b/gvdk GPUFS_TEST_DIR=$W "$b/test_gvdk" >"$r/test_gvdk.log" 2>&1
-		echo "test_gvdk rc=$?"; tail -1 "$r/test_gvdk.log"
+		rc=$?
+		echo "test_gvdk rc=$rc"; tail -1 "$r/test_gvdk.log"
+		tally $rc "$r/test_gvdk.log"
 	fi
 	for t in ${CASES:-bounds_and_hostile_commands rw_nvme_disk_4k rw_nvme_memory_64k rw_posix_16k \
 		eviction_under_pressure readahead_on_a_shallow_queue sync_durability_across_processes \
 		cross_process_sharing}; do
 		echo "== $t" >>"$r/test_gpu.log"
 		s=$(date +%s)
-		CK_RUN_CASE=$t GPUFS_TEST_DIR=$W timeout ${TT:-60} "$b/test_gpu" >>"$r/test_gpu.log" 2>&1
-		echo "test_gpu $t rc=$? $(($(date +%s) - s)) s"
+		CK_RUN_CASE=$t GPUFS_TEST_DIR=$W timeout ${TT:-60} "$b/test_gpu" >"$r/case.log" 2>&1
+		rc=$?
+		cat "$r/case.log" >>"$r/test_gpu.log"
+		tally $rc "$r/case.log"
+		rm -f "$r/case.log"
+		echo "test_gpu $t rc=$rc $(($(date +%s) - s)) s"
 	done
-	grep -E "Checks|:[EF]:|backend|hits" "$r/test_gpu.log" | head -40
+	grep -E "Checks|:[EF]:|^SKIP: |backend|hits" "$r/test_gpu.log" | head -40
+	echo "$t_pass passed, $t_fail failed, $t_skip skipped" | tee "$r/test-totals.txt"
 	pack
 fi
 if has gds && [ -x "$b/gds_probe" ]; then

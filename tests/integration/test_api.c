@@ -99,8 +99,33 @@ static char *vm_config(const char *mode)
 	return cfg;
 }
 
+/* Waits (bounded) until the console wrote or dropped every byte the guest sent (vm.counters);
+ * *tx gets the guest's byte count. */
+static bool console_settled(uint64_t *tx)
+{
+	unsigned i;
+
+	for (i = 0; i < 100; i++) {
+		json_t *j, *c;
+		uint64_t w, d;
+
+		ck_assert_int_eq(curl("GET", "vm.counters", NULL, &j), 200);
+		c = json_object_get(j, "console");
+		ck_assert_ptr_nonnull(c);
+		*tx = (uint64_t)json_integer_value(json_object_get(c, "tx_bytes"));
+		w = (uint64_t)json_integer_value(json_object_get(c, "written_bytes"));
+		d = (uint64_t)json_integer_value(json_object_get(c, "dropped_bytes"));
+		json_decref(j);
+		if (w + d >= *tx)
+			return true;
+		testutil_sleep_ms(20);
+	}
+	return false;
+}
+
 START_TEST(test_lifecycle_curl)
 {
+	uint64_t tx, tx2;
 	unsigned before, after;
 	json_t *j;
 
@@ -122,11 +147,15 @@ START_TEST(test_lifecycle_curl)
 			 "bench.mode=spin");
 	json_decref(j);
 
-	/* paused: the heartbeat stops (5 periods of silence) */
+	/* paused: the guest sends nothing (5 heartbeat periods), judged by its console counter
+	 * once the console writer caught up, not by the file alone */
 	ck_assert_int_eq(put("vm.pause", NULL), 204);
 	ck_assert_str_eq(vm_state(), "Paused");
+	ck_assert_msg(console_settled(&tx), "console writer did not catch up");
 	before = heartbeats();
 	testutil_sleep_ms(1000);
+	ck_assert_msg(console_settled(&tx2), "console writer did not catch up");
+	ck_assert_uint_eq(tx2, tx);
 	after = heartbeats();
 	ck_assert_uint_eq(before, after);
 
@@ -141,8 +170,11 @@ START_TEST(test_lifecycle_curl)
 
 	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
 	ck_assert_str_eq(vm_state(), "Shutdown");
+	ck_assert_msg(console_settled(&tx), "console writer did not catch up");
 	before = heartbeats();
 	testutil_sleep_ms(500);
+	ck_assert_msg(console_settled(&tx2), "console writer did not catch up");
+	ck_assert_uint_eq(tx2, tx);
 	ck_assert_uint_eq(heartbeats(), before);
 
 	/* boot again from Shutdown rebuilds the VM; delete forgets it */

@@ -280,7 +280,7 @@ int main(void)
 	TCase *tc = tcase_create("bench-guest");
 
 	if (access("/dev/kvm", R_OK | W_OK)) {
-		printf("boot_fast: /dev/kvm not usable here, skipped\n");
+		testutil_skip("boot_fast: /dev/kvm not usable here");
 		return 0;
 	}
 	tcase_set_timeout(tc, 600);

@@ -64,6 +64,11 @@ struct guest_mem;
 /* size bytes of zeroed RAM behind gm (gmem_init_buffer) for table builders; free() it. */
 uint8_t *testutil_guest_ram(struct guest_mem *gm, uint64_t size);
 
+/* A case (or a whole program) that cannot run on this host: prints "SKIP: <reason>" on a line
+ * of its own, which tests/run.sh counts as one skipped case; the caller returns at once. Name
+ * the case and the reason ("test_boot: linux_real_guest: build/guest/vmlinux not built"). */
+void testutil_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Runs every test of s; returns EXIT_SUCCESS or EXIT_FAILURE for main. */
 int testutil_run_suite(Suite *s);
 

@@ -535,7 +535,7 @@ START_TEST(dsdt_iasl)
 	FILE *fp;
 
 	if (system("command -v iasl >/dev/null 2>&1")) {
-		printf("test_acpi: dsdt_iasl skipped: iasl not installed (acpica-tools)\n");
+		testutil_skip("test_acpi: dsdt_iasl: iasl not installed (acpica-tools)");
 		return;
 	}
 	x = table(testutil_le64(build(1, 1, &rsdp) + 24), "XSDT");

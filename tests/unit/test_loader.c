@@ -395,7 +395,7 @@ START_TEST(real_vmlinux)
 	snprintf(path, sizeof(path), "%s/guest/vmlinux", build);
 	fd = open(path, O_RDONLY);
 	if (fd < 0) {
-		printf("test_loader: real_vmlinux skipped: %s not built (make guest)\n", path);
+		testutil_skip("test_loader: real_vmlinux: %s not built (make guest)", path);
 		return;
 	}
 	ck_assert_int_eq(pread(fd, &eh, sizeof(eh), 0), sizeof(eh));

@@ -40,6 +40,8 @@ struct api_vm_ops {
 	const struct vm_config *(*get_config)(const struct vm *vm);
 	uint64_t (*memory_actual)(const struct vm *vm);
 	unsigned (*get_counters)(struct vm *vm, struct vm_dev_counters *out, unsigned max);
+	/* Console byte counters (may be NULL: vm.counters then has no "console"). */
+	void (*console_stats)(struct vm *vm, struct serial_stats *st);
 	int (*add_vnvme)(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen);
 	int (*remove_device)(struct vm *vm, const char *id, char *err, unsigned errlen);
 	/* Config defaults and checks (config.h); NULL validate skips the check. */

@@ -15,6 +15,7 @@ const struct api_vm_ops api_vm_ops_kvm = {
     .get_config = vm_get_config,
     .memory_actual = vm_memory_actual,
     .get_counters = vm_get_counters,
+    .console_stats = vm_console_stats,
     .add_vnvme = vm_add_vnvme,
     .remove_device = vm_remove_device,
     .defaults = config_defaults,
