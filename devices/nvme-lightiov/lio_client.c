@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LIO_CLIENT_MAX_FDS 8
+#define LIO_CLIENT_MAX_FDS   8
 #define LIO_CLIENT_TIMEOUT_S 30 /* a reply never takes this long; a hung daemon is an error */
 
 struct lio_client {
@@ -56,13 +56,13 @@ int lio_client_fd(const struct lio_client *c)
 }
 
 static const char *const lio_op_names[LIO_OP_MAX] = {
-    [LIO_OP_IDENTIFY] = "identify",	  [LIO_OP_DMA_REGISTER] = "dma-register",
-    [LIO_OP_QMEM_ALLOC] = "qmem-alloc",	  [LIO_OP_QP_CREATE] = "qp-create",
-    [LIO_OP_QP_DESTROY] = "qp-destroy",	  [LIO_OP_QP_STATS] = "qp-stats",
-    [LIO_OP_VOL_CREATE] = "vol-create",	  [LIO_OP_VOL_DELETE] = "vol-delete",
-    [LIO_OP_VOL_RESIZE] = "vol-resize",	  [LIO_OP_VOL_LIST] = "vol-list",
-    [LIO_OP_VOL_ATTACH] = "vol-attach",	  [LIO_OP_VOL_DETACH] = "vol-detach",
-    [LIO_OP_SSD_STATS] = "ssd-stats",	  [LIO_OP_SESSION_LIST] = "session-list",
+    [LIO_OP_IDENTIFY] = "identify",	[LIO_OP_DMA_REGISTER] = "dma-register",
+    [LIO_OP_QMEM_ALLOC] = "qmem-alloc", [LIO_OP_QP_CREATE] = "qp-create",
+    [LIO_OP_QP_DESTROY] = "qp-destroy", [LIO_OP_QP_STATS] = "qp-stats",
+    [LIO_OP_VOL_CREATE] = "vol-create", [LIO_OP_VOL_DELETE] = "vol-delete",
+    [LIO_OP_VOL_RESIZE] = "vol-resize", [LIO_OP_VOL_LIST] = "vol-list",
+    [LIO_OP_VOL_ATTACH] = "vol-attach", [LIO_OP_VOL_DETACH] = "vol-detach",
+    [LIO_OP_SSD_STATS] = "ssd-stats",	[LIO_OP_SESSION_LIST] = "session-list",
 };
 
 static const char *lio_op_name(uint32_t op)
@@ -154,7 +154,8 @@ int lio_client_call(struct lio_client *c, uint32_t op, const void *in, uint32_t 
 		*outgot = (uint32_t)r - (uint32_t)sizeof(rep);
 	if (rep.status < 0) {
 		rep.err[LIO_ERR_MAX - 1] = 0;
-		snprintf(c->err, sizeof(c->err), "%s", rep.err[0] ? rep.err : strerror(-rep.status));
+		snprintf(c->err, sizeof(c->err), "%s",
+			 rep.err[0] ? rep.err : strerror(-rep.status));
 	}
 	return rep.status;
 }
@@ -539,8 +540,7 @@ static double lio_now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned max,
-		 int timeout_ms)
+int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned max, int timeout_ms)
 {
 	struct lio_drv_qp *q = &d->qp[qi];
 	double until = lio_now_ms() + timeout_ms;
@@ -585,8 +585,7 @@ int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned 
 	}
 }
 
-void lio_drv_prp(struct lio_drv *d, unsigned qi, struct nvme_sqe *sqe, uint64_t gpa,
-		 uint32_t len)
+void lio_drv_prp(struct lio_drv *d, unsigned qi, struct nvme_sqe *sqe, uint64_t gpa, uint32_t len)
 {
 	struct lio_drv_qp *q = &d->qp[qi];
 	uint64_t first = LIO_PAGE_SIZE - (gpa & (LIO_PAGE_SIZE - 1));

@@ -60,16 +60,16 @@ int lio_client_session_list(struct lio_client *c, struct lio_session_list *l);
 #define LIO_DRV_GPA_BASE 0x40000000ull /* where the DMA window sits in "guest-physical" space */
 
 struct lio_drv_opts {
-	uint32_t vol_id;	/* attached volume */
-	uint64_t lba_start;	/* its window (passthrough SQEs carry absolute LBAs) */
+	uint32_t vol_id;    /* attached volume */
+	uint64_t lba_start; /* its window (passthrough SQEs carry absolute LBAs) */
 	uint64_t lba_count;
 	uint32_t lba_shift;
-	uint32_t mode;		/* enum lio_mode */
-	uint32_t qp_flags;	/* LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL or DB_EVENTFD |
-				 * LIO_QP_IRQ_ENABLED | LIO_QP_READONLY */
-	unsigned nr_qp;		/* 1..LIO_DRV_MAX_QP */
-	uint32_t depth;		/* SQ and CQ entries */
-	uint64_t mem_bytes;	/* DMA window size (0: 16 MiB) */
+	uint32_t mode;	    /* enum lio_mode */
+	uint32_t qp_flags;  /* LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL or DB_EVENTFD |
+			     * LIO_QP_IRQ_ENABLED | LIO_QP_READONLY */
+	unsigned nr_qp;	    /* 1..LIO_DRV_MAX_QP */
+	uint32_t depth;	    /* SQ and CQ entries */
+	uint64_t mem_bytes; /* DMA window size (0: 16 MiB) */
 };
 
 struct lio_drv_qp {
@@ -92,7 +92,7 @@ struct lio_drv {
 	int memfd, qmem_fd;
 	uint8_t *mem, *qmem;
 	uint64_t mem_bytes, qmem_bytes;
-	uint64_t brk;	 /* bump allocator in mem (bytes used) */
+	uint64_t brk; /* bump allocator in mem (bytes used) */
 	unsigned nr_qp;
 	struct lio_drv_qp qp[LIO_DRV_MAX_QP];
 };
@@ -118,8 +118,7 @@ int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned 
 		 int timeout_ms);
 
 /* Fills prp1/prp2 of sqe for len bytes at gpa (a PRP list in the slot's page when needed). */
-void lio_drv_prp(struct lio_drv *d, unsigned qi, struct nvme_sqe *sqe, uint64_t gpa,
-		 uint32_t len);
+void lio_drv_prp(struct lio_drv *d, unsigned qi, struct nvme_sqe *sqe, uint64_t gpa, uint32_t len);
 /* A read, write (opcode) of nlb LBAs at window-relative lba to/from gpa; flush with nlb 0.
  * Submits, waits (5 s at most) and returns the NVMe status (0: success), or 0xffff on a
  * timeout. Adds lba_start in passthrough mode. */

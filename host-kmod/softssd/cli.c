@@ -21,25 +21,26 @@
 #include "softssd/server.h"
 
 static const char ssd_usage[] =
-	"usage: lvmm ssd serve NAME --backing FILE|BLOCKDEV [OPTIONS]   run a software NVMe SSD\n"
-	"       lvmm ssd stats NAME                                    counters of a running one\n"
-	"       lvmm ssd vol COMMAND ...                               its volumes (lvmm ssd vol --help)\n"
-	"serve options:\n"
-	"  --backing PATH        file or block device holding the volume table and the data\n"
-	"  --size SIZE           size of the backing file; created sparse when absent, grown when\n"
-	"                        smaller (never shrunk)\n"
-	"  --lba-size 512|4096   LBA size of a new backing (default: the table's own, else 512)\n"
-	"  --model M             none | p4510 | latency=80us,iops=640k (added latency, IOPS cap)\n"
-	"  --workers N           serving threads (default: 1 on one CPU, else 2)\n"
-	"  --max-clients N       sessions at once (default 64)\n"
-	"  --max-qpairs N        queue pairs per client (default 256)\n"
-	"  --max-memory SIZE     DMA window per client (default 64G)\n"
-	"  --allow-uid UID, --allow-gid GID   peers admitted besides root and the daemon's uid\n"
-	"  --seccomp kill|log|off             the daemon's system-call filter (default kill)\n"
-	"  --daemon              detach (stdout to /dev/null); default: foreground, one status line\n"
-	"                        per client\n"
-	"  --notify              READY=1 to $NOTIFY_SOCKET once serving (systemd Type=notify)\n"
-	"Sockets: $LVMM_RUN_DIR/ssd/NAME.sock (default /run/lvmm).\n";
+    "usage: lvmm ssd serve NAME --backing FILE|BLOCKDEV [OPTIONS]   run a software NVMe SSD\n"
+    "       lvmm ssd stats NAME                                    counters of a running one\n"
+    "       lvmm ssd vol COMMAND ...                               its volumes (lvmm ssd vol "
+    "--help)\n"
+    "serve options:\n"
+    "  --backing PATH        file or block device holding the volume table and the data\n"
+    "  --size SIZE           size of the backing file; created sparse when absent, grown when\n"
+    "                        smaller (never shrunk)\n"
+    "  --lba-size 512|4096   LBA size of a new backing (default: the table's own, else 512)\n"
+    "  --model M             none | p4510 | latency=80us,iops=640k (added latency, IOPS cap)\n"
+    "  --workers N           serving threads (default: 1 on one CPU, else 2)\n"
+    "  --max-clients N       sessions at once (default 64)\n"
+    "  --max-qpairs N        queue pairs per client (default 256)\n"
+    "  --max-memory SIZE     DMA window per client (default 64G)\n"
+    "  --allow-uid UID, --allow-gid GID   peers admitted besides root and the daemon's uid\n"
+    "  --seccomp kill|log|off             the daemon's system-call filter (default kill)\n"
+    "  --daemon              detach (stdout to /dev/null); default: foreground, one status line\n"
+    "                        per client\n"
+    "  --notify              READY=1 to $NOTIFY_SOCKET once serving (systemd Type=notify)\n"
+    "Sockets: $LVMM_RUN_DIR/ssd/NAME.sock (default /run/lvmm).\n";
 
 /* Opens (creating or growing a file to size when asked) the backing; *cap its bytes. */
 static int ssd_backing_open(const char *path, uint64_t size, uint64_t *cap)
@@ -58,8 +59,9 @@ static int ssd_backing_open(const char *path, uint64_t size, uint64_t *cap)
 		if (ioctl(fd, BLKGETSIZE64, cap))
 			goto fail_errno;
 		if (size && size != *cap) {
-			fprintf(stderr, "ssd backing %s: a block device of %" PRIu64
-					" bytes; --size %" PRIu64 " cannot change it\n",
+			fprintf(stderr,
+				"ssd backing %s: a block device of %" PRIu64
+				" bytes; --size %" PRIu64 " cannot change it\n",
 				path, *cap, size);
 			goto fail;
 		}
@@ -71,8 +73,9 @@ static int ssd_backing_open(const char *path, uint64_t size, uint64_t *cap)
 	}
 	*cap = (uint64_t)st.st_size;
 	if (size && size < *cap) {
-		fprintf(stderr, "ssd backing %s: %" PRIu64 " bytes; refusing to shrink it to --size %"
-				PRIu64 "\n",
+		fprintf(stderr,
+			"ssd backing %s: %" PRIu64
+			" bytes; refusing to shrink it to --size %" PRIu64 "\n",
 			path, *cap, size);
 		goto fail;
 	}
@@ -82,8 +85,9 @@ static int ssd_backing_open(const char *path, uint64_t size, uint64_t *cap)
 		*cap = size;
 	}
 	if (*cap <= LIO_VT_RESERVED_BYTES) {
-		fprintf(stderr, "ssd backing %s: %" PRIu64 " bytes; it needs more than the %u of its "
-				"volume table\n",
+		fprintf(stderr,
+			"ssd backing %s: %" PRIu64 " bytes; it needs more than the %u of its "
+			"volume table\n",
 			path, *cap, LIO_VT_RESERVED_BYTES);
 		goto fail;
 	}
@@ -106,17 +110,37 @@ static int ssd_parse_id(const char *what, const char *s, unsigned *out)
 
 static int ssd_cmd_serve(int argc, char **argv)
 {
-	enum { O_BACKING = 1, O_SIZE, O_LBA, O_MODEL, O_WORKERS, O_MAXC, O_MAXQ, O_MAXM, O_UID,
-	       O_GID, O_SECCOMP, O_DAEMON, O_NOTIFY, O_HELP };
-	static const struct option opts[] = {
-	    {"backing", required_argument, 0, O_BACKING}, {"size", required_argument, 0, O_SIZE},
-	    {"lba-size", required_argument, 0, O_LBA},	  {"model", required_argument, 0, O_MODEL},
-	    {"workers", required_argument, 0, O_WORKERS}, {"max-clients", required_argument, 0, O_MAXC},
-	    {"max-qpairs", required_argument, 0, O_MAXQ}, {"max-memory", required_argument, 0, O_MAXM},
-	    {"allow-uid", required_argument, 0, O_UID},	  {"allow-gid", required_argument, 0, O_GID},
-	    {"seccomp", required_argument, 0, O_SECCOMP}, {"daemon", no_argument, 0, O_DAEMON},
-	    {"notify", no_argument, 0, O_NOTIFY},	  {"help", no_argument, 0, O_HELP},
-	    {0, 0, 0, 0}};
+	enum {
+		O_BACKING = 1,
+		O_SIZE,
+		O_LBA,
+		O_MODEL,
+		O_WORKERS,
+		O_MAXC,
+		O_MAXQ,
+		O_MAXM,
+		O_UID,
+		O_GID,
+		O_SECCOMP,
+		O_DAEMON,
+		O_NOTIFY,
+		O_HELP
+	};
+	static const struct option opts[] = {{"backing", required_argument, 0, O_BACKING},
+					     {"size", required_argument, 0, O_SIZE},
+					     {"lba-size", required_argument, 0, O_LBA},
+					     {"model", required_argument, 0, O_MODEL},
+					     {"workers", required_argument, 0, O_WORKERS},
+					     {"max-clients", required_argument, 0, O_MAXC},
+					     {"max-qpairs", required_argument, 0, O_MAXQ},
+					     {"max-memory", required_argument, 0, O_MAXM},
+					     {"allow-uid", required_argument, 0, O_UID},
+					     {"allow-gid", required_argument, 0, O_GID},
+					     {"seccomp", required_argument, 0, O_SECCOMP},
+					     {"daemon", no_argument, 0, O_DAEMON},
+					     {"notify", no_argument, 0, O_NOTIFY},
+					     {"help", no_argument, 0, O_HELP},
+					     {0, 0, 0, 0}};
 	struct ssd_server_cfg cfg = {
 	    .max_clients = SSD_DEF_MAX_CLIENTS,
 	    .max_qp_client = SSD_DEF_MAX_QP_CLIENT,
@@ -143,8 +167,8 @@ static int ssd_cmd_serve(int argc, char **argv)
 			break;
 		case O_SIZE:
 		case O_MAXM:
-			if (config_parse_size(optarg, c == O_SIZE ? &size : &cfg.max_mem_client, err,
-					      sizeof(err)) ||
+			if (config_parse_size(optarg, c == O_SIZE ? &size : &cfg.max_mem_client,
+					      err, sizeof(err)) ||
 			    (c == O_SIZE ? size : cfg.max_mem_client) == 0) {
 				fprintf(stderr, "lvmm ssd serve: --%s %s: %s\n", opts[c - 1].name,
 					optarg, err);
@@ -157,7 +181,8 @@ static int ssd_cmd_serve(int argc, char **argv)
 			} else if (!strcmp(optarg, "4096")) {
 				cfg.lba_shift = 12;
 			} else {
-				fprintf(stderr, "lvmm ssd serve: --lba-size %s: 512 or 4096\n", optarg);
+				fprintf(stderr, "lvmm ssd serve: --lba-size %s: 512 or 4096\n",
+					optarg);
 				return 2;
 			}
 			break;
@@ -167,9 +192,11 @@ static int ssd_cmd_serve(int argc, char **argv)
 		case O_WORKERS:
 		case O_MAXC:
 		case O_MAXQ:
-			if (config_parse_count(optarg, 1, c == O_WORKERS ? 64 : LIO_MAX_QPAIRS, &v)) {
+			if (config_parse_count(optarg, 1, c == O_WORKERS ? 64 : LIO_MAX_QPAIRS,
+					       &v)) {
 				fprintf(stderr, "lvmm ssd serve: --%s %s: a count in 1..%u\n",
-					opts[c - 1].name, optarg, c == O_WORKERS ? 64 : LIO_MAX_QPAIRS);
+					opts[c - 1].name, optarg,
+					c == O_WORKERS ? 64 : LIO_MAX_QPAIRS);
 				return 2;
 			}
 			if (c == O_WORKERS)
@@ -196,7 +223,8 @@ static int ssd_cmd_serve(int argc, char **argv)
 			} else if (!strcmp(optarg, "off")) {
 				cfg.seccomp = SSD_SECCOMP_OFF;
 			} else {
-				fprintf(stderr, "lvmm ssd serve: --seccomp %s: kill, log or off\n", optarg);
+				fprintf(stderr, "lvmm ssd serve: --seccomp %s: kill, log or off\n",
+					optarg);
 				return 2;
 			}
 			break;
@@ -248,7 +276,8 @@ static int ssd_cmd_serve(int argc, char **argv)
 
 static void ssd_pr_bytes(const char *label, uint64_t b)
 {
-	printf(" %s %" PRIu64 ".%" PRIu64 " MiB", label, b >> 20, ((b & ((1 << 20) - 1)) * 10) >> 20);
+	printf(" %s %" PRIu64 ".%" PRIu64 " MiB", label, b >> 20,
+	       ((b & ((1 << 20) - 1)) * 10) >> 20);
 }
 
 static int ssd_cmd_stats(int argc, char **argv)
@@ -294,11 +323,13 @@ static int ssd_cmd_stats(int argc, char **argv)
 		for (uint32_t i = 0; i < l.count; i++) {
 			const struct lio_session_info *s = &l.s[i];
 
-			printf("session '%.*s' pid %d uid %u: %u qpairs, %u volumes, %" PRIu64 " cmds",
-			       LIO_NAME_MAX, s->label, s->pid, s->uid, s->qpairs, s->volumes, s->cmds);
+			printf(
+			    "session '%.*s' pid %d uid %u: %u qpairs, %u volumes, %" PRIu64 " cmds",
+			    LIO_NAME_MAX, s->label, s->pid, s->uid, s->qpairs, s->volumes, s->cmds);
 			ssd_pr_bytes("read", s->read_bytes);
 			ssd_pr_bytes("written", s->write_bytes);
-			printf(", %" PRIu64 " errors, %" PRIu64 " rejected\n", s->errors, s->rejected);
+			printf(", %" PRIu64 " errors, %" PRIu64 " rejected\n", s->errors,
+			       s->rejected);
 		}
 		first += l.count;
 	} while (l.count && first < l.total);

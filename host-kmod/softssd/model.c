@@ -9,10 +9,10 @@
 #include <string.h>
 
 /* Intel DC P4510 (2 TB) data sheet: 4 KiB random read 640K IOPS, read latency ~77 us. */
-#define SSD_MODEL_P4510 "latency=80us,iops=640k"
+#define SSD_MODEL_P4510		 "latency=80us,iops=640k"
 #define SSD_MODEL_MAX_LATENCY_NS (1000000000ull) /* 1 s: beyond that it is a typo, not a device */
 #define SSD_MODEL_MAX_IOPS	 (100000000ull)
-#define SSD_MODEL_BURST	 32 /* slots the bucket holds: a queue-depth-32 burst is not throttled */
+#define SSD_MODEL_BURST		 32 /* slots the bucket holds: a queue-depth-32 burst is not throttled */
 
 static int ssd_model_num(const char *v, size_t n, uint64_t *out, const char **unit)
 {
@@ -79,8 +79,10 @@ static int ssd_model_kv(struct ssd_model *m, const char *kv, size_t n, char *err
 		return 0;
 	}
 bad:
-	snprintf(err, errlen, "--model: '%.*s' is not latency=N(ns|us|ms|s) or iops=N[k|m] "
-		 "(latency up to 1s, iops 1..100m)", (int)n, kv);
+	snprintf(err, errlen,
+		 "--model: '%.*s' is not latency=N(ns|us|ms|s) or iops=N[k|m] "
+		 "(latency up to 1s, iops 1..100m)",
+		 (int)n, kv);
 	return -EINVAL;
 }
 

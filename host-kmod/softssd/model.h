@@ -8,8 +8,8 @@
 #include <stdint.h>
 
 struct ssd_model {
-	uint64_t latency_ns; /* added to every command (0: none) */
-	uint64_t iops;	     /* cap (0: none) */
+	uint64_t latency_ns;  /* added to every command (0: none) */
+	uint64_t iops;	      /* cap (0: none) */
 	uint64_t interval_ns; /* 1e9 / iops */
 	uint64_t burst_ns;    /* how far behind "now" the bucket may start: its depth in time */
 	uint64_t next_ns;     /* the next free service slot */

@@ -15,11 +15,11 @@
 
 #include "softssd/model.h"
 
-#define SSD_RING_ENTRIES   256 /* io_uring SQ size of one worker: its commands in flight */
+#define SSD_RING_ENTRIES    256 /* io_uring SQ size of one worker: its commands in flight */
 #define SSD_QP_MAX_INFLIGHT 256 /* fetched-not-posted commands of one queue pair */
-#define SSD_DSM_MAX_RANGES 256
-#define SSD_EV_WAKE	   ((uint64_t)0)
-#define SSD_EV_RING	   ((uint64_t)1)
+#define SSD_DSM_MAX_RANGES  256
+#define SSD_EV_WAKE	    ((uint64_t)0)
+#define SSD_EV_RING	    ((uint64_t)1)
 
 struct ssd_req {
 	struct ssd_qp *qp;
@@ -186,7 +186,8 @@ static void ssd_irq_flush(struct ssd_qp *qp)
 		return;
 	if (qp->irq_fd >= 0 && (qp->flags & LIO_QP_IRQ_ENABLED) &&
 	    (!qp->irq_coalesce || qp->irq_pending >= qp->irq_coalesce || !qp->inflight)) {
-		/* non-blocking: a client that lets its counter overflow loses interrupts, nothing more */
+		/* non-blocking: a client that lets its counter overflow loses interrupts, nothing
+		 * more */
 		if (eventfd_write(qp->irq_fd, 1) == 0)
 			CTR_ADD(qp, irqs, 1);
 		qp->irq_pending = 0;
@@ -212,7 +213,8 @@ static int ssd_read_prp(void *opaque, uint64_t gpa, uint64_t *out, unsigned n)
 
 static bool ssd_in_bounds(const struct ssd_qp *qp, uint64_t lba, uint64_t nlb)
 {
-	return lba >= qp->lba_lo && nlb <= qp->lba_hi - qp->lba_lo && lba - qp->lba_lo <= qp->lba_hi - qp->lba_lo - nlb;
+	return lba >= qp->lba_lo && nlb <= qp->lba_hi - qp->lba_lo &&
+	       lba - qp->lba_lo <= qp->lba_hi - qp->lba_lo - nlb;
 }
 
 static struct io_uring_sqe *ssd_ring_sqe(struct ssd_worker *w)
@@ -282,8 +284,8 @@ static void ssd_req_start(struct ssd_worker *w, struct ssd_req *req, uint64_t no
 	req->submit_ns = now;
 	req->status = 0;
 	st = lio_sqe_check(&qp->chk, &req->sqe, io);
-	if (!st && (io->kind == LIO_IO_READ || io->kind == LIO_IO_WRITE ||
-		    io->kind == LIO_IO_ZEROES) &&
+	if (!st &&
+	    (io->kind == LIO_IO_READ || io->kind == LIO_IO_WRITE || io->kind == LIO_IO_ZEROES) &&
 	    !ssd_in_bounds(qp, io->dev_lba, io->nlb))
 		st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_LBA_RANGE) | NVME_STATUS_DNR;
 	if (st) {
@@ -314,7 +316,8 @@ static void ssd_req_start(struct ssd_worker *w, struct ssd_req *req, uint64_t no
 			if (!p) { /* the checker let through what the window cannot map */
 				io_uring_prep_nop(s);
 				io_uring_sqe_set_data(s, NULL);
-				req->status = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+				req->status =
+				    NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
 				ssd_req_done(w, req, now);
 				w->ring_inflight++;
 				return;
@@ -365,8 +368,9 @@ static void ssd_reap(struct ssd_worker *w, uint64_t now, unsigned *work)
 			else if (req->io.kind == LIO_IO_WRITE)
 				req->status = NVME_STATUS(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT);
 			else if (req->io.kind == LIO_IO_ZEROES && res == -EOPNOTSUPP)
-				req->status = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE) |
-					      NVME_STATUS_DNR;
+				req->status =
+				    NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE) |
+				    NVME_STATUS_DNR;
 			else
 				req->status = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
 		}
@@ -587,7 +591,8 @@ static void *ssd_worker_main(void *arg)
 		}
 		if (!idle_since)
 			idle_since = now;
-		if (now - idle_since < SSD_SPIN_NS || (w->ring_inflight && now - idle_since < 2 * SSD_SPIN_NS))
+		if (now - idle_since < SSD_SPIN_NS ||
+		    (w->ring_inflight && now - idle_since < 2 * SSD_SPIN_NS))
 			continue;
 		ssd_worker_sleep(w, now);
 		idle_since = 0;
@@ -619,7 +624,8 @@ static int ssd_worker_ring(struct ssd_worker *w, char *err, unsigned errlen)
 
 	r = io_uring_queue_init(SSD_RING_ENTRIES, &w->ring, IORING_SETUP_R_DISABLED);
 	if (r) {
-		snprintf(err, errlen, "softssd worker %u: io_uring set-up: %s", w->idx, strerror(-r));
+		snprintf(err, errlen, "softssd worker %u: io_uring set-up: %s", w->idx,
+			 strerror(-r));
 		return r;
 	}
 	w->ring_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -732,7 +738,8 @@ unsigned ssd_engine_workers(const struct ssd_engine *e)
 int ssd_qp_start(struct ssd_engine *e, struct ssd_qp *qp)
 {
 	struct ssd_worker *w = &e->w[0];
-	unsigned i, n = qp->cq_depth - 1 < SSD_QP_MAX_INFLIGHT ? qp->cq_depth - 1 : SSD_QP_MAX_INFLIGHT;
+	unsigned i,
+	    n = qp->cq_depth - 1 < SSD_QP_MAX_INFLIGHT ? qp->cq_depth - 1 : SSD_QP_MAX_INFLIGHT;
 
 	for (i = 1; i < e->nr; i++)
 		if (e->w[i].nqps < w->nqps)

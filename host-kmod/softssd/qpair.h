@@ -16,9 +16,9 @@ struct ssd_engine;
 struct ssd_worker;
 struct ssd_req;
 
-#define SSD_QP_BUDGET	   32	    /* SQEs one queue pair may start per pass: fairness */
-#define SSD_SPIN_NS	   50000    /* keep polling this long after the last work found */
-#define SSD_POLL_SLEEP_MS  1	    /* idle timer while doorbell pages must be watched */
+#define SSD_QP_BUDGET	  32	/* SQEs one queue pair may start per pass: fairness */
+#define SSD_SPIN_NS	  50000 /* keep polling this long after the last work found */
+#define SSD_POLL_SLEEP_MS 1	/* idle timer while doorbell pages must be watched */
 
 /* A session's DMA window as the daemon maps it. Fixed while any queue pair uses it. */
 struct ssd_window {
@@ -50,8 +50,8 @@ struct ssd_qp {
 	struct nvme_cqe *cq;
 	uint32_t *sq_tail_db; /* doorbell page word or shadow doorbell slot */
 	uint32_t *cq_head_db;
-	uint32_t *eventidx;   /* the SQ's EventIdx slot, or NULL */
-	int db_fd, irq_fd;    /* -1 when absent */
+	uint32_t *eventidx; /* the SQ's EventIdx slot, or NULL */
+	int db_fd, irq_fd;  /* -1 when absent */
 	uint32_t irq_coalesce;
 	struct lio_check_ctx chk;
 	uint64_t lba_lo, lba_hi; /* device LBAs any command may touch: [lo, hi) */

@@ -239,7 +239,9 @@ static int ssd_check_memfd(struct ssd_call *c, unsigned i, int fd, uint64_t end)
 		return -EPERM;
 	}
 	if ((uint64_t)st.st_size < end) {
-		ssd_err(c, "dma-register: region %u: memfd of %" PRIu64 " bytes, region ends at %" PRIu64,
+		ssd_err(c,
+			"dma-register: region %u: memfd of %" PRIu64
+			" bytes, region ends at %" PRIu64,
 			i, (uint64_t)st.st_size, end);
 		return -EINVAL;
 	}
@@ -274,15 +276,17 @@ static int ssd_op_dma_register(struct ssd_call *c)
 
 		if (!r0->size || r0->size % LIO_PAGE_SIZE || r0->fd_offset % LIO_PAGE_SIZE ||
 		    r0->gpa + r0->size < r0->gpa || r0->fd_offset + r0->size < r0->fd_offset) {
-			ssd_err(c, "dma-register: region %u: gpa 0x%" PRIx64 " size 0x%" PRIx64
-				   " offset 0x%" PRIx64 " (page multiples, no wrap)",
+			ssd_err(c,
+				"dma-register: region %u: gpa 0x%" PRIx64 " size 0x%" PRIx64
+				" offset 0x%" PRIx64 " (page multiples, no wrap)",
 				i, r0->gpa, r0->size, r0->fd_offset);
 			return -EINVAL;
 		}
 		total += r0->size;
 		if (total > c->s->cfg->max_mem_client || total < r0->size) {
-			ssd_err(c, "dma-register: %" PRIu64 " MiB exceeds the %" PRIu64
-				   " MiB limit per client",
+			ssd_err(c,
+				"dma-register: %" PRIu64 " MiB exceeds the %" PRIu64
+				" MiB limit per client",
 				total >> 20, c->s->cfg->max_mem_client >> 20);
 			return -E2BIG;
 		}
@@ -375,7 +379,8 @@ static int ssd_op_qmem_alloc(struct ssd_call *c)
 /* First fit of n pages in queue memory: the offset, or -1. */
 static int64_t ssd_qmem_carve(struct ssd_session *ss, uint64_t bytes)
 {
-	uint64_t pages = ss->qmem_bytes / LIO_PAGE_SIZE, n = (bytes + LIO_PAGE_SIZE - 1) / LIO_PAGE_SIZE;
+	uint64_t pages = ss->qmem_bytes / LIO_PAGE_SIZE,
+		 n = (bytes + LIO_PAGE_SIZE - 1) / LIO_PAGE_SIZE;
 	uint64_t i, run = 0;
 
 	for (i = 0; ss->qmem && i < pages; i++) {
@@ -393,8 +398,7 @@ static int64_t ssd_qmem_carve(struct ssd_session *ss, uint64_t bytes)
 
 static void ssd_qmem_release(struct ssd_session *ss, uint64_t off, uint64_t bytes)
 {
-	memset(ss->qmem_used + off / LIO_PAGE_SIZE, 0,
-	       (bytes + LIO_PAGE_SIZE - 1) / LIO_PAGE_SIZE);
+	memset(ss->qmem_used + off / LIO_PAGE_SIZE, 0, (bytes + LIO_PAGE_SIZE - 1) / LIO_PAGE_SIZE);
 }
 
 /* ---- queue pairs ---- */
@@ -436,8 +440,9 @@ static void *ssd_gpa(struct ssd_call *c, const char *what, uint64_t gpa, uint64_
 	void *p = gpa % align ? NULL : ssd_window_ptr(&c->ss->win, gpa, len);
 
 	if (!p)
-		ssd_err(c, "qp-create: %s 0x%" PRIx64 " (%" PRIu64 " bytes) is not %" PRIu64
-			   "-aligned inside the DMA window",
+		ssd_err(c,
+			"qp-create: %s 0x%" PRIx64 " (%" PRIu64 " bytes) is not %" PRIu64
+			"-aligned inside the DMA window",
 			what, gpa, len, align);
 	return p;
 }
@@ -487,7 +492,8 @@ static int ssd_qp_validate(struct ssd_call *c, const struct lio_qp_create *q)
 		return -EINVAL;
 	}
 	if (!(q->flags & LIO_QP_DB_POLL) == !(q->flags & LIO_QP_DB_EVENTFD)) {
-		ssd_err(c, "qp-create: flags 0x%x: exactly one of DB_POLL and DB_EVENTFD", q->flags);
+		ssd_err(c, "qp-create: flags 0x%x: exactly one of DB_POLL and DB_EVENTFD",
+			q->flags);
 		return -EINVAL;
 	}
 	if (q->sq_depth < 2 || q->sq_depth > LIO_MAX_QDEPTH || q->cq_depth < 2 ||
@@ -510,8 +516,9 @@ static int ssd_qp_validate(struct ssd_call *c, const struct lio_qp_create *q)
 	}
 	want = !!(q->flags & LIO_QP_DB_EVENTFD) + !!(q->flags & LIO_QP_IRQ_ENABLED);
 	if (c->nfds != want) {
-		ssd_err(c, "qp-create: %u fds, expected %u (db eventfd if DB_EVENTFD, then irq "
-			   "eventfd if IRQ_ENABLED)",
+		ssd_err(c,
+			"qp-create: %u fds, expected %u (db eventfd if DB_EVENTFD, then irq "
+			"eventfd if IRQ_ENABLED)",
 			c->nfds, want);
 		return -EINVAL;
 	}
@@ -658,8 +665,9 @@ static int ssd_op_qp_create(struct ssd_call *c)
 	return 0;
 fail_space:
 	if (!c->err[0]) {
-		ssd_err(c, "qp-create: queue memory of %" PRIu64 " bytes has no room for SQ %" PRIu64
-			   " + CQ %" PRIu64 " + doorbells",
+		ssd_err(c,
+			"qp-create: queue memory of %" PRIu64 " bytes has no room for SQ %" PRIu64
+			" + CQ %" PRIu64 " + doorbells",
 			ss->qmem_bytes, sqb, cqb);
 		r = -ENOSPC;
 	}
@@ -712,8 +720,8 @@ static int ssd_op_qp_stats(struct ssd_call *c)
 	const struct lio_qp_ref *ref = c->in;
 	struct lio_qp_stats *st = (void *)c->out;
 	/* counters of any queue pair (`lvmm ssd stats`): numbers, never data or addresses */
-	struct ssd_qp *qp = ref->qp_id && ref->qp_id <= LIO_MAX_QPAIRS ? c->s->qp_by_id[ref->qp_id]
-								       : NULL;
+	struct ssd_qp *qp =
+	    ref->qp_id && ref->qp_id <= LIO_MAX_QPAIRS ? c->s->qp_by_id[ref->qp_id] : NULL;
 	struct ssd_counters t;
 
 	if (!qp) {
@@ -943,7 +951,9 @@ static int ssd_session_request(struct ssd_server *s, struct ssd_session *ss)
 		struct cmsghdr align;
 	} ctl;
 	struct iovec iov = {buf, sizeof(buf)};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = ctl.buf,
 			   .msg_controllen = sizeof(ctl.buf)};
 	int fds[SSD_MAX_RX_FDS];
 	struct lio_msg_hdr h;
@@ -1002,7 +1012,8 @@ static int ssd_session_request(struct ssd_server *s, struct ssd_session *ss)
 		goto reply;
 	}
 	if (h.len != (size_t)r - sizeof(h) || h.len != ssd_in_size[h.op] || h.nfds != nfds) {
-		ssd_err(&c, "op %u: payload %u bytes (%zd received, %u expected), %u fds (%u received)",
+		ssd_err(&c,
+			"op %u: payload %u bytes (%zd received, %u expected), %u fds (%u received)",
 			h.op, h.len, r - (ssize_t)sizeof(h), ssd_in_size[h.op], h.nfds, nfds);
 		status = -EINVAL;
 		goto reply;
@@ -1111,7 +1122,9 @@ static void ssd_refused_end(struct ssd_server *s, struct ssd_session *ss)
 	} ctl;
 	char junk[64];
 	struct iovec iov = {junk, sizeof(junk)};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = ctl.buf,
 			   .msg_controllen = sizeof(ctl.buf)};
 	struct ssd_session **pp;
 	struct cmsghdr *cm;
@@ -1323,8 +1336,8 @@ static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 	s->qp_by_id = calloc(LIO_MAX_QPAIRS + 1, sizeof(*s->qp_by_id));
 	if (!s->qp_by_id)
 		return -ENOMEM;
-	r = ssd_engine_start(&s->eng, cfg->backing_fd, s->lba_shift, cfg->workers, cfg->model,
-			     err, errlen);
+	r = ssd_engine_start(&s->eng, cfg->backing_fd, s->lba_shift, cfg->workers, cfg->model, err,
+			     errlen);
 	if (r)
 		return r;
 	r = ssd_listen(s, err, errlen);
@@ -1342,8 +1355,8 @@ static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 	epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->sigfd, &ev);
 	printf("%s: serving %s on %s: %" PRIu64 " LBAs of %u bytes, %u volumes, model %s, "
 	       "%u workers\n",
-	       cfg->name, "softssd", s->path, id.capacity_lbas, 1u << s->lba_shift,
-	       id.nr_volumes, cfg->model->desc, cfg->workers);
+	       cfg->name, "softssd", s->path, id.capacity_lbas, 1u << s->lba_shift, id.nr_volumes,
+	       cfg->model->desc, cfg->workers);
 	fflush(stdout);
 	if (cfg->notify)
 		ssd_notify_ready();

@@ -10,16 +10,16 @@
 #include "softssd/model.h"
 
 #define SSD_DEF_MAX_CLIENTS   64
-#define SSD_DEF_MAX_QP_CLIENT 256	     /* queue pairs of one session */
+#define SSD_DEF_MAX_QP_CLIENT 256	    /* queue pairs of one session */
 #define SSD_DEF_MAX_MEM	      (64ull << 30) /* registered DMA window of one session */
 #define SSD_MAX_QMEM	      (64ull << 20) /* queue memory of one session (uapi.h) */
 
 enum ssd_seccomp_mode { SSD_SECCOMP_KILL, SSD_SECCOMP_LOG, SSD_SECCOMP_OFF };
 
 struct ssd_server_cfg {
-	const char *name;     /* the SSD's name: socket, volume table, status lines */
-	int backing_fd;	      /* open read/write, locked by ssd_volumes_open */
-	uint64_t capacity;    /* backing bytes */
+	const char *name;  /* the SSD's name: socket, volume table, status lines */
+	int backing_fd;	   /* open read/write, locked by ssd_volumes_open */
+	uint64_t capacity; /* backing bytes */
 	uint32_t lba_shift;
 	struct ssd_model *model;
 	unsigned workers;
@@ -30,7 +30,7 @@ struct ssd_server_cfg {
 	uid_t allow_uid; /* (uid_t)-1: none beyond root and the daemon's own uid */
 	gid_t allow_gid; /* (gid_t)-1: none */
 	enum ssd_seccomp_mode seccomp;
-	int notify;	 /* write READY=1 to $NOTIFY_SOCKET once serving */
+	int notify; /* write READY=1 to $NOTIFY_SOCKET once serving */
 };
 
 /* Serves until SIGINT or SIGTERM: 0 after a clean stop, else 1 with the reason on stderr. */

@@ -21,22 +21,22 @@
 #include "nvme-lightiov/lio_client.h"
 #include "testutil.h"
 
-#define SSD	    "t0"
-#define BACKING_MB  256
-#define VOL_BYTES   (8u << 20)
-#define LBA_SHIFT   9
-#define RESERVED    (1u << 20) /* the volume table's area at the start of the backing */
+#define SSD	   "t0"
+#define BACKING_MB 256
+#define VOL_BYTES  (8u << 20)
+#define LBA_SHIFT  9
+#define RESERVED   (1u << 20) /* the volume table's area at the start of the backing */
 
 static char dir[64], backing[128], logpath[128];
 static pid_t daemon_pid;
 
-#define SC(s) ((s) & 0x7ff) /* SCT and SC of a CQE status (DNR and MORE dropped) */
+#define SC(s) ((s)&0x7ff) /* SCT and SC of a CQE status (DNR and MORE dropped) */
 
 static void daemon_start(const char *const extra[])
 {
 	char size[16];
-	const char *argv[32] = {testutil_lvmm(), "ssd", "serve", SSD, "--backing", backing,
-				"--size", size};
+	const char *argv[32] = {testutil_lvmm(), "ssd",	  "serve",  SSD,
+				"--backing",	 backing, "--size", size};
 	int n = 8, i;
 
 	snprintf(size, sizeof(size), "%uM", BACKING_MB);
@@ -120,8 +120,8 @@ static struct lio_vol_attach attach(struct lio_client *c, const char *name, uint
 	return a;
 }
 
-static struct lio_drv *drv_open(struct lio_client *c, const struct lio_vol_attach *a,
-				uint32_t mode, uint32_t flags, unsigned nr_qp)
+static struct lio_drv *drv_open(struct lio_client *c, const struct lio_vol_attach *a, uint32_t mode,
+				uint32_t flags, unsigned nr_qp)
 {
 	struct lio_drv_opts o = {.vol_id = a->vol_id,
 				 .lba_start = a->lba_start,
@@ -170,7 +170,8 @@ static bool check(const void *buf, unsigned tag, uint64_t lba, uint32_t nlb)
 static void rw_verify(struct lio_drv *d, unsigned tag)
 {
 	static const uint32_t sizes[] = {8, 16, 128};
-	uint64_t wbuf = lio_drv_alloc(d, 128 << LBA_SHIFT), rbuf = lio_drv_alloc(d, 128 << LBA_SHIFT);
+	uint64_t wbuf = lio_drv_alloc(d, 128 << LBA_SHIFT),
+		 rbuf = lio_drv_alloc(d, 128 << LBA_SHIFT);
 	unsigned qi, i;
 
 	ck_assert(wbuf && rbuf);
@@ -265,6 +266,53 @@ END_TEST
 START_TEST(test_passthrough_eventfd_sq_in_qmem)
 {
 	mode_case(LIO_MODE_PASSTHROUGH, LIO_QP_SQ_QMEM | LIO_QP_DB_EVENTFD | LIO_QP_IRQ_ENABLED, 4);
+}
+END_TEST
+
+/* Write Zeroes, Deallocate (DSM) and a FUA write: each completes, zeroed LBAs read as zeroes,
+ * a DSM range outside the window is refused. */
+START_TEST(test_zeroes_dsm_fua)
+{
+	struct lio_client *c = connect_ok("zeroes");
+	struct lio_vol_attach a = attach(c, NULL, LIO_ATTACH_ANON);
+	struct lio_drv *d = drv_open(c, &a, LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD, 1);
+	uint64_t buf = lio_drv_alloc(d, 64 << 10), rng = lio_drv_alloc(d, 4096);
+	struct nvme_dsm_range *r = lio_drv_ptr(d, rng);
+	struct nvme_sqe s;
+	struct nvme_cqe cqe;
+	uint8_t *p = lio_drv_ptr(d, buf);
+	int cid;
+
+	fill(p, 11, 0, 128);
+	ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_WRITE, 0, 128, buf), 0);
+	ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_WRITE_ZEROES, 8, 16, 0), 0);
+	ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_READ, 0, 128, buf), 0);
+	ck_assert(check(p, 11, 0, 8));
+	ck_assert(all_zero(p + (8 << LBA_SHIFT), 16 << LBA_SHIFT));
+	ck_assert(check(p + (24 << LBA_SHIFT), 11, 24, 104));
+	/* deallocate LBAs 32..63, and a second range one past the window */
+	r[0] = (struct nvme_dsm_range){.nlb = 32, .slba = 32};
+	r[1] = (struct nvme_dsm_range){.nlb = 1, .slba = a.lba_count};
+	s = (struct nvme_sqe){.opcode = NVME_CMD_DSM, .nsid = 1, .prp1 = rng, .cdw10 = 0,
+			      .cdw11 = NVME_DSM_AD};
+	cid = lio_drv_submit(d, 0, &s);
+	ck_assert_int_eq(lio_drv_reap(d, 0, &cqe, 1, 5000), 1);
+	ck_assert_int_eq(cqe.cid, cid);
+	ck_assert_uint_eq(SC(cqe.status >> 1), 0);
+	s.cdw10 = 1; /* two ranges */
+	cid = lio_drv_submit(d, 0, &s);
+	ck_assert_int_eq(lio_drv_reap(d, 0, &cqe, 1, 5000), 1);
+	ck_assert_uint_eq(SC(cqe.status >> 1), NVME_SC_LBA_RANGE);
+	/* FUA write */
+	fill(p, 12, 200, 8);
+	s = (struct nvme_sqe){.opcode = NVME_CMD_WRITE, .nsid = 1, .prp1 = buf, .cdw10 = 200,
+			      .cdw12 = 7 | NVME_RW_FUA};
+	cid = lio_drv_submit(d, 0, &s);
+	ck_assert_int_eq(lio_drv_reap(d, 0, &cqe, 1, 5000), 1);
+	ck_assert_uint_eq(cqe.status >> 1, 0);
+	backing_has(&a, 12, 200, 8);
+	lio_drv_close(d);
+	lio_client_close(c);
 }
 END_TEST
 
@@ -377,9 +425,13 @@ START_TEST(test_hostile_requests)
 	struct lio_vol_attach oa = attach(other, NULL, LIO_ATTACH_ANON);
 	struct lio_drv *od = drv_open(other, &oa, LIO_MODE_ISOLATED, LIO_QP_DB_POLL, 1);
 	struct lio_dma_window w = {.nr_regions = 1};
-	struct lio_qp_create q = {.vol_id = a.vol_id, .mode = LIO_MODE_ISOLATED,
-				  .flags = LIO_QP_DB_EVENTFD, .sqid = 1, .cqid = 1,
-				  .sq_depth = 16, .cq_depth = 16};
+	struct lio_qp_create q = {.vol_id = a.vol_id,
+				  .mode = LIO_MODE_ISOLATED,
+				  .flags = LIO_QP_DB_EVENTFD,
+				  .sqid = 1,
+				  .cqid = 1,
+				  .sq_depth = 16,
+				  .cq_depth = 16};
 	struct lio_qmem qm = {.size = 128 << 20};
 	struct lio_qp_stats st;
 	char path[128];
@@ -538,8 +590,8 @@ static pid_t busy_client(int ready_fd, uint32_t flags)
 		uint64_t n = 0;
 
 		for (;;) {
-			struct nvme_sqe s = rw(NVME_CMD_WRITE, (n * 256) % (a.lba_count - 256), 256,
-					       0, 0);
+			struct nvme_sqe s =
+			    rw(NVME_CMD_WRITE, (n * 256) % (a.lba_count - 256), 256, 0, 0);
 
 			lio_drv_prp(d, 0, &s, buf, 128 << 10);
 			if (lio_drv_submit(d, 0, &s) < 0)
@@ -610,8 +662,8 @@ START_TEST(test_ten_clients)
 			snprintf(name, sizeof(name), "vm%d", i);
 			cc = connect_ok(name);
 			a = attach(cc, name, LIO_ATTACH_CREATE);
-			d = drv_open(cc, &a, i % 3 ? LIO_MODE_ISOLATED : LIO_MODE_PASSTHROUGH, flags,
-				     1);
+			d = drv_open(cc, &a, i % 3 ? LIO_MODE_ISOLATED : LIO_MODE_PASSTHROUGH,
+				     flags, 1);
 			buf = lio_drv_alloc(d, 128 << 10);
 			/* the whole volume, 64 KiB at a time, then read back */
 			for (lba = 0; lba < a.lba_count; lba += 128) {
@@ -651,9 +703,9 @@ START_TEST(test_ten_clients)
 		unsigned tag = 100 + (unsigned)atoi(vi->name + 2);
 
 		ck_assert_uint_eq(vi->lba_count, VOL_BYTES >> LBA_SHIFT);
-		ck_assert_msg(check(img + (vi->lba_start << LBA_SHIFT), tag, 0,
-				    (uint32_t)vi->lba_count),
-			      "volume %s does not hold exactly its client's data", vi->name);
+		ck_assert_msg(
+		    check(img + (vi->lba_start << LBA_SHIFT), tag, 0, (uint32_t)vi->lba_count),
+		    "volume %s does not hold exactly its client's data", vi->name);
 	}
 	for (uint64_t off = RESERVED; off < (uint64_t)sb.st_size; off += 1u << LBA_SHIFT) {
 		bool inside = false;
@@ -721,7 +773,8 @@ START_TEST(test_daemon_crash_restart)
 	for (lba = 0; lba < 1024; lba += 128) {
 		ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_READ, lba, 128, buf), 0);
 		ck_assert_msg(check(lio_drv_ptr(d, buf), 42, lba, 128),
-			      "flushed data at LBA %llu lost in the crash", (unsigned long long)lba);
+			      "flushed data at LBA %llu lost in the crash",
+			      (unsigned long long)lba);
 	}
 	lio_drv_close(d);
 	lio_client_close(c);
@@ -766,10 +819,14 @@ START_TEST(test_socket_and_limits)
 	ck_assert_ptr_nonnull(strstr(err, "the limit"));
 	{
 		struct lio_vol_attach a = attach(c[0], NULL, LIO_ATTACH_ANON);
-		struct lio_drv_opts o = {.vol_id = a.vol_id, .lba_start = a.lba_start,
-					 .lba_count = a.lba_count, .lba_shift = LBA_SHIFT,
-					 .mode = LIO_MODE_ISOLATED, .qp_flags = LIO_QP_DB_POLL,
-					 .nr_qp = 2, .depth = 16};
+		struct lio_drv_opts o = {.vol_id = a.vol_id,
+					 .lba_start = a.lba_start,
+					 .lba_count = a.lba_count,
+					 .lba_shift = LBA_SHIFT,
+					 .mode = LIO_MODE_ISOLATED,
+					 .qp_flags = LIO_QP_DB_POLL,
+					 .nr_qp = 2,
+					 .depth = 16};
 		struct lio_drv *d;
 
 		rc = lio_drv_open(&d, c[0], &o, err, sizeof(err));
@@ -801,8 +858,8 @@ START_TEST(test_socket_and_limits)
 		ck_assert_ptr_nonnull(strstr(r.err, "refusing to shrink"));
 	}
 	{
-		char *args[] = {"ssd", "serve", "t1", "--backing", backing, "--model", "iops=x",
-				NULL};
+		char *args[] = {"ssd",	 "serve",   "t1",     "--backing",
+				backing, "--model", "iops=x", NULL};
 
 		testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
 		ck_assert_int_eq(WEXITSTATUS(r.status), 2);
@@ -869,6 +926,67 @@ static void add(Suite *s, const char *name, const TTest *t)
 
 #define ADD(s, t) add(s, #t, t)
 
+/* ---- service readiness and --daemon ---- */
+
+START_TEST(test_notify_and_daemon)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *extra[] = {"--notify", NULL};
+	char buf[128] = "", cmd[320];
+	struct timeval tv = {.tv_sec = 10};
+	struct testutil_run r;
+	int fd, pid = 0;
+	ssize_t n;
+
+	daemon_stop(SIGTERM);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/notify", dir);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setenv("NOTIFY_SOCKET", sa.sun_path, 1);
+	daemon_start(extra);
+	unsetenv("NOTIFY_SOCKET");
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	ck_assert_int_gt(n, 0);
+	ck_assert_ptr_nonnull(strstr(buf, "READY=1"));
+	ck_assert_ptr_nonnull(strstr(buf, "MAINPID="));
+	close(fd);
+	daemon_stop(SIGTERM);
+
+	/* --daemon: the command returns, the SSD keeps serving, SIGTERM stops it */
+	{
+		char *args[] = {"ssd", "serve", SSD, "--backing", backing, "--daemon", NULL};
+
+		testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
+		ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s", r.err);
+	}
+	for (int i = 0; i < 200; i++) {
+		struct lio_client *c;
+		char err[256];
+
+		if (!lio_client_connect(&c, SSD, "after-daemon", NULL, err, sizeof(err))) {
+			lio_client_close(c);
+			break;
+		}
+		testutil_sleep_ms(25);
+	}
+	snprintf(cmd, sizeof(cmd), "pgrep -f 'ssd serve %s --backing %s --daemon'", SSD, backing);
+	{
+		char *out = NULL;
+
+		ck_assert_int_eq(testutil_sh(cmd, &out), 0);
+		pid = atoi(out);
+		free(out);
+	}
+	ck_assert_int_gt(pid, 1);
+	ck_assert_int_eq(kill(pid, SIGTERM), 0);
+	for (int i = 0; i < 200 && kill(pid, 0) == 0; i++)
+		testutil_sleep_ms(25);
+	ck_assert_int_ne(kill(pid, 0), 0);
+	daemon_start(NULL); /* for the teardown's clean stop */
+}
+END_TEST
+
 static Suite *softssd_suite(void)
 {
 	Suite *s = suite_create("softssd");
@@ -877,6 +995,7 @@ static Suite *softssd_suite(void)
 	ADD(s, test_isolated_eventfd_guest_rings);
 	ADD(s, test_passthrough_poll_guest_rings);
 	ADD(s, test_passthrough_eventfd_sq_in_qmem);
+	ADD(s, test_zeroes_dsm_fua);
 	ADD(s, test_hostile_commands);
 	ADD(s, test_hostile_requests);
 	ADD(s, test_client_disconnects_mid_io);
@@ -884,6 +1003,7 @@ static Suite *softssd_suite(void)
 	ADD(s, test_daemon_crash_restart);
 	ADD(s, test_socket_and_limits);
 	ADD(s, test_model_latency);
+	ADD(s, test_notify_and_daemon);
 	return s;
 }
 
