@@ -16,7 +16,8 @@
 #include "config.h"
 #include "seccomp_filter.h"
 #include "serial.h"
-#include "softssd/cli.h"
+#include "default_guest.h"
+#include "nvme-lightiov/ssd_autostart.h"
 #include "softssd/cli.h"
 #include "vm.h"
 #include "vm_internal.h"
@@ -28,7 +29,6 @@ static void usage_main(FILE *f)
 	fprintf(f, "usage: lvmm run [OPTIONS]          boot a microVM\n"
 		   "       lvmm api --socket PATH VERB  talk to a running lvmm (lvmm api --help)\n"
 		   "       lvmm ssd serve|stats|vol ... software NVMe SSD (lvmm ssd --help)\n"
-		   "       lvmm ssd serve|stats|vol ... software NVMe SSD (lvmm ssd --help)\n"
 		   "       lvmm --version | --help\n");
 }
 
@@ -36,8 +36,9 @@ static void usage_run(FILE *f)
 {
 	fprintf(
 	    f,
-	    "usage: lvmm run --kernel FILE [OPTIONS]\n"
-	    "  --kernel FILE        vmlinux (ELF) or bzImage\n"
+	    "usage: lvmm run [--kernel FILE] [OPTIONS]\n"
+	    "  --kernel FILE        vmlinux (ELF) or bzImage (default: the guest make builds, next\n"
+	    "                       to the binary in guest/, else in share/lvmm/)\n"
 	    "  --initramfs FILE     initial RAM file system\n"
 	    "  --cmdline STR        kernel command line\n"
 	    "  --cpus N             vCPUs (default %u)\n"
@@ -46,12 +47,16 @@ static void usage_run(FILE *f)
 	    "                       stdio; a file is appended to and capped at %lluM unless told)\n"
 	    "  --vnvme SPEC         NVMe disk: file=PATH[,size=SIZE][,readonly=on][,serial=S]\n"
 	    "                       [,queues=N] (I/O queue pairs, default one per vCPU)\n"
-	    "                       or NAME:SIZE[,vol=NAME][,mode=emulate|passthrough|isolated]\n"
+	    "                       or NAME[:SIZE][,vol=NAME][,mode=isolated|passthrough]\n"
+	    "                       [,doorbell=poll|eventfd]: a volume on the SSD NAME (anonymous\n"
+	    "                       without vol=; a softssd is started when none serves NAME)\n"
 	    "  --api-socket PATH    serve the REST API on this Unix socket\n"
 	    "  --allowed-dir DIR    every file an API client names must lie beneath DIR\n"
 	    "Environment: LVMM_SECCOMP=off, LVMM_HOSTCOMPAT=on|off, LVMM_PIT=on|off,\n"
 	    "  LVMM_IRQCHIP=kernel|split, LVMM_STATS=1, LVMM_DEBUG_VCPU=SECONDS,\n"
-	    "  LVMM_VCPU_NICE=N (vCPU thread nice value; -10 on kvm_pvm with 2+ vCPUs)\n",
+	    "  LVMM_VCPU_NICE=N (vCPU thread nice value; -10 on kvm_pvm with 2+ vCPUs),\n"
+	    "  LVMM_RUN_DIR (SSD sockets, default /run/lvmm), LVMM_STATE_DIR (backings of\n"
+	    "  softssds lvmm starts, default /var/lib/lvmm)\n",
 	    CONFIG_DEFAULT_CPUS, CONFIG_DEFAULT_MEMORY >> 20, CONFIG_DEFAULT_SERIAL_LIMIT >> 20);
 }
 
@@ -275,7 +280,16 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (api_sock && !cfg.kernel[0]) /* an empty VMM: the VM comes from vm.create */
 		return api_vmm_main(api_sock, NULL, allowed_dir);
+	if (!cfg.kernel[0] && default_guest_find(&cfg, err, sizeof(err))) {
+		fprintf(stderr, "lvmm: %s\n", err);
+		return 1;
+	}
 	if (config_validate(&cfg, err, sizeof(err))) {
+		fprintf(stderr, "lvmm: %s\n", err);
+		return 1;
+	}
+	/* Before the seccomp filter: a softssd for an SSD nobody serves is a fork and an exec. */
+	if (ssd_autostart(&cfg, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		return 1;
 	}
@@ -362,8 +376,6 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "api"))
 		return api_client_main(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "ssd"))
-		return ssd_cli_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "ssd"))
 		return ssd_cli_main(argc - 1, argv + 1);
 	fprintf(stderr, "lvmm: unknown command '%s' (lvmm --help)\n", argv[1]);

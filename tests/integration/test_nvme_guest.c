@@ -110,9 +110,14 @@ START_TEST(test_bad_vnvme)
 	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0);
 	ck_assert_msg(strstr(r.err, "new.img"), "stderr: %s", r.err);
 	ck_assert_msg(access(vn + 5, F_OK) != 0, "an empty image was left behind");
-	/* An ssd backend that is not built in: refused, naming the device and the ssd. */
+	/* An ssd nobody serves, where lvmm cannot start one (no state directory for its backing):
+	 * refused, naming the device and the ssd. */
 	snprintf(vn, sizeof(vn), "ssd0:10G");
+	setenv("LVMM_RUN_DIR", dir, 1);
+	setenv("LVMM_STATE_DIR", "/proc/lvmm-none", 1);
 	run_lvmm(&r, args);
+	unsetenv("LVMM_STATE_DIR");
+	unsetenv("LVMM_RUN_DIR");
 	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0);
 	ck_assert_msg(strstr(r.err, "nvme0") && strstr(r.err, "ssd0"), "stderr: %s", r.err);
 	/* More queue pairs than NVMe can number. */

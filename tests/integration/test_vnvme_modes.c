@@ -72,6 +72,8 @@ static void setup(void)
 	snprintf(backing, sizeof(backing), "%s/backing.img", dir);
 	snprintf(logpath, sizeof(logpath), "%s/daemon.log", dir);
 	setenv("LVMM_RUN_DIR", dir, 1);
+	/* an SSD nobody serves is never started: no state directory (test_autostart sets one) */
+	setenv("LVMM_STATE_DIR", "/proc/lvmm-none", 1);
 	setenv("LVMM_STATS", "1", 1);
 	daemon_start();
 }
@@ -362,10 +364,84 @@ START_TEST(test_bad_config)
 	ck_assert_msg(strstr(r.err, "nvme0") && strstr(r.err, "nosuch"), "%s", r.err);
 	vm_run(&r, "nossd:1G", "bench.mode=lio");
 	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0);
-	ck_assert_msg(strstr(r.err, "nvme0") && strstr(r.err, "nossd"), "%s", r.err);
+	ck_assert_msg(strstr(r.err, "nvme0") && strstr(r.err, "nossd") &&
+			  strstr(r.err, "/proc/lvmm-none"),
+		      "%s", r.err);
 	vm_run(&r, SSD ":1T", "bench.mode=lio");
 	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0);
 	ck_assert_msg(strstr(r.err, "nvme0") && strstr(r.err, SSD), "%s", r.err);
+}
+END_TEST
+
+static bool ssd_answers(const char *name)
+{
+	struct lio_client *c;
+	char err[256];
+
+	if (lio_client_connect(&c, name, "probe", NULL, err, sizeof(err)))
+		return false;
+	lio_client_close(c);
+	return true;
+}
+
+/* An SSD nobody serves: lvmm starts a softssd on a sparse backing under LVMM_STATE_DIR, says so
+ * in one line, and the daemon stops once the VM is gone. */
+START_TEST(test_autostart)
+{
+	char state[128], img[192];
+	struct testutil_run r;
+	struct stat st;
+	unsigned i;
+
+	snprintf(state, sizeof(state), "%s/state", dir);
+	setenv("LVMM_STATE_DIR", state, 1);
+	vm_run(&r, "auto0:16M", "bench.mode=lio bench.ios=100");
+	assert_passed(&r, "autostarted ssd");
+	ck_assert_msg(strstr(r.err, "lvmm: started softssd auto0") && testutil_lines(r.err) > 0,
+		      "%s", r.err);
+	snprintf(img, sizeof(img), "%s/ssd/auto0.img", state);
+	ck_assert_int_eq(stat(img, &st), 0);
+	ck_assert_msg((uint64_t)st.st_blocks * 512 < (64ULL << 20), "backing not sparse: %lld",
+		      (long long)st.st_blocks);
+	for (i = 0; i < 200 && ssd_answers("auto0"); i++)
+		testutil_sleep_ms(50);
+	ck_assert_msg(!ssd_answers("auto0"), "the softssd lvmm started is still serving");
+}
+END_TEST
+
+/* No --kernel: the guest next to the binary's share/lvmm (here the bench guest installed as
+ * the default), and the product's own line `lvmm run --vnvme=NAME:10G` as typed. */
+START_TEST(test_default_guest)
+{
+	char bin[128], share[128], exe[192], k[192], state[128], cmd[512];
+	struct testutil_run r;
+	char *args[] = {"run", "--vnvme=auto1:10G", NULL};
+	const char *saved = getenv("LVMM");
+
+	snprintf(bin, sizeof(bin), "%s/bin", dir);
+	snprintf(share, sizeof(share), "%s/share/lvmm", dir);
+	snprintf(exe, sizeof(exe), "%s/lvmm", bin);
+	snprintf(k, sizeof(k), "%s/vmlinux", share);
+	snprintf(state, sizeof(state), "%s/state", dir);
+	ck_assert_int_eq(testutil_system("mkdir -p %s %s && cp %s %s && cp %s %s", bin, share,
+					 testutil_lvmm(), exe, testutil_bench_guest(), k),
+			 0);
+	setenv("LVMM_STATE_DIR", state, 1);
+	snprintf(cmd, sizeof(cmd), "%s", saved ? saved : "");
+	setenv("LVMM", exe, 1);
+	testutil_run_lvmm(&r, args, NULL, NULL, 0, RUN_LIMIT_S);
+	if (cmd[0])
+		setenv("LVMM", cmd, 1);
+	else
+		unsetenv("LVMM");
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "0x%x: %s %s", r.status,
+		      r.out, r.err);
+	ck_assert_msg(strstr(r.out, "bench: hello from ring 3"), "%s", r.out);
+	ck_assert_msg(strstr(r.err, "started softssd auto1"), "%s", r.err);
+	ck_assert_msg(strstr(r.err, "isolated volume anon"), "%s", r.err);
+	for (unsigned i = 0; i < 200 && ssd_answers("auto1"); i++)
+		testutil_sleep_ms(50);
+	ck_assert_msg(!ssd_answers("auto1"), "the softssd lvmm started is still serving");
 }
 END_TEST
 
@@ -382,6 +458,8 @@ static Suite *vnvme_modes_suite(void)
 	tcase_add_test(t, test_anon_volume);
 	tcase_add_test(t, test_ssd_killed);
 	tcase_add_test(t, test_bad_config);
+	tcase_add_test(t, test_autostart);
+	tcase_add_test(t, test_default_guest);
 	suite_add_tcase(s, t);
 	return s;
 }

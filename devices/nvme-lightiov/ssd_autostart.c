@@ -1,0 +1,227 @@
+/* softssd auto-start for `--vnvme NAME:SIZE`: a sparse backing under the state directory, a
+ * supervisor that stops the daemon when no VM session is left, and the wait until it serves. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lio_client.h"
+#include "ssd_autostart.h"
+
+static int mkdirs(char *path)
+{
+	char *p;
+
+	for (p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0755) && errno != EEXIST) {
+			*p = '/';
+			return -errno;
+		}
+		*p = '/';
+	}
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int ssd_state_dir(char *buf, size_t len)
+{
+	const char *e = getenv("LVMM_STATE_DIR"), *x = getenv("XDG_STATE_HOME");
+	const char *h = getenv("HOME");
+	int n;
+
+	if (e && *e)
+		n = snprintf(buf, len, "%s", e);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/var/lib/lvmm");
+	else if (x && *x)
+		n = snprintf(buf, len, "%s/lvmm", x);
+	else if (h && *h)
+		n = snprintf(buf, len, "%s/.local/state/lvmm", h);
+	else
+		return -ENOENT;
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Whether something answers for name: a softssd socket, or the kernel module's node. */
+static bool ssd_served(const char *name)
+{
+	struct lio_client *c;
+	char dev[96], err[256];
+
+	snprintf(dev, sizeof(dev), "/dev/lightiov/%s", name);
+	if (!access(dev, F_OK))
+		return true;
+	if (lio_client_connect(&c, name, "probe", NULL, err, sizeof(err)))
+		return false;
+	lio_client_close(c);
+	return true;
+}
+
+/* The supervisor: runs the daemon, watches its sessions on one connection of its own, and
+ * stops it after SSD_AUTO_IDLE_MS with no other session. Never returns. */
+static void __attribute__((noreturn)) supervise(const char *name, char *const argv[],
+						  const char *log)
+{
+	struct lio_client *c = NULL;
+	unsigned idle = 0;
+	pid_t d;
+	int fd, st;
+
+	setsid();
+	close_range(3, ~0U, 0); /* nothing of lvmm's (its callers' pipes above all) stays open */
+	signal(SIGINT, SIG_IGN); /* a Ctrl-C meant for the VM leaves the shared SSD alone */
+	signal(SIGHUP, SIG_IGN);
+	fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+	}
+	fd = open("/dev/null", O_RDONLY);
+	if (fd >= 0)
+		dup2(fd, 0);
+	d = fork();
+	if (d < 0)
+		_exit(1);
+	if (!d) {
+		signal(SIGINT, SIG_DFL);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	for (;;) {
+		struct lio_session_list l = {0};
+		char err[256];
+
+		sleep_ms(250);
+		if (waitpid(d, &st, WNOHANG) == d)
+			_exit(0); /* the daemon ended by itself (stopped, or lost the race) */
+		if (!c && lio_client_connect(&c, name, "autostart", NULL, err, sizeof(err)))
+			c = NULL;
+		if (c && lio_client_session_list(c, &l)) {
+			lio_client_close(c);
+			c = NULL;
+		}
+		/* our own session is one of them */
+		idle = c && l.total <= 1 ? idle + 250 : 0;
+		if (idle >= SSD_AUTO_IDLE_MS)
+			break;
+	}
+	printf("%s: no VM for %u ms: stopping the softssd lvmm started\n", name,
+	       SSD_AUTO_IDLE_MS);
+	fflush(stdout);
+	lio_client_close(c);
+	kill(d, SIGTERM);
+	waitpid(d, &st, 0);
+	_exit(0);
+}
+
+static int ssd_start_one(const char *id, const char *name, uint64_t need, char *err,
+			 unsigned errlen)
+{
+	char state[512], backing[600], log[600], size[32], exe[512];
+	char *argv[] = {exe, "ssd", "serve", (char *)name, "--backing", backing, "--size", size,
+			NULL};
+	uint64_t sz = need + (1ULL << 30);
+	ssize_t n;
+	pid_t pid;
+	int r, st;
+	unsigned i;
+
+	r = ssd_state_dir(state, sizeof(state) - 8);
+	if (r) {
+		snprintf(err, errlen,
+			 "vnvme %s: ssd %s: no state directory for its backing ($LVMM_STATE_DIR)", id,
+			 name);
+		return r;
+	}
+	strcat(state, "/ssd");
+	r = mkdirs(state);
+	if (r) {
+		snprintf(err, errlen, "vnvme %s: ssd %s is not served, and its state directory %s: %s",
+			 id, name, state, strerror(-r));
+		return r;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0) {
+		snprintf(err, errlen, "vnvme %s: ssd %s: no lvmm binary to start a softssd", id, name);
+		return -ENOENT;
+	}
+	exe[n] = 0;
+	snprintf(backing, sizeof(backing), "%s/%s.img", state, name);
+	snprintf(log, sizeof(log), "%s/%s.log", state, name);
+	if (sz < SSD_AUTO_BACKING_MIN)
+		sz = SSD_AUTO_BACKING_MIN;
+	snprintf(size, sizeof(size), "%lluM", (unsigned long long)((sz + (1 << 20) - 1) >> 20));
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "vnvme %s: ssd %s: fork: %s", id, name, strerror(errno));
+		return -errno;
+	}
+	if (!pid) {
+		/* a second fork: the supervisor is nobody's child once lvmm exits */
+		if (fork() == 0)
+			supervise(name, argv, log);
+		_exit(0);
+	}
+	waitpid(pid, &st, 0);
+	for (i = 0; i < 400; i++) {
+		if (ssd_served(name)) {
+			fprintf(stderr,
+				"lvmm: started softssd %s on %s (sparse, %s); it stops once no VM "
+				"uses it (log %s)\n",
+				name, backing, size, log);
+			return 0;
+		}
+		sleep_ms(25);
+	}
+	snprintf(err, errlen, "vnvme %s: ssd %s: the softssd lvmm started did not come up (see %s)",
+		 id, name, log);
+	return -ETIMEDOUT;
+}
+
+int ssd_autostart(const struct vm_config *cfg, char *err, unsigned errlen)
+{
+	unsigned i, j;
+	int r;
+
+	for (i = 0; i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++) {
+		const char *name = cfg->vnvme[i].ssd;
+		uint64_t need = 0;
+		bool seen = false;
+
+		if (!name[0] || strchr(name, '/'))
+			continue;
+		for (j = 0; j < i; j++)
+			seen |= !strcmp(cfg->vnvme[j].ssd, name);
+		if (seen || ssd_served(name))
+			continue;
+		for (j = i; j < cfg->nvnvme && j < CONFIG_MAX_VNVME; j++)
+			if (!strcmp(cfg->vnvme[j].ssd, name))
+				need += cfg->vnvme[j].size;
+		char id[64];
+
+		config_vnvme_id(&cfg->vnvme[i], i, id, sizeof(id));
+		r = ssd_start_one(id, name, need, err, errlen);
+		if (r)
+			return r;
+	}
+	return 0;
+}
