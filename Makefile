@@ -107,7 +107,7 @@ LINUX_BINS = $(LINUX_TESTS:%=$(BUILD)/ltests/%)
 FUZZ_BINS  = $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
 
 .PHONY: all deps deps-check test test-unit test-asan test-integ test-linux fuzz fuzz-short \
-        demo bench clean format tidy
+        demo bench clean format tidy install
 
 # Installs missing Debian packages (apt-get); a no-op when everything is present.
 deps:
@@ -151,6 +151,15 @@ bench: all
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all guest
 	$(Q)tools/demo.sh $(BUILD)
+
+# make install: lvmm and the default guest it boots without --kernel (share/lvmm/, where lvmm
+# looks after the guest/ directory next to its binary). DESTDIR for staging.
+PREFIX ?= /usr/local
+install: all guest
+	install -D -m 755 $(BUILD)/lvmm $(DESTDIR)$(PREFIX)/bin/lvmm
+	install -D -m 644 $(GUEST_KERNEL) $(DESTDIR)$(PREFIX)/share/lvmm/vmlinux
+	install -D -m 644 $(GUEST_INITRAMFS) $(DESTDIR)$(PREFIX)/share/lvmm/initramfs.cpio
+	install -D -m 644 $(BENCH_GUEST) $(DESTDIR)$(PREFIX)/share/lvmm/bench-guest.elf
 
 format:
 	$(Q)git ls-files '*.c' '*.h' '*.cu' | xargs clang-format -i
