@@ -101,21 +101,33 @@ static unsigned vols_users(const struct ssd_volumes *v, const char *name)
 	return n;
 }
 
+/* At most n bytes of a client's string for a message: anything unprintable becomes '?', so a
+ * name never writes escapes or line breaks into a terminal or the daemon's log. */
+static void vols_printable(char *dst, size_t len, const char *src, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len && i < n && src[i]; i++)
+		dst[i] = src[i] > 0x20 && src[i] < 0x7f ? src[i] : '?';
+	dst[i] = 0;
+}
+
 int ssd_vol_name_check(const char *ssd, const char *in, char *out, char *err, unsigned errlen)
 {
 	size_t n = strnlen(in, LIO_NAME_MAX);
+	char shown[LIO_NAME_MAX];
 
+	vols_printable(shown, sizeof(shown), in, LIO_NAME_MAX - 1);
 	if (n == LIO_NAME_MAX) {
-		snprintf(err, errlen,
-			 "%s: invalid volume name '%.*s...' (longer than %d characters)", ssd,
-			 LIO_NAME_MAX - 1, in, LIO_NAME_MAX - 1);
+		snprintf(err, errlen, "%s: invalid volume name '%s...' (longer than %d characters)",
+			 ssd, shown, LIO_NAME_MAX - 1);
 		return -EINVAL;
 	}
 	memcpy(out, in, n + 1);
 	if (!lio_name_valid(out)) {
 		snprintf(err, errlen,
 			 "%s: invalid volume name '%s' (1-%d of A-Z a-z 0-9 . _ -, not . or ..)",
-			 ssd, out, LIO_NAME_MAX - 1);
+			 ssd, shown, LIO_NAME_MAX - 1);
 		return -EINVAL;
 	}
 	return 0;
@@ -128,7 +140,7 @@ static int vols_req_name(struct ssd_volumes *v, const char *in, char *out, char 
 }
 
 /* size_bytes of volume name in LBAs: > 0, a whole number of LBAs, within the largest free
- * extent (plus extra LBAs a grow in place may use). */
+ * extent. */
 static int vols_req_size(struct ssd_volumes *v, const char *name, uint64_t size_bytes,
 			 uint64_t *count, char *err, unsigned errlen)
 {
@@ -289,7 +301,10 @@ int ssd_volumes_open(struct ssd_volumes **out, int backing_fd, const char *ssd_n
 
 	*out = NULL;
 	if (!ssd_name || !lio_name_valid(ssd_name)) {
-		snprintf(err, errlen, "invalid SSD name '%s'", ssd_name ? ssd_name : "");
+		char shown[LIO_NAME_MAX];
+
+		vols_printable(shown, sizeof(shown), ssd_name ? ssd_name : "", LIO_NAME_MAX - 1);
+		snprintf(err, errlen, "invalid SSD name '%s'", shown);
 		return -EINVAL;
 	}
 	if (lba_shift && lba_shift != 9 && lba_shift != 12) {

@@ -211,6 +211,8 @@ START_TEST(create_list_delete)
 	ck_assert_str_eq(err, "ssd0: volume vm1 exists");
 	ck_assert_int_eq(create("a/b", MIB), -EINVAL);
 	ck_assert_msg(strstr(err, "ssd0: invalid volume name 'a/b'"), "%s", err);
+	ck_assert_int_eq(create("vm\n\033[2J", MIB), -EINVAL);
+	ck_assert_msg(strstr(err, "ssd0: invalid volume name 'vm??[2J'"), "%s", err);
 	ck_assert_int_eq(create("..", MIB), -EINVAL);
 	ck_assert_int_eq(create("", MIB), -EINVAL);
 	ck_assert_int_eq(create("vm3", 1000), -EINVAL);
