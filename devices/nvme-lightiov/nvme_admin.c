@@ -75,10 +75,17 @@ static void id_ctrl_fill(struct nvme_ctrl *c, struct nvme_id_ctrl *id)
 	id->cqes = (NVME_CQES_LOG2 << 4) | NVME_CQES_LOG2;
 	id->maxcmd = 0;
 	id->nn = 1;
-	id->oncs = NVME_CTRL_ONCS_DSM | NVME_CTRL_ONCS_WRITE_ZEROES;
+	/* Save/Select (bit 4): Get Features answers every Select value, Set Features with Save
+	 * answers Feature Not Saveable per feature, as the specification has it. */
+	id->oncs = NVME_CTRL_ONCS_DSM | NVME_CTRL_ONCS_WRITE_ZEROES | NVME_CTRL_ONCS_FEAT_SAVE;
 	id->vwc = NVME_CTRL_VWC_PRESENT;
 	id->sgls = 0;
-	snprintf(id->subnqn, sizeof(id->subnqn), "nqn.2026-11.io.lvmm:nvme:%.20s", c->p.serial);
+	/* The serial without the padding Identify gives SN: an NQN holds no spaces. */
+	l = strnlen(c->p.serial, sizeof(id->sn));
+	while (l && c->p.serial[l - 1] == ' ')
+		l--;
+	snprintf(id->subnqn, sizeof(id->subnqn), "nqn.2026-11.io.lvmm:nvme:%.*s", (int)l,
+		 c->p.serial);
 	id->psd[0].max_power = 2500; /* 25 W in 0.01 W units */
 }
 
@@ -112,12 +119,11 @@ static uint16_t admin_identify(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 		id_ctrl_fill(c, &buf.ctrl);
 		break;
 	case NVME_ID_CNS_NS:
-		if (cmd->nsid == 1)
-			id_ns_fill(c, &buf.ns);
-		else if (cmd->nsid == 0 || cmd->nsid != NVME_NSID_ALL)
+		/* FFFFFFFFh (capabilities common to all namespaces) is for controllers with
+		 * Namespace Management, which OACS does not claim. */
+		if (cmd->nsid != 1)
 			return NVME_GENERIC(NVME_SC_INVALID_NS);
-		else
-			buf.ns.lbaf[0].ds = NVME_LBA_SHIFT; /* capabilities common to all */
+		id_ns_fill(c, &buf.ns);
 		break;
 	case NVME_ID_CNS_NS_ACTIVE_LIST:
 		if (cmd->nsid >= 0xfffffffeu)
@@ -172,8 +178,9 @@ static uint16_t admin_get_log(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 		type = NVME_AER_TYPE_ERROR;
 		break;
 	case NVME_LOG_SMART:
-		if (cmd->nsid != 0 && cmd->nsid != 1 && cmd->nsid != NVME_NSID_ALL)
-			return NVME_GENERIC(NVME_SC_INVALID_NS);
+		/* LPA bit 0 clear: no per-namespace SMART, so only the controller-wide NSIDs. */
+		if (cmd->nsid != 0 && cmd->nsid != NVME_NSID_ALL)
+			return NVME_GENERIC(NVME_SC_INVALID_FIELD);
 		log.smart.critical_warning = c->p.readonly ? NVME_SMART_CRIT_READONLY : 0;
 		log.smart.temperature = 313;
 		log.smart.avail_spare = 100;
@@ -482,6 +489,24 @@ static uint16_t admin_dbbuf(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 	return NVME_OK;
 }
 
+void nvme_error_note_cmd(struct nvme_ctrl *c, uint16_t sqid, const struct nvme_sqe *cmd)
+{
+	/* The entry names the namespace and the first LBA of the failed command, so a host can
+	 * tell which request an LBA Out of Range (or a media error) was about. */
+	c->err_last.nsid = cmd->nsid;
+	if (!sqid)
+		return;
+	switch (cmd->opcode) {
+	case NVME_CMD_READ:
+	case NVME_CMD_WRITE:
+	case NVME_CMD_WRITE_ZEROES:
+		c->err_last.lba = (uint64_t)cmd->cdw11 << 32 | cmd->cdw10;
+		break;
+	default:
+		break;
+	}
+}
+
 uint16_t nvme_admin_exec(struct nvme_ctrl *c, const struct nvme_sqe *cmd, uint32_t *dw0)
 {
 	*dw0 = 0;
@@ -515,8 +540,7 @@ uint16_t nvme_admin_exec(struct nvme_ctrl *c, const struct nvme_sqe *cmd, uint32
 		if (c->cqs[0].reserved)
 			c->cqs[0].reserved--;
 		return NVME_NO_COMPLETE;
-	case NVME_ADMIN_KEEP_ALIVE:
-		return NVME_OK;
+	/* KAS is 0: Keep Alive is not supported, so it is an opcode like any unknown one. */
 	case NVME_ADMIN_DBBUF:
 		return admin_dbbuf(c, cmd);
 	default:

@@ -624,8 +624,10 @@ static unsigned sq_run(struct nvme_ctrl *c, struct nvme_sq *sq, unsigned budget)
 		else
 			st = nvme_io_exec(c, sq, &cmd);
 		if (st != NVME_NO_COMPLETE) {
-			if (st != NVME_OK)
+			if (st != NVME_OK) {
 				nvme_record_error(c, sq->qid, cmd.cid, st);
+				nvme_error_note_cmd(c, sq->qid, &cmd);
+			}
 			/* An admin command may have deleted this very queue pair. */
 			if (sq->qid == 0 || sq->valid)
 				nvme_post_cqe(c, sq, cmd.cid, st, dw0);

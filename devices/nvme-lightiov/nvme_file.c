@@ -32,6 +32,7 @@ struct nvme_file {
 	bool running, stop;
 	struct nvme_ctrl *ctrl;
 	unsigned pending; /* requests in the ring (I/O thread only) */
+	uint64_t durable_writes, syncs; /* written through (FUA or cache off), synced zeroings */
 };
 
 static int file_prepare(struct nvme_file *f, const struct vnvme_config *cfg, char *err,
@@ -168,6 +169,25 @@ static int file_zero(struct nvme_file *f, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/* Whether req must be durable before it completes: a FUA write, or any change while the guest
+ * has the volatile write cache switched off (Set Features 06h = 0): a completion then promises
+ * the data is on stable media, whichever fd (O_DIRECT or page cache) carries it. Called with
+ * the controller lock held (submit), which guards feat_vwc. */
+static bool file_write_through(const struct nvme_io_req *req)
+{
+	return req->fua || !req->ctrl->feat_vwc;
+}
+
+/* Zeroing runs synchronously: with the cache off it is synced before its completion. */
+static void file_sync_if_needed(struct nvme_file *f, struct nvme_io_req *req)
+{
+	if (req->status != NVME_OK || req->ctrl->feat_vwc)
+		return;
+	f->syncs++;
+	if (fdatasync(f->fd))
+		req->status = nvme_sc(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT, false);
+}
+
 static int file_submit(void *opaque, struct nvme_io_req *req)
 {
 	struct nvme_file *f = opaque;
@@ -187,8 +207,10 @@ static int file_submit(void *opaque, struct nvme_io_req *req)
 			io_uring_prep_readv(sqe, fd, req->iov, req->niov, req->off);
 		else
 			io_uring_prep_writev(sqe, fd, req->iov, req->niov, req->off);
-		if (req->fua && req->op == NVME_IO_WRITE)
+		if (req->op == NVME_IO_WRITE && file_write_through(req)) {
 			sqe->rw_flags = RWF_DSYNC;
+			f->durable_writes++;
+		}
 		io_uring_sqe_set_data(sqe, req);
 		f->pending++;
 		return 0;
@@ -203,11 +225,13 @@ static int file_submit(void *opaque, struct nvme_io_req *req)
 	case NVME_IO_ZEROES:
 		if (file_zero(f, req->off, req->len))
 			req->status = nvme_sc(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT, false);
+		file_sync_if_needed(f, req);
 		return 1;
 	case NVME_IO_DISCARD:
 		for (i = 0; i < req->nranges; i++)
 			if (file_zero(f, req->ranges[i].off, req->ranges[i].len))
 				req->status = nvme_sc(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT, false);
+		file_sync_if_needed(f, req);
 		return 1;
 	}
 	req->status = NVME_GENERIC(NVME_SC_INTERNAL);
@@ -305,6 +329,15 @@ void nvme_file_kick(void *opaque)
 int nvme_file_kick_fd(const struct nvme_file *f)
 {
 	return f->kick_fd;
+}
+
+void nvme_file_durability(struct nvme_file *f, uint64_t *durable_writes, uint64_t *syncs)
+{
+	/* Written under the controller lock (submit runs with it held). */
+	pthread_mutex_lock(&f->ctrl->lock);
+	*durable_writes = f->durable_writes;
+	*syncs = f->syncs;
+	pthread_mutex_unlock(&f->ctrl->lock);
 }
 
 bool nvme_file_direct(const struct nvme_file *f)

@@ -19,6 +19,8 @@ void nvme_file_kick(void *f);
 /* The eventfd that wakes the I/O thread (for KVM ioeventfds on doorbells). */
 int nvme_file_kick_fd(const struct nvme_file *f);
 bool nvme_file_direct(const struct nvme_file *f); /* O_DIRECT in use */
+/* Writes submitted write-through (FUA, or the volatile write cache off) and zeroings synced. */
+void nvme_file_durability(struct nvme_file *f, uint64_t *durable_writes, uint64_t *syncs);
 /* Stops the thread after every request the backend holds has completed; closes the file. */
 void nvme_file_close(struct nvme_file *f);
 

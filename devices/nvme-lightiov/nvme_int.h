@@ -97,6 +97,8 @@ void nvme_post_cqe(struct nvme_ctrl *c, struct nvme_sq *sq, uint16_t cid, uint16
 void nvme_raise_event(struct nvme_ctrl *c, uint8_t type, uint8_t info, uint8_t log);
 void nvme_events_deliver(struct nvme_ctrl *c);
 void nvme_record_error(struct nvme_ctrl *c, uint16_t sqid, uint16_t cid, uint16_t status);
+/* Completes the entry nvme_record_error() just made with the command's NSID and LBA. */
+void nvme_error_note_cmd(struct nvme_ctrl *c, uint16_t sqid, const struct nvme_sqe *cmd);
 void nvme_ctrl_process_locked(struct nvme_ctrl *c);
 uint8_t *nvme_queue_host(struct nvme_ctrl *c, uint64_t base, uint64_t bytes, bool allow_cmb);
 bool nvme_in_cmb(const struct nvme_ctrl *c, uint64_t base, uint64_t bytes);
