@@ -1,0 +1,526 @@
+/* The VM side of the lightiov.ko test, run inside the Linux test guest (static, no libc beyond
+ * syscalls): one session on /dev/lightiov/NAME, a memfd as its DMA window, a queue pair in each
+ * mode driven through shadow doorbells and eventfds, hostile commands and bad ioctl arguments.
+ *
+ * usage: lio-kmod-test /dev/lightiov/NAME
+ * Prints LIO-OK/LIO-FAIL per check and LIO-VOL, LIO-DONE lines the host test parses.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "lightiov/nvme.h"
+#include "lightiov/uapi.h"
+
+#define WIN_GPA	  0x40000000ull /* where the "guest" places its window */
+#define WIN_BYTES (2u << 20)
+#define DEPTH	  64
+#define XFER	  (128u << 10)
+/* window layout */
+#define OFF_SQ	   0x0000u
+#define OFF_CQ	   0x1000u
+#define OFF_DB	   0x2000u /* shadow doorbells: SQ tail, CQ head */
+#define OFF_EIDX   0x2040u
+#define OFF_LIST   0x3000u /* PRP list of the write buffer */
+#define OFF_LIST2  0x4000u /* PRP list of the read buffer */
+#define OFF_WBUF   0x10000u
+#define OFF_RBUF   0x40000u
+
+static int failures;
+static uint8_t *win;
+static uint32_t lba_shift;
+
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (cond) {                                                                        \
+			printf("LIO-OK ");                                                          \
+		} else {                                                                           \
+			printf("LIO-FAIL ");                                                        \
+			failures++;                                                                \
+		}                                                                                  \
+		printf(__VA_ARGS__);                                                               \
+		printf("\n");                                                                      \
+		fflush(stdout);                                                                    \
+	} while (0)
+
+/* An ioctl expected to fail with want. */
+static void expect_errno(int fd, unsigned long cmd, void *arg, int want, const char *what)
+{
+	int r = ioctl(fd, cmd, arg);
+	int e = r < 0 ? errno : 0;
+
+	CHECK(r < 0 && e == want, "%s: errno %d (%s), want %d", what, e, strerror(e), want);
+}
+
+struct qp {
+	int db_fd, irq_fd;
+	uint32_t id;
+	struct nvme_sqe *sq;
+	volatile struct nvme_cqe *cq;
+	volatile uint32_t *db;
+	uint16_t sq_tail, cq_head, cid;
+	uint8_t phase;
+	unsigned irqs, cmds;
+};
+
+static int qp_create(int fd, struct qp *q, uint32_t vol_id, uint32_t mode)
+{
+	struct lio_qp_create c;
+
+	memset(win, 0, 0x3000);
+	memset(q, 0, sizeof(*q));
+	q->db_fd = eventfd(0, EFD_CLOEXEC);
+	q->irq_fd = eventfd(0, EFD_CLOEXEC);
+	q->sq = (struct nvme_sqe *)(win + OFF_SQ);
+	q->cq = (volatile struct nvme_cqe *)(win + OFF_CQ);
+	q->db = (volatile uint32_t *)(win + OFF_DB);
+	q->phase = 1;
+	memset(&c, 0, sizeof(c));
+	c.vol_id = vol_id;
+	c.mode = mode;
+	c.flags = LIO_QP_DB_EVENTFD | LIO_QP_IRQ_ENABLED;
+	c.sqid = 1;
+	c.cqid = 1;
+	c.sq_depth = DEPTH;
+	c.cq_depth = DEPTH;
+	c.sq_gpa = WIN_GPA + OFF_SQ;
+	c.cq_gpa = WIN_GPA + OFF_CQ;
+	c.shadow_db_gpa = WIN_GPA + OFF_DB;
+	c.eventidx_gpa = WIN_GPA + OFF_EIDX;
+	c.db_fd = q->db_fd;
+	c.irq_fd = q->irq_fd;
+	if (ioctl(fd, LIO_IOC_QP_CREATE, &c) < 0)
+		return -errno;
+	q->id = c.qp_id;
+	return 0;
+}
+
+/* Submits one command and waits for its CQE: the irq eventfd first (the completion path under
+ * test), then the CQ. Returns the status (without the phase tag), -1 when no signal came within
+ * 20 s, -2 for a CQE naming another SQ. */
+static int qp_run(struct qp *q, struct nvme_sqe *sqe, uint16_t *cid_out)
+{
+	uint64_t one = 1, v;
+
+	sqe->cid = ++q->cid;
+	memcpy(&q->sq[q->sq_tail], sqe, sizeof(*sqe));
+	q->sq_tail = (q->sq_tail + 1) % DEPTH;
+	__atomic_store_n(&q->db[0], q->sq_tail, __ATOMIC_RELEASE);
+	if (write(q->db_fd, &one, sizeof(one)) != sizeof(one))
+		return -1;
+	for (;;) {
+		volatile struct nvme_cqe *c = &q->cq[q->cq_head];
+		struct pollfd p = {.fd = q->irq_fd, .events = POLLIN};
+		uint16_t st;
+
+		if (poll(&p, 1, 20000) <= 0)
+			return -1;
+		if (read(q->irq_fd, &v, sizeof(v)) == sizeof(v))
+			q->irqs++;
+		st = __atomic_load_n(&c->status, __ATOMIC_ACQUIRE);
+		if ((st & 1) != q->phase)
+			continue;
+		if (cid_out)
+			*cid_out = c->cid;
+		if (c->sq_id != 1)
+			return -2;
+		q->cq_head = (q->cq_head + 1) % DEPTH;
+		if (!q->cq_head)
+			q->phase ^= 1;
+		__atomic_store_n(&q->db[1], q->cq_head, __ATOMIC_RELEASE);
+		q->cmds++;
+		return st >> 1;
+	}
+}
+
+/* A read or write of bytes at slba with the buffer at window offset off (PRP list at list). */
+static void rw_sqe(struct nvme_sqe *s, uint8_t op, uint64_t slba, uint32_t bytes, uint32_t off,
+		   uint32_t list)
+{
+	uint32_t pages = bytes / 4096, i;
+	uint64_t *l = (uint64_t *)(win + list);
+
+	memset(s, 0, sizeof(*s));
+	s->opcode = op;
+	s->nsid = 1;
+	s->prp1 = WIN_GPA + off;
+	if (pages == 2)
+		s->prp2 = WIN_GPA + off + 4096;
+	else if (pages > 2) {
+		for (i = 1; i < pages; i++)
+			l[i - 1] = WIN_GPA + off + i * 4096ull;
+		s->prp2 = WIN_GPA + list;
+	}
+	s->cdw10 = (uint32_t)slba;
+	s->cdw11 = (uint32_t)(slba >> 32);
+	s->cdw12 = (bytes >> lba_shift) - 1;
+}
+
+static void fill(uint8_t *p, uint32_t len, uint32_t seed)
+{
+	uint32_t i, x = seed;
+
+	for (i = 0; i < len; i += 4) {
+		x = x * 1103515245u + 12345u;
+		memcpy(p + i, &x, 4);
+	}
+}
+
+/* Write, flush, read back and compare at slba (as the queue pair's mode expects it). */
+static void io_roundtrip(struct qp *q, const char *mode, uint64_t slba, uint32_t bytes,
+			 uint32_t seed)
+{
+	struct nvme_sqe s;
+	int st;
+
+	fill(win + OFF_WBUF, bytes, seed);
+	memset(win + OFF_RBUF, 0xee, bytes);
+	rw_sqe(&s, NVME_CMD_WRITE, slba, bytes, OFF_WBUF, OFF_LIST);
+	st = qp_run(q, &s, NULL);
+	CHECK(st == 0, "%s: write %u bytes at LBA %llu: status 0x%x", mode, bytes,
+	      (unsigned long long)slba, st);
+	memset(&s, 0, sizeof(s));
+	s.opcode = NVME_CMD_FLUSH;
+	s.nsid = 1;
+	st = qp_run(q, &s, NULL);
+	CHECK(st == 0, "%s: flush: status 0x%x", mode, st);
+	rw_sqe(&s, NVME_CMD_READ, slba, bytes, OFF_RBUF, OFF_LIST2);
+	st = qp_run(q, &s, NULL);
+	CHECK(st == 0, "%s: read %u bytes at LBA %llu: status 0x%x", mode, bytes,
+	      (unsigned long long)slba, st);
+	CHECK(!memcmp(win + OFF_WBUF, win + OFF_RBUF, bytes), "%s: data read back matches", mode);
+}
+
+/* Hostile commands in isolated mode: each refused with the status the checker names. */
+static void hostile(struct qp *q, uint64_t lba_count)
+{
+	struct nvme_sqe s;
+	uint16_t cid = 0;
+	int st;
+
+	rw_sqe(&s, NVME_CMD_WRITE, lba_count, 4096, OFF_WBUF, OFF_LIST);
+	st = qp_run(q, &s, &cid);
+	CHECK(st > 0 && (st & 0xff) == NVME_SC_LBA_RANGE && cid == s.cid,
+	      "hostile: write past the LBA window: status 0x%x cid %u", st, cid);
+	rw_sqe(&s, NVME_CMD_WRITE, lba_count - 1, 8192, OFF_WBUF, OFF_LIST);
+	s.cdw12 = (8192 >> lba_shift) - 1;
+	st = qp_run(q, &s, NULL);
+	CHECK(st > 0 && (st & 0xff) == NVME_SC_LBA_RANGE,
+	      "hostile: write straddling the window's end: status 0x%x", st);
+	rw_sqe(&s, NVME_CMD_READ, 0, 4096, OFF_RBUF, OFF_LIST2);
+	s.prp1 = 0x1000; /* below the DMA window: host memory of someone else */
+	st = qp_run(q, &s, NULL);
+	CHECK(st > 0 && (st & 0xff) == NVME_SC_DATA_XFER_ERROR,
+	      "hostile: read into memory outside the DMA window: status 0x%x", st);
+	rw_sqe(&s, NVME_CMD_READ, 0, XFER, OFF_RBUF, OFF_LIST2);
+	((uint64_t *)(win + OFF_LIST2))[5] = WIN_GPA + WIN_BYTES; /* one list entry past the end */
+	st = qp_run(q, &s, NULL);
+	CHECK(st > 0 && (st & 0xff) == NVME_SC_DATA_XFER_ERROR,
+	      "hostile: PRP list entry outside the DMA window: status 0x%x", st);
+	memset(&s, 0, sizeof(s));
+	s.opcode = 0x7f;
+	s.nsid = 1;
+	st = qp_run(q, &s, NULL);
+	CHECK(st > 0 && (st & 0xff) == NVME_SC_INVALID_OPCODE, "hostile: opcode 0x7f: status 0x%x",
+	      st);
+	rw_sqe(&s, NVME_CMD_READ, 0, 4096, OFF_RBUF, OFF_LIST2);
+	s.nsid = 2;
+	st = qp_run(q, &s, NULL);
+	CHECK(st > 0 && (st & 0xff) == NVME_SC_INVALID_NS, "hostile: namespace 2: status 0x%x", st);
+	rw_sqe(&s, NVME_CMD_READ, 0, 4096, OFF_RBUF, OFF_LIST2);
+	s.flags = NVME_SQE_FLAGS_PSDT(NVME_PSDT_SGL_MPTR_CONTIG);
+	st = qp_run(q, &s, NULL);
+	CHECK(st > 0, "hostile: SGL data pointer: status 0x%x", st);
+	rw_sqe(&s, NVME_CMD_READ, 0, 4096, OFF_RBUF, OFF_LIST2);
+	s.cdw10 = 0xffffffffu; /* an SLBA near 2^64: must not wrap into the window */
+	s.cdw11 = 0xffffffffu;
+	st = qp_run(q, &s, NULL);
+	CHECK(st > 0 && (st & 0xff) == NVME_SC_LBA_RANGE, "hostile: SLBA 2^64-1: status 0x%x", st);
+}
+
+static int memfd_window(uint64_t size, int seal)
+{
+	int m = memfd_create("lio-win", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (m < 0 || ftruncate(m, (off_t)size))
+		return -1;
+	if (seal && fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK))
+		return -1;
+	return m;
+}
+
+static void bad_args(int fd, int memfd)
+{
+	struct lio_dma_window w;
+	struct lio_vol_attach a;
+	struct lio_qp_ref ref;
+	struct lio_qp_stats qs;
+	struct lio_qp_create c;
+	int unsealed = memfd_window(WIN_BYTES, 0), shortfd = memfd_window(4096, 1);
+
+	expect_errno(fd, _IOWR('L', 0x7e, struct lio_identify), &w, ENOTTY, "unknown ioctl");
+	expect_errno(fd, _IOWR('L', LIO_OP_IDENTIFY, struct lio_qp_ref), &ref, ENOTTY,
+		     "identify with a wrong argument size");
+	expect_errno(fd, LIO_IOC_DMA_REGISTER, (void *)8, EFAULT, "dma-register from a bad pointer");
+	memset(&w, 0, sizeof(w));
+	expect_errno(fd, LIO_IOC_DMA_REGISTER, &w, EINVAL, "dma-register with 0 regions");
+	w.nr_regions = LIO_MAX_REGIONS + 1;
+	expect_errno(fd, LIO_IOC_DMA_REGISTER, &w, EINVAL, "dma-register with 9 regions");
+	w.nr_regions = 1;
+	w.r[0] = (struct lio_dma_region){.gpa = WIN_GPA, .size = 4095, .fd = memfd};
+	expect_errno(fd, LIO_IOC_DMA_REGISTER, &w, EINVAL, "dma-register size 4095");
+	w.r[0].size = 0;
+	expect_errno(fd, LIO_IOC_DMA_REGISTER, &w, EINVAL, "dma-register size 0");
+	w.r[0] = (struct lio_dma_region){.gpa = ~0ull & ~4095ull, .size = 8192, .fd = memfd};
+	expect_errno(fd, LIO_IOC_DMA_REGISTER, &w, EINVAL, "dma-register wrapping past 2^64");
+	w.nr_regions = 2;
+	w.r[0] = (struct lio_dma_region){.gpa = WIN_GPA, .size = 1 << 20, .fd = memfd};
+	w.r[1] = (struct lio_dma_region){
+	    .gpa = WIN_GPA + 4096, .size = 4096, .fd_offset = 1 << 20, .fd = memfd};
+	expect_errno(fd, LIO_IOC_DMA_REGISTER, &w, EINVAL, "dma-register overlapping regions");
+	w.nr_regions = 1;
+	w.r[0] = (struct lio_dma_region){.gpa = WIN_GPA, .size = WIN_BYTES, .fd = fd};
+	expect_errno(fd, LIO_IOC_DMA_REGISTER, &w, EBADF, "dma-register of a non-memfd fd");
+	w.r[0].fd = 12345;
+	expect_errno(fd, LIO_IOC_DMA_REGISTER, &w, EBADF, "dma-register of a closed fd");
+	w.r[0].fd = unsealed;
+	expect_errno(fd, LIO_IOC_DMA_REGISTER, &w, EPERM, "dma-register of an unsealed memfd");
+	w.r[0].fd = shortfd;
+	expect_errno(fd, LIO_IOC_DMA_REGISTER, &w, EINVAL, "dma-register past the memfd's end");
+	w.r[0] = (struct lio_dma_region){.gpa = WIN_GPA, .size = 1ull << 40, .fd = memfd};
+	expect_errno(fd, LIO_IOC_DMA_REGISTER, &w, E2BIG, "dma-register of 1 TiB");
+
+	memset(&a, 0, sizeof(a));
+	strcpy(a.name, "no-such-volume");
+	expect_errno(fd, LIO_IOC_VOL_ATTACH, &a, ENOENT, "vol-attach of an unknown volume");
+	strcpy(a.name, "bad/name");
+	a.flags = LIO_ATTACH_CREATE;
+	a.size_bytes = 1 << 20;
+	expect_errno(fd, LIO_IOC_VOL_ATTACH, &a, EINVAL, "vol-attach with a bad name");
+	memset(a.name, 'x', sizeof(a.name)); /* no NUL */
+	expect_errno(fd, LIO_IOC_VOL_ATTACH, &a, EINVAL, "vol-attach with an unterminated name");
+	strcpy(a.name, "v0");
+	a.flags = 0x100;
+	expect_errno(fd, LIO_IOC_VOL_ATTACH, &a, EINVAL, "vol-attach with unknown flags");
+	a.flags = LIO_ATTACH_CREATE;
+	a.size_bytes = 1000;
+	expect_errno(fd, LIO_IOC_VOL_ATTACH, &a, EINVAL, "vol-attach CREATE of 1000 bytes");
+	a.size_bytes = 1ull << 50;
+	expect_errno(fd, LIO_IOC_VOL_ATTACH, &a, ENOSPC, "vol-attach CREATE of 1 PiB");
+	memset(&a, 0, sizeof(a));
+	a.flags = LIO_ATTACH_ANON;
+	expect_errno(fd, LIO_IOC_VOL_ATTACH, &a, EINVAL, "vol-attach ANON of 0 bytes");
+	a.vol_id = 999;
+	expect_errno(fd, LIO_IOC_VOL_DETACH, &a, ENOENT, "vol-detach of an unknown id");
+
+	memset(&c, 0, sizeof(c));
+	c.mode = LIO_MODE_ISOLATED;
+	c.flags = LIO_QP_DB_EVENTFD;
+	c.sqid = c.cqid = 1;
+	c.sq_depth = c.cq_depth = DEPTH;
+	c.irq_fd = -1;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &c, ENOENT, "qp-create before a DMA window");
+	ref.qp_id = 4242;
+	expect_errno(fd, LIO_IOC_QP_DESTROY, &ref, ENOENT, "qp-destroy of an unknown queue pair");
+	memset(&qs, 0, sizeof(qs));
+	qs.qp_id = 4242;
+	expect_errno(fd, LIO_IOC_QP_STATS, &qs, ENOENT, "qp-stats of an unknown queue pair");
+	close(unsealed);
+	close(shortfd);
+}
+
+static void bad_qp_args(int fd, uint32_t vol_id)
+{
+	struct lio_qp_create c, b;
+	int efd = eventfd(0, EFD_CLOEXEC);
+
+	memset(&c, 0, sizeof(c));
+	c.vol_id = vol_id;
+	c.mode = LIO_MODE_ISOLATED;
+	c.flags = LIO_QP_DB_EVENTFD;
+	c.sqid = c.cqid = 1;
+	c.sq_depth = c.cq_depth = DEPTH;
+	c.sq_gpa = WIN_GPA + OFF_SQ;
+	c.cq_gpa = WIN_GPA + OFF_CQ;
+	c.shadow_db_gpa = WIN_GPA + OFF_DB;
+	c.db_fd = efd;
+	c.irq_fd = -1;
+	b = c;
+	b.mode = 3;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create mode 3");
+	b = c;
+	b.sq_depth = 1;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create sq_depth 1");
+	b = c;
+	b.cq_depth = LIO_MAX_QDEPTH + 1;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create cq_depth 4097");
+	b = c;
+	b.flags |= 1u << 20;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create unknown flag");
+	b = c;
+	b.flags = LIO_QP_DB_POLL;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EOPNOTSUPP, "qp-create DB_POLL");
+	b = c;
+	b.sqid = 0;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create sqid 0");
+	b = c;
+	b.vol_id = 777;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, ENOENT, "qp-create on an unattached volume");
+	b = c;
+	b.sq_gpa = WIN_GPA + WIN_BYTES - 4096; /* 64 entries need 4 KiB: fits */
+	b.sq_depth = 128;			/* 8 KiB: runs off the window */
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create SQ running off the window");
+	b = c;
+	b.cq_gpa = WIN_GPA + OFF_CQ + 16;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create CQ not page aligned");
+	b = c;
+	b.shadow_db_gpa = 0x1000;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create shadow doorbell outside");
+	b = c;
+	b.db_fd = fd;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EBADF, "qp-create db_fd not an eventfd");
+	b = c;
+	b.irq_fd = efd;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create irq_fd without IRQ_ENABLED");
+	b = c;
+	b.flags |= LIO_QP_IRQ_ENABLED;
+	b.irq_fd = 0; /* the console */
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EBADF, "qp-create irq_fd not an eventfd");
+	close(efd);
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = argc > 1 ? argv[1] : "/dev/lightiov/lio0";
+	struct lio_identify id;
+	struct lio_dma_window w;
+	struct lio_vol_attach a, a2;
+	struct lio_qp_stats qs;
+	struct lio_ssd_stats ss;
+	struct lio_vol_list vl;
+	struct lio_qp_ref ref;
+	struct qp q;
+	int fd, fd2, memfd, r;
+	uint64_t lba_start, lba_count;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		printf("LIO-FAIL open %s: %s\nLIO-DONE failures=1\n", path, strerror(errno));
+		return 1;
+	}
+	r = ioctl(fd, LIO_IOC_IDENTIFY, &id);
+	CHECK(r == 0 && id.abi_version == LIO_ABI_VERSION && (id.flags & LIO_ID_KERNEL) &&
+		  (id.flags & LIO_ID_DB_EVENTFD),
+	      "identify: rc %d abi %u flags 0x%x name %s model '%s' lba_shift %u capacity %llu", r,
+	      id.abi_version, id.flags, id.name, id.model, id.lba_shift,
+	      (unsigned long long)id.capacity_lbas);
+	lba_shift = id.lba_shift;
+
+	memfd = memfd_window(WIN_BYTES, 1);
+	win = memfd < 0 ? MAP_FAILED
+			: mmap(NULL, WIN_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (win == MAP_FAILED) {
+		printf("LIO-FAIL memfd window: %s\nLIO-DONE failures=1\n", strerror(errno));
+		return 1;
+	}
+	bad_args(fd, memfd);
+
+	memset(&w, 0, sizeof(w));
+	w.nr_regions = 1;
+	w.r[0] = (struct lio_dma_region){.gpa = WIN_GPA, .size = WIN_BYTES, .fd = memfd};
+	r = ioctl(fd, LIO_IOC_DMA_REGISTER, &w);
+	CHECK(r == 0, "dma-register of %u KiB at 0x%llx: rc %d errno %d", WIN_BYTES >> 10,
+	      WIN_GPA, r, r ? errno : 0);
+
+	memset(&a, 0, sizeof(a));
+	strcpy(a.name, "kmodvol");
+	a.flags = LIO_ATTACH_CREATE;
+	a.size_bytes = 4u << 20;
+	r = ioctl(fd, LIO_IOC_VOL_ATTACH, &a);
+	CHECK(r == 0 && a.lba_count == (4u << 20) >> lba_shift, "vol-attach kmodvol: rc %d", r);
+	lba_start = a.lba_start;
+	lba_count = a.lba_count;
+	printf("LIO-VOL kmodvol lba_start=%llu lba_count=%llu lba_shift=%u\n",
+	       (unsigned long long)lba_start, (unsigned long long)lba_count, lba_shift);
+	a2 = a;
+	a2.flags = 0;
+	expect_errno(fd, LIO_IOC_VOL_ATTACH, &a2, EBUSY, "second read-write attach of kmodvol");
+	fd2 = open(path, O_RDWR | O_CLOEXEC);
+	a2 = a;
+	a2.flags = LIO_ATTACH_READONLY;
+	expect_errno(fd2, LIO_IOC_VOL_ATTACH, &a2, EBUSY, "read-only attach from another session");
+	memset(&vl, 0, sizeof(vl));
+	r = ioctl(fd2, LIO_IOC_VOL_LIST, &vl);
+	CHECK(r == 0 && vl.total >= 1 && !strcmp(vl.v[0].name, "kmodvol") && vl.v[0].users == 1,
+	      "vol-list from another session: rc %d total %u users %u", r, vl.total,
+	      vl.v[0].users);
+	close(fd2);
+	bad_qp_args(fd, a.vol_id);
+
+	/* isolated: window-relative LBAs, every SQE checked */
+	r = qp_create(fd, &q, a.vol_id, LIO_MODE_ISOLATED);
+	CHECK(r == 0, "qp-create isolated: %d", r);
+	if (!r) {
+		io_roundtrip(&q, "isolated", 0, XFER, 1);
+		io_roundtrip(&q, "isolated", lba_count - (8192 >> lba_shift), 8192, 2);
+		hostile(&q, lba_count);
+		w.r[0].size = WIN_BYTES;
+		expect_errno(fd, LIO_IOC_DMA_REGISTER, &w, EBUSY, "dma-register with a queue pair");
+		expect_errno(fd, LIO_IOC_VOL_DETACH, &a, EBUSY, "vol-detach of a serving volume");
+		memset(&qs, 0, sizeof(qs));
+		qs.qp_id = q.id;
+		r = ioctl(fd, LIO_IOC_QP_STATS, &qs);
+		CHECK(r == 0 && qs.rejected >= 7 && qs.cmds >= 14 && qs.write_bytes >= XFER &&
+			  qs.irqs > 0,
+		      "qp-stats isolated: cmds %llu rejected %llu written %llu irqs %llu",
+		      (unsigned long long)qs.cmds, (unsigned long long)qs.rejected,
+		      (unsigned long long)qs.write_bytes, (unsigned long long)qs.irqs);
+		CHECK(q.irqs >= q.cmds && q.cmds == 14,
+		      "isolated: %u commands completed, %u irq eventfd signals", q.cmds, q.irqs);
+		ref.qp_id = q.id;
+		CHECK(ioctl(fd, LIO_IOC_QP_DESTROY, &ref) == 0, "qp-destroy isolated");
+		close(q.db_fd);
+		close(q.irq_fd);
+	}
+
+	/* passthrough: the guest adds lba_start itself */
+	r = qp_create(fd, &q, a.vol_id, LIO_MODE_PASSTHROUGH);
+	CHECK(r == 0, "qp-create passthrough: %d", r);
+	if (!r) {
+		io_roundtrip(&q, "passthrough", lba_start + (XFER >> lba_shift), XFER, 3);
+		CHECK(q.irqs >= q.cmds && q.cmds == 3,
+		      "passthrough: %u commands completed, %u irq eventfd signals", q.cmds, q.irqs);
+		/* a hostile tail: the queue stops, nothing else */
+		__atomic_store_n(&q.db[0], DEPTH + 5, __ATOMIC_RELEASE);
+		{
+			uint64_t one = 1;
+
+			CHECK(write(q.db_fd, &one, 8) == 8, "passthrough: doorbell with tail %u",
+			      DEPTH + 5);
+		}
+		usleep(200000);
+		ref.qp_id = q.id;
+		CHECK(ioctl(fd, LIO_IOC_QP_DESTROY, &ref) == 0, "qp-destroy passthrough");
+		close(q.db_fd);
+		close(q.irq_fd);
+	}
+	r = ioctl(fd, LIO_IOC_SSD_STATS, &ss);
+	CHECK(r == 0 && ss.sessions == 1 && ss.qpairs == 0 && ss.rejected >= 7 &&
+		  ss.write_bytes >= 2 * XFER,
+	      "ssd-stats: sessions %u qpairs %u cmds %llu rejected %llu", ss.sessions, ss.qpairs,
+	      (unsigned long long)ss.cmds, (unsigned long long)ss.rejected);
+	CHECK(ioctl(fd, LIO_IOC_VOL_DETACH, &a) == 0, "vol-detach kmodvol");
+	close(fd);
+	printf("LIO-DONE failures=%d\n", failures);
+	return failures ? 1 : 0;
+}
