@@ -58,6 +58,8 @@ int lio_client_session_list(struct lio_client *c, struct lio_session_list *l);
 
 #define LIO_DRV_MAX_QP	 16
 #define LIO_DRV_GPA_BASE 0x40000000ull /* where the DMA window sits in "guest-physical" space */
+/* lio_drv_io's wait: a backing disk shared with busy neighbours stalls seconds at times */
+#define LIO_DRV_IO_TIMEOUT_MS 30000
 
 struct lio_drv_opts {
 	uint32_t vol_id;    /* attached volume */
@@ -120,8 +122,8 @@ int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned 
 /* Fills prp1/prp2 of sqe for len bytes at gpa (a PRP list in the slot's page when needed). */
 void lio_drv_prp(struct lio_drv *d, unsigned qi, struct nvme_sqe *sqe, uint64_t gpa, uint32_t len);
 /* A read, write (opcode) of nlb LBAs at window-relative lba to/from gpa; flush with nlb 0.
- * Submits, waits (5 s at most) and returns the NVMe status (0: success), or 0xffff on a
- * timeout. Adds lba_start in passthrough mode. */
+ * Submits, waits (LIO_DRV_IO_TIMEOUT_MS at most) and returns the NVMe status (0: success), or
+ * 0xffff on a timeout. Adds lba_start in passthrough mode. */
 uint16_t lio_drv_io(struct lio_drv *d, unsigned qi, uint8_t opcode, uint64_t lba, uint32_t nlb,
 		    uint64_t gpa);
 

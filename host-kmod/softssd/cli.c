@@ -124,7 +124,8 @@ static int ssd_cmd_serve(int argc, char **argv)
 		O_SECCOMP,
 		O_DAEMON,
 		O_NOTIFY,
-		O_HELP
+		O_HELP,
+		O_CACHED
 	};
 	static const struct option opts[] = {{"backing", required_argument, 0, O_BACKING},
 					     {"size", required_argument, 0, O_SIZE},
@@ -140,6 +141,7 @@ static int ssd_cmd_serve(int argc, char **argv)
 					     {"daemon", no_argument, 0, O_DAEMON},
 					     {"notify", no_argument, 0, O_NOTIFY},
 					     {"help", no_argument, 0, O_HELP},
+					     {"cached", no_argument, 0, O_CACHED},
 					     {0, 0, 0, 0}};
 	struct ssd_server_cfg cfg = {
 	    .max_clients = SSD_DEF_MAX_CLIENTS,
@@ -151,7 +153,7 @@ static int ssd_cmd_serve(int argc, char **argv)
 	};
 	const char *backing = NULL, *model = "none";
 	struct ssd_model m;
-	bool daemonize = false;
+	bool daemonize = false, direct = true;
 	uint64_t size = 0;
 	unsigned v;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -234,6 +236,9 @@ static int ssd_cmd_serve(int argc, char **argv)
 		case O_NOTIFY:
 			cfg.notify = 1;
 			break;
+		case O_CACHED:
+			direct = false;
+			break;
 		case O_HELP:
 			fputs(ssd_usage, stdout);
 			return 0;
@@ -263,6 +268,11 @@ static int ssd_cmd_serve(int argc, char **argv)
 	cfg.backing_fd = ssd_backing_open(backing, size, &cfg.capacity);
 	if (cfg.backing_fd < 0)
 		return 1;
+	/* the data path bypasses the page cache where the file system allows, as a device would */
+	cfg.direct_fd = direct ? open(backing, O_RDWR | O_CLOEXEC | O_DIRECT) : -1;
+	if (direct && cfg.direct_fd < 0)
+		printf("%s: backing %s without O_DIRECT (%s): I/O goes through the page cache\n",
+		       cfg.name, backing, strerror(errno));
 	/* before any thread: the workers and the control loop run in the detached process */
 	if (daemonize && daemon(0, 0)) {
 		fprintf(stderr, "lvmm ssd serve: --daemon: %s\n", strerror(errno));
@@ -270,6 +280,8 @@ static int ssd_cmd_serve(int argc, char **argv)
 	}
 	r = ssd_serve(&cfg);
 	close(cfg.backing_fd);
+	if (cfg.direct_fd >= 0)
+		close(cfg.direct_fd);
 	ssd_model_destroy(&m);
 	return r;
 }

@@ -27,6 +27,7 @@ struct ssd_req {
 	struct nvme_sqe sqe; /* the private copy: the only SQE bytes ever used */
 	struct lio_io io;
 	uint16_t status;
+	bool direct; /* submitted on the O_DIRECT fd */
 	uint64_t submit_ns, due_ns;
 	struct iovec iov[LIO_CHECK_MAX_SEGS];
 };
@@ -52,6 +53,7 @@ struct ssd_worker {
 
 struct ssd_engine {
 	int fd;
+	int dfd; /* the backing again with O_DIRECT, or -1 */
 	uint32_t lba_shift;
 	struct ssd_model *model;
 	unsigned nr;
@@ -272,6 +274,33 @@ static uint16_t ssd_dsm(struct ssd_worker *w, struct ssd_req *req)
 	return 0;
 }
 
+#define SSD_DIO_ALIGN 511 /* O_DIRECT: buffers and lengths in 512-byte units */
+
+static bool ssd_direct_ok(const struct ssd_engine *e, const struct ssd_req *req)
+{
+	unsigned i;
+
+	if (e->dfd < 0)
+		return false;
+	for (i = 0; i < req->io.nsegs; i++)
+		if (((uintptr_t)req->iov[i].iov_base | req->iov[i].iov_len) & SSD_DIO_ALIGN)
+			return false;
+	return true;
+}
+
+static void ssd_prep_rw(const struct ssd_engine *e, struct io_uring_sqe *s, struct ssd_req *req)
+{
+	const struct lio_io *io = &req->io;
+	int fd = req->direct ? e->dfd : e->fd;
+
+	if (io->kind == LIO_IO_READ)
+		io_uring_prep_readv(s, fd, req->iov, io->nsegs, io->dev_lba << e->lba_shift);
+	else
+		io_uring_prep_writev2(s, fd, req->iov, io->nsegs, io->dev_lba << e->lba_shift,
+				      io->fua ? RWF_DSYNC : 0);
+	io_uring_sqe_set_data(s, req);
+}
+
 /* Checks the private copy and starts it; refused or synchronous commands complete at once. */
 static void ssd_req_start(struct ssd_worker *w, struct ssd_req *req, uint64_t now)
 {
@@ -324,13 +353,8 @@ static void ssd_req_start(struct ssd_worker *w, struct ssd_req *req, uint64_t no
 			}
 			req->iov[i] = (struct iovec){p, io->segs[i].len};
 		}
-		if (io->kind == LIO_IO_READ)
-			io_uring_prep_readv(s, w->e->fd, req->iov, io->nsegs,
-					    io->dev_lba << w->e->lba_shift);
-		else
-			io_uring_prep_writev2(s, w->e->fd, req->iov, io->nsegs,
-					      io->dev_lba << w->e->lba_shift,
-					      io->fua ? RWF_DSYNC : 0);
+		req->direct = ssd_direct_ok(w->e, req);
+		ssd_prep_rw(w->e, s, req);
 		break;
 	case LIO_IO_FLUSH:
 		io_uring_prep_fsync(s, w->e->fd, IORING_FSYNC_DATASYNC);
@@ -361,6 +385,18 @@ static void ssd_reap(struct ssd_worker *w, uint64_t now, unsigned *work)
 		(*work)++;
 		if (!req)
 			continue;
+		if (res == -EINVAL && req->direct) {
+			/* an alignment the device refuses for O_DIRECT: once more through the cache
+			 */
+			struct io_uring_sqe *s = ssd_ring_sqe(w);
+
+			req->direct = false;
+			if (s) {
+				ssd_prep_rw(w->e, s, req);
+				w->ring_inflight++;
+				continue;
+			}
+		}
 		if (res < 0 || ((req->io.kind == LIO_IO_READ || req->io.kind == LIO_IO_WRITE) &&
 				(uint64_t)res != req->io.bytes)) {
 			if (req->io.kind == LIO_IO_READ)
@@ -657,8 +693,8 @@ static int ssd_worker_ring(struct ssd_worker *w, char *err, unsigned errlen)
 	return 0;
 }
 
-int ssd_engine_start(struct ssd_engine **out, int backing_fd, uint32_t lba_shift, unsigned nr,
-		     struct ssd_model *model, char *err, unsigned errlen)
+int ssd_engine_start(struct ssd_engine **out, int backing_fd, int direct_fd, uint32_t lba_shift,
+		     unsigned nr, struct ssd_model *model, char *err, unsigned errlen)
 {
 	struct ssd_engine *e = calloc(1, sizeof(*e));
 	unsigned i;
@@ -667,6 +703,7 @@ int ssd_engine_start(struct ssd_engine **out, int backing_fd, uint32_t lba_shift
 	if (!e)
 		return -ENOMEM;
 	e->fd = backing_fd;
+	e->dfd = direct_fd;
 	e->lba_shift = lba_shift;
 	e->model = model;
 	e->w = calloc(nr, sizeof(*e->w));

@@ -73,10 +73,11 @@ struct ssd_qp {
 	struct ssd_req *reqs, *free_reqs;
 };
 
-/* Starts nr workers serving I/O on backing_fd (LBAs of 1 << lba_shift bytes). model may be NULL
- * or inactive. 0 or a negative errno with err set. */
-int ssd_engine_start(struct ssd_engine **out, int backing_fd, uint32_t lba_shift, unsigned nr,
-		     struct ssd_model *model, char *err, unsigned errlen);
+/* Starts nr workers serving I/O on backing_fd (LBAs of 1 << lba_shift bytes); reads and writes
+ * whose buffers allow it go to direct_fd (the backing opened with O_DIRECT; -1: none). model may
+ * be NULL or inactive. 0 or a negative errno with err set. */
+int ssd_engine_start(struct ssd_engine **out, int backing_fd, int direct_fd, uint32_t lba_shift,
+		     unsigned nr, struct ssd_model *model, char *err, unsigned errlen);
 void ssd_engine_stop(struct ssd_engine *e);
 unsigned ssd_engine_workers(const struct ssd_engine *e);
 

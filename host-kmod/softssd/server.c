@@ -1336,8 +1336,8 @@ static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 	s->qp_by_id = calloc(LIO_MAX_QPAIRS + 1, sizeof(*s->qp_by_id));
 	if (!s->qp_by_id)
 		return -ENOMEM;
-	r = ssd_engine_start(&s->eng, cfg->backing_fd, s->lba_shift, cfg->workers, cfg->model, err,
-			     errlen);
+	r = ssd_engine_start(&s->eng, cfg->backing_fd, cfg->direct_fd, s->lba_shift, cfg->workers,
+			     cfg->model, err, errlen);
 	if (r)
 		return r;
 	r = ssd_listen(s, err, errlen);

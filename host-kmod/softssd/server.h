@@ -19,6 +19,7 @@ enum ssd_seccomp_mode { SSD_SECCOMP_KILL, SSD_SECCOMP_LOG, SSD_SECCOMP_OFF };
 struct ssd_server_cfg {
 	const char *name;  /* the SSD's name: socket, volume table, status lines */
 	int backing_fd;	   /* open read/write, locked by ssd_volumes_open */
+	int direct_fd;	   /* the same with O_DIRECT for the data path, or -1 */
 	uint64_t capacity; /* backing bytes */
 	uint32_t lba_shift;
 	struct ssd_model *model;

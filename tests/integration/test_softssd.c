@@ -42,6 +42,8 @@ static void daemon_start(const char *const extra[])
 	snprintf(size, sizeof(size), "%uM", BACKING_MB);
 	for (i = 0; extra && extra[i] && n < 30; i++)
 		argv[n++] = extra[i];
+	if (getenv("SOFTSSD_TEST_ARGS")) /* e.g. --cached: the page-cache data path */
+		argv[n++] = getenv("SOFTSSD_TEST_ARGS");
 	argv[n] = NULL;
 	daemon_pid = fork();
 	ck_assert_int_ge(daemon_pid, 0);
@@ -293,8 +295,8 @@ START_TEST(test_zeroes_dsm_fua)
 	/* deallocate LBAs 32..63, and a second range one past the window */
 	r[0] = (struct nvme_dsm_range){.nlb = 32, .slba = 32};
 	r[1] = (struct nvme_dsm_range){.nlb = 1, .slba = a.lba_count};
-	s = (struct nvme_sqe){.opcode = NVME_CMD_DSM, .nsid = 1, .prp1 = rng, .cdw10 = 0,
-			      .cdw11 = NVME_DSM_AD};
+	s = (struct nvme_sqe){
+	    .opcode = NVME_CMD_DSM, .nsid = 1, .prp1 = rng, .cdw10 = 0, .cdw11 = NVME_DSM_AD};
 	cid = lio_drv_submit(d, 0, &s);
 	ck_assert_int_eq(lio_drv_reap(d, 0, &cqe, 1, 5000), 1);
 	ck_assert_int_eq(cqe.cid, cid);
@@ -305,7 +307,10 @@ START_TEST(test_zeroes_dsm_fua)
 	ck_assert_uint_eq(SC(cqe.status >> 1), NVME_SC_LBA_RANGE);
 	/* FUA write */
 	fill(p, 12, 200, 8);
-	s = (struct nvme_sqe){.opcode = NVME_CMD_WRITE, .nsid = 1, .prp1 = buf, .cdw10 = 200,
+	s = (struct nvme_sqe){.opcode = NVME_CMD_WRITE,
+			      .nsid = 1,
+			      .prp1 = buf,
+			      .cdw10 = 200,
 			      .cdw12 = 7 | NVME_RW_FUA};
 	cid = lio_drv_submit(d, 0, &s);
 	ck_assert_int_eq(lio_drv_reap(d, 0, &cqe, 1, 5000), 1);
@@ -668,8 +673,13 @@ START_TEST(test_ten_clients)
 			/* the whole volume, 64 KiB at a time, then read back */
 			for (lba = 0; lba < a.lba_count; lba += 128) {
 				fill(lio_drv_ptr(d, buf), (unsigned)i + 100, lba, 128);
-				if (lio_drv_io(d, 0, NVME_CMD_WRITE, lba, 128, buf))
+				uint16_t st = lio_drv_io(d, 0, NVME_CMD_WRITE, lba, 128, buf);
+
+				if (st) {
+					fprintf(stderr, "client %d: write at %llu: status 0x%x\n",
+						i, (unsigned long long)lba, st);
 					_exit(10);
+				}
 			}
 			if (lio_drv_io(d, 0, NVME_CMD_FLUSH, 0, 0, 0))
 				_exit(11);
