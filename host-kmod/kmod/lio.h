@@ -202,7 +202,9 @@ void lio_ctr_add(struct lio_ctr *to, const struct lio_ctr *from);
 extern const struct file_operations lio_fops;
 void lio_ssd_put(struct lio_ssd *ssd);
 
-#define lio_err(ssd, fmt, ...) \
-	dev_info_ratelimited(&(ssd)->pdev->dev, "%s: " fmt "\n", (ssd)->name, ##__VA_ARGS__)
+/* lio_main.c: a refused request, logged (rate-limited) with the SSD's name */
+__printf(2, 3) void lio_err(struct lio_ssd *ssd, const char *fmt, ...);
+void lio_ssd_kill_sessions(struct lio_ssd *ssd);
+void lio_ssd_ctr(struct lio_ssd *ssd, struct lio_ctr *t);
 
 #endif

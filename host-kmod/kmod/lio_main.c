@@ -4,6 +4,7 @@
  */
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/ratelimit.h>
 #include <linux/slab.h>
 
 #include "lio.h"
@@ -26,8 +27,22 @@ static DEFINE_MUTEX(lio_list_lock); /* lio_ssds, lio_next_index */
 static LIST_HEAD(lio_ssds);
 static unsigned int lio_next_index;
 
-void lio_ssd_kill_sessions(struct lio_ssd *ssd);
-void lio_ssd_ctr(struct lio_ssd *ssd, struct lio_ctr *t);
+/* Requests come from user space at any rate: one shared limit for all their messages. */
+static DEFINE_RATELIMIT_STATE(lio_err_rs, 5 * HZ, 20);
+
+void lio_err(struct lio_ssd *ssd, const char *fmt, ...)
+{
+	struct va_format vaf;
+	va_list args;
+
+	if (!__ratelimit(&lio_err_rs))
+		return;
+	va_start(args, fmt);
+	vaf.fmt = fmt;
+	vaf.va = &args;
+	dev_info(&ssd->pdev->dev, "%s: %pV\n", ssd->name, &vaf);
+	va_end(args);
+}
 
 static void lio_ssd_release(struct kref *ref)
 {

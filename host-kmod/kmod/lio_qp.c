@@ -8,15 +8,8 @@
 #include <linux/file.h>
 #include <linux/interrupt.h>
 #include <linux/slab.h>
-#include <linux/version.h>
 
 #include "lio.h"
-
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
-#define lio_eventfd_signal(ctx) eventfd_signal(ctx)
-#else
-#define lio_eventfd_signal(ctx) eventfd_signal(ctx, 1)
-#endif
 
 void lio_ctr_add(struct lio_ctr *to, const struct lio_ctr *from)
 {
@@ -54,6 +47,7 @@ static void lio_qp_post(struct lio_qp *qp, u16 cid, u16 status, u32 dw0)
 	c.sq_id = cpu_to_le16(qp->sqid);
 	c.cid = cpu_to_le16(cid);
 	lio_win_copy(&qp->ss->win, gpa, &c, offsetof(struct nvme_cqe, status), true);
+	/* the entry before its phase tag: a guest polling the tag must see a whole entry */
 	smp_wmb();
 	lio_win_copy(&qp->ss->win, gpa + offsetof(struct nvme_cqe, status), &st, sizeof(st), true);
 	if (++qp->g_cq_tail == qp->cq_depth) {
@@ -75,7 +69,7 @@ static void lio_qp_irq_flush(struct lio_qp *qp, bool force)
 	qp->irq_pending = 0;
 	if (!qp->irq_ctx)
 		return;
-	lio_eventfd_signal(qp->irq_ctx);
+	eventfd_signal(qp->irq_ctx, 1);
 	WRITE_ONCE(qp->ctr.irqs, qp->ctr.irqs + 1);
 }
 
@@ -243,7 +237,8 @@ static unsigned int lio_qp_reap(struct lio_qp *qp)
 		}
 		n++;
 		if (cid >= q->depth - 1 || !qp->slots[cid].busy) {
-			lio_err(qp->ssd, "qp %u: controller completed unknown command %u", qp->id, cid);
+			lio_err(qp->ssd, "qp %u: controller completed unknown command %u",
+				qp->id, cid);
 			continue;
 		}
 		s = &qp->slots[cid];
@@ -447,7 +442,8 @@ static int lio_qp_validate(struct lio_session *ss, const struct lio_qp_create *q
 		return -EINVAL;
 	}
 	if (!q->sqid || !q->cqid) {
-		lio_err(ssd, "qp-create: sqid %u / cqid %u: 0 is the admin queue", q->sqid, q->cqid);
+		lio_err(ssd, "qp-create: sqid %u / cqid %u: 0 is the admin queue", q->sqid,
+			q->cqid);
 		return -EINVAL;
 	}
 	if (!(q->flags & LIO_QP_IRQ_ENABLED) && q->irq_fd != -1) {

@@ -84,7 +84,6 @@ static int lio_release(struct inode *inode, struct file *file)
 }
 
 /* Called by remove(): queue pairs and pinned memory go now; the sessions stay until closed. */
-void lio_ssd_kill_sessions(struct lio_ssd *ssd);
 void lio_ssd_kill_sessions(struct lio_ssd *ssd)
 {
 	struct lio_session *ss;
@@ -148,7 +147,6 @@ static int lio_qp_stats(struct lio_ssd *ssd, struct lio_qp_stats *st)
 	return 0;
 }
 
-void lio_ssd_ctr(struct lio_ssd *ssd, struct lio_ctr *t);
 void lio_ssd_ctr(struct lio_ssd *ssd, struct lio_ctr *t)
 {
 	struct lio_session *s;
@@ -232,7 +230,8 @@ static int lio_dispatch(struct lio_session *ss, unsigned int cmd, union lio_ioc_
 				return 0;
 			}
 		}
-		lio_err(ssd, "qp-destroy: queue pair %u is not one of this session's", a->ref.qp_id);
+		lio_err(ssd, "qp-destroy: queue pair %u is not one of this session's",
+			a->ref.qp_id);
 		return -ENOENT;
 	case LIO_IOC_QP_STATS:
 		return lio_qp_stats(ssd, &a->qst);
