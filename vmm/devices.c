@@ -48,6 +48,7 @@ struct vnvme {
 	struct nvme_file *file;
 	struct nvme_lio *lio; /* passthrough / isolated: the backend session */
 	struct vnvme_qp *qps; /* [nqueues + 1], db_lock */
+	struct lio_qp_stats gone; /* summed counters of queue pairs already unbound (db_lock) */
 	uint64_t cmb_gpa;
 	pthread_mutex_t db_lock; /* doorbell ioeventfd state */
 	uint64_t bar0;		 /* where BAR0 decodes, ~0 when nowhere */
@@ -261,8 +262,18 @@ static void hook_unbind(void *opaque, uint16_t sqid, uint32_t handle)
 	struct vnvme *v = opaque;
 	struct vnvme_qp *q = &v->qps[sqid];
 
+	struct lio_qp_stats st;
+
 	pthread_mutex_lock(&v->db_lock);
 	vnvme_qp_doorbells(v, sqid, false);
+	if (!nvme_lio_qp_stats(v->lio, handle, &st)) {
+		v->gone.cmds += st.cmds;
+		v->gone.read_bytes += st.read_bytes;
+		v->gone.write_bytes += st.write_bytes;
+		v->gone.errors += st.errors;
+		v->gone.rejected += st.rejected;
+		v->gone.irqs += st.irqs;
+	}
 	nvme_lio_unbind(v->lio, handle);
 	if (q->db_fd >= 0)
 		close(q->db_fd);
@@ -367,6 +378,7 @@ static int vnvme_lio_open(struct vnvme *v, struct nvme_ctrl_params *p, struct nv
 	}
 	p->size = nvme_lio_lba_count(v->lio) << nvme_lio_lba_shift(v->lio);
 	p->dstrd = nvme_lio_db_poll(v->lio) ? VNVME_DSTRD : 0;
+	p->no_dbbuf = nvme_lio_db_poll(v->lio);
 	v->dstrd = p->dstrd;
 	p->cmb_host = nvme_lio_cmb(v->lio);
 	h->kick = NULL; /* admin commands run on the vCPU that rang: no I/O thread at all */
@@ -581,6 +593,14 @@ static void vnvme_lio_counters(struct vnvme *v, struct vm_dev_counters *o)
 		return;
 	}
 	snprintf(o->volume, sizeof(o->volume), "%s", nvme_lio_vol_name(v->lio));
+	pthread_mutex_lock(&v->db_lock);
+	o->backend_cmds = v->gone.cmds;
+	o->backend_errors = v->gone.errors;
+	o->backend_rejected = v->gone.rejected;
+	o->read_bytes = v->gone.read_bytes;
+	o->write_bytes = v->gone.write_bytes;
+	o->irqs = v->gone.irqs;
+	pthread_mutex_unlock(&v->db_lock);
 	n = nvme_ctrl_bound(v->ctrl, qid, h, VM_DEV_MAX_QUEUES);
 	for (i = 0; i < n; i++) {
 		struct lio_qp_stats s;
@@ -598,6 +618,9 @@ static void vnvme_lio_counters(struct vnvme *v, struct vm_dev_counters *o)
 		o->read_bytes += s.read_bytes;
 		o->write_bytes += s.write_bytes;
 		o->irqs += s.irqs;
+		o->backend_cmds += s.cmds;
+		o->backend_errors += s.errors;
+		o->backend_rejected += s.rejected;
 		o->nqueues++;
 	}
 }
@@ -613,10 +636,13 @@ static void vnvme_print_counters(struct vnvme *v)
 	vnvme_lio_counters(v, &c);
 	fprintf(stderr,
 		"lvmm: vnvme %s: mode %s, mmio exits %llu, doorbells %llu, wake-ups %llu, "
-		"reads %llu, writes %llu\n",
+		"reads %llu, writes %llu, backend cmds %llu, errors %llu, rejected %llu, irqs "
+		"%llu\n",
 		v->cfg.id, c.mode, (unsigned long long)st.mmio_exits,
 		(unsigned long long)st.doorbells, (unsigned long long)st.wakeups,
-		(unsigned long long)st.reads, (unsigned long long)st.writes);
+		(unsigned long long)st.reads, (unsigned long long)st.writes,
+		(unsigned long long)c.backend_cmds, (unsigned long long)c.backend_errors,
+		(unsigned long long)c.backend_rejected, (unsigned long long)c.irqs);
 	for (i = 0; i < c.nqueues; i++)
 		fprintf(stderr,
 			"lvmm: vnvme %s: queue %u: backend cmds %llu, read %llu B, written %llu "

@@ -867,13 +867,23 @@ void vm_console_stats(struct vm *vm, struct serial_stats *st)
 
 int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen)
 {
-	snprintf(err, errlen, "vnvme %s: device hot-add is not supported yet", c->id);
+	/* 501 with the reason: a running guest learns of a new PCI function only through ACPI PCI
+	 * hotplug (a slot _EJ0/_STA and a GPE notification), which lvmm's DSDT does not describe,
+	 * and the test kernel is built without CONFIG_HOTPLUG_PCI_ACPI to listen for it. */
+	snprintf(err, errlen,
+		 "vnvme %s: hot-add needs ACPI PCI hotplug, which lvmm's ACPI tables do not offer "
+		 "yet and the test kernel (no CONFIG_HOTPLUG_PCI_ACPI) could not use; give the "
+		 "device at boot (--vnvme / vm.create)",
+		 c->id);
 	return -EOPNOTSUPP;
 }
 
 int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 {
-	snprintf(err, errlen, "device %s: hot-remove is not supported yet", id);
+	snprintf(err, errlen,
+		 "device %s: hot-remove needs ACPI PCI hotplug (eject), which lvmm's ACPI tables do "
+		 "not offer yet; the device goes when the VM ends",
+		 id);
 	return -EOPNOTSUPP;
 }
 

@@ -44,6 +44,7 @@ struct vm_dev_counters {
 	char mode[16];	     /* emulate, passthrough, isolated */
 	char ssd[64];	     /* empty for file= */
 	char volume[32];
+	uint64_t backend_cmds, backend_errors, backend_rejected; /* all queue pairs, also gone */
 	unsigned nqueues;    /* bound queue pairs (backend counters in q[]) */
 	struct vm_queue_counters q[VM_DEV_MAX_QUEUES];
 };

@@ -62,7 +62,7 @@ static void id_ctrl_fill(struct nvme_ctrl *c, struct nvme_id_ctrl *id)
 	id->cntlid = c->p.cntlid;
 	id->ver = NVME_VS_1_4;
 	id->cntrltype = 1; /* I/O controller */
-	id->oacs = NVME_CTRL_OACS_DBBUF;
+	id->oacs = c->p.no_dbbuf ? 0 : NVME_CTRL_OACS_DBBUF;
 	id->acl = 3;
 	id->aerl = NVME_CTRL_AERL;
 	id->frmw = 0x3; /* one slot, read-only */
@@ -542,6 +542,8 @@ uint16_t nvme_admin_exec(struct nvme_ctrl *c, const struct nvme_sqe *cmd, uint32
 		return NVME_NO_COMPLETE;
 	/* KAS is 0: Keep Alive is not supported, so it is an opcode like any unknown one. */
 	case NVME_ADMIN_DBBUF:
+		if (c->p.no_dbbuf)
+			return NVME_GENERIC(NVME_SC_INVALID_OPCODE);
 		return admin_dbbuf(c, cmd);
 	default:
 		return NVME_GENERIC(NVME_SC_INVALID_OPCODE);

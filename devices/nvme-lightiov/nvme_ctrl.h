@@ -33,6 +33,9 @@ struct nvme_ctrl_params {
 	uint8_t cmb_bir;   /* BAR holding the CMB (CMBLOC.BIR) */
 	uint64_t size;	   /* namespace bytes (multiple of 512) */
 	bool readonly;
+	/* No Doorbell Buffer Config: a backend polling doorbell pages never reads shadow values,
+	 * and a driver using them would ring only when an event index it never sees asks. */
+	bool no_dbbuf;
 	char serial[21];
 	char model[41];
 	uint16_t cntlid;

@@ -4,6 +4,7 @@
  * lifecycle (also kill -9 of lvmm) and kill -9 of the daemon under a running VM. */
 #include <check.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -445,6 +446,92 @@ START_TEST(test_default_guest)
 }
 END_TEST
 
+/* `lvmm api CMD...`: its exit status, stdout into *out (malloc'd). */
+static int api(const char *sock, const char *cmd, char **out)
+{
+	char line[512];
+
+	snprintf(line, sizeof(line), "%s api --socket %s %s 2>&1", testutil_lvmm(), sock, cmd);
+	return testutil_sh(line, out);
+}
+
+/* The REST API of a VM with an isolated volume: vm.info shows the vnvme fields, vm.counters
+ * the mode, volume and the backend's per-queue counters while the guest runs I/O, lvmm's own
+ * exits staying flat; hot-add and hot-remove answer 501 with the reason. */
+START_TEST(test_api_counters)
+{
+	char sock[128], outp[160], *o = NULL, *c1 = NULL, *c2 = NULL;
+	json_t *j, *d, *q;
+	json_error_t je;
+	pid_t pid;
+	unsigned i;
+	long long cmds1, cmds2, mmio1, mmio2;
+
+	snprintf(sock, sizeof(sock), "%s/api.sock", dir);
+	snprintf(outp, sizeof(outp), "%s/vm.out", dir);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		int fd = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(testutil_lvmm(), testutil_lvmm(), "run", "--kernel", testutil_bench_guest(),
+		      "--memory", "32M", "--cmdline", "bench.mode=lio bench.ios=100000000",
+		      "--vnvme", SSD ":4M,vol=api0", "--api-socket", sock, (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 400; i++) {
+		free(o);
+		o = testutil_slurp(outp);
+		if (strstr(o, "bench: lio rw ok"))
+			break;
+		testutil_sleep_ms(25);
+	}
+	ck_assert_msg(strstr(o, "bench: lio rw ok"), "%s", o);
+	free(o);
+	ck_assert_int_eq(api(sock, "info", &o), 0);
+	ck_assert_msg(strstr(o, "\"vol\": \"api0\"") || strstr(o, "\"vol\":\"api0\""), "%s", o);
+	ck_assert_msg(strstr(o, "isolated") && strstr(o, "doorbell"), "%s", o);
+	free(o);
+	ck_assert_int_eq(api(sock, "counters", &c1), 0);
+	testutil_sleep_ms(300);
+	ck_assert_int_eq(api(sock, "counters", &c2), 0);
+	j = json_loads(c1, 0, &je);
+	ck_assert_msg(j, "counters: %s", c1);
+	d = json_object_get(j, "nvme0");
+	ck_assert_str_eq(json_string_value(json_object_get(d, "mode")), "isolated");
+	ck_assert_str_eq(json_string_value(json_object_get(d, "volume")), "api0");
+	ck_assert_str_eq(json_string_value(json_object_get(d, "ssd")), SSD);
+	q = json_array_get(json_object_get(d, "queues"), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(q, "qid")), 1);
+	cmds1 = json_integer_value(json_object_get(q, "cmds"));
+	mmio1 = json_integer_value(json_object_get(d, "mmio_exits"));
+	json_decref(j);
+	j = json_loads(c2, 0, &je);
+	ck_assert_msg(j, "counters: %s", c2);
+	d = json_object_get(j, "nvme0");
+	cmds2 = json_integer_value(
+	    json_object_get(json_array_get(json_object_get(d, "queues"), 0), "cmds"));
+	mmio2 = json_integer_value(json_object_get(d, "mmio_exits"));
+	json_decref(j);
+	fprintf(stderr, "api: %lld -> %lld backend commands, mmio exits %lld -> %lld\n", cmds1,
+		cmds2, mmio1, mmio2);
+	ck_assert_msg(cmds2 > cmds1 && cmds1 > 0, "%s\n%s", c1, c2);
+	ck_assert_msg(mmio2 == mmio1, "lvmm took exits while the guest ran I/O: %s\n%s", c1, c2);
+	free(c1);
+	free(c2);
+	ck_assert_int_ne(api(sock, "add-vnvme " SSD ":4M", &o), 0);
+	ck_assert_msg(strstr(o, "501") && strstr(o, "ACPI PCI hotplug"), "%s", o);
+	free(o);
+	ck_assert_int_ne(api(sock, "remove-device nvme0", &o), 0);
+	ck_assert_msg(strstr(o, "501") && strstr(o, "hotplug"), "%s", o);
+	free(o);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(testutil_wait_limit(pid, "lvmm", 30), 0);
+}
+END_TEST
+
 static Suite *vnvme_modes_suite(void)
 {
 	Suite *s = suite_create("vnvme_modes");
@@ -460,6 +547,7 @@ static Suite *vnvme_modes_suite(void)
 	tcase_add_test(t, test_bad_config);
 	tcase_add_test(t, test_autostart);
 	tcase_add_test(t, test_default_guest);
+	tcase_add_test(t, test_api_counters);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -2,6 +2,8 @@
  * BAR0 into the 32-bit hole (the guest maps only the low 4 GiB), then runs init, Identify, queue
  * creation, write/flush/read/verify through PRP lists, negative admin cases and a QD1 read loop. */
 #include "bench.h"
+#include "lightiov/nvme.h"
+#include "lightiov/vcap.h"
 
 #define NVME_BAR_GPA 0xc0000000ULL /* LAYOUT_MMIO32_START */
 #define NVME_CMB_GPA 0xd0000000ULL /* higher in the 32-bit hole */
@@ -9,19 +11,6 @@
 #define PAGE	     4096
 #define XFER	     (64 * 1024)
 #define LAT_IOS	     2000
-
-struct sqe {
-	uint8_t opcode, flags;
-	uint16_t cid;
-	uint32_t nsid, cdw2, cdw3;
-	uint64_t mptr, prp1, prp2;
-	uint32_t cdw10, cdw11, cdw12, cdw13, cdw14, cdw15;
-};
-
-struct cqe {
-	uint32_t dw0, dw1;
-	uint16_t sq_head, sq_id, cid, status;
-};
 
 static uint8_t asq[PAGE] __attribute__((aligned(PAGE)));
 static uint8_t acq[PAGE] __attribute__((aligned(PAGE)));
@@ -95,9 +84,9 @@ static uint8_t *sq_mem(unsigned q)
 	return q ? iosq_mem : asq;
 }
 
-static struct cqe *cq_mem(unsigned q)
+static struct nvme_cqe *cq_mem(unsigned q)
 {
-	return (struct cqe *)(q ? iocq : acq);
+	return (struct nvme_cqe *)(q ? iocq : acq);
 }
 
 static bool need_event(uint32_t ei, uint32_t new_idx, uint32_t old)
@@ -121,10 +110,10 @@ static void ring(unsigned q, bool cq, uint32_t v)
 			return;
 	}
 	db_mmio_writes++;
-	wr32(0x1000 + off, v);
+	wr32(NVME_REG_DBS + off, v);
 }
 
-static void submit(unsigned q, struct sqe *c)
+static void submit(unsigned q, struct nvme_sqe *c)
 {
 	volatile uint8_t *dst = sq_mem(q) + sq_tail[q] * 64;
 	const uint8_t *src = (const uint8_t *)c;
@@ -142,7 +131,7 @@ static void submit(unsigned q, struct sqe *c)
  * timeout. */
 static uint16_t reap(unsigned q, uint32_t *dw0)
 {
-	volatile struct cqe *e = cq_mem(q) + cq_head[q];
+	volatile struct nvme_cqe *e = cq_mem(q) + cq_head[q];
 	uint64_t deadline = bench_ns() + 5000000000ULL;
 	uint16_t st;
 
@@ -160,15 +149,15 @@ static uint16_t reap(unsigned q, uint32_t *dw0)
 	return st & 0x7ff;
 }
 
-static uint16_t run(unsigned q, struct sqe *c, uint32_t *dw0)
+static uint16_t run(unsigned q, struct nvme_sqe *c, uint32_t *dw0)
 {
 	submit(q, c);
 	return reap(q, dw0);
 }
 
-static struct sqe cmd(uint8_t op)
+static struct nvme_sqe cmd(uint8_t op)
 {
-	struct sqe c;
+	struct nvme_sqe c;
 
 	zero(&c, sizeof(c));
 	c.opcode = op;
@@ -202,7 +191,7 @@ static void check_caps(unsigned devfn)
 
 		if ((hdr & 0xff) == 0x11)
 			msix = true;
-		if ((hdr & 0xff) == 0x09 && cfg_read(devfn, ptr + 4) == 0x4c494f56u) {
+		if ((hdr & 0xff) == LIGHTIOV_VCAP_ID && cfg_read(devfn, ptr + 4) == LIGHTIOV_VCAP_MAGIC) {
 			vcap = cfg_read(devfn, ptr + 8) == 0 && cfg_read(devfn, ptr + 16) == 0 &&
 			       cfg_read(devfn, ptr + 24) == 0;
 			bench_printf("bench: nvme LightIOV capability at %x, mode %u\n", ptr,
@@ -218,26 +207,26 @@ static bool ctrl_init(void)
 {
 	uint64_t cap, deadline;
 
-	cap = rd32(0) | (uint64_t)rd32(4) << 32;
-	dstrd = (cap >> 32) & 0xf;
-	bench_printf("bench: nvme cap %lx vs %x mqes %u dstrd %u\n", cap, rd32(8),
-		     (unsigned)(cap & 0xffff) + 1, dstrd);
-	wr32(0x14, 0);
+	cap = rd32(NVME_REG_CAP) | (uint64_t)rd32(NVME_REG_CAP + 4) << 32;
+	dstrd = NVME_CAP_DSTRD(cap);
+	bench_printf("bench: nvme cap %lx vs %x mqes %u dstrd %u\n", cap, rd32(NVME_REG_VS),
+		     NVME_CAP_MQES(cap) + 1, dstrd);
+	wr32(NVME_REG_CC, 0);
 	deadline = bench_ns() + 2000000000ULL;
-	while (rd32(0x1c) & 1)
+	while (rd32(NVME_REG_CSTS) & NVME_CSTS_RDY)
 		if (bench_ns() > deadline)
 			return false;
-	wr32(0x24, (QD - 1) << 16 | (QD - 1));
-	wr64(0x28, (uint64_t)asq);
-	wr64(0x30, (uint64_t)acq);
-	wr32(0x14, 1 | 6 << 16 | 4 << 20);
-	while (!(rd32(0x1c) & 1))
-		if (bench_ns() > deadline || (rd32(0x1c) & 2))
+	wr32(NVME_REG_AQA, (QD - 1) << 16 | (QD - 1));
+	wr64(NVME_REG_ASQ, (uint64_t)asq);
+	wr64(NVME_REG_ACQ, (uint64_t)acq);
+	wr32(NVME_REG_CC, NVME_CC_EN | NVME_SQES_LOG2 << 16 | NVME_CQES_LOG2 << 20);
+	while (!(rd32(NVME_REG_CSTS) & NVME_CSTS_RDY))
+		if (bench_ns() > deadline || (rd32(NVME_REG_CSTS) & NVME_CSTS_CFS))
 			return false;
 	return true;
 }
 
-static void fill_prps(struct sqe *c, uint8_t *buf, unsigned len)
+static void fill_prps(struct nvme_sqe *c, uint8_t *buf, unsigned len)
 {
 	unsigned i;
 
@@ -253,9 +242,9 @@ static void fill_prps(struct sqe *c, uint8_t *buf, unsigned len)
 	}
 }
 
-static struct sqe rw(uint8_t op, uint64_t slba, unsigned len, uint8_t *buf)
+static struct nvme_sqe rw(uint8_t op, uint64_t slba, unsigned len, uint8_t *buf)
 {
-	struct sqe c = cmd(op);
+	struct nvme_sqe c = cmd(op);
 
 	c.nsid = 1;
 	c.cdw10 = (uint32_t)slba;
@@ -269,12 +258,12 @@ static struct sqe rw(uint8_t op, uint64_t slba, unsigned len, uint8_t *buf)
  * without an exit. BAR2 moves below 4 GiB where this guest has page tables. */
 static void cmb_loop(unsigned devfn, uint64_t nsze)
 {
-	uint32_t cmbsz = rd32(0x3c), bir = rd32(0x38) & 7;
+	uint32_t cmbsz = rd32(NVME_REG_CMBSZ), bir = NVME_CMBLOC_BIR(rd32(NVME_REG_CMBLOC));
 	uint64_t t0, t1;
-	struct sqe c;
+	struct nvme_sqe c;
 	unsigned i;
 
-	if (!(cmbsz & 1) || bir != 2) {
+	if (!(cmbsz & NVME_CMBSZ_SQS) || bir != 2) {
 		bench_puts("bench: nvme no CMB for SQs, skipped\n");
 		return;
 	}
@@ -283,10 +272,10 @@ static void cmb_loop(unsigned devfn, uint64_t nsze)
 	cfg_write(devfn, 0x1c, 0);
 	cfg_write(devfn, 0x10, (uint32_t)NVME_BAR_GPA); /* BAR0 stays */
 	cfg_write(devfn, 4, 0x6);
-	c = cmd(0x00);
+	c = cmd(NVME_ADMIN_DELETE_SQ);
 	c.cdw10 = 1;
 	check(run(0, &c, NULL) == 0, "delete SQ 1");
-	c = cmd(0x01);
+	c = cmd(NVME_ADMIN_CREATE_SQ);
 	c.prp1 = NVME_CMB_GPA;
 	c.cdw10 = (QD - 1) << 16 | 1;
 	c.cdw11 = 1 << 16 | 1;
@@ -294,7 +283,7 @@ static void cmb_loop(unsigned devfn, uint64_t nsze)
 	iosq_mem = (uint8_t *)NVME_CMB_GPA;
 	sq_tail[1] = 0;
 	zero(rbuf, XFER);
-	c = rw(0x02, 0, XFER, rbuf);
+	c = rw(NVME_CMD_READ, 0, XFER, rbuf);
 	check(run(1, &c, NULL) == 0, "read 64 KiB through a CMB SQ");
 	for (i = 0; i < XFER && rbuf[i] == wbuf[i]; i++)
 		;
@@ -302,7 +291,7 @@ static void cmb_loop(unsigned devfn, uint64_t nsze)
 	db_mmio_writes = 0;
 	t0 = bench_ns();
 	for (i = 0; i < LAT_IOS; i++) {
-		c = rw(0x02, (i * 8) % (nsze - 8), 4096, rbuf);
+		c = rw(NVME_CMD_READ, (i * 8) % (nsze - 8), 4096, rbuf);
 		if (run(1, &c, NULL)) {
 			check(false, "qd1 read with a CMB SQ");
 			break;
@@ -320,7 +309,7 @@ static void nvme_ring3(void)
 {
 	unsigned devfn, i;
 	uint64_t nsze, t0, t1;
-	struct sqe c;
+	struct nvme_sqe c;
 	uint32_t dw0;
 
 	if (!find_nvme(&devfn)) {
@@ -335,33 +324,33 @@ static void nvme_ring3(void)
 	cfg_write(devfn, 4, 0x6);
 	regs = (volatile uint8_t *)NVME_BAR_GPA;
 	if (!ctrl_init()) {
-		bench_printf("bench: nvme FAIL enable, csts %x\n", rd32(0x1c));
+		bench_printf("bench: nvme FAIL enable, csts %x\n", rd32(NVME_REG_CSTS));
 		return;
 	}
-	c = cmd(0x06);
+	c = cmd(NVME_ADMIN_IDENTIFY);
 	c.cdw10 = 1;
 	c.prp1 = (uint64_t)idbuf;
 	check(run(0, &c, NULL) == 0, "identify controller");
 	bench_printf("bench: nvme model '%s'\n", "lvmm");
 	check(idbuf[24] == 'l' && idbuf[25] == 'v', "model number");
 	check(*(uint32_t *)(idbuf + 516) == 1, "one namespace");
-	c = cmd(0x06);
+	c = cmd(NVME_ADMIN_IDENTIFY);
 	c.nsid = 1;
 	c.cdw10 = 0;
 	c.prp1 = (uint64_t)idbuf;
 	check(run(0, &c, NULL) == 0, "identify namespace");
 	nsze = *(uint64_t *)idbuf;
 	bench_printf("bench: nvme namespace %lu blocks\n", nsze);
-	c = cmd(0x09);
+	c = cmd(NVME_ADMIN_SET_FEATURES);
 	c.cdw10 = 7;
 	c.cdw11 = 1 << 16 | 1; /* two pairs asked; as many as vCPUs granted */
 	check(run(0, &c, &dw0) == 0, "set number of queues");
-	c = cmd(0x05);
+	c = cmd(NVME_ADMIN_CREATE_CQ);
 	c.prp1 = (uint64_t)iocq;
 	c.cdw10 = (QD - 1) << 16 | 1;
 	c.cdw11 = 1; /* contiguous, interrupts off: this driver polls */
 	check(run(0, &c, NULL) == 0, "create CQ");
-	c = cmd(0x01);
+	c = cmd(NVME_ADMIN_CREATE_SQ);
 	c.prp1 = (uint64_t)iosq;
 	c.cdw10 = (QD - 1) << 16 | 1;
 	c.cdw11 = 1 << 16 | 1;
@@ -370,41 +359,41 @@ static void nvme_ring3(void)
 	/* Write, flush, read back through a PRP list, verify. */
 	for (i = 0; i < XFER; i++)
 		wbuf[i] = (uint8_t)(i * 13 + (i >> 9) + 0x5a);
-	c = rw(0x01, 0, XFER, wbuf);
+	c = rw(NVME_CMD_WRITE, 0, XFER, wbuf);
 	check(run(1, &c, NULL) == 0, "write 64 KiB");
-	c = cmd(0x00);
+	c = cmd(NVME_CMD_FLUSH);
 	c.nsid = 1;
 	check(run(1, &c, NULL) == 0, "flush");
 	zero(rbuf, XFER);
-	c = rw(0x02, 0, XFER, rbuf);
+	c = rw(NVME_CMD_READ, 0, XFER, rbuf);
 	check(run(1, &c, NULL) == 0, "read 64 KiB");
 	for (i = 0; i < XFER && rbuf[i] == wbuf[i]; i++)
 		;
 	check(i == XFER, "read data matches");
-	c = rw(0x02, nsze, 4096, rbuf);
+	c = rw(NVME_CMD_READ, nsze, 4096, rbuf);
 	check(run(1, &c, NULL) == 0x80, "read past the end: LBA out of range");
 	if (!failures)
 		bench_puts("bench: nvme rw ok\n");
 
 	/* Negative admin cases a conforming controller passes. */
-	c = cmd(0x00);
+	c = cmd(NVME_ADMIN_DELETE_SQ);
 	c.cdw10 = 0;
 	check(run(0, &c, NULL) == 0x101, "delete SQ 0: invalid queue identifier");
-	c = cmd(0x01);
+	c = cmd(NVME_ADMIN_CREATE_SQ);
 	c.prp1 = (uint64_t)rbuf;
 	c.cdw10 = 0 << 16 | 2;
 	c.cdw11 = 1 << 16 | 1;
 	check(run(0, &c, NULL) == 0x102 || !(dw0 & 0xffff), "create SQ size 0: invalid queue size");
 	c.cdw10 = 1024u << 16 | 2; /* MQES + 1 entries */
 	check(run(0, &c, NULL) == 0x102 || !(dw0 & 0xffff), "create SQ MQES+1: invalid queue size");
-	c = cmd(0x04);
+	c = cmd(NVME_ADMIN_DELETE_CQ);
 	c.cdw10 = 1;
 	check(run(0, &c, NULL) == 0x10c, "delete CQ with an SQ: invalid queue deletion");
-	c = cmd(0x06);
+	c = cmd(NVME_ADMIN_IDENTIFY);
 	c.cdw10 = 1;
 	c.prp1 = (uint64_t)idbuf + 2048;
 	check(run(0, &c, NULL) == 0x2, "identify with a short PRP: invalid field");
-	c = cmd(0x06);
+	c = cmd(NVME_ADMIN_IDENTIFY);
 	c.cdw10 = 1;
 	c.flags = 1;
 	c.prp1 = (uint64_t)idbuf;
@@ -415,7 +404,7 @@ static void nvme_ring3(void)
 	/* QD1 4 KiB reads: two MMIO doorbell writes per I/O. */
 	t0 = bench_ns();
 	for (i = 0; i < LAT_IOS; i++) {
-		c = rw(0x02, (i * 8) % (nsze - 8), 4096, rbuf);
+		c = rw(NVME_CMD_READ, (i * 8) % (nsze - 8), 4096, rbuf);
 		if (run(1, &c, NULL)) {
 			check(false, "qd1 read");
 			break;
@@ -428,7 +417,7 @@ static void nvme_ring3(void)
 
 	/* The same loop with shadow doorbells: doorbell writes become ioeventfds (in-kernel exits)
 	 * and most CQ head updates need no write at all. */
-	c = cmd(0x7c);
+	c = cmd(NVME_ADMIN_DBBUF);
 	c.prp1 = (uint64_t)dbs_buf;
 	c.prp2 = (uint64_t)eis_buf;
 	check(run(0, &c, NULL) == 0, "doorbell buffer config");
@@ -436,7 +425,7 @@ static void nvme_ring3(void)
 	db_mmio_writes = 0;
 	t0 = bench_ns();
 	for (i = 0; i < LAT_IOS; i++) {
-		c = rw(0x02, (i * 8) % (nsze - 8), 4096, rbuf);
+		c = rw(NVME_CMD_READ, (i * 8) % (nsze - 8), 4096, rbuf);
 		if (run(1, &c, NULL)) {
 			check(false, "qd1 read with shadow doorbells");
 			break;

@@ -401,6 +401,12 @@ static void route_vm_counters(struct api_vmm *vmm, const struct api_request *req
 					  (json_int_t)c[i].q[k].irqs));
 		if (d) {
 			json_object_set_new(d, "wakeups", json_integer((json_int_t)c[i].wakeups));
+			json_object_set_new(d, "backend_cmds",
+					    json_integer((json_int_t)c[i].backend_cmds));
+			json_object_set_new(d, "backend_errors",
+					    json_integer((json_int_t)c[i].backend_errors));
+			json_object_set_new(d, "backend_rejected",
+					    json_integer((json_int_t)c[i].backend_rejected));
 			json_object_set_new(d, "mode", json_string(c[i].mode));
 			json_object_set_new(d, "ssd", json_string(c[i].ssd));
 			json_object_set_new(d, "volume", json_string(c[i].volume));

@@ -1,0 +1,272 @@
+/* The stock Linux nvme driver on an isolated-mode vNVMe: an ext4 root on a softssd volume, its
+ * I/O queue pair bound to a backend queue pair (SQ in the CMB, polled doorbell pages, completions
+ * by irqfd), mounted read-write across two boots; the host checks the exported volume between
+ * them (mount count, last mount time, e2fsck, the file /init wrote) and lvmm's counters. */
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "linuxboot.h"
+#include "nvme-lightiov/lio_client.h"
+#include "testutil.h"
+
+/* A boot takes minutes on kvm_pvm hosts (emulated guest kernel). Not a speed assertion. */
+#define BOOT_LIMIT_S	1100
+#define TCASE_TIMEOUT_S 2400
+#define IMG_MB		64
+#define SSD		"lx0"
+
+static char dir[64], img[128], logpath[128], last_mount[64];
+static pid_t daemon_pid;
+
+/* /init on the root file system: builtins only but for the mounts and poweroff. */
+static const char init_script[] =
+    "#!/bin/busybox sh\n"
+    "export PATH=/bin\n"
+    "echo LVMM-VNVME-ROOT-UP\n"
+    "/bin/busybox mount -t sysfs sysfs /sys\n"
+    "/bin/busybox mount -t proc proc /proc\n"
+    "read -r sz </sys/block/nvme0n1/size && echo \"LVMM-NVME-SIZE $sz\"\n"
+    "while read -r line; do case $line in *nvme0q*) echo \"LVMM-IRQ $line\";; esac; done "
+    "</proc/interrupts\n"
+    "while read -r line; do case $line in *\" / \"*) echo \"LVMM-MOUNT $line\";; esac; done "
+    "</proc/mounts\n"
+    "for f in /sys/bus/pci/devices/0000:00:0*/p2pmem; do read -r sz <$f/size; "
+    "read -r av <$f/available; echo \"LVMM-CMB size=$sz used=$((sz - av))\"; done\n"
+    "n=0; read -r n </boot-count; n=$((n + 1)); echo $n >/boot-count\n"
+    "echo \"written by the guest, boot $n\" >/guest-was-here || echo LVMM-NVME-WRITE-FAILED\n"
+    "echo \"LVMM-VNVME-ROOT-OK boot=$n\"\n"
+    "exec /bin/busybox poweroff -f\n";
+
+static void daemon_start(void)
+{
+	char backing[128];
+	const char *argv[] = {testutil_lvmm(), "ssd",	"serve", SSD, "--backing",
+			      backing,	       "--size", "256M", NULL};
+	int i;
+
+	snprintf(backing, sizeof(backing), "%s/backing.img", dir);
+	daemon_pid = fork();
+	ck_assert_int_ge(daemon_pid, 0);
+	if (!daemon_pid) {
+		int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(argv[0], (char **)argv);
+		_exit(127);
+	}
+	for (i = 0; i < 200; i++) {
+		struct lio_client *c;
+		char err[256];
+
+		if (!lio_client_connect(&c, SSD, "probe", NULL, err, sizeof(err))) {
+			lio_client_close(c);
+			return;
+		}
+		testutil_sleep_ms(25);
+	}
+	ck_abort_msg("softssd did not come up: %s", testutil_slurp(logpath));
+}
+
+static void make_image(void)
+{
+	char root[128], path[256], cmd[512];
+	static const char *const sub[] = {"bin", "dev", "proc", "sys"};
+	unsigned i;
+
+	snprintf(root, sizeof(root), "%s/root", dir);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	for (i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, sub[i]);
+		ck_assert_int_eq(mkdir(path, 0755), 0);
+	}
+	snprintf(cmd, sizeof(cmd), "cp /bin/busybox %s/bin/busybox", root);
+	ck_assert_msg(testutil_sh(cmd, NULL) == 0, "busybox-static is not installed");
+	snprintf(path, sizeof(path), "%s/init", root);
+	testutil_write_file(path, init_script, strlen(init_script), 0755);
+	snprintf(path, sizeof(path), "%s/boot-count", root);
+	testutil_write_file(path, "0\n", 2, 0644);
+	snprintf(cmd, sizeof(cmd), "mkfs.ext4 -q -F -d %s %s %dM 2>&1", root, img, IMG_MB);
+	ck_assert_msg(testutil_sh(cmd, NULL) == 0, "mkfs.ext4 failed");
+	snprintf(cmd, sizeof(cmd),
+		 "printf 'cd /dev\\nmknod console c 5 1\\nsif console mode 020600\\n"
+		 "mknod null c 1 3\\nsif null mode 020666\\n' | debugfs -w -f - %s >/dev/null 2>&1",
+		 img);
+	ck_assert_msg(testutil_sh(cmd, NULL) == 0, "debugfs mknod failed");
+	testutil_rmtree(root);
+}
+
+/* The volume's content to img (export) or img into the volume (import). */
+static void vol_copy(const char *op)
+{
+	ck_assert_int_eq(testutil_system("%s ssd vol %s %s root %s >/dev/null 2>&1",
+					 testutil_lvmm(), op, SSD, img),
+			 0);
+}
+
+static void setup(void)
+{
+	testutil_mkdtemp(dir, sizeof(dir), "/tmp/lvmm-vnvme-linux-");
+	snprintf(img, sizeof(img), "%s/root.img", dir);
+	snprintf(logpath, sizeof(logpath), "%s/daemon.log", dir);
+	setenv("LVMM_RUN_DIR", dir, 1);
+	setenv("LVMM_STATE_DIR", "/proc/lvmm-none", 1);
+	setenv("LVMM_STATS", "1", 1);
+	daemon_start();
+}
+
+static void teardown(void)
+{
+	if (daemon_pid > 0) {
+		kill(daemon_pid, SIGTERM);
+		testutil_wait_limit(daemon_pid, "softssd", 20);
+	}
+	testutil_rmtree(dir);
+}
+
+static int mount_count(char *when, size_t len)
+{
+	char cmd[256], *out, *p;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "dumpe2fs -h %s 2>/dev/null", img);
+	ck_assert_int_eq(testutil_sh(cmd, &out), 0);
+	p = strstr(out, "Mount count:");
+	if (p)
+		sscanf(p, "Mount count: %d", &n);
+	p = strstr(out, "Last mount time:");
+	ck_assert_ptr_nonnull(p);
+	p += strlen("Last mount time:");
+	p += strspn(p, " ");
+	snprintf(when, len, "%.*s", (int)strcspn(p, "\n"), p);
+	free(out);
+	return n;
+}
+
+/* The exported volume after boot n: mounted once more, at a new time, clean after the journal
+ * replay, with the file /init wrote; then back into the volume for the next boot. */
+static void host_checks(int boot)
+{
+	char cmd[256], *out, want[64], when[64];
+	int rc;
+
+	vol_copy("export");
+	ck_assert_int_eq(mount_count(when, sizeof(when)), 1);
+	ck_assert_msg(strcmp(when, "n/a") && strcmp(when, last_mount),
+		      "last mount time did not advance: '%s'", when);
+	snprintf(last_mount, sizeof(last_mount), "%s", when);
+	snprintf(cmd, sizeof(cmd), "e2fsck -fy %s 2>&1", img);
+	rc = testutil_sh(cmd, &out);
+	ck_assert_msg(rc == 0 || rc == 1, "e2fsck -fy: rc %d\n%s", rc, out);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "e2fsck -fn %s 2>&1", img);
+	rc = testutil_sh(cmd, &out);
+	ck_assert_msg(rc == 0, "e2fsck -fn after recovery: rc %d\n%s", rc, out);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "debugfs -R 'cat /guest-was-here' %s 2>/dev/null", img);
+	ck_assert_int_eq(testutil_sh(cmd, &out), 0);
+	snprintf(want, sizeof(want), "written by the guest, boot %d", boot);
+	ck_assert_msg(strstr(out, want), "file on the volume: '%s'", out);
+	free(out);
+	vol_copy("import");
+}
+
+static unsigned long long stat_of(const char *s, const char *tag, const char *key)
+{
+	const char *l = strstr(s, tag), *k = l ? strstr(l, key) : NULL;
+
+	ck_assert_msg(k, "no '%s' ... '%s' in lvmm's output", tag, key);
+	return strtoull(k + strlen(key), NULL, 10);
+}
+
+START_TEST(test_vnvme_isolated_root)
+{
+	char kernel[4096];
+	char *args[] = {"--kernel",
+			kernel,
+			"--cmdline",
+			"console=ttyS0 root=/dev/nvme0n1 rw rootfstype=ext4 rootwait init=/init",
+			"--cpus",
+			"1",
+			"--memory",
+			"128M",
+			"--vnvme",
+			SSD ",vol=root",
+			NULL};
+	struct linuxboot b;
+	char want[64];
+	const char *irq;
+	int boot;
+
+	linuxboot_guest_file(kernel, sizeof(kernel), "vmlinux");
+	make_image();
+	ck_assert_int_eq(testutil_system("%s ssd vol create %s root %dM >/dev/null 2>&1",
+					 testutil_lvmm(), SSD, IMG_MB),
+			 0);
+	vol_copy("import");
+	ck_assert_int_eq(mount_count(last_mount, sizeof(last_mount)), 0);
+	for (boot = 1; boot <= 2; boot++) {
+		unsigned long long cmds, db;
+
+		linuxboot_run(&b, args, NULL, BOOT_LIMIT_S, 0);
+		printf("linux isolated vNVMe root boot %d: %.1f s to exit\n", boot, b.t_exit);
+		fflush(stdout);
+		linuxboot_report(&b, 4000);
+		ck_assert_msg(!b.killed, "lvmm still running after %d s", BOOT_LIMIT_S);
+		ck_assert_msg(WIFEXITED(b.status) && WEXITSTATUS(b.status) == 0,
+			      "lvmm did not exit 0 (wait status %#x)", b.status);
+		ck_assert_msg(strstr(b.log, "isolated volume root on ssd " SSD), "%s", b.log);
+		ck_assert_msg(strstr(b.console, "nvme nvme0: pci function"), "nvme did not bind");
+		ck_assert_msg(strstr(b.console, "nvme nvme0: 1/0/0 default/read/poll queues"),
+			      "not one I/O queue");
+		ck_assert_msg(strstr(b.console, "EXT4-fs (nvme0n1): mounted filesystem"),
+			      "ext4 root not mounted");
+		ck_assert_msg(strstr(b.console, "LVMM-NVME-SIZE 131072"), "namespace not 64 MiB");
+		/* completions arrive as MSI-X interrupts the backend raised through the irqfd */
+		irq = strstr(b.console, "LVMM-IRQ");
+		ck_assert_msg(irq && strstr(irq, "nvme0q1"), "no I/O queue interrupt line");
+		ck_assert_msg(strtoul(strchr(irq, ':') + 1, NULL, 10) > 0, "no I/O interrupts");
+		ck_assert_msg(strstr(b.console, "LVMM-CMB size=2097152 used=65536"),
+			      "the I/O submission queue is not in the CMB");
+		ck_assert_msg(strstr(b.console, "LVMM-MOUNT /dev/root / ext4 rw"),
+			      "root not mounted read-write");
+		snprintf(want, sizeof(want), "LVMM-VNVME-ROOT-OK boot=%d", boot);
+		ck_assert_msg(strstr(b.console, want), "/init on the volume did not finish");
+		/* every data command went to the backend; doorbells reaching lvmm are the admin
+		 * queue's (the I/O doorbell pages are guest memory the backend polls) */
+		cmds = stat_of(b.log, "mode isolated", "backend cmds ");
+		db = stat_of(b.log, "mode isolated", "doorbells ");
+		printf("boot %d: %llu backend commands, %llu doorbells reached lvmm\n", boot, cmds,
+		       db);
+		ck_assert_uint_ge(cmds, 20);
+		ck_assert_uint_eq(stat_of(b.log, "mode isolated", "reads "), 0);
+		ck_assert_uint_eq(stat_of(b.log, "mode isolated", "writes "), 0);
+		linuxboot_free(&b);
+		host_checks(boot);
+	}
+}
+END_TEST
+
+static Suite *linux_vnvme_suite(void)
+{
+	Suite *s = suite_create("linux_vnvme");
+	TCase *tc = tcase_create("isolated");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, TCASE_TIMEOUT_S);
+	tcase_add_test(tc, test_vnvme_isolated_root);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return testutil_run_suite(linux_vnvme_suite());
+}
