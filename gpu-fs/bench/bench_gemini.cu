@@ -100,7 +100,7 @@ __global__ static void k_randread(struct gemini_dev *d, int fd, const uint64_t *
 		int rc;
 
 		if (raw) {
-			rc = gm_raw_cmd(d, GM_NVME_OP_READ, o, 4096, b);
+			rc = gm_raw_cmd(d, NVME_CMD_READ, o, 4096, b);
 		} else {
 			rc = G_read_direct(d, fd, o, 4096, b);
 		}
@@ -449,7 +449,8 @@ __global__ static void k_ablate(struct gemini_dev *d, int fd, uint64_t size, uin
 				int *head = gm_bucket(d, h);
 				int j = -1;
 
-				gm_lock(&sh->lock);
+				if (gm_lock(d, &sh->lock))
+					continue;
 				if (stage == 1)
 					for (j = *head; j >= 0; j = d->hnext[j])
 						if (d->key[j] == key)

@@ -66,7 +66,8 @@ if has tests; then
 	fi
 	for t in ${CASES:-bounds_and_hostile_commands rw_nvme_disk_4k rw_nvme_memory_64k rw_posix_16k \
 		eviction_under_pressure readahead_on_a_shallow_queue sync_durability_across_processes \
-		cross_process_sharing}; do
+		cross_process_sharing writeback_failure_keeps_data full_page_writes_race_readers \
+		sync_partial_grid_two_files controller_stopped_mid_run concurrent_two_processes}; do
 		echo "== $t" >>"$r/test_gpu.log"
 		s=$(date +%s)
 		CK_RUN_CASE=$t GPUFS_TEST_DIR=$W timeout ${TT:-60} "$b/test_gpu" >"$r/case.log" 2>&1

@@ -29,6 +29,9 @@ struct gemini_config {
 	int memory_namespace;  /* nvme: serve a copy of each open file held in host memory */
 	int direct;	       /* O_DIRECT on backing files */
 	int device;	       /* CUDA device ordinal */
+	unsigned timeout_ms;   /* bound on every GPU-side wait for the controller, another warp or
+				* another process (default 10000): past it the call fails with
+				* -ETIMEDOUT instead of hanging the kernel */
 };
 
 struct gemini_stats {
@@ -66,6 +69,12 @@ int gemini_stats(struct gemini_ctx *ctx, struct gemini_stats *st);
 int gemini_ipc_export(struct gemini_ctx *ctx, struct gemini_ipc_handle *h);
 int gemini_ipc_import(const struct gemini_ipc_handle *h, struct gemini_dev **dev, void **cookie);
 void gemini_ipc_close(void *cookie);
+
+/* Fault injection for tests and drills: the controller refuses every write (media write fault)
+ * or stops serving its queues, as a dead controller would. 0 clears. */
+#define GEMINI_FAULT_WRITES 1u
+#define GEMINI_FAULT_STALL  2u
+int gemini_fault_inject(struct gemini_ctx *ctx, unsigned faults);
 
 #ifdef __cplusplus
 }

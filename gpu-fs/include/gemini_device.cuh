@@ -1,11 +1,12 @@
 /* libgemini device side: G_read/G_write/G_sync, the warp-level GPU page cache (sharded hash +
- * second-chance page lists) and the GPU NVMe queue driver. Header-only: kernels inline it. */
+ * second-chance page lists) and the GPU NVMe queue driver, every wait of it bounded in time.
+ * Header-only: kernels inline it. Commands and completions are include/lightiov/nvme.h's. */
 #ifndef GEMINI_DEVICE_CUH
 #define GEMINI_DEVICE_CUH
 
 #include <stdint.h>
 
-#include "gemini_nvme.h"
+#include "lightiov/nvme.h"
 
 #define GM_KEY_EMPTY	(~0ull)
 #define GM_PAGE_INVALID 0u
@@ -20,6 +21,15 @@
 #define GM_STAT_IOERR	4
 #define GM_STAT_CMDS	5
 #define GM_NSTATS	8
+/* GPU-side status of a command whose completion never came (queue dead or wait past the bound):
+ * outside the 15-bit range a controller can report */
+#define GM_SC_TIMEOUT 0x10000
+#define GM_ETIMEDOUT  110
+#define GM_EIO	      5
+#define GM_Q_DEAD     2 /* ctl word: set once a wait on the queue ran past the bound */
+#define GM_CTL_WORDS  4
+#define GM_SC_WRITE_FAULT NVME_STATUS(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT)
+#define GM_SC_READ_ERROR  NVME_STATUS(NVME_SCT_MEDIA, NVME_SC_READ_ERROR)
 
 /* One open file as the GPU sees it: bounds and the cached two-level map. */
 struct gm_file {
@@ -36,11 +46,11 @@ struct gm_file {
 /* One I/O queue pair. SQ, CQ and the doorbell sit in pinned host memory the GPU writes over
  * PCIe; turn and ctl (in HBM) order the GPU threads, of every sharing process, that use it. */
 struct gm_queue {
-	struct gm_nvme_sqe *sq;
-	struct gm_nvme_cqe *cq;
+	struct nvme_sqe *sq;
+	struct nvme_cqe *cq;
 	uint32_t *sq_doorbell; /* free-running tail: the controller reads it */
 	uint32_t *turn;	       /* per slot: 2 * round when free for that round */
-	uint32_t *ctl;	       /* [0] next ticket, [1] tickets whose doorbell was rung */
+	uint32_t *ctl;	       /* [0] next ticket, [1] tickets rung, [GM_Q_DEAD] dead flag */
 	uint32_t depth;
 	uint32_t qid;
 };
@@ -77,7 +87,10 @@ struct gemini_dev {
 	struct gm_shard *shards;
 	struct gm_queue *queues;
 	unsigned long long *stats; /* 64 * GM_NSTATS, summed by the host */
-	unsigned int *sync_count;
+	uint32_t *wb;		   /* per page: a write-back is in flight (the writer holds a ref) */
+	/* per file: failed write-backs [fd], and [16 + fd] the count a clean G_sync covered */
+	uint32_t *wb_err;
+	uint64_t timeout_ns; /* bound on every wait for the controller or another warp/process */
 };
 
 #ifdef __CUDACC__
@@ -134,15 +147,46 @@ __device__ static inline void gm_sub_release(int *p, int v)
 	asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(p), "r"(-v) : "memory");
 }
 
-__device__ static inline void gm_lock(int *l)
+/* The GPU's nanosecond clock: bounds every wait (coarse ticks are enough for seconds). */
+__device__ static inline uint64_t gm_now(void)
+{
+	uint64_t t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+/*
+ * One step of a bounded wait: sleeps with exponential backoff up to max_ns and says whether the
+ * wait, started at *t0 (0: not yet), has run past the device's bound. A dead controller, a dead
+ * exporter or a lost lock holder then fails the caller instead of hanging the GPU.
+ */
+__device__ static inline bool gm_wait_step(const struct gemini_dev *d, uint64_t *t0, unsigned *ns,
+					   unsigned max_ns)
+{
+	uint64_t now;
+
+	__nanosleep(*ns);
+	if (*ns < max_ns)
+		*ns *= 2;
+	now = gm_now();
+	if (!*t0) {
+		*t0 = now;
+		return false;
+	}
+	return now - *t0 > d->timeout_ns;
+}
+
+/* 0, or -ETIMEDOUT when the lock stayed taken past the bound (its holder died or hangs). */
+__device__ static inline int gm_lock(const struct gemini_dev *d, int *l)
 {
 	unsigned ns = 32;
+	uint64_t t0 = 0;
 
-	while (gm_cas_acquire(l, 0, 1) != 0) {
-		__nanosleep(ns);
-		if (ns < 1024)
-			ns *= 2;
-	}
+	while (gm_cas_acquire(l, 0, 1) != 0)
+		if (gm_wait_step(d, &t0, &ns, 1024))
+			return -GM_ETIMEDOUT;
+	return 0;
 }
 
 __device__ static inline void gm_unlock(int *l)
@@ -158,11 +202,12 @@ __device__ static inline unsigned gm_ld_acquire_sys(const uint32_t *p)
 	return v;
 }
 
-__device__ static inline unsigned short gm_ld_status(const struct gm_nvme_cqe *c)
+__device__ static inline unsigned short gm_ld_status(const struct nvme_cqe *c)
 {
+	const uint8_t *p = (const uint8_t *)c + NVME_OFFSETOF(struct nvme_cqe, status);
 	unsigned short v;
 
-	asm volatile("ld.acquire.sys.global.u16 %0, [%1];" : "=h"(v) : "l"(&c->status) : "memory");
+	asm volatile("ld.acquire.sys.global.u16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
 	return v;
 }
 
@@ -183,21 +228,32 @@ __device__ static inline uint64_t gm_map(const struct gm_file *f, uint64_t off)
 	       (off & ((1ull << f->block_shift) - 1));
 }
 
-/* Polls the completion of ticket t's slot; returns the NVMe status code (0 = success) and
- * hands the slot to the ticket one round later. */
-__device__ static inline int gm_wait(struct gm_queue *q, uint32_t t)
+__device__ static inline bool gm_q_dead(struct gm_queue *q)
+{
+	return *(volatile uint32_t *)&q->ctl[GM_Q_DEAD] != 0;
+}
+
+/*
+ * Polls the completion of ticket t's slot; returns the NVMe status field (0 = success) and
+ * hands the slot to the ticket one round later. Past the bound, or once another thread found
+ * the queue dead, GM_SC_TIMEOUT: the queue is marked dead (its slots can no longer be trusted to
+ * turn over) and every later command on it fails at once.
+ */
+__device__ static inline int gm_wait(const struct gemini_dev *d, struct gm_queue *q, uint32_t t)
 {
 	uint32_t slot = t & (q->depth - 1), round = t / q->depth;
 	unsigned short phase = (round & 1) ? 0 : 1, st;
 	unsigned ns = 128;
+	uint64_t t0 = 0;
 
 	for (;;) {
 		st = gm_ld_status(&q->cq[slot]);
 		if ((st & 1) == phase)
 			break;
-		__nanosleep(ns);
-		if (ns < 2048)
-			ns *= 2;
+		if (gm_q_dead(q) || gm_wait_step(d, &t0, &ns, 2048)) {
+			atomicExch(&q->ctl[GM_Q_DEAD], 1u);
+			return GM_SC_TIMEOUT;
+		}
 	}
 	atomicExch(&q->turn[slot], 2u * (round + 1));
 	return st >> 1;
@@ -223,8 +279,40 @@ struct gm_cmd {
 struct gm_batch {
 	struct gm_cmd cmd[GM_MAX_TICKETS];
 	int n;
-	int rc;
+	int rc; /* first failing status, GM_SC_TIMEOUT if any wait ran out */
 };
+
+__device__ static inline void gm_batch_fail(struct gm_batch *b, int st)
+{
+	if (st == GM_SC_TIMEOUT || !b->rc)
+		b->rc = st;
+}
+
+/* The 64-byte command in the queue: built in registers, stored as four 16-byte writes (the SQ is
+ * host memory the GPU reaches over PCIe). */
+__device__ static inline void gm_sqe_put(struct nvme_sqe *dst, const struct gemini_dev *d,
+					 const struct gm_cmd *c, uint16_t cid)
+{
+	union {
+		struct nvme_sqe s;
+		uint4 v[4];
+	} u;
+	uint4 *out = (uint4 *)dst;
+
+	u.v[0] = u.v[1] = u.v[2] = u.v[3] = make_uint4(0, 0, 0, 0);
+	u.s.opcode = c->op;
+	u.s.flags = NVME_SQE_FLAGS_PSDT(NVME_PSDT_SGL_MPTR_CONTIG);
+	u.s.cid = cid;
+	u.s.nsid = 1;
+	u.s.sgl.addr = (uint64_t)(c->buf - (const uint8_t *)d->dma_base);
+	u.s.sgl.len = c->len;
+	u.s.sgl.type = NVME_SGL_TYPE(NVME_SGL_TYPE_DATA_BLOCK);
+	u.s.cdw10 = (uint32_t)(c->dev / 512);
+	u.s.cdw11 = (uint32_t)((c->dev / 512) >> 32);
+	u.s.cdw12 = c->len ? c->len / 512 - 1 : 0; /* NLB, zero based; control bits 0 */
+	for (int i = 0; i < 4; i++)
+		out[i] = u.v[i];
+}
 
 /*
  * Submits the batch's commands to this warp's queue and waits for all of them. The slots are
@@ -234,6 +322,8 @@ struct gm_batch {
  * through: nothing between the reservation and the waits depends on anything but earlier
  * reservations and the controller. Taking slots one at a time, or holding one while taking a
  * lock, deadlocks once other warps lap the queue (test readahead_on_a_shallow_queue).
+ * Every wait is bounded: past d->timeout_ns the queue is declared dead and the batch fails with
+ * GM_SC_TIMEOUT (a reservation that cannot be filled leaves the queue unusable anyway).
  */
 __device__ static inline void gm_batch_run(struct gemini_dev *d, struct gm_batch *b)
 {
@@ -242,47 +332,53 @@ __device__ static inline void gm_batch_run(struct gemini_dev *d, struct gm_batch
 
 	for (int i0 = 0; i0 < b->n;) {
 		uint32_t k = min((uint32_t)(b->n - i0), depth);
-		uint32_t t0 = atomicAdd(&q->ctl[0], k);
+		uint32_t t0;
+		uint64_t w0 = 0;
 		unsigned ns;
 
+		if (gm_q_dead(q)) {
+			gm_batch_fail(b, GM_SC_TIMEOUT);
+			break;
+		}
+		t0 = atomicAdd(&q->ctl[0], k);
 		for (uint32_t j = 0; j < k; j++) {
-			const struct gm_cmd *c = &b->cmd[i0 + j];
 			uint32_t t = t0 + j, slot = t & (depth - 1);
-			struct gm_nvme_sqe *s = &q->sq[slot];
 
 			ns = 64;
-			while (*(volatile uint32_t *)&q->turn[slot] != 2u * (t / depth)) {
-				__nanosleep(ns);
-				if (ns < 2048)
-					ns *= 2;
-			}
-			s->opcode = c->op;
-			s->flags = GM_NVME_PSDT_SGL;
-			s->cid = (uint16_t)slot;
-			s->nsid = 1;
-			s->sgl_addr = (uint64_t)(c->buf - (const uint8_t *)d->dma_base);
-			s->sgl_len = c->len;
-			s->sgl_type = GM_NVME_SGL_DATA_BLOCK << 4;
-			s->slba = c->dev / 512;
-			s->nlb = (uint16_t)(c->len ? c->len / 512 - 1 : 0);
-			s->control = 0;
+			while (*(volatile uint32_t *)&q->turn[slot] != 2u * (t / depth))
+				if (gm_q_dead(q) || gm_wait_step(d, &w0, &ns, 2048))
+					goto dead;
+			gm_sqe_put(&q->sq[slot], d, &b->cmd[i0 + j], (uint16_t)slot);
 		}
 		__threadfence_system();
 		ns = 32;
-		while (*(volatile uint32_t *)&q->ctl[1] != t0) {
-			__nanosleep(ns);
-			if (ns < 1024)
-				ns *= 2;
-		}
+		while (*(volatile uint32_t *)&q->ctl[1] != t0)
+			if (gm_q_dead(q) || gm_wait_step(d, &w0, &ns, 1024))
+				goto dead;
 		*(volatile uint32_t *)q->sq_doorbell = t0 + k;
 		__threadfence_system();
 		atomicExch(&q->ctl[1], t0 + k);
 		gm_stat(d, GM_STAT_CMDS, k);
-		for (uint32_t j = 0; j < k; j++)
-			b->rc |= gm_wait(q, t0 + j);
+		for (uint32_t j = 0; j < k; j++) {
+			int st = gm_wait(d, q, t0 + j);
+
+			if (st)
+				gm_batch_fail(b, st);
+		}
 		i0 += (int)k;
 	}
 	b->n = 0;
+	return;
+dead:
+	atomicExch(&q->ctl[GM_Q_DEAD], 1u);
+	gm_batch_fail(b, GM_SC_TIMEOUT);
+	b->n = 0;
+}
+
+/* The errno of a failed batch: -ETIMEDOUT when the controller did not answer, else -EIO. */
+__device__ static inline int gm_batch_errno(const struct gm_batch *b)
+{
+	return !b->rc ? 0 : b->rc == GM_SC_TIMEOUT ? -GM_ETIMEDOUT : -GM_EIO;
 }
 
 __device__ static inline void gm_batch_add(struct gemini_dev *d, struct gm_batch *b, uint8_t op,
@@ -299,7 +395,7 @@ __device__ static inline void gm_batch_add(struct gemini_dev *d, struct gm_batch
 	c->buf = buf;
 }
 
-/* One raw command (device offset, no map, no cache); its NVMe status. */
+/* One raw command (device offset, no map, no cache); its NVMe status field or GM_SC_TIMEOUT. */
 __device__ static inline int gm_raw_cmd(struct gemini_dev *d, uint8_t op, uint64_t dev,
 					uint32_t len, uint8_t *buf)
 {
@@ -339,7 +435,7 @@ __device__ static inline void gm_file_add(struct gemini_dev *d, int fd, uint8_t 
 	}
 }
 
-/* Synchronous transfer of len bytes; one thread. */
+/* Synchronous transfer of len bytes; one thread. 0, -EIO or -ETIMEDOUT. */
 __device__ static inline int gm_file_io(struct gemini_dev *d, int fd, uint8_t op, uint64_t off,
 					uint32_t len, uint8_t *buf)
 {
@@ -351,7 +447,7 @@ __device__ static inline int gm_file_io(struct gemini_dev *d, int fd, uint8_t op
 	gm_batch_run(d, &b);
 	if (b.rc)
 		gm_stat(d, GM_STAT_IOERR, 1);
-	return b.rc ? -5 : 0;
+	return gm_batch_errno(&b);
 }
 
 __device__ static inline void gm_lru_remove(struct gemini_dev *d, struct gm_shard *s, int i)
@@ -405,19 +501,38 @@ __device__ static inline uint8_t *gm_page_data(struct gemini_dev *d, int i)
 	return d->data + ((uint64_t)i << d->page_shift);
 }
 
-__device__ static inline int gm_writeback(struct gemini_dev *d, int i)
+/*
+ * Write-back of dirty page i, key k (shard lock held by the caller, who checked that the page is
+ * dirty and valid; released here). The page is pinned with a reference (no eviction, no drop)
+ * and flagged as being written, then the lock is dropped: the write runs without it, so hits
+ * and other acquisitions of the shard go on meanwhile. A writer that changes the page during
+ * the write sets it dirty again on release, so the newer bytes are written later. On failure
+ * the page stays dirty (acknowledged data is never dropped) and the file's error count rises:
+ * the next G_sync of the file reports it. Returns 0, -EIO or -ETIMEDOUT.
+ */
+__device__ static inline int gm_writeback_unlock(struct gemini_dev *d, struct gm_shard *s, int i,
+						 unsigned long long k)
 {
-	unsigned long long k = d->key[i];
 	int fd = (int)(k >> 48);
 	uint64_t off = (k & ((1ull << 48) - 1)) << d->page_shift;
 	int rc;
 
-	d->dirty[i] = 0;
+	atomicAdd(&d->ref[i], 1);
+	atomicExch(&d->wb[i], 1u);
+	atomicExch(&d->dirty[i], 0u);
+	gm_unlock(&s->lock);
 	__threadfence();
-	rc = gm_file_io(d, fd, GM_NVME_OP_WRITE, off, (uint32_t)d->page_size, gm_page_data(d, i));
-	if (rc)
-		d->dirty[i] = 1;
-	gm_stat(d, GM_STAT_WB, 1);
+	rc = gm_file_io(d, fd, NVME_CMD_WRITE, off, (uint32_t)d->page_size, gm_page_data(d, i));
+	if (rc) {
+		atomicExch(&d->dirty[i], 1u);
+		__threadfence(); /* the page is dirty again before the failure is counted */
+		atomicAdd(&d->wb_err[fd], 1u);
+	} else {
+		gm_stat(d, GM_STAT_WB, 1);
+	}
+	__threadfence();
+	atomicExch(&d->wb[i], 0u);
+	gm_sub_release(&d->ref[i], 1);
 	return rc;
 }
 
@@ -445,15 +560,23 @@ __device__ static inline int gm_victim(struct gemini_dev *d, struct gm_shard *s)
 	return -1;
 }
 
+/* Slot i carried inside an error (the caller holds references on i and must drop them). */
+#define GM_ERR_SLOT(i)	   (-(GM_EIO << 8) - (i)-1)
+#define GM_ERR_HAS_SLOT(r) ((r) <= -(GM_EIO << 8) - 1)
+#define GM_ERR_SLOT_OF(r)  (-(r) - (GM_EIO << 8) - 1)
+
 /*
  * Takes n references on the page holding file fd's page number pg. On a miss the page is
  * returned LOADING with *missed set: the caller fills it and publishes it (gm_get_page).
- * Returns the slot or a negative errno. One lane per warp calls this for the whole warp
- * (warp-level acquisition).
+ * Returns the slot or a negative value: -errno (no reference taken; -EBUSY/-EEXIST only when
+ * prefetching), or GM_ERR_SLOT(slot) for a page whose load failed or never ended (references
+ * taken). One lane per warp calls this for the whole warp (warp-level acquisition).
  *
- * References are only taken under the shard lock and dropped without it (gm_release), so a
- * page the lock holder sees unreferenced stays unreferenced until it lets go: eviction and
- * reuse need no further synchronisation with hits.
+ * References are only taken under the shard lock and dropped with one release atomic, without
+ * it, so a page the lock holder sees unreferenced stays unreferenced until it lets go: eviction
+ * and reuse need no further synchronisation with hits. A dirty victim is written back without
+ * the lock (gm_writeback_unlock) and the search starts over; if that write fails the page is
+ * kept, dirty, and the caller gets the error.
  */
 __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t pg, int n,
 					bool prefetching, bool *missed)
@@ -463,16 +586,19 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 	struct gm_shard *s = gm_shard_of(d, h);
 	int *head = gm_bucket(d, h);
 	unsigned ns = 256;
+	uint64_t t0 = 0;
 	int i;
 
 	*missed = false;
 	for (;;) {
 		/* read-ahead is optional: a loader that already holds its page never waits for a
 		 * lock that warps waiting for a free page keep taking */
-		if (!prefetching)
-			gm_lock(&s->lock);
-		else if (gm_cas_acquire(&s->lock, 0, 1) != 0)
+		if (!prefetching) {
+			if (gm_lock(d, &s->lock))
+				return -GM_ETIMEDOUT;
+		} else if (gm_cas_acquire(&s->lock, 0, 1) != 0) {
 			return -16;
+		}
 		for (i = *head; i >= 0; i = d->hnext[i])
 			if (d->key[i] == key)
 				break;
@@ -481,17 +607,19 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 				gm_unlock(&s->lock);
 				return -17; /* already cached: nothing to read ahead */
 			}
-			unsigned st;
+			unsigned st, wns = 128;
+			uint64_t w0 = 0;
 
 			atomicAdd(&d->ref[i], n);
 			d->used[i] = 1;
 			gm_unlock(&s->lock);
 			while ((st = (unsigned)gm_ld_acquire((const int *)&d->state[i])) ==
 			       GM_PAGE_LOADING)
-				__nanosleep(128);
+				if (gm_wait_step(d, &w0, &wns, 1024))
+					return GM_ERR_SLOT(i); /* its loader never published it */
 			gm_stat(d, GM_STAT_HITS, 1);
 			if (st == GM_PAGE_ERROR)
-				return -(5 << 8) - i - 1; /* error carrying the slot to release */
+				return GM_ERR_SLOT(i);
 			return i;
 		}
 		if (i >= 0) {
@@ -504,19 +632,31 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 			return i;
 		}
 		i = gm_victim(d, s);
+		if (i >= 0 && d->key[i] != GM_KEY_EMPTY && d->dirty[i] &&
+		    d->state[i] == GM_PAGE_VALID) {
+			/* written back without the lock; then look again (the key may have been
+			 * loaded meanwhile, and the victim hit again) */
+			int rc = gm_writeback_unlock(d, s, i, d->key[i]);
+
+			if (rc)
+				return prefetching ? -16 : rc;
+			/* bounded like every wait here: victims may keep turning dirty */
+			if (!t0)
+				t0 = gm_now();
+			else if (gm_now() - t0 > d->timeout_ns)
+				return -GM_ETIMEDOUT;
+			continue;
+		}
 		if (i >= 0)
 			break;
 		gm_unlock(&s->lock);
 		if (prefetching)
 			return -16;
-		__nanosleep(ns); /* every page of this shard is referenced: wait for a release */
-		if (ns < 8192)
-			ns *= 2;
+		/* every page of this shard is referenced: wait for a release */
+		if (gm_wait_step(d, &t0, &ns, 8192))
+			return -GM_ETIMEDOUT;
 	}
 	if (d->key[i] != GM_KEY_EMPTY) {
-		/* under the shard lock: nobody can look the old page up while it is written */
-		if (d->dirty[i] && d->state[i] == GM_PAGE_VALID)
-			gm_writeback(d, i);
 		gm_hash_remove(d, gm_bucket(d, gm_mix(d->key[i])), i);
 		gm_stat(d, GM_STAT_EVICT, 1);
 	}
@@ -551,26 +691,30 @@ __device__ static inline void gm_publish(struct gemini_dev *d, int i, bool ok)
 /*
  * Leader lane: the page for cnt lanes, loaded on a miss together with up to d->prefetch
  * following pages that are not cached (all commands in flight at once). full: the caller
- * overwrites the whole page, so a miss needs no read. Slot or a negative value (see above).
+ * overwrites the whole page, so a miss needs no read; the page then comes back still LOADING
+ * with *unpublished set, and the caller publishes it after its copy (gm_publish). Published
+ * before the copy, a reader of the same page would see the bytes of the evicted page, which
+ * may belong to another file. Slot or a negative value (see gm_acquire).
  */
 __device__ static inline int gm_get_page(struct gemini_dev *d, int fd, uint64_t pg, int cnt,
-					 bool full)
+					 bool full, bool *unpublished)
 {
 	const struct gm_file *f = &d->files[fd];
 	int pre[16], npre = 0, slot;
 	struct gm_batch b;
 	bool missed;
 
+	*unpublished = false;
 	slot = gm_acquire(d, fd, pg, cnt, false, &missed);
 	if (slot < 0 || !missed)
 		return slot;
 	if (full) {
-		gm_publish(d, slot, true);
+		*unpublished = true;
 		return slot;
 	}
 	b.n = 0;
 	b.rc = 0;
-	gm_file_add(d, fd, GM_NVME_OP_READ, pg << d->page_shift, (uint32_t)d->page_size,
+	gm_file_add(d, fd, NVME_CMD_READ, pg << d->page_shift, (uint32_t)d->page_size,
 		    gm_page_data(d, slot), &b);
 	for (uint32_t k = 1; k <= d->prefetch && npre < 16; k++) {
 		uint64_t p = pg + k;
@@ -583,7 +727,7 @@ __device__ static inline int gm_get_page(struct gemini_dev *d, int fd, uint64_t 
 		if (i < 0)
 			continue;
 		pre[npre++] = i;
-		gm_file_add(d, fd, GM_NVME_OP_READ, p << d->page_shift, (uint32_t)d->page_size,
+		gm_file_add(d, fd, NVME_CMD_READ, p << d->page_shift, (uint32_t)d->page_size,
 			    gm_page_data(d, i), &b);
 	}
 	gm_batch_run(d, &b);
@@ -594,7 +738,13 @@ __device__ static inline int gm_get_page(struct gemini_dev *d, int fd, uint64_t 
 		gm_release(d, pre[k], 1, false);
 	}
 	gm_publish(d, slot, !b.rc);
-	return b.rc ? -(5 << 8) - slot - 1 : slot;
+	return b.rc ? GM_ERR_SLOT(slot) : slot;
+}
+
+/* The errno a failed gm_get_page means for the caller. */
+__device__ static inline int gm_page_errno(int r)
+{
+	return GM_ERR_HAS_SLOT(r) ? -GM_EIO : r;
 }
 
 /*
@@ -675,15 +825,16 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 			uint32_t n = (uint32_t)min((uint64_t)(d->page_size - po), end - pos);
 			int slot = 0;
 
-			if (lane == leader) {
-				slot = gm_get_page(d, fd, pg, 1, write && n == d->page_size);
-			}
+			bool unpub = false;
+
+			if (lane == leader)
+				slot = gm_get_page(d, fd, pg, 1, write && n == d->page_size, &unpub);
 			slot = __shfl_sync(active, slot, leader);
 			if (slot < 0) {
-				if (lane == leader && slot < -(5 << 8) + 1)
-					gm_release(d, -slot - (5 << 8) - 1, 1, false);
+				if (lane == leader && GM_ERR_HAS_SLOT(slot))
+					gm_release(d, GM_ERR_SLOT_OF(slot), 1, false);
 				gm_reconverge(active);
-				ret = -5;
+				ret = gm_page_errno(slot);
 				break;
 			}
 			if (write)
@@ -691,8 +842,11 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 			else
 				gm_copy(buf + (pos - off), gm_page_data(d, slot) + po, n, rank, nl);
 			__syncwarp(active);
-			if (lane == leader)
+			if (lane == leader) {
+				if (unpub) /* a whole-page write: readers may see it only now */
+					gm_publish(d, slot, true);
 				gm_release(d, slot, 1, write);
+			}
 			gm_reconverge(active);
 			pos += n;
 			ret += n;
@@ -718,8 +872,12 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 		const bool mine = (group >> lane) & 1;
 		int slot = 0;
 
-		if (lane == leader)
-			slot = gm_get_page(d, fd, pos >> d->page_shift, __popc(group), false);
+		if (lane == leader) {
+			bool unpub;
+
+			slot = gm_get_page(d, fd, pos >> d->page_shift, __popc(group), false,
+					   &unpub);
+		}
 		slot = __shfl_sync(active, slot, leader);
 		if (mine) {
 			uint32_t po = (uint32_t)(pos & (d->page_size - 1));
@@ -736,15 +894,15 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 				ret += n;
 			} else {
 				bad = true;
-				ret = -5;
+				ret = gm_page_errno(slot);
 			}
 		}
 		__syncwarp(active);
 		if (lane == leader) {
 			if (slot >= 0)
 				gm_release(d, slot, __popc(group), write);
-			else if (slot < -(5 << 8) + 1)
-				gm_release(d, -slot - (5 << 8) - 1, __popc(group), false);
+			else if (GM_ERR_HAS_SLOT(slot))
+				gm_release(d, GM_ERR_SLOT_OF(slot), __popc(group), false);
 		}
 		gm_reconverge(active);
 	}
@@ -772,40 +930,94 @@ __device__ static inline int G_read_direct(struct gemini_dev *d, int fd, uint64_
 	if (fd < 0 || fd >= 16 || !d->files[fd].open || off > d->files[fd].data_size ||
 	    len > d->files[fd].data_size - off || (off | len) & 511)
 		return -22;
-	return gm_file_io(d, fd, GM_NVME_OP_READ, off, len, (uint8_t *)buf);
+	return gm_file_io(d, fd, NVME_CMD_READ, off, len, (uint8_t *)buf);
 }
 
 /*
- * Writes back every dirty page of fd; the calling threads split the slots between them, and the
- * last one to finish sends a flush so the data is durable. Call from every thread of the grid
- * (or from one thread of a one-thread grid). Returns 0 or -EIO.
+ * G_sync(d, fd): makes fd's writes durable.
+ *
+ * Covers every G_write to fd that completed before the call in the calling thread, or in any
+ * thread whose completion is ordered before the call (an earlier kernel, a __syncthreads or a
+ * grid sync before it); writes of other threads racing with the call may or may not be
+ * covered. Who waits: every calling thread returns only after those pages are written and a
+ * flush has completed. Any set of threads may call it (one thread, some warps, a whole grid,
+ * several files at once from different threads): the active lanes of each calling warp split
+ * the scan of the cache between them and the warp's leader then sends its own flush; a page
+ * that another thread is writing back is waited for, not skipped. Nothing is shared between
+ * calls, so a partial grid leaves no state behind.
+ *
+ * Returns 0, -EINVAL (descriptor), -ETIMEDOUT (a wait ran past the bound) or -EIO: a write-back
+ * of this file failed, in this call or earlier (an eviction's), and no G_sync has since written
+ * the file's pages without error. Failed pages stay dirty, so a later G_sync retries them and
+ * clears the error once they reach the backing.
  */
 __device__ static inline int G_sync(struct gemini_dev *d, int fd)
 {
-	unsigned long long tid = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-	unsigned long long nth = (unsigned long long)gridDim.x * blockDim.x;
-	int rc = 0;
+	const unsigned active = __activemask();
+	const int lane = threadIdx.x & 31;
+	const int nl = __popc(active);
+	const int rank = __popc(active & ((1u << lane) - 1));
+	const int leader = __ffs(active) - 1;
+	const uint64_t warp = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+	const uint32_t n = d->npages;
+	/* warps start at different pages so that their write-backs spread out */
+	const uint32_t start = (uint32_t)((warp * 32 * 7) % n);
+	uint32_t e0 = 0;
+	int rc = 0, worst;
 
 	if (fd < 0 || fd >= 16 || !d->files[fd].open)
 		return -22;
-	for (unsigned long long i = tid; i < d->npages; i += nth) {
+	if (lane == leader)
+		e0 = *(volatile uint32_t *)&d->wb_err[fd];
+	e0 = __shfl_sync(active, e0, leader);
+	for (uint32_t j = (uint32_t)rank; j < n && !rc; j += (uint32_t)nl) {
+		uint32_t i = (start + j) % n;
 		unsigned long long k = d->key[i];
 		struct gm_shard *s;
 
-		if (!d->dirty[i] || k == GM_KEY_EMPTY || (int)(k >> 48) != fd)
+		if (k == GM_KEY_EMPTY || (int)(k >> 48) != fd)
+			continue;
+		if (!*(volatile uint32_t *)&d->dirty[i] && !*(volatile uint32_t *)&d->wb[i])
 			continue;
 		s = gm_shard_of(d, gm_mix(k));
-		gm_lock(&s->lock);
-		if (d->dirty[i] && d->key[i] == k && d->state[i] == GM_PAGE_VALID)
-			rc |= gm_writeback(d, (int)i);
-		gm_unlock(&s->lock);
+		if (gm_lock(d, &s->lock)) {
+			rc = -GM_ETIMEDOUT;
+			break;
+		}
+		if (d->key[i] == k && d->dirty[i] && d->state[i] == GM_PAGE_VALID) {
+			rc = gm_writeback_unlock(d, s, (int)i, k);
+		} else {
+			unsigned ns = 64;
+			uint64_t t0 = 0;
+
+			gm_unlock(&s->lock);
+			/* another thread's write-back of the page: wait for it to end */
+			while (*(volatile uint32_t *)&d->wb[i])
+				if (gm_wait_step(d, &t0, &ns, 2048)) {
+					rc = -GM_ETIMEDOUT;
+					break;
+				}
+		}
 	}
-	__threadfence();
-	if (atomicAdd(d->sync_count, 1u) == nth - 1) {
-		rc |= gm_raw_cmd(d, GM_NVME_OP_FLUSH, 0, 0, d->data);
-		atomicExch(d->sync_count, 0u);
+	/* the warp's verdict, then one flush per warp */
+	worst = __reduce_min_sync(active, rc);
+	if (lane == leader) {
+		if (!worst) {
+			int st = gm_raw_cmd(d, NVME_CMD_FLUSH, 0, 0, d->data);
+
+			worst = st == GM_SC_TIMEOUT ? -GM_ETIMEDOUT : st ? -GM_EIO : 0;
+		}
+		if (!worst) {
+			/* every failure counted before e0 was on a page that stayed dirty, so this
+			 * scan wrote it */
+			atomicMax(&d->wb_err[16 + fd], e0);
+			__threadfence();
+			if (*(volatile uint32_t *)&d->wb_err[fd] !=
+			    *(volatile uint32_t *)&d->wb_err[16 + fd])
+				worst = -GM_EIO;
+		}
 	}
-	return rc ? -5 : 0;
+	return __shfl_sync(active, worst, leader);
 }
 
 #endif /* __CUDACC__ */

@@ -13,8 +13,8 @@
 /* Queue memory (shared host memory; the GPU sees it mapped): per queue pair the SQ (depth x 64
  * bytes), the CQ (depth x 16) and the doorbell, padded to 64 bytes, pairs one after another. */
 struct gm_qpair {
-	struct gm_nvme_sqe *sq;
-	struct gm_nvme_cqe *cq;
+	struct nvme_sqe *sq;
+	struct nvme_cqe *cq;
 	uint32_t *db;
 };
 
@@ -27,7 +27,7 @@ static inline size_t gm_qpair_bytes(uint32_t depth)
 static inline struct gm_qpair gm_qpair_at(uint8_t *mem, uint32_t depth, uint32_t qi)
 {
 	uint8_t *base = mem + qi * gm_qpair_bytes(depth);
-	struct gm_qpair p = {(struct gm_nvme_sqe *)base, (struct gm_nvme_cqe *)(base + depth * 64),
+	struct gm_qpair p = {(struct nvme_sqe *)base, (struct nvme_cqe *)(base + depth * 64),
 			     (uint32_t *)(base + depth * 80)};
 
 	return p;
@@ -44,6 +44,8 @@ struct gm_run {
 
 struct gm_hfile {
 	int open;
+	size_t map_off; /* this file's L1/L2 maps in the map region */
+	size_t map_len;
 	int sysfd;
 	int writable;
 	struct gvdk_header hdr;
@@ -66,7 +68,8 @@ struct gemini_ctx {
 	struct gemini_dev hdev;	 /* host copy of the device struct */
 	struct gemini_dev *ddev; /* inside the arena */
 	uint8_t *map_base;
-	size_t map_used;
+	size_t map_high; /* end of the highest map ever placed (importers may still use below) */
+	int exported;
 	uint32_t npages;
 	uint8_t *qmem;
 	uint8_t *qmem_dev;
@@ -82,6 +85,7 @@ struct gemini_ctx {
 	void *workers[64];
 	int nthreads;
 	volatile int stop;
+	volatile unsigned faults; /* GEMINI_FAULT_* injected (gemini_fault_inject) */
 	uint32_t *qhead;
 	uint32_t *turn_dev; /* the queues' turn and ctl words in the arena (watchdog) */
 	pthread_t watchdog;

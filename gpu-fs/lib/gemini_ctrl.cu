@@ -150,42 +150,48 @@ static int gm_rw_all(int fd, void *buf, size_t len, uint64_t off, bool write)
 }
 
 /* Turns one SQE into a copy (and maybe a pread before / pwrite after); status on refusal. */
-static void gm_prepare(struct gm_worker *w, const struct gm_nvme_sqe *s, struct gm_op *op)
+static void gm_prepare(struct gm_worker *w, const struct nvme_sqe *s, struct gm_op *op)
 {
 	struct gemini_ctx *c = w->c;
 	const struct gm_run *r;
-	uint64_t len = ((uint64_t)s->nlb + 1) * 512, dev = s->slba * 512, foff;
-	uint64_t gpu = (uint64_t)(uintptr_t)c->arena + s->sgl_addr;
+	uint64_t slba = ((uint64_t)s->cdw11 << 32) | s->cdw10;
+	uint64_t len = ((uint64_t)(s->cdw12 & 0xffff) + 1) * 512, dev = slba * 512, foff;
+	uint64_t gpu = (uint64_t)(uintptr_t)c->arena + s->sgl.addr;
 	struct gm_hfile *hf;
 
 	op->opcode = s->opcode;
 	op->io_fd = -1;
 	op->len = 0;
-	op->status = GM_NVME_SC_SUCCESS;
-	if (s->opcode == GM_NVME_OP_FLUSH) {
+	op->status = NVME_SC_SUCCESS;
+	if (s->opcode == NVME_CMD_FLUSH) {
 		w->flush = 1;
 		return;
 	}
-	if (s->opcode != GM_NVME_OP_READ && s->opcode != GM_NVME_OP_WRITE) {
-		op->status = GM_NVME_SC_INVALID_OPCODE;
+	if (s->opcode != NVME_CMD_READ && s->opcode != NVME_CMD_WRITE) {
+		op->status = NVME_SC_INVALID_OPCODE;
 		return;
 	}
 	if (s->nsid != 1) {
-		op->status = GM_NVME_SC_INVALID_NS;
+		op->status = NVME_SC_INVALID_NS;
 		return;
 	}
-	if ((s->flags & 0xc0) != GM_NVME_PSDT_SGL || s->sgl_type != (GM_NVME_SGL_DATA_BLOCK << 4) ||
-	    s->sgl_len != len || len > GM_MAX_CMD || s->slba > (UINT64_MAX / 512)) {
-		op->status = GM_NVME_SC_INVALID_FIELD;
+	if (NVME_SQE_PSDT(s->flags) != NVME_PSDT_SGL_MPTR_CONTIG || NVME_SQE_FUSE(s->flags) ||
+	    s->sgl.type != NVME_SGL_TYPE(NVME_SGL_TYPE_DATA_BLOCK) || s->sgl.len != len ||
+	    len > GM_MAX_CMD || slba > (UINT64_MAX / 512)) {
+		op->status = NVME_SC_INVALID_FIELD;
 		return;
 	}
 	if (!gm_window_ok(c, gpu, len)) {
-		op->status = GM_NVME_SC_DATA_XFER;
+		op->status = NVME_SC_DATA_XFER_ERROR;
 		return;
 	}
 	r = gm_run_find(c, dev, len);
-	if (!r || (s->opcode == GM_NVME_OP_WRITE && !r->writable)) {
-		op->status = GM_NVME_SC_LBA_RANGE;
+	if (!r || (s->opcode == NVME_CMD_WRITE && !r->writable)) {
+		op->status = NVME_SC_LBA_RANGE;
+		return;
+	}
+	if (s->opcode == NVME_CMD_WRITE && (c->faults & GEMINI_FAULT_WRITES)) {
+		op->status = GM_SC_WRITE_FAULT; /* injected: the medium refuses writes */
 		return;
 	}
 	hf = &c->files[r->fd];
@@ -194,22 +200,22 @@ static void gm_prepare(struct gm_worker *w, const struct gm_nvme_sqe *s, struct 
 	if (c->cfg.backend == GEMINI_BACKEND_GDS) {
 #ifdef GEMINI_HAVE_CUFILE
 		ssize_t n =
-		    s->opcode == GM_NVME_OP_READ
+		    s->opcode == NVME_CMD_READ
 			? cuFileRead((CUfileHandle_t)hf->cufile, (void *)gpu, len, (off_t)foff, 0)
 			: cuFileWrite((CUfileHandle_t)hf->cufile, (const void *)gpu, len,
 				      (off_t)foff, 0);
 		if (n != (ssize_t)len)
-			op->status = s->opcode == GM_NVME_OP_READ ? GM_NVME_SC_READ_ERROR
-								  : GM_NVME_SC_WRITE_FAULT;
+			op->status = s->opcode == NVME_CMD_READ ? GM_SC_READ_ERROR
+								  : GM_SC_WRITE_FAULT;
 #else
-		op->status = GM_NVME_SC_INVALID_OPCODE;
+		op->status = NVME_SC_INVALID_OPCODE;
 #endif
 		op->len = 0;
 		return;
 	}
 	if (hf->mem) {
 		/* memory namespace: the device's DMA is a copy from/to the resident image */
-		if (s->opcode == GM_NVME_OP_READ) {
+		if (s->opcode == NVME_CMD_READ) {
 			op->dst = (void *)gpu;
 			op->src = hf->mem + foff;
 		} else {
@@ -228,7 +234,7 @@ static void gm_prepare(struct gm_worker *w, const struct gm_nvme_sqe *s, struct 
 	op->io_off = c->rawfd >= 0 ? dev : foff;
 	op->bounce = w->bounce + w->used;
 	w->used += (len + 4095) & ~4095ull;
-	if (s->opcode == GM_NVME_OP_READ) {
+	if (s->opcode == NVME_CMD_READ) {
 		op->dst = (void *)gpu;
 		op->src = op->bounce;
 	} else {
@@ -255,14 +261,14 @@ static void gm_file_batch(struct gm_worker *w, struct gm_op *ops, int n, uint8_t
 				struct io_uring_sqe *sqe;
 
 				if (op->io_fd < 0 || op->opcode != opcode ||
-				    op->status != GM_NVME_SC_SUCCESS) {
+				    op->status != NVME_SC_SUCCESS) {
 					i++;
 					continue;
 				}
 				sqe = io_uring_get_sqe(&w->ring);
 				if (!sqe)
 					break;
-				if (opcode == GM_NVME_OP_READ)
+				if (opcode == NVME_CMD_READ)
 					io_uring_prep_read(sqe, op->io_fd, op->bounce,
 							   (unsigned)op->len, op->io_off);
 				else
@@ -279,9 +285,9 @@ static void gm_file_batch(struct gm_worker *w, struct gm_op *ops, int n, uint8_t
 				struct gm_op *op = (struct gm_op *)io_uring_cqe_get_data(cqe);
 
 				if (cqe->res != (int)op->len)
-					op->status = opcode == GM_NVME_OP_READ
-							 ? GM_NVME_SC_READ_ERROR
-							 : GM_NVME_SC_WRITE_FAULT;
+					op->status = opcode == NVME_CMD_READ
+							 ? GM_SC_READ_ERROR
+							 : GM_SC_WRITE_FAULT;
 				io_uring_cqe_seen(&w->ring, cqe);
 				inflight--;
 			}
@@ -293,13 +299,13 @@ static void gm_file_batch(struct gm_worker *w, struct gm_op *ops, int n, uint8_t
 		struct gm_op *op = &ops[i];
 		int bad;
 
-		if (op->io_fd < 0 || op->opcode != opcode || op->status != GM_NVME_SC_SUCCESS)
+		if (op->io_fd < 0 || op->opcode != opcode || op->status != NVME_SC_SUCCESS)
 			continue;
 		bad = gm_rw_all(op->io_fd, op->bounce, op->len, op->io_off,
-				opcode != GM_NVME_OP_READ);
+				opcode != NVME_CMD_READ);
 		if (bad)
-			op->status = opcode == GM_NVME_OP_READ ? GM_NVME_SC_READ_ERROR
-							       : GM_NVME_SC_WRITE_FAULT;
+			op->status = opcode == NVME_CMD_READ ? GM_SC_READ_ERROR
+							       : GM_SC_WRITE_FAULT;
 	}
 }
 
@@ -309,7 +315,7 @@ static void gm_copy_batch(struct gm_worker *w, struct gm_op *ops, int n)
 	int k = 0;
 
 	for (int i = 0; i < n; i++)
-		if (ops[i].len && ops[i].status == GM_NVME_SC_SUCCESS) {
+		if (ops[i].len && ops[i].status == NVME_SC_SUCCESS) {
 			w->dsts[k] = ops[i].dst;
 			w->srcs[k] = ops[i].src;
 			w->sizes[k] = ops[i].len;
@@ -333,17 +339,20 @@ static void gm_copy_batch(struct gm_worker *w, struct gm_op *ops, int n)
 		cudaMemcpyAsync(w->dsts[i], w->srcs[i], w->sizes[i], cudaMemcpyDefault, w->stream);
 }
 
-static void gm_complete(struct gm_nvme_cqe *cq, uint32_t depth, uint32_t pos, uint16_t cid,
+static void gm_complete(struct nvme_cqe *cq, uint32_t depth, uint32_t pos, uint16_t cid,
 			uint16_t status, uint32_t qid)
 {
-	struct gm_nvme_cqe *e = &cq[pos & (depth - 1)];
+	struct nvme_cqe *e = &cq[pos & (depth - 1)];
 	uint16_t phase = ((pos / depth) & 1) ? 0 : 1;
 
-	e->result = 0;
+	uint16_t *st = (uint16_t *)((uint8_t *)e + NVME_OFFSETOF(struct nvme_cqe, status));
+
+	e->dw0 = 0;
 	e->sq_head = (uint16_t)((pos + 1) & (depth - 1));
 	e->sq_id = (uint16_t)qid;
 	e->cid = cid;
-	__atomic_store_n(&e->status, (uint16_t)((status << 1) | phase), __ATOMIC_RELEASE);
+	/* the phase flips last: the GPU reads the entry once it sees the new phase */
+	__atomic_store_n(st, (uint16_t)((status << 1) | phase), __ATOMIC_RELEASE);
 }
 
 /* Serves SQ entries [head, tail) of queue qi; returns how many were completed. */
@@ -352,8 +361,8 @@ static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
 	struct gemini_ctx *c = w->c;
 	uint32_t depth = c->cfg.qdepth;
 	struct gm_qpair qp = gm_qpair_at(c->qmem, depth, qi);
-	struct gm_nvme_sqe *sq = qp.sq;
-	struct gm_nvme_cqe *cq = qp.cq;
+	struct nvme_sqe *sq = qp.sq;
+	struct nvme_cqe *cq = qp.cq;
 	uint32_t *db = qp.db;
 	uint32_t head = c->qhead[qi], tail = __atomic_load_n(db, __ATOMIC_ACQUIRE), n, done = 0;
 
@@ -367,9 +376,14 @@ static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
 		n = GM_BATCH;
 	w->used = 0;
 	w->flush = 0;
+	/*
+	 * The run table's read lock is held until the batch is complete: G_close takes it for
+	 * writing before it frees a file's namespace copy or closes its descriptor, so a batch
+	 * (of this process's kernels or an importer's) never uses a file being closed.
+	 */
 	pthread_rwlock_rdlock(&c->runs_lock);
 	for (uint32_t i = 0; i < n; i++) {
-		struct gm_nvme_sqe s;
+		struct nvme_sqe s;
 
 		memcpy(&s, &sq[(head + i) & (depth - 1)], sizeof(s));
 		w->ops[i].pos = head + i;
@@ -380,19 +394,18 @@ static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
 			break;
 		}
 	}
-	pthread_rwlock_unlock(&c->runs_lock);
 	gm_phase(w, GM_PH_DISK_READ);
-	gm_file_batch(w, w->ops, (int)n, GM_NVME_OP_READ);
+	gm_file_batch(w, w->ops, (int)n, NVME_CMD_READ);
 	gm_phase(w, GM_PH_COPY);
 	gm_copy_batch(w, w->ops, (int)n);
 	if (cudaStreamSynchronize(w->stream) != cudaSuccess) {
 		cudaGetLastError();
 		for (uint32_t i = 0; i < n; i++)
 			if (w->ops[i].len)
-				w->ops[i].status = GM_NVME_SC_DATA_XFER;
+				w->ops[i].status = NVME_SC_DATA_XFER_ERROR;
 	}
 	gm_phase(w, GM_PH_DISK_WRITE);
-	gm_file_batch(w, w->ops, (int)n, GM_NVME_OP_WRITE);
+	gm_file_batch(w, w->ops, (int)n, NVME_CMD_WRITE);
 	if (w->flush) {
 		int bad = 0;
 
@@ -403,9 +416,10 @@ static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
 		if (c->rawfd >= 0)
 			bad |= fdatasync(c->rawfd);
 		for (uint32_t i = 0; i < n; i++)
-			if (w->ops[i].opcode == GM_NVME_OP_FLUSH && bad)
-				w->ops[i].status = GM_NVME_SC_WRITE_FAULT;
+			if (w->ops[i].opcode == NVME_CMD_FLUSH && bad)
+				w->ops[i].status = GM_SC_WRITE_FAULT;
 	}
+	pthread_rwlock_unlock(&c->runs_lock);
 	for (uint32_t i = 0; i < n; i++, done++)
 		gm_complete(cq, depth, w->ops[i].pos, w->ops[i].cid, w->ops[i].status, qi + 1);
 	__atomic_store_n(&c->qhead[qi], head + n, __ATOMIC_RELEASE);
@@ -439,7 +453,7 @@ static void gm_watch_report(struct gemini_ctx *c, const uint32_t *snap, int have
 		const uint32_t *db = gm_qpair_at(c->qmem, depth, qi).db;
 		uint32_t tail = __atomic_load_n(db, __ATOMIC_ACQUIRE);
 		uint32_t head = __atomic_load_n(&c->qhead[qi], __ATOMIC_ACQUIRE);
-		const uint32_t *turn = snap + (size_t)qi * (depth + 2), *ctl = turn + depth;
+		const uint32_t *turn = snap + (size_t)qi * (depth + GM_CTL_WORDS), *ctl = turn + depth;
 
 		if (tail == head && (!have_snap || (ctl[0] == ctl[1] && ctl[1] == tail)))
 			continue;
@@ -450,8 +464,9 @@ static void gm_watch_report(struct gemini_ctx *c, const uint32_t *snap, int have
 			fprintf(
 			    stderr,
 			    "; GPU: %u slots reserved, doorbell rung to %u; slot %u (ticket %u) "
-			    "has turn %u, wants %u",
-			    ctl[0], ctl[1], slot, nx, turn[slot], 2 * (nx / depth));
+			    "has turn %u, wants %u%s",
+			    ctl[0], ctl[1], slot, nx, turn[slot], 2 * (nx / depth),
+			    ctl[GM_Q_DEAD] ? "; dead (a GPU wait ran past the bound)" : "");
 		}
 		fputc('\n', stderr);
 	}
@@ -482,7 +497,7 @@ static int gm_watch_copy(void *dst, const void *src, size_t n, cudaStream_t s)
 static size_t gm_watch_bytes(const struct gemini_dev *h)
 {
 	return (size_t)h->nshards * (sizeof(struct gm_shard) + 4ull * h->nbuckets) +
-	       16ull * h->npages + 64;
+	       16ull * h->npages + 32 * 4;
 }
 
 static void gm_watch_cache(struct gemini_ctx *c, cudaStream_t s, uint8_t *buf)
@@ -493,22 +508,25 @@ static void gm_watch_cache(struct gemini_ctx *c, cudaStream_t s, uint8_t *buf)
 	struct gm_shard *sh = (struct gm_shard *)buf;
 	uint32_t *st = (uint32_t *)(sh + ns);
 	int *ref = (int *)(st + np), *hn = ref + np, *bk = hn + np;
-	uint32_t *seen = (uint32_t *)(bk + nb), *sync = seen + np;
+	uint32_t *seen = (uint32_t *)(bk + nb), *wbe = seen + np;
 
 	if (gm_watch_copy(sh, h->shards, ns * sizeof(*sh), s) ||
 	    gm_watch_copy(st, h->state, np * 4ull, s) || gm_watch_copy(ref, h->ref, np * 4ull, s) ||
 	    gm_watch_copy(hn, h->hnext, np * 4ull, s) ||
 	    gm_watch_copy(bk, h->bucket, nb * 4ull, s) ||
-	    gm_watch_copy(sync, h->sync_count, 4, s)) {
+	    gm_watch_copy(wbe, h->wb_err, 32 * 4, s)) {
 		fprintf(stderr, "  cache: the snapshot did not complete within a second\n");
 		return;
 	}
-	fprintf(stderr, "  cache: %u pages in %u shards; G_sync count %u; locked shards:", np, ns,
-		*sync);
+	fprintf(stderr, "  cache: %u pages in %u shards; locked shards:", np, ns);
 	for (uint32_t k = 0; k < ns; k++)
 		if (sh[k].lock && shown++ < 16)
 			fprintf(stderr, " %u", k);
 	fprintf(stderr, " (%u)\n", shown);
+	for (int f = 0; f < GEMINI_MAX_FILES; f++)
+		if (wbe[f] != wbe[16 + f])
+			fprintf(stderr, "  file %d: %u failed write-backs, G_sync covered %u\n", f,
+				wbe[f], wbe[16 + f]);
 	for (uint32_t i = 0; i < np; i++) {
 		loading += st[i] == GM_PAGE_LOADING;
 		err += st[i] == GM_PAGE_ERROR;
@@ -545,7 +563,7 @@ static void gm_watch_cache(struct gemini_ctx *c, cudaStream_t s, uint8_t *buf)
 static void *gm_watchdog(void *arg)
 {
 	struct gemini_ctx *c = (struct gemini_ctx *)arg;
-	size_t bytes = (size_t)c->cfg.nqueues * (c->cfg.qdepth + 2) * 4;
+	size_t bytes = (size_t)c->cfg.nqueues * (c->cfg.qdepth + GM_CTL_WORDS) * 4;
 	size_t cbytes = gm_watch_bytes(&c->hdev);
 	unsigned long long last = 0;
 	cudaStream_t s = NULL;
@@ -604,6 +622,13 @@ static void *gm_ctrl_thread(void *arg)
 	while (!c->stop) {
 		uint32_t did = 0;
 
+		if (c->faults & GEMINI_FAULT_STALL) {
+			/* injected: the controller stops serving, as if it had died */
+			struct timespec ts = {0, 1000000};
+
+			nanosleep(&ts, NULL);
+			continue;
+		}
 		for (uint32_t q = (uint32_t)w->id; q < c->cfg.nqueues; q += (uint32_t)c->nthreads)
 			did += gm_serve_queue(w, q);
 		if (did) {

@@ -69,6 +69,8 @@ int Geminifs_init(struct gemini_ctx **out, const struct gemini_config *cfg)
 		k.qdepth = 64;
 	if (!k.host_threads)
 		k.host_threads = 1;
+	if (!k.timeout_ms)
+		k.timeout_ms = 10000;
 	*out = NULL;
 	if (!gm_pow2(k.page_size) || k.page_size < 4096 || k.page_size > (1 << 20)) {
 		fprintf(stderr, "gemini: page size %zu is not a power of two in 4K..1M\n",
@@ -81,11 +83,11 @@ int Geminifs_init(struct gemini_ctx **out, const struct gemini_config *cfg)
 		return -EINVAL;
 	}
 	if (!gm_pow2(k.qdepth) || k.qdepth < 2 || k.qdepth > 4096 || k.nqueues > 1024 ||
-	    k.host_threads > 64 || k.prefetch > 16) {
+	    k.host_threads > 64 || k.prefetch > 16 || k.timeout_ms > 3600000) {
 		fprintf(stderr,
-			"gemini: queues %u x depth %u, %u host threads or prefetch %u out of "
-			"range\n",
-			k.nqueues, k.qdepth, k.host_threads, k.prefetch);
+			"gemini: queues %u x depth %u, %u host threads, prefetch %u or timeout "
+			"%u ms out of range\n",
+			k.nqueues, k.qdepth, k.host_threads, k.prefetch, k.timeout_ms);
 		return -EINVAL;
 	}
 	if (k.backend > GEMINI_BACKEND_GDS) {
@@ -104,7 +106,15 @@ int Geminifs_init(struct gemini_ctx **out, const struct gemini_config *cfg)
 	 */
 	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
 	c->cfg = k;
-	pthread_rwlock_init(&c->runs_lock, NULL);
+	{
+		/* G_close must get the write lock while controller threads keep reading */
+		pthread_rwlockattr_t a;
+
+		pthread_rwlockattr_init(&a);
+		pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&c->runs_lock, &a);
+		pthread_rwlockattr_destroy(&a);
+	}
 	*out = c;
 	return 0;
 }
@@ -133,7 +143,7 @@ static int gm_setup(struct gemini_ctx *c)
 	struct gemini_dev *h = &c->hdev;
 	const struct gemini_config *k = &c->cfg;
 	size_t off = 0, o_dev, o_data, o_key, o_state, o_ref, o_dirty, o_used, o_hn, o_lp, o_ln,
-	       o_bucket, o_shards, o_queues, o_turn, o_stats, o_sync, o_map, qbytes;
+	       o_bucket, o_shards, o_queues, o_turn, o_stats, o_wb, o_wberr, o_map, qbytes;
 	uint32_t npages, nshards, per, nb;
 	int ndev = 0, rc;
 	char name[64];
@@ -167,9 +177,10 @@ static int gm_setup(struct gemini_ctx *c)
 	o_bucket = gm_bump(&off, (size_t)nshards * nb * 4, 256);
 	o_shards = gm_bump(&off, nshards * sizeof(struct gm_shard), 256);
 	o_queues = gm_bump(&off, k->nqueues * sizeof(struct gm_queue), 256);
-	o_turn = gm_bump(&off, (size_t)k->nqueues * (k->qdepth + 2) * 4, 256);
+	o_turn = gm_bump(&off, (size_t)k->nqueues * (k->qdepth + GM_CTL_WORDS) * 4, 256);
 	o_stats = gm_bump(&off, 64 * GM_NSTATS * 8, 256);
-	o_sync = gm_bump(&off, 256, 256);
+	o_wb = gm_bump(&off, npages * 4ull, 256);
+	o_wberr = gm_bump(&off, 32 * 4, 256);
 	o_map = gm_bump(&off, GM_MAP_REGION, 256);
 	c->arena_size = off;
 	GM_CUDA(c, cudaMalloc((void **)&c->arena, c->arena_size));
@@ -225,10 +236,12 @@ static int gm_setup(struct gemini_ctx *c)
 	h->shards = (struct gm_shard *)(a + o_shards);
 	h->queues = (struct gm_queue *)(a + o_queues);
 	h->stats = (unsigned long long *)(a + o_stats);
-	h->sync_count = (unsigned int *)(a + o_sync);
+	h->wb = (uint32_t *)(a + o_wb);
+	h->wb_err = (uint32_t *)(a + o_wberr);
+	h->timeout_ns = (uint64_t)k->timeout_ms * 1000000ull;
 	c->turn_dev = (uint32_t *)(a + o_turn);
 	c->map_base = a + o_map;
-	c->map_used = 0;
+	c->map_high = 0;
 	c->npages = npages;
 
 	{
@@ -262,19 +275,30 @@ static int gm_setup(struct gemini_ctx *c)
 			q[i].sq = qp.sq;
 			q[i].cq = qp.cq;
 			q[i].sq_doorbell = qp.db;
-			q[i].turn = (uint32_t *)(a + o_turn) + (size_t)i * (k->qdepth + 2);
+			q[i].turn = (uint32_t *)(a + o_turn) + (size_t)i * (k->qdepth + GM_CTL_WORDS);
 			q[i].ctl = q[i].turn + k->qdepth;
 			q[i].depth = k->qdepth;
 			q[i].qid = i + 1;
 		}
-		cudaMemcpy(h->key, key, n * 8, cudaMemcpyHostToDevice);
-		cudaMemcpy(h->lprev, lp, n * 4, cudaMemcpyHostToDevice);
-		cudaMemcpy(h->lnext, ln, n * 4, cudaMemcpyHostToDevice);
-		cudaMemcpy(h->hnext, ln, n * 4, cudaMemcpyHostToDevice); /* overwritten on insert */
-		cudaMemcpy(h->bucket, bk, (size_t)nshards * nb * 4, cudaMemcpyHostToDevice);
-		cudaMemcpy(h->shards, sh, nshards * sizeof(*sh), cudaMemcpyHostToDevice);
-		cudaMemcpy(h->queues, q, k->nqueues * sizeof(*q), cudaMemcpyHostToDevice);
+		cudaError_t e = cudaMemcpy(h->key, key, n * 8, cudaMemcpyHostToDevice);
+
+		if (!e)
+			e = cudaMemcpy(h->lprev, lp, n * 4, cudaMemcpyHostToDevice);
+		if (!e)
+			e = cudaMemcpy(h->lnext, ln, n * 4, cudaMemcpyHostToDevice);
+		if (!e) /* overwritten on insert */
+			e = cudaMemcpy(h->hnext, ln, n * 4, cudaMemcpyHostToDevice);
+		if (!e)
+			e = cudaMemcpy(h->bucket, bk, (size_t)nshards * nb * 4,
+				       cudaMemcpyHostToDevice);
+		if (!e)
+			e = cudaMemcpy(h->shards, sh, nshards * sizeof(*sh), cudaMemcpyHostToDevice);
+		if (!e)
+			e = cudaMemcpy(h->queues, q, k->nqueues * sizeof(*q), cudaMemcpyHostToDevice);
 		free(key), free(lp), free(ln), free(bk), free(sh), free(q);
+		if (e)
+			return gm_err(c, -EIO, "gemini: uploading the page cache of %u pages: %s",
+				      npages, cudaGetErrorString(e));
 	}
 	c->ddev = (struct gemini_dev *)(a + o_dev);
 	GM_CUDA(c, cudaMemcpy(c->ddev, h, sizeof(*h), cudaMemcpyHostToDevice));
@@ -336,6 +360,43 @@ static void gm_runs_remove(struct gemini_ctx *c, int fd)
 	c->nruns = j;
 }
 
+/*
+ * A place for len bytes of maps in the map region: the lowest gap between the maps of open
+ * files (first fit), so closing a file gives its space back. Once the cache was exported, an
+ * importer may still translate through a closed file's map, so only space above every map
+ * ever placed is handed out. (size_t)-1 when nothing fits.
+ */
+static bool gm_map_free_at(const struct gemini_ctx *c, size_t at, size_t len)
+{
+	if (at + len > GM_MAP_REGION)
+		return false;
+	for (int i = 0; i < GEMINI_MAX_FILES; i++) {
+		const struct gm_hfile *f = &c->files[i];
+
+		if (f->open && at < f->map_off + f->map_len && f->map_off < at + len)
+			return false;
+	}
+	return true;
+}
+
+static size_t gm_map_alloc(struct gemini_ctx *c, size_t len)
+{
+	size_t best = (size_t)-1;
+
+	if (c->exported)
+		return gm_map_free_at(c, c->map_high, len) ? c->map_high : best;
+	if (gm_map_free_at(c, 0, len))
+		return 0;
+	for (int i = 0; i < GEMINI_MAX_FILES; i++) {
+		const struct gm_hfile *f = &c->files[i];
+		size_t at = f->map_off + f->map_len;
+
+		if (f->open && at < best && gm_map_free_at(c, at, len))
+			best = at;
+	}
+	return best;
+}
+
 int G_open(struct gemini_ctx *c, const char *path, int flags)
 {
 	char err[GVDK_ERRLEN] = "";
@@ -344,7 +405,8 @@ int G_open(struct gemini_ctx *c, const char *path, int flags)
 	struct gm_hfile *hf;
 	int fd = -1, rc, acc = flags & O_ACCMODE;
 	uint64_t *l1;
-	size_t mapbytes;
+	size_t mapbytes, map_off;
+	cudaError_t e;
 
 	if (acc != O_RDONLY && acc != O_RDWR)
 		return gm_err(c, -EINVAL, "G_open %s: flags %#x: only O_RDONLY or O_RDWR", path,
@@ -374,11 +436,13 @@ int G_open(struct gemini_ctx *c, const char *path, int flags)
 	hf = &c->files[fd];
 	memset(hf, 0, sizeof(*hf));
 	mapbytes = (size_t)m.hdr.l2_tables * 8 + (size_t)m.hdr.l2_tables * m.hdr.per_l2 * 8;
-	if (c->map_used + mapbytes > GM_MAP_REGION) {
+	mapbytes = (mapbytes + 255) & ~(size_t)255;
+	map_off = gm_map_alloc(c, mapbytes);
+	if (map_off == (size_t)-1) {
 		rc = gm_err(c, -ENOSPC,
-			    "G_open %s: map of %zu bytes does not fit the %llu bytes "
-			    "left in the map region",
-			    path, mapbytes, (unsigned long long)(GM_MAP_REGION - c->map_used));
+			    "G_open %s: map of %zu bytes does not fit in the %llu-byte map region "
+			    "beside the maps of the open files",
+			    path, mapbytes, (unsigned long long)GM_MAP_REGION);
 		goto out;
 	}
 	hf->sysfd = open(path, (acc == O_RDWR ? O_RDWR : O_RDONLY) | O_CLOEXEC |
@@ -398,13 +462,18 @@ int G_open(struct gemini_ctx *c, const char *path, int flags)
 	}
 	for (uint32_t i = 0; i < m.hdr.l2_tables; i++)
 		l1[i] = (m.l1[i] - m.hdr.l2_offset) / 8;
-	f.l1 = (const uint64_t *)(c->map_base + c->map_used);
+	f.l1 = (const uint64_t *)(c->map_base + map_off);
 	f.l2 = f.l1 + m.hdr.l2_tables;
-	cudaMemcpy((void *)f.l1, l1, m.hdr.l2_tables * 8ull, cudaMemcpyHostToDevice);
-	cudaMemcpy((void *)f.l2, m.l2, (size_t)m.hdr.l2_tables * m.hdr.per_l2 * 8,
-		   cudaMemcpyHostToDevice);
+	e = cudaMemcpy((void *)f.l1, l1, m.hdr.l2_tables * 8ull, cudaMemcpyHostToDevice);
+	if (!e)
+		e = cudaMemcpy((void *)f.l2, m.l2, (size_t)m.hdr.l2_tables * m.hdr.per_l2 * 8,
+			       cudaMemcpyHostToDevice);
 	free(l1);
-	c->map_used += (mapbytes + 255) & ~255ull;
+	if (e) {
+		rc = gm_err(c, -EIO, "G_open %s: uploading the %zu-byte map: %s", path, mapbytes,
+			    cudaGetErrorString(e));
+		goto out_close;
+	}
 	f.data_size = m.hdr.data_size;
 	f.nblocks = m.hdr.nblocks;
 	f.block_shift = gm_log2(m.hdr.block_size);
@@ -422,12 +491,32 @@ int G_open(struct gemini_ctx *c, const char *path, int flags)
 		rc = gm_err(c, rc, "G_open %s: out of memory for the run table", path);
 		goto out_close;
 	}
-	hf->open = 1;
-	c->hdev.files[fd] = f;
-	if (cudaMemcpy(&c->ddev->files[fd], &f, sizeof(f), cudaMemcpyHostToDevice) != cudaSuccess) {
-		rc = gm_err(c, -EIO, "G_open %s: uploading the map failed", path);
+	{
+		/* a new file on this descriptor starts with no write-back errors */
+		uint32_t zero[2] = {0, 0};
+
+		e = cudaMemcpy(c->hdev.wb_err + fd, zero, 4, cudaMemcpyHostToDevice);
+		if (!e)
+			e = cudaMemcpy(c->hdev.wb_err + 16 + fd, zero + 1, 4,
+				       cudaMemcpyHostToDevice);
+		if (!e)
+			e = cudaMemcpy(&c->ddev->files[fd], &f, sizeof(f), cudaMemcpyHostToDevice);
+	}
+	if (e) {
+		pthread_rwlock_wrlock(&c->runs_lock);
+		gm_runs_remove(c, fd);
+		pthread_rwlock_unlock(&c->runs_lock);
+		gm_backend_close(c, fd);
+		rc = gm_err(c, -EIO, "G_open %s: publishing descriptor %d: %s", path, fd,
+			    cudaGetErrorString(e));
 		goto out_close;
 	}
+	hf->map_off = map_off;
+	hf->map_len = mapbytes;
+	if (map_off + mapbytes > c->map_high)
+		c->map_high = map_off + mapbytes;
+	hf->open = 1;
+	c->hdev.files[fd] = f;
 	gvdk_map_free(&m);
 	return fd;
 out_close:
@@ -453,7 +542,8 @@ __global__ static void gm_drop_kernel(struct gemini_dev *d, int fd)
 	     s += gridDim.x * blockDim.x) {
 		struct gm_shard *sh = &d->shards[s];
 
-		gm_lock(&sh->lock);
+		if (gm_lock(d, &sh->lock))
+			continue; /* a lock nobody lets go of: leave the shard alone */
 		for (int i = sh->lru_head; i >= 0;) {
 			int next = d->lnext[i];
 			unsigned long long k = d->key[i];
@@ -479,14 +569,22 @@ int gemini_sync(struct gemini_ctx *c, int fd)
 	if (!c->ready || fd < 0 || fd >= GEMINI_MAX_FILES || !c->files[fd].open)
 		return gm_err(c, -EBADF, "gemini_sync: descriptor %d not open", fd);
 	GM_CUDA(c, cudaMalloc((void **)&drc, sizeof(int)));
-	cudaMemset(drc, 0, sizeof(int));
-	gm_sync_kernel<<<(c->npages + 255) / 256, 256>>>(c->ddev, fd, drc);
-	GM_CUDA(c, cudaGetLastError());
-	GM_CUDA(c, cudaDeviceSynchronize());
-	cudaMemcpy(&hrc, drc, sizeof(int), cudaMemcpyDeviceToHost);
+	if (cudaMemset(drc, 0, sizeof(int)) != cudaSuccess) {
+		cudaFree(drc);
+		return gm_err(c, -EIO, "gemini_sync: descriptor %d: clearing the result failed", fd);
+	}
+	/* each warp of a G_sync scans the whole cache: one block of 8 warps splits the writes */
+	gm_sync_kernel<<<1, 256>>>(c->ddev, fd, drc);
+	if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
+	    cudaMemcpy(&hrc, drc, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) {
+		cudaFree(drc);
+		return gm_err(c, -EIO, "gemini_sync: descriptor %d: the sync kernel failed: %s", fd,
+			      cudaGetErrorString(cudaGetLastError()));
+	}
 	cudaFree(drc);
 	if (hrc)
-		return gm_err(c, -EIO, "gemini_sync: write-back of descriptor %d failed", fd);
+		return gm_err(c, hrc, "gemini_sync: write-back of descriptor %d failed (%d)", fd,
+			      hrc);
 	return 0;
 }
 
@@ -509,11 +607,20 @@ int G_close(struct gemini_ctx *c, int fd)
 		return gm_err(c, -EBADF, "G_close: descriptor %d not open", fd);
 	if (c->files[fd].writable)
 		rc = gemini_sync(c, fd);
+	/* this process's kernels stop seeing the file first, then its pages go */
+	if (cudaMemcpy(&c->ddev->files[fd], &f, sizeof(f), cudaMemcpyHostToDevice) != cudaSuccess &&
+	    !rc)
+		rc = gm_err(c, -EIO, "G_close: descriptor %d: unpublishing the file failed", fd);
+	c->hdev.files[fd] = f;
 	/* a later file on this descriptor must not see these pages */
 	gm_drop_kernel<<<(c->hdev.nshards + 127) / 128, 128>>>(c->ddev, fd);
-	cudaDeviceSynchronize();
-	cudaMemcpy(&c->ddev->files[fd], &f, sizeof(f), cudaMemcpyHostToDevice);
-	c->hdev.files[fd] = f;
+	if (cudaDeviceSynchronize() != cudaSuccess && !rc)
+		rc = gm_err(c, -EIO, "G_close: descriptor %d: dropping its pages failed", fd);
+	/*
+	 * The controller refuses the file's LBAs from here on; the write lock waits for every batch
+	 * in service (an importer's too) to complete, so its buffers are freed only once nobody
+	 * can be using them.
+	 */
 	pthread_rwlock_wrlock(&c->runs_lock);
 	gm_runs_remove(c, fd);
 	pthread_rwlock_unlock(&c->runs_lock);
@@ -571,6 +678,14 @@ void Geminifs_exit(struct gemini_ctx *c)
 	free(c);
 }
 
+int gemini_fault_inject(struct gemini_ctx *c, unsigned faults)
+{
+	if (faults & ~(GEMINI_FAULT_WRITES | GEMINI_FAULT_STALL))
+		return gm_err(c, -EINVAL, "gemini_fault_inject: unknown fault bits %#x", faults);
+	__atomic_store_n(&c->faults, faults, __ATOMIC_RELEASE);
+	return 0;
+}
+
 /* What an importer needs: the arena's IPC handle, where the exporter saw things, the queues. */
 struct gm_ipc_blob {
 	cudaIpcMemHandle_t mem;
@@ -606,6 +721,7 @@ int gemini_ipc_export(struct gemini_ctx *c, struct gemini_ipc_handle *h)
 	b.qbytes = c->qbytes;
 	b.dev_off = (uint64_t)((uint8_t *)c->ddev - c->arena);
 	snprintf(b.shm, sizeof(b.shm), "%s", c->shm_name);
+	c->exported = 1; /* importers keep using maps of files closed here: no reuse */
 	memset(h, 0, sizeof(*h));
 	memcpy(h->bytes, &b, sizeof(b));
 	return 0;
@@ -656,7 +772,8 @@ int gemini_ipc_import(const struct gemini_ipc_handle *h, struct gemini_dev **dev
 	GM_REBASE(d.bucket);
 	GM_REBASE(d.shards);
 	GM_REBASE(d.stats);
-	GM_REBASE(d.sync_count);
+	GM_REBASE(d.wb);
+	GM_REBASE(d.wb_err);
 	for (int i = 0; i < GEMINI_MAX_FILES; i++)
 		if (d.files[i].open) {
 			GM_REBASE(d.files[i].l1);
@@ -681,13 +798,15 @@ int gemini_ipc_import(const struct gemini_ipc_handle *h, struct gemini_dev **dev
 	}
 	if (cudaMalloc((void **)&im->queues, d.nqueues * sizeof(*q)) != cudaSuccess)
 		goto fail_q;
-	cudaMemcpy(im->queues, q, d.nqueues * sizeof(*q), cudaMemcpyHostToDevice);
+	if (cudaMemcpy(im->queues, q, d.nqueues * sizeof(*q), cudaMemcpyHostToDevice) != cudaSuccess)
+		goto fail_q;
 	d.queues = im->queues;
 	free(q);
 	q = NULL;
 	if (cudaMalloc((void **)&im->ddev, sizeof(d)) != cudaSuccess)
 		goto fail;
-	cudaMemcpy(im->ddev, &d, sizeof(d), cudaMemcpyHostToDevice);
+	if (cudaMemcpy(im->ddev, &d, sizeof(d), cudaMemcpyHostToDevice) != cudaSuccess)
+		goto fail;
 #undef GM_REBASE
 	*dev = im->ddev;
 	*cookie = im;

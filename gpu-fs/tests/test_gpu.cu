@@ -1,6 +1,8 @@
 // GPU tests of libgemini: thousands of threads reading and writing through the page cache against
 // a reference copy (byte-exact), eviction under pressure, G_sync durability seen from a fresh
-// process, cross-process sharing through CUDA IPC, bounds and hostile NVMe commands.
+// process (whole and partial grids, two files), cross-process sharing through CUDA IPC, one
+// process at a time and both at once, failed write-backs, whole-page writes racing readers, a
+// controller that stops mid-run, bounds and hostile NVMe commands.
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gemini.h"
@@ -495,11 +498,11 @@ __global__ static void k_bounds(struct gemini_dev *d, int rw, int ro, uint64_t s
 	out[5] = G_read(d, ro, size - 10, 10, buf);
 	out[6] = G_read(d, rw, UINT64_MAX - 5, 10, buf);
 	/* hostile commands straight into a queue: the controller must refuse each */
-	out[7] = gm_raw_cmd(d, GM_NVME_OP_READ, 1ull << 50, 4096, d->data);
-	out[8] = gm_raw_cmd(d, GM_NVME_OP_READ, gm_map(&d->files[rw], 0), 4096, foreign);
-	out[9] = gm_raw_cmd(d, GM_NVME_OP_WRITE, gm_map(&d->files[ro], 0), 4096, d->data);
+	out[7] = gm_raw_cmd(d, NVME_CMD_READ, 1ull << 50, 4096, d->data);
+	out[8] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 4096, foreign);
+	out[9] = gm_raw_cmd(d, NVME_CMD_WRITE, gm_map(&d->files[ro], 0), 4096, d->data);
 	out[10] = gm_raw_cmd(d, 0x7f, 0, 4096, d->data);
-	out[11] = gm_raw_cmd(d, GM_NVME_OP_READ, gm_map(&d->files[rw], 0), 4096, d->data);
+	out[11] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 4096, d->data);
 }
 
 START_TEST(bounds_and_hostile_commands)
@@ -529,15 +532,626 @@ START_TEST(bounds_and_hostile_commands)
 	ck_assert_int_eq(h[4], -22);
 	ck_assert_int_eq(h[5], 10);
 	ck_assert_int_eq(h[6], -22);
-	ck_assert_int_eq(h[7], GM_NVME_SC_LBA_RANGE);
-	ck_assert_int_eq(h[8], GM_NVME_SC_DATA_XFER);
-	ck_assert_int_eq(h[9], GM_NVME_SC_LBA_RANGE);
-	ck_assert_int_eq(h[10], GM_NVME_SC_INVALID_OPCODE);
+	ck_assert_int_eq(h[7], NVME_SC_LBA_RANGE);
+	ck_assert_int_eq(h[8], NVME_SC_DATA_XFER_ERROR);
+	ck_assert_int_eq(h[9], NVME_SC_LBA_RANGE);
+	ck_assert_int_eq(h[10], NVME_SC_INVALID_OPCODE);
 	ck_assert_int_eq(h[11], 0);
 	ck_assert_int_eq(G_close(c, ro), 0);
 	ck_assert_int_eq(G_close(c, rw), 0);
 	ck_assert_int_eq(G_close(c, rw), -EBADF);
 	Geminifs_exit(c);
+}
+END_TEST
+
+/* ---- section: failure and concurrency cases (write-back errors, publish order, G_sync, bounded
+ * waits, two processes at once) ---- */
+
+/* One 8-byte word of a tagged file: who wrote it, which generation, and where it lives. Torn or
+ * foreign words (another file, another offset) fail the check; old or new generations pass. */
+__host__ __device__ static inline uint64_t tag_word(uint32_t who, uint32_t gen, uint64_t off)
+{
+	return ((uint64_t)who << 56) | ((uint64_t)(gen & 0xffffff) << 32) | (uint32_t)(off / 8);
+}
+
+/* A GVDK file whose every word is tag_word(who, 0, offset). */
+static void make_tag_file(const char *path, uint64_t size, uint32_t who)
+{
+	char err[GVDK_ERRLEN];
+	struct gvdk_header h;
+	uint64_t *w = (uint64_t *)malloc(size);
+	int fd;
+
+	ck_assert_msg(gvdk_create(path, size, NULL, err) == 0, "%s", err);
+	for (uint64_t i = 0; i < size / 8; i++)
+		w[i] = tag_word(who, 0, i * 8);
+	fd = open(path, O_RDWR);
+	ck_assert_int_eq(pread(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	ck_assert_int_eq(pwrite(fd, w, size, (off_t)h.data_offset), (ssize_t)size);
+	ck_assert_int_eq(fsync(fd), 0);
+	close(fd);
+	free(w);
+}
+
+/* One warp writes pages [0, npages) of fd in order, whole pages; ack[p] = 1 where G_write said so. */
+__global__ static void k_write_pages(struct gemini_dev *d, int fd, uint32_t page, uint32_t npages,
+				     uint32_t seed, uint8_t *buf, int *ack, long long *last)
+{
+	for (uint32_t p = 0; p < npages; p++) {
+		for (uint32_t i = threadIdx.x; i < page; i += 32)
+			buf[i] = pat((uint64_t)p * page + i, seed);
+		__syncwarp();
+		int64_t r = G_write(d, fd, (uint64_t)p * page, page, buf);
+
+		__syncwarp();
+		if (threadIdx.x == 0) {
+			ack[p] = r == (int64_t)page;
+			if (r < 0)
+				*last = r;
+		}
+	}
+}
+
+/*
+ * The controller refuses every write while the cache is full of dirty pages: an eviction's
+ * write-back fails. The page must stay in the cache, dirty (the writer that needed the slot gets
+ * the error), G_sync must report -EIO, and once the device takes writes again a G_sync must put
+ * every acknowledged page on the disk. (Before: the failed write-back was ignored, the page
+ * evicted and its acknowledged bytes lost.)
+ */
+START_TEST(writeback_failure_keeps_data)
+{
+	const uint32_t page = 4096, npages = 64;
+	struct gemini_config t;
+	struct gemini_ctx *c;
+	uint8_t *buf, *disk;
+	int *ack, hack[64], *rc, hrc = 0, fd, acked = 0;
+	long long *last, hlast = 0;
+
+	free(make_file(tfile, 1 << 20, 1));
+	memset(&t, 0, sizeof(t));
+	t.nqueues = 4;
+	t.qdepth = 64;
+	t.timeout_ms = 5000;
+	c = ctx_open(GEMINI_BACKEND_NVME, 0, page, 16 * page, O_RDWR, &fd, &t);
+	CK_CUDA(cudaMalloc((void **)&buf, page));
+	CK_CUDA(cudaMalloc((void **)&ack, sizeof(hack)));
+	CK_CUDA(cudaMalloc((void **)&rc, 4));
+	CK_CUDA(cudaMalloc((void **)&last, 8));
+	CK_CUDA(cudaMemset(rc, 0, 4));
+	CK_CUDA(cudaMemset(last, 0, 8));
+	ck_assert_int_eq(gemini_fault_inject(c, GEMINI_FAULT_WRITES), 0);
+	k_write_pages<<<1, 32>>>(gemini_device(c), fd, page, npages, 55, buf, ack, last);
+	CK_CUDA(cudaDeviceSynchronize());
+	CK_CUDA(cudaMemcpy(hack, ack, sizeof(hack), cudaMemcpyDeviceToHost));
+	CK_CUDA(cudaMemcpy(&hlast, last, 8, cudaMemcpyDeviceToHost));
+	for (uint32_t p = 0; p < npages; p++)
+		acked += hack[p];
+	printf("  %d of %u page writes acknowledged with writes refused, last error %lld\n", acked,
+	       npages, hlast);
+	/* 16 pages of cache cannot take 64 dirty pages whose write-back fails */
+	ck_assert_int_gt(acked, 0);
+	ck_assert_int_le(acked, 16);
+	ck_assert_int_eq(hlast, -EIO);
+	k_sync<<<1, 64>>>(gemini_device(c), fd, rc);
+	CK_CUDA(cudaDeviceSynchronize());
+	CK_CUDA(cudaMemcpy(&hrc, rc, 4, cudaMemcpyDeviceToHost));
+	ck_assert_int_eq(hrc, -EIO);
+	ck_assert_int_eq(gemini_fault_inject(c, 0), 0);
+	CK_CUDA(cudaMemset(rc, 0, 4));
+	k_sync<<<1, 64>>>(gemini_device(c), fd, rc);
+	CK_CUDA(cudaDeviceSynchronize());
+	CK_CUDA(cudaMemcpy(&hrc, rc, 4, cudaMemcpyDeviceToHost));
+	ck_assert_int_eq(hrc, 0);
+	ck_assert_int_eq(G_close(c, fd), 0);
+	Geminifs_exit(c);
+	disk = read_back(tfile, 1 << 20);
+	for (uint32_t p = 0; p < npages; p++) {
+		uint32_t seed = hack[p] ? 55 : 1; /* refused writes leave the old bytes */
+
+		for (uint32_t i = 0; i < page; i++)
+			if (disk[(size_t)p * page + i] != pat((uint64_t)p * page + i, seed))
+				ck_abort_msg("page %u (%s) byte %u lost", p,
+					     hack[p] ? "acknowledged" : "refused", i);
+	}
+	free(disk);
+	cudaFree(buf);
+	cudaFree(ack);
+	cudaFree(rc);
+	cudaFree(last);
+}
+END_TEST
+
+/*
+ * Writer warps overwrite whole pages of two files (no read on a miss) while reader warps read
+ * whole pages of both, on a cache of 8 pages for 64: every miss evicts a page of either file.
+ * A reader must see old or new bytes of the page it asked for, never the evicted page's.
+ * (Before: the page was published VALID before the writer's copy.)
+ */
+__global__ static void k_race(struct gemini_dev *d, int fa, int fb, uint32_t page, uint32_t npages,
+			      int iters, uint8_t *scratch, unsigned long long *bad)
+{
+	const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x & 31;
+	uint64_t *buf = (uint64_t *)(scratch + (size_t)warp * page);
+	uint32_t s = warp * 2654435761u + 17;
+	const bool writer = warp & 1;
+
+	for (int it = 0; it < iters; it++) {
+		uint32_t r = rnd(&s), p = (r >> 1) % npages, f = r & 1;
+		int fd = f ? fb : fa;
+		uint64_t off = (uint64_t)p * page;
+
+		if (writer) {
+			for (uint32_t i = lane; i < page / 8; i += 32)
+				buf[i] = tag_word(f + 1, it + 1, off + i * 8);
+			__syncwarp();
+			if (G_write(d, fd, off, page, buf) != (int64_t)page && lane == 0)
+				atomicAdd(bad, 1ull << 32);
+		} else {
+			int64_t n = G_read(d, fd, off, page, buf);
+
+			__syncwarp();
+			if (n != (int64_t)page) {
+				if (lane == 0)
+					atomicAdd(bad, 1ull << 32);
+				continue;
+			}
+			for (uint32_t i = lane; i < page / 8; i += 32) {
+				uint64_t w = buf[i];
+
+				if ((w >> 56) != f + 1 || (uint32_t)w != (uint32_t)((off + i * 8) / 8)) {
+					atomicAdd(bad, 1);
+					break;
+				}
+			}
+		}
+		__syncwarp();
+	}
+}
+
+START_TEST(full_page_writes_race_readers)
+{
+	const uint32_t page = 16384, npages = 32;
+	struct gemini_ctx *c;
+	struct gemini_stats st;
+	char second[620];
+	uint8_t *scratch;
+	unsigned long long *bad, hbad = 0;
+	int fa, fb;
+
+	make_tag_file(tfile, (uint64_t)page * npages, 1);
+	snprintf(second, sizeof(second), "%s/b.gvdk", tdir);
+	make_tag_file(second, (uint64_t)page * npages, 2);
+	c = ctx_open(GEMINI_BACKEND_NVME, 1, page, 8 * page, O_RDWR, &fa, NULL);
+	fb = G_open(c, second, O_RDWR);
+	ck_assert_int_ge(fb, 0);
+	CK_CUDA(cudaMalloc((void **)&scratch, (size_t)256 * page));
+	CK_CUDA(cudaMalloc((void **)&bad, 8));
+	CK_CUDA(cudaMemset(bad, 0, 8));
+	k_race<<<32, 256>>>(gemini_device(c), fa, fb, page, npages, 300, scratch, bad);
+	CK_CUDA(cudaDeviceSynchronize());
+	CK_CUDA(cudaMemcpy(&hbad, bad, 8, cudaMemcpyDeviceToHost));
+	ck_assert_int_eq(gemini_stats(c, &st), 0);
+	printf("  hits %llu misses %llu evictions %llu\n", (unsigned long long)st.hits,
+	       (unsigned long long)st.misses, (unsigned long long)st.evictions);
+	ck_assert_msg(hbad == 0, "%llu calls failed, %llu reads saw foreign bytes", hbad >> 32,
+		      hbad & 0xffffffff);
+	ck_assert_uint_gt(st.evictions, 1000);
+	ck_assert_int_eq(G_close(c, fb), 0);
+	ck_assert_int_eq(G_close(c, fa), 0);
+	Geminifs_exit(c);
+	cudaFree(scratch);
+	cudaFree(bad);
+}
+END_TEST
+
+/* Only some threads of each block call G_sync, block 0 for fa and block 1 for fb. */
+__global__ static void k_sync_partial(struct gemini_dev *d, int fa, int fb, int *rc, int *calls)
+{
+	int r;
+
+	if (threadIdx.x % 96 >= 50)
+		return; /* partial warps, partial blocks */
+	r = G_sync(d, blockIdx.x ? fb : fa);
+	atomicAdd(calls, 1);
+	if (r)
+		atomicExch(rc, r);
+}
+
+/* child: two files written through the cache, synced by a partial grid, death without close */
+static int child_sync2(const char *path, const char *second)
+{
+	struct gemini_config k;
+	struct gemini_ctx *c;
+	uint8_t *scratch, *h = (uint8_t *)malloc(4 << 20);
+	int fa, fb, *rc, hrc = 0, *calls, hcalls = 0;
+
+	memset(&k, 0, sizeof(k));
+	k.page_size = 16384;
+	k.cache_size = 32 << 20;
+	if (Geminifs_init(&c, &k) || (fa = G_open(c, path, O_RDWR)) < 0 ||
+	    (fb = G_open(c, second, O_RDWR)) < 0)
+		return 10;
+	cudaMalloc((void **)&scratch, 4 << 20);
+	cudaMalloc((void **)&rc, 4);
+	cudaMalloc((void **)&calls, 4);
+	cudaMemset(rc, 0, 4);
+	cudaMemset(calls, 0, 4);
+	for (int f = 0; f < 2; f++) {
+		for (int i = 0; i < (4 << 20); i++)
+			h[i] = pat((uint64_t)i, f ? 88 : 77);
+		cudaMemcpy(scratch, h, 4 << 20, cudaMemcpyHostToDevice);
+		k_bulk<<<16, 256>>>(gemini_device(c), f ? fb : fa, scratch, 4 << 20);
+		if (cudaDeviceSynchronize() != cudaSuccess)
+			return 11;
+	}
+	k_sync_partial<<<2, 256>>>(gemini_device(c), fa, fb, rc, calls);
+	if (cudaDeviceSynchronize() != cudaSuccess)
+		return 12;
+	cudaMemcpy(&hrc, rc, 4, cudaMemcpyDeviceToHost);
+	cudaMemcpy(&hcalls, calls, 4, cudaMemcpyDeviceToHost);
+	if (hrc || hcalls != 2 * 150) /* threads 0-49, 96-145 and 192-241 of each block */
+		return 13;
+	/* a second sync of the same file finds nothing left over from the partial one */
+	k_sync<<<1, 32>>>(gemini_device(c), fa, rc);
+	if (cudaDeviceSynchronize() != cudaSuccess)
+		return 14;
+	cudaMemcpy(&hrc, rc, 4, cudaMemcpyDeviceToHost);
+	if (hrc)
+		return 15;
+	_exit(0); /* no G_close: only what G_sync made durable survives */
+}
+
+START_TEST(sync_partial_grid_two_files)
+{
+	char second[620];
+	uint8_t *disk;
+	int rc;
+
+	snprintf(second, sizeof(second), "%s/b.gvdk", tdir);
+	free(make_file(tfile, 8 << 20, 1));
+	free(make_file(second, 8 << 20, 2));
+	{
+		char *argv[] = {self_exe, (char *)"--child-sync2", tfile, second, NULL};
+		pid_t pid;
+		int st;
+
+		ck_assert_int_eq(posix_spawn(&pid, self_exe, NULL, NULL, argv, environ), 0);
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		ck_assert(WIFEXITED(st));
+		rc = WEXITSTATUS(st);
+	}
+	ck_assert_int_eq(rc, 0);
+	for (int f = 0; f < 2; f++) {
+		disk = read_back(f ? second : tfile, 8 << 20);
+		for (uint64_t i = 0; i < (8 << 20); i++) {
+			uint8_t want = pat(i, i < (4 << 20) ? (f ? 88 : 77) : (f ? 2 : 1));
+
+			if (disk[i] != want)
+				ck_abort_msg("file %d byte %llu is %#x, want %#x", f,
+					     (unsigned long long)i, disk[i], want);
+		}
+		free(disk);
+	}
+}
+END_TEST
+
+/* Reads that count successes and failures: run until told to stop, or n rounds. */
+__global__ static void k_read_until(struct gemini_dev *d, int fd, uint64_t size, int rounds,
+				    uint8_t *scratch, unsigned long long *ok, unsigned long long *err,
+				    long long *last)
+{
+	uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
+	uint32_t s = (uint32_t)warp * 2654435761u + 3;
+	uint8_t *buf = scratch + warp * 4096;
+
+	for (int it = 0; it < rounds; it++) {
+		uint64_t off = (uint64_t)(rnd(&s) % (uint32_t)(size / 4096)) * 4096;
+
+		off = __shfl_sync(0xffffffff, off, 0);
+		int64_t r = G_read(d, fd, off, 4096, buf);
+
+		if ((threadIdx.x & 31) == 0) {
+			if (r == 4096) {
+				atomicAdd(ok, 1ull);
+			} else {
+				atomicAdd(err, 1ull);
+				*last = r;
+			}
+		}
+		__syncwarp();
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * The controller stops serving in the middle of a read-heavy kernel (a dead controller). Every
+ * GPU-side wait is bounded (1 s here), so the kernel must end by itself with its calls failing
+ * (-ETIMEDOUT or -EIO), and a G_sync must fail too instead of hanging. (Before: the kernel spun
+ * for ever on completions, queue slots and page states.)
+ */
+START_TEST(controller_stopped_mid_run)
+{
+	struct gemini_config t;
+	struct gemini_ctx *c;
+	uint8_t *scratch;
+	unsigned long long *ok, *err, hok = 0, herr = 0;
+	long long *last, hlast = 0;
+	int fd, *rc, hrc = 0;
+	double t0, t1;
+
+	free(make_file(tfile, 32 << 20, 1));
+	memset(&t, 0, sizeof(t));
+	t.nqueues = 32;
+	t.qdepth = 64;
+	t.timeout_ms = 1000;
+	c = ctx_open(GEMINI_BACKEND_NVME, 0, 4096, 4 << 20, O_RDWR, &fd, &t);
+	CK_CUDA(cudaMalloc((void **)&scratch, 256 * 4096));
+	CK_CUDA(cudaMalloc((void **)&ok, 8));
+	CK_CUDA(cudaMalloc((void **)&err, 8));
+	CK_CUDA(cudaMalloc((void **)&last, 8));
+	CK_CUDA(cudaMalloc((void **)&rc, 4));
+	CK_CUDA(cudaMemset(ok, 0, 8));
+	CK_CUDA(cudaMemset(err, 0, 8));
+	CK_CUDA(cudaMemset(rc, 0, 4));
+	t0 = now_s();
+	k_read_until<<<32, 256>>>(gemini_device(c), fd, 32 << 20, 200000, scratch, ok, err, last);
+	CK_CUDA(cudaGetLastError());
+	usleep(300000);
+	ck_assert_int_eq(gemini_fault_inject(c, GEMINI_FAULT_STALL), 0);
+	CK_CUDA(cudaDeviceSynchronize());
+	t1 = now_s();
+	CK_CUDA(cudaMemcpy(&hok, ok, 8, cudaMemcpyDeviceToHost));
+	CK_CUDA(cudaMemcpy(&herr, err, 8, cudaMemcpyDeviceToHost));
+	CK_CUDA(cudaMemcpy(&hlast, last, 8, cudaMemcpyDeviceToHost));
+	printf("  kernel ended %.1f s after launch: %llu reads served, %llu failed (last %lld)\n",
+	       t1 - t0, hok, herr, hlast);
+	ck_assert_uint_gt(hok, 0);
+	ck_assert_uint_gt(herr, 0);
+	ck_assert(hlast == -ETIMEDOUT || hlast == -EIO);
+	ck_assert_double_lt(t1 - t0, 60);
+	/* a dirty page and a G_sync against the dead controller: an error, not a hang */
+	k_bulk<<<1, 32>>>(gemini_device(c), fd, scratch, 8192);
+	CK_CUDA(cudaDeviceSynchronize());
+	t0 = now_s();
+	k_sync<<<1, 32>>>(gemini_device(c), fd, rc);
+	CK_CUDA(cudaDeviceSynchronize());
+	CK_CUDA(cudaMemcpy(&hrc, rc, 4, cudaMemcpyDeviceToHost));
+	printf("  G_sync with the controller stopped: %d after %.1f s\n", hrc, now_s() - t0);
+	ck_assert(hrc == -ETIMEDOUT || hrc == -EIO);
+	ck_assert(G_close(c, fd) < 0); /* its sync fails the same way */
+	Geminifs_exit(c);
+	cudaFree(scratch);
+	cudaFree(ok);
+	cudaFree(err);
+	cudaFree(last);
+	cudaFree(rc);
+}
+END_TEST
+
+/*
+ * Both processes at once: region `mine` gets generations 1..gens of tag_word(who, gen, off),
+ * whole warps writing 4 KiB chunks, while the other warps read the peer's region and check every
+ * word (the peer's or the original tag of its own offset, never anything else; per word, never
+ * an older generation than one this warp saw before).
+ */
+__global__ static void k_share(struct gemini_dev *d, int fd, uint64_t mine, uint64_t peer,
+			       uint64_t len, uint32_t who, uint32_t peer_who, int gens,
+			       uint8_t *scratch, unsigned long long *bad)
+{
+	const uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
+	const uint64_t nw = (gridDim.x * (uint64_t)blockDim.x) / 32;
+	const uint32_t lane = threadIdx.x & 31;
+	uint64_t *buf = (uint64_t *)(scratch + warp * 4096);
+
+	if (warp < nw / 2) {
+		for (int g = 1; g <= gens; g++)
+			for (uint64_t o = warp * 4096; o < len; o += (nw / 2) * 4096) {
+				for (uint32_t i = lane; i < 512; i += 32)
+					buf[i] = tag_word(who, g, mine + o + i * 8);
+				__syncwarp();
+				if (G_write(d, fd, mine + o, 4096, buf) != 4096 && lane == 0)
+					atomicAdd(bad, 1ull << 32);
+				__syncwarp();
+			}
+		return;
+	}
+	uint32_t seen[16] = {0}; /* generation last seen at word `lane + 32 k` of chunk 0 */
+
+	for (int round = 0; round < gens; round++)
+		for (uint64_t o = (warp - nw / 2) * 4096; o < len; o += (nw / 2) * 4096) {
+			if (G_read(d, fd, peer + o, 4096, buf) != 4096) {
+				if (lane == 0)
+					atomicAdd(bad, 1ull << 32);
+				continue;
+			}
+			__syncwarp();
+			for (uint32_t i = lane, k = 0; i < 512; i += 32, k++) {
+				uint64_t w = buf[i];
+				uint32_t g = (uint32_t)(w >> 32) & 0xffffff;
+
+				if ((uint32_t)w != (uint32_t)((peer + o + i * 8) / 8) ||
+				    !((w >> 56) == peer_who || w == tag_word(0, 0, peer + o + i * 8))) {
+					atomicAdd(bad, 1);
+					break;
+				}
+				if (o == (warp - nw / 2) * 4096) {
+					if (g < seen[k])
+						atomicAdd(bad, 1); /* went back in time */
+					seen[k] = g;
+				}
+			}
+			__syncwarp();
+		}
+}
+
+/* Exact final contents: every word of [off, off+len) is tag_word(who, gen, offset). */
+__global__ static void k_expect(struct gemini_dev *d, int fd, uint64_t off, uint64_t len,
+				uint32_t who, uint32_t gen, uint8_t *scratch, unsigned long long *bad)
+{
+	const uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
+	const uint64_t nw = (gridDim.x * (uint64_t)blockDim.x) / 32;
+	uint64_t *buf = (uint64_t *)(scratch + warp * 4096);
+
+	for (uint64_t o = warp * 4096; o < len; o += nw * 4096) {
+		if (G_read(d, fd, off + o, 4096, buf) != 4096) {
+			if ((threadIdx.x & 31) == 0)
+				atomicAdd(bad, 1ull << 32);
+			continue;
+		}
+		__syncwarp();
+		for (uint32_t i = threadIdx.x & 31; i < 512; i += 32)
+			if (buf[i] != tag_word(who, gen, off + o + i * 8)) {
+				atomicAdd(bad, 1);
+				break;
+			}
+		__syncwarp();
+	}
+}
+
+#define SHARE_LEN  (3ull << 20)
+#define SHARE_A	   0ull
+#define SHARE_B	   (4ull << 20)
+#define SHARE_GENS 60
+
+/* child of concurrent_two_processes: writes region B, reads region A while the parent writes it */
+static int child_share(const char *hfile)
+{
+	struct gemini_ipc_handle h;
+	struct gemini_dev *d;
+	void *cookie;
+	uint8_t *scratch;
+	unsigned long long *bad, hbad = 1;
+	char done[700], times[700];
+	double t0, t1;
+	FILE *f = fopen(hfile, "rb");
+
+	if (!f || fread(&h, sizeof(h), 1, f) != 1)
+		return 20;
+	fclose(f);
+	if (gemini_ipc_import(&h, &d, &cookie))
+		return 21;
+	cudaMalloc((void **)&scratch, 512 * 4096);
+	cudaMalloc((void **)&bad, 8);
+	cudaMemset(bad, 0, 8);
+	if (cudaDeviceSynchronize() != cudaSuccess)
+		return 28;
+	/* ready: the parent starts its kernel now */
+	snprintf(times, sizeof(times), "%s.ready", hfile);
+	f = fopen(times, "w");
+	if (!f)
+		return 29;
+	fclose(f);
+	t0 = now_s();
+	k_share<<<16, 256>>>(d, 0, SHARE_B, SHARE_A, SHARE_LEN, 2, 1, SHARE_GENS, scratch, bad);
+	if (cudaDeviceSynchronize() != cudaSuccess)
+		return 22;
+	t1 = now_s();
+	cudaMemcpy(&hbad, bad, 8, cudaMemcpyDeviceToHost);
+	if (hbad) {
+		fprintf(stderr, "child: %llu failed calls, %llu bad words\n", hbad >> 32,
+			hbad & 0xffffffff);
+		return 23;
+	}
+	snprintf(times, sizeof(times), "%s.times", hfile);
+	f = fopen(times, "w");
+	if (!f)
+		return 24;
+	fprintf(f, "%.6f %.6f\n", t0, t1);
+	fclose(f);
+	/* once the parent's writes are done, region A holds its last generation exactly */
+	snprintf(done, sizeof(done), "%s.done", hfile);
+	for (int i = 0; i < 6000 && access(done, F_OK); i++)
+		usleep(10000);
+	if (access(done, F_OK))
+		return 25;
+	k_expect<<<8, 256>>>(d, 0, SHARE_A, SHARE_LEN, 1, SHARE_GENS, scratch, bad);
+	if (cudaDeviceSynchronize() != cudaSuccess)
+		return 26;
+	cudaMemcpy(&hbad, bad, 8, cudaMemcpyDeviceToHost);
+	gemini_ipc_close(cookie);
+	return hbad ? 27 : 0;
+}
+
+START_TEST(concurrent_two_processes)
+{
+	struct gemini_ipc_handle h;
+	struct gemini_ctx *c;
+	uint8_t *scratch;
+	unsigned long long *bad, hbad = 0;
+	char hfile[700], done[720], times[720];
+	double t0, t1, c0 = 0, c1 = 0;
+	pid_t pid;
+	int fd, st;
+	FILE *f;
+
+	make_tag_file(tfile, 8 << 20, 0);
+	/* 4 MiB of cache for 6 MiB of traffic: pages of both regions are evicted and written back
+	 * by either process while the other uses them */
+	c = ctx_open(GEMINI_BACKEND_NVME, 0, 65536, 4 << 20, O_RDWR, &fd, NULL);
+	ck_assert_int_eq(fd, 0);
+	CK_CUDA(cudaMalloc((void **)&scratch, 512 * 4096));
+	CK_CUDA(cudaMalloc((void **)&bad, 8));
+	CK_CUDA(cudaMemset(bad, 0, 8));
+	ck_assert_int_eq(gemini_ipc_export(c, &h), 0);
+	snprintf(hfile, sizeof(hfile), "%s/ipc", tdir);
+	snprintf(done, sizeof(done), "%s.done", hfile);
+	snprintf(times, sizeof(times), "%s.times", hfile);
+	f = fopen(hfile, "wb");
+	ck_assert_int_eq(fwrite(&h, sizeof(h), 1, f), 1);
+	fclose(f);
+	{
+		char *argv[] = {self_exe, (char *)"--child-share", tfile, hfile, NULL};
+
+		ck_assert_int_eq(posix_spawn(&pid, self_exe, NULL, NULL, argv, environ), 0);
+	}
+	{
+		/* both kernels start together once the child has imported the cache */
+		char ready[720];
+
+		snprintf(ready, sizeof(ready), "%s.ready", hfile);
+		for (int i = 0; i < 6000 && access(ready, F_OK); i++)
+			usleep(1000);
+		ck_assert_msg(!access(ready, F_OK), "the child did not import the cache");
+	}
+	t0 = now_s();
+	k_share<<<16, 256>>>(gemini_device(c), fd, SHARE_A, SHARE_B, SHARE_LEN, 1, 2, SHARE_GENS,
+			     scratch, bad);
+	CK_CUDA(cudaDeviceSynchronize());
+	t1 = now_s();
+	f = fopen(done, "w");
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 0);
+	CK_CUDA(cudaMemcpy(&hbad, bad, 8, cudaMemcpyDeviceToHost));
+	ck_assert_msg(hbad == 0, "parent: %llu failed calls, %llu bad words", hbad >> 32,
+		      hbad & 0xffffffff);
+	f = fopen(times, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%lf %lf", &c0, &c1), 2);
+	fclose(f);
+	printf("  parent kernel %.3f-%.3f s, child kernel %.3f-%.3f s (overlap %.3f s)\n", 0.0,
+	       t1 - t0, c0 - t0, c1 - t0, (t1 < c1 ? t1 : c1) - (t0 > c0 ? t0 : c0));
+	ck_assert_msg(c0 < t1 && t0 < c1, "the two kernels did not run at the same time");
+	/* the child's last generation of region B, exactly, through the shared cache */
+	k_expect<<<8, 256>>>(gemini_device(c), fd, SHARE_B, SHARE_LEN, 2, SHARE_GENS, scratch, bad);
+	CK_CUDA(cudaDeviceSynchronize());
+	CK_CUDA(cudaMemcpy(&hbad, bad, 8, cudaMemcpyDeviceToHost));
+	ck_assert_msg(hbad == 0, "region B after both: %llu failed, %llu bad", hbad >> 32,
+		      hbad & 0xffffffff);
+	ck_assert_int_eq(G_close(c, fd), 0);
+	Geminifs_exit(c);
+	cudaFree(scratch);
+	cudaFree(bad);
 }
 END_TEST
 
@@ -555,6 +1169,10 @@ int main(int argc, char **argv)
 		return child_write(argv[2], !strcmp(argv[3], "sync"));
 	if (argc == 4 && !strcmp(argv[1], "--child-ipc"))
 		return child_ipc(argv[3]);
+	if (argc == 4 && !strcmp(argv[1], "--child-sync2"))
+		return child_sync2(argv[2], argv[3]);
+	if (argc == 4 && !strcmp(argv[1], "--child-share"))
+		return child_share(argv[3]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	s = suite_create("gemini-gpu");
 	/* one case per test so CK_RUN_CASE can run each under its own time limit */
@@ -574,6 +1192,11 @@ int main(int argc, char **argv)
 	GPU_CASE(readahead_on_a_shallow_queue);
 	GPU_CASE(sync_durability_across_processes);
 	GPU_CASE(cross_process_sharing);
+	GPU_CASE(writeback_failure_keeps_data);
+	GPU_CASE(full_page_writes_race_readers);
+	GPU_CASE(sync_partial_grid_two_files);
+	GPU_CASE(controller_stopped_mid_run);
+	GPU_CASE(concurrent_two_processes);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_VERBOSE);
 	failed = srunner_ntests_failed(sr);

@@ -9,6 +9,15 @@
 #include <stdint.h>
 #endif
 
+/* The layouts are checked at compile time in C (kernel included) and in C++ (CUDA: gpu-fs). */
+#define NVME_OFFSETOF(type, member) __builtin_offsetof(type, member)
+#ifdef __cplusplus
+#define NVME_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+extern "C" {
+#else
+#define NVME_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
 /* ---- Controller registers (BAR0), NVMe 1.4 section 3.1 ---- */
 
 enum nvme_reg {
@@ -62,13 +71,13 @@ struct nvme_bar {
 	uint32_t pmrmsc_hi;
 	uint8_t rsvd3[0x1000 - 0xe1c];
 } __attribute__((packed));
-_Static_assert(sizeof(struct nvme_bar) == 0x1000, "NVMe register block is 4 KiB");
-_Static_assert(__builtin_offsetof(struct nvme_bar, cc) == NVME_REG_CC, "CC offset");
-_Static_assert(__builtin_offsetof(struct nvme_bar, csts) == NVME_REG_CSTS, "CSTS offset");
-_Static_assert(__builtin_offsetof(struct nvme_bar, asq) == NVME_REG_ASQ, "ASQ offset");
-_Static_assert(__builtin_offsetof(struct nvme_bar, cmbsz) == NVME_REG_CMBSZ, "CMBSZ offset");
-_Static_assert(__builtin_offsetof(struct nvme_bar, cmbsts) == NVME_REG_CMBSTS, "CMBSTS offset");
-_Static_assert(__builtin_offsetof(struct nvme_bar, pmrcap) == NVME_REG_PMRCAP, "PMRCAP offset");
+NVME_STATIC_ASSERT(sizeof(struct nvme_bar) == 0x1000, "NVMe register block is 4 KiB");
+NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_bar, cc) == NVME_REG_CC, "CC offset");
+NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_bar, csts) == NVME_REG_CSTS, "CSTS offset");
+NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_bar, asq) == NVME_REG_ASQ, "ASQ offset");
+NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_bar, cmbsz) == NVME_REG_CMBSZ, "CMBSZ offset");
+NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_bar, cmbsts) == NVME_REG_CMBSTS, "CMBSTS offset");
+NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_bar, pmrcap) == NVME_REG_PMRCAP, "PMRCAP offset");
 
 /* CAP fields */
 #define NVME_CAP_MQES(cap)    ((uint32_t)((cap)&0xffff)) /* 0's based */
@@ -128,6 +137,21 @@ _Static_assert(__builtin_offsetof(struct nvme_bar, pmrcap) == NVME_REG_PMRCAP, "
 
 /* ---- Queue entries ---- */
 
+/* SGL descriptor (NVMe 1.4 section 4.4): type in bits 7:4 of the last byte, subtype in 3:0. */
+struct nvme_sgl_desc {
+	uint64_t addr;
+	uint32_t len;
+	uint8_t rsvd[3];
+	uint8_t type;
+} __attribute__((packed));
+NVME_STATIC_ASSERT(sizeof(struct nvme_sgl_desc) == 16, "SGL descriptor is 16 bytes");
+
+#define NVME_SGL_TYPE_DATA_BLOCK 0x0
+#define NVME_SGL_TYPE(t)	 ((uint8_t)((t) << 4))
+#define NVME_PSDT_PRP		 0x0
+#define NVME_PSDT_SGL_MPTR_CONTIG 0x1
+#define NVME_SQE_FLAGS_PSDT(p)	 ((uint8_t)((p) << 6))
+
 struct nvme_sqe {
 	uint8_t opcode;
 	uint8_t flags; /* FUSE bits 1:0, PSDT bits 7:6 */
@@ -136,8 +160,13 @@ struct nvme_sqe {
 	uint32_t cdw2;
 	uint32_t cdw3;
 	uint64_t mptr;
-	uint64_t prp1;
-	uint64_t prp2;
+	union { /* data pointer: PSDT 00 the PRP pair, 01 one SGL descriptor */
+		struct {
+			uint64_t prp1;
+			uint64_t prp2;
+		};
+		struct nvme_sgl_desc sgl;
+	};
 	uint32_t cdw10;
 	uint32_t cdw11;
 	uint32_t cdw12;
@@ -145,7 +174,10 @@ struct nvme_sqe {
 	uint32_t cdw14;
 	uint32_t cdw15;
 } __attribute__((packed));
-_Static_assert(sizeof(struct nvme_sqe) == 64, "SQ entry is 64 bytes");
+NVME_STATIC_ASSERT(sizeof(struct nvme_sqe) == 64, "SQ entry is 64 bytes");
+NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_sqe, prp1) == 24, "PRP1 offset");
+NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_sqe, sgl) == 24, "SGL descriptor offset");
+NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_sqe, cdw10) == 40, "CDW10 offset");
 
 #define NVME_SQE_FUSE(flags) ((flags)&0x3)
 #define NVME_SQE_PSDT(flags) (((flags) >> 6) & 0x3)
@@ -158,7 +190,8 @@ struct nvme_cqe {
 	uint16_t cid;
 	uint16_t status; /* bit 0: phase tag; 15:1 status field */
 } __attribute__((packed));
-_Static_assert(sizeof(struct nvme_cqe) == 16, "CQ entry is 16 bytes");
+NVME_STATIC_ASSERT(sizeof(struct nvme_cqe) == 16, "CQ entry is 16 bytes");
+NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_cqe, status) == 14, "CQE status offset");
 
 #define NVME_SQES_LOG2 6
 #define NVME_CQES_LOG2 4
@@ -314,7 +347,7 @@ struct nvme_psd {
 	uint8_t active_work_scale;
 	uint8_t rsvd23[9];
 } __attribute__((packed));
-_Static_assert(sizeof(struct nvme_psd) == 32, "power state descriptor is 32 bytes");
+NVME_STATIC_ASSERT(sizeof(struct nvme_psd) == 32, "power state descriptor is 32 bytes");
 
 struct nvme_id_ctrl {
 	uint16_t vid;
@@ -403,11 +436,11 @@ struct nvme_id_ctrl {
 	struct nvme_psd psd[32];
 	uint8_t vs[1024];
 } __attribute__((packed));
-_Static_assert(sizeof(struct nvme_id_ctrl) == 4096, "Identify Controller is 4 KiB");
-_Static_assert(__builtin_offsetof(struct nvme_id_ctrl, oacs) == 256, "OACS offset");
-_Static_assert(__builtin_offsetof(struct nvme_id_ctrl, sqes) == 512, "SQES offset");
-_Static_assert(__builtin_offsetof(struct nvme_id_ctrl, subnqn) == 768, "SUBNQN offset");
-_Static_assert(__builtin_offsetof(struct nvme_id_ctrl, psd) == 2048, "PSD offset");
+NVME_STATIC_ASSERT(sizeof(struct nvme_id_ctrl) == 4096, "Identify Controller is 4 KiB");
+NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_id_ctrl, oacs) == 256, "OACS offset");
+NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_id_ctrl, sqes) == 512, "SQES offset");
+NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_id_ctrl, subnqn) == 768, "SUBNQN offset");
+NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_id_ctrl, psd) == 2048, "PSD offset");
 
 /* OACS / ONCS / LPA bits used here */
 #define NVME_CTRL_OACS_DBBUF	    (1u << 8)
@@ -423,7 +456,7 @@ struct nvme_lbaf {
 	uint8_t ds; /* log2 of the LBA data size */
 	uint8_t rp;
 } __attribute__((packed));
-_Static_assert(sizeof(struct nvme_lbaf) == 4, "LBA format is 4 bytes");
+NVME_STATIC_ASSERT(sizeof(struct nvme_lbaf) == 4, "LBA format is 4 bytes");
 
 struct nvme_id_ns {
 	uint64_t nsze;
@@ -464,8 +497,8 @@ struct nvme_id_ns {
 	uint8_t rsvd192[192];
 	uint8_t vs[3712];
 } __attribute__((packed));
-_Static_assert(sizeof(struct nvme_id_ns) == 4096, "Identify Namespace is 4 KiB");
-_Static_assert(__builtin_offsetof(struct nvme_id_ns, lbaf) == 128, "LBAF offset");
+NVME_STATIC_ASSERT(sizeof(struct nvme_id_ns) == 4096, "Identify Namespace is 4 KiB");
+NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_id_ns, lbaf) == 128, "LBAF offset");
 
 /* Namespace Identification Descriptor header (CNS 3); NIDL bytes of NID follow */
 struct nvme_ns_id_desc {
@@ -473,7 +506,7 @@ struct nvme_ns_id_desc {
 	uint8_t nidl;
 	uint16_t rsvd;
 } __attribute__((packed));
-_Static_assert(sizeof(struct nvme_ns_id_desc) == 4, "NS id descriptor header is 4 bytes");
+NVME_STATIC_ASSERT(sizeof(struct nvme_ns_id_desc) == 4, "NS id descriptor header is 4 bytes");
 #define NVME_NIDT_EUI64 1
 #define NVME_NIDT_NGUID 2
 #define NVME_NIDT_UUID	3
@@ -493,7 +526,7 @@ struct nvme_error_log {
 	uint16_t trtype_spec_info;
 	uint8_t rsvd42[22];
 } __attribute__((packed));
-_Static_assert(sizeof(struct nvme_error_log) == 64, "error log entry is 64 bytes");
+NVME_STATIC_ASSERT(sizeof(struct nvme_error_log) == 64, "error log entry is 64 bytes");
 
 struct nvme_smart_log {
 	uint8_t critical_warning;
@@ -522,7 +555,7 @@ struct nvme_smart_log {
 	uint32_t thm_temp2_total_time;
 	uint8_t rsvd232[280];
 } __attribute__((packed));
-_Static_assert(sizeof(struct nvme_smart_log) == 512, "SMART log is 512 bytes");
+NVME_STATIC_ASSERT(sizeof(struct nvme_smart_log) == 512, "SMART log is 512 bytes");
 #define NVME_SMART_CRIT_READONLY (1u << 3)
 
 struct nvme_fw_slot_log {
@@ -531,7 +564,7 @@ struct nvme_fw_slot_log {
 	char frs[7][8];
 	uint8_t rsvd64[448];
 } __attribute__((packed));
-_Static_assert(sizeof(struct nvme_fw_slot_log) == 512, "firmware slot log is 512 bytes");
+NVME_STATIC_ASSERT(sizeof(struct nvme_fw_slot_log) == 512, "firmware slot log is 512 bytes");
 
 /* Dataset Management range */
 struct nvme_dsm_range {
@@ -539,11 +572,15 @@ struct nvme_dsm_range {
 	uint32_t nlb;
 	uint64_t slba;
 } __attribute__((packed));
-_Static_assert(sizeof(struct nvme_dsm_range) == 16, "DSM range is 16 bytes");
+NVME_STATIC_ASSERT(sizeof(struct nvme_dsm_range) == 16, "DSM range is 16 bytes");
 #define NVME_DSM_AD (1u << 2)
 
 /* Write Zeroes cdw12 */
 #define NVME_RW_FUA  (1u << 30)
 #define NVME_WZ_DEAC (1u << 25)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
