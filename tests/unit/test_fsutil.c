@@ -3,12 +3,23 @@
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "fsutil.h"
 #include "testutil.h"
+
+/* The file holds exactly want. */
+static void slurp_eq(const char *path, const char *want)
+{
+	char *got = testutil_slurp(path);
+
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got, want);
+	free(got);
+}
 
 static char dir[64];
 static char err[512];
@@ -47,7 +58,7 @@ START_TEST(test_symlink_never_followed)
 	ck_assert_int_lt(open_in(NULL, "link", O_TRUNC), 0);
 	ck_assert_ptr_nonnull(strstr(err, "symbolic link"));
 	snprintf(p, sizeof(p), "%s/victim", dir);
-	ck_assert_str_eq(testutil_slurp(p), "precious");
+	slurp_eq(p, "precious");
 }
 END_TEST
 
@@ -85,16 +96,16 @@ START_TEST(test_append_unless_truncate)
 	ck_assert_int_eq(write(fd, "new\n", 4), 4);
 	close(fd);
 	snprintf(p, sizeof(p), "%s/d/log", dir);
-	ck_assert_str_eq(testutil_slurp(p), "old\nnew\n");
+	slurp_eq(p, "old\nnew\n");
 	fd = open_in(NULL, "d/log", O_TRUNC);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	ck_assert_str_eq(testutil_slurp(p), "");
+	slurp_eq(p, "");
 	/* a second name: someone else's file too, not emptied */
 	ck_assert_int_lt(open_in(NULL, "hard", O_TRUNC), 0);
 	ck_assert_ptr_nonnull(strstr(err, "hard links"));
 	snprintf(p, sizeof(p), "%s/victim", dir);
-	ck_assert_str_eq(testutil_slurp(p), "precious");
+	slurp_eq(p, "precious");
 }
 END_TEST
 
