@@ -8,6 +8,16 @@
 #include "test_api_fake.h"
 #include "testutil.h"
 
+/* The file holds exactly want. */
+static void slurp_eq(const char *path, const char *want)
+{
+	char *got = testutil_slurp(path);
+
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got, want);
+	free(got);
+}
+
 static struct api_vmm vmm;
 static json_t *answer; /* parsed body of the last call, or NULL */
 static const char *allow;
@@ -519,7 +529,7 @@ START_TEST(test_files_refused)
 	/* nothing was created, nothing outside changed */
 	ck_assert_ptr_null(vmm.vm);
 	snprintf(p, sizeof(p), "%s/secret", fout);
-	ck_assert_str_eq(testutil_slurp(p), "keep");
+	slurp_eq(p, "keep");
 }
 END_TEST
 
