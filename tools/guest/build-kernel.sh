@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds lvmm's test guest kernel: Debian's linux-source-6.1, tinyconfig + tools/guest/kernel.config,
-# tools/guest/patches/*.patch. usage: build-kernel.sh OUTDIR  ->  OUTDIR/vmlinux, OUTDIR/bzImage
+# tools/guest/patches/*.patch, then the LightIOV frontend series guest-driver/patches/6.1/*.patch
+# (the test kernel carries it: it leaves every other NVMe device alone, so it is the default).
+# usage: build-kernel.sh OUTDIR  ->  OUTDIR/vmlinux, OUTDIR/bzImage
 #
 # Rebuilt only when the fragment, a patch, this script or the source package version changes
 # (stamp files). The kernel's make output goes to OUTDIR/kernel-build.log; its tail is shown on
@@ -13,6 +15,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 tarball=/usr/src/linux-source-6.1.tar.xz
 fragment=$here/kernel.config
+series=$here/../../guest-driver/patches/6.1
 tree=$out/linux
 log=$out/kernel-build.log
 jobs=$(nproc)
@@ -34,7 +37,8 @@ run_logged() {
 srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null || stat -c %s-%Y "$tarball")
 
 # The source stamp covers what ends up in the tree; the build stamp adds the configuration.
-src_stamp=$( (echo "$srcver" && cat "$here"/patches/*.patch) | sha256sum | cut -c1-16)
+src_stamp=$( (echo "$srcver" && cat "$here"/patches/*.patch "$series"/*.patch) | sha256sum |
+	cut -c1-16)
 build_stamp=$( (echo "$src_stamp" && cat "$fragment" "$0") | sha256sum | cut -c1-16)
 
 if [ -f "$out/vmlinux" ] && [ "$(cat "$out/kernel.stamp" 2>/dev/null)" = "$build_stamp" ]; then
@@ -50,7 +54,7 @@ if [ "$(cat "$tree/.lvmm-src-stamp" 2>/dev/null)" != "$src_stamp" ]; then
 	rm -rf "$tree" "$out/linux-source-6.1"
 	run_logged tar -C "$out" -xf "$tarball"
 	mv "$out/linux-source-6.1" "$tree"
-	for p in "$here"/patches/*.patch; do
+	for p in "$here"/patches/*.patch "$series"/*.patch; do
 		step "patch $(basename "$p")"
 		run_logged patch -d "$tree" -p1 --forward -i "$p"
 	done
