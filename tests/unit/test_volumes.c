@@ -528,6 +528,47 @@ START_TEST(torn_write_keeps_older_copy)
 }
 END_TEST
 
+START_TEST(failed_write_changes_nothing)
+{
+	struct lio_vol_attach a;
+	struct lio_vol_list l;
+	struct lio_identify id = {0};
+	int rfd;
+
+	open_vols();
+	ck_assert_int_eq(create("vm1", 2 * MIB), 0);
+	ssd_volumes_close(vols);
+	vols = NULL;
+	close(fd);
+	fd = -1;
+
+	/* Every write to this backing fails (a read-only fd): no change may take effect. */
+	rfd = open(path, O_RDONLY);
+	ck_assert_int_ge(rfd, 0);
+	ck_assert_msg(
+	    ssd_volumes_open(&vols, rfd, "ssd0", BACKING_SIZE, SHIFT, false, err, sizeof(err)) == 0,
+	    "%s", err);
+	ck_assert_int_eq(vol_op(ssd_volumes_delete, "vm1", 0), -EBADF);
+	ck_assert_msg(strstr(err, "ssd0: writing volume table copy "), "%s", err);
+	ck_assert_ptr_nonnull(find(&l, "vm1"));
+	ck_assert_int_lt(create("vm2", MIB), 0);
+	ck_assert_int_lt(vol_op(ssd_volumes_resize, "vm1", 4 * MIB), 0);
+	ck_assert_uint_eq(find(&l, "vm1")->lba_count, 2 * MIB >> SHIFT);
+	ck_assert_int_lt(attach("", MIB, LIO_ATTACH_ANON, 3, &a), 0);
+	ck_assert_uint_eq((find(&l, "vm1"), l.total), 1);
+	ck_assert_uint_eq(find(&l, "vm1")->users, 0);
+	ssd_volumes_identify(vols, &id);
+	ck_assert_uint_eq(id.nr_volumes, 1);
+
+	/* Reads still work: a volume can be held, and its hold dropped. */
+	ck_assert_int_eq(attach("vm1", 0, LIO_ATTACH_READONLY, 3, &a), 0);
+	ck_assert_int_eq(ssd_volumes_detach(vols, a.vol_id, 3), 0);
+	ssd_volumes_close(vols);
+	vols = NULL;
+	close(rfd);
+}
+END_TEST
+
 START_TEST(second_open_locked_out)
 {
 	struct ssd_volumes *other = NULL;
@@ -612,6 +653,7 @@ static Suite *volumes_suite(void)
 	tcase_add_test(tc, no_space);
 	tcase_add_test(tc, persists_across_restart);
 	tcase_add_test(tc, torn_write_keeps_older_copy);
+	tcase_add_test(tc, failed_write_changes_nothing);
 	tcase_add_test(tc, second_open_locked_out);
 	tcase_add_test(tc, grown_backing_adds_space);
 	suite_add_tcase(s, tc);
