@@ -538,6 +538,16 @@ int ssd_volumes_attach(struct ssd_volumes *v, struct lio_vol_attach *a, uint64_t
 	if (r) {
 		snprintf(err, errlen, "%s: volume %s: too many attachments (%u)", v->ssd, e->name,
 			 v->nr_holds);
+		if (e->flags & LIO_VOL_ANON) {
+			char ignored[LIO_ERR_MAX];
+
+			/* Nobody holds the anonymous volume just made: take it back (a failed write
+			 * leaves it to ssd_volumes_reclaim). */
+			memcpy(name, e->name, sizeof(name));
+			vols_begin(v);
+			lio_vt_remove(v->next, name);
+			vols_commit(v, ignored, sizeof(ignored));
+		}
 		goto out;
 	}
 	snprintf(a->name, sizeof(a->name), "%s", e->name);
