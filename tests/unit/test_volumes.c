@@ -3,6 +3,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -641,6 +642,57 @@ START_TEST(size_strings)
 }
 END_TEST
 
+#define RACE_THREADS 4
+#define RACE_ROUNDS  10
+
+/* One session of race_attach: anonymous volumes and a shared reader hold, over and over. */
+static void *race_session(void *arg)
+{
+	uint64_t owner = 100 + (uintptr_t)arg;
+	struct lio_vol_attach a, r;
+	char e[256];
+	long bad = 0;
+	int i;
+
+	for (i = 0; i < RACE_ROUNDS; i++) {
+		memset(&a, 0, sizeof(a));
+		a.flags = LIO_ATTACH_ANON;
+		a.size_bytes = MIB;
+		memset(&r, 0, sizeof(r));
+		snprintf(r.name, sizeof(r.name), "shared");
+		r.flags = LIO_ATTACH_READONLY;
+		bad += ssd_volumes_attach(vols, &a, owner, e, sizeof(e)) != 0;
+		bad += ssd_volumes_attach(vols, &r, owner, e, sizeof(e)) != 0;
+		bad += ssd_volumes_detach(vols, r.vol_id, owner) != 0;
+		bad += ssd_volumes_detach(vols, a.vol_id, owner) != 0;
+	}
+	return (void *)bad;
+}
+
+START_TEST(race_attach)
+{
+	pthread_t t[RACE_THREADS];
+	struct lio_vol_list l;
+	uintptr_t i;
+	void *bad;
+
+	open_vols();
+	ck_assert_int_eq(create("shared", MIB), 0);
+	for (i = 0; i < RACE_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, race_session, (void *)i), 0);
+	for (i = 0; i < RACE_THREADS; i++) {
+		ck_assert_int_eq(pthread_join(t[i], &bad), 0);
+		ck_assert_ptr_null(bad);
+	}
+	/* Every anonymous volume went with its detach; nobody holds the shared one. */
+	ck_assert_ptr_nonnull(find(&l, "shared"));
+	ck_assert_uint_eq(l.total, 1);
+	ck_assert_uint_eq(l.v[0].users, 0);
+	reopen_vols();
+	ck_assert_uint_eq((find(&l, "shared"), l.total), 1);
+}
+END_TEST
+
 static Suite *volumes_suite(void)
 {
 	Suite *s = suite_create("volumes");
@@ -662,6 +714,7 @@ static Suite *volumes_suite(void)
 	tcase_add_test(tc, attach_rules);
 	tcase_add_test(tc, anon_attach_detach);
 	tcase_add_test(tc, reclaim_after_crash);
+	tcase_add_test(tc, race_attach);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("resize");
 	tcase_add_checked_fixture(tc, setup, teardown);
