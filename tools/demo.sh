@@ -14,23 +14,36 @@ for f in "$build/lvmm" "$kernel" "$initramfs"; do
 	}
 done
 
-disk=$build/demo/nvme.img
-mkdir -p "$build/demo"
-echo "lvmm demo: booting Linux 6.1 ($kernel) with $cpus vCPU(s), 128 MiB and a vNVMe backed by"
-echo "lvmm demo: $disk (64 MiB, created on the first run); its console follows."
+# The disk is a volume on a software SSD: lvmm starts one itself (no SSD named demo0 is served),
+# with its sparse backing and socket under build/demo, and stops it once the VM is gone.
+demo=$build/demo
+export LVMM_RUN_DIR=$demo/run LVMM_STATE_DIR=$demo/state
+mkdir -p "$LVMM_RUN_DIR" "$LVMM_STATE_DIR"
+echo "lvmm demo: booting Linux 6.1 ($kernel) with $cpus vCPU(s), 128 MiB and a vNVMe whose"
+echo "lvmm demo: namespace is the 64 MiB volume 'demo' on the software SSD 'demo0' (isolated mode:"
+echo "lvmm demo: the SSD serves the guest's I/O queues, lvmm only the admin queue); its console follows."
 echo "lvmm demo: on nested-virtualization hosts (kvm_pvm) the guest kernel runs emulated and the"
 echo "lvmm demo: boot takes a few minutes; no input is needed, the guest powers itself off."
 echo
 start=$(date +%s)
 # stdin from /dev/null: unattended, and the terminal stays in its normal mode.
-timeout --foreground 1500 "$build/lvmm" run --kernel "$kernel" --initramfs "$initramfs" \
-	--cmdline "console=ttyS0 lvmm.test=nvme-demo" --cpus "$cpus" --memory 128M \
-	--vnvme "file=$disk,size=64M,serial=LVMMDEMO" --serial stdio </dev/null
+LVMM_STATS=1 timeout --foreground 1500 "$build/lvmm" run --kernel "$kernel" \
+	--initramfs "$initramfs" --cmdline "console=ttyS0 lvmm.test=nvme-demo" --cpus "$cpus" \
+	--memory 128M --vnvme "demo0:64M,vol=demo,serial=LVMMDEMO" --serial stdio </dev/null \
+	2> >(grep -v "exits: pio" >&2)
 rc=$?
 echo
 if [ $rc -eq 0 ]; then
 	echo "lvmm demo: the guest booted, ran /init and powered off after $(($(date +%s) - start)) s."
-	echo "lvmm demo: the first line of $disk, read on the host: $(head -c 80 "$disk" | tr -d '\0' | head -n 1)"
+	# the SSD is still up for a few seconds; afterwards its backing is read offline
+	img=$demo/demo-volume.img
+	rm -f "$img"
+	"$build/lvmm" ssd vol export demo0 demo "$img" >/dev/null 2>&1 || {
+		sleep 4
+		"$build/lvmm" ssd vol export demo0 demo "$img" \
+			--backing "$LVMM_STATE_DIR/ssd/demo0.img" >/dev/null
+	}
+	echo "lvmm demo: the first line of the volume, read on the host: $(head -c 80 "$img" | tr -d '\0' | head -n 1)"
 else
 	echo "lvmm demo: lvmm exited with status $rc after $(($(date +%s) - start)) s." >&2
 fi

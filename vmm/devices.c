@@ -35,9 +35,9 @@
 struct vnvme_qp {
 	bool bound;
 	uint32_t qp_id;
-	void *db_host;	  /* poll: the doorbell page pair, mapped over BAR0 */
-	uint64_t db_at;	  /* where it is mapped (poll) or the ioeventfds sit (eventfd), ~0 */
-	int db_fd;	  /* eventfd doorbell, -1 */
+	void *db_host;	/* poll: the doorbell page pair, mapped over BAR0 */
+	uint64_t db_at; /* where it is mapped (poll) or the ioeventfds sit (eventfd), ~0 */
+	int db_fd;	/* eventfd doorbell, -1 */
 };
 
 struct vnvme {
@@ -46,8 +46,8 @@ struct vnvme {
 	struct pci_dev pci;
 	struct nvme_ctrl *ctrl;
 	struct nvme_file *file;
-	struct nvme_lio *lio; /* passthrough / isolated: the backend session */
-	struct vnvme_qp *qps; /* [nqueues + 1], db_lock */
+	struct nvme_lio *lio;	  /* passthrough / isolated: the backend session */
+	struct vnvme_qp *qps;	  /* [nqueues + 1], db_lock */
 	struct lio_qp_stats gone; /* summed counters of queue pairs already unbound (db_lock) */
 	uint64_t cmb_gpa;
 	pthread_mutex_t db_lock; /* doorbell ioeventfd state */
@@ -241,8 +241,8 @@ static uint16_t hook_bind(void *opaque, const struct nvme_qp_bind *b, uint32_t *
 	if (b->ien && b->vector < v->pci.msix.nvec)
 		irq_fd = v->pci.msix.efd[b->vector];
 	pthread_mutex_unlock(&v->pci.lock);
-	st = nvme_lio_bind(v->lio, b, vm_guest_mem(v->vm), v->cmb_gpa, q->db_fd, irq_fd,
-			   &q->qp_id, &q->db_host);
+	st = nvme_lio_bind(v->lio, b, vm_guest_mem(v->vm), v->cmb_gpa, q->db_fd, irq_fd, &q->qp_id,
+			   &q->db_host);
 	if (st) {
 		if (q->db_fd >= 0)
 			close(q->db_fd);
@@ -343,7 +343,7 @@ static int vnvme_lio_open(struct vnvme *v, struct nvme_ctrl_params *p, struct nv
 	    .size = v->cfg.size,
 	    .readonly = v->cfg.readonly,
 	    .mode = v->cfg.mode == VNVME_PASSTHROUGH ? LIO_MODE_PASSTHROUGH : LIO_MODE_ISOLATED,
-	    .db = v->cfg.doorbell == VNVME_DB_POLL      ? NVME_LIO_DB_POLL
+	    .db = v->cfg.doorbell == VNVME_DB_POLL	? NVME_LIO_DB_POLL
 		  : v->cfg.doorbell == VNVME_DB_EVENTFD ? NVME_LIO_DB_EVENTFD
 							: NVME_LIO_DB_AUTO,
 	    .nqueues = p->max_ioqs,
@@ -388,8 +388,8 @@ static int vnvme_lio_open(struct vnvme *v, struct nvme_ctrl_params *p, struct nv
 	for (i = 0; i < gm->nslots; i++)
 		if (gm->slots[i].gpa + gm->slots[i].size > top)
 			top = gm->slots[i].gpa + gm->slots[i].size;
-	vcap->mode = v->cfg.mode == VNVME_PASSTHROUGH ? LIGHTIOV_MODE_PASSTHROUGH
-						       : LIGHTIOV_MODE_ISOLATED;
+	vcap->mode =
+	    v->cfg.mode == VNVME_PASSTHROUGH ? LIGHTIOV_MODE_PASSTHROUGH : LIGHTIOV_MODE_ISOLATED;
 	vcap->lba_start = nvme_lio_lba_start(v->lio);
 	vcap->lba_size = nvme_lio_lba_count(v->lio);
 	vcap->dma_base = 0;
@@ -470,8 +470,8 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 	} else {
 		r = nvme_file_open(&v->cfg, &v->file, &p.size, err, errlen);
 		if (!r)
-			r = nvme_ctrl_create(&p, vm_guest_mem(vm), &nvme_file_ops, v->file,
-					     &hooks, &v->ctrl, err, errlen);
+			r = nvme_ctrl_create(&p, vm_guest_mem(vm), &nvme_file_ops, v->file, &hooks,
+					     &v->ctrl, err, errlen);
 	}
 	if (r)
 		goto fail;
@@ -649,9 +649,8 @@ static void vnvme_print_counters(struct vnvme *v)
 			"B, errors %llu, rejected %llu, irqs %llu\n",
 			v->cfg.id, c.q[i].qid, (unsigned long long)c.q[i].cmds,
 			(unsigned long long)c.q[i].read_bytes,
-			(unsigned long long)c.q[i].write_bytes,
-			(unsigned long long)c.q[i].errors, (unsigned long long)c.q[i].rejected,
-			(unsigned long long)c.q[i].irqs);
+			(unsigned long long)c.q[i].write_bytes, (unsigned long long)c.q[i].errors,
+			(unsigned long long)c.q[i].rejected, (unsigned long long)c.q[i].irqs);
 }
 
 unsigned devices_counters(struct vm *vm, struct vm_dev_counters *out, unsigned max)

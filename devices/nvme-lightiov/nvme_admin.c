@@ -402,7 +402,8 @@ static uint16_t admin_create_sq(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 		    .cq_depth = cq->size,
 		    .sq_gpa = cmd->prp1,
 		    .cq_gpa = cq->base,
-		    .sq_in_cmb = nvme_in_cmb(c, cmd->prp1, (uint64_t)size * sizeof(struct nvme_sqe)),
+		    .sq_in_cmb =
+			nvme_in_cmb(c, cmd->prp1, (uint64_t)size * sizeof(struct nvme_sqe)),
 		    .ien = cq->ien,
 		    .vector = cq->vector,
 		    .dbbuf_dbs = c->dbbuf_dbs,

@@ -57,8 +57,8 @@ static int lio_attach(struct nvme_lio *l, const struct nvme_lio_cfg *cfg, char *
 	if (r) {
 		char what[96];
 
-		snprintf(what, sizeof(what), "volume %s", a.flags & LIO_ATTACH_ANON ? "(anonymous)"
-							: cfg->vol);
+		snprintf(what, sizeof(what), "volume %s",
+			 a.flags & LIO_ATTACH_ANON ? "(anonymous)" : cfg->vol);
 		lio_fail(l, err, errlen, what);
 		return r;
 	}
@@ -71,8 +71,7 @@ static int lio_attach(struct nvme_lio *l, const struct nvme_lio_cfg *cfg, char *
 	return 0;
 }
 
-int nvme_lio_open(struct nvme_lio **out, const struct nvme_lio_cfg *cfg, char *err,
-		  unsigned errlen)
+int nvme_lio_open(struct nvme_lio **out, const struct nvme_lio_cfg *cfg, char *err, unsigned errlen)
 {
 	struct lio_qmem q = {0};
 	struct nvme_lio *l;
@@ -97,8 +96,9 @@ int nvme_lio_open(struct nvme_lio **out, const struct nvme_lio_cfg *cfg, char *e
 		return r;
 	}
 	if (l->id.lba_shift != 9) {
-		snprintf(err, errlen, "vnvme %s: ssd %s has %u-byte LBAs; this controller offers 512",
-			 cfg->id, cfg->ssd, 1u << (l->id.lba_shift & 31));
+		snprintf(err, errlen,
+			 "vnvme %s: ssd %s has %u-byte LBAs; this controller offers 512", cfg->id,
+			 cfg->ssd, 1u << (l->id.lba_shift & 31));
 		r = -EOPNOTSUPP;
 		goto fail;
 	}
@@ -255,9 +255,8 @@ static int lio_window(struct nvme_lio *l, const struct guest_mem *gm, uint64_t c
 	return 0;
 }
 
-uint16_t nvme_lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b,
-		       const struct guest_mem *gm, uint64_t cmb_gpa, int db_fd, int irq_fd,
-		       uint32_t *qp_id, void **db_host)
+uint16_t nvme_lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b, const struct guest_mem *gm,
+		       uint64_t cmb_gpa, int db_fd, int irq_fd, uint32_t *qp_id, void **db_host)
 {
 	struct lio_qp_create q = {
 	    .vol_id = l->vol_id,
@@ -284,10 +283,11 @@ uint16_t nvme_lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b,
 		/* An ioeventfd carries no value: the backend reads tails from the shadow buffer,
 		 * which the guest must have configured (Doorbell Buffer Config) first. */
 		if (!b->dbbuf_dbs) {
-			fprintf(stderr,
-				"vnvme %s: SQ %u: eventfd doorbells need the shadow doorbell buffer "
-				"(Doorbell Buffer Config) before queue creation\n",
-				l->dev, b->sqid);
+			fprintf(
+			    stderr,
+			    "vnvme %s: SQ %u: eventfd doorbells need the shadow doorbell buffer "
+			    "(Doorbell Buffer Config) before queue creation\n",
+			    l->dev, b->sqid);
 			st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR) | NVME_STATUS_DNR;
 			goto out;
 		}

@@ -19,12 +19,12 @@ enum nvme_lio_db {
 };
 
 struct nvme_lio_cfg {
-	const char *id;	   /* the device id, for messages */
-	const char *ssd;   /* SSD name (socket under $LVMM_RUN_DIR/ssd) or a socket path */
-	const char *vol;   /* named volume, or NULL/"" for an anonymous one */
-	uint64_t size;	   /* bytes: anonymous size, or create-if-absent size; 0 = must exist */
+	const char *id;	 /* the device id, for messages */
+	const char *ssd; /* SSD name (socket under $LVMM_RUN_DIR/ssd) or a socket path */
+	const char *vol; /* named volume, or NULL/"" for an anonymous one */
+	uint64_t size;	 /* bytes: anonymous size, or create-if-absent size; 0 = must exist */
 	bool readonly;
-	uint32_t mode;	   /* LIO_MODE_PASSTHROUGH or LIO_MODE_ISOLATED */
+	uint32_t mode; /* LIO_MODE_PASSTHROUGH or LIO_MODE_ISOLATED */
 	enum nvme_lio_db db;
 	unsigned nqueues;  /* I/O queue pairs the controller offers: doorbell pages to reserve */
 	uint64_t cmb_size; /* bytes of queue memory the guest sees as its CMB */
@@ -38,7 +38,7 @@ int nvme_lio_open(struct nvme_lio **out, const struct nvme_lio_cfg *cfg, char *e
 /* Destroys every queue pair, detaches, closes the session (an anonymous volume goes with it). */
 void nvme_lio_close(struct nvme_lio *l);
 
-void *nvme_lio_cmb(struct nvme_lio *l);		/* cfg->cmb_size bytes, page aligned */
+void *nvme_lio_cmb(struct nvme_lio *l); /* cfg->cmb_size bytes, page aligned */
 uint64_t nvme_lio_lba_start(const struct nvme_lio *l);
 uint64_t nvme_lio_lba_count(const struct nvme_lio *l);
 uint32_t nvme_lio_lba_shift(const struct nvme_lio *l);
@@ -52,9 +52,8 @@ bool nvme_lio_anon(const struct nvme_lio *l);
  * interrupts) are sent along. *db_host gets the doorbell page pair to map over BAR0 (poll mode).
  * Returns an NVMe status; on failure the reason is printed once with the device id.
  */
-uint16_t nvme_lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b,
-		       const struct guest_mem *gm, uint64_t cmb_gpa, int db_fd, int irq_fd,
-		       uint32_t *qp_id, void **db_host);
+uint16_t nvme_lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b, const struct guest_mem *gm,
+		       uint64_t cmb_gpa, int db_fd, int irq_fd, uint32_t *qp_id, void **db_host);
 void nvme_lio_unbind(struct nvme_lio *l, uint32_t qp_id);
 int nvme_lio_qp_stats(struct nvme_lio *l, uint32_t qp_id, struct lio_qp_stats *s);
 /* The backend is gone (connection lost): every later bind fails at once. */

@@ -77,8 +77,8 @@ static bool ssd_served(const char *name)
 
 /* The supervisor: runs the daemon, watches its sessions on one connection of its own, and
  * stops it after SSD_AUTO_IDLE_MS with no other session. Never returns. */
-static void __attribute__((noreturn)) supervise(const char *name, char *const argv[],
-						  const char *log)
+static void __attribute__((noreturn))
+supervise(const char *name, char *const argv[], const char *log)
 {
 	struct lio_client *c = NULL;
 	unsigned idle = 0;
@@ -86,7 +86,7 @@ static void __attribute__((noreturn)) supervise(const char *name, char *const ar
 	int fd, st;
 
 	setsid();
-	close_range(3, ~0U, 0); /* nothing of lvmm's (its callers' pipes above all) stays open */
+	close_range(3, ~0U, 0);	 /* nothing of lvmm's (its callers' pipes above all) stays open */
 	signal(SIGINT, SIG_IGN); /* a Ctrl-C meant for the VM leaves the shared SSD alone */
 	signal(SIGHUP, SIG_IGN);
 	fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -123,8 +123,7 @@ static void __attribute__((noreturn)) supervise(const char *name, char *const ar
 		if (idle >= SSD_AUTO_IDLE_MS)
 			break;
 	}
-	printf("%s: no VM for %u ms: stopping the softssd lvmm started\n", name,
-	       SSD_AUTO_IDLE_MS);
+	printf("%s: no VM for %u ms: stopping the softssd lvmm started\n", name, SSD_AUTO_IDLE_MS);
 	fflush(stdout);
 	lio_client_close(c);
 	kill(d, SIGTERM);
@@ -136,8 +135,8 @@ static int ssd_start_one(const char *id, const char *name, uint64_t need, char *
 			 unsigned errlen)
 {
 	char state[512], backing[600], log[600], size[32], exe[512];
-	char *argv[] = {exe, "ssd", "serve", (char *)name, "--backing", backing, "--size", size,
-			NULL};
+	char *argv[] = {exe,	 "ssd",	   "serve", (char *)name, "--backing",
+			backing, "--size", size,    NULL};
 	uint64_t sz = need + (1ULL << 30);
 	ssize_t n;
 	pid_t pid;
@@ -147,20 +146,22 @@ static int ssd_start_one(const char *id, const char *name, uint64_t need, char *
 	r = ssd_state_dir(state, sizeof(state) - 8);
 	if (r) {
 		snprintf(err, errlen,
-			 "vnvme %s: ssd %s: no state directory for its backing ($LVMM_STATE_DIR)", id,
-			 name);
+			 "vnvme %s: ssd %s: no state directory for its backing ($LVMM_STATE_DIR)",
+			 id, name);
 		return r;
 	}
 	strcat(state, "/ssd");
 	r = mkdirs(state);
 	if (r) {
-		snprintf(err, errlen, "vnvme %s: ssd %s is not served, and its state directory %s: %s",
-			 id, name, state, strerror(-r));
+		snprintf(err, errlen,
+			 "vnvme %s: ssd %s is not served, and its state directory %s: %s", id, name,
+			 state, strerror(-r));
 		return r;
 	}
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0) {
-		snprintf(err, errlen, "vnvme %s: ssd %s: no lvmm binary to start a softssd", id, name);
+		snprintf(err, errlen, "vnvme %s: ssd %s: no lvmm binary to start a softssd", id,
+			 name);
 		return -ENOENT;
 	}
 	exe[n] = 0;

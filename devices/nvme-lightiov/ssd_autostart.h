@@ -6,7 +6,7 @@
 #include "config.h"
 
 #define SSD_AUTO_BACKING_MIN (64ULL << 30) /* sparse: costs only what volumes write */
-#define SSD_AUTO_IDLE_MS     3000	    /* no VM session this long: the daemon stops */
+#define SSD_AUTO_IDLE_MS     3000	   /* no VM session this long: the daemon stops */
 
 /* The state directory: $LVMM_STATE_DIR, else /var/lib/lvmm for root, else
  * $XDG_STATE_HOME/lvmm or ~/.local/state/lvmm. 0 or -ENAMETOOLONG / -ENOENT. */

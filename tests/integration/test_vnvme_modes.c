@@ -27,7 +27,7 @@ static pid_t daemon_pid;
 static void daemon_start(void)
 {
 	char size[16];
-	const char *argv[] = {testutil_lvmm(), "ssd",	"serve", SSD, "--backing",
+	const char *argv[] = {testutil_lvmm(), "ssd",	 "serve", SSD, "--backing",
 			      backing,	       "--size", size,	  NULL};
 	int i;
 
@@ -98,9 +98,15 @@ static uint8_t pattern(uint64_t seed, uint64_t off)
 
 static void vm_run(struct testutil_run *r, const char *vnvme, const char *cmdline)
 {
-	char *args[] = {"run",		"--kernel", (char *)testutil_bench_guest(),
-			"--memory",	"64M",	    "--cmdline",
-			(char *)cmdline, "--vnvme", (char *)vnvme,
+	char *args[] = {"run",
+			"--kernel",
+			(char *)testutil_bench_guest(),
+			"--memory",
+			"64M",
+			"--cmdline",
+			(char *)cmdline,
+			"--vnvme",
+			(char *)vnvme,
 			NULL};
 
 	testutil_run_lvmm(r, args, NULL, NULL, 0, RUN_LIMIT_S);
@@ -126,9 +132,8 @@ static void vol_check(const char *vol, uint64_t seed, uint64_t lba, uint64_t n)
 	int fd;
 
 	snprintf(file, sizeof(file), "%s/%s.export", dir, vol);
-	ck_assert_int_eq(testutil_system("%s ssd vol export %s %s %s", testutil_lvmm(), SSD, vol,
-					 file),
-			 0);
+	ck_assert_int_eq(
+	    testutil_system("%s ssd vol export %s %s %s", testutil_lvmm(), SSD, vol, file), 0);
 	buf = malloc(n * LBA);
 	ck_assert_ptr_nonnull(buf);
 	fd = open(file, O_RDONLY);
@@ -179,9 +184,9 @@ START_TEST(test_modes)
 		assert_passed(&r, vn);
 		ck_assert_msg(strstr(r.out, "bench: lio rw ok"), "%s: %s", vn, r.out);
 		ck_assert_msg(strstr(r.out, "bench: lio namespace 32768 blocks"), "%s", r.out);
-		ck_assert_msg(strstr(r.out, strstr(c[i].opts, "passthrough") ? "vcap mode 1"
-									       : "vcap mode 2"),
-			      "%s: %s", vn, r.out);
+		ck_assert_msg(
+		    strstr(r.out, strstr(c[i].opts, "passthrough") ? "vcap mode 1" : "vcap mode 2"),
+		    "%s: %s", vn, r.out);
 		snprintf(tag, sizeof(tag), "vnvme nvme0: mode %s",
 			 strstr(c[i].opts, "passthrough") ? "passthrough" : "isolated");
 		/* the admin queue's few commands only: nothing per I/O */
@@ -189,7 +194,8 @@ START_TEST(test_modes)
 		ck_assert_msg(stat_of(r.err, tag, "wake-ups ") <= 8, "%s: %s", vn, r.err);
 		ck_assert_msg(stat_of(r.err, "vcpu 0 exits", "mmio ") < 40, "%s: %s", vn, r.err);
 		ck_assert_uint_ge(stat_of(r.err, "queue 1:", "backend cmds "), 2000 + 16);
-		fprintf(stderr, "%s: %.*s\n", vn, (int)strcspn(strstr(r.out, "bench: lio qd1"), "\r\n"),
+		fprintf(stderr, "%s: %.*s\n", vn,
+			(int)strcspn(strstr(r.out, "bench: lio qd1"), "\r\n"),
 			strstr(r.out, "bench: lio qd1"));
 		vol_check(vol, 10 + i, 8 * i, 1024);
 	}
@@ -216,7 +222,8 @@ START_TEST(test_hostile)
 	vol_check("canary", 99, 0, 8192);
 	vol_check("victim", 5, 16, 256);
 	/* another VM reads the neighbour back through the same daemon */
-	vm_run(&r, SSD ",vol=canary", "bench.mode=lio bench.seed=99 bench.blocks=8192 bench.op=verify");
+	vm_run(&r, SSD ",vol=canary",
+	       "bench.mode=lio bench.seed=99 bench.blocks=8192 bench.op=verify");
 	assert_passed(&r, "canary verify");
 }
 END_TEST
@@ -233,7 +240,8 @@ static void many(unsigned n, unsigned base)
 
 		snprintf(out[i], sizeof(out[i]), "%s/vm%u.out", dir, base + i);
 		snprintf(vn, sizeof(vn), "%s:8M,vol=p%u", SSD, base + i);
-		snprintf(cl, sizeof(cl), "bench.mode=lio bench.seed=%u bench.blocks=4096 bench.ios=200",
+		snprintf(cl, sizeof(cl),
+			 "bench.mode=lio bench.seed=%u bench.blocks=4096 bench.ios=200",
 			 500 + base + i);
 		pid[i] = fork();
 		ck_assert_int_ge(pid[i], 0);
@@ -288,8 +296,16 @@ static bool vol_listed(const char *what)
 START_TEST(test_anon_volume)
 {
 	struct testutil_run r;
-	char *args[] = {"run",	    "--kernel", (char *)testutil_bench_guest(), "--memory", "32M",
-			"--cmdline", "bench.mode=spin", "--vnvme", SSD ":64M", NULL};
+	char *args[] = {"run",
+			"--kernel",
+			(char *)testutil_bench_guest(),
+			"--memory",
+			"32M",
+			"--cmdline",
+			"bench.mode=spin",
+			"--vnvme",
+			SSD ":64M",
+			NULL};
 	unsigned i;
 
 	vm_run(&r, SSD ":64M", "bench.mode=lio bench.ios=10");

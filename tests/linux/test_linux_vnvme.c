@@ -47,8 +47,8 @@ static const char init_script[] =
 static void daemon_start(void)
 {
 	char backing[128];
-	const char *argv[] = {testutil_lvmm(), "ssd",	"serve", SSD, "--backing",
-			      backing,	       "--size", "256M", NULL};
+	const char *argv[] = {testutil_lvmm(), "ssd",	 "serve", SSD, "--backing",
+			      backing,	       "--size", "256M",  NULL};
 	int i;
 
 	snprintf(backing, sizeof(backing), "%s/backing.img", dir);
@@ -189,17 +189,13 @@ static unsigned long long stat_of(const char *s, const char *tag, const char *ke
 START_TEST(test_vnvme_isolated_root)
 {
 	char kernel[4096];
-	char *args[] = {"--kernel",
-			kernel,
-			"--cmdline",
-			"console=ttyS0 root=/dev/nvme0n1 rw rootfstype=ext4 rootwait init=/init",
-			"--cpus",
-			"1",
-			"--memory",
-			"128M",
-			"--vnvme",
-			SSD ",vol=root",
-			NULL};
+	char *args[] = {
+	    "--kernel",	 kernel,
+	    "--cmdline", "console=ttyS0 root=/dev/nvme0n1 rw rootfstype=ext4 rootwait init=/init",
+	    "--cpus",	 "1",
+	    "--memory",	 "128M",
+	    "--vnvme",	 SSD ",vol=root",
+	    NULL};
 	struct linuxboot b;
 	char want[64];
 	const char *irq;

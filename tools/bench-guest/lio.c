@@ -20,8 +20,9 @@ static uint8_t idbuf[PAGE] __attribute__((aligned(PAGE)));
 static uint64_t prplist[PAGE / 8] __attribute__((aligned(PAGE)));
 static uint8_t wbuf[XFER] __attribute__((aligned(PAGE)));
 static uint8_t rbuf[XFER] __attribute__((aligned(PAGE)));
-static uint8_t dbs_buf[PAGE] __attribute__((aligned(PAGE)));
-static uint8_t eis_buf[PAGE] __attribute__((aligned(PAGE)));
+/* two slots per queue, one doorbell stride apart: 4 pages cover queues 0 and 1 at DSTRD 10 */
+static uint8_t dbs_buf[4 * PAGE] __attribute__((aligned(PAGE)));
+static uint8_t eis_buf[4 * PAGE] __attribute__((aligned(PAGE)));
 
 static volatile uint8_t *regs;
 static volatile struct nvme_sqe *sqs[2];
@@ -229,13 +230,18 @@ static bool read_vcap(unsigned devfn)
 	while (ptr && n++ < 16) {
 		uint32_t hdr = cfg_read(devfn, ptr);
 
-		if ((hdr & 0xff) == LIGHTIOV_VCAP_ID && cfg_read(devfn, ptr + 4) == LIGHTIOV_VCAP_MAGIC) {
+		if ((hdr & 0xff) == LIGHTIOV_VCAP_ID &&
+		    cfg_read(devfn, ptr + 4) == LIGHTIOV_VCAP_MAGIC) {
 			vmode = cfg_read(devfn, ptr + 8);
-			lba_start = cfg_read(devfn, ptr + 16) | (uint64_t)cfg_read(devfn, ptr + 20) << 32;
-			lba_size = cfg_read(devfn, ptr + 24) | (uint64_t)cfg_read(devfn, ptr + 28) << 32;
-			dma_size = cfg_read(devfn, ptr + 40) | (uint64_t)cfg_read(devfn, ptr + 44) << 32;
-			bench_printf("bench: lio vcap mode %u lba_start %lu lba_size %lu dma_size %lx\n",
-				     vmode, lba_start, lba_size, dma_size);
+			lba_start = cfg_read(devfn, ptr + 16) | (uint64_t)cfg_read(devfn, ptr + 20)
+								    << 32;
+			lba_size = cfg_read(devfn, ptr + 24) | (uint64_t)cfg_read(devfn, ptr + 28)
+								   << 32;
+			dma_size = cfg_read(devfn, ptr + 40) | (uint64_t)cfg_read(devfn, ptr + 44)
+								   << 32;
+			bench_printf(
+			    "bench: lio vcap mode %u lba_start %lu lba_size %lu dma_size %lx\n",
+			    vmode, lba_start, lba_size, dma_size);
 			return true;
 		}
 		ptr = (hdr >> 8) & 0xfc;
@@ -298,7 +304,8 @@ static bool lio_setup(void)
 	check(run(0, &c, NULL) == 0, "identify namespace");
 	nsze = *(uint64_t *)idbuf;
 	bench_printf("bench: lio namespace %lu blocks\n", nsze);
-	if (vmode != LIGHTIOV_MODE_EMULATE) /* emulate: a file, no window (the same loops compare) */
+	if (vmode !=
+	    LIGHTIOV_MODE_EMULATE) /* emulate: a file, no window (the same loops compare) */
 		check(nsze == lba_size, "namespace size is the capability's LBA window");
 	if (param_is("bench.dbbuf", "on")) {
 		c = cmd(NVME_ADMIN_DBBUF);
@@ -375,7 +382,8 @@ static void lio_ring3(void)
 	/* isolated: the host enforces the window; passthrough trusts this driver to */
 	c = rw(NVME_CMD_READ, nsze, PAGE, rbuf);
 	if (vmode != LIGHTIOV_MODE_PASSTHROUGH)
-		check(run(1, &c, NULL) == NVME_SC_LBA_RANGE, "read past the window: LBA out of range");
+		check(run(1, &c, NULL) == NVME_SC_LBA_RANGE,
+		      "read past the window: LBA out of range");
 	if (!failures)
 		bench_puts("bench: lio rw ok\n");
 	t0 = bench_ns();

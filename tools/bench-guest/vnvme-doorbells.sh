@@ -23,20 +23,22 @@ declare -A spec=(
 	[eventfd]="m0:16M,vol=e,doorbell=eventfd|bench.dbbuf=on"
 	[emulate]="file=$dir/disk.img,size=16M|bench.dbbuf=on"
 )
-printf '%-8s %5s %10s %12s %14s %12s\n' kind round ns/io "mmio exits" "backend cmds" "wall s"
+printf '%-8s %5s %10s %11s %15s %13s %8s\n' kind round ns/io "mmio exits" "lvmm wake-ups" "backend cmds" "wall s"
 for r in $(seq "$rounds"); do
 	for kind in poll eventfd emulate; do
 		vn=${spec[$kind]%%|*}
 		extra=${spec[$kind]#*|}
 		start=$(date +%s.%N)
 		out=$("$lvmm" run --kernel "$guest" --memory 64M --vnvme "$vn" \
-			--cmdline "bench.mode=lio bench.ios=$ios bench.blocks=64 $extra" 2>&1)
+			--cmdline "bench.mode=lio bench.ios=$ios bench.blocks=64 $extra" 2>"$dir/err")
+		out+=$'\n'$(cat "$dir/err")
 		end=$(date +%s.%N)
 		ns=$(sed -n 's/.*lio qd1 4k read: [0-9]* I\/Os, \([0-9]*\) ns\/io.*/\1/p' <<<"$out")
 		mmio=$(sed -n 's/.*vcpu 0 exits: .* mmio \([0-9]*\) .*/\1/p' <<<"$out")
-		cmds=$(sed -n 's/.*backend cmds \([0-9]*\),.*/\1/p' <<<"$out")
+		cmds=$(sed -n 's/.*mode .*backend cmds \([0-9]*\),.*/\1/p' <<<"$out")
+		wake=$(sed -n 's/.*mode .*wake-ups \([0-9]*\),.*/\1/p' <<<"$out")
 		grep -q "lio passed (0 failures)" <<<"$out" || { echo "$kind failed:"; echo "$out"; exit 1; }
-		printf '%-8s %5s %10s %12s %14s %12.2f\n' "$kind" "$r" "$ns" "$mmio" "${cmds:--}" \
-			"$(echo "$end - $start" | bc)"
+		printf '%-8s %5s %10s %11s %15s %13s %8.2f\n' "$kind" "$r" "$ns" "$mmio" "$wake" \
+			"$cmds" "$(echo "$end - $start" | bc)"
 	done
 done
