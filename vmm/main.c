@@ -27,6 +27,8 @@
 static void usage_main(FILE *f)
 {
 	fprintf(f, "usage: lvmm run [OPTIONS]          boot a microVM\n"
+		   "       lvmm [-v] --api-socket PATH  an empty VMM waiting for vm.create (as\n"
+		   "                                    cloud-hypervisor is started)\n"
 		   "       lvmm api --socket PATH VERB  talk to a running lvmm (lvmm api --help)\n"
 		   "       lvmm ssd serve|stats|vol ... software NVMe SSD (lvmm ssd --help)\n"
 		   "       lvmm --version | --help\n");
@@ -358,6 +360,30 @@ static int cmd_run(int argc, char **argv)
 	return status;
 }
 
+/* cloud-hypervisor's command line where it overlaps, as Kata launches its hypervisor:
+ * `lvmm [-v...] --api-socket PATH` is `lvmm run --api-socket PATH` (an empty VMM waiting for
+ * vm.create); -v is accepted and changes nothing, lvmm's messages being on stderr already. */
+static int cmd_toplevel(int argc, char **argv)
+{
+	char **args = calloc((size_t)argc + 1, sizeof(*args));
+	int i, n = 0, r;
+
+	if (!args) {
+		fprintf(stderr, "lvmm: out of memory\n");
+		return 1;
+	}
+	args[n++] = "run";
+	for (i = 1; i < argc; i++) {
+		if (argv[i][0] == '-' && argv[i][1] == 'v' && argv[i][strspn(argv[i] + 1, "v") + 1] == 0)
+			continue;
+		args[n++] = argv[i];
+	}
+	args[n] = NULL;
+	r = cmd_run(n, args);
+	free(args);
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -374,6 +400,9 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "--api-socket") || !strncmp(argv[1], "--api-socket=", 13) ||
+	    !strncmp(argv[1], "-v", 2))
+		return cmd_toplevel(argc, argv);
 	if (!strcmp(argv[1], "api"))
 		return api_client_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "ssd"))

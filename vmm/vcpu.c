@@ -432,7 +432,8 @@ static void *vcpu_thread(void *arg)
 	sigset_t set;
 	char name[16];
 
-	snprintf(name, sizeof(name), "lvmm-vcpu%u", v->id);
+	/* cloud-hypervisor's name: Kata finds the threads to pin by matching ^vcpu[0-9]+$ */
+	snprintf(name, sizeof(name), "vcpu%u", v->id);
 	pthread_setname_np(pthread_self(), name);
 	sigemptyset(&set);
 	sigaddset(&set, vcpu_kick_signal);

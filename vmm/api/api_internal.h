@@ -23,6 +23,7 @@
 #define API_MAX_CONNS	    64
 #define API_IDLE_TIMEOUT_MS 10000 /* a client silent this long mid-request or idle is dropped */
 #define API_ERR_LEN	    256
+#define API_MAX_PCI_SEGMENTS 96 /* cloud-hypervisor's platform.num_pci_segments bound */
 
 /* The VM operations the router calls. Production uses api_vm_ops_kvm (vm.h); tests and the
  * fuzz target plug in a fake so the router runs without KVM. */
@@ -44,6 +45,8 @@ struct api_vm_ops {
 	void (*console_stats)(struct vm *vm, struct serial_stats *st);
 	int (*add_vnvme)(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen);
 	int (*remove_device)(struct vm *vm, const char *id, char *err, unsigned errlen);
+	/* PCI slot (device number on bus 0) of a device by id: 0, or -ENOENT; may be NULL. */
+	int (*device_slot)(struct vm *vm, const char *id, unsigned *slot);
 	/* Config defaults and checks (config.h); NULL validate skips the check. */
 	void (*defaults)(struct vm_config *c);
 	int (*validate)(const struct vm_config *c, char *err, unsigned errlen);
@@ -69,6 +72,7 @@ struct api_vmm {
 	int stop_efd; /* written when the waiter returns, for a command-line VM; -1 if none */
 	enum vm_exit_reason wait_reason;
 	const char *allowed_dir; /* "" or NULL: clients may name any path */
+	json_t *extra;		 /* vm.create's accepted cloud-hypervisor fields, for vm.info */
 };
 
 void api_vmm_init(struct api_vmm *vmm, const struct api_vm_ops *ops, struct vm *vm);
@@ -138,7 +142,13 @@ int api_json_to_config(const json_t *root, const struct api_vm_ops *ops, struct 
 		       char *err, unsigned errlen);
 int api_json_to_vnvme(const json_t *obj, const char *where, struct vnvme_config *c, char *err,
 		      unsigned errlen);
+/* The same, keeping in *extra (when not NULL; the caller owns it) what vm.info reports beyond
+ * struct vm_config: the cloud-hypervisor fields accepted at their defaults. */
+int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, struct vm_config *cfg,
+			  json_t **extra, char *err, unsigned errlen);
 json_t *api_config_to_json(const struct vm_config *cfg);
+/* vm.info's config: api_config_to_json merged with extra (may be NULL). */
+json_t *api_config_to_json_ch(const struct vm_config *cfg, const json_t *extra);
 json_t *api_vnvme_to_json(const struct vnvme_config *c);
 const char *api_serial_mode_name(enum serial_mode m);
 const char *api_vnvme_mode_name(enum vnvme_mode m);

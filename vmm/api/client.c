@@ -279,7 +279,9 @@ static int client_request(const char *path, const struct client_verb *v, const c
 		status = 0;
 	} else {
 		json_t *j = a.len ? json_loads(a.body, 0, NULL) : NULL;
-		const char *msg = json_string_value(json_object_get(j, "error"));
+		/* cloud-hypervisor's shape, a list of messages; {"error": ...} from older lvmm */
+		const char *msg = json_is_array(j) ? json_string_value(json_array_get(j, 0))
+						   : json_string_value(json_object_get(j, "error"));
 
 		fprintf(stderr, "lvmm api: %s: HTTP %u: %s\n", v->verb, p.status_code,
 			msg ? msg : (a.len ? a.body : "(no body)"));

@@ -296,7 +296,8 @@ void api_response_error(struct api_response *r, int status, const char *fmt, ...
 			*c = '?';
 	free(r->body);
 	r->status = status;
-	o = json_pack("{s:s}", "error", msg);
+	/* cloud-hypervisor's error body: the chain of messages, outermost first */
+	o = json_pack("[s]", msg);
 	r->body = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 }

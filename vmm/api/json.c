@@ -1,5 +1,6 @@
-/* VmConfig JSON (cloud-hypervisor's field names, lvmm's subset plus "vnvme") <-> struct
- * vm_config. Strict: unknown fields, wrong types and out-of-range values are errors naming them. */
+/* VmConfig JSON <-> struct vm_config: every field of cloud-hypervisor's VmConfig schema is read;
+ * what lvmm implements is mapped, a default is accepted, a request for a device or feature lvmm
+ * lacks is refused naming the field; keys outside the schema are ignored (logged once). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -212,23 +213,224 @@ int api_json_to_vnvme(const json_t *obj, const char *where, struct vnvme_config 
 	return 0;
 }
 
-static int json_to_cpus(const json_t *root, struct vm_config *cfg, char *err, unsigned errlen)
+/* Keys outside cloud-hypervisor's schema are ignored as it ignores them; each distinct name is
+ * logged once per process so an operator sees a typo without a flood. */
+#define JSON_LOGGED_MAX 64
+static char json_logged[JSON_LOGGED_MAX][48];
+static unsigned json_nlogged;
+
+static void json_ignore_key(const char *where, const char *k)
 {
-	static const char *const keys[] = {"boot_vcpus", "max_vcpus", NULL};
-	const json_t *o;
+	char name[48];
+	unsigned i;
+
+	snprintf(name, sizeof(name), "%s%s%s", where, *where ? "." : "", k);
+	for (i = 0; i < json_nlogged; i++)
+		if (!strcmp(json_logged[i], name))
+			return;
+	if (json_nlogged < JSON_LOGGED_MAX)
+		snprintf(json_logged[json_nlogged++], sizeof(json_logged[0]), "%s", name);
+	fprintf(stderr, "lvmm api: vm.create: ignoring field '%.47s' (not in the VmConfig schema)\n",
+		name);
+}
+
+static void json_note_keys(const json_t *obj, const char *where, const char *const *keys)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)obj, k, v)
+	{
+		const char *const *p;
+
+		for (p = keys; *p; p++)
+			if (!strcmp(*p, k))
+				break;
+		if (!*p)
+			json_ignore_key(where, k);
+	}
+}
+
+/* What a field lvmm does not implement may hold and still ask for nothing. */
+enum json_dflt {
+	JD_FALSE,   /* absent, null or false */
+	JD_EMPTY,   /* absent, null or [] */
+	JD_ABSENT,  /* absent or null */
+	JD_NOSTR,   /* absent, null or "" */
+	JD_ZERO,    /* absent, null or 0 */
+	JD_ANYBOOL, /* either boolean: lvmm has nothing to change for it */
+};
+
+struct json_rule {
+	const char *key;
+	enum json_dflt d;
+	const char *lacks; /* what lvmm does not have, for the refusal */
+};
+
+static int json_unsupported(char *err, unsigned errlen, const char *where, const char *key,
+			    const char *lacks)
+{
+	return json_fail(err, errlen, "field '%s%s%s' is unsupported: %s", where, *where ? "." : "",
+			 key, lacks);
+}
+
+static int json_check_rules(const json_t *obj, const char *where, const struct json_rule *rules,
+			    char *err, unsigned errlen)
+{
+	const struct json_rule *p;
+
+	for (p = rules; p->key; p++) {
+		const json_t *v = json_field(obj, p->key);
+		bool type_ok, dflt;
+
+		if (!v)
+			continue;
+		switch (p->d) {
+		case JD_FALSE:
+		case JD_ANYBOOL:
+			type_ok = json_is_boolean(v);
+			dflt = p->d == JD_ANYBOOL || json_is_false(v);
+			break;
+		case JD_EMPTY:
+			type_ok = json_is_array(v);
+			dflt = type_ok && !json_array_size(v);
+			break;
+		case JD_NOSTR:
+			type_ok = json_is_string(v);
+			dflt = type_ok && !json_string_length(v);
+			break;
+		case JD_ZERO:
+			type_ok = json_is_integer(v);
+			dflt = type_ok && !json_integer_value(v);
+			break;
+		case JD_ABSENT:
+		default:
+			type_ok = true;
+			dflt = false;
+			break;
+		}
+		if (!type_ok)
+			return json_fail(err, errlen, "field '%s%s%s' has the wrong type", where,
+					 *where ? "." : "", p->key);
+		if (!dflt)
+			return json_unsupported(err, errlen, where, p->key, p->lacks);
+	}
+	return 0;
+}
+
+static void json_keys_of(const struct json_rule *rules, const char *const *extra, const char **out,
+			 size_t max)
+{
+	size_t n = 0;
+
+	for (; extra && *extra && n + 1 < max; extra++)
+		out[n++] = *extra;
+	for (; rules->key && n + 1 < max; rules++)
+		out[n++] = rules->key;
+	out[n] = NULL;
+}
+
+/* Fields and sub-objects the parser accepted beyond struct vm_config, kept for vm.info. */
+static void json_keep(json_t *extra, const char *obj, const char *key, const json_t *v)
+{
+	json_t *o;
+
+	if (!extra || !v)
+		return;
+	if (!obj) {
+		json_object_set(extra, key, (json_t *)v);
+		return;
+	}
+	o = json_object_get(extra, obj);
+	if (!o) {
+		o = json_object();
+		json_object_set_new(extra, obj, o);
+	}
+	json_object_set(o, key, (json_t *)v);
+}
+
+static const struct json_rule json_cpus_rules[] = {
+    {"kvm_hyperv", JD_FALSE, "lvmm has no Hyper-V enlightenments"},
+    {"nested", JD_ANYBOOL, ""},
+    {"affinity", JD_EMPTY, "lvmm does not pin vCPUs (pin the threads named vcpuN instead)"},
+    {"max_phys_bits", JD_ABSENT, "lvmm reports the host's physical address width"},
+    {NULL, 0, NULL},
+};
+
+static int json_to_topology(const json_t *o, char *err, unsigned errlen)
+{
+	static const char *const keys[] = {"threads_per_core", "cores_per_die", "dies_per_package",
+					   "packages", NULL};
+	uint64_t tpc = 1, dpp = 1, pk = 1, cpd = 1;
+	int r;
+
+	if (!json_is_object(o))
+		return json_fail(err, errlen, "field 'cpus.topology' must be an object");
+	json_note_keys(o, "cpus.topology", keys);
+	r = json_get_u64(o, "cpus.topology", "threads_per_core", 1, 255, &tpc, err, errlen);
+	if (!r)
+		r = json_get_u64(o, "cpus.topology", "cores_per_die", 1, 255, &cpd, err, errlen);
+	if (!r)
+		r = json_get_u64(o, "cpus.topology", "dies_per_package", 1, 255, &dpp, err, errlen);
+	if (!r)
+		r = json_get_u64(o, "cpus.topology", "packages", 1, 255, &pk, err, errlen);
+	if (r)
+		return r;
+	/* lvmm's MADT and CPUID describe one package of single-threaded cores */
+	if (tpc != 1 || dpp != 1 || pk != 1)
+		return json_unsupported(err, errlen, "cpus", "topology",
+					"lvmm describes one package of single-threaded cores "
+					"(threads_per_core, dies_per_package and packages must be 1)");
+	return 0;
+}
+
+static int json_to_cpus(const json_t *root, struct vm_config *cfg, json_t *extra, char *err,
+			unsigned errlen)
+{
+	static const char *const mine[] = {"boot_vcpus", "max_vcpus", "topology", "features",
+					   "core_scheduling", NULL};
+	const char *keys[16];
+	const json_t *o, *v;
 	uint64_t boot = cfg->cpus, max = 0;
 	int r;
 
 	r = json_get_object(root, "cpus", &o, err, errlen);
 	if (r || !o)
 		return r;
-	r = json_check_keys(o, "cpus", keys, err, errlen);
+	json_keys_of(json_cpus_rules, mine, keys, 16);
+	json_note_keys(o, "cpus", keys);
+	r = json_check_rules(o, "cpus", json_cpus_rules, err, errlen);
 	if (!r)
 		r = json_get_u64(o, "cpus", "boot_vcpus", 1, JSON_MAX_VCPUS, &boot, err, errlen);
 	if (!r)
 		r = json_get_u64(o, "cpus", "max_vcpus", 1, JSON_MAX_VCPUS, &max, err, errlen);
 	if (r)
 		return r;
+	v = json_field(o, "topology");
+	if (v) {
+		r = json_to_topology(v, err, errlen);
+		if (r)
+			return r;
+		json_keep(extra, "cpus", "topology", v);
+	}
+	v = json_field(o, "features");
+	if (v) {
+		if (!json_is_object(v))
+			return json_fail(err, errlen, "field 'cpus.features' must be an object");
+		if (json_field(v, "amx") && !json_is_false(json_field(v, "amx")))
+			return json_unsupported(err, errlen, "cpus.features", "amx",
+						"lvmm does not enable AMX state for guests");
+	}
+	v = json_field(o, "core_scheduling");
+	if (v) {
+		if (!json_is_string(v))
+			return json_fail(err, errlen, "field 'cpus.core_scheduling' must be a string");
+		if (strcmp(json_string_value(v), "Vm") && strcmp(json_string_value(v), "Off"))
+			return json_unsupported(err, errlen, "cpus", "core_scheduling",
+						"lvmm has no per-vCPU core scheduling (Vm or Off)");
+	}
+	if (json_field(o, "nested"))
+		json_keep(extra, "cpus", "nested", json_field(o, "nested"));
 	if (!max)
 		max = boot;
 	if (max < boot)
@@ -240,32 +442,76 @@ static int json_to_cpus(const json_t *root, struct vm_config *cfg, char *err, un
 	return 0;
 }
 
-static int json_to_memory(const json_t *root, struct vm_config *cfg, char *err, unsigned errlen)
+static const struct json_rule json_memory_rules[] = {
+    {"hotplugged_size", JD_ZERO, "no memory is hot-plugged at creation"},
+    {"mergeable", JD_FALSE, "lvmm does not mark guest RAM mergeable (KSM)"},
+    {"shared", JD_ANYBOOL, ""}, /* guest RAM is a MAP_SHARED memfd either way */
+    {"thp", JD_ANYBOOL, ""},	/* the memfd follows the host's shmem THP setting */
+    {"hugepages", JD_FALSE, "lvmm backs guest RAM with a memfd of base pages"},
+    {"hugepage_size", JD_ABSENT, "lvmm backs guest RAM with a memfd of base pages"},
+    {"prefault", JD_FALSE, "lvmm does not prefault guest RAM"},
+    {"reserve", JD_FALSE, "lvmm does not reserve guest RAM"},
+    {"zones", JD_EMPTY, "lvmm has one memory region per VM (no memory zones)"},
+    {NULL, 0, NULL},
+};
+
+static int json_to_memory(const json_t *root, struct vm_config *cfg, json_t *extra, char *err,
+			  unsigned errlen)
 {
-	static const char *const keys[] = {"size", NULL};
-	const json_t *o;
+	static const char *const mine[] = {"size", "hotplug_size", "hotplug_method", NULL};
+	const char *keys[16];
+	const json_t *o, *v;
+	uint64_t hp = 0;
 	int r;
 
 	r = json_get_object(root, "memory", &o, err, errlen);
 	if (r || !o)
 		return r;
-	r = json_check_keys(o, "memory", keys, err, errlen);
+	json_keys_of(json_memory_rules, mine, keys, 16);
+	json_note_keys(o, "memory", keys);
+	r = json_check_rules(o, "memory", json_memory_rules, err, errlen);
 	if (!r)
 		r = json_get_u64(o, "memory", "size", 1, UINT64_MAX >> 1, &cfg->memory, err,
 				 errlen);
-	return r;
+	/* Kata always sends it. lvmm reserves no hotplug region (vm.resize refuses to grow
+	 * RAM), so vm.info leaves it out and Kata's memory resize stays a no-op. */
+	if (!r)
+		r = json_get_u64(o, "memory", "hotplug_size", 0, UINT64_MAX >> 1, &hp, err, errlen);
+	if (r)
+		return r;
+	v = json_field(o, "hotplug_method");
+	if (v) {
+		if (!json_is_string(v))
+			return json_fail(err, errlen, "field 'memory.hotplug_method' must be a string");
+		if (strcmp(json_string_value(v), "Acpi"))
+			return json_unsupported(err, errlen, "memory", "hotplug_method",
+						"lvmm has no virtio-mem (only Acpi is accepted)");
+	}
+	for (const struct json_rule *p = json_memory_rules; p->key; p++)
+		if (p->d == JD_ANYBOOL && json_field(o, p->key))
+			json_keep(extra, "memory", p->key, json_field(o, p->key));
+	return 0;
 }
 
 static int json_to_payload(const json_t *root, struct vm_config *cfg, char *err, unsigned errlen)
 {
-	static const char *const keys[] = {"kernel", "initramfs", "cmdline", NULL};
+	static const struct json_rule rules[] = {
+	    {"firmware", JD_NOSTR, "lvmm boots a kernel directly, without firmware"},
+	    {"igvm", JD_NOSTR, "lvmm loads no IGVM files"},
+	    {"host_data", JD_NOSTR, "lvmm has no confidential guests"},
+	    {NULL, 0, NULL},
+	};
+	static const char *const mine[] = {"kernel", "initramfs", "cmdline", NULL};
+	const char *keys[16];
 	const json_t *o;
 	int r;
 
 	r = json_get_object(root, "payload", &o, err, errlen);
 	if (r || !o)
 		return r;
-	r = json_check_keys(o, "payload", keys, err, errlen);
+	json_keys_of(rules, mine, keys, 16);
+	json_note_keys(o, "payload", keys);
+	r = json_check_rules(o, "payload", rules, err, errlen);
 	if (!r)
 		r = json_get_str(o, "payload", "kernel", cfg->kernel, sizeof(cfg->kernel), err,
 				 errlen);
@@ -280,7 +526,7 @@ static int json_to_payload(const json_t *root, struct vm_config *cfg, char *err,
 
 static int json_to_serial(const json_t *root, struct vm_config *cfg, char *err, unsigned errlen)
 {
-	static const char *const keys[] = {"mode", "file", "truncate", "limit", NULL};
+	static const char *const keys[] = {"mode", "file", "truncate", "limit", "socket", NULL};
 	const json_t *o;
 	char mode[8] = "";
 	int r;
@@ -288,9 +534,11 @@ static int json_to_serial(const json_t *root, struct vm_config *cfg, char *err, 
 	r = json_get_object(root, "serial", &o, err, errlen);
 	if (r || !o)
 		return r;
-	r = json_check_keys(o, "serial", keys, err, errlen);
-	if (!r)
-		r = json_get_str(o, "serial", "mode", mode, sizeof(mode), err, errlen);
+	json_note_keys(o, "serial", keys);
+	if (json_field(o, "socket"))
+		return json_unsupported(err, errlen, "serial", "socket",
+					"lvmm has no serial socket (modes Off, Null, Tty, File)");
+	r = json_get_str(o, "serial", "mode", mode, sizeof(mode), err, errlen);
 	if (!r)
 		r = json_get_str(o, "serial", "file", cfg->serial_file, sizeof(cfg->serial_file),
 				 err, errlen);
@@ -309,6 +557,11 @@ static int json_to_serial(const json_t *root, struct vm_config *cfg, char *err, 
 		cfg->serial = SERIAL_STDIO;
 	else if (!strcmp(mode, "File"))
 		cfg->serial = SERIAL_FILE;
+	else if (!strcmp(mode, "Pty") || !strcmp(mode, "Socket"))
+		return json_fail(err, errlen,
+				 "field 'serial.mode' value '%s' is unsupported: lvmm's serial "
+				 "modes are Off, Null, Tty and File",
+				 mode);
 	else
 		return json_fail(err, errlen,
 				 "field 'serial.mode' value '%s' is not Off, Null, Tty or File",
@@ -323,6 +576,152 @@ static int json_to_serial(const json_t *root, struct vm_config *cfg, char *err, 
 				 "fields 'serial.truncate' and 'serial.limit' need serial mode File");
 	return 0;
 }
+
+/* console and debug_console: lvmm has neither virtio-console nor the 0xe9 port, so only Off
+ * (or Null, which asks for a sink) is accepted. */
+static int json_to_console(const json_t *root, const char *name, json_t *extra, char *err,
+			   unsigned errlen)
+{
+	static const char *const keys[] = {"mode",  "file",	   "socket",	    "iommu",
+					   "id",    "pci_segment", "pci_device_id", "iobase",
+					   NULL};
+	const json_t *o, *m;
+	const char *mode;
+	int r;
+
+	r = json_get_object(root, name, &o, err, errlen);
+	if (r || !o)
+		return r;
+	json_note_keys(o, name, keys);
+	m = json_field(o, "mode");
+	if (!json_is_string(m))
+		return json_fail(err, errlen, "field '%s.mode' must be a string", name);
+	mode = json_string_value(m);
+	if (strcmp(mode, "Off") && strcmp(mode, "Null"))
+		return json_fail(err, errlen,
+				 "field '%s.mode' value '%.16s' is unsupported: lvmm has no %s "
+				 "device (Off or Null only)",
+				 name, mode,
+				 strcmp(name, "console") ? "debug console" : "virtio-console");
+	json_object_set_new(extra, name, json_pack("{s:s}", "mode", mode));
+	return 0;
+}
+
+/* rng: the device cloud-hypervisor always creates. Accepted with a readable path as src. */
+static int json_to_rng(const json_t *root, unsigned nseg, json_t *extra, char *err,
+		       unsigned errlen)
+{
+	static const char *const keys[] = {"src", "id", "pci_segment", "pci_device_id", "iommu",
+					   NULL};
+	char src[CONFIG_PATH_MAX] = "";
+	const json_t *o;
+	uint64_t seg = 0;
+	bool iommu = false;
+	int r;
+
+	r = json_get_object(root, "rng", &o, err, errlen);
+	if (r || !o)
+		return r;
+	json_note_keys(o, "rng", keys);
+	r = json_get_str(o, "rng", "src", src, sizeof(src), err, errlen);
+	if (!r)
+		r = json_get_bool(o, "rng", "iommu", &iommu, err, errlen);
+	if (!r)
+		r = json_get_u64(o, "rng", "pci_segment", 0, 65535, &seg, err, errlen);
+	if (r)
+		return r;
+	if (!*src)
+		return json_fail(err, errlen, "field 'rng.src' is required");
+	if (iommu)
+		return json_unsupported(err, errlen, "rng", "iommu", "lvmm has no virtual IOMMU");
+	if (seg >= nseg)
+		return json_fail(err, errlen,
+				 "field 'rng.pci_segment' value %llu is not below "
+				 "platform.num_pci_segments %u",
+				 (unsigned long long)seg, nseg);
+	if (seg)
+		return json_unsupported(err, errlen, "rng", "pci_segment",
+					"lvmm places devices on PCI segment 0");
+	if (json_field(o, "pci_device_id"))
+		return json_unsupported(err, errlen, "rng", "pci_device_id",
+					"lvmm chooses the slot itself");
+	json_keep(extra, "rng", "src", json_field(o, "src"));
+	json_object_set_new(json_object_get(extra, "rng"), "iommu", json_false());
+	return 0;
+}
+
+static int json_to_platform(const json_t *root, unsigned *nseg, json_t *extra, char *err,
+			    unsigned errlen)
+{
+	static const struct json_rule rules[] = {
+	    {"iommu_segments", JD_EMPTY, "lvmm has no virtual IOMMU"},
+	    {"iommu_address_width_bits", JD_ABSENT, "lvmm has no virtual IOMMU"},
+	    {"serial_number", JD_NOSTR, "lvmm has no SMBIOS tables"},
+	    {"system_serial_number", JD_NOSTR, "lvmm has no SMBIOS tables"},
+	    {"uuid", JD_NOSTR, "lvmm has no SMBIOS tables"},
+	    {"system_uuid", JD_NOSTR, "lvmm has no SMBIOS tables"},
+	    {"oem_strings", JD_EMPTY, "lvmm has no SMBIOS tables"},
+	    {"system_manufacturer", JD_NOSTR, "lvmm has no SMBIOS tables"},
+	    {"system_product_name", JD_NOSTR, "lvmm has no SMBIOS tables"},
+	    {"system_version", JD_NOSTR, "lvmm has no SMBIOS tables"},
+	    {"system_family", JD_NOSTR, "lvmm has no SMBIOS tables"},
+	    {"system_sku_number", JD_NOSTR, "lvmm has no SMBIOS tables"},
+	    {"chassis_asset_tag", JD_NOSTR, "lvmm has no SMBIOS tables"},
+	    {"tdx", JD_FALSE, "lvmm has no confidential guests"},
+	    {"sev_snp", JD_FALSE, "lvmm has no confidential guests"},
+	    {"iommufd", JD_FALSE, "lvmm has no VFIO devices"},
+	    {"vfio_p2p_dma", JD_ANYBOOL, ""},
+	    {NULL, 0, NULL},
+	};
+	static const char *const mine[] = {"num_pci_segments", NULL};
+	const char *keys[32];
+	const json_t *o;
+	uint64_t n = 1;
+	int r;
+
+	*nseg = 1;
+	r = json_get_object(root, "platform", &o, err, errlen);
+	if (r || !o)
+		return r;
+	json_keys_of(rules, mine, keys, 32);
+	json_note_keys(o, "platform", keys);
+	r = json_check_rules(o, "platform", rules, err, errlen);
+	/* cloud-hypervisor's bound. Accepted and reported; every device lvmm builds sits on
+	 * segment 0, which is all the guest's ACPI tables describe (docs/api.md). */
+	if (!r)
+		r = json_get_u64(o, "platform", "num_pci_segments", 1, API_MAX_PCI_SEGMENTS, &n,
+				 err, errlen);
+	if (r)
+		return r;
+	*nseg = (unsigned)n;
+	json_object_set_new(extra, "platform",
+			    json_pack("{s:I}", "num_pci_segments", (json_int_t)n));
+	return 0;
+}
+
+static const struct json_rule json_root_rules[] = {
+    {"rate_limit_groups", JD_EMPTY, "lvmm has no rate-limited virtio devices"},
+    {"disks", JD_EMPTY, "lvmm has no virtio-blk yet (use 'vnvme')"},
+    {"net", JD_EMPTY, "lvmm has no virtio-net yet"},
+    {"balloon", JD_ABSENT, "lvmm has no virtio-balloon"},
+    {"fs", JD_EMPTY, "lvmm has no virtio-fs yet"},
+    {"generic_vhost_user", JD_EMPTY, "lvmm has no vhost-user devices"},
+    {"pmem", JD_EMPTY, "lvmm has no virtio-pmem"},
+    {"devices", JD_EMPTY, "lvmm has no VFIO passthrough"},
+    {"user_devices", JD_EMPTY, "lvmm has no vfio-user devices"},
+    {"vdpa", JD_EMPTY, "lvmm has no vDPA devices"},
+    {"vsock", JD_ABSENT, "lvmm has no virtio-vsock yet"},
+    {"numa", JD_EMPTY, "lvmm describes no NUMA nodes"},
+    {"iommu", JD_FALSE, "lvmm has no virtual IOMMU"},
+    {"watchdog", JD_FALSE, "lvmm has no watchdog device"},
+    {"rtc", JD_ABSENT, "lvmm's RTC is the CMOS one, not a PCI device"},
+    {"pvpanic", JD_FALSE, "lvmm has no pvpanic device"},
+    {"pci_segments", JD_EMPTY, "lvmm does not weigh segment apertures"},
+    {"tpm", JD_ABSENT, "lvmm has no TPM"},
+    {"landlock_enable", JD_FALSE, "lvmm confines itself with seccomp, not Landlock"},
+    {"landlock_rules", JD_EMPTY, "lvmm confines itself with seccomp, not Landlock"},
+    {NULL, 0, NULL},
+};
 
 static int json_to_vnvme_list(const json_t *root, struct vm_config *cfg, char *err, unsigned errlen)
 {
@@ -355,63 +754,121 @@ static int json_to_vnvme_list(const json_t *root, struct vm_config *cfg, char *e
 	return 0;
 }
 
-int api_json_to_config(const json_t *root, const struct api_vm_ops *ops, struct vm_config *cfg,
-		       char *err, unsigned errlen)
+int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, struct vm_config *cfg,
+			  json_t **extra_out, char *err, unsigned errlen)
 {
-	static const char *const keys[] = {"cpus", "memory", "payload", "serial", "vnvme", NULL};
+	static const char *const mine[] = {"cpus",    "memory",	       "payload", "serial",
+					   "console", "debug_console", "rng",	  "platform",
+					   "vnvme",   NULL};
+	const char *keys[48];
+	json_t *extra = json_object();
+	unsigned nseg = 1;
 	int r;
 
+	if (extra_out)
+		*extra_out = NULL;
 	memset(cfg, 0, sizeof(*cfg));
 	if (ops && ops->defaults)
 		ops->defaults(cfg);
-	if (!json_is_object(root))
+	if (!extra)
+		return json_fail(err, errlen, "out of memory");
+	if (!json_is_object(root)) {
+		json_decref(extra);
 		return json_fail(err, errlen, "VmConfig must be a JSON object");
-	r = json_check_keys(root, "", keys, err, errlen);
+	}
+	json_keys_of(json_root_rules, mine, keys, 48);
+	json_note_keys(root, "", keys);
+	r = json_check_rules(root, "", json_root_rules, err, errlen);
 	if (!r)
-		r = json_to_cpus(root, cfg, err, errlen);
+		r = json_to_platform(root, &nseg, extra, err, errlen);
 	if (!r)
-		r = json_to_memory(root, cfg, err, errlen);
+		r = json_to_cpus(root, cfg, extra, err, errlen);
+	if (!r)
+		r = json_to_memory(root, cfg, extra, err, errlen);
 	if (!r)
 		r = json_to_payload(root, cfg, err, errlen);
 	if (!r)
 		r = json_to_serial(root, cfg, err, errlen);
 	if (!r)
+		r = json_to_console(root, "console", extra, err, errlen);
+	if (!r)
+		r = json_to_console(root, "debug_console", extra, err, errlen);
+	if (!r)
+		r = json_to_rng(root, nseg, extra, err, errlen);
+	if (!r)
 		r = json_to_vnvme_list(root, cfg, err, errlen);
 	if (!r && ops && ops->validate)
 		r = ops->validate(cfg, err, errlen);
+	if (!r && extra_out)
+		*extra_out = extra;
+	else
+		json_decref(extra);
 	return r < 0 ? r : (r ? -EINVAL : 0);
 }
 
-/* Optional strings print as null when empty, as cloud-hypervisor prints absent options. */
-static json_t *json_opt_str(const char *s)
+int api_json_to_config(const json_t *root, const struct api_vm_ops *ops, struct vm_config *cfg,
+		       char *err, unsigned errlen)
 {
-	return *s ? json_string(s) : json_null();
+	return api_json_to_config_ch(root, ops, cfg, NULL, err, errlen);
+}
+
+/* Absent options are left out: the schema has plain strings where lvmm has none to show. */
+static void json_set_str(json_t *o, const char *key, const char *s)
+{
+	if (o && *s)
+		json_object_set_new(o, key, json_string(s));
 }
 
 json_t *api_vnvme_to_json(const struct vnvme_config *c)
 {
-	return json_pack("{s:s, s:o, s:o, s:o, s:I, s:b, s:o, s:s, s:I, s:s}", "id", c->id, "path",
-			 json_opt_str(c->path), "ssd", json_opt_str(c->ssd), "vol",
-			 json_opt_str(c->vol), "size", (json_int_t)c->size, "readonly", c->readonly,
-			 "serial", json_opt_str(c->serial), "mode", api_vnvme_mode_name(c->mode),
-			 "num_queues", (json_int_t)c->queues, "doorbell",
-			 c->doorbell == VNVME_DB_POLL	   ? "poll"
-			 : c->doorbell == VNVME_DB_EVENTFD ? "eventfd"
-							   : "auto");
+	json_t *o = json_pack("{s:s, s:I, s:b, s:s, s:I, s:s}", "id", c->id, "size",
+			      (json_int_t)c->size, "readonly", c->readonly, "mode",
+			      api_vnvme_mode_name(c->mode), "num_queues", (json_int_t)c->queues,
+			      "doorbell",
+			      c->doorbell == VNVME_DB_POLL	  ? "poll"
+			      : c->doorbell == VNVME_DB_EVENTFD ? "eventfd"
+								: "auto");
+
+	json_set_str(o, "path", c->path);
+	json_set_str(o, "ssd", c->ssd);
+	json_set_str(o, "vol", c->vol);
+	json_set_str(o, "serial", c->serial);
+	return o;
 }
 
 json_t *api_config_to_json(const struct vm_config *cfg)
 {
-	json_t *list = json_array();
+	json_t *list = json_array(), *o, *payload, *serial;
 	unsigned i;
 
 	for (i = 0; list && i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++)
 		json_array_append_new(list, api_vnvme_to_json(&cfg->vnvme[i]));
-	return json_pack("{s:{s:i, s:i}, s:{s:I}, s:{s:s, s:o, s:s}, s:{s:s, s:o, s:b, s:I}, s:o}",
-			 "cpus", "boot_vcpus", (int)cfg->cpus, "max_vcpus", (int)cfg->max_cpus,
-			 "memory", "size", (json_int_t)cfg->memory, "payload", "kernel", cfg->kernel,
-			 "initramfs", json_opt_str(cfg->initramfs), "cmdline", cfg->cmdline,
-			 "serial", "mode", api_serial_mode_name(cfg->serial), "file",
-			 json_opt_str(cfg->serial_file), "truncate", (int)cfg->serial_truncate,
-			 "limit", (json_int_t)cfg->serial_limit, "vnvme", list);
+	payload = json_pack("{s:s, s:s}", "kernel", cfg->kernel, "cmdline", cfg->cmdline);
+	json_set_str(payload, "initramfs", cfg->initramfs);
+	serial = json_pack("{s:s}", "mode", api_serial_mode_name(cfg->serial));
+	if (serial && cfg->serial == SERIAL_FILE) {
+		json_set_str(serial, "file", cfg->serial_file);
+		json_object_set_new(serial, "truncate", json_boolean(cfg->serial_truncate));
+		json_object_set_new(serial, "limit", json_integer((json_int_t)cfg->serial_limit));
+	}
+	/* What lvmm builds for the fields it only accepts at their defaults. */
+	o = json_pack("{s:{s:i, s:i, s:b}, s:{s:I, s:b, s:b, s:b, s:s}, s:o, s:o, s:{s:s},"
+		      " s:b, s:b, s:b, s:o}",
+		      "cpus", "boot_vcpus", (int)cfg->cpus, "max_vcpus", (int)cfg->max_cpus,
+		      "kvm_hyperv", 0, "memory", "size", (json_int_t)cfg->memory, "mergeable", 0,
+		      "hugepages", 0, "shared", 1, "hotplug_method", "Acpi", "payload", payload,
+		      "serial", serial, "console", "mode", "Off", "iommu", 0, "watchdog", 0,
+		      "pvpanic", 0, "vnvme", list);
+	return o;
+}
+
+json_t *api_config_to_json_ch(const struct vm_config *cfg, const json_t *extra)
+{
+	json_t *o = api_config_to_json(cfg);
+
+	if (o && extra && json_object_update_recursive(o, (json_t *)extra)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }

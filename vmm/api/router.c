@@ -77,19 +77,20 @@ static json_t *route_load_body(const struct api_request *req, struct api_respons
 	return j;
 }
 
-/* Fills resp with 409 and returns false when there is no VM or it is not in one of states. */
+/* Fills resp and returns false when there is no VM (404) or it is not in one of states (405),
+ * the codes cloud-hypervisor's OpenAPI file gives. */
 static bool route_need_state(struct api_vmm *vmm, struct api_response *resp, const char *what,
 			     unsigned states)
 {
 	enum vm_state s;
 
 	if (!vmm->vm) {
-		api_response_error(resp, 409, "%s: no VM created (use vm.create first)", what);
+		api_response_error(resp, 404, "%s: no VM created (use vm.create first)", what);
 		return false;
 	}
 	s = vmm->ops->get_state(vmm->vm);
 	if (!(states & (1u << s))) {
-		api_response_error(resp, 409, "%s: not allowed while the VM is %s", what,
+		api_response_error(resp, 405, "%s: not allowed while the VM is %s", what,
 				   vm_state_name(s));
 		return false;
 	}
@@ -172,7 +173,7 @@ static void route_vm_create(struct api_vmm *vmm, const struct api_request *req,
 	char err[API_ERR_LEN] = "";
 	struct vm_config *cfg;
 	struct vm *vm = NULL;
-	json_t *j;
+	json_t *j, *extra = NULL;
 	int r;
 
 	if (vmm->vm) {
@@ -191,12 +192,13 @@ static void route_vm_create(struct api_vmm *vmm, const struct api_request *req,
 		api_response_error(resp, 500, "vm.create: out of memory");
 		return;
 	}
-	r = api_json_to_config(j, vmm->ops, cfg, err, sizeof(err));
+	r = api_json_to_config_ch(j, vmm->ops, cfg, &extra, err, sizeof(err));
 	json_decref(j);
 	if (!r)
 		r = route_check_paths(vmm, cfg, err, sizeof(err));
 	if (r) {
 		api_response_error(resp, 400, "vm.create: %s", err);
+		json_decref(extra);
 		free(cfg);
 		return;
 	}
@@ -205,11 +207,14 @@ static void route_vm_create(struct api_vmm *vmm, const struct api_request *req,
 	r = vmm->ops->create(cfg, &vm, err, sizeof(err));
 	free(cfg);
 	if (r) {
+		json_decref(extra);
 		route_op_error(resp, "vm.create", r, err);
 		return;
 	}
 	vmm->vm = vm;
 	vmm->vm_owned = true;
+	json_decref(vmm->extra);
+	vmm->extra = extra;
 	resp->status = 204;
 }
 
@@ -350,7 +355,7 @@ static void route_vm_info(struct api_vmm *vmm, const struct api_request *req,
 
 	if (!route_need_state(vmm, resp, "vm.info", ST_ANY))
 		return;
-	cfg = api_config_to_json(vmm->ops->get_config(vmm->vm));
+	cfg = api_config_to_json_ch(vmm->ops->get_config(vmm->vm), vmm->extra);
 	if (!cfg) {
 		api_response_error(resp, 500, "vm.info: cannot encode the VM config as JSON");
 		return;
@@ -435,6 +440,8 @@ static void route_vm_add_vnvme(struct api_vmm *vmm, const struct api_request *re
 	char err[API_ERR_LEN] = "";
 	const struct vm_config *cfg;
 	struct vnvme_config *c;
+	unsigned slot = 0;
+	char bdf[16];
 	json_t *j;
 	int r;
 
@@ -473,7 +480,14 @@ static void route_vm_add_vnvme(struct api_vmm *vmm, const struct api_request *re
 		route_op_error(resp, "vm.add-vnvme", r, err);
 		goto out;
 	}
-	route_json(resp, json_pack("{s:s}", "id", c->id));
+	/* cloud-hypervisor's PciDeviceInfo; Kata parses bdf as 0000:00:SS.0 */
+	if (!vmm->ops->device_slot || vmm->ops->device_slot(vmm->vm, c->id, &slot)) {
+		api_response_error(resp, 500, "vm.add-vnvme: %s: added but its PCI slot is unknown",
+				   c->id);
+		goto out;
+	}
+	snprintf(bdf, sizeof(bdf), "0000:00:%02x.0", slot & 0x1f);
+	route_json(resp, json_pack("{s:s, s:s}", "id", c->id, "bdf", bdf));
 out:
 	free(c);
 }
@@ -520,6 +534,141 @@ out:
 	json_decref(j);
 }
 
+/* vm.resize (cloud-hypervisor's VmResize): Kata sends it for every container. What already
+ * holds answers 204; lvmm hot-plugs neither vCPUs nor RAM, so a change is refused naming it. */
+static void route_vm_resize(struct api_vmm *vmm, const struct api_request *req,
+			    struct api_response *resp)
+{
+	static const char *const keys[] = {"desired_vcpus", "desired_ram", "desired_balloon", NULL};
+	const struct vm_config *cfg;
+	const char *k;
+	json_t *j, *v;
+
+	if (!route_need_state(vmm, resp, "vm.resize",
+			      ST(VM_CREATED) | ST(VM_RUNNING) | ST(VM_PAUSED)))
+		return;
+	j = route_load_body(req, resp);
+	if (!j)
+		return;
+	cfg = vmm->ops->get_config(vmm->vm);
+	if (!json_is_object(j)) {
+		api_response_error(resp, 400, "vm.resize: body must be a VmResize object");
+		goto out;
+	}
+	json_object_foreach(j, k, v)
+	{
+		const char *const *p;
+
+		for (p = keys; *p && strcmp(*p, k); p++)
+			;
+		if (!*p || json_is_null(v))
+			continue; /* ignored, as cloud-hypervisor ignores unknown keys */
+		if (!json_is_integer(v) || json_integer_value(v) < 0) {
+			api_response_error(resp, 400,
+					   "vm.resize: field '%s' must be a non-negative integer", k);
+			goto out;
+		}
+	}
+	v = json_object_get(j, "desired_vcpus");
+	if (json_is_integer(v)) {
+		json_int_t n = json_integer_value(v);
+
+		if (n < 1 || n > (json_int_t)cfg->max_cpus) {
+			api_response_error(resp, 400,
+					   "vm.resize: desired_vcpus %lld is outside 1..max_vcpus %u",
+					   (long long)n, cfg->max_cpus);
+			goto out;
+		}
+		if (n != (json_int_t)cfg->cpus) {
+			api_response_error(resp, 501,
+					   "vm.resize: desired_vcpus %lld: vCPU hotplug is not "
+					   "supported (the VM keeps its %u boot vCPUs)",
+					   (long long)n, cfg->cpus);
+			goto out;
+		}
+	}
+	v = json_object_get(j, "desired_ram");
+	if (json_is_integer(v)) {
+		uint64_t ram = (uint64_t)json_integer_value(v);
+
+		if (ram < cfg->memory) {
+			api_response_error(resp, 400,
+					   "vm.resize: desired_ram %llu is below the boot RAM %llu: "
+					   "RAM cannot shrink",
+					   (unsigned long long)ram, (unsigned long long)cfg->memory);
+			goto out;
+		}
+		if (ram > cfg->memory) {
+			api_response_error(resp, 501,
+					   "vm.resize: desired_ram %llu: memory hotplug is not "
+					   "supported (no hotplug region; the VM keeps %llu bytes)",
+					   (unsigned long long)ram, (unsigned long long)cfg->memory);
+			goto out;
+		}
+	}
+	v = json_object_get(j, "desired_balloon");
+	if (json_is_integer(v) && json_integer_value(v)) {
+		api_response_error(resp, 400, "vm.resize: desired_balloon: the VM has no balloon");
+		goto out;
+	}
+	resp->status = 204;
+out:
+	json_decref(j);
+}
+
+/* Endpoints of cloud-hypervisor's API that lvmm does not implement: after the same state
+ * check cloud-hypervisor makes (404 without a VM), 501 naming what is missing. */
+struct route_missing {
+	const char *name;
+	const char *why;
+};
+
+static const struct route_missing route_missing[] = {
+    {"vm.power-button", "lvmm has no ACPI power button (use vm.shutdown)"},
+    {"vm.resize-disk", "lvmm has no virtio-blk disks"},
+    {"vm.resize-zone", "lvmm has no memory zones"},
+    {"vm.add-device", "lvmm has no VFIO passthrough"},
+    {"vm.add-disk", "lvmm has no virtio-blk yet (use vm.add-vnvme)"},
+    {"vm.add-fs", "lvmm has no virtio-fs yet"},
+    {"vm.add-generic-vhost-user", "lvmm has no vhost-user devices"},
+    {"vm.add-pmem", "lvmm has no virtio-pmem"},
+    {"vm.add-net", "lvmm has no virtio-net yet"},
+    {"vm.add-vsock", "lvmm has no virtio-vsock yet"},
+    {"vm.add-vdpa", "lvmm has no vDPA devices"},
+    {"vm.add-user-device", "lvmm has no vfio-user devices"},
+    {"vm.snapshot", "lvmm cannot snapshot a VM"},
+    {"vm.coredump", "lvmm cannot write guest core dumps"},
+    {"vm.nmi", "lvmm cannot inject an NMI through the API"},
+    {"vm.restore", "lvmm cannot restore a snapshot"},
+    {"vm.receive-migration", "lvmm has no live migration"},
+    {"vm.send-migration", "lvmm has no live migration"},
+};
+
+static bool route_not_implemented(struct api_vmm *vmm, const char *name,
+				  const struct api_request *req, struct api_response *resp)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(route_missing) / sizeof(route_missing[0]); i++)
+		if (!strcmp(route_missing[i].name, name))
+			break;
+	if (i == sizeof(route_missing) / sizeof(route_missing[0]))
+		return false;
+	resp->allow = NULL;
+	if (req->method != HTTP_PUT) {
+		api_response_error(resp, 400, "%s takes PUT, not %s", name,
+				   http_method_str(req->method));
+		resp->allow = "PUT";
+		return true;
+	}
+	/* vm.restore and vm.receive-migration create a VM: they need none */
+	if (strcmp(name, "vm.restore") && strcmp(name, "vm.receive-migration") &&
+	    !route_need_state(vmm, resp, name, ST_ANY))
+		return true;
+	api_response_error(resp, 501, "%s: not implemented: %s", name, route_missing[i].why);
+	return true;
+}
+
 static const struct route routes[] = {
     {"vmm.ping", HTTP_GET, false, route_vmm_ping},
     {"vmm.shutdown", HTTP_PUT, false, route_vmm_shutdown},
@@ -534,6 +683,7 @@ static const struct route routes[] = {
     {"vm.counters", HTTP_GET, false, route_vm_counters},
     {"vm.add-vnvme", HTTP_PUT, true, route_vm_add_vnvme},
     {"vm.remove-device", HTTP_PUT, true, route_vm_remove_device},
+    {"vm.resize", HTTP_PUT, true, route_vm_resize},
 };
 
 void api_route(struct api_vmm *vmm, const struct api_request *req, struct api_response *resp)
@@ -553,11 +703,14 @@ void api_route(struct api_vmm *vmm, const struct api_request *req, struct api_re
 		if (!strcmp(routes[i].name, name))
 			break;
 	if (i == sizeof(routes) / sizeof(routes[0])) {
+		if (route_not_implemented(vmm, name, req, resp))
+			return;
 		api_response_error(resp, 404, "unknown endpoint %.200s", req->path);
 		return;
 	}
+	/* cloud-hypervisor answers a verb an endpoint does not take with 400 */
 	if (req->method != routes[i].method) {
-		api_response_error(resp, 405, "%s takes %s, not %s", routes[i].name,
+		api_response_error(resp, 400, "%s takes %s, not %s", routes[i].name,
 				   http_method_str(routes[i].method), http_method_str(req->method));
 		resp->allow = http_method_str(routes[i].method);
 		return;

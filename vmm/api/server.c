@@ -391,8 +391,8 @@ static int server_sweep(struct server *s)
 			if (c->http.started && !c->out && !c->draining) {
 				static const char tmo[] =
 				    "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
-				    "Content-Type: application/json\r\nContent-Length: 41\r\n\r\n"
-				    "{\"error\": \"request not received in time\"}";
+				    "Content-Type: application/json\r\nContent-Length: 32\r\n\r\n"
+				    "[\"request not received in time\"]";
 
 				if (send(c->fd, tmo, sizeof(tmo) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) <
 				    0) {

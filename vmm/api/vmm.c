@@ -63,4 +63,6 @@ void api_vmm_release(struct api_vmm *vmm)
 	vmm->ops->destroy(vmm->vm);
 	vmm->vm = NULL;
 	vmm->vm_owned = false;
+	json_decref(vmm->extra);
+	vmm->extra = NULL;
 }
