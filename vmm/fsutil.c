@@ -48,14 +48,14 @@ static int walk_parent(const char *root, const char *what, const char *path, con
 	rl = strlen(root);
 	while (rl > 1 && root[rl - 1] == '/')
 		rl--;
-	if (*p == '/') {
-		if (strncmp(p, root, rl) || (p[rl] != '/' && rl > 1)) {
-			snprintf(err, errlen, "%s %s: outside the allowed directory %s", what, path,
-				 root);
-			return -EACCES;
-		}
-		p += rl;
+	/* Absolute only: the loader and the backends open the same string later, and a relative
+	 * one would mean lvmm's working directory to them. */
+	if (*p != '/' || strncmp(p, root, rl) || (p[rl] != '/' && rl > 1)) {
+		snprintf(err, errlen, "%s %s: not an absolute path beneath the allowed directory %s",
+			 what, path, root);
+		return -EACCES;
 	}
+	p += rl;
 	dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
 		int e = errno;

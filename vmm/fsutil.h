@@ -12,8 +12,8 @@ enum fsutil_kind {
 };
 
 /* Opens path for a client. root (NULL or "" for none) is an absolute directory every path must
- * lie beneath: path is absolute under it or relative to it, no component may be "." or ".." or
- * a symlink. Without root only the last component must not be a symlink. O_TRUNC in flags
+ * lie beneath: path is absolute and under it, no component below it may be "." or ".." or a
+ * symlink. Without root only the last component must not be a symlink. O_TRUNC in flags
  * truncates only a regular file with a single link (after the checks, not by open). Returns the
  * fd (O_CLOEXEC) or a negative errno with err naming what and path. */
 int fsutil_open(const char *root, const char *what, const char *path, int flags, mode_t mode,

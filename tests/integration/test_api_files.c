@@ -1,0 +1,129 @@
+/* Files named over the REST API, end to end on a real `lvmm run --api-socket --allowed-dir`:
+ * vm.create opens nothing, vm.boot appends to the console file, and symlinks, FIFOs and paths
+ * outside the allowed directory are refused at once without touching anything. */
+#include <check.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "apitest.h"
+#include "testutil.h"
+
+static struct apitest T;
+static char allowed[192];
+
+static void setup(void)
+{
+	char *extra[] = {"--allowed-dir", allowed, NULL};
+	const char *guest = testutil_bench_guest();
+
+	apitest_init(&T, "/tmp/lvmm-itest-files-");
+	ck_assert_msg(access(guest, R_OK) == 0, "no bench guest at %s", guest);
+	snprintf(allowed, sizeof(allowed), "%s/allowed", T.dir);
+	ck_assert_int_eq(testutil_system("mkdir %s && cp %s %s/guest && echo keep > %s/victim && "
+					 "ln -s %s/victim %s/out.log && mkfifo %s/fifo",
+					 allowed, guest, allowed, T.dir, T.dir, allowed, allowed),
+			 0);
+	apitest_start(&T, extra);
+	ck_assert_msg(T.pid > 0, "lvmm --allowed-dir exited early (status %d)", T.early_status);
+}
+
+static void teardown(void)
+{
+	apitest_fini(&T);
+}
+
+static int create(const char *kernel, const char *serial_file)
+{
+	char body[1024];
+
+	snprintf(body, sizeof(body),
+		 "{\"cpus\": {\"boot_vcpus\": 1}, \"memory\": {\"size\": 67108864},"
+		 " \"payload\": {\"kernel\": \"%s\"},"
+		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"}}",
+		 kernel, serial_file);
+	return apitest_curl(&T, "PUT", "vm.create", body, NULL);
+}
+
+static char *slurp(const char *path)
+{
+	char *s = testutil_slurp(path);
+
+	ck_assert_ptr_nonnull(s);
+	return s;
+}
+
+START_TEST(test_create_opens_nothing_boot_appends)
+{
+	char k[256], log[256], *s = NULL;
+	unsigned i;
+
+	snprintf(k, sizeof(k), "%s/guest", allowed);
+	snprintf(log, sizeof(log), "%s/console.log", allowed);
+	testutil_write_file(log, "previous boot\n", 14, 0644);
+	ck_assert_int_eq(create(k, log), 204);
+	s = slurp(log);
+	ck_assert_str_eq(s, "previous boot\n"); /* vm.create touched nothing */
+	free(s);
+	ck_assert_int_eq(apitest_curl(&T, "PUT", "vm.boot", NULL, NULL), 204);
+	for (i = 0; i < 200; i++) {
+		struct stat st;
+
+		if (!stat(log, &st) && st.st_size > 14)
+			break;
+		testutil_sleep_ms(50);
+	}
+	s = slurp(log);
+	ck_assert_msg(strlen(s) > 14, "the guest wrote nothing to the console file");
+	ck_assert_int_eq(strncmp(s, "previous boot\n", 14), 0); /* appended, not truncated */
+	free(s);
+}
+END_TEST
+
+START_TEST(test_refused_at_once)
+{
+	char k[256], p[256], *s;
+	double t0 = testutil_now_s();
+
+	snprintf(k, sizeof(k), "%s/guest", allowed);
+	snprintf(p, sizeof(p), "%s/out.log", allowed);
+	ck_assert_int_eq(create(k, p), 400); /* a symlink to a file outside */
+	snprintf(p, sizeof(p), "%s/fifo", allowed);
+	ck_assert_int_eq(create(k, p), 400); /* a FIFO would hang the API thread */
+	snprintf(p, sizeof(p), "%s/victim", T.dir);
+	ck_assert_int_eq(create(k, p), 400); /* outside the allowed directory */
+	ck_assert_int_eq(create(p, k), 400);
+	snprintf(p, sizeof(p), "%s/../victim", allowed);
+	ck_assert_int_eq(create(k, p), 400);
+	ck_assert_double_lt(testutil_now_s() - t0, 10.0);
+	ck_assert(apitest_ping(&T));
+	snprintf(p, sizeof(p), "%s/victim", T.dir);
+	s = slurp(p);
+	ck_assert_str_eq(s, "keep\n");
+	free(s);
+	/* relative names would mean lvmm's working directory: refused too */
+	ck_assert_int_eq(create("guest", "console.log"), 400);
+	ck_assert_int_eq(create(k, "console.log"), 400);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("api_files");
+	TCase *tc = tcase_create("allowed-dir");
+
+	if (access("/dev/kvm", R_OK | W_OK)) {
+		testutil_skip("api_files: /dev/kvm not usable here");
+		return 0;
+	}
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_create_opens_nothing_boot_appends);
+	tcase_add_test(tc, test_refused_at_once);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	return testutil_run_suite(s);
+}
