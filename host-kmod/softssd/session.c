@@ -1,0 +1,809 @@
+/* softssd's operations of a session: identify and stats, the DMA window, queue memory, queue
+ * pairs and volumes, each request's arguments checked with a message naming the bad one. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lightiov/check.h"
+#include "lightiov/voltable.h"
+#include "softssd/server_int.h"
+#include "softssd/volumes.h"
+
+/* Takes fd i of the request (the caller owns it now). */
+static int ssd_take_fd(struct ssd_call *c, unsigned i)
+{
+	int fd = c->fds[i];
+
+	c->fds[i] = -1;
+	return fd;
+}
+
+/* ---- identify, stats ---- */
+
+static int ssd_op_identify(struct ssd_call *c)
+{
+	struct lio_identify *id = (void *)c->out;
+
+	memset(id, 0, sizeof(*id));
+	ssd_volumes_identify(c->s->vols, id);
+	id->abi_version = LIO_ABI_VERSION;
+	id->lba_shift = c->s->lba_shift;
+	id->max_qpairs = c->s->cfg->max_qpairs;
+	id->qpairs_in_use = c->s->nqpairs;
+	id->max_qdepth = LIO_MAX_QDEPTH;
+	id->flags = LIO_ID_DB_POLL | LIO_ID_DB_EVENTFD;
+	snprintf(id->name, sizeof(id->name), "%s", c->s->cfg->name);
+	snprintf(id->model, sizeof(id->model), "%s", c->s->cfg->model->desc);
+	c->outlen = sizeof(*id);
+	return 0;
+}
+
+void ssd_session_counters(const struct ssd_session *ss, struct ssd_counters *t)
+{
+	const struct ssd_qp *qp;
+
+	*t = ss->retired;
+	for (qp = ss->qps; qp; qp = qp->next_in_owner)
+		ssd_counters_add(t, &qp->ctr);
+}
+
+static int ssd_op_ssd_stats(struct ssd_call *c)
+{
+	struct lio_ssd_stats *st = (void *)c->out;
+	struct ssd_counters t = c->s->retired;
+	const struct ssd_session *ss;
+
+	for (ss = c->s->sessions; ss; ss = ss->next) {
+		struct ssd_counters x;
+
+		ssd_session_counters(ss, &x);
+		t.cmds += x.cmds;
+		t.read_bytes += x.read_bytes;
+		t.write_bytes += x.write_bytes;
+		t.errors += x.errors;
+		t.rejected += x.rejected;
+		t.polls += x.polls;
+		t.sleeps += x.sleeps;
+		t.irqs += x.irqs;
+	}
+	memset(st, 0, sizeof(*st));
+	st->cmds = t.cmds;
+	st->read_bytes = t.read_bytes;
+	st->write_bytes = t.write_bytes;
+	st->errors = t.errors;
+	st->rejected = t.rejected;
+	st->polls = t.polls;
+	st->sleeps = t.sleeps;
+	st->irqs = t.irqs;
+	st->sessions = c->s->nsessions;
+	st->qpairs = c->s->nqpairs;
+	st->uptime_ns = ssd_now_ns() - c->s->start_ns;
+	c->outlen = sizeof(*st);
+	return 0;
+}
+
+static int ssd_op_session_list(struct ssd_call *c)
+{
+	const struct lio_session_list *in = c->in;
+	struct lio_session_list *l = (void *)c->out;
+	const struct ssd_session *ss;
+	uint32_t i = 0, first = in->first;
+
+	memset(l, 0, sizeof(*l));
+	l->first = first;
+	l->total = c->s->nsessions;
+	for (ss = c->s->sessions; ss; ss = ss->next, i++) {
+		struct lio_session_info *si;
+		struct ssd_counters t;
+
+		if (i < first || l->count >= LIO_SESSION_LIST_MAX)
+			continue;
+		si = &l->s[l->count++];
+		ssd_session_counters(ss, &t);
+		si->pid = ss->pid;
+		si->uid = ss->uid;
+		si->qpairs = ss->nqps;
+		si->volumes = ss->nvols;
+		si->cmds = t.cmds;
+		si->read_bytes = t.read_bytes;
+		si->write_bytes = t.write_bytes;
+		si->errors = t.errors;
+		si->rejected = t.rejected;
+		memcpy(si->label, ss->label, sizeof(si->label));
+	}
+	c->outlen = sizeof(*l);
+	return 0;
+}
+
+/* ---- DMA window ---- */
+
+void ssd_window_drop(struct ssd_session *ss)
+{
+	unsigned i;
+
+	for (i = 0; i < ss->win.n; i++) {
+		munmap(ss->win.host[i], ss->win.map_bytes[i]);
+		close(ss->win_fd[i]);
+	}
+	memset(&ss->win, 0, sizeof(ss->win));
+	ss->win_bytes = 0;
+}
+
+/* A memfd the client cannot shrink under the daemon's mapping (a shrink would SIGBUS it). */
+static int ssd_check_memfd(struct ssd_call *c, unsigned i, int fd, uint64_t end)
+{
+	struct stat st;
+	int seals;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		ssd_err(c, "dma-register: region %u: fd is not a memfd", i);
+		return -EBADF;
+	}
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		ssd_err(c, "dma-register: region %u: memfd not sealed with F_SEAL_SHRINK", i);
+		return -EPERM;
+	}
+	if ((uint64_t)st.st_size < end) {
+		ssd_err(c,
+			"dma-register: region %u: memfd of %" PRIu64
+			" bytes, region ends at %" PRIu64,
+			i, (uint64_t)st.st_size, end);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int ssd_op_dma_register(struct ssd_call *c)
+{
+	const struct lio_dma_window *w = c->in;
+	struct ssd_session *ss = c->ss;
+	struct ssd_window nw = {0};
+	int nfd[LIO_MAX_REGIONS];
+	uint64_t total = 0;
+	unsigned i, j;
+	int r;
+
+	if (ss->nqps) {
+		ssd_err(c, "dma-register: %u queue pairs exist; destroy them first", ss->nqps);
+		return -EBUSY;
+	}
+	if (w->nr_regions < 1 || w->nr_regions > LIO_MAX_REGIONS) {
+		ssd_err(c, "dma-register: nr_regions %u outside 1..%u", w->nr_regions,
+			LIO_MAX_REGIONS);
+		return -EINVAL;
+	}
+	if (c->nfds != w->nr_regions) {
+		ssd_err(c, "dma-register: %u fds for %u regions", c->nfds, w->nr_regions);
+		return -EINVAL;
+	}
+	for (i = 0; i < w->nr_regions; i++) {
+		const struct lio_dma_region *r0 = &w->r[i];
+
+		if (!r0->size || r0->size % LIO_PAGE_SIZE || r0->fd_offset % LIO_PAGE_SIZE ||
+		    r0->gpa + r0->size < r0->gpa || r0->fd_offset + r0->size < r0->fd_offset) {
+			ssd_err(c,
+				"dma-register: region %u: gpa 0x%" PRIx64 " size 0x%" PRIx64
+				" offset 0x%" PRIx64 " (page multiples, no wrap)",
+				i, r0->gpa, r0->size, r0->fd_offset);
+			return -EINVAL;
+		}
+		total += r0->size;
+		if (total > c->s->cfg->max_mem_client || total < r0->size) {
+			ssd_err(c,
+				"dma-register: %" PRIu64 " MiB exceeds the %" PRIu64
+				" MiB limit per client",
+				total >> 20, c->s->cfg->max_mem_client >> 20);
+			return -E2BIG;
+		}
+		for (j = 0; j < i; j++) {
+			const struct lio_dma_region *o = &w->r[j];
+
+			if (r0->gpa < o->gpa + o->size && o->gpa < r0->gpa + r0->size) {
+				ssd_err(c, "dma-register: regions %u and %u overlap", j, i);
+				return -EINVAL;
+			}
+		}
+		r = ssd_check_memfd(c, i, c->fds[i], r0->fd_offset + r0->size);
+		if (r)
+			return r;
+	}
+	for (i = 0; i < w->nr_regions; i++) {
+		void *p = mmap(NULL, w->r[i].size, PROT_READ | PROT_WRITE, MAP_SHARED, c->fds[i],
+			       (off_t)w->r[i].fd_offset);
+
+		if (p == MAP_FAILED) {
+			r = -errno;
+			ssd_err(c, "dma-register: region %u: mmap: %s", i, strerror(errno));
+			while (i--)
+				munmap(nw.host[i], nw.map_bytes[i]);
+			return r;
+		}
+		nw.host[i] = p;
+		nw.map_bytes[i] = w->r[i].size;
+		nw.cr[i].gpa = w->r[i].gpa;
+		nw.cr[i].size = w->r[i].size;
+	}
+	nw.n = w->nr_regions;
+	for (i = 0; i < nw.n; i++)
+		nfd[i] = ssd_take_fd(c, i);
+	ssd_window_drop(ss);
+	ss->win = nw;
+	memcpy(ss->win_fd, nfd, sizeof(int) * nw.n);
+	ss->win_bytes = total;
+	return 0;
+}
+
+/* ---- queue memory ---- */
+
+static int ssd_op_qmem_alloc(struct ssd_call *c)
+{
+	struct lio_qmem *q = (void *)c->out;
+	const struct lio_qmem *in = c->in;
+	struct ssd_session *ss = c->ss;
+	int fd, r;
+
+	if (ss->qmem) {
+		ssd_err(c, "qmem-alloc: this session has its queue memory already");
+		return -EEXIST;
+	}
+	if (!in->size || in->size % LIO_PAGE_SIZE || in->size > SSD_MAX_QMEM) {
+		ssd_err(c, "qmem-alloc: size %" PRIu64 " not a page multiple in 4K..64M", in->size);
+		return -EINVAL;
+	}
+	fd = memfd_create("lio-qmem", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	/* sealed: the client maps it but can never resize it under the daemon */
+	if (fd < 0 || ftruncate(fd, (off_t)in->size) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		r = -errno;
+		ssd_err(c, "qmem-alloc: memfd of %" PRIu64 " bytes: %s", in->size, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	ss->qmem = mmap(NULL, in->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ss->qmem_used = calloc(in->size / LIO_PAGE_SIZE, 1);
+	if (ss->qmem == MAP_FAILED || !ss->qmem_used) {
+		if (ss->qmem != MAP_FAILED)
+			munmap(ss->qmem, in->size);
+		ss->qmem = NULL;
+		free(ss->qmem_used);
+		ss->qmem_used = NULL;
+		close(fd);
+		ssd_err(c, "qmem-alloc: out of memory for %" PRIu64 " bytes", in->size);
+		return -ENOMEM;
+	}
+	ss->qmem_fd = fd;
+	ss->qmem_bytes = in->size;
+	*q = *in;
+	q->fd = -1;
+	c->outlen = sizeof(*q);
+	c->outfd = fd;
+	return 0;
+}
+
+/* First fit of n pages in queue memory: the offset, or -1. */
+static int64_t ssd_qmem_carve(struct ssd_session *ss, uint64_t bytes)
+{
+	uint64_t pages = ss->qmem_bytes / LIO_PAGE_SIZE,
+		 n = (bytes + LIO_PAGE_SIZE - 1) / LIO_PAGE_SIZE;
+	uint64_t i, run = 0;
+
+	for (i = 0; ss->qmem && i < pages; i++) {
+		run = ss->qmem_used[i] ? 0 : run + 1;
+		if (run == n) {
+			uint64_t first = i + 1 - n;
+
+			memset(ss->qmem_used + first, 1, n);
+			memset(ss->qmem + first * LIO_PAGE_SIZE, 0, n * LIO_PAGE_SIZE);
+			return (int64_t)(first * LIO_PAGE_SIZE);
+		}
+	}
+	return -1;
+}
+
+static void ssd_qmem_release(struct ssd_session *ss, uint64_t off, uint64_t bytes)
+{
+	memset(ss->qmem_used + off / LIO_PAGE_SIZE, 0, (bytes + LIO_PAGE_SIZE - 1) / LIO_PAGE_SIZE);
+}
+
+/* ---- queue pairs ---- */
+
+/* Queue-memory carvings of a qp, kept for its destroy. */
+struct ssd_qp_ext {
+	struct ssd_qp qp;
+	int64_t sq_off, cq_off, db_off;
+	uint32_t vol_id;
+};
+
+static struct ssd_attached *ssd_find_vol(struct ssd_session *ss, uint32_t vol_id)
+{
+	unsigned i;
+
+	for (i = 0; i < ss->nvols; i++)
+		if (ss->vols[i].vol_id == vol_id)
+			return &ss->vols[i];
+	return NULL;
+}
+
+static bool ssd_is_eventfd(int fd)
+{
+	char p[64], l[64];
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	n = readlink(p, l, sizeof(l) - 1);
+	if (n <= 0)
+		return false;
+	l[n] = 0;
+	return !strcmp(l, "anon_inode:[eventfd]");
+}
+
+/* Guest-memory ring or slot: [gpa, gpa + len) in the window, aligned to align. */
+static void *ssd_gpa(struct ssd_call *c, const char *what, uint64_t gpa, uint64_t len,
+		     uint64_t align)
+{
+	void *p = gpa % align ? NULL : ssd_window_ptr(&c->ss->win, gpa, len);
+
+	if (!p)
+		ssd_err(c,
+			"qp-create: %s 0x%" PRIx64 " (%" PRIu64 " bytes) is not %" PRIu64
+			"-aligned inside the DMA window",
+			what, gpa, len, align);
+	return p;
+}
+
+static uint32_t ssd_alloc_qp_id(struct ssd_server *s)
+{
+	uint32_t i, id;
+
+	for (i = 0; i < LIO_MAX_QPAIRS; i++) {
+		id = (s->next_qp_id + i) % LIO_MAX_QPAIRS + 1;
+		if (!s->qp_by_id[id]) {
+			s->next_qp_id = id;
+			return id;
+		}
+	}
+	return 0;
+}
+
+static void ssd_qp_release(struct ssd_server *s, struct ssd_session *ss, struct ssd_qp_ext *x)
+{
+	if (x->sq_off >= 0)
+		ssd_qmem_release(ss, (uint64_t)x->sq_off,
+				 (uint64_t)x->qp.sq_depth * sizeof(struct nvme_sqe));
+	if (x->cq_off >= 0)
+		ssd_qmem_release(ss, (uint64_t)x->cq_off,
+				 (uint64_t)x->qp.cq_depth * sizeof(struct nvme_cqe));
+	if (x->db_off >= 0)
+		ssd_qmem_release(ss, (uint64_t)x->db_off, 2 * LIO_PAGE_SIZE);
+	if (x->qp.id && s->qp_by_id[x->qp.id] == &x->qp)
+		s->qp_by_id[x->qp.id] = NULL;
+	ssd_qp_free(&x->qp); /* x->qp is the first member: frees x */
+}
+
+static int ssd_qp_validate(struct ssd_call *c, const struct lio_qp_create *q)
+{
+	const uint32_t known = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL |
+			       LIO_QP_DB_EVENTFD | LIO_QP_READONLY | LIO_QP_IRQ_ENABLED;
+	unsigned want = 0;
+
+	if (q->mode != LIO_MODE_PASSTHROUGH && q->mode != LIO_MODE_ISOLATED) {
+		ssd_err(c, "qp-create: mode %u is neither passthrough (1) nor isolated (2)",
+			q->mode);
+		return -EINVAL;
+	}
+	if (q->flags & ~known) {
+		ssd_err(c, "qp-create: unknown flags 0x%x", q->flags & ~known);
+		return -EINVAL;
+	}
+	if (!(q->flags & LIO_QP_DB_POLL) == !(q->flags & LIO_QP_DB_EVENTFD)) {
+		ssd_err(c, "qp-create: flags 0x%x: exactly one of DB_POLL and DB_EVENTFD",
+			q->flags);
+		return -EINVAL;
+	}
+	if (q->sq_depth < 2 || q->sq_depth > LIO_MAX_QDEPTH || q->cq_depth < 2 ||
+	    q->cq_depth > LIO_MAX_QDEPTH) {
+		ssd_err(c, "qp-create: sq_depth %u / cq_depth %u outside 2..%u", q->sq_depth,
+			q->cq_depth, LIO_MAX_QDEPTH);
+		return -EINVAL;
+	}
+	if (!q->sqid || !q->cqid) {
+		ssd_err(c, "qp-create: sqid %u / cqid %u: 0 is the admin queue", q->sqid, q->cqid);
+		return -EINVAL;
+	}
+	if (!c->ss->win.n) {
+		ssd_err(c, "qp-create: no DMA window registered");
+		return -ENOENT;
+	}
+	if ((q->flags & (LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL)) && !c->ss->qmem) {
+		ssd_err(c, "qp-create: flags 0x%x need queue memory (qmem-alloc first)", q->flags);
+		return -ENOENT;
+	}
+	want = !!(q->flags & LIO_QP_DB_EVENTFD) + !!(q->flags & LIO_QP_IRQ_ENABLED);
+	if (c->nfds != want) {
+		ssd_err(c,
+			"qp-create: %u fds, expected %u (db eventfd if DB_EVENTFD, then irq "
+			"eventfd if IRQ_ENABLED)",
+			c->nfds, want);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < c->nfds; i++) {
+		if (!ssd_is_eventfd(c->fds[i])) {
+			ssd_err(c, "qp-create: fd %u is not an eventfd", i);
+			return -EBADF;
+		}
+	}
+	if (c->ss->nqps >= c->s->cfg->max_qp_client) {
+		ssd_err(c, "qp-create: this client has %u queue pairs, the limit", c->ss->nqps);
+		return -EMFILE;
+	}
+	if (c->s->nqpairs >= c->s->cfg->max_qpairs) {
+		ssd_err(c, "qp-create: the SSD serves %u queue pairs, its limit", c->s->nqpairs);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+static int ssd_op_qp_create(struct ssd_call *c)
+{
+	const struct lio_qp_create *q = c->in;
+	struct lio_qp_create *out = (void *)c->out;
+	struct ssd_session *ss = c->ss;
+	struct ssd_server *s = c->s;
+	struct ssd_attached *vol;
+	struct ssd_qp_ext *x;
+	struct ssd_qp *qp;
+	uint64_t sqb = (uint64_t)q->sq_depth * sizeof(struct nvme_sqe);
+	uint64_t cqb = (uint64_t)q->cq_depth * sizeof(struct nvme_cqe);
+	unsigned fi = 0;
+	int r;
+
+	r = ssd_qp_validate(c, q);
+	if (r)
+		return r;
+	vol = ssd_find_vol(ss, q->vol_id);
+	if (!vol) {
+		ssd_err(c, "qp-create: volume %u is not attached to this session", q->vol_id);
+		return -ENOENT;
+	}
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	qp = &x->qp;
+	x->sq_off = x->cq_off = x->db_off = -1;
+	x->vol_id = q->vol_id;
+	qp->db_fd = qp->irq_fd = -1;
+	qp->mode = q->mode;
+	qp->flags = q->flags;
+	qp->sqid = q->sqid;
+	qp->cqid = q->cqid;
+	qp->sq_depth = q->sq_depth;
+	qp->cq_depth = q->cq_depth;
+	qp->irq_coalesce = q->irq_coalesce;
+	qp->win = &ss->win;
+	qp->owner = ss;
+	r = -EINVAL;
+	if (q->flags & LIO_QP_SQ_QMEM) {
+		x->sq_off = ssd_qmem_carve(ss, sqb);
+		qp->sq = x->sq_off < 0 ? NULL : (void *)(ss->qmem + x->sq_off);
+	} else {
+		qp->sq = ssd_gpa(c, "sq_gpa", q->sq_gpa, sqb, LIO_PAGE_SIZE);
+	}
+	if (q->flags & LIO_QP_CQ_QMEM) {
+		x->cq_off = ssd_qmem_carve(ss, cqb);
+		qp->cq = x->cq_off < 0 ? NULL : (void *)(ss->qmem + x->cq_off);
+	} else if (qp->sq) {
+		qp->cq = ssd_gpa(c, "cq_gpa", q->cq_gpa, cqb, LIO_PAGE_SIZE);
+	}
+	if (!qp->sq || !qp->cq)
+		goto fail_space;
+	if (q->flags & LIO_QP_DB_POLL) {
+		x->db_off = ssd_qmem_carve(ss, 2 * LIO_PAGE_SIZE);
+		if (x->db_off < 0)
+			goto fail_space;
+		qp->sq_tail_db = (uint32_t *)(ss->qmem + x->db_off);
+		qp->cq_head_db = (uint32_t *)(ss->qmem + x->db_off + LIO_PAGE_SIZE);
+	} else {
+		qp->sq_tail_db = ssd_gpa(c, "shadow_db_gpa", q->shadow_db_gpa, 8, 4);
+		if (!qp->sq_tail_db)
+			goto fail;
+		qp->cq_head_db = qp->sq_tail_db + 1;
+		if (q->eventidx_gpa) {
+			qp->eventidx = ssd_gpa(c, "eventidx_gpa", q->eventidx_gpa, 8, 4);
+			if (!qp->eventidx)
+				goto fail;
+		}
+	}
+	/* the daemon's own file status flags: a client that stops draining its irq eventfd, or
+	 * empties the doorbell one first, never blocks a worker */
+	if (q->flags & LIO_QP_DB_EVENTFD)
+		qp->db_fd = ssd_take_fd(c, fi++);
+	if (q->flags & LIO_QP_IRQ_ENABLED)
+		qp->irq_fd = ssd_take_fd(c, fi++);
+	if ((qp->db_fd >= 0 && fcntl(qp->db_fd, F_SETFL, O_NONBLOCK)) ||
+	    (qp->irq_fd >= 0 && fcntl(qp->irq_fd, F_SETFL, O_NONBLOCK))) {
+		ssd_err(c, "qp-create: eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	qp->chk.regions = ss->win.cr;
+	qp->chk.nr_regions = ss->win.n;
+	qp->chk.lba_shift = s->lba_shift;
+	qp->chk.nsid = 1;
+	qp->chk.mdts_bytes = LIO_MDTS_BYTES;
+	if (q->mode == LIO_MODE_ISOLATED) {
+		qp->chk.lba_start = vol->lba_start;
+		qp->chk.lba_count = vol->lba_count;
+		qp->chk.flags = LIO_CHECK_TRANSLATE;
+	} else {
+		/* the guest is trusted with its LBA window, never with the volume table */
+		qp->chk.lba_start = s->data_lba;
+		qp->chk.lba_count = s->data_lbas;
+	}
+	if ((q->flags & LIO_QP_READONLY) || (vol->flags & LIO_ATTACH_READONLY))
+		qp->chk.flags |= LIO_CHECK_READONLY;
+	qp->lba_lo = qp->chk.lba_start;
+	qp->lba_hi = qp->chk.lba_start + qp->chk.lba_count;
+	qp->id = ssd_alloc_qp_id(s);
+	if (!qp->id) {
+		ssd_err(c, "qp-create: no free queue-pair id");
+		r = -ENOSPC;
+		goto fail;
+	}
+	r = ssd_qp_start(s->eng, qp);
+	if (r) {
+		ssd_err(c, "qp-create: out of memory");
+		qp->id = 0;
+		goto fail;
+	}
+	s->qp_by_id[qp->id] = qp;
+	s->nqpairs++;
+	qp->next_in_owner = ss->qps;
+	ss->qps = qp;
+	ss->nqps++;
+	*out = *q;
+	out->db_fd = out->irq_fd = -1;
+	out->qp_id = qp->id;
+	out->sq_off = x->sq_off >= 0 ? (uint64_t)x->sq_off : 0;
+	out->cq_off = x->cq_off >= 0 ? (uint64_t)x->cq_off : 0;
+	out->db_off = x->db_off >= 0 ? (uint64_t)x->db_off : 0;
+	c->outlen = sizeof(*out);
+	return 0;
+fail_space:
+	if (!c->err[0]) {
+		ssd_err(c,
+			"qp-create: queue memory of %" PRIu64 " bytes has no room for SQ %" PRIu64
+			" + CQ %" PRIu64 " + doorbells",
+			ss->qmem_bytes, sqb, cqb);
+		r = -ENOSPC;
+	}
+fail:
+	ssd_qp_release(s, ss, x);
+	return r;
+}
+
+static struct ssd_qp *ssd_session_qp(struct ssd_session *ss, uint32_t id, struct ssd_qp ***prev)
+{
+	struct ssd_qp **pp;
+
+	for (pp = &ss->qps; *pp; pp = &(*pp)->next_in_owner) {
+		if ((*pp)->id == id) {
+			if (prev)
+				*prev = pp;
+			return *pp;
+		}
+	}
+	return NULL;
+}
+
+void ssd_qp_destroy(struct ssd_server *s, struct ssd_session *ss, struct ssd_qp **pp)
+{
+	struct ssd_qp *qp = *pp;
+
+	*pp = qp->next_in_owner;
+	ssd_qp_stop(qp);
+	ssd_counters_add(&ss->retired, &qp->ctr);
+	ss->nqps--;
+	s->nqpairs--;
+	ssd_qp_release(s, ss, (struct ssd_qp_ext *)qp);
+}
+
+static int ssd_op_qp_destroy(struct ssd_call *c)
+{
+	const struct lio_qp_ref *ref = c->in;
+	struct ssd_qp **pp;
+
+	if (!ssd_session_qp(c->ss, ref->qp_id, &pp)) {
+		ssd_err(c, "qp-destroy: queue pair %u is not one of this session's", ref->qp_id);
+		return -ENOENT;
+	}
+	ssd_qp_destroy(c->s, c->ss, pp);
+	return 0;
+}
+
+static int ssd_op_qp_stats(struct ssd_call *c)
+{
+	const struct lio_qp_ref *ref = c->in;
+	struct lio_qp_stats *st = (void *)c->out;
+	/* counters of any queue pair (`lvmm ssd stats`): numbers, never data or addresses */
+	struct ssd_qp *qp =
+	    ref->qp_id && ref->qp_id <= LIO_MAX_QPAIRS ? c->s->qp_by_id[ref->qp_id] : NULL;
+	struct ssd_counters t;
+
+	if (!qp) {
+		ssd_err(c, "qp-stats: no queue pair %u on this SSD", ref->qp_id);
+		return -ENOENT;
+	}
+	ssd_counters_read(&t, &qp->ctr);
+	memset(st, 0, sizeof(*st));
+	st->qp_id = qp->id;
+	st->mode = qp->mode;
+	st->cmds = t.cmds;
+	st->read_bytes = t.read_bytes;
+	st->write_bytes = t.write_bytes;
+	st->errors = t.errors;
+	st->rejected = t.rejected;
+	st->polls = t.polls;
+	st->sleeps = t.sleeps;
+	st->irqs = t.irqs;
+	c->outlen = sizeof(*st);
+	return 0;
+}
+
+/* ---- volumes ---- */
+
+static bool ssd_name_ok(struct ssd_call *c, const char *op, const char *name)
+{
+	if (memchr(name, 0, LIO_NAME_MAX) && lio_name_valid(name))
+		return true;
+	ssd_err(c, "%s: volume name '%.*s' is not 1..31 of [A-Za-z0-9._-]", op, LIO_NAME_MAX - 1,
+		name);
+	return false;
+}
+
+static int ssd_op_vol(struct ssd_call *c, uint32_t op)
+{
+	const struct lio_vol *v = c->in;
+	static const char *const names[] = {[LIO_OP_VOL_CREATE] = "vol-create",
+					    [LIO_OP_VOL_DELETE] = "vol-delete",
+					    [LIO_OP_VOL_RESIZE] = "vol-resize"};
+
+	if (!ssd_name_ok(c, names[op], v->name))
+		return -EINVAL;
+	if (op == LIO_OP_VOL_CREATE)
+		return ssd_volumes_create(c->s->vols, v, c->err, sizeof(c->err));
+	if (op == LIO_OP_VOL_DELETE)
+		return ssd_volumes_delete(c->s->vols, v, c->err, sizeof(c->err));
+	return ssd_volumes_resize(c->s->vols, v, c->err, sizeof(c->err));
+}
+
+static int ssd_op_vol_list(struct ssd_call *c)
+{
+	struct lio_vol_list *l = (void *)c->out;
+	int r;
+
+	memcpy(l, c->in, sizeof(*l));
+	r = ssd_volumes_list(c->s->vols, l);
+	if (r < 0)
+		ssd_err(c, "vol-list: %s", strerror(-r));
+	c->outlen = sizeof(*l);
+	return r < 0 ? r : 0;
+}
+
+static int ssd_op_vol_attach(struct ssd_call *c)
+{
+	struct lio_vol_attach *a = (void *)c->out;
+	struct ssd_session *ss = c->ss;
+	int r;
+
+	memcpy(a, c->in, sizeof(*a));
+	if (ss->nvols >= LIO_MAX_ATTACHED) {
+		ssd_err(c, "vol-attach: %u volumes attached, the limit per session", ss->nvols);
+		return -EMFILE;
+	}
+	if (!(a->flags & LIO_ATTACH_ANON) && !ssd_name_ok(c, "vol-attach", a->name))
+		return -EINVAL;
+	if (a->flags & LIO_ATTACH_ANON)
+		memset(a->name, 0, sizeof(a->name));
+	r = ssd_volumes_attach(c->s->vols, a, ss->owner, c->err, sizeof(c->err));
+	if (r)
+		return r;
+	ss->vols[ss->nvols++] = (struct ssd_attached){
+	    .vol_id = a->vol_id,
+	    .flags = a->flags,
+	    .lba_start = a->lba_start,
+	    .lba_count = a->lba_count,
+	};
+	c->outlen = sizeof(*a);
+	return 0;
+}
+
+static int ssd_op_vol_detach(struct ssd_call *c)
+{
+	const struct lio_vol_attach *a = c->in;
+	struct ssd_session *ss = c->ss;
+	struct ssd_attached *v = ssd_find_vol(ss, a->vol_id);
+	const struct ssd_qp *qp;
+	int r;
+
+	if (!v) {
+		ssd_err(c, "vol-detach: volume %u is not attached to this session", a->vol_id);
+		return -ENOENT;
+	}
+	for (qp = ss->qps; qp; qp = qp->next_in_owner) {
+		if (((const struct ssd_qp_ext *)qp)->vol_id == a->vol_id) {
+			ssd_err(c, "vol-detach: volume %u serves queue pair %u", a->vol_id, qp->id);
+			return -EBUSY;
+		}
+	}
+	r = ssd_volumes_detach(c->s->vols, a->vol_id, ss->owner);
+	if (r) {
+		ssd_err(c, "vol-detach: volume %u: %s", a->vol_id, strerror(-r));
+		return r;
+	}
+	*v = ss->vols[--ss->nvols];
+	return 0;
+}
+
+/* ---- requests ---- */
+
+const uint32_t ssd_in_size[LIO_OP_MAX] = {
+    [LIO_OP_IDENTIFY] = 0,
+    [LIO_OP_DMA_REGISTER] = sizeof(struct lio_dma_window),
+    [LIO_OP_QMEM_ALLOC] = sizeof(struct lio_qmem),
+    [LIO_OP_QP_CREATE] = sizeof(struct lio_qp_create),
+    [LIO_OP_QP_DESTROY] = sizeof(struct lio_qp_ref),
+    [LIO_OP_QP_STATS] = sizeof(struct lio_qp_ref),
+    [LIO_OP_VOL_CREATE] = sizeof(struct lio_vol),
+    [LIO_OP_VOL_DELETE] = sizeof(struct lio_vol),
+    [LIO_OP_VOL_RESIZE] = sizeof(struct lio_vol),
+    [LIO_OP_VOL_LIST] = sizeof(struct lio_vol_list),
+    [LIO_OP_VOL_ATTACH] = sizeof(struct lio_vol_attach),
+    [LIO_OP_VOL_DETACH] = sizeof(struct lio_vol_attach),
+    [LIO_OP_SSD_STATS] = 0,
+    [LIO_OP_SESSION_LIST] = sizeof(struct lio_session_list),
+};
+
+int ssd_dispatch(struct ssd_call *c, uint32_t op)
+{
+	if (op != LIO_OP_DMA_REGISTER && op != LIO_OP_QP_CREATE && c->nfds) {
+		ssd_err(c, "op %u takes no fds (%u sent)", op, c->nfds);
+		return -EINVAL;
+	}
+	switch (op) {
+	case LIO_OP_IDENTIFY:
+		return ssd_op_identify(c);
+	case LIO_OP_DMA_REGISTER:
+		return ssd_op_dma_register(c);
+	case LIO_OP_QMEM_ALLOC:
+		return ssd_op_qmem_alloc(c);
+	case LIO_OP_QP_CREATE:
+		return ssd_op_qp_create(c);
+	case LIO_OP_QP_DESTROY:
+		return ssd_op_qp_destroy(c);
+	case LIO_OP_QP_STATS:
+		return ssd_op_qp_stats(c);
+	case LIO_OP_VOL_CREATE:
+	case LIO_OP_VOL_DELETE:
+	case LIO_OP_VOL_RESIZE:
+		return ssd_op_vol(c, op);
+	case LIO_OP_VOL_LIST:
+		return ssd_op_vol_list(c);
+	case LIO_OP_VOL_ATTACH:
+		return ssd_op_vol_attach(c);
+	case LIO_OP_VOL_DETACH:
+		return ssd_op_vol_detach(c);
+	case LIO_OP_SSD_STATS:
+		return ssd_op_ssd_stats(c);
+	case LIO_OP_SESSION_LIST:
+		return ssd_op_session_list(c);
+	default:
+		return -EINVAL;
+	}
+}

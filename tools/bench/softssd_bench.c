@@ -1,0 +1,200 @@
+/* The "native" client of softssd benchmarks: one session, one queue pair (lio_drv), 4 KiB random
+ * reads at a fixed queue depth for a fixed time; prints IOPS and latency percentiles. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lightiov/nvme.h"
+#include "nvme-lightiov/lio_client.h"
+
+#define BS	    4096u
+#define MAX_SAMPLES (8u << 20)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: softssd-bench-client SSD VOLUME SIZE [--qd N] [--secs S]\n"
+			"       [--mode isolated|passthrough] [--db poll|eventfd] [--fill]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"qd", required_argument, 0, 'q'},	 {"secs", required_argument, 0, 's'},
+	    {"mode", required_argument, 0, 'm'}, {"db", required_argument, 0, 'd'},
+	    {"fill", no_argument, 0, 'f'},	 {0, 0, 0, 0}};
+	unsigned qd = 1, secs = 5, fillv = 0, nsamp = 0, i;
+	uint32_t mode = LIO_MODE_ISOLATED, db = LIO_QP_DB_POLL;
+	struct lio_vol_attach a = {.flags = LIO_ATTACH_CREATE};
+	struct lio_identify id;
+	struct lio_drv_opts o = {0};
+	struct lio_client *c;
+	struct lio_drv *d;
+	uint64_t *t_sub, seed = 0x9e3779b97f4a7c15ull, buf, blocks, done = 0, t0, t1, end;
+	uint32_t *lat;
+	char err[256];
+	int ch, r;
+
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'q':
+			qd = (unsigned)atoi(optarg);
+			break;
+		case 's':
+			secs = (unsigned)atoi(optarg);
+			break;
+		case 'm':
+			mode = !strcmp(optarg, "passthrough") ? LIO_MODE_PASSTHROUGH
+							      : LIO_MODE_ISOLATED;
+			break;
+		case 'd':
+			db = !strcmp(optarg, "eventfd") ? LIO_QP_DB_EVENTFD : LIO_QP_DB_POLL;
+			break;
+		case 'f':
+			fillv = 1;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind + 3 != argc || qd < 1 || qd > 255)
+		usage();
+	snprintf(a.name, sizeof(a.name), "%s", argv[optind + 1]);
+	a.size_bytes = strtoull(argv[optind + 2], NULL, 0) << 20; /* MiB */
+	r = lio_client_connect(&c, argv[optind], "bench", &id, err, sizeof(err));
+	if (r || lio_client_vol_attach(c, &a)) {
+		fprintf(stderr, "softssd-bench-client: %s\n", r ? err : lio_client_error(c));
+		return 1;
+	}
+	o = (struct lio_drv_opts){.vol_id = a.vol_id,
+				  .lba_start = a.lba_start,
+				  .lba_count = a.lba_count,
+				  .lba_shift = id.lba_shift,
+				  .mode = mode,
+				  /* the client sleeps on its interrupt eventfd, as a guest would:
+				   * on a busy host a spinning client steals the daemon's CPU */
+				  .qp_flags =
+				      db | LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_IRQ_ENABLED,
+				  .nr_qp = 1,
+				  .depth = 256,
+				  .mem_bytes = 32ull << 20};
+	if (db == LIO_QP_DB_EVENTFD) /* rings in guest memory, as the stock driver's */
+		o.qp_flags = db | LIO_QP_IRQ_ENABLED;
+	r = lio_drv_open(&d, c, &o, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "softssd-bench-client: %s\n", err);
+		return 1;
+	}
+	buf = lio_drv_alloc(d, (uint64_t)256 * BS);
+	blocks = a.size_bytes / BS;
+	if (fillv) { /* random bytes everywhere, so that no read finds a hole */
+		uint64_t *p = lio_drv_ptr(d, buf), off;
+
+		for (off = 0; off < a.size_bytes; off += 32 * BS) {
+			for (i = 0; i < 32 * BS / 8; i++)
+				p[i] = rnd(&seed);
+			if (lio_drv_io(d, 0, NVME_CMD_WRITE, off >> id.lba_shift,
+				       (32 * BS) >> id.lba_shift, buf)) {
+				fprintf(stderr, "softssd-bench-client: fill write failed\n");
+				return 1;
+			}
+		}
+		lio_drv_io(d, 0, NVME_CMD_FLUSH, 0, 0, 0);
+		printf("filled %" PRIu64 " MiB at lba %" PRIu64 "\n", a.size_bytes >> 20,
+		       a.lba_start);
+		lio_drv_close(d);
+		lio_client_close(c);
+		return 0;
+	}
+	lat = malloc(MAX_SAMPLES * sizeof(*lat));
+	t_sub = calloc(65536, sizeof(*t_sub));
+	if (!lat || !t_sub)
+		return 1;
+	t0 = now_ns();
+	end = t0 + (uint64_t)secs * 1000000000ull;
+	for (i = 0; i < qd; i++) {
+		struct nvme_sqe s = {.opcode = NVME_CMD_READ, .nsid = 1};
+		uint64_t lba = (rnd(&seed) % blocks) * (BS >> id.lba_shift);
+		int cid;
+
+		if (mode == LIO_MODE_PASSTHROUGH)
+			lba += a.lba_start;
+		s.cdw10 = (uint32_t)lba;
+		s.cdw11 = (uint32_t)(lba >> 32);
+		s.cdw12 = (BS >> id.lba_shift) - 1;
+		s.prp1 = buf + (uint64_t)i * BS;
+		cid = lio_drv_submit(d, 0, &s);
+		t_sub[cid] = now_ns();
+	}
+	for (;;) {
+		struct nvme_cqe cqe[64];
+		int n = lio_drv_reap(d, 0, cqe, 64, 1000), k;
+		uint64_t t = now_ns();
+
+		if (n <= 0) {
+			fprintf(stderr, "softssd-bench-client: no completion in 1 s\n");
+			return 1;
+		}
+		for (k = 0; k < n; k++) {
+			struct nvme_sqe s = {.opcode = NVME_CMD_READ, .nsid = 1};
+			uint64_t lba = (rnd(&seed) % blocks) * (BS >> id.lba_shift);
+			int cid;
+
+			if (cqe[k].status >> 1) {
+				fprintf(stderr, "softssd-bench-client: status 0x%x\n",
+					cqe[k].status >> 1);
+				return 1;
+			}
+			if (nsamp < MAX_SAMPLES)
+				lat[nsamp++] = (uint32_t)(t - t_sub[cqe[k].cid]);
+			done++;
+			if (t >= end)
+				continue;
+			if (mode == LIO_MODE_PASSTHROUGH)
+				lba += a.lba_start;
+			s.cdw10 = (uint32_t)lba;
+			s.cdw11 = (uint32_t)(lba >> 32);
+			s.cdw12 = (BS >> id.lba_shift) - 1;
+			s.prp1 = buf + (uint64_t)(cqe[k].cid % 256) * BS;
+			cid = lio_drv_submit(d, 0, &s);
+			t_sub[cid] = t;
+		}
+		if (t >= end && !d->qp[0].outstanding)
+			break;
+	}
+	t1 = now_ns();
+	qsort(lat, nsamp, sizeof(*lat), cmp_u32);
+	printf("iops=%.0f p50_us=%.1f p99_us=%.1f ios=%" PRIu64 " secs=%.2f\n",
+	       (double)done * 1e9 / (double)(t1 - t0), lat[nsamp / 2] / 1e3,
+	       lat[(uint64_t)nsamp * 99 / 100] / 1e3, done, (double)(t1 - t0) / 1e9);
+	lio_drv_close(d);
+	lio_client_close(c);
+	return 0;
+}
