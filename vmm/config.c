@@ -216,7 +216,7 @@ static int vnvme_parse_opt(struct vnvme_config *o, bool is_file, const char *key
 		return vnvme_copy_name(o->vol, sizeof(o->vol), "vol", v, strlen(v), err, errlen);
 	if (!is_file && !strcmp(key, "doorbell")) {
 		if (!strcmp(v, "poll") || !strcmp(v, "eventfd") || !strcmp(v, "auto")) {
-			o->doorbell = v[0] == 'p' ? VNVME_DB_POLL
+			o->doorbell = v[0] == 'p'   ? VNVME_DB_POLL
 				      : v[0] == 'e' ? VNVME_DB_EVENTFD
 						    : VNVME_DB_AUTO;
 			return 0;
@@ -307,8 +307,9 @@ opts:
 			return r;
 	}
 	if (!is_file && !o.size && !o.vol[0]) {
-		snprintf(err, errlen, "vnvme: '%s' is neither file=PATH nor %s:SIZE nor %s,vol=NAME",
-			 s, o.ssd, o.ssd);
+		snprintf(err, errlen,
+			 "vnvme: '%s' is neither file=PATH nor %s:SIZE nor %s,vol=NAME", s, o.ssd,
+			 o.ssd);
 		return -EINVAL;
 	}
 	if (is_file && o.mode != VNVME_EMULATE) {
@@ -361,7 +362,8 @@ static int config_validate_vnvme(const struct vm_config *c, char *err, unsigned 
 			return -EINVAL;
 		}
 		if (v->ssd[0] && v->size == 0 && !v->vol[0]) {
-			snprintf(err, errlen, "vnvme %s: ssd %s needs a size or a volume", a, v->ssd);
+			snprintf(err, errlen, "vnvme %s: ssd %s needs a size or a volume", a,
+				 v->ssd);
 			return -EINVAL;
 		}
 		for (unsigned j = 0; j < i; j++) {

@@ -51,8 +51,9 @@ static int walk_parent(const char *root, const char *what, const char *path, con
 	/* Absolute only: the loader and the backends open the same string later, and a relative
 	 * one would mean lvmm's working directory to them. */
 	if (*p != '/' || strncmp(p, root, rl) || (p[rl] != '/' && rl > 1)) {
-		snprintf(err, errlen, "%s %s: not an absolute path beneath the allowed directory %s",
-			 what, path, root);
+		snprintf(err, errlen,
+			 "%s %s: not an absolute path beneath the allowed directory %s", what, path,
+			 root);
 		return -EACCES;
 	}
 	p += rl;
@@ -72,8 +73,9 @@ static int walk_parent(const char *root, const char *what, const char *path, con
 		slash = strchr(p, '/');
 		n = slash ? (size_t)(slash - p) : strlen(p);
 		if (!n || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) {
-			snprintf(err, errlen, "%s %s: '.', '..' or an empty name is not allowed here",
-				 what, path);
+			snprintf(err, errlen,
+				 "%s %s: '.', '..' or an empty name is not allowed here", what,
+				 path);
 			close(dfd);
 			return -EACCES;
 		}
@@ -150,8 +152,8 @@ int fsutil_open(const char *root, const char *what, const char *path, int flags,
 			return -EACCES;
 		}
 		if (e == ENXIO) {
-			snprintf(err, errlen, "%s %s: is a FIFO or device, not a regular file", what,
-				 path);
+			snprintf(err, errlen, "%s %s: is a FIFO or device, not a regular file",
+				 what, path);
 			return -EINVAL;
 		}
 		snprintf(err, errlen, "%s %s: %s", what, path, strerror(e));
@@ -167,8 +169,8 @@ int fsutil_open(const char *root, const char *what, const char *path, int flags,
 	if (!r && trunc && S_ISREG(st.st_mode) && st.st_size) {
 		/* A second name means the file belongs to someone else too: leave it alone. */
 		if (st.st_nlink > 1) {
-			snprintf(err, errlen, "%s %s: has %lu hard links; not truncated", what, path,
-				 (unsigned long)st.st_nlink);
+			snprintf(err, errlen, "%s %s: has %lu hard links; not truncated", what,
+				 path, (unsigned long)st.st_nlink);
 			r = -EACCES;
 		} else if (ftruncate(fd, 0)) {
 			r = -errno;

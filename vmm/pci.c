@@ -373,12 +373,13 @@ static void bars_update(struct pci_dev *d)
 
 			if (why) {
 				if (remap_log_due(b))
-					fprintf(stderr,
-						"pci %s: BAR%u at 0x%llx (%llu bytes) %s: not decoded "
-						"(refusal %llu)\n",
-						d->name, i, (unsigned long long)addr,
-						(unsigned long long)bar->size, why,
-						(unsigned long long)b->remap_refused);
+					fprintf(
+					    stderr,
+					    "pci %s: BAR%u at 0x%llx (%llu bytes) %s: not decoded "
+					    "(refusal %llu)\n",
+					    d->name, i, (unsigned long long)addr,
+					    (unsigned long long)bar->size, why,
+					    (unsigned long long)b->remap_refused);
 				continue;
 			}
 			r = -ENODEV;
@@ -392,7 +393,8 @@ static void bars_update(struct pci_dev *d)
 			if (r) {
 				if (remap_log_due(b))
 					fprintf(stderr,
-						"pci %s: BAR%u at 0x%llx not mapped: %s (refusal %llu)\n",
+						"pci %s: BAR%u at 0x%llx not mapped: %s (refusal "
+						"%llu)\n",
 						d->name, i, (unsigned long long)addr, strerror(-r),
 						(unsigned long long)b->remap_refused);
 				continue;

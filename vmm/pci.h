@@ -117,8 +117,8 @@ struct pci_bus {
 	pthread_cond_t remap_cond;
 	pthread_t remap_thread;
 	bool remap_started, remap_stop;
-	uint32_t remap_want;	   /* slots whose BARs may have moved (b->lock) */
-	struct pci_dev *remap_dev; /* the device being remapped by the worker now (b->lock) */
+	uint32_t remap_want;		/* slots whose BARs may have moved (b->lock) */
+	struct pci_dev *remap_dev;	/* the device being remapped by the worker now (b->lock) */
 	uint64_t remaps, remap_refused; /* counters; refusals are logged sparsely */
 };
 

@@ -97,7 +97,8 @@ static void *serial_out_thread(void *arg)
 			break;
 		}
 		if (o->limit && o->written >= o->limit) {
-			/* The file is full: what the guest sends from now on is counted, not kept. */
+			/* The file is full: what the guest sends from now on is counted, not kept.
+			 */
 			out_drop_all(o);
 			continue;
 		}
@@ -116,7 +117,8 @@ static void *serial_out_thread(void *arg)
 			w = 0;
 		pthread_mutex_lock(&o->lock);
 		if (w < 0) {
-			/* A console that fails (EPIPE, EIO, ENOSPC) drops output instead of spinning. */
+			/* A console that fails (EPIPE, EIO, ENOSPC) drops output instead of
+			 * spinning. */
 			out_drop_all(o);
 		} else if (w > 0) {
 			o->head = (o->head + (unsigned)w) % SERIAL_OUT_RING;
@@ -124,10 +126,11 @@ static void *serial_out_thread(void *arg)
 			o->written += (uint64_t)w;
 			if (o->limit && o->written >= o->limit && !o->limit_noted) {
 				o->limit_noted = true;
-				fprintf(stderr,
-					"serial: console file reached its limit of %llu bytes; further "
-					"output is dropped\n",
-					(unsigned long long)o->limit);
+				fprintf(
+				    stderr,
+				    "serial: console file reached its limit of %llu bytes; further "
+				    "output is dropped\n",
+				    (unsigned long long)o->limit);
 			}
 		}
 	}

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SERIAL_RX_FIFO 64
+#define SERIAL_RX_FIFO	64
 #define SERIAL_OUT_RING (64 * 1024)
 
 /* Transmitted bytes wait here for the writer thread: a vCPU never calls write(2), so a slow or

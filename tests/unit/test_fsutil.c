@@ -1,5 +1,6 @@
 /* Opening client-named files (vmm/fsutil.c): symlinks, FIFOs and devices refused without
- * blocking, append unless truncation is asked for, hard links left alone, allowed-directory walk. */
+ * blocking, append unless truncation is asked for, hard links left alone, allowed-directory walk.
+ */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -78,8 +79,8 @@ START_TEST(test_fifo_and_device_refused_at_once)
 	ck_assert_int_lt(open_in(NULL, "fifo", 0), 0);
 	ck_assert_ptr_nonnull(strstr(err, "a FIFO"));
 	close(rd);
-	fd = fsutil_open(NULL, "kernel", "/dev/null", O_RDONLY, 0, FSUTIL_REGULAR, err,
-			 sizeof(err));
+	fd =
+	    fsutil_open(NULL, "kernel", "/dev/null", O_RDONLY, 0, FSUTIL_REGULAR, err, sizeof(err));
 	ck_assert_int_lt(fd, 0);
 	ck_assert_ptr_nonnull(strstr(err, "character device"));
 	ck_assert_double_lt(testutil_now_s() - t0, 2.0);
@@ -118,8 +119,8 @@ START_TEST(test_allowed_dir_walk)
 	ck_assert_int_ge(fd, 0);
 	close(fd);
 	/* relative: it would mean lvmm's working directory to whoever opens it later */
-	fd = fsutil_open(dir, "serial file", "d/rel.log", O_WRONLY | O_CREAT, 0644,
-			 FSUTIL_REGULAR, err, sizeof(err));
+	fd = fsutil_open(dir, "serial file", "d/rel.log", O_WRONLY | O_CREAT, 0644, FSUTIL_REGULAR,
+			 err, sizeof(err));
 	ck_assert_int_lt(fd, 0);
 	ck_assert_ptr_nonnull(strstr(err, "absolute"));
 	snprintf(p, sizeof(p), "%s/d/rel.log", dir);
@@ -133,13 +134,11 @@ START_TEST(test_allowed_dir_walk)
 			 0);
 	/* a prefix that is not the directory itself */
 	snprintf(p, sizeof(p), "%sx/file", dir);
-	ck_assert_int_lt(fsutil_open(dir, "kernel", p, O_RDONLY, 0, FSUTIL_REGULAR, err,
-				     sizeof(err)),
-			 0);
+	ck_assert_int_lt(
+	    fsutil_open(dir, "kernel", p, O_RDONLY, 0, FSUTIL_REGULAR, err, sizeof(err)), 0);
 	snprintf(p, sizeof(p), "%s/d/missing.img", dir);
-	ck_assert_int_eq(fsutil_check(dir, "vnvme file", p, true, FSUTIL_REGULAR_OR_BLOCK, err,
-				      sizeof(err)),
-			 0);
+	ck_assert_int_eq(
+	    fsutil_check(dir, "vnvme file", p, true, FSUTIL_REGULAR_OR_BLOCK, err, sizeof(err)), 0);
 	snprintf(p, sizeof(p), "%s/d/missing", dir);
 	ck_assert_int_lt(fsutil_check(dir, "kernel", p, false, FSUTIL_REGULAR, err, sizeof(err)),
 			 0);

@@ -117,9 +117,8 @@ static void setup(void)
 	w32(NVME_REG_CC, NVME_CC_EN | 6 << 16 | 4 << 20);
 	ck_assert_uint_eq(admin(NVME_ADMIN_SET_FEATURES, NVME_FEAT_NUM_QUEUES, 0, 0, 0), 0);
 	ck_assert_uint_eq(admin(NVME_ADMIN_CREATE_CQ, (IOQ_SIZE - 1) << 16 | 1, 1, IOCQ_GPA, 0), 0);
-	ck_assert_uint_eq(admin(NVME_ADMIN_CREATE_SQ, (IOQ_SIZE - 1) << 16 | 1, 1 << 16 | 1,
-				IOSQ_GPA, 0),
-			  0);
+	ck_assert_uint_eq(
+	    admin(NVME_ADMIN_CREATE_SQ, (IOQ_SIZE - 1) << 16 | 1, 1 << 16 | 1, IOSQ_GPA, 0), 0);
 	ck_assert_uint_eq(admin(NVME_ADMIN_DBBUF, 0, 0, DBS_GPA, EIS_GPA), 0);
 }
 

@@ -191,8 +191,8 @@ START_TEST(test_vwc_off_means_durable)
 	c = mk(NVME_ADMIN_GET_FEATURES, 21, 0);
 	c.cdw10 = NVME_FEAT_VOLATILE_WC;
 	ck_assert_uint_eq(cmd(0, &c), 0);
-	ck_assert_uint_eq(((struct nvme_cqe *)(ram + ACQ_GPA))[heads[0] ? heads[0] - 1 : QS - 1].dw0,
-			  0);
+	ck_assert_uint_eq(
+	    ((struct nvme_cqe *)(ram + ACQ_GPA))[heads[0] ? heads[0] - 1 : QS - 1].dw0, 0);
 	ck_assert_uint_eq(write_at(32, 2, false), 0);
 	ck_assert_uint_eq(write_at(33, 3, false), 0);
 	nvme_file_durability(nf, &dw, &syncs);

@@ -373,8 +373,8 @@ END_TEST
 /* A BAR moved onto another BAR, into RAM, the IOAPIC or ECAM stops decoding instead. */
 START_TEST(test_bar_overlap_refused)
 {
-	uint64_t a = bar64(1 << 3, 0), t = bar64(1 << 3, 4), bad[] = {
-		t, 0x100000, LAYOUT_IOAPIC, LAYOUT_ECAM_START, LAYOUT_RAM_HIGH};
+	uint64_t a = bar64(1 << 3, 0), t = bar64(1 << 3, 4),
+		 bad[] = {t, 0x100000, LAYOUT_IOAPIC, LAYOUT_ECAM_START, LAYOUT_RAM_HIGH};
 	unsigned i;
 	uint32_t v;
 
