@@ -155,11 +155,11 @@ int main(int argc, char **argv)
 	}
 	for (;;) {
 		struct nvme_cqe cqe[64];
-		int n = lio_drv_reap(d, 0, cqe, 64, 1000), k;
+		int n = lio_drv_reap(d, 0, cqe, 64, 30000), k;
 		uint64_t t = now_ns();
 
 		if (n <= 0) {
-			fprintf(stderr, "softssd-bench-client: no completion in 1 s\n");
+			fprintf(stderr, "softssd-bench-client: no completion in 30 s\n");
 			return 1;
 		}
 		for (k = 0; k < n; k++) {
