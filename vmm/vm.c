@@ -596,7 +596,8 @@ int vm_boot(struct vm *vm, char *err, unsigned errlen)
 	if (vm->cfg.serial == SERIAL_FILE && !vm->serial_open) {
 		ret = vm_open_serial_file(vm, err, errlen);
 		if (ret) {
-			pthread_mutex_unlock(&vm->lock); /* still Created: fix the file, boot again */
+			/* still Created: the file can be fixed and the VM booted again */
+			pthread_mutex_unlock(&vm->lock);
 			return ret;
 		}
 	}

@@ -32,7 +32,8 @@ struct nvme_file {
 	bool running, stop;
 	struct nvme_ctrl *ctrl;
 	unsigned pending; /* requests in the ring (I/O thread only) */
-	uint64_t durable_writes, syncs; /* written through (FUA or cache off), synced zeroings */
+	/* written through (FUA or cache off), synced zeroings (controller lock) */
+	uint64_t durable_writes, syncs;
 };
 
 static int file_prepare(struct nvme_file *f, const struct vnvme_config *cfg, char *err,

@@ -289,7 +289,7 @@ void testutil_skip(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	/* Flushed at once: a forked Check case must not leave it in a buffer a later fork copies. */
+	/* Flushed at once: a forked Check case must not leave it in a buffer a fork copies. */
 	printf("SKIP: %s\n", buf);
 	fflush(stdout);
 }
