@@ -349,6 +349,39 @@ START_TEST(validate_vnvme)
 }
 END_TEST
 
+START_TEST(serial_forms)
+{
+	struct vm_config c;
+
+	config_defaults(&c);
+	ck_assert_uint_eq(c.serial_limit, CONFIG_DEFAULT_SERIAL_LIMIT);
+	ck_assert_int_eq(config_parse_serial("file=/var/log/vm1.log", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.serial, SERIAL_FILE);
+	ck_assert_str_eq(c.serial_file, "/var/log/vm1.log");
+	ck_assert(!c.serial_truncate);
+	ck_assert_uint_eq(c.serial_limit, CONFIG_DEFAULT_SERIAL_LIMIT);
+	ck_assert_int_eq(
+	    config_parse_serial("file=/tmp/a,b.log,truncate=on,limit=1M", &c, err, sizeof(err)), 0);
+	ck_assert_str_eq(c.serial_file, "/tmp/a,b.log"); /* a comma that is no option stays */
+	ck_assert(c.serial_truncate);
+	ck_assert_uint_eq(c.serial_limit, 1 << 20);
+	ck_assert_int_eq(config_parse_serial("file=/x,limit=0", &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.serial_limit, 0); /* no limit */
+	ck_assert(!c.serial_truncate);
+	ck_assert_int_eq(config_parse_serial("off", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.serial, SERIAL_OFF);
+	ck_assert_str_eq(c.serial_file, "");
+	ck_assert_int_eq(config_parse_serial("stdio", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.serial, SERIAL_STDIO);
+	ck_assert_int_eq(config_parse_serial("file=/x,limit=12Q", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "limit"));
+	ck_assert_int_eq(config_parse_serial("file=", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(config_parse_serial("file=,truncate=on", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(config_parse_serial("pty", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "pty"));
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -360,6 +393,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, vnvme_file_form);
 	tcase_add_test(tc, vnvme_ssd_form);
 	tcase_add_test(tc, vnvme_errors);
+	tcase_add_test(tc, serial_forms);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("validate");
 	tcase_add_checked_fixture(tc, setup_kernel, teardown_kernel);
