@@ -1,12 +1,21 @@
 #!/usr/bin/env python3
 """Training-shaped gpu-fs workload: a GPT-2-124M-sized model (12 layers, d=768, 12 heads,
-sequence 1024, vocabulary 50257, random weights) takes training steps whose input batches are
-read from a GVDK token file and whose saved activations are offloaded after each layer's
-forward and reloaded by its backward (saved_tensors_hooks), through libgemini or through
-posix pread/pwrite, against keeping everything in HBM.
+sequence 1024, vocabulary 50257, random initial weights) takes training steps whose input
+batches are read from a GVDK token file and whose saved activations are offloaded after each
+layer's forward and reloaded by its backward (saved_tensors_hooks). Modes:
+  hbm          everything stays in HBM
+  gpufs        G_write/G_read kernels into a GVDK file through libgemini (--backend mem: the
+               controller's namespace in host memory; disk: the file's blocks on the disk)
+  posix        .cpu() + pwrite, pread + .cuda() (a file, through the OS page cache)
+  pinned       the plain host-memory hook a practitioner writes: the same >= 1 MiB tensors
+               copied into pinned host buffers with non_blocking copies, and back
+  save_on_cpu  torch.autograd.graph.save_on_cpu(pin_memory=True) (every saved tensor)
+--corpus FILE: train on that text, one byte a token (else random tokens); the loss of every
+step is printed, so a falling loss shows the offloaded activations are the right ones.
 
-usage: gpt2_offload.py LIBGEMINI_TORCH GVDK_TOOL WORK_DIR OUT_CSV [--batch 4] [--steps 4]
-                       [--modes hbm,gpufs,posix] [--page 65536] [--cache-mib 1024]
+usage: gpt2_offload.py LIBGEMINI_TORCH GVDK_TOOL WORK_DIR OUT_CSV [--batch 8] [--steps 4]
+                       [--modes hbm,gpufs,posix,pinned,save_on_cpu] [--page 65536]
+                       [--cache-mib 1024] [--backend mem|disk] [--corpus FILE]
 """
 import os
 # before CUDA starts: libgemini's copy streams must not share a hardware queue with the kernels
@@ -87,6 +96,32 @@ def gvdk_file(tool, path, size):
     return header()
 
 
+class PinnedOffload:
+    """The host-memory baseline: >= 1 MiB saved activations to pinned host buffers."""
+
+    def __init__(self, params):
+        self.params = params
+        self.bytes, self.count = 0, 0
+
+    def reset(self):
+        self.bytes, self.count = 0, 0
+
+    def pack(self, t):
+        if (not t.is_cuda or t.data_ptr() in self.params or t.numel() * t.element_size() < (1 << 20)):
+            return t
+        h = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+        h.copy_(t, non_blocking=True)
+        self.bytes += t.numel() * t.element_size()
+        self.count += 1
+        return (h, t.device)
+
+    def unpack(self, p):
+        if isinstance(p, torch.Tensor):
+            return p
+        h, dev = p
+        return h.to(dev, non_blocking=True)
+
+
 class Offload:
     """Pack/unpack hooks: large saved activations go to a file, parameters and small tensors
     stay. A bump allocator over the file, reset every step."""
@@ -149,7 +184,10 @@ def main():
     ap.add_argument('csv')
     ap.add_argument('--batch', type=int, default=8)
     ap.add_argument('--steps', type=int, default=4)
-    ap.add_argument('--modes', default='hbm,gpufs,posix')
+    ap.add_argument('--modes', default='hbm,gpufs,posix,pinned,save_on_cpu')
+    ap.add_argument('--backend', default='mem', choices=('mem', 'disk'))
+    ap.add_argument('--corpus', default='')
+    ap.add_argument('--lr', type=float, default=1e-4)
     ap.add_argument('--page', type=int, default=1 << 16)
     ap.add_argument('--cache-mib', type=int, default=1024)
     ap.add_argument('--ctrl-threads', type=int, default=1)
@@ -170,20 +208,29 @@ def main():
     lib.gt_init.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_uint]
     lib.gt_size.restype = ctypes.c_longlong
 
-    # token file: steps+1 batches of random tokens (int32), read through gpu-fs or pread
+    # token file: steps+1 batches (int32), read through gpu-fs or pread: the corpus's bytes as
+    # tokens (consecutive windows, wrapping), else random tokens
     tok_bytes = (steps + 1) * B * (T + 1) * 4
     tok_path = os.path.join(a.work, 'tokens.gvdk')
     toff, _ = gvdk_file(a.gvdk, tok_path, max(tok_bytes, 1 << 20) + (1 << 20))
-    rng = np.random.default_rng(1)
+    if a.corpus:
+        text = np.frombuffer(open(a.corpus, 'rb').read(), dtype=np.uint8)
+        if len(text) < B * (T + 1):
+            sys.exit('corpus %s: %d bytes, fewer than one batch' % (a.corpus, len(text)))
+        toks = np.resize(text, tok_bytes // 4).astype(np.int32)
+        print('corpus %s: %d bytes (one byte a token), %d tokens a step' %
+              (a.corpus, len(text), B * T), flush=True)
+    else:
+        toks = np.random.default_rng(1).integers(0, V, tok_bytes // 4, dtype=np.int32)
     with open(tok_path, 'r+b') as f:
         f.seek(toff)
-        f.write(rng.integers(0, V, tok_bytes // 4, dtype=np.int32).tobytes())
+        f.write(toks.tobytes())
         f.flush()
         os.fsync(f.fileno())
     act_path = os.path.join(a.work, 'activations.gvdk')
     aoff, asize = gvdk_file(a.gvdk, act_path, a.file_gib << 30)
 
-    rc = lib.gt_init(0, a.page, a.cache_mib << 20, a.ctrl_threads)
+    rc = lib.gt_init(0 if a.backend == 'mem' else 1, a.page, a.cache_mib << 20, a.ctrl_threads)
     if rc:
         sys.exit('gt_init failed: %d' % rc)
     tfd = lib.gt_open(tok_path.encode(), 0)
@@ -216,10 +263,14 @@ def main():
 
     for mode in a.modes.split(','):
         model.load_state_dict(init)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-        off = Offload(mode, lib, afd, asize, a.page, pfd_act, aoff)
-        off.params = {p.data_ptr() for p in model.parameters()}
-        hooks = None if mode == 'hbm' else (off.pack, off.unpack)
+        opt = torch.optim.AdamW(model.parameters(), lr=a.lr, fused=True)
+        params = {p.data_ptr() for p in model.parameters()}
+        if mode == 'pinned':
+            off = PinnedOffload(params)
+        else:
+            off = Offload(mode, lib, afd, asize, a.page, pfd_act, aoff)
+            off.params = params
+        hooks = None if mode in ('hbm', 'save_on_cpu') else (off.pack, off.unpack)
         times, loads, fwd, losses, gnorm = [], [], [], [], None
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
@@ -230,7 +281,11 @@ def main():
             x, y = load(step, mode != 'posix')
             torch.cuda.synchronize()
             t1 = time.perf_counter()
-            loss = model(x, y, hooks)
+            if mode == 'save_on_cpu':
+                with torch.autograd.graph.save_on_cpu(pin_memory=True):
+                    loss = model(x, y, None)
+            else:
+                loss = model(x, y, hooks)
             torch.cuda.synchronize()
             t2 = time.perf_counter()
             loss.backward()
@@ -246,7 +301,9 @@ def main():
                 times.append(t3 - t0)
                 loads.append(t1 - t0)
                 fwd.append(t2 - t1)
-        if int(err.item()) or int(off.err.item()):
+        print('gpt2 %s losses by step: %s' % (mode, ' '.join('%.4f' % v for v in losses)),
+              flush=True)
+        if int(err.item()) or (hasattr(off, 'err') and int(off.err.item())):
             sys.exit('%s: a G_read/G_write failed' % mode)
         peak = torch.cuda.max_memory_allocated() / 2**30
         st = (ctypes.c_ulonglong * 6)()
@@ -256,22 +313,24 @@ def main():
             ref = (losses, gnorm)
         same = all(abs(u - v) <= 1e-3 * abs(v) for u, v in zip(losses, ref[0])) and \
             abs(gnorm - ref[1]) <= 1e-3 * ref[1]
-        rows.append((mode, B, med(times), med(loads), med(fwd), off.bytes / 2**30, off.count,
+        label = mode + ('-disk' if mode == 'gpufs' and a.backend == 'disk' else '')
+        rows.append((label, B, med(times), med(loads), med(fwd), off.bytes / 2**30, off.count,
                      peak, losses[0], gnorm, int(same), a.page, a.cache_mib, a.ctrl_threads,
-                     list(st)))
+                     list(st), losses[-1]))
         print('gpt2 %-6s batch %d: step %.1f ms (load %.2f ms, forward %.1f ms), offloaded '
               '%.2f GiB in %d tensors, peak torch memory %.2f GiB, loss %.4f, grad norm %.4f, '
               'same as first mode: %s; cache stats %s' %
-              (mode, B, med(times), med(loads), med(fwd), off.bytes / 2**30, off.count, peak,
+              (label, B, med(times), med(loads), med(fwd), off.bytes / 2**30, off.count, peak,
                losses[0], gnorm, bool(same), list(st)), flush=True)
         del off
     new = not os.path.exists(a.csv)
     with open(a.csv, 'a') as f:
         if new:
             f.write('kind,mode,batch,step_ms,load_ms,fwd_ms,offload_gib,tensors,peak_gib,'
-                    'loss0,gnorm0,same,page,cache_mib,ctrl_threads\n')
+                    'loss0,gnorm0,same,page,cache_mib,ctrl_threads,loss_last,corpus\n')
         for r in rows:
-            f.write('gpt2,%s,%d,%.1f,%.3f,%.1f,%.3f,%d,%.2f,%.5f,%.5f,%d,%d,%d,%d\n' % r[:14])
+            f.write('gpt2,%s,%d,%.1f,%.3f,%.1f,%.3f,%d,%.2f,%.5f,%.5f,%d,%d,%d,%d' % r[:14] +
+                    ',%.5f,%s\n' % (r[15], os.path.basename(a.corpus) or 'random'))
     lib.gt_exit()
 
 

@@ -120,13 +120,15 @@ if has torch; then
 	timeout ${TORCH_T:-300} python3 bench/gpt2_offload.py "$b/libgemini_torch.so" "$b/gvdk" "$W" \
 		"$r/bench/gpt2.csv" ${TORCH_ARGS:-} >"$r/torch.log" 2>&1
 	echo "torch rc=$?"
-	# TORCH2: a second configuration, e.g. "--modes gpufs --ctrl-threads 4"
-	if [ -n "${TORCH2:-}" ]; then
+	# TORCH2: more configurations, ';' between them, e.g. "--modes gpufs --ctrl-threads 4"
+	IFS=';' read -r -a more <<<"${TORCH2:-}"
+	for cfg in "${more[@]}"; do
+		[ -n "${cfg// /}" ] || continue
 		timeout ${TORCH_T:-300} python3 bench/gpt2_offload.py "$b/libgemini_torch.so" "$b/gvdk" "$W" \
-			"$r/bench/gpt2.csv" $TORCH2 >>"$r/torch.log" 2>&1
-		echo "torch ($TORCH2) rc=$?"
-	fi
-	grep -E "^gpt2|Error|error" "$r/torch.log" | tail -12
+			"$r/bench/gpt2.csv" $cfg >>"$r/torch.log" 2>&1
+		echo "torch ($cfg) rc=$?"
+	done
+	grep -E "^gpt2|^corpus|Error|error" "$r/torch.log" | tail -24
 fi
 cp bench/results/ablate-lockpath.csv "$r/bench/" 2>/dev/null
 python3 bench/plot.py "$r/bench" 2>&1 | tail -40

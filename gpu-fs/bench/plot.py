@@ -154,9 +154,9 @@ if plt and abl:
     plt.close()
 
 if plt and gpt:
-    plt.figure(figsize=(7, 4.5))
+    plt.figure(figsize=(max(7, 1.3 * len(gpt)), 4.5))
     lab = ['%s\n(batch %s%s)' % (r['mode'], r['batch'], ', %s ctrl thr' % r['ctrl_threads']
-                                  if r['mode'] == 'gpufs' else '') for r in gpt]
+                                  if r['mode'].startswith('gpufs') else '') for r in gpt]
     plt.bar(lab, [float(r['step_ms']) for r in gpt], color=['C0', 'C1', 'C2', 'C3', 'C4'][:len(gpt)])
     for x, r in enumerate(gpt):
         plt.text(x, float(r['step_ms']), '%.0f ms\n%.2f GiB off' % (float(r['step_ms']),
@@ -211,8 +211,9 @@ if hit:
 for r in seq:
     summary.append('seq %s page %s prefetch %s: %.0f MB/s' % (r['backend'], r['page_size'], r['prefetch'], float(r['mbps'])))
 for r in gpt:
-    summary.append('gpt2 %s batch %s (%s ctrl thr): step %s ms, offloaded %s GiB, peak %s GiB, same result %s' % (
-        r['mode'], r['batch'], r['ctrl_threads'], r['step_ms'], r['offload_gib'], r['peak_gib'], r['same']))
+    summary.append('gpt2 %s batch %s (%s ctrl thr): step %s ms, offloaded %s GiB, peak %s GiB, same result %s, loss %s -> %s' % (
+        r['mode'], r['batch'], r['ctrl_threads'], r['step_ms'], r['offload_gib'], r['peak_gib'], r['same'],
+        r['loss0'], r.get('loss_last', '?')))
 for r in abl:
     if r['warps'] in ('1', '8192'):
         summary.append('ablate page %s warps %s stage %s (%s): %s us/op, %s Mops/s' % (

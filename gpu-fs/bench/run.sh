@@ -35,7 +35,11 @@ C=1,4,16,64,128,256,512
 rr=$out/randread.csv
 if has randread; then
 	echo "kind,backend,host_threads,threads,iops,mbps,lat_us,errors" >"$rr"
+	# kind "nvme-mem": G_read_direct, around the page cache; "-cached": G_read through it
 	"$bench" randread "$f" nvme-mem 1 0 $T 64 >>"$rr" || true
+	"$bench" randread "$f" nvme-mem 1 2 $T 64 >>"$rr" || true
+	"$bench" randread "$f" nvme-mem 4 2 $T 64 >>"$rr" || true
+	"$bench" randread "$f" nvme-disk 1 2 $T 16 >>"$rr" || true
 	[ "${QUICK:-0}" = 1 ] || "$bench" randread "$f" nvme-mem 1 1 $T 64 >>"$rr" || true
 	"$bench" randread "$f" nvme-mem 4 0 $T 64 >>"$rr" || true
 	"$bench" randread "$f" nvme-disk 1 0 $T 16 >>"$rr" || true
@@ -43,7 +47,10 @@ if has randread; then
 	[ "${QUICK:-0}" = 1 ] || "$bench" randread "$f" gds-proxy 1 0 $T 16 >>"$rr" || true
 	"$bench" cpu "$f" buffered $C 2000 >>"$rr" || true
 	"$bench" cpu "$f" direct $C 500 >>"$rr" || true
-	[ "${QUICK:-0}" = 1 ] || "$bench" cpu "$f" gds $C 500 >>"$rr" || true
+	# the strongest CPU-centric baselines: batched async copies, thread count swept; cuFile
+	"$bench" cpu-batched "$f" buffered 1,2,4,8,16,32,64 8192 64 >>"$rr" || true
+	"$bench" cpu-batched "$f" direct 1,2,4,8,16,32,64 1024 64 >>"$rr" || true
+	"$bench" cpu "$f" gds 1,4,8,16,32,64 2000 >>"$rr" || true
 fi
 has map && { "$bench" map "$f" >"$out/map.csv" || true; }
 if has copycost; then
