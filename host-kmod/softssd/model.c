@@ -113,6 +113,10 @@ int ssd_model_parse(struct ssd_model *m, const char *s, char *err, unsigned errl
 
 		if (r)
 			return r;
+		if (c && !c[1]) { /* "latency=80us," */
+			snprintf(err, errlen, "--model: '%s' ends with a comma", s);
+			return -EINVAL;
+		}
 		p += n + (c != NULL);
 	}
 	if (m->iops)
