@@ -53,7 +53,8 @@ enum lio_op {
 	LIO_OP_IDENTIFY = 1,	/* -> lio_identify */
 	LIO_OP_DMA_REGISTER,	/* lio_dma_window (+ one memfd per region) */
 	LIO_OP_QMEM_ALLOC,	/* lio_qmem -> lio_qmem (+ the queue-memory memfd) */
-	LIO_OP_QP_CREATE,	/* lio_qp_create (+ eventfds) -> lio_qp_create */
+	LIO_OP_QP_CREATE,	/* lio_qp_create (+ db_fd if LIO_QP_DB_EVENTFD, then irq_fd if
+				 * LIO_QP_IRQ_ENABLED) -> lio_qp_create */
 	LIO_OP_QP_DESTROY,	/* lio_qp_ref */
 	LIO_OP_QP_STATS,	/* lio_qp_ref -> lio_qp_stats */
 	LIO_OP_VOL_CREATE,	/* lio_vol */
@@ -95,7 +96,8 @@ struct lio_dma_region {
 	uint64_t gpa;
 	uint64_t size;	    /* multiple of LIO_PAGE_SIZE, > 0 */
 	uint64_t fd_offset; /* multiple of LIO_PAGE_SIZE */
-	int32_t fd;	    /* memfd (ioctl); over the socket, the region's SCM_RIGHTS fd */
+	int32_t fd;	    /* memfd (ioctl); over the socket, the region's SCM_RIGHTS fd, which
+			     * softssd requires sealed with F_SEAL_SHRINK (it maps the file) */
 	uint32_t rsvd;
 };
 
