@@ -56,8 +56,8 @@ START_TEST(test_filter_before_images)
 	open_i = first_line(log, "/initrd");
 	ck_assert_msg(filter > 0, "no seccomp filter installed:\n%s", log);
 	ck_assert_msg(open_k > 0, "the kernel was never opened:\n%s", log);
-	ck_assert_msg(filter < open_k, "kernel opened (line %d) before the filter (line %d)", open_k,
-		      filter);
+	ck_assert_msg(filter < open_k, "kernel opened (line %d) before the filter (line %d)",
+		      open_k, filter);
 	ck_assert(!open_i || filter < open_i);
 	free(log);
 	testutil_rmtree(dir);
