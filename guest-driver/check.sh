@@ -40,6 +40,7 @@ for p in "$here"/patches/6.1/*.patch; do
 		bad "$(basename "$p") applies only with offsets: $out"
 	fi
 done
+# shellcheck disable=SC2012
 [ $failed -eq 0 ] && say "patches/6.1: $(ls "$here"/patches/6.1/*.patch | wc -l) patches apply to linux-source-6.1 $srcver"
 
 # 2. checkpatch --strict: both series, and the module as a file.
@@ -54,7 +55,33 @@ if ! out=$("$checkpatch" --strict --quiet --no-tree --file "$here"/module/lighti
 fi
 [ $failed -eq 0 ] && say "patches/6.1, patches/mainline, module: checkpatch --strict clean"
 
+# 4. install.sh into a staging root: the module and the persistence files, a module built for
+# another kernel refused, --uninstall leaves nothing behind.
+stage_install() {
+	local ko=$1 kver=$2 stage=$work/stage out
+	rm -rf "$stage" && mkdir -p "$stage/etc/initramfs-tools"
+	if ! out=$(LIO_ROOT=$stage LIO_KVER=$kver "$here/install.sh" --ko "$ko" 2>&1); then
+		bad "install.sh --ko (staged): $out"
+		return
+	fi
+	for f in lib/modules/$kver/extra/lightiov_nvme.ko etc/modules-load.d/lightiov_nvme.conf \
+		etc/udev/rules.d/60-lightiov-nvme.rules usr/local/sbin/lightiov-nvme-bind \
+		etc/initramfs-tools/hooks/lightiov_nvme; do
+		[ -s "$stage/$f" ] || bad "install.sh (staged) did not write $f"
+	done
+	if LIO_ROOT=$stage LIO_KVER=0.0.0-other "$here/install.sh" --ko "$ko" >/dev/null 2>&1; then
+		bad "install.sh took a module built for $kver on kernel 0.0.0-other"
+	fi
+	LIO_ROOT=$stage LIO_KVER=$kver "$here/install.sh" --uninstall >/dev/null 2>&1 ||
+		bad "install.sh --uninstall (staged) failed"
+	if [ -n "$(find "$stage" -type f)" ]; then
+		bad "install.sh --uninstall left $(find "$stage" -type f | tr '\n' ' ')"
+	fi
+	[ $failed -ne 0 ] || say "install.sh: staged install and --uninstall ($kver)"
+}
+
 # 3. The module against the distribution's headers (what install.sh does in a Debian guest).
+# shellcheck disable=SC2012
 kdir=$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -n 1 || true)
 if [ -z "$kdir" ]; then
 	bad "no /usr/src/linux-headers-*-amd64 (apt-get install linux-headers-amd64)"
@@ -68,6 +95,8 @@ else
 		bad "lightiov_nvme.ko against $kdir: warnings"
 	else
 		say "lightiov_nvme.ko builds against $(basename "$kdir")"
+		kver=$(tr '\000' '\n' <"$mod/lightiov_nvme.ko" | sed -n 's/^vermagic=//p' | cut -d' ' -f1)
+		stage_install "$mod/lightiov_nvme.ko" "$kver"
 	fi
 fi
 exit $failed

@@ -10,9 +10,11 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-kver=$(uname -r)
-# LIO_ROOT: a staging root for the files written (packaging and tests); devices are left alone.
+# LIO_ROOT: a staging root for the files written (packaging and tests): devices, modules loaded
+# and the initramfs are left alone; LIO_KVER then names the kernel the files are for.
 root=${LIO_ROOT:-}
+kver=$(uname -r)
+[ -z "$root" ] || kver=${LIO_KVER:-$kver}
 moddir=$root/lib/modules/$kver/extra
 ko_dst=$moddir/lightiov_nvme.ko
 helper=$root/usr/local/sbin/lightiov-nvme-bind
@@ -171,7 +173,7 @@ do_install() {
 	ko=$1 persist=$2
 	if [ -n "$ko" ]; then
 		[ -r "$ko" ] || die "$ko: not readable"
-		vm=$(modinfo -F vermagic "$ko" 2>/dev/null | cut -d' ' -f1)
+		vm=$(tr '\000' '\n' <"$ko" | sed -n 's/^vermagic=//p' | head -n 1 | cut -d' ' -f1)
 		[ "$vm" = "$kver" ] || die "$ko is for kernel '${vm:-unknown}', this one runs $kver"
 	elif [ -r "$here/prebuilt/$kver/lightiov_nvme.ko" ]; then
 		ko=$here/prebuilt/$kver/lightiov_nvme.ko
