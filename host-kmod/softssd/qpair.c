@@ -564,25 +564,31 @@ static bool ssd_worker_recheck(struct ssd_worker *w, bool *watch)
 static void ssd_worker_sleep(struct ssd_worker *w, uint64_t now)
 {
 	struct epoll_event ev[32];
-	int timeout = -1, n, i;
+	uint64_t timeout_ns = UINT64_MAX;
+	struct timespec ts;
+	int n, i;
 	bool watch;
 
 	if (ssd_worker_recheck(w, &watch))
 		return;
 	if (watch)
-		timeout = SSD_POLL_SLEEP_MS;
+		timeout_ns = SSD_POLL_SLEEP_MS * 1000000ull;
+	/* the model's next completion to the nanosecond (epoll_pwait2): an 80 us device must not
+	 * become a 1 ms one because its worker went to sleep */
 	if (w->due_head) {
-		uint64_t ms = (w->due_head->due_ns - now + 999999) / 1000000;
+		uint64_t rem = w->due_head->due_ns > now ? w->due_head->due_ns - now : 0;
 
-		if (timeout < 0 || ms < (uint64_t)timeout)
-			timeout = (int)ms;
+		if (rem < timeout_ns)
+			timeout_ns = rem;
 	}
 	if (w->worked) {
 		for (i = 0; i < (int)w->nmine; i++)
 			CTR_ADD(w->mine[i], sleeps, 1);
 		w->worked = false;
 	}
-	n = epoll_wait(w->epfd, ev, 32, timeout);
+	ts.tv_sec = (time_t)(timeout_ns / 1000000000ull);
+	ts.tv_nsec = (long)(timeout_ns % 1000000000ull);
+	n = epoll_pwait2(w->epfd, ev, 32, timeout_ns == UINT64_MAX ? NULL : &ts, NULL);
 	for (i = 0; i < n; i++) {
 		eventfd_t v;
 
