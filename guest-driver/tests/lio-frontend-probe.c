@@ -82,18 +82,19 @@ static void probe_window(void)
 {
 	unsigned long long bytes = 0, nlb;
 	struct nvme_passthru_cmd pt = {.opcode = 0x81, .nsid = 1};
-	unsigned char *buf = page_buf(8192), *sb = page_buf(4096);
-	int fd = open("/dev/nvme0n1", O_RDWR), r;
+	unsigned char *buf = page_buf(8192), *sb = page_buf(4096), *io_sb;
+	int fd = open("/dev/nvme0n1", O_RDWR), r, lbs = 0;
 
 	if (fd < 0 || !buf || !sb) {
 		fail("open /dev/nvme0n1");
 		return;
 	}
-	if (ioctl(fd, BLKGETSIZE64, &bytes)) {
-		fail("BLKGETSIZE64");
+	if (ioctl(fd, BLKGETSIZE64, &bytes) || ioctl(fd, BLKSSZGET, &lbs) || lbs < 512 ||
+	    lbs > 4096) {
+		fail("BLKGETSIZE64 or BLKSSZGET");
 		return;
 	}
-	nlb = bytes / 512;
+	nlb = bytes / (unsigned)lbs;
 	printf("LIO-WINDOW lbas=%llu\n", nlb);
 
 	r = submit_io(fd, 0x02, nlb, 0, buf);
@@ -117,9 +118,10 @@ static void probe_window(void)
 	/* In the window, the ioctl path and the block path see the same superblock: its magic
 	 * and UUID, which the mounted file system never rewrites (the rest may be dirty in the
 	 * page cache). Untranslated, LBA 2 of the SSD would be the volume before this one. */
-	r = submit_io(fd, 0x02, 2, 1, buf);
-	if (r || pread(fd, sb, 1024, 1024) != 1024 || buf[0x38] != 0x53 || buf[0x39] != 0xef ||
-	    memcmp(buf + 0x38, sb + 0x38, 2) || memcmp(buf + 0x68, sb + 0x68, 16))
+	r = submit_io(fd, 0x02, 1024 / (unsigned)lbs, 0, buf);
+	io_sb = buf + 1024 % (unsigned)lbs;
+	if (r || pread(fd, sb, 1024, 1024) != 1024 || io_sb[0x38] != 0x53 || io_sb[0x39] != 0xef ||
+	    memcmp(io_sb + 0x38, sb + 0x38, 2) || memcmp(io_sb + 0x68, sb + 0x68, 16))
 		fail("ioctl read of LBA 2 is not the block device's ext4 superblock");
 	else
 		printf("LIO-IOCTL-READ ok\n");
