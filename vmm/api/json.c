@@ -225,12 +225,22 @@ static void json_ignore_key(const char *where, const char *k)
 	unsigned i;
 
 	snprintf(name, sizeof(name), "%s%s%s", where, *where ? "." : "", k);
-	for (i = 0; i < json_nlogged; i++)
+	/* a client's key never writes escapes or line breaks into the log */
+	for (char *c = name; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+			*c = '?';
+	for (i = 0; i < json_nlogged && i < JSON_LOGGED_MAX; i++)
 		if (!strcmp(json_logged[i], name))
 			return;
-	if (json_nlogged < JSON_LOGGED_MAX)
-		snprintf(json_logged[json_nlogged++], sizeof(json_logged[0]), "%s", name);
-	fprintf(stderr, "lvmm api: vm.create: ignoring field '%.47s' (not in the VmConfig schema)\n",
+	if (json_nlogged > JSON_LOGGED_MAX)
+		return;
+	if (json_nlogged == JSON_LOGGED_MAX) {
+		json_nlogged++;
+		fprintf(stderr, "lvmm api: vm.create: more ignored fields, no longer logged\n");
+		return;
+	}
+	snprintf(json_logged[json_nlogged++], sizeof(json_logged[0]), "%s", name);
+	fprintf(stderr, "lvmm api: vm.create: ignoring field '%s' (not in the VmConfig schema)\n",
 		name);
 }
 
