@@ -30,7 +30,7 @@ start=$(date +%s)
 LVMM_STATS=1 timeout --foreground 1500 "$build/lvmm" run --kernel "$kernel" \
 	--initramfs "$initramfs" --cmdline "console=ttyS0 lvmm.test=nvme-demo" --cpus "$cpus" \
 	--memory 128M --vnvme "demo0:64M,vol=demo,serial=LVMMDEMO" --serial stdio </dev/null \
-	2> >(grep -v "exits: pio" >&2)
+	2> >(grep --line-buffered -v "exits: pio" >&2)
 rc=$?
 echo
 if [ $rc -eq 0 ]; then

@@ -283,6 +283,13 @@ static void hook_unbind(void *opaque, uint16_t sqid, uint32_t handle)
 	pthread_mutex_unlock(&v->db_lock);
 }
 
+static bool hook_alive(void *opaque)
+{
+	struct vnvme *v = opaque;
+
+	return nvme_lio_alive(v->lio);
+}
+
 static void bar_moved(struct pci_dev *d, unsigned bar, uint64_t gpa)
 {
 	struct vnvme *v = d->priv;
@@ -385,6 +392,7 @@ static int vnvme_lio_open(struct vnvme *v, struct nvme_ctrl_params *p, struct nv
 	h->dbbuf = NULL;
 	h->bind = hook_bind;
 	h->unbind = hook_unbind;
+	h->alive = hook_alive;
 	for (i = 0; i < gm->nslots; i++)
 		if (gm->slots[i].gpa + gm->slots[i].size > top)
 			top = gm->slots[i].gpa + gm->slots[i].size;

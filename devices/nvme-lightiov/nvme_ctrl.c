@@ -417,6 +417,8 @@ static uint32_t reg_read32(struct nvme_ctrl *c, uint64_t off)
 	case NVME_REG_CC:
 		return c->cc;
 	case NVME_REG_CSTS:
+		if (c->hooks.alive && (c->cc & NVME_CC_EN) && !c->hooks.alive(c->hooks.opaque))
+			c->csts |= NVME_CSTS_CFS;
 		return c->csts;
 	case NVME_REG_AQA:
 		return c->aqa;

@@ -96,6 +96,9 @@ struct nvme_ctrl_hooks {
 	 * called with the controller lock held (Create/Delete SQ, reset, destroy). */
 	uint16_t (*bind)(void *opaque, const struct nvme_qp_bind *b, uint32_t *handle);
 	void (*unbind)(void *opaque, uint16_t sqid, uint32_t handle);
+	/* Whether the backend still serves (asked when the host reads CSTS); false sets CSTS.CFS,
+	 * which is how a driver whose commands time out learns that the device is gone. */
+	bool (*alive)(void *opaque);
 };
 
 struct nvme_ctrl_stats {

@@ -1,6 +1,7 @@
 /* vNVMe backend binding (passthrough and isolated modes): the softssd session of one controller,
  * its volume, queue memory (doorbell pages, then the CMB) and guest I/O queues as queue pairs. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,6 +208,19 @@ bool nvme_lio_anon(const struct nvme_lio *l)
 bool nvme_lio_dead(const struct nvme_lio *l)
 {
 	return l->dead;
+}
+
+bool nvme_lio_alive(struct nvme_lio *l)
+{
+	struct pollfd p = {.fd = lio_client_fd(l->c), .events = POLLRDHUP};
+
+	/* The daemon never writes unasked: a readable or hung-up socket means it went away. */
+	if (!l->dead && poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR))) {
+		l->dead = true;
+		fprintf(stderr, "vnvme %s: ssd %s went away: controller fatal status\n", l->dev,
+			l->id.name);
+	}
+	return !l->dead;
 }
 
 /* A transport error (not a refusal) means the daemon is gone: say so once, fail fast after. */

@@ -58,5 +58,7 @@ void nvme_lio_unbind(struct nvme_lio *l, uint32_t qp_id);
 int nvme_lio_qp_stats(struct nvme_lio *l, uint32_t qp_id, struct lio_qp_stats *s);
 /* The backend is gone (connection lost): every later bind fails at once. */
 bool nvme_lio_dead(const struct nvme_lio *l);
+/* Looks at the session socket without blocking: false once the daemon is gone (it hung up). */
+bool nvme_lio_alive(struct nvme_lio *l);
 
 #endif

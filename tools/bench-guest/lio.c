@@ -275,6 +275,8 @@ static bool ctrl_init(void)
 
 /* Finds the controller, moves its BARs below 4 GiB, enables it, identifies the namespace and
  * creates I/O queue pair 1 (SQ in RAM or, with bench.sq=cmb, in the CMB). */
+static bool lio_queues(void);
+
 static bool lio_setup(void)
 {
 	unsigned devfn;
@@ -304,9 +306,20 @@ static bool lio_setup(void)
 	check(run(0, &c, NULL) == 0, "identify namespace");
 	nsze = *(uint64_t *)idbuf;
 	bench_printf("bench: lio namespace %lu blocks\n", nsze);
-	if (vmode !=
-	    LIGHTIOV_MODE_EMULATE) /* emulate: a file, no window (the same loops compare) */
+	/* emulate: a file, no window (the same loops compare) */
+	if (vmode != LIGHTIOV_MODE_EMULATE)
 		check(nsze == lba_size, "namespace size is the capability's LBA window");
+	return lio_queues();
+}
+
+/* Doorbell Buffer Config when asked (bench.dbbuf=on), then I/O queue pair 1 from scratch. */
+static bool lio_queues(void)
+{
+	struct nvme_sqe c;
+
+	sq_tail[1] = cq_head[1] = 0;
+	phase[1] = 1;
+	zero(iocq, sizeof(iocq));
 	if (param_is("bench.dbbuf", "on")) {
 		c = cmd(NVME_ADMIN_DBBUF);
 		c.prp1 = (uint64_t)dbs_buf;
@@ -367,6 +380,42 @@ static void lio_rw(uint64_t seed, uint64_t lba0, uint64_t n, bool write)
 	check(!bad, "read data matches the pattern");
 }
 
+/* The queue pair goes and comes back twice, the data with it: Delete SQ and CQ, then a
+ * controller reset (CC.EN = 0) and a fresh init; each time a new backend queue pair serves. */
+static void lio_again(uint64_t seed, uint64_t lba0, uint64_t n)
+{
+	struct nvme_sqe c;
+	uint64_t deadline;
+
+	c = cmd(NVME_ADMIN_DELETE_SQ);
+	c.cdw10 = 1;
+	check(run(0, &c, NULL) == 0, "delete SQ 1");
+	c = cmd(NVME_ADMIN_DELETE_CQ);
+	c.cdw10 = 1;
+	check(run(0, &c, NULL) == 0, "delete CQ 1");
+	if (!lio_queues())
+		return;
+	lio_rw(seed, lba0, n, false);
+	/* reset with the queue pair bound: the backend lets go of it with the admin queue */
+	wr32(NVME_REG_CC, 0);
+	deadline = bench_ns() + 2000000000ULL;
+	while ((rd32(NVME_REG_CSTS) & NVME_CSTS_RDY) && bench_ns() < deadline)
+		;
+	sq_tail[0] = cq_head[0] = 0;
+	phase[0] = 1;
+	zero(acq, sizeof(acq));
+	shadow = false;
+	if (!ctrl_init()) {
+		check(false, "enable after reset");
+		return;
+	}
+	if (!lio_queues())
+		return;
+	lio_rw(seed, lba0, n, false);
+	if (!failures)
+		bench_puts("bench: lio requeue and reset ok\n");
+}
+
 static void lio_ring3(void)
 {
 	uint64_t seed = param_u64("bench.seed", 1), lba0 = param_u64("bench.lba", 0);
@@ -396,6 +445,12 @@ static void lio_ring3(void)
 	}
 	t1 = bench_ns();
 	bench_printf("bench: lio qd1 4k read: %lu I/Os, %lu ns/io\n", i, (t1 - t0) / (i ? i : 1));
+	if (i < ios) {
+		/* the backend is gone, or stalled: CSTS tells a driver which */
+		bench_printf("bench: lio csts %x\n", rd32(NVME_REG_CSTS));
+		goto out;
+	}
+	lio_again(seed, lba0, n);
 out:
 	bench_printf("bench: lio %s (%u failures)\n", failures ? "FAILED" : "passed", failures);
 }
