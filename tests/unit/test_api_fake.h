@@ -109,10 +109,27 @@ static unsigned fake_get_counters(struct vm *vm, struct vm_dev_counters *out, un
 	return 1;
 }
 
+/* Set by a test to play a VM layer whose hot-add works (slot 5), for vm.add-vnvme's answer. */
+static bool fake_hotplug_ok;
+
 static int fake_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen)
 {
+	if (fake_hotplug_ok && vm->cfg.nvnvme < CONFIG_MAX_VNVME) {
+		vm->cfg.vnvme[vm->cfg.nvnvme++] = *c;
+		return 0;
+	}
 	snprintf(err, errlen, "vnvme %s: PCI hotplug is not supported yet", c->id);
 	return -EOPNOTSUPP;
+}
+
+static int fake_device_slot(struct vm *vm, const char *id, unsigned *slot)
+{
+	for (unsigned i = 0; i < vm->cfg.nvnvme && i < CONFIG_MAX_VNVME; i++)
+		if (!strcmp(vm->cfg.vnvme[i].id, id)) {
+			*slot = 3 + i;
+			return 0;
+		}
+	return -ENOENT;
 }
 
 static int fake_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
@@ -144,6 +161,7 @@ static const struct api_vm_ops fake_ops = {
     .get_counters = fake_get_counters,
     .add_vnvme = fake_add_vnvme,
     .remove_device = fake_remove_device,
+    .device_slot = fake_device_slot,
     .defaults = fake_defaults,
     .validate = NULL,
 };

@@ -580,6 +580,22 @@ START_TEST(test_not_implemented)
 }
 END_TEST
 
+/* vm.add-* answers cloud-hypervisor's PciDeviceInfo, bdf as Kata parses it (0000:00:SS.0). */
+START_TEST(test_add_pci_device_info)
+{
+	fake_hotplug_ok = true;
+	ck_assert_int_eq(put("vm.create", good_config), 204);
+	ck_assert_int_eq(put("vm.add-vnvme", "{\"path\": \"/tmp/x.img\"}"), 200);
+	/* good_config holds nvme0 and "fast": the first free id, third device */
+	ck_assert_str_eq(json_string_value(json_object_get(answer, "id")), "nvme1");
+	ck_assert_str_eq(json_string_value(json_object_get(answer, "bdf")), "0000:00:05.0");
+	ck_assert_uint_eq(json_object_size(answer), 2);
+	ck_assert_int_eq(put("vm.add-vnvme", "{\"id\": \"x\", \"path\": \"/tmp/y.img\"}"), 200);
+	ck_assert_str_eq(json_string_value(json_object_get(answer, "bdf")), "0000:00:06.0");
+	fake_hotplug_ok = false;
+}
+END_TEST
+
 START_TEST(test_vmm_shutdown)
 {
 	ck_assert_int_eq(put("vm.create", good_config), 204);
@@ -748,6 +764,7 @@ static Suite *api_router_suite(void)
 	tcase_add_test(tc, test_info_no_nulls);
 	tcase_add_test(tc, test_resize);
 	tcase_add_test(tc, test_not_implemented);
+	tcase_add_test(tc, test_add_pci_device_info);
 	tcase_add_test(tc, test_vmm_shutdown);
 	tcase_add_test(tc, test_external_vm);
 
