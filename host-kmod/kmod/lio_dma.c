@@ -20,6 +20,8 @@ static void lio_region_drop(struct device *dev, struct lio_region *r)
 			break;
 		if (r->dma && !dma_mapping_error(dev, r->dma[i]))
 			dma_unmap_page(dev, r->dma[i], PAGE_SIZE, DMA_BIDIRECTIONAL);
+		/* the controller wrote behind the page cache's back */
+		set_page_dirty_lock(r->pages[i]);
 		put_page(r->pages[i]);
 	}
 	kvfree(r->pages);

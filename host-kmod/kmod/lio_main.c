@@ -91,7 +91,8 @@ static ssize_t volumes_show(struct device *dev, struct device_attribute *attr, c
 	unsigned int i;
 
 	mutex_lock(&ssd->lock);
-	for (i = 0; ssd->vt && i < ssd->vt->n; i++)
+	/* one page at most: the first volumes of a long table */
+	for (i = 0; ssd->vt && i < ssd->vt->n && n < PAGE_SIZE - 96; i++)
 		n += sysfs_emit_at(buf, n, "%s %llu %llu%s\n", ssd->vt->e[i].name,
 				   ssd->vt->e[i].lba_start, ssd->vt->e[i].lba_count,
 				   ssd->vt->e[i].flags & LIO_VOL_ANON ? " anon" : "");

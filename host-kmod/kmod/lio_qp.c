@@ -276,6 +276,8 @@ static unsigned int lio_qp_fetch(struct lio_qp *qp)
 		qp->broken = true;
 		return 0;
 	}
+	/* the guest wrote its SQEs before the tail: read them after it */
+	smp_rmb();
 	room = lio_qp_cq_room(qp);
 	while (qp->g_sq_head != tail) {
 		if (room <= qp->inflight) {
