@@ -1,0 +1,214 @@
+/* Kata Containers' clh driver replayed on the Linux guest kernel: `lvmm -v --api-socket` as Kata
+ * launches its hypervisor, then ping, create with the full default body of Kata's generated
+ * client for an initrd sandbox, info, boot, /init running, info, resize, pause, resume,
+ * shutdown, vmm.shutdown; vCPU threads named as Kata pins them; virtio-fs and vsock refused. */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "apitest.h"
+#include "testutil.h"
+
+/* One boot: the kernel's emulated start takes minutes on a loaded kvm_pvm host. */
+#define INIT_LIMIT_S	500
+#define TCASE_TIMEOUT_S 600
+
+static struct apitest T;
+static char kernel[4096], initramfs[4096];
+
+static int curl(const char *method, const char *endpoint, const char *data, json_t **body)
+{
+	return apitest_curl(&T, method, endpoint, data, body);
+}
+
+static void setup(void)
+{
+	char gdir[3900];
+
+	apitest_init(&T, "/tmp/lvmm-ltest-kata-");
+	T.curl_max_s = 60;
+	snprintf(gdir, sizeof(gdir), "%s", testutil_env_or("LVMM_GUEST_DIR", ""));
+	if (!*gdir)
+		snprintf(gdir, sizeof(gdir), "%s/guest", testutil_env_or("BUILD", "build"));
+	snprintf(kernel, sizeof(kernel), "%s/vmlinux", gdir);
+	snprintf(initramfs, sizeof(initramfs), "%s/initramfs.cpio", gdir);
+	ck_assert_msg(access(kernel, R_OK) == 0, "%s missing: run make guest", kernel);
+	ck_assert_msg(access(initramfs, R_OK) == 0, "%s missing: run make guest", initramfs);
+}
+
+static void teardown(void)
+{
+	apitest_fini(&T);
+}
+
+/* `lvmm -v --api-socket SOCK`, the command line Kata's launchClh() builds. */
+static void launch_like_kata(void)
+{
+	char *argv[] = {(char *)T.lvmm, "-v", "--api-socket", T.sock, NULL};
+	int fd;
+
+	T.pid = fork();
+	ck_assert_int_ge(T.pid, 0);
+	if (!T.pid) {
+		fd = open(T.log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		fd = open("/dev/null", O_RDONLY);
+		dup2(fd, 0);
+		execv(T.lvmm, argv);
+		_exit(127);
+	}
+	for (int i = 0; i < 400; i++) {
+		struct stat st;
+
+		if (!stat(T.sock, &st) && apitest_ping(&T))
+			return;
+		testutil_sleep_ms(25);
+	}
+	ck_abort_msg("lvmm -v --api-socket did not open %s", T.sock);
+}
+
+/* Kata's body: NewVmConfig() and friends fill every field with cloud-hypervisor's defaults;
+ * clh.go sets memory.shared, hotplug_size, the topology, rng, console Off, 2 PCI segments. */
+static void kata_body(char *buf, size_t len, const char *extra)
+{
+	snprintf(buf, len,
+		 "{\"cpus\": {\"boot_vcpus\": 1, \"max_vcpus\": 2, \"kvm_hyperv\": false,"
+		 "           \"nested\": true, \"topology\": {\"threads_per_core\": 1,"
+		 "           \"cores_per_die\": 2, \"dies_per_package\": 1, \"packages\": 1}},"
+		 " \"memory\": {\"size\": 134217728, \"hotplug_size\": 2147483648,"
+		 "             \"mergeable\": false, \"hotplug_method\": \"Acpi\", \"shared\": true,"
+		 "             \"hugepages\": false, \"prefault\": false, \"thp\": true},"
+		 " \"payload\": {\"kernel\": \"%s\", \"initramfs\": \"%s\","
+		 "              \"cmdline\": \"console=ttyS0 panic=1 no_timer_check noreplace-smp\"},"
+		 " \"rng\": {\"src\": \"/dev/urandom\", \"iommu\": false},"
+		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"},"
+		 " \"console\": {\"mode\": \"Off\", \"iommu\": false},"
+		 " \"platform\": {\"num_pci_segments\": 2},"
+		 " \"iommu\": false, \"watchdog\": false, \"pvpanic\": false,"
+		 " \"landlock_enable\": false%s}",
+		 kernel, initramfs, T.console, extra);
+}
+
+/* The names Kata's GetThreadIDs() matches (^vcpu\d+$) among lvmm's threads. */
+static unsigned vcpu_threads(void)
+{
+	char dir[64], path[384], comm[32];
+	struct dirent *e;
+	regex_t re;
+	unsigned n = 0;
+	DIR *d;
+
+	ck_assert_int_eq(regcomp(&re, "^vcpu[0-9]+$", REG_EXTENDED | REG_NOSUB), 0);
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)T.pid);
+	d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/comm", dir, e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f)) {
+			comm[strcspn(comm, "\n")] = 0;
+			n += !regexec(&re, comm, 0, NULL, 0);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	regfree(&re);
+	return n;
+}
+
+static bool console_shows(const char *what, unsigned limit_s)
+{
+	for (unsigned i = 0; i < limit_s * 10; i++) {
+		if (apitest_console_count(&T, what))
+			return true;
+		testutil_sleep_ms(100);
+	}
+	return false;
+}
+
+START_TEST(test_kata_sequence)
+{
+	char body[12000];
+	json_t *j, *cfg;
+
+	launch_like_kata();
+	ck_assert_int_eq(curl("GET", "vmm.ping", NULL, &j), 200);
+	ck_assert(json_is_string(json_object_get(j, "version")));
+	json_decref(j);
+
+	/* what a Kata sandbox with a shared file system or a vsock asks for: refused, named */
+	kata_body(body, sizeof(body),
+		  ", \"fs\": [{\"tag\": \"kataShared\", \"socket\": \"/run/v.sock\","
+		  " \"num_queues\": 1, \"queue_size\": 1024}]");
+	ck_assert_int_eq(curl("PUT", "vm.create", body, &j), 400);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_array_get(j, 0)), "'fs'"));
+	json_decref(j);
+	kata_body(body, sizeof(body), ", \"vsock\": {\"cid\": 3, \"socket\": \"/run/kata.sock\"}");
+	ck_assert_int_eq(curl("PUT", "vm.create", body, &j), 400);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_array_get(j, 0)), "'vsock'"));
+	json_decref(j);
+
+	kata_body(body, sizeof(body), "");
+	ck_assert_int_eq(curl("PUT", "vm.create", body, NULL), 204);
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, &j), 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "state")), "Created");
+	cfg = json_object_get(j, "config");
+	/* Kata's ResizeMemory() reads these two */
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(cfg, "memory"), "size")),
+			 134217728);
+	ck_assert_ptr_null(json_object_get(json_object_get(cfg, "memory"), "hotplug_size"));
+	json_decref(j);
+
+	ck_assert_int_eq(curl("PUT", "vm.boot", NULL, NULL), 204);
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, &j), 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "state")), "Running");
+	json_decref(j);
+	ck_assert_uint_eq(vcpu_threads(), 1);
+
+	/* the kernel boots and runs /init */
+	ck_assert_msg(console_shows("LVMM-GUEST-UP", INIT_LIMIT_S), "/init did not run");
+
+	/* Kata resizes on every container: the size the VM has is a no-op */
+	ck_assert_int_eq(curl("PUT", "vm.resize", "{\"desired_vcpus\": 1}", NULL), 204);
+	ck_assert_int_eq(curl("PUT", "vm.resize", "{\"desired_vcpus\": 2}", &j), 501);
+	json_decref(j);
+	ck_assert_int_eq(curl("PUT", "vm.pause", NULL, NULL), 204);
+	ck_assert_str_eq(apitest_vm_state(&T), "Paused");
+	ck_assert_int_eq(curl("PUT", "vm.resume", NULL, NULL), 204);
+	ck_assert_str_eq(apitest_vm_state(&T), "Running");
+	ck_assert_int_eq(curl("PUT", "vm.shutdown", NULL, NULL), 204);
+	ck_assert_str_eq(apitest_vm_state(&T), "Shutdown");
+	ck_assert_int_eq(curl("PUT", "vmm.shutdown", NULL, NULL), 204);
+	ck_assert_int_eq(apitest_wait(&T, 30), 0);
+	ck_assert_int_eq(access(T.sock, F_OK), -1);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("linux_kata");
+	TCase *tc = tcase_create("kata");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, TCASE_TIMEOUT_S);
+	tcase_add_test(tc, test_kata_sequence);
+	suite_add_tcase(s, tc);
+	return testutil_run_suite(s);
+}
