@@ -8,6 +8,7 @@
 
 #define W_BAR_GPA 0xc0000000ULL /* inside the 32-bit hole of lvmm and of QEMU's q35 */
 #define W_CMB_GPA 0xd0000000ULL
+#define W_ECAM	  0xe0000000ULL /* microvm's PCIe ECAM */
 #define PAGE	  4096
 #define AQ_DEPTH  16
 #define NQ	  WORK_MAX_QUEUES
@@ -37,14 +38,24 @@ static bool shadow;
 static uint32_t vmode = LIGHTIOV_MODE_EMULATE;
 static uint64_t lba_start;
 
+/* Configuration space through ports 0xcf8/0xcfc, or through ECAM where the machine has no such
+ * ports (QEMU's microvm with pcie=on); ECAM also spares ring 3 the trapped port I/O. */
+static volatile uint32_t *ecam;
+
 static uint32_t cfg_read(unsigned devfn, unsigned reg)
 {
+	if (ecam)
+		return ecam[(devfn << 12 | (reg & 0xffc)) / 4];
 	outl(0xcf8, 0x80000000u | devfn << 8 | (reg & 0xfc));
 	return inl(0xcfc);
 }
 
 static void cfg_write(unsigned devfn, unsigned reg, uint32_t v)
 {
+	if (ecam) {
+		ecam[(devfn << 12 | (reg & 0xffc)) / 4] = v;
+		return;
+	}
 	outl(0xcf8, 0x80000000u | devfn << 8 | (reg & 0xfc));
 	outl(0xcfc, v);
 }
@@ -161,17 +172,20 @@ static uint16_t admin(struct nvme_sqe *c, uint32_t *dw0)
 
 static bool find_nvme(unsigned *devfn)
 {
-	unsigned slot;
+	unsigned slot, pass;
 
-	for (slot = 0; slot < 32; slot++) {
-		uint32_t id = cfg_read(slot << 3, 0), cls = cfg_read(slot << 3, 8) >> 8;
+	for (pass = 0; pass < 2; pass++, ecam = (volatile uint32_t *)W_ECAM)
+		for (slot = 0; slot < 32; slot++) {
+			uint32_t id = cfg_read(slot << 3, 0), cls = cfg_read(slot << 3, 8) >> 8;
 
-		if (id != 0xffffffff && cls == 0x010802) {
-			*devfn = slot << 3;
-			bench_printf("bench: work nvme at 00:%x.0 id %x\n", slot, id);
-			return true;
+			if (id != 0xffffffff && cls == 0x010802) {
+				*devfn = slot << 3;
+				bench_printf("bench: work nvme at 00:%x.0 id %x%s\n", slot, id,
+					     ecam ? " (ECAM)" : "");
+				return true;
+			}
 		}
-	}
+	ecam = NULL;
 	return false;
 }
 
