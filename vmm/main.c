@@ -362,7 +362,9 @@ static int cmd_run(int argc, char **argv)
 
 /* cloud-hypervisor's command line where it overlaps, as Kata launches its hypervisor:
  * `lvmm [-v...] --api-socket PATH` is `lvmm run --api-socket PATH` (an empty VMM waiting for
- * vm.create); -v is accepted and changes nothing, lvmm's messages being on stderr already. */
+ * vm.create). -v is accepted and changes nothing, lvmm's messages being on stderr already;
+ * --log-file PATH appends them to PATH instead; --seccomp true|false|log is accepted, and lvmm
+ * keeps its own filter whatever it says (it is not the one cloud-hypervisor's switch is about). */
 static int cmd_toplevel(int argc, char **argv)
 {
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
@@ -376,6 +378,30 @@ static int cmd_toplevel(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (argv[i][0] == '-' && argv[i][1] == 'v' && argv[i][strspn(argv[i] + 1, "v") + 1] == 0)
 			continue;
+		if (!strcmp(argv[i], "--seccomp") || !strcmp(argv[i], "--log-file")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "lvmm: %s needs an argument\n", argv[i]);
+				free(args);
+				return 2;
+			}
+			if (!strcmp(argv[i], "--seccomp") && strcmp(argv[i + 1], "true") &&
+			    strcmp(argv[i + 1], "false") && strcmp(argv[i + 1], "log")) {
+				fprintf(stderr, "lvmm: --seccomp takes true, false or log\n");
+				free(args);
+				return 2;
+			}
+			if (!strcmp(argv[i], "--log-file") && !freopen(argv[i + 1], "a", stderr)) {
+				free(args);
+				return 1; /* stderr is gone: nothing left to tell */
+			}
+			i++;
+			continue;
+		}
+		if (argv[i][0] == '-' && argv[i][1] != '-') {
+			fprintf(stderr, "lvmm: unknown option '%s' (lvmm --help)\n", argv[i]);
+			free(args);
+			return 2;
+		}
 		args[n++] = argv[i];
 	}
 	args[n] = NULL;
@@ -401,7 +427,8 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "--api-socket") || !strncmp(argv[1], "--api-socket=", 13) ||
-	    !strncmp(argv[1], "-v", 2))
+	    !strncmp(argv[1], "-v", 2) || !strcmp(argv[1], "--seccomp") ||
+	    !strcmp(argv[1], "--log-file"))
 		return cmd_toplevel(argc, argv);
 	if (!strcmp(argv[1], "api"))
 		return api_client_main(argc - 1, argv + 1);

@@ -2,6 +2,7 @@
  * `lvmm api` through create -> boot -> info -> pause -> resume -> counters -> shutdown on the
  * bench guest, every error class, and the command-line VM's socket lifetime. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -452,6 +453,77 @@ START_TEST(test_command_line_vm)
 }
 END_TEST
 
+/* How many of lvmm's threads are named vcpuN (what Kata's GetThreadIDs() pins). */
+static unsigned vcpu_threads(pid_t pid)
+{
+	char dir[64], path[384], comm[32];
+	struct dirent *e;
+	unsigned n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s/comm", dir, e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, "vcpu", 4) &&
+		    comm[4] >= '0' && comm[4] <= '9')
+			n++;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/* cloud-hypervisor's command line as Kata builds it: lvmm -vv --api-socket S --seccomp false
+ * --log-file LOG; vCPU threads named vcpuN. */
+START_TEST(test_toplevel_cli)
+{
+	char logf[160], out[4096], err[4096], cfg[2048];
+	char *argv[] = {(char *)T.lvmm, "-vv",	   "--api-socket", T.sock, "--seccomp",
+			"false",	"--log-file", logf,	    NULL};
+	char *bad[] = {(char *)T.lvmm, "--seccomp", "maybe", "--api-socket", T.sock, NULL};
+	char *badv[] = {(char *)T.lvmm, "-vx", "--api-socket", T.sock, NULL};
+	char *text;
+
+	snprintf(logf, sizeof(logf), "%s/ch.log", T.dir);
+	ck_assert_int_eq(apitest_run_capture(bad, out, sizeof(out), err, sizeof(err)), 2);
+	ck_assert_ptr_nonnull(strstr(err, "--seccomp"));
+	ck_assert_int_eq(apitest_run_capture(badv, out, sizeof(out), err, sizeof(err)), 2);
+	ck_assert_ptr_nonnull(strstr(err, "-vx"));
+	T.pid = fork();
+	ck_assert_int_ge(T.pid, 0);
+	if (!T.pid) {
+		execv(T.lvmm, argv);
+		_exit(127);
+	}
+	for (int i = 0; i < 200 && !apitest_ping(&T); i++)
+		testutil_sleep_ms(25);
+	ck_assert(apitest_ping(&T));
+	/* a key outside the schema: ignored, logged to the --log-file */
+	snprintf(cfg, sizeof(cfg), "%s", vm_config("spin"));
+	ck_assert_ptr_nonnull(strstr(cfg, "\"boot_vcpus\": 1"));
+	strstr(cfg, "\"boot_vcpus\": 1")[14] = '2';
+	cfg[strlen(cfg) - 1] = 0;
+	strcat(cfg, ", \"sgx_epc\": []}");
+	ck_assert_int_eq(put("vm.create", cfg), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert_msg(heartbeats_pass(0), "the guest did not start");
+	ck_assert_uint_eq(vcpu_threads(T.pid), 2);
+	ck_assert_int_eq(put("vmm.shutdown", NULL), 204);
+	ck_assert_int_eq(wait_lvmm(), 0);
+	text = testutil_slurp(logf);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_ptr_nonnull(strstr(text, "ignoring field 'sgx_epc'"));
+	free(text);
+}
+END_TEST
+
 /* Every endpoint's answers in every VM state against cloud-hypervisor's OpenAPI file, by the
  * Python validator (jsonschema, Debian's python3-jsonschema): `lvmm -v --api-socket`, Kata's
  * body, a virtio-fs share and a vsock refused with 400 naming them. */
@@ -501,6 +573,7 @@ static Suite *api_integ_suite(void)
 	tcase_add_test(tc, test_command_line_vm);
 	tcase_add_test(tc, test_stale_socket);
 	tcase_add_test(tc, test_openapi_schema);
+	tcase_add_test(tc, test_toplevel_cli);
 	suite_add_tcase(s, tc);
 	return s;
 }
