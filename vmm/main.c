@@ -39,7 +39,8 @@ static void usage_run(FILE *f)
 	fprintf(
 	    f,
 	    "usage: lvmm run [--kernel FILE] [OPTIONS]\n"
-	    "  --kernel FILE        vmlinux (ELF) or bzImage (default: the guest make builds, next\n"
+	    "  --kernel FILE        vmlinux (ELF) or bzImage (default: the guest make builds, "
+	    "next\n"
 	    "                       to the binary in guest/, else in share/lvmm/)\n"
 	    "  --initramfs FILE     initial RAM file system\n"
 	    "  --cmdline STR        kernel command line\n"
@@ -376,7 +377,8 @@ static int cmd_toplevel(int argc, char **argv)
 	}
 	args[n++] = "run";
 	for (i = 1; i < argc; i++) {
-		if (argv[i][0] == '-' && argv[i][1] == 'v' && argv[i][strspn(argv[i] + 1, "v") + 1] == 0)
+		if (argv[i][0] == '-' && argv[i][1] == 'v' &&
+		    argv[i][strspn(argv[i] + 1, "v") + 1] == 0)
 			continue;
 		if (!strcmp(argv[i], "--seccomp") || !strcmp(argv[i], "--log-file")) {
 			if (i + 1 >= argc) {

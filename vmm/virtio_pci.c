@@ -24,8 +24,8 @@ static const struct bus_ops virtio_pci_bar_ops = {
 
 static int virtio_pci_add_cap(struct virtio_pci *vp, uint8_t type, uint32_t off, uint32_t len)
 {
-	struct virtio_pci_cap c = {PCI_CAP_ID_VNDR, 0, sizeof(c), type, VIRTIO_PCI_BAR, 0, {0},
-				   off, len};
+	struct virtio_pci_cap c = {
+	    PCI_CAP_ID_VNDR, 0, sizeof(c), type, VIRTIO_PCI_BAR, 0, {0}, off, len};
 
 	return pci_dev_add_cap(&vp->pci, &c, sizeof(c)) < 0 ? -ENOSPC : 0;
 }
@@ -50,18 +50,25 @@ int virtio_pci_init(struct virtio_pci *vp, const char *name, uint16_t device_id,
 		    const struct virtio_dev_ops *ops, void *opaque, const struct guest_mem *gm,
 		    char *err, unsigned errlen)
 {
-	struct virtio_pci_notify_cap nc = {
-	    {PCI_CAP_ID_VNDR, 0, sizeof(nc), VIRTIO_PCI_CAP_NOTIFY_CFG, VIRTIO_PCI_BAR, 0, {0},
-	     VIRTIO_PCI_NOTIFY_OFF, VIRTIO_PCI_MAX_QUEUES * VIRTIO_PCI_NOTIFY_MULT},
-	    VIRTIO_PCI_NOTIFY_MULT};
+	struct virtio_pci_notify_cap nc = {{PCI_CAP_ID_VNDR,
+					    0,
+					    sizeof(nc),
+					    VIRTIO_PCI_CAP_NOTIFY_CFG,
+					    VIRTIO_PCI_BAR,
+					    0,
+					    {0},
+					    VIRTIO_PCI_NOTIFY_OFF,
+					    VIRTIO_PCI_MAX_QUEUES * VIRTIO_PCI_NOTIFY_MULT},
+					   VIRTIO_PCI_NOTIFY_MULT};
 	int r;
 
 	memset(vp, 0, sizeof(*vp));
 	if (!nqueues || nqueues > VIRTIO_PCI_MAX_QUEUES || !queue_max ||
 	    (queue_max & (queue_max - 1)) || queue_max > VIRTQ_MAX_SIZE) {
-		snprintf(err, errlen, "virtio %s: %u queues of %u entries (1..%u queues, a power of "
-			 "two up to %u entries)", name, nqueues, queue_max, VIRTIO_PCI_MAX_QUEUES,
-			 VIRTQ_MAX_SIZE);
+		snprintf(err, errlen,
+			 "virtio %s: %u queues of %u entries (1..%u queues, a power of "
+			 "two up to %u entries)",
+			 name, nqueues, queue_max, VIRTIO_PCI_MAX_QUEUES, VIRTQ_MAX_SIZE);
 		return -EINVAL;
 	}
 	pthread_mutex_init(&vp->lock, NULL);
@@ -69,8 +76,8 @@ int virtio_pci_init(struct virtio_pci *vp, const char *name, uint16_t device_id,
 	vp->ops = ops;
 	vp->opaque = opaque;
 	vp->device_id = device_id;
-	vp->features = features | (1ULL << VIRTIO_F_VERSION_1) |
-		       (1ULL << VIRTIO_RING_F_EVENT_IDX) | (1ULL << VIRTIO_RING_F_INDIRECT_DESC);
+	vp->features = features | (1ULL << VIRTIO_F_VERSION_1) | (1ULL << VIRTIO_RING_F_EVENT_IDX) |
+		       (1ULL << VIRTIO_RING_F_INDIRECT_DESC);
 	vp->nqueues = nqueues;
 	vp->msix_config = VIRTIO_NO_VECTOR;
 	for (unsigned i = 0; i < nqueues; i++)
@@ -153,11 +160,10 @@ static void virtio_pci_reset(struct virtio_pci *vp)
 /* The common configuration as the driver reads it, for the selected queue. */
 static void virtio_pci_common_image(struct virtio_pci *vp, uint8_t img[VIRTIO_PCI_COMMON_LEN])
 {
-	struct virtio_pci_queue *q = vp->queue_select < vp->nqueues ? &vp->q[vp->queue_select]
-								    : NULL;
+	struct virtio_pci_queue *q =
+	    vp->queue_select < vp->nqueues ? &vp->q[vp->queue_select] : NULL;
 	uint32_t df = vp->dfselect < 2 ? (uint32_t)(vp->features >> (32 * vp->dfselect)) : 0;
-	uint32_t gf =
-	    vp->gfselect < 2 ? (uint32_t)(vp->driver_features >> (32 * vp->gfselect)) : 0;
+	uint32_t gf = vp->gfselect < 2 ? (uint32_t)(vp->driver_features >> (32 * vp->gfselect)) : 0;
 	uint16_t nq = (uint16_t)vp->nqueues, zero16 = 0;
 	uint16_t noff = q ? vp->queue_select : 0, en = q && q->enabled;
 
@@ -217,8 +223,8 @@ static void virtio_pci_enable_queue(struct virtio_pci *vp, struct virtio_pci_que
 static void virtio_pci_common_write(struct virtio_pci *vp, uint64_t off, const void *data,
 				    unsigned len)
 {
-	struct virtio_pci_queue *q = vp->queue_select < vp->nqueues ? &vp->q[vp->queue_select]
-								    : NULL;
+	struct virtio_pci_queue *q =
+	    vp->queue_select < vp->nqueues ? &vp->q[vp->queue_select] : NULL;
 	uint64_t v = 0;
 
 	memcpy(&v, data, len > 8 ? 8 : len);

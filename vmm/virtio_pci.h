@@ -13,10 +13,10 @@
 #include "pci.h"
 #include "virtqueue.h"
 
-#define VIRTIO_PCI_VENDOR     0x1af4
+#define VIRTIO_PCI_VENDOR      0x1af4
 #define VIRTIO_PCI_DEVICE_BASE 0x1040 /* + virtio device id: a modern-only device */
-#define VIRTIO_PCI_MAX_QUEUES 8
-#define VIRTIO_NO_VECTOR      0xffff
+#define VIRTIO_PCI_MAX_QUEUES  8
+#define VIRTIO_NO_VECTOR       0xffff
 
 #define VIRTIO_ID_RNG 4
 
@@ -30,16 +30,16 @@
 #define VIRTIO_STATUS_FAILED	  0x80
 
 /* BAR 0 (64-bit memory, 16 KiB): the four regions the capabilities name */
-#define VIRTIO_PCI_BAR		 0
-#define VIRTIO_PCI_BAR_SIZE	 0x4000
-#define VIRTIO_PCI_COMMON_OFF	 0x0000
-#define VIRTIO_PCI_COMMON_LEN	 0x38
-#define VIRTIO_PCI_ISR_OFF	 0x1000
-#define VIRTIO_PCI_DEVCFG_OFF	 0x2000
-#define VIRTIO_PCI_DEVCFG_LEN	 0x1000
-#define VIRTIO_PCI_NOTIFY_OFF	 0x3000
-#define VIRTIO_PCI_NOTIFY_MULT	 4 /* queue q is kicked at NOTIFY_OFF + 4 * q */
-#define VIRTIO_PCI_MSIX_BAR	 2
+#define VIRTIO_PCI_BAR	       0
+#define VIRTIO_PCI_BAR_SIZE    0x4000
+#define VIRTIO_PCI_COMMON_OFF  0x0000
+#define VIRTIO_PCI_COMMON_LEN  0x38
+#define VIRTIO_PCI_ISR_OFF     0x1000
+#define VIRTIO_PCI_DEVCFG_OFF  0x2000
+#define VIRTIO_PCI_DEVCFG_LEN  0x1000
+#define VIRTIO_PCI_NOTIFY_OFF  0x3000
+#define VIRTIO_PCI_NOTIFY_MULT 4 /* queue q is kicked at NOTIFY_OFF + 4 * q */
+#define VIRTIO_PCI_MSIX_BAR    2
 
 /* virtio_pci_cap.cfg_type */
 #define VIRTIO_PCI_CAP_COMMON_CFG 1
@@ -48,22 +48,22 @@
 #define VIRTIO_PCI_CAP_DEVICE_CFG 4
 
 /* common configuration structure offsets (virtio 1.x, 4.1.4.3) */
-#define VIRTIO_PCI_DFSELECT	 0x00
-#define VIRTIO_PCI_DF		 0x04
-#define VIRTIO_PCI_GFSELECT	 0x08
-#define VIRTIO_PCI_GF		 0x0c
-#define VIRTIO_PCI_MSIX_CONFIG	 0x10
-#define VIRTIO_PCI_NUM_QUEUES	 0x12
-#define VIRTIO_PCI_STATUS	 0x14
-#define VIRTIO_PCI_CFG_GEN	 0x15
-#define VIRTIO_PCI_Q_SELECT	 0x16
-#define VIRTIO_PCI_Q_SIZE	 0x18
-#define VIRTIO_PCI_Q_MSIX	 0x1a
-#define VIRTIO_PCI_Q_ENABLE	 0x1c
-#define VIRTIO_PCI_Q_NOFF	 0x1e
-#define VIRTIO_PCI_Q_DESC	 0x20
-#define VIRTIO_PCI_Q_DRIVER	 0x28
-#define VIRTIO_PCI_Q_DEVICE	 0x30
+#define VIRTIO_PCI_DFSELECT    0x00
+#define VIRTIO_PCI_DF	       0x04
+#define VIRTIO_PCI_GFSELECT    0x08
+#define VIRTIO_PCI_GF	       0x0c
+#define VIRTIO_PCI_MSIX_CONFIG 0x10
+#define VIRTIO_PCI_NUM_QUEUES  0x12
+#define VIRTIO_PCI_STATUS      0x14
+#define VIRTIO_PCI_CFG_GEN     0x15
+#define VIRTIO_PCI_Q_SELECT    0x16
+#define VIRTIO_PCI_Q_SIZE      0x18
+#define VIRTIO_PCI_Q_MSIX      0x1a
+#define VIRTIO_PCI_Q_ENABLE    0x1c
+#define VIRTIO_PCI_Q_NOFF      0x1e
+#define VIRTIO_PCI_Q_DESC      0x20
+#define VIRTIO_PCI_Q_DRIVER    0x28
+#define VIRTIO_PCI_Q_DEVICE    0x30
 
 struct virtio_pci;
 

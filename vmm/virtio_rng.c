@@ -59,7 +59,8 @@ static void rng_notify(struct virtio_pci *vp, unsigned qi)
 			break;
 		}
 		if (!got) {
-			/* with the event index: ask for a kick at the next entry, then look again */
+			/* with the event index: ask for a kick at the next entry, then look again
+			 */
 			if (!virtq_has_avail(q))
 				break;
 			continue;

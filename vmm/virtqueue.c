@@ -51,12 +51,12 @@ int virtq_start(struct virtq *q, const struct guest_mem *gm, uint16_t size, uint
 	q->used = gmem_ptr(gm, used, ulen);
 	if (!q->desc || !q->avail || !q->used) {
 		virtq_reset(q);
-		return virtq_fail(NULL, err, errlen,
-				  "ring areas outside guest RAM (desc 0x%llx+%llu, avail 0x%llx+%llu, "
-				  "used 0x%llx+%llu)",
-				  (unsigned long long)desc, (unsigned long long)dlen,
-				  (unsigned long long)avail, (unsigned long long)alen,
-				  (unsigned long long)used, (unsigned long long)ulen);
+		return virtq_fail(
+		    NULL, err, errlen,
+		    "ring areas outside guest RAM (desc 0x%llx+%llu, avail 0x%llx+%llu, "
+		    "used 0x%llx+%llu)",
+		    (unsigned long long)desc, (unsigned long long)dlen, (unsigned long long)avail,
+		    (unsigned long long)alen, (unsigned long long)used, (unsigned long long)ulen);
 	}
 	q->gm = gm;
 	q->size = size;
@@ -80,12 +80,12 @@ static void virtq_store16(volatile uint8_t *base, uint64_t off, uint16_t v)
 }
 
 /* avail: flags, idx, ring[size], used_event */
-#define AVAIL_IDX	 1
-#define AVAIL_RING(i)	 (2 + (i))
+#define AVAIL_IDX	    1
+#define AVAIL_RING(i)	    (2 + (i))
 #define AVAIL_USED_EVENT(q) (2 + (q)->size)
 /* used: flags (0), idx (2), ring at 4 of {le32 id, le32 len}, avail_event after the ring */
-#define USED_IDX_OFF		 2
-#define USED_RING_OFF(i)	 (4 + 8 * (uint64_t)(i))
+#define USED_IDX_OFF		2
+#define USED_RING_OFF(i)	(4 + 8 * (uint64_t)(i))
 #define USED_AVAIL_EVENT_OFF(q) (4 + 8 * (uint64_t)(q)->size)
 
 int virtq_pop(struct virtq *q, struct virtq_chain *c, char *err, unsigned errlen)
@@ -99,10 +99,9 @@ int virtq_pop(struct virtq *q, struct virtq_chain *c, char *err, unsigned errlen
 		return 0;
 	avail_idx = virtq_load16(&q->avail[AVAIL_IDX]);
 	if ((uint16_t)(avail_idx - q->last_avail) > q->size)
-		return virtq_fail(q, err, errlen,
-				  "available index %u is %u entries past %u in a queue of %u",
-				  avail_idx, (uint16_t)(avail_idx - q->last_avail), q->last_avail,
-				  q->size);
+		return virtq_fail(
+		    q, err, errlen, "available index %u is %u entries past %u in a queue of %u",
+		    avail_idx, (uint16_t)(avail_idx - q->last_avail), q->last_avail, q->size);
 	if (avail_idx == q->last_avail)
 		return 0;
 	head = virtq_load16(&q->avail[AVAIL_RING(q->last_avail & (q->size - 1))]);
@@ -132,13 +131,15 @@ int virtq_pop(struct virtq *q, struct virtq_chain *c, char *err, unsigned errlen
 						  idx);
 			if (d.flags & VIRTQ_DESC_F_NEXT)
 				return virtq_fail(q, err, errlen,
-						  "descriptor %u is both indirect and chained", idx);
+						  "descriptor %u is both indirect and chained",
+						  idx);
 			if (!d.len || d.len % sizeof(struct virtq_desc) ||
 			    d.len / sizeof(struct virtq_desc) > VIRTQ_MAX_SIZE)
-				return virtq_fail(q, err, errlen,
-						  "indirect table of %u bytes (descriptor %u) is not "
-						  "1..%u descriptors",
-						  d.len, idx, VIRTQ_MAX_SIZE);
+				return virtq_fail(
+				    q, err, errlen,
+				    "indirect table of %u bytes (descriptor %u) is not "
+				    "1..%u descriptors",
+				    d.len, idx, VIRTQ_MAX_SIZE);
 			table = gmem_ptr(q->gm, d.addr, d.len);
 			if (!table)
 				return virtq_fail(q, err, errlen,
@@ -164,8 +165,8 @@ int virtq_pop(struct virtq *q, struct virtq_chain *c, char *err, unsigned errlen
 		if (c->nseg >= VIRTQ_MAX_SEGS)
 			return virtq_fail(q, err, errlen, "chain from %u longer than %u buffers",
 					  head, VIRTQ_MAX_SEGS);
-		c->seg[c->nseg++] = (struct virtq_seg){host, d.addr, d.len,
-						       (d.flags & VIRTQ_DESC_F_WRITE) != 0};
+		c->seg[c->nseg++] =
+		    (struct virtq_seg){host, d.addr, d.len, (d.flags & VIRTQ_DESC_F_WRITE) != 0};
 		/* at most VIRTQ_MAX_SEGS lengths of 32 bits: no 64-bit overflow */
 		if (d.flags & VIRTQ_DESC_F_WRITE)
 			c->in_len += d.len;
@@ -174,8 +175,9 @@ int virtq_pop(struct virtq *q, struct virtq_chain *c, char *err, unsigned errlen
 		if (!(d.flags & VIRTQ_DESC_F_NEXT))
 			break;
 		if (d.next >= tsize)
-			return virtq_fail(q, err, errlen, "descriptor %u: next %u past the table of %u",
-					  idx, d.next, tsize);
+			return virtq_fail(q, err, errlen,
+					  "descriptor %u: next %u past the table of %u", idx,
+					  d.next, tsize);
 		/* a chain visits each descriptor at most once: more steps than entries is a loop */
 		if (++walked >= tsize)
 			return virtq_fail(q, err, errlen, "descriptor chain from %u loops", head);

@@ -12,9 +12,9 @@
 #define VIRTQ_MAX_SIZE 32768 /* the spec's largest split queue */
 #define VIRTQ_MAX_SEGS 256   /* buffers of one chain a device takes; longer chains are refused */
 
-#define VIRTQ_DESC_F_NEXT     1
-#define VIRTQ_DESC_F_WRITE    2
-#define VIRTQ_DESC_F_INDIRECT 4
+#define VIRTQ_DESC_F_NEXT	   1
+#define VIRTQ_DESC_F_WRITE	   2
+#define VIRTQ_DESC_F_INDIRECT	   4
 #define VIRTQ_AVAIL_F_NO_INTERRUPT 1
 
 #define VIRTIO_RING_F_INDIRECT_DESC 28

@@ -78,7 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		/* the device writes what the chain offers (the writable buffers may overlap the
 		 * rings: a hostile driver's choice, still inside RAM) */
-		virtq_push(&q, chain.head, virtq_chain_write(&chain, data, (uint32_t)(size < 4096 ? size : 4096)));
+		virtq_push(&q, chain.head,
+			   virtq_chain_write(&chain, data, (uint32_t)(size < 4096 ? size : 4096)));
 		(void)virtq_should_notify(&q);
 	}
 	return 0;

@@ -44,8 +44,8 @@ static void expect_error(const char *method, const char *endpoint, const char *d
 
 	ck_assert_msg(st == want, "%s %s: status %d, expected %d", method, endpoint, st, want);
 	/* cloud-hypervisor's error body: a list of messages */
-	ck_assert_msg(json_is_string(json_array_get(j, 0)), "%s %s: no error message",
-		      method, endpoint);
+	ck_assert_msg(json_is_string(json_array_get(j, 0)), "%s %s: no error message", method,
+		      endpoint);
 	json_decref(j);
 	/* the server keeps serving after every error */
 	ck_assert_int_eq(curl("GET", "vmm.ping", NULL, NULL), 200);
@@ -471,8 +471,8 @@ static unsigned vcpu_threads(pid_t pid)
 		f = fopen(path, "r");
 		if (!f)
 			continue;
-		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, "vcpu", 4) &&
-		    comm[4] >= '0' && comm[4] <= '9')
+		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, "vcpu", 4) && comm[4] >= '0' &&
+		    comm[4] <= '9')
 			n++;
 		fclose(f);
 	}
@@ -485,8 +485,8 @@ static unsigned vcpu_threads(pid_t pid)
 START_TEST(test_toplevel_cli)
 {
 	char logf[160], out[4096], err[4096], cfg[2048];
-	char *argv[] = {(char *)T.lvmm, "-vv",	   "--api-socket", T.sock, "--seccomp",
-			"false",	"--log-file", logf,	    NULL};
+	char *argv[] = {(char *)T.lvmm, "-vv",	      "--api-socket", T.sock, "--seccomp",
+			"false",	"--log-file", logf,	      NULL};
 	char *bad[] = {(char *)T.lvmm, "--seccomp", "maybe", "--api-socket", T.sock, NULL};
 	char *badv[] = {(char *)T.lvmm, "-vx", "--api-socket", T.sock, NULL};
 	char *text;
@@ -530,8 +530,10 @@ END_TEST
 START_TEST(test_openapi_schema)
 {
 	char out[16384], err[16384];
-	char *argv[] = {"python3",   "tests/api/validate_api.py", "--lvmm", (char *)T.lvmm,
-			"--kernel", guest,			  "--dir",  T.dir,
+	char *argv[] = {"python3",  "tests/api/validate_api.py",
+			"--lvmm",   (char *)T.lvmm,
+			"--kernel", guest,
+			"--dir",    T.dir,
 			NULL};
 	int st = apitest_run_capture(argv, out, sizeof(out), err, sizeof(err));
 

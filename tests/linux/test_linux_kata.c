@@ -82,22 +82,23 @@ static void launch_like_kata(void)
  * clh.go sets memory.shared, hotplug_size, the topology, rng, console Off, 2 PCI segments. */
 static void kata_body(char *buf, size_t len, const char *extra)
 {
-	snprintf(buf, len,
-		 "{\"cpus\": {\"boot_vcpus\": 1, \"max_vcpus\": 2, \"kvm_hyperv\": false,"
-		 "           \"nested\": true, \"topology\": {\"threads_per_core\": 1,"
-		 "           \"cores_per_die\": 2, \"dies_per_package\": 1, \"packages\": 1}},"
-		 " \"memory\": {\"size\": 134217728, \"hotplug_size\": 2147483648,"
-		 "             \"mergeable\": false, \"hotplug_method\": \"Acpi\", \"shared\": true,"
-		 "             \"hugepages\": false, \"prefault\": false, \"thp\": true},"
-		 " \"payload\": {\"kernel\": \"%s\", \"initramfs\": \"%s\","
-		 "              \"cmdline\": \"console=ttyS0 panic=1 no_timer_check noreplace-smp\"},"
-		 " \"rng\": {\"src\": \"/dev/urandom\", \"iommu\": false},"
-		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"},"
-		 " \"console\": {\"mode\": \"Off\", \"iommu\": false},"
-		 " \"platform\": {\"num_pci_segments\": 2},"
-		 " \"iommu\": false, \"watchdog\": false, \"pvpanic\": false,"
-		 " \"landlock_enable\": false%s}",
-		 kernel, initramfs, T.console, extra);
+	snprintf(
+	    buf, len,
+	    "{\"cpus\": {\"boot_vcpus\": 1, \"max_vcpus\": 2, \"kvm_hyperv\": false,"
+	    "           \"nested\": true, \"topology\": {\"threads_per_core\": 1,"
+	    "           \"cores_per_die\": 2, \"dies_per_package\": 1, \"packages\": 1}},"
+	    " \"memory\": {\"size\": 134217728, \"hotplug_size\": 2147483648,"
+	    "             \"mergeable\": false, \"hotplug_method\": \"Acpi\", \"shared\": true,"
+	    "             \"hugepages\": false, \"prefault\": false, \"thp\": true},"
+	    " \"payload\": {\"kernel\": \"%s\", \"initramfs\": \"%s\","
+	    "              \"cmdline\": \"console=ttyS0 panic=1 no_timer_check noreplace-smp\"},"
+	    " \"rng\": {\"src\": \"/dev/urandom\", \"iommu\": false},"
+	    " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"},"
+	    " \"console\": {\"mode\": \"Off\", \"iommu\": false},"
+	    " \"platform\": {\"num_pci_segments\": 2},"
+	    " \"iommu\": false, \"watchdog\": false, \"pvpanic\": false,"
+	    " \"landlock_enable\": false%s}",
+	    kernel, initramfs, T.console, extra);
 }
 
 /* The names Kata's GetThreadIDs() matches (^vcpu\d+$) among lvmm's threads. */
@@ -171,8 +172,8 @@ START_TEST(test_kata_sequence)
 	ck_assert_str_eq(json_string_value(json_object_get(j, "state")), "Created");
 	cfg = json_object_get(j, "config");
 	/* Kata's ResizeMemory() reads these two */
-	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(cfg, "memory"), "size")),
-			 134217728);
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(json_object_get(cfg, "memory"), "size")), 134217728);
 	ck_assert_ptr_null(json_object_get(json_object_get(cfg, "memory"), "hotplug_size"));
 	json_decref(j);
 

@@ -232,8 +232,7 @@ static const struct {
     {"{\"console\": {\"mode\": \"Pty\"}}", "virtio-console"},
     {"{\"debug_console\": {\"mode\": \"File\"}}", "debug_console.mode"},
     {"{\"memory\": {\"size\": 1, \"hugepages\": true}}", "'memory.hugepages' is unsupported"},
-    {"{\"memory\": {\"size\": 1, \"zones\": [{\"id\": \"z\", \"size\": 1}]}}",
-     "'memory.zones'"},
+    {"{\"memory\": {\"size\": 1, \"zones\": [{\"id\": \"z\", \"size\": 1}]}}", "'memory.zones'"},
     {"{\"memory\": {\"size\": 1, \"hotplug_method\": \"VirtioMem\"}}", "virtio-mem"},
     {"{\"memory\": {\"size\": 1, \"mergeable\": 1}}", "'memory.mergeable' has the wrong type"},
     {"{\"cpus\": {\"boot_vcpus\": 1, \"kvm_hyperv\": true}}", "'cpus.kvm_hyperv'"},
@@ -491,12 +490,13 @@ START_TEST(test_kata_config)
 	    json_string_value(json_object_get(json_object_get(cfg, "console"), "mode")), "Off");
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(cfg, "rng"), "src")),
 			 "/dev/urandom");
-	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(cfg, "platform"),
-							    "num_pci_segments")),
+	ck_assert_int_eq(json_integer_value(
+			     json_object_get(json_object_get(cfg, "platform"), "num_pci_segments")),
 			 2);
-	ck_assert_int_eq(json_integer_value(json_object_get(
-			     json_object_get(json_object_get(cfg, "cpus"), "topology"), "cores_per_die")),
-			 4);
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(
+		json_object_get(json_object_get(cfg, "cpus"), "topology"), "cores_per_die")),
+	    4);
 	ck_assert_ptr_null(json_object_get(cfg, "sgx_epc"));
 	/* vm.info's config is itself a body vm.create takes, to the same VM */
 	dump = json_dumps(cfg, JSON_COMPACT);
@@ -533,7 +533,8 @@ START_TEST(test_resize)
 	ck_assert_int_eq(put("vm.resize", "{\"desired_vcpus\": 1}"), 404);
 	ck_assert_int_eq(put("vm.create", kata_config), 204);
 	/* what already holds is a no-op, in Created and Running */
-	ck_assert_int_eq(put("vm.resize", "{\"desired_vcpus\": 1, \"desired_ram\": 134217728}"), 204);
+	ck_assert_int_eq(put("vm.resize", "{\"desired_vcpus\": 1, \"desired_ram\": 134217728}"),
+			 204);
 	ck_assert_int_eq(put("vm.boot", NULL), 204);
 	ck_assert_int_eq(put("vm.resize", "{\"desired_vcpus\": 1}"), 204);
 	ck_assert_int_eq(put("vm.resize", "{\"desired_balloon\": 0, \"unknown\": 1}"), 204);

@@ -34,8 +34,8 @@ static void setup(void)
 	gmem_init_buffer(&gm, ram, RAM_SIZE);
 	avail_idx = 0;
 	err[0] = 0;
-	ck_assert_int_eq(virtq_start(&q, &gm, QSIZE, DESC_GPA, AVAIL_GPA, USED_GPA, true, true,
-				     err, sizeof(err)),
+	ck_assert_int_eq(virtq_start(&q, &gm, QSIZE, DESC_GPA, AVAIL_GPA, USED_GPA, true, true, err,
+				     sizeof(err)),
 			 0);
 }
 
@@ -142,8 +142,8 @@ START_TEST(test_longest_chain_ok)
 {
 	/* every descriptor once: QSIZE buffers is legal, not a loop */
 	for (unsigned i = 0; i < QSIZE; i++)
-		set_desc(DESC_GPA, i, BUF_GPA + 64 * i, 64,
-			 i + 1 < QSIZE ? VIRTQ_DESC_F_NEXT : 0, (uint16_t)(i + 1));
+		set_desc(DESC_GPA, i, BUF_GPA + 64 * i, 64, i + 1 < QSIZE ? VIRTQ_DESC_F_NEXT : 0,
+			 (uint16_t)(i + 1));
 	offer(0);
 	ck_assert_int_eq(virtq_pop(&q, &chain, err, sizeof(err)), 1);
 	ck_assert_uint_eq(chain.nseg, QSIZE);
@@ -284,13 +284,13 @@ END_TEST
 
 START_TEST(test_start_refusals)
 {
-	ck_assert_int_eq(virtq_start(&q, &gm, 12, DESC_GPA, AVAIL_GPA, USED_GPA, false, false, err,
-				     sizeof(err)),
-			 -EINVAL);
+	ck_assert_int_eq(
+	    virtq_start(&q, &gm, 12, DESC_GPA, AVAIL_GPA, USED_GPA, false, false, err, sizeof(err)),
+	    -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "power of two"));
-	ck_assert_int_eq(virtq_start(&q, &gm, 0, DESC_GPA, AVAIL_GPA, USED_GPA, false, false, err,
-				     sizeof(err)),
-			 -EINVAL);
+	ck_assert_int_eq(
+	    virtq_start(&q, &gm, 0, DESC_GPA, AVAIL_GPA, USED_GPA, false, false, err, sizeof(err)),
+	    -EINVAL);
 	ck_assert_int_eq(virtq_start(&q, &gm, QSIZE, DESC_GPA + 8, AVAIL_GPA, USED_GPA, false,
 				     false, err, sizeof(err)),
 			 -EINVAL);
@@ -354,8 +354,7 @@ static uint64_t bar_r(uint64_t off, unsigned len)
 static void rng_setup(void)
 {
 	setup();
-	ck_assert_int_eq(virtio_rng_create(&rng, "rng0", "/dev/urandom", &gm, err, sizeof(err)),
-			 0);
+	ck_assert_int_eq(virtio_rng_create(&rng, "rng0", "/dev/urandom", &gm, err, sizeof(err)), 0);
 	vp = virtio_rng_pci(rng)->priv;
 }
 
@@ -446,8 +445,7 @@ START_TEST(test_rng_fills_buffers)
 	ck_assert_uint_eq(get32(USED_GPA + 16), 64);
 	ck_assert_int_ne(memcmp(ram + BUF_GPA, zero, 256), 0);
 	ck_assert_uint_eq(virtio_rng_bytes(rng), 320);
-	ck_assert_uint_gt(virtio_rng_pci(rng)->msix.fired + virtio_rng_pci(rng)->msix.pended,
-			  irqs);
+	ck_assert_uint_gt(virtio_rng_pci(rng)->msix.fired + virtio_rng_pci(rng)->msix.pended, irqs);
 	/* the event index now asks for a kick at entry 2 */
 	ck_assert_uint_eq(get16(USED_GPA + 4 + 8 * QSIZE), 2);
 	ck_assert_uint_eq(bar_r(VIRTIO_PCI_ISR_OFF, 1), 1);

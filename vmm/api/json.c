@@ -147,7 +147,7 @@ const char *api_vnvme_mode_name(enum vnvme_mode m)
 int api_json_to_vnvme(const json_t *obj, const char *where, struct vnvme_config *c, char *err,
 		      unsigned errlen)
 {
-	static const char *const keys[] = {"id",	 "path", "ssd",	       "vol",
+	static const char *const keys[] = {"id",	 "path",     "ssd",    "vol",
 					   "size",	 "readonly", "serial", "mode",
 					   "num_queues", "doorbell", NULL};
 	uint64_t nq = 0;
@@ -189,8 +189,8 @@ int api_json_to_vnvme(const json_t *obj, const char *where, struct vnvme_config 
 		c->doorbell = VNVME_DB_EVENTFD;
 	else
 		return json_fail(err, errlen,
-				 "field '%s.doorbell' value '%s' is not poll, eventfd or auto", where,
-				 db);
+				 "field '%s.doorbell' value '%s' is not poll, eventfd or auto",
+				 where, db);
 
 	/* as on the command line: an ssd's guest is not trusted unless the operator says so */
 	if (!*mode && *c->ssd)
@@ -388,17 +388,18 @@ static int json_to_topology(const json_t *o, char *err, unsigned errlen)
 		return r;
 	/* lvmm's MADT and CPUID describe one package of single-threaded cores */
 	if (tpc != 1 || dpp != 1 || pk != 1)
-		return json_unsupported(err, errlen, "cpus", "topology",
-					"lvmm describes one package of single-threaded cores "
-					"(threads_per_core, dies_per_package and packages must be 1)");
+		return json_unsupported(
+		    err, errlen, "cpus", "topology",
+		    "lvmm describes one package of single-threaded cores "
+		    "(threads_per_core, dies_per_package and packages must be 1)");
 	return 0;
 }
 
 static int json_to_cpus(const json_t *root, struct vm_config *cfg, json_t *extra, char *err,
 			unsigned errlen)
 {
-	static const char *const mine[] = {"boot_vcpus", "max_vcpus", "topology", "features",
-					   "core_scheduling", NULL};
+	static const char *const mine[] = {"boot_vcpus", "max_vcpus",	    "topology",
+					   "features",	 "core_scheduling", NULL};
 	const char *keys[16];
 	const json_t *o, *v;
 	uint64_t boot = cfg->cpus, max = 0;
@@ -434,7 +435,8 @@ static int json_to_cpus(const json_t *root, struct vm_config *cfg, json_t *extra
 	v = json_field(o, "core_scheduling");
 	if (v) {
 		if (!json_is_string(v))
-			return json_fail(err, errlen, "field 'cpus.core_scheduling' must be a string");
+			return json_fail(err, errlen,
+					 "field 'cpus.core_scheduling' must be a string");
 		if (strcmp(json_string_value(v), "Vm") && strcmp(json_string_value(v), "Off"))
 			return json_unsupported(err, errlen, "cpus", "core_scheduling",
 						"lvmm has no per-vCPU core scheduling (Vm or Off)");
@@ -492,7 +494,8 @@ static int json_to_memory(const json_t *root, struct vm_config *cfg, json_t *ext
 	v = json_field(o, "hotplug_method");
 	if (v) {
 		if (!json_is_string(v))
-			return json_fail(err, errlen, "field 'memory.hotplug_method' must be a string");
+			return json_fail(err, errlen,
+					 "field 'memory.hotplug_method' must be a string");
 		if (strcmp(json_string_value(v), "Acpi"))
 			return json_unsupported(err, errlen, "memory", "hotplug_method",
 						"lvmm has no virtio-mem (only Acpi is accepted)");
@@ -582,8 +585,9 @@ static int json_to_serial(const json_t *root, struct vm_config *cfg, char *err, 
 		return json_fail(err, errlen, "field 'serial.file' needs serial mode File, not %s",
 				 mode);
 	if (cfg->serial != SERIAL_FILE && (json_field(o, "truncate") || json_field(o, "limit")))
-		return json_fail(err, errlen,
-				 "fields 'serial.truncate' and 'serial.limit' need serial mode File");
+		return json_fail(
+		    err, errlen,
+		    "fields 'serial.truncate' and 'serial.limit' need serial mode File");
 	return 0;
 }
 
@@ -592,9 +596,8 @@ static int json_to_serial(const json_t *root, struct vm_config *cfg, char *err, 
 static int json_to_console(const json_t *root, const char *name, json_t *extra, char *err,
 			   unsigned errlen)
 {
-	static const char *const keys[] = {"mode",  "file",	   "socket",	    "iommu",
-					   "id",    "pci_segment", "pci_device_id", "iobase",
-					   NULL};
+	static const char *const keys[] = {"mode",	  "file",	   "socket", "iommu", "id",
+					   "pci_segment", "pci_device_id", "iobase", NULL};
 	const json_t *o, *m;
 	const char *mode;
 	int r;
@@ -618,11 +621,10 @@ static int json_to_console(const json_t *root, const char *name, json_t *extra, 
 }
 
 /* rng: the device cloud-hypervisor always creates. Accepted with a readable path as src. */
-static int json_to_rng(const json_t *root, unsigned nseg, json_t *extra, char *err,
-		       unsigned errlen)
+static int json_to_rng(const json_t *root, unsigned nseg, json_t *extra, char *err, unsigned errlen)
 {
-	static const char *const keys[] = {"src", "id", "pci_segment", "pci_device_id", "iommu",
-					   NULL};
+	static const char *const keys[] = {"src",	    "id",    "pci_segment",
+					   "pci_device_id", "iommu", NULL};
 	char src[CONFIG_PATH_MAX] = "";
 	const json_t *o;
 	uint64_t seg = 0;
@@ -767,9 +769,9 @@ static int json_to_vnvme_list(const json_t *root, struct vm_config *cfg, char *e
 int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, struct vm_config *cfg,
 			  json_t **extra_out, char *err, unsigned errlen)
 {
-	static const char *const mine[] = {"cpus",    "memory",	       "payload", "serial",
-					   "console", "debug_console", "rng",	  "platform",
-					   "vnvme",   NULL};
+	static const char *const mine[] = {
+	    "cpus",	     "memory", "payload",  "serial", "console",
+	    "debug_console", "rng",    "platform", "vnvme",  NULL};
 	const char *keys[48];
 	json_t *extra = json_object();
 	unsigned nseg = 1;
@@ -831,13 +833,13 @@ static void json_set_str(json_t *o, const char *key, const char *s)
 
 json_t *api_vnvme_to_json(const struct vnvme_config *c)
 {
-	json_t *o = json_pack("{s:s, s:I, s:b, s:s, s:I, s:s}", "id", c->id, "size",
-			      (json_int_t)c->size, "readonly", c->readonly, "mode",
-			      api_vnvme_mode_name(c->mode), "num_queues", (json_int_t)c->queues,
-			      "doorbell",
-			      c->doorbell == VNVME_DB_POLL	  ? "poll"
-			      : c->doorbell == VNVME_DB_EVENTFD ? "eventfd"
-								: "auto");
+	json_t *o =
+	    json_pack("{s:s, s:I, s:b, s:s, s:I, s:s}", "id", c->id, "size", (json_int_t)c->size,
+		      "readonly", c->readonly, "mode", api_vnvme_mode_name(c->mode), "num_queues",
+		      (json_int_t)c->queues, "doorbell",
+		      c->doorbell == VNVME_DB_POLL	? "poll"
+		      : c->doorbell == VNVME_DB_EVENTFD ? "eventfd"
+							: "auto");
 
 	json_set_str(o, "path", c->path);
 	json_set_str(o, "ssd", c->ssd);

@@ -400,8 +400,8 @@ static void route_vm_counters(struct api_vmm *vmm, const struct api_request *req
 			    qs, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I}", "qid",
 					  (int)c[i].q[k].qid, "cmds", (json_int_t)c[i].q[k].cmds,
 					  "read_bytes", (json_int_t)c[i].q[k].read_bytes,
-					  "write_bytes", (json_int_t)c[i].q[k].write_bytes, "errors",
-					  (json_int_t)c[i].q[k].errors, "rejected",
+					  "write_bytes", (json_int_t)c[i].q[k].write_bytes,
+					  "errors", (json_int_t)c[i].q[k].errors, "rejected",
 					  (json_int_t)c[i].q[k].rejected, "irqs",
 					  (json_int_t)c[i].q[k].irqs));
 		if (d) {
@@ -564,8 +564,8 @@ static void route_vm_resize(struct api_vmm *vmm, const struct api_request *req,
 		if (!*p || json_is_null(v))
 			continue; /* ignored, as cloud-hypervisor ignores unknown keys */
 		if (!json_is_integer(v) || json_integer_value(v) < 0) {
-			api_response_error(resp, 400,
-					   "vm.resize: field '%s' must be a non-negative integer", k);
+			api_response_error(
+			    resp, 400, "vm.resize: field '%s' must be a non-negative integer", k);
 			goto out;
 		}
 	}
@@ -574,9 +574,9 @@ static void route_vm_resize(struct api_vmm *vmm, const struct api_request *req,
 		json_int_t n = json_integer_value(v);
 
 		if (n < 1 || n > (json_int_t)cfg->max_cpus) {
-			api_response_error(resp, 400,
-					   "vm.resize: desired_vcpus %lld is outside 1..max_vcpus %u",
-					   (long long)n, cfg->max_cpus);
+			api_response_error(
+			    resp, 400, "vm.resize: desired_vcpus %lld is outside 1..max_vcpus %u",
+			    (long long)n, cfg->max_cpus);
 			goto out;
 		}
 		if (n != (json_int_t)cfg->cpus) {
@@ -592,17 +592,19 @@ static void route_vm_resize(struct api_vmm *vmm, const struct api_request *req,
 		uint64_t ram = (uint64_t)json_integer_value(v);
 
 		if (ram < cfg->memory) {
-			api_response_error(resp, 400,
-					   "vm.resize: desired_ram %llu is below the boot RAM %llu: "
-					   "RAM cannot shrink",
-					   (unsigned long long)ram, (unsigned long long)cfg->memory);
+			api_response_error(
+			    resp, 400,
+			    "vm.resize: desired_ram %llu is below the boot RAM %llu: "
+			    "RAM cannot shrink",
+			    (unsigned long long)ram, (unsigned long long)cfg->memory);
 			goto out;
 		}
 		if (ram > cfg->memory) {
 			api_response_error(resp, 501,
 					   "vm.resize: desired_ram %llu: memory hotplug is not "
 					   "supported (no hotplug region; the VM keeps %llu bytes)",
-					   (unsigned long long)ram, (unsigned long long)cfg->memory);
+					   (unsigned long long)ram,
+					   (unsigned long long)cfg->memory);
 			goto out;
 		}
 	}
