@@ -15,7 +15,7 @@
 
 #define VIRTIO_PCI_VENDOR      0x1af4
 #define VIRTIO_PCI_DEVICE_BASE 0x1040 /* + virtio device id: a modern-only device */
-#define VIRTIO_PCI_MAX_QUEUES  8
+#define VIRTIO_PCI_MAX_QUEUES  8u
 #define VIRTIO_NO_VECTOR       0xffff
 
 #define VIRTIO_ID_RNG 4
@@ -30,7 +30,7 @@
 #define VIRTIO_STATUS_FAILED	  0x80
 
 /* BAR 0 (64-bit memory, 16 KiB): the four regions the capabilities name */
-#define VIRTIO_PCI_BAR	       0
+#define VIRTIO_PCI_BAR	       0u
 #define VIRTIO_PCI_BAR_SIZE    0x4000
 #define VIRTIO_PCI_COMMON_OFF  0x0000
 #define VIRTIO_PCI_COMMON_LEN  0x38

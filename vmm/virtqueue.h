@@ -9,8 +9,8 @@
 
 #include "guest_mem.h"
 
-#define VIRTQ_MAX_SIZE 32768 /* the spec's largest split queue */
-#define VIRTQ_MAX_SEGS 256   /* buffers of one chain a device takes; longer chains are refused */
+#define VIRTQ_MAX_SIZE 32768u /* the spec's largest split queue */
+#define VIRTQ_MAX_SEGS 256u   /* buffers of one chain a device takes; longer chains are refused */
 
 #define VIRTQ_DESC_F_NEXT	   1
 #define VIRTQ_DESC_F_WRITE	   2
