@@ -75,6 +75,8 @@ struct lio_dev {
 	struct dma_pool *prp_pool;
 	int instance;
 	unsigned int lba_shift;
+	unsigned int max_sectors;
+	bool vwc;
 	u64 nsze;
 	u64 lba_start;
 	u64 lba_size;
@@ -340,6 +342,7 @@ static int lio_map_cmb(struct lio_dev *ld)
 static int lio_identify(struct lio_dev *ld)
 {
 	struct nvme_command cmd = { };
+	struct nvme_id_ctrl *ic;
 	struct nvme_id_ns *id;
 	dma_addr_t dma;
 	int ret, lbaf;
@@ -347,6 +350,21 @@ static int lio_identify(struct lio_dev *ld)
 	id = dma_alloc_coherent(&ld->pdev->dev, LIO_PAGE, &dma, GFP_KERNEL);
 	if (!id)
 		return -ENOMEM;
+	/* the transfer limit and the write cache, then the namespace */
+	ic = (struct nvme_id_ctrl *)id;
+	cmd.identify.opcode = nvme_admin_identify;
+	cmd.identify.cns = NVME_ID_CNS_CTRL;
+	cmd.identify.dptr.prp1 = cpu_to_le64(dma);
+	ret = lio_admin(ld, &cmd, NULL);
+	if (ret)
+		goto out;
+	ld->max_sectors = LIO_MAX_SECTORS;
+	if (ic->mdts && ic->mdts < 16)
+		ld->max_sectors = min_t(unsigned int, ld->max_sectors,
+					(LIO_PAGE >> SECTOR_SHIFT) << ic->mdts);
+	ld->vwc = ic->vwc & NVME_CTRL_VWC_PRESENT;
+
+	memset(&cmd, 0, sizeof(cmd));
 	cmd.identify.opcode = nvme_admin_identify;
 	cmd.identify.nsid = cpu_to_le32(1);
 	cmd.identify.cns = NVME_ID_CNS_NS;
@@ -364,6 +382,7 @@ static int lio_identify(struct lio_dev *ld)
 			ret = -ENODEV;
 		}
 	}
+out:
 	dma_free_coherent(&ld->pdev->dev, LIO_PAGE, id, dma);
 	return ret ? -EIO : 0;
 }
@@ -493,6 +512,7 @@ static blk_status_t lio_queue_rq(struct blk_mq_hw_ctx *hctx,
 	struct request *req = bd->rq;
 	struct lio_iod *iod = blk_mq_rq_to_pdu(req);
 	struct lio_queue *q = &ld->ioq;
+	unsigned long flags;
 	u64 slba, nlb;
 	blk_status_t ret;
 	int nsegs, mapped;
@@ -551,9 +571,9 @@ static blk_status_t lio_queue_rq(struct blk_mq_hw_ctx *hctx,
 	}
 
 	blk_mq_start_request(req);
-	spin_lock_irq(&q->lock);
+	spin_lock_irqsave(&q->lock, flags);
 	lio_ring(q, &iod->cmd);
-	spin_unlock_irq(&q->lock);
+	spin_unlock_irqrestore(&q->lock, flags);
 	return BLK_STS_OK;
 }
 
@@ -636,7 +656,9 @@ static int lio_add_disk(struct lio_dev *ld)
 		return PTR_ERR(disk);
 	}
 	blk_queue_logical_block_size(disk->queue, 1 << ld->lba_shift);
-	blk_queue_max_hw_sectors(disk->queue, LIO_MAX_SECTORS);
+	blk_queue_max_hw_sectors(disk->queue, ld->max_sectors);
+	/* flushes reach the device only when it has a volatile cache */
+	blk_queue_write_cache(disk->queue, ld->vwc, false);
 	blk_queue_max_segments(disk->queue, LIO_MAX_SEGS);
 	blk_queue_virt_boundary(disk->queue, LIO_PAGE - 1);
 	blk_queue_dma_alignment(disk->queue, 3);
