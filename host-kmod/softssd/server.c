@@ -71,7 +71,7 @@ static void ssd_set_label(struct ssd_session *ss, const char *label)
 static int ssd_session_request(struct ssd_server *s, struct ssd_session *ss)
 {
 	static struct ssd_call c; /* one request at a time, on this thread only */
-	static uint8_t buf[sizeof(struct lio_msg_hdr) + SSD_MAX_PAYLOAD];
+	static _Alignas(8) uint8_t buf[sizeof(struct lio_msg_hdr) + SSD_MAX_PAYLOAD];
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * SSD_MAX_RX_FDS)];
 		struct cmsghdr align;

@@ -75,7 +75,7 @@ struct ssd_call {
 	uint32_t inlen;
 	int *fds;
 	unsigned nfds;
-	uint8_t out[SSD_MAX_PAYLOAD];
+	_Alignas(8) uint8_t out[SSD_MAX_PAYLOAD]; /* reply structs are built in place */
 	uint32_t outlen;
 	int outfd; /* -1: none */
 	char err[LIO_ERR_MAX];
