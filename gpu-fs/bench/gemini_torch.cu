@@ -94,7 +94,8 @@ int gt_xfer_async(int fd, unsigned long long off, unsigned long long len, void *
 
 int gt_sync(int fd, void *stream, void *err)
 {
-	gt_sync_kernel<<<64, 256, 0, (cudaStream_t)stream>>>(gemini_device(gt_ctx), fd, (int *)err);
+	/* every warp of a G_sync scans the whole cache and sends a flush: one block is enough */
+	gt_sync_kernel<<<1, 256, 0, (cudaStream_t)stream>>>(gemini_device(gt_ctx), fd, (int *)err);
 	if (cudaGetLastError() != cudaSuccess)
 		return -5;
 	return cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess ? 0 : -5; /* as above */
