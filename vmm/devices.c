@@ -11,6 +11,7 @@
 #include "nvme-lightiov/nvme_ctrl.h"
 #include "nvme-lightiov/nvme_file.h"
 #include "nvme-lightiov/nvme_lio.h"
+#include "nvme-lightiov/nvme_lio_emu.h"
 #include "pci.h"
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -47,6 +48,7 @@ struct vnvme {
 	struct nvme_ctrl *ctrl;
 	struct nvme_file *file;
 	struct nvme_lio *lio;	  /* passthrough / isolated: the backend session */
+	struct nvme_lio_emu *emu; /* emulate over an ssd: lvmm's own queue pair on it */
 	struct vnvme_qp *qps;	  /* [nqueues + 1], db_lock */
 	struct lio_qp_stats gone; /* summed counters of queue pairs already unbound (db_lock) */
 	uint64_t cmb_gpa;
@@ -333,6 +335,7 @@ static void vnvme_free(struct vnvme *v)
 	nvme_file_close(v->file); /* joins the I/O thread: no more controller calls after */
 	nvme_ctrl_destroy(v->ctrl);
 	nvme_lio_close(v->lio);
+	nvme_lio_emu_close(v->emu);
 	free(v->qps);
 	free(v);
 }
@@ -441,13 +444,6 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 	int r;
 
 	config_vnvme_id(vc, idx, id, sizeof(id));
-	if (vc->ssd[0] && vc->mode == VNVME_EMULATE) {
-		snprintf(err, errlen,
-			 "vnvme %s: mode=emulate over ssd '%s' is not built in yet (use "
-			 "mode=isolated or passthrough, or file=PATH)",
-			 id, vc->ssd);
-		return -EOPNOTSUPP;
-	}
 	v = calloc(1, sizeof(*v));
 	if (!v) {
 		snprintf(err, errlen, "vnvme %s: out of memory", id);
@@ -470,7 +466,23 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 	v->dstrd = p.dstrd;
 	snprintf(p.serial, sizeof(p.serial), "%.20s", vc->serial[0] ? vc->serial : v->cfg.id);
 	hooks.opaque = v;
-	if (vc->ssd[0]) {
+	if (vc->ssd[0] && vc->mode == VNVME_EMULATE) {
+		struct nvme_lio_cfg lc = {.id = v->cfg.id,
+					  .ssd = v->cfg.ssd,
+					  .vol = v->cfg.vol,
+					  .size = v->cfg.size,
+					  .readonly = v->cfg.readonly,
+					  .label = v->cfg.id};
+
+		/* lvmm parses every command and runs it on the thread that rang: no I/O thread,
+		 * so no doorbell ioeventfds either */
+		hooks.kick = NULL;
+		hooks.dbbuf = NULL;
+		r = nvme_lio_emu_open(&v->emu, &lc, &p.size, err, errlen);
+		if (!r)
+			r = nvme_ctrl_create(&p, vm_guest_mem(vm), &nvme_lio_emu_ops, v->emu,
+					     &hooks, &v->ctrl, err, errlen);
+	} else if (vc->ssd[0]) {
 		r = vnvme_lio_open(v, &p, &hooks, &vcap, err, errlen);
 		if (!r)
 			r = nvme_ctrl_create(&p, vm_guest_mem(vm), &nvme_mem_backend_ops, NULL,
@@ -597,7 +609,8 @@ static void vnvme_lio_counters(struct vnvme *v, struct vm_dev_counters *o)
 	snprintf(o->mode, sizeof(o->mode), "%s", modes[v->cfg.mode <= 2 ? v->cfg.mode : 0]);
 	snprintf(o->ssd, sizeof(o->ssd), "%s", v->cfg.ssd);
 	if (!v->lio) {
-		snprintf(o->volume, sizeof(o->volume), "%s", v->cfg.path[0] ? "file" : "");
+		snprintf(o->volume, sizeof(o->volume), "%s",
+			 v->emu ? nvme_lio_emu_vol_name(v->emu) : "file");
 		return;
 	}
 	snprintf(o->volume, sizeof(o->volume), "%s", nvme_lio_vol_name(v->lio));

@@ -205,6 +205,24 @@ START_TEST(test_modes)
 }
 END_TEST
 
+/* Emulate mode over an SSD volume: lvmm parses every command (two doorbell exits per I/O) and
+ * carries it out on a queue pair of its own; the data is the volume's, which an isolated VM
+ * then reads back. */
+START_TEST(test_emulate_over_ssd)
+{
+	struct testutil_run r;
+
+	vm_run(&r, SSD ":8M,vol=emu,mode=emulate", "bench.mode=lio bench.seed=31 bench.ios=300");
+	assert_passed(&r, "emulate over an ssd");
+	ck_assert_msg(strstr(r.out, "vcap mode 0"), "%s", r.out);
+	ck_assert_uint_ge(stat_of(r.err, "mode emulate", "mmio exits "), 2 * 300);
+	ck_assert_uint_ge(stat_of(r.err, "mode emulate", "reads "), 300);
+	vol_check("emu", 31, 0, 1024);
+	vm_run(&r, SSD ",vol=emu", "bench.mode=lio bench.seed=31 bench.op=verify bench.ios=10");
+	assert_passed(&r, "isolated after emulate");
+}
+END_TEST
+
 /* Isolated mode against a hostile driver: every bad command fails or is dropped, a neighbour
  * volume keeps every byte, the daemon and a later VM carry on. */
 START_TEST(test_hostile)
@@ -608,6 +626,7 @@ static Suite *vnvme_modes_suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
 	tcase_add_test(t, test_modes);
+	tcase_add_test(t, test_emulate_over_ssd);
 	tcase_add_test(t, test_hostile);
 	tcase_add_test(t, test_many_vms);
 	tcase_add_test(t, test_anon_volume);

@@ -1,0 +1,223 @@
+/* The emulate path over an SSD volume: the controller's checked requests (byte offsets, host
+ * iovecs into guest RAM) become commands on lvmm's own isolated queue pair through a bounce
+ * buffer, so guest memory is never registered with the SSD and the SSD checks every command too. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lio_client.h"
+#include "nvme_int.h"
+#include "nvme_lio_emu.h"
+
+#define EMU_LBA	  512u
+#define EMU_CHUNK NVME_CTRL_MAX_XFER /* one command's data at most (MDTS) */
+#define EMU_DEPTH 16
+
+struct nvme_lio_emu {
+	struct lio_client *c;
+	struct lio_drv *d;
+	char dev[64], vol[LIO_NAME_MAX];
+	uint64_t bounce_gpa;
+	uint8_t *bounce;
+	uint64_t lba_count;
+};
+
+int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg, uint64_t *size,
+		      char *err, unsigned errlen)
+{
+	struct lio_vol_attach a = {0};
+	struct lio_identify id;
+	struct lio_drv_opts o = {0};
+	struct nvme_lio_emu *e;
+	char why[256];
+	int r;
+
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		snprintf(err, errlen, "vnvme %s: out of memory", cfg->id);
+		return -ENOMEM;
+	}
+	snprintf(e->dev, sizeof(e->dev), "%s", cfg->id);
+	r = lio_client_connect(&e->c, cfg->ssd, cfg->label, &id, why, sizeof(why));
+	if (r) {
+		snprintf(err, errlen, "vnvme %s: ssd %s: %s", cfg->id, cfg->ssd, why);
+		free(e);
+		return r;
+	}
+	if (id.lba_shift != 9) {
+		snprintf(err, errlen,
+			 "vnvme %s: ssd %s has %u-byte LBAs; this controller offers 512", cfg->id,
+			 cfg->ssd, 1u << (id.lba_shift & 31));
+		r = -EOPNOTSUPP;
+		goto fail;
+	}
+	if (cfg->vol && cfg->vol[0]) {
+		snprintf(a.name, sizeof(a.name), "%s", cfg->vol);
+		a.flags = cfg->size ? LIO_ATTACH_CREATE : 0;
+	} else {
+		a.flags = LIO_ATTACH_ANON;
+	}
+	a.size_bytes = cfg->size;
+	if (cfg->readonly)
+		a.flags |= LIO_ATTACH_READONLY;
+	r = lio_client_vol_attach(e->c, &a);
+	if (r) {
+		snprintf(err, errlen, "vnvme %s: ssd %s: volume %s: %s", cfg->id, cfg->ssd,
+			 a.flags & LIO_ATTACH_ANON ? "(anonymous)" : cfg->vol,
+			 lio_client_error(e->c));
+		goto fail;
+	}
+	memcpy(e->vol, a.name, sizeof(e->vol));
+	e->vol[sizeof(e->vol) - 1] = 0;
+	e->lba_count = a.lba_count;
+	o.vol_id = a.vol_id;
+	o.lba_start = a.lba_start;
+	o.lba_count = a.lba_count;
+	o.lba_shift = 9;
+	o.mode = LIO_MODE_ISOLATED; /* window-relative LBAs, checked by the SSD as well */
+	o.qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM |
+		     (id.flags & LIO_ID_DB_POLL ? LIO_QP_DB_POLL : LIO_QP_DB_EVENTFD) |
+		     (cfg->readonly ? LIO_QP_READONLY : 0);
+	o.nr_qp = 1;
+	o.depth = EMU_DEPTH;
+	o.mem_bytes = 4ULL << 20;
+	r = lio_drv_open(&e->d, e->c, &o, why, sizeof(why));
+	if (r) {
+		snprintf(err, errlen, "vnvme %s: ssd %s: queue pair: %s", cfg->id, cfg->ssd, why);
+		goto fail;
+	}
+	e->bounce_gpa = lio_drv_alloc(e->d, EMU_CHUNK);
+	e->bounce = e->bounce_gpa ? lio_drv_ptr(e->d, e->bounce_gpa) : NULL;
+	if (!e->bounce) {
+		snprintf(err, errlen, "vnvme %s: no room for a bounce buffer", cfg->id);
+		r = -ENOMEM;
+		goto fail;
+	}
+	*size = a.lba_count * EMU_LBA;
+	*out = e;
+	return 0;
+fail:
+	nvme_lio_emu_close(e);
+	return r;
+}
+
+void nvme_lio_emu_close(struct nvme_lio_emu *e)
+{
+	if (!e)
+		return;
+	if (e->d)
+		lio_drv_close(e->d);
+	if (e->c)
+		lio_client_close(e->c); /* an anonymous volume goes with the session */
+	free(e);
+}
+
+const char *nvme_lio_emu_vol_name(const struct nvme_lio_emu *e)
+{
+	return e->vol;
+}
+
+/* The SSD's status as the guest's, a lost SSD as an internal error. */
+static uint16_t emu_status(uint16_t st)
+{
+	if (st == 0xffff)
+		return NVME_GENERIC(NVME_SC_INTERNAL);
+	return st & 0x7ff ? (uint16_t)(st | NVME_STATUS_DNR) : NVME_OK;
+}
+
+/* Reads or writes [off, off + len) from or to the iovecs, a chunk at a time. */
+static uint16_t emu_rw(struct nvme_lio_emu *e, struct nvme_io_req *req, bool write)
+{
+	unsigned vi = 0;
+	size_t vo = 0;
+	uint64_t done = 0;
+
+	while (done < req->len) {
+		uint64_t n = req->len - done < EMU_CHUNK ? req->len - done : EMU_CHUNK, k = 0;
+		uint16_t st;
+
+		if (write) {
+			for (k = 0; k < n && vi < req->niov;) {
+				size_t m = req->iov[vi].iov_len - vo;
+
+				m = m < n - k ? m : n - k;
+				memcpy(e->bounce + k, (uint8_t *)req->iov[vi].iov_base + vo, m);
+				k += m;
+				vo += m;
+				if (vo == req->iov[vi].iov_len) {
+					vi++;
+					vo = 0;
+				}
+			}
+		}
+		st =
+		    lio_drv_io(e->d, 0, write ? NVME_CMD_WRITE : NVME_CMD_READ,
+			       (req->off + done) / EMU_LBA, (uint32_t)(n / EMU_LBA), e->bounce_gpa);
+		if (st)
+			return emu_status(st);
+		if (!write) {
+			for (k = 0; k < n && vi < req->niov;) {
+				size_t m = req->iov[vi].iov_len - vo;
+
+				m = m < n - k ? m : n - k;
+				memcpy((uint8_t *)req->iov[vi].iov_base + vo, e->bounce + k, m);
+				k += m;
+				vo += m;
+				if (vo == req->iov[vi].iov_len) {
+					vi++;
+					vo = 0;
+				}
+			}
+		}
+		done += n;
+	}
+	if (write && req->fua)
+		return emu_status(lio_drv_io(e->d, 0, NVME_CMD_FLUSH, 0, 0, 0));
+	return NVME_OK;
+}
+
+/* Zeroes [off, off + len): Write Zeroes in MDTS-sized steps (deallocated blocks read zero). */
+static uint16_t emu_zero(struct nvme_lio_emu *e, uint64_t off, uint64_t len)
+{
+	while (len) {
+		uint64_t n = len < EMU_CHUNK ? len : EMU_CHUNK;
+		uint16_t st = lio_drv_io(e->d, 0, NVME_CMD_WRITE_ZEROES, off / EMU_LBA,
+					 (uint32_t)(n / EMU_LBA), 0);
+
+		if (st)
+			return emu_status(st);
+		off += n;
+		len -= n;
+	}
+	return NVME_OK;
+}
+
+static int emu_submit(void *be, struct nvme_io_req *req)
+{
+	struct nvme_lio_emu *e = be;
+	unsigned i;
+
+	req->status = NVME_OK;
+	switch (req->op) {
+	case NVME_IO_READ:
+	case NVME_IO_WRITE:
+		req->status = emu_rw(e, req, req->op == NVME_IO_WRITE);
+		break;
+	case NVME_IO_FLUSH:
+		req->status = emu_status(lio_drv_io(e->d, 0, NVME_CMD_FLUSH, 0, 0, 0));
+		break;
+	case NVME_IO_ZEROES:
+		req->status = emu_zero(e, req->off, req->len);
+		break;
+	case NVME_IO_DISCARD:
+		for (i = 0; i < req->nranges && req->status == NVME_OK; i++)
+			req->status = emu_zero(e, req->ranges[i].off, req->ranges[i].len);
+		break;
+	}
+	return 1;
+}
+
+const struct nvme_backend_ops nvme_lio_emu_ops = {
+    .submit = emu_submit,
+};
