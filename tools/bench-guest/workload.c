@@ -219,6 +219,9 @@ bool work_run(const struct work_dev *dev, const struct work_params *p)
 		}
 	}
 	now = bench_ns();
+	/* a short line first: the host stops its counters here, before the long result line's
+	 * console exits */
+	bench_puts("bench: work end\n");
 	max_seen = max;
 	bench_printf("bench: work result %s ios=%lu ns=%lu iops=%lu mean_ns=%lu p50_ns=%lu "
 		     "p90_ns=%lu p99_ns=%lu p999_ns=%lu max_ns=%lu errors=%lu reads=%lu "

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Runs every lvmm benchmark side by side on this host and regenerates the results: raw CSVs and
 # host.json under docs/bench/, plots docs/bench/*.png, the tables in docs/benchmarks.md.
-# usage: tools/bench/run.sh [BUILD_DIR]   (default build; lvmm and the bench guest built there)
-# Knobs (environment): ROUNDS (nvme rounds, 7), FIO_SECS (per fio run, 3), API_N (requests per
-# API case, 2000), BOOT_RUNS (boots per VM shape, 20), RESULTS (docs/bench), DOC
-# (docs/benchmarks.md).
+# usage: tools/bench/run.sh [BUILD_DIR]   (default build; lvmm, the bench guest and
+# softssd-bench-client built there: make bench does it)
+# Knobs (environment): BENCH_TIME (seconds per storage run, 5; scales fio runs too), ROUNDS
+# (rounds of the nvme and storage benches: 7 and 2), FIO_SECS (per fio run), API_N (requests per
+# API case, 2000), BOOT_RUNS (boots per VM shape, 20), BENCHES (which: "nvme api boot storage"),
+# RESULTS (docs/bench), DOC (docs/benchmarks.md); storage.py lists its own.
 set -euo pipefail
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 results=${RESULTS:-docs/bench}
 doc=${DOC:-docs/benchmarks.md}
-for f in "$build/lvmm" "$build/bench-guest/bench-guest.elf"; do
+benches=${BENCHES:-nvme api boot storage}
+want() { [[ " $benches " == *" $1 "* ]]; }
+for f in "$build/lvmm" "$build/bench-guest/bench-guest.elf" "$build/softssd-bench-client"; do
 	[ -e "$f" ] || { echo "bench: no $f (run make first)" >&2; exit 1; }
 done
 for tool in fio /usr/bin/python3 curl; do
@@ -30,17 +34,33 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
 host="$cpu, $(nproc) CPUs, $mem, Linux $(uname -r), $kvm, load average $load at start"
 echo "bench: $host"
 
-echo "bench: exit cost and vNVMe QD1 (lvmm bench guest vs fio on the same image)"
-/usr/bin/python3 "$here/nvme-qd1.py" "$build" "$results" "${ROUNDS:-7}" "${FIO_SECS:-3}"
-echo "bench: REST API round trips"
-"$here/api-latency.sh" "$build" "${API_N:-2000}" "$results/api-latency"
-echo "bench: boot to poweroff"
-/usr/bin/python3 "$here/boot.py" "$build" "$results/boot.csv" "${BOOT_RUNS:-20}"
+if want nvme; then
+	echo "bench: exit cost and vNVMe QD1 (lvmm bench guest vs fio on the same image)"
+	/usr/bin/python3 "$here/nvme-qd1.py" "$build" "$results" "${ROUNDS:-7}" \
+		"${FIO_SECS:-${BENCH_TIME:-3}}"
+fi
+if want api; then
+	echo "bench: REST API round trips"
+	"$here/api-latency.sh" "$build" "${API_N:-2000}" "$results/api-latency"
+fi
+if want boot; then
+	echo "bench: boot to poweroff"
+	/usr/bin/python3 "$here/boot.py" "$build" "$results/boot.csv" "${BOOT_RUNS:-20}"
+fi
+if want storage; then
+	echo "bench: storage side by side (lvmm modes, native, QEMU), N VMs on one SSD, footprint"
+	BENCH_COMMAND="make bench BENCH_TIME=${BENCH_TIME:-5}" ROUNDS=${ROUNDS:-2} \
+		BOOT_RUNS=${BOOT_RUNS:-10} /usr/bin/python3 "$here/storage.py" "$build" "$results"
+	/usr/bin/python3 "$here/report_storage.py" "$results" "$doc"
+fi
 
-/usr/bin/python3 - "$results/host.json" "$host" "$(($(date +%s) - start))" <<'PY'
+# host.json and report.py belong to the nvme, api and boot tables: only a run of all three
+if want nvme && want api && want boot; then
+	/usr/bin/python3 - "$results/host.json" "$host" "$(($(date +%s) - start))" <<'PY'
 import json, sys, time
 json.dump({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "host": sys.argv[2],
            "duration_s": int(sys.argv[3])}, open(sys.argv[1], "w"), indent=1)
 PY
-/usr/bin/python3 "$here/report.py" "$results" "$doc"
+	/usr/bin/python3 "$here/report.py" "$results" "$doc"
+fi
 echo "bench: results in $results/, tables in $doc"

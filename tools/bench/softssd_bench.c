@@ -1,5 +1,6 @@
-/* The "native" client of softssd benchmarks: one session, one queue pair (lio_drv), 4 KiB random
- * reads at a fixed queue depth for a fixed time; prints IOPS and latency percentiles. */
+/* The "native" client of softssd benchmarks: one session, one or more queue pairs (lio_drv),
+ * 4 KiB random reads or writes at a fixed queue depth for a fixed time, sleeping on the interrupt
+ * eventfd or polling (--poll, as the bench guest does); prints IOPS and latency percentiles. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -37,10 +38,38 @@ static uint64_t rnd(uint64_t *s)
 	return *s;
 }
 
+static double mean_us(const uint32_t *lat, unsigned n)
+{
+	double sum = 0;
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		sum += lat[i];
+	return n ? sum / n / 1e3 : 0;
+}
+
+/* One 4 KiB I/O at a random block of the volume on queue q; returns its cid. */
+static int submit_one(struct lio_drv *d, unsigned q, uint8_t opc, uint64_t blocks, uint32_t mode,
+		      const struct lio_vol_attach *a, unsigned lba_shift, uint64_t *seed,
+		      uint64_t gpa)
+{
+	struct nvme_sqe s = {.opcode = opc, .nsid = 1};
+	uint64_t lba = (rnd(seed) % blocks) * (BS >> lba_shift);
+
+	if (mode == LIO_MODE_PASSTHROUGH)
+		lba += a->lba_start;
+	s.cdw10 = (uint32_t)lba;
+	s.cdw11 = (uint32_t)(lba >> 32);
+	s.cdw12 = (BS >> lba_shift) - 1;
+	s.prp1 = gpa;
+	return lio_drv_submit(d, q, &s);
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: softssd-bench-client SSD VOLUME SIZE [--qd N] [--secs S]\n"
-			"       [--mode isolated|passthrough] [--db poll|eventfd] [--fill]\n");
+			"       [--mode isolated|passthrough] [--db poll|eventfd] [--fill]\n"
+			"       [--rw randread|randwrite] [--qp N] [--poll] [--ms MS]\n");
 	exit(2);
 }
 
@@ -49,15 +78,19 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"qd", required_argument, 0, 'q'},	 {"secs", required_argument, 0, 's'},
 	    {"mode", required_argument, 0, 'm'}, {"db", required_argument, 0, 'd'},
-	    {"fill", no_argument, 0, 'f'},	 {0, 0, 0, 0}};
-	unsigned qd = 1, secs = 5, fillv = 0, nsamp = 0, i;
+	    {"fill", no_argument, 0, 'f'},	 {"rw", required_argument, 0, 'r'},
+	    {"qp", required_argument, 0, 'p'},	 {"poll", no_argument, 0, 'P'},
+	    {"ms", required_argument, 0, 'M'},	 {0, 0, 0, 0}};
+	unsigned qd = 1, fillv = 0, nsamp = 0, i, nqp = 1, q, poll = 0;
+	uint64_t ms = 5000, writes = 0;
+	uint8_t opc = NVME_CMD_READ;
 	uint32_t mode = LIO_MODE_ISOLATED, db = LIO_QP_DB_POLL;
 	struct lio_vol_attach a = {.flags = LIO_ATTACH_CREATE};
 	struct lio_identify id;
 	struct lio_drv_opts o = {0};
 	struct lio_client *c;
 	struct lio_drv *d;
-	uint64_t *t_sub, seed = 0x9e3779b97f4a7c15ull, buf, blocks, done = 0, t0, t1, end;
+	uint64_t *t_sub, seed = 0x9e3779b97f4a7c15ull, buf, blocks, done = 0, t0, t1, end, stall;
 	uint32_t *lat;
 	char err[256];
 	int ch, r;
@@ -68,7 +101,19 @@ int main(int argc, char **argv)
 			qd = (unsigned)atoi(optarg);
 			break;
 		case 's':
-			secs = (unsigned)atoi(optarg);
+			ms = strtoull(optarg, NULL, 0) * 1000;
+			break;
+		case 'M':
+			ms = strtoull(optarg, NULL, 0);
+			break;
+		case 'r':
+			opc = !strcmp(optarg, "randwrite") ? NVME_CMD_WRITE : NVME_CMD_READ;
+			break;
+		case 'p':
+			nqp = (unsigned)atoi(optarg);
+			break;
+		case 'P':
+			poll = 1;
 			break;
 		case 'm':
 			mode = !strcmp(optarg, "passthrough") ? LIO_MODE_PASSTHROUGH
@@ -84,7 +129,7 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (optind + 3 != argc || qd < 1 || qd > 255)
+	if (optind + 3 != argc || qd < 1 || qd > 1023 || nqp < 1 || nqp > LIO_DRV_MAX_QP)
 		usage();
 	snprintf(a.name, sizeof(a.name), "%s", argv[optind + 1]);
 	a.size_bytes = strtoull(argv[optind + 2], NULL, 0) << 20; /* MiB */
@@ -102,11 +147,13 @@ int main(int argc, char **argv)
 				   * on a busy host a spinning client steals the daemon's CPU */
 				  .qp_flags =
 				      db | LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_IRQ_ENABLED,
-				  .nr_qp = 1,
-				  .depth = 256,
+				  .nr_qp = nqp,
+				  .depth = qd + 1 > 256 ? qd + 1 : 256,
 				  .mem_bytes = 32ull << 20};
 	if (db == LIO_QP_DB_EVENTFD) /* rings in guest memory, as the stock driver's */
 		o.qp_flags = db | LIO_QP_IRQ_ENABLED;
+	if (poll) /* spins on the CQ as the bench guest's polled driver does */
+		o.qp_flags &= ~(uint32_t)LIO_QP_IRQ_ENABLED;
 	r = lio_drv_open(&d, c, &o, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "softssd-bench-client: %s\n", err);
@@ -134,66 +181,56 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	lat = malloc(MAX_SAMPLES * sizeof(*lat));
-	t_sub = calloc(65536, sizeof(*t_sub));
+	t_sub = calloc((size_t)nqp << 16, sizeof(*t_sub));
 	if (!lat || !t_sub)
 		return 1;
-	t0 = now_ns();
-	end = t0 + (uint64_t)secs * 1000000000ull;
-	for (i = 0; i < qd; i++) {
-		struct nvme_sqe s = {.opcode = NVME_CMD_READ, .nsid = 1};
-		uint64_t lba = (rnd(&seed) % blocks) * (BS >> id.lba_shift);
-		int cid;
-
-		if (mode == LIO_MODE_PASSTHROUGH)
-			lba += a.lba_start;
-		s.cdw10 = (uint32_t)lba;
-		s.cdw11 = (uint32_t)(lba >> 32);
-		s.cdw12 = (BS >> id.lba_shift) - 1;
-		s.prp1 = buf + (uint64_t)i * BS;
-		cid = lio_drv_submit(d, 0, &s);
-		t_sub[cid] = now_ns();
-	}
-	for (;;) {
+	t0 = stall = now_ns();
+	end = t0 + ms * 1000000ull;
+	for (q = 0; q < nqp; q++)
+		for (i = 0; i < qd; i++)
+			t_sub[q << 16 | submit_one(d, q, opc, blocks, mode, &a, id.lba_shift, &seed,
+						   buf + (uint64_t)(i % 256) * BS)] = now_ns();
+	for (q = 0;; q = (q + 1) % nqp) {
 		struct nvme_cqe cqe[64];
-		int n = lio_drv_reap(d, 0, cqe, 64, 30000), k;
+		/* one queue: wait on it; several: look at each in turn */
+		int n = lio_drv_reap(d, q, cqe, 64, nqp == 1 ? 30000 : 0), k;
 		uint64_t t = now_ns();
+		unsigned left = 0;
 
-		if (n <= 0) {
+		if (n < 0 || (n == 0 && t > stall + 30000000000ull)) {
 			fprintf(stderr, "softssd-bench-client: no completion in 30 s\n");
 			return 1;
 		}
+		if (n)
+			stall = t;
 		for (k = 0; k < n; k++) {
-			struct nvme_sqe s = {.opcode = NVME_CMD_READ, .nsid = 1};
-			uint64_t lba = (rnd(&seed) % blocks) * (BS >> id.lba_shift);
-			int cid;
-
 			if (cqe[k].status >> 1) {
 				fprintf(stderr, "softssd-bench-client: status 0x%x\n",
 					cqe[k].status >> 1);
 				return 1;
 			}
 			if (nsamp < MAX_SAMPLES)
-				lat[nsamp++] = (uint32_t)(t - t_sub[cqe[k].cid]);
+				lat[nsamp++] = (uint32_t)(t - t_sub[q << 16 | cqe[k].cid]);
 			done++;
+			writes += opc == NVME_CMD_WRITE;
 			if (t >= end)
 				continue;
-			if (mode == LIO_MODE_PASSTHROUGH)
-				lba += a.lba_start;
-			s.cdw10 = (uint32_t)lba;
-			s.cdw11 = (uint32_t)(lba >> 32);
-			s.cdw12 = (BS >> id.lba_shift) - 1;
-			s.prp1 = buf + (uint64_t)(cqe[k].cid % 256) * BS;
-			cid = lio_drv_submit(d, 0, &s);
-			t_sub[cid] = t;
+			t_sub[q << 16 | submit_one(d, q, opc, blocks, mode, &a, id.lba_shift, &seed,
+						   buf + (uint64_t)(cqe[k].cid % 256) * BS)] = t;
 		}
-		if (t >= end && !d->qp[0].outstanding)
+		for (i = 0; i < nqp; i++)
+			left += d->qp[i].outstanding;
+		if (t >= end && !left)
 			break;
 	}
 	t1 = now_ns();
 	qsort(lat, nsamp, sizeof(*lat), cmp_u32);
-	printf("iops=%.0f p50_us=%.1f p99_us=%.1f ios=%" PRIu64 " secs=%.2f\n",
-	       (double)done * 1e9 / (double)(t1 - t0), lat[nsamp / 2] / 1e3,
-	       lat[(uint64_t)nsamp * 99 / 100] / 1e3, done, (double)(t1 - t0) / 1e9);
+	printf(
+	    "iops=%.0f mean_us=%.1f p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f ios=%" PRIu64
+	    " writes=%" PRIu64 " secs=%.2f\n",
+	    (double)done * 1e9 / (double)(t1 - t0), mean_us(lat, nsamp), lat[nsamp / 2] / 1e3,
+	    lat[(uint64_t)nsamp * 90 / 100] / 1e3, lat[(uint64_t)nsamp * 99 / 100] / 1e3,
+	    lat[(uint64_t)nsamp * 999 / 1000] / 1e3, done, writes, (double)(t1 - t0) / 1e9);
 	lio_drv_close(d);
 	lio_client_close(c);
 	return 0;

@@ -1,0 +1,218 @@
+#!/usr/bin/python3
+# Tables and plots of the storage benchmarks (storage.py): docs/bench/storage*.png, scale.png,
+# boot-footprint.png and the tables of docs/benchmarks.md between <!-- bench:NAME --> markers.
+# Medians over rounds; every ratio is the median of per-round ratios (rows of one round ran
+# back to back). usage: report_storage.py RESULTS_DIR DOC_MD
+import csv
+import json
+import re
+import statistics
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ORDER = ["native", "lvmm passthrough", "lvmm isolated", "lvmm emulate", "QEMU nvme",
+         "QEMU nvme, shadow doorbells", "QEMU nvme, SQ in CMB", "QEMU virtio-blk"]
+
+
+def load(path):
+    try:
+        with open(path, newline="") as f:
+            return list(csv.DictReader(f))
+    except OSError:
+        return []
+
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def fmt(v, digits=0):
+    if v is None:
+        return "-"
+    if digits == 0 and abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}f}"
+
+
+def key(r):
+    return (r["rw"], int(r["qd"]), int(r["qp"]))
+
+
+def storage_table(rows):
+    out = ["| workload | system | IOPS | mean / p50 / p99 / p99.9 us | exits/I/O (to user space) "
+           "| lvmm wake-ups/I/O | VMM CPU us/I/O | vCPU (native: client) CPU us/I/O "
+           "| backend CPU us/I/O | rounds ok |", "|" + "---|" * 10]
+    groups = {}
+    for r in rows:
+        groups.setdefault(key(r), {}).setdefault(r["system"], []).append(r)
+    for k in sorted(groups, key=lambda k: (k[0], k[2], k[1])):
+        for s in ORDER:
+            rs = groups[k].get(s)
+            if not rs:
+                continue
+            ok = [r for r in rs if r["ok"] == "1"]
+
+            def m(col, rs=ok):
+                return med([num(r.get(col)) for r in rs])
+            lat = " / ".join(fmt(m(c)) for c in ("mean_us", "p50_us", "p99_us", "p999_us"))
+            ex = "-" if m("exits_per_io") is None else \
+                f"{fmt(m('exits_per_io'), 2)} ({fmt(m('user_exits_per_io'), 2)})"
+            out.append(f"| {k[0]} QD{k[1]} x {k[2]} QP | {s} | {fmt(m('iops'))} | {lat} | {ex} | "
+                       f"{fmt(m('wakeups_per_io'), 3)} | {fmt(m('vmm_cpu_us'), 1)} | "
+                       f"{fmt(m('vcpu_cpu_us'), 1)} | {fmt(m('backend_cpu_us'), 1)} | "
+                       f"{len(ok)}/{len(rs)} |")
+    return "\n".join(out)
+
+
+def ratio(rows, k, a, b, col):
+    by = {}
+    for r in rows:
+        if key(r) == k and r["ok"] == "1":
+            by.setdefault(r["round"], {})[r["system"]] = num(r[col])
+    xs = [v[a] / v[b] for v in by.values() if v.get(a) and v.get(b)]
+    return med(xs), xs
+
+
+def ratio_table(rows):
+    pairs = [("lvmm passthrough", "native"), ("lvmm isolated", "native"),
+             ("lvmm passthrough", "QEMU nvme"), ("lvmm isolated", "QEMU nvme"),
+             ("lvmm emulate", "QEMU nvme")]
+    out = ["| workload | ratio | IOPS (median of rounds; per round) | p50 latency | target |",
+           "|---|---|---|---|---|"]
+    for k in sorted({key(r) for r in rows}, key=lambda k: (k[0], k[2], k[1])):
+        for a, b in pairs:
+            ri, xs = ratio(rows, k, a, b, "iops")
+            rl, _ = ratio(rows, k, a, b, "p50_us")
+            if ri is None:
+                continue
+            target = ""
+            if b == "native" and k[1] == 128:
+                target = f"IOPS within 3%: {'met' if ri >= 0.97 else 'missed'}"
+            elif b == "native" and k[1] == 1:
+                target = f"latency within 3%: {'met' if rl and rl <= 1.03 else 'missed'}"
+            elif a == "lvmm passthrough" and b == "QEMU nvme" and k[1] == 128:
+                target = f"3x IOPS: {'met' if ri >= 3 else 'missed'}"
+            out.append(f"| {k[0]} QD{k[1]} x {k[2]} QP | {a} / {b} | {ri:.2f} "
+                       f"({', '.join(f'{x:.2f}' for x in xs)}) | {fmt(rl, 2)} | {target} |")
+    return "\n".join(out)
+
+
+def storage_plot(rows, path):
+    ks = sorted({key(r) for r in rows}, key=lambda k: (k[0], k[2], k[1]))
+    systems = [s for s in ORDER if any(r["system"] == s for r in rows)]
+    fig, axes = plt.subplots(2, 1, figsize=(12, 8))
+    w = 0.8 / max(len(systems), 1)
+    for ax, col, label in ((axes[0], "iops", "IOPS (median of rounds)"),
+                           (axes[1], "p50_us", "p50 latency, us (log)")):
+        for i, s in enumerate(systems):
+            ys = [med([num(r[col]) for r in rows if key(r) == k and r["system"] == s
+                       and r["ok"] == "1"]) or 0 for k in ks]
+            ax.bar([x + i * w for x in range(len(ks))], ys, w, label=s)
+        ax.set_xticks([x + 0.4 - w / 2 for x in range(len(ks))])
+        ax.set_xticklabels([f"{k[0]}\nQD{k[1]} x{k[2]}" for k in ks], fontsize=7)
+        ax.set_ylabel(label)
+        if col == "p50_us":
+            ax.set_yscale("log")
+    axes[0].legend(fontsize=7, ncol=4)
+    axes[0].set_title("4 KiB, same backing: only the virtualization differs")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def scale_table(rows):
+    out = ["| VMs | mode | VMs ok | aggregate IOPS | x single-VM saturation | mean us / VM "
+           "| p99 us (median VM, worst VM) | Jain index | host CPU us/I/O | RSS / PSS / private "
+           "MiB per lvmm |", "|" + "---|" * 10]
+    for r in rows:
+        out.append(f"| {r['vms']} | {r['mode']} | {r['ok_vms']} | {fmt(num(r['aggregate_iops']))} "
+                   f"| {fmt(num(r['ratio']), 2)} | {fmt(num(r['mean_us']))} | "
+                   f"{fmt(num(r['p99_us_median_vm']))}, {fmt(num(r['p99_us_worst_vm']))} | "
+                   f"{fmt(num(r['jain']), 3)} | {fmt(num(r['host_cpu_us_per_io']))} | "
+                   f"{fmt(num(r['rss_mib']), 1)} / {fmt(num(r['pss_mib']), 1)} / "
+                   f"{fmt(num(r['private_mib']), 1)} |")
+    return "\n".join(out)
+
+
+def scale_plot(rows, path):
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax2 = ax.twinx()
+    for mode in sorted({r["mode"] for r in rows}):
+        rs = [r for r in rows if r["mode"] == mode]
+        xs = [int(r["vms"]) for r in rs]
+        ax.plot(xs, [num(r["aggregate_iops"]) for r in rs], "o-", label=f"{mode}: aggregate IOPS")
+        ax2.plot(xs, [num(r["jain"]) for r in rs], "x--", label=f"{mode}: Jain index")
+        sat = num(rs[0]["single_vm_saturation_iops"])
+    if rows and sat:
+        ax.axhline(sat, color="grey", lw=0.8, label="single-VM saturation (isolated, best)")
+    ax.set_xlabel("lvmm VMs on one softssd, QD1 4 KiB random reads each")
+    ax.set_ylabel("aggregate IOPS")
+    ax2.set_ylabel("Jain's fairness index")
+    ax2.set_ylim(0, 1.05)
+    ax.legend(loc="upper left", fontsize=7)
+    ax2.legend(loc="lower right", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def boot_table(rows):
+    out = ["| VMM (same bench guest ELF) | runs | first guest output ms (p50, min) | power-off ms "
+           "(p50, min) | RSS / PSS / private MiB |", "|---|---|---|---|---|"]
+    for vmm in sorted({r["vmm"] for r in rows}):
+        rs = [r for r in rows if r["vmm"] == vmm and r.get("poweroff_ms")]
+        mem = [r for r in rows if r["vmm"] == vmm and r.get("rss_mib")]
+        f = [num(r["first_output_ms"]) for r in rs if num(r["first_output_ms"])]
+        p = [num(r["poweroff_ms"]) for r in rs]
+        m = mem[0] if mem else {}
+        out.append(f"| {vmm} | {len(rs)} | {fmt(med(f), 1)}, {fmt(min(f) if f else None, 1)} | "
+                   f"{fmt(med(p), 1)}, {fmt(min(p) if p else None, 1)} | "
+                   f"{fmt(num(m.get('rss_mib')), 1)} / {fmt(num(m.get('pss_mib')), 1)} / "
+                   f"{fmt(num(m.get('private_mib')), 1)} |")
+    return "\n".join(out)
+
+
+def replace(doc, name, body):
+    pat = re.compile(rf"(<!-- bench:{name} -->\n).*?(<!-- /bench:{name} -->)", re.S)
+    if not pat.search(doc):
+        return doc + f"\n<!-- bench:{name} -->\n{body}\n<!-- /bench:{name} -->\n"
+    return pat.sub(lambda m: m.group(1) + body + "\n" + m.group(2), doc)
+
+
+def main():
+    res, doc_path = sys.argv[1], sys.argv[2]
+    host = json.load(open(f"{res}/storage-host.json"))
+    doc = open(doc_path).read()
+    head = (f"Run {host['date']} on {host['host']}; {host['duration_s']} s in all, "
+            f"{host['rounds']} rounds of {host['bench_time_s']} s per run, {host['vol_mb']} MiB "
+            f"volume and image; {host.get('qemu') or 'no QEMU'}. Command: `{host['command']}`")
+    doc = replace(doc, "storage-host", head)
+    rows = load(f"{res}/storage.csv")
+    if rows:
+        doc = replace(doc, "storage", storage_table(rows))
+        doc = replace(doc, "ratios", ratio_table(rows))
+        storage_plot(rows, f"{res}/storage.png")
+    rows = load(f"{res}/scale.csv")
+    if rows:
+        doc = replace(doc, "scale", scale_table(rows))
+        scale_plot(rows, f"{res}/scale.png")
+    rows = load(f"{res}/boot-footprint.csv")
+    if rows:
+        doc = replace(doc, "boot-footprint", boot_table(rows))
+    open(doc_path, "w").write(doc)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# make test's smoke run of the storage benchmark harness (seconds, not a benchmark): every row
+# kind once at a tiny size into a temp dir, the report into a copy of docs/benchmarks.md; fails
+# when a row, a table or a plot is missing. Appends "bench-smoke PASSED FAILED 0" to
+# $LVMM_TEST_TOTALS (tests/run-suites.sh).
+set -uo pipefail
+build=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d /var/tmp/lvmm-bench-smoke.XXXXXX)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+pass=0 fail=0
+check() {
+	if eval "$2"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "bench-smoke: FAIL $1" >&2
+	fi
+}
+cp "$here/../../docs/benchmarks.md" "$tmp/doc.md"
+SMOKE=1 ROUNDS=1 BENCH_TIME=0.3 VOL_MB=16 SCALE=2 BOOT_RUNS=1 DIR=$tmp \
+	/usr/bin/python3 "$here/storage.py" "$build" "$tmp/res" >"$tmp/log" 2>&1
+check "storage.py ran (log: $(tail -5 "$tmp/log"))" '[ -s "$tmp/res/storage-host.json" ]'
+systems=("native" "lvmm passthrough" "lvmm isolated" "lvmm emulate")
+command -v qemu-system-x86_64 >/dev/null && systems+=("QEMU nvme")
+for s in "${systems[@]}"; do
+	check "$s: both workloads measured" \
+		'[ "$(grep -c "^1,$s,rand[a-z]*,[0-9]*,[0-9]*,1," "$tmp/res/storage.csv" 2>/dev/null)" = 2 ]'
+done
+check "scale: both VMs reported" 'grep -q "^2,isolated,2," "$tmp/res/scale.csv" 2>/dev/null'
+check "boot: lvmm powered off" 'grep -q "^1,lvmm,.*,1,*$" "$tmp/res/boot-footprint.csv" 2>/dev/null'
+/usr/bin/python3 "$here/report_storage.py" "$tmp/res" "$tmp/doc.md" >>"$tmp/log" 2>&1
+for t in storage ratios scale boot-footprint; do
+	check "table $t in the report" 'grep -q "<!-- /bench:$t -->" "$tmp/doc.md"'
+done
+check "plots drawn" '[ -s "$tmp/res/storage.png" ] && [ -s "$tmp/res/scale.png" ]'
+[ $fail -eq 0 ] || cat "$tmp/log" >&2
+echo "bench-smoke: $pass passed, $fail failed"
+[ -n "${LVMM_TEST_TOTALS:-}" ] && echo "bench-smoke $pass $fail 0" >>"$LVMM_TEST_TOTALS"
+[ $fail -eq 0 ]

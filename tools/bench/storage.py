@@ -1,0 +1,339 @@
+#!/usr/bin/python3
+# Storage benchmarks side by side (a benchmark, not a test): the bench guest's workload engine
+# (bench.mode=work) in lvmm's emulate, isolated and passthrough modes, the native softssd client,
+# QEMU's emulated NVMe (plain, shadow doorbells, SQs in its CMB) on microvm; then N lvmm VMs on
+# one softssd; then boot time and memory of lvmm and QEMU. Rows are interleaved round by round.
+# usage: storage.py BUILD RESULTS_DIR      knobs (environment): BENCH_TIME (s per run, 5),
+#   ROUNDS (2), VOL_MB (1024), SCALE (25,50,100,200), SCALE_MODES (isolated,passthrough),
+#   BOOT_RUNS (10), MODEL (softssd --model, none), SMOKE=1 (one configuration of each kind)
+import csv
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import vms  # noqa: E402
+
+QEMU = shutil.which("qemu-system-x86_64")
+QEMU_BASE = ["-name", "bench,debug-threads=on", "-machine", "microvm,accel=kvm,pcie=on,pit=off,pic=off,rtc=off",
+             "-cpu", "host,-arch-capabilities", "-m", "128M", "-nographic", "-nodefaults",
+             "-serial", "stdio", "-no-reboot", "-device", "isa-debug-exit,iobase=0xf4,iosize=1"]
+SSD = f"bench{os.getpid()}"
+VOL = "bench"
+
+
+class Bench:
+    def __init__(self, build, results):
+        self.build, self.results = build, results
+        self.lvmm = f"{build}/lvmm"
+        self.guest = f"{build}/bench-guest/bench-guest.elf"
+        self.client = f"{build}/softssd-bench-client"
+        self.secs = float(os.environ.get("BENCH_TIME", "5"))
+        self.rounds = int(os.environ.get("ROUNDS", "2"))
+        self.smoke = os.environ.get("SMOKE") == "1"
+        self.vol_mb = int(os.environ.get("VOL_MB", "64" if self.smoke else "1024"))
+        self.dir = tempfile.mkdtemp(prefix="lvmm-bench-", dir=os.environ.get("DIR", "/var/tmp"))
+        os.environ["LVMM_RUN_DIR"] = self.dir
+        os.environ["LVMM_STATE_DIR"] = "/proc/lvmm-none"  # never auto-start another SSD
+        os.environ["LVMM_STATS"] = "1"
+        self.img = f"{self.dir}/disk.img"
+        self.daemon = None
+        self.perf_out = f"{self.dir}/perf.txt" if vms.perf_ready() else None
+
+    def ms(self):
+        return int(self.secs * 1000)
+
+    def setup(self):
+        # emulate and QEMU read this image; the softssd volume holds the same kind of bytes
+        with open(self.img, "wb") as f:
+            for _ in range(self.vol_mb):
+                f.write(os.urandom(1 << 20))
+            os.fsync(f.fileno())
+        self.daemon = vms.start_daemon(self.lvmm, SSD, f"{self.dir}/ssd.img", self.vol_mb + 64,
+                                       os.environ.get("MODEL", "none"), f"{self.dir}/ssd.log")
+        subprocess.run([self.client, SSD, VOL, str(self.vol_mb), "--fill"], check=True,
+                       stdout=subprocess.DEVNULL)
+        os.sync()
+
+    def cleanup(self):
+        vms.stop(self.daemon)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def cmdline(self, rw, qd, qp, seed, extra=""):
+        ramp = min(500, self.ms() // 5)
+        return (f"bench.mode=work bench.rw={rw} bench.qd={qd} bench.qp={qp} bench.ms={self.ms()} "
+                f"bench.ramp_ms={ramp} bench.seed={seed}{extra}")
+
+    # ---- one row ----
+    def run_lvmm(self, mode, rw, qd, qp, seed):
+        if mode == "emulate":
+            vn = f"file={self.img},queues={qp}"
+        else:
+            vn = f"{SSD},vol={VOL},queues={qp},mode={mode}"
+        argv = [self.lvmm, "run", "--kernel", self.guest, "--memory", "64M", "--vnvme", vn,
+                "--cmdline", self.cmdline(rw, qd, qp, seed)]
+        res, d, text = vms.run_guest(argv, self.daemon.pid if mode != "emulate" else None,
+                                     self.secs + 90, self.perf_out)
+        if res:
+            ios = res["reads"] + res["writes"]
+            wk = vms.lvmm_stat(text, "wake-ups")
+            d["wakeups"] = wk / ios if wk is not None else None
+            if mode == "emulate":  # the I/O thread is emulate's backend
+                d["backend_us"] = d["vmm_us"]
+        return res, d, text
+
+    def run_qemu(self, variant, rw, qd, qp, seed):
+        dev = "nvme,drive=d0,serial=bench,max_ioqpairs=8"
+        extra = ""
+        if variant == "dbbuf":
+            extra = " bench.dbbuf=on"
+        elif variant == "cmb":
+            dev += ",cmb_size_mb=16"
+            extra = " bench.sq=cmb"
+        argv = [QEMU, *QEMU_BASE, "-kernel", self.guest,
+                "-append", self.cmdline(rw, qd, qp, seed, extra),
+                "-drive", f"file={self.img},if=none,id=d0,format=raw,cache=none,aio=io_uring",
+                "-device", dev]
+        res, d, text = vms.run_guest(argv, None, self.secs + 90, self.perf_out)
+        if res:
+            d["backend_us"] = d["vmm_us"]  # QEMU's main loop and I/O threads
+            d["wakeups"] = None
+        return res, d, text
+
+    def run_native(self, rw, qd, qp, seed):
+        c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        dc0 = vms.proc_cpu(self.daemon.pid)
+        t0 = time.perf_counter()
+        p = subprocess.run([self.client, SSD, VOL, str(self.vol_mb), "--qd", str(qd), "--qp",
+                            str(qp), "--ms", str(self.ms()), "--poll", "--rw", rw, "--mode",
+                            "passthrough"], capture_output=True, text=True,
+                           timeout=self.secs + 90)
+        wall = time.perf_counter() - t0
+        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        dc1 = vms.proc_cpu(self.daemon.pid)
+        kv = dict(x.split("=", 1) for x in p.stdout.split() if "=" in x)
+        if p.returncode or "iops" not in kv:
+            return None, None, p.stdout + p.stderr
+        ios = int(kv["ios"])
+        us = {k: float(kv[k]) for k in ("mean_us", "p50_us", "p90_us", "p99_us", "p999_us")}
+        res = {"iops": float(kv["iops"]), "mean_ns": us["mean_us"] * 1e3,
+               "p50_ns": us["p50_us"] * 1e3, "p99_ns": us["p99_us"] * 1e3,
+               "p999_ns": us["p999_us"] * 1e3, "reads": ios - int(kv["writes"]),
+               "writes": int(kv["writes"]), "errors": 0}
+        cpu = (c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime) * 1e6 / max(ios, 1)
+        d = {"vcpu_us": cpu, "vmm_us": 0.0, "backend_us": (dc1 - dc0) * 1e6 / max(ios, 1),
+             "exits": 0.0, "user_exits": 0.0, "wakeups": 0.0, "wall_s": wall}
+        return res, d, p.stdout
+
+    # ---- the matrix ----
+    def systems(self):
+        s = [("native", lambda *a: self.run_native(*a))]
+        for m in ("passthrough", "isolated", "emulate"):
+            s.append((f"lvmm {m}", lambda *a, m=m: self.run_lvmm(m, *a)))
+        if QEMU:
+            s.append(("QEMU nvme", lambda *a: self.run_qemu("plain", *a)))
+        return s
+
+    def configs(self):
+        if self.smoke:
+            return [("randread", 1, 1), ("randwrite", 4, 2)]
+        return [(rw, qd, qp) for rw in ("randread", "randwrite") for qp in (1, 4)
+                for qd in (1, 32, 128)]
+
+    def storage(self):
+        rows = []
+        extra = []  # QEMU's CMB and shadow-doorbell variants: reads, one queue pair
+        if QEMU and not self.smoke:
+            extra = [("QEMU nvme, shadow doorbells", "dbbuf"), ("QEMU nvme, SQ in CMB", "cmb")]
+        for rnd in range(1, self.rounds + 1):
+            for rw, qd, qp in self.configs():
+                runs = list(self.systems())
+                if rw == "randread" and qp == 1:
+                    runs += [(n, lambda *a, v=v: self.run_qemu(v, *a)) for n, v in extra]
+                for name, fn in runs:
+                    res, d, text = fn(rw, qd, qp, rnd)
+                    row = {"round": rnd, "system": name, "rw": rw, "qd": qd, "qp": qp,
+                           "ok": int(bool(res))}
+                    if res:
+                        row.update(iops=res["iops"], mean_us=res["mean_ns"] / 1e3,
+                                   p50_us=res["p50_ns"] / 1e3, p99_us=res["p99_ns"] / 1e3,
+                                   p999_us=res["p999_ns"] / 1e3,
+                                   exits_per_io=d.get("exits"),
+                                   user_exits_per_io=d.get("user_exits"),
+                                   wakeups_per_io=d.get("wakeups"),
+                                   vmm_cpu_us=d["vmm_us"], vcpu_cpu_us=d["vcpu_us"],
+                                   backend_cpu_us=d["backend_us"])
+                    else:
+                        sys.stderr.write(f"bench: {name} {rw} qd{qd} qp{qp} failed:\n"
+                                         f"{text[-2000:]}\n")
+                    print(f"bench: round {rnd} {name:28} {rw:9} qd {qd:3} qp {qp}: "
+                          f"{row.get('iops', 0):8.0f} IOPS p50 {row.get('p50_us', 0):8.1f} us",
+                          flush=True)
+                    rows.append(row)
+        write_csv(f"{self.results}/storage.csv", rows)
+        return rows
+
+    # ---- N VMs on one SSD ----
+    def scale(self, sat_iops):
+        counts = [int(x) for x in os.environ.get(
+            "SCALE", "2" if self.smoke else "25,50,100,200").split(",")]
+        modes = os.environ.get("SCALE_MODES", "isolated" if self.smoke else
+                               "isolated,passthrough").split(",")
+        rows = []
+        for n in counts:
+            for mode in modes:
+                rows.append(self.scale_point(n, mode, sat_iops))
+        write_csv(f"{self.results}/scale.csv", rows)
+        return rows
+
+    def scale_point(self, n, mode, sat_iops):
+        # every VM boots before any measures: the ramp covers the start of all of them
+        ramp = int(1000 + n * 60)
+        cl = (f"bench.mode=work bench.rw=randread bench.qd=1 bench.ms={self.ms()} "
+              f"bench.ramp_ms={ramp}")
+        c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        dc0 = vms.proc_cpu(self.daemon.pid)
+        procs = []
+        for i in range(n):
+            log = open(f"{self.dir}/vm{i}.log", "w+")
+            p = subprocess.Popen([self.lvmm, "run", "--kernel", self.guest, "--memory", "64M",
+                                  "--vnvme", f"{SSD},vol={VOL},readonly=on,mode={mode}",
+                                  "--cmdline", cl + f" bench.seed={i + 1}"],
+                                 stdout=log, stderr=subprocess.STDOUT)
+            procs.append((p, log))
+        time.sleep(ramp / 1000 + self.secs / 2)
+        mem = [m for m in (vms.memory(p.pid) for p, _ in procs) if m]
+        deadline = time.monotonic() + self.secs + ramp / 1000 + 120
+        for p, _ in procs:
+            try:
+                p.wait(timeout=max(1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        dc1 = vms.proc_cpu(self.daemon.pid)
+        res = []
+        for p, log in procs:
+            log.seek(0)
+            for line in log:
+                r = vms.parse_result(line)
+                if r:
+                    res.append(r)
+            log.close()
+        iops = [r["iops"] for r in res]
+        ios = sum(r["reads"] for r in res)
+        agg = sum(iops)
+        jain = agg * agg / (len(iops) * sum(x * x for x in iops)) if iops and agg else 0
+        row = {"vms": n, "mode": mode, "ok_vms": len(res), "aggregate_iops": agg,
+               "single_vm_saturation_iops": sat_iops,
+               "ratio": agg / sat_iops if sat_iops else None,
+               "mean_us": sum(r["mean_ns"] for r in res) / len(res) / 1e3 if res else None,
+               "p99_us_median_vm": sorted(r["p99_ns"] for r in res)[len(res) // 2] / 1e3
+               if res else None,
+               "p99_us_worst_vm": max(r["p99_ns"] for r in res) / 1e3 if res else None,
+               "jain": jain,
+               "host_cpu_us_per_io": ((c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime) +
+                                      (dc1 - dc0)) * 1e6 / max(ios, 1),
+               "rss_mib": sum(m["rss_kib"] for m in mem) / len(mem) / 1024 if mem else None,
+               "pss_mib": sum(m["pss_kib"] for m in mem) / len(mem) / 1024 if mem else None,
+               "private_mib": sum(m["private_kib"] for m in mem) / len(mem) / 1024
+               if mem else None}
+        print(f"bench: scale {n} VMs {mode}: {row['ok_vms']} ok, {agg:.0f} IOPS, "
+              f"Jain {jain:.3f}", flush=True)
+        return row
+
+    # ---- boot and footprint ----
+    def boot_once(self, argv):
+        t0 = time.perf_counter()
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        first = None
+        buf = b""
+        while True:
+            ch = p.stdout.read(1)
+            if not ch:
+                break
+            buf += ch
+            if first is None and buf.endswith(b"bench: h"):
+                first = time.perf_counter() - t0
+        p.wait()
+        return first, time.perf_counter() - t0, b"done, powering off" in buf
+
+    def footprint_once(self, argv):
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        m = None
+        for line in p.stdout:
+            if "heartbeat 2" in line:
+                m = vms.memory(p.pid)
+                break
+        p.kill()
+        p.wait()
+        return m
+
+    def boot(self):
+        runs = int(os.environ.get("BOOT_RUNS", "2" if self.smoke else "10"))
+        vmms = {"lvmm": [self.lvmm, "run", "--kernel", self.guest, "--memory", "128M",
+                         "--cmdline"]}
+        if QEMU:
+            vmms["QEMU microvm"] = [QEMU, *QEMU_BASE, "-kernel", self.guest, "-append"]
+        rows = []
+        for rnd in range(1, runs + 1):
+            for name, base in vmms.items():
+                first, total, ok = self.boot_once(base + ["bench.mode=hello"])
+                rows.append({"round": rnd, "vmm": name, "first_output_ms":
+                             first * 1e3 if first else None, "poweroff_ms": total * 1e3,
+                             "ok": int(ok)})
+        for name, base in vmms.items():
+            m = self.footprint_once(base + ["bench.mode=spin"])
+            if m:
+                rows.append({"round": 0, "vmm": name, "rss_mib": m["rss_kib"] / 1024,
+                             "pss_mib": m["pss_kib"] / 1024,
+                             "private_mib": m["private_kib"] / 1024, "ok": 1})
+        write_csv(f"{self.results}/boot-footprint.csv", rows)
+        return rows
+
+
+def write_csv(path, rows):
+    keys = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()})
+
+
+def main():
+    build, results = sys.argv[1], sys.argv[2]
+    os.makedirs(results, exist_ok=True)
+    b = Bench(build, results)
+    host = vms.host_line()
+    exits = b.perf_out is not None
+    start = time.time()
+    print(f"bench: {host}", flush=True)
+    try:
+        b.setup()
+        rows = b.storage()
+        sat = [r["iops"] for r in rows if r["ok"] and r["system"] == "lvmm isolated"
+               and r["rw"] == "randread"]
+        b.scale(max(sat) if sat else None)
+        b.boot()
+    finally:
+        b.cleanup()
+    json.dump({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(start)), "host": host,
+               "duration_s": int(time.time() - start), "bench_time_s": b.secs,
+               "rounds": b.rounds, "vol_mb": b.vol_mb, "kvm_exit_counters": exits,
+               "qemu": subprocess.run([QEMU, "--version"], capture_output=True,
+                                      text=True).stdout.split("\n")[0] if QEMU else None,
+               "command": os.environ.get("BENCH_COMMAND", "tools/bench/storage.py " +
+                                         " ".join(sys.argv[1:]))},
+              open(f"{results}/storage-host.json", "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
