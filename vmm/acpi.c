@@ -1,5 +1,7 @@
 /* ACPI table builder: RSDP v2 -> XSDT -> FADT (FACS, DSDT), MADT, MCFG in the BIOS area.
- * Tables are assembled in a host buffer by byte offset (ACPI spec 6.x) and copied in one write. */
+ * Tables are assembled in a host buffer by byte offset (ACPI spec 6.x) and copied in one write.
+ * Further PCI segments (cloud-hypervisor's platform.num_pci_segments) each get an MCFG entry,
+ * an ECAM window after segment 0's and a host bridge in the DSDT, as cloud-hypervisor builds. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,10 @@
 #include "acpi.h"
 #include "fwtable.h"
 #include "layout.h"
+
+/* every segment's ECAM window lies in the hole below the I/O APIC */
+_Static_assert(LAYOUT_ECAM_START + ACPI_MAX_PCI_SEGMENTS * LAYOUT_ECAM_SIZE <= LAYOUT_IOAPIC,
+	       "ECAM windows of all PCI segments overlap the I/O APIC");
 
 #define ACPI_HDR_LEN   36
 #define ACPI_OEM_ID    "LVMM  "
@@ -316,14 +322,39 @@ static void res_end(struct aml *a)
 	aml_byte(a, 0); /* checksum 0: "treat as correct" */
 }
 
-size_t acpi_dsdt_aml(uint8_t *buf, size_t max)
+/* Device PCnn: the host bridge of segment seg (bus 0), with no windows: nothing sits there yet. */
+static void acpi_segment_bridge(struct aml *sb, unsigned seg)
 {
-	uint8_t crs_b[256], pci_b[512], mres_b[128], sb_b[1024];
+	uint8_t crs_b[32], dev_b[128];
+	struct aml crs = {.b = crs_b, .max = sizeof(crs_b)};
+	struct aml dev = {.b = dev_b, .max = sizeof(dev_b)};
+	char name[8];
+
+	res_word(&crs, RES_TYPE_BUS, 0, 0, LAYOUT_ECAM_BUSES - 1);
+	res_end(&crs);
+	aml_name_eisaid(&dev, "_HID", "PNP0A08");
+	aml_name_eisaid(&dev, "_CID", "PNP0A03");
+	aml_name_int(&dev, "_SEG", seg);
+	aml_name_int(&dev, "_BBN", 0);
+	aml_name_int(&dev, "_UID", seg);
+	aml_name_buffer(&dev, "_CRS", crs.b, crs.n);
+	snprintf(name, sizeof(name), "PC%02X", seg & 0xff);
+	if (crs.overflow || dev.overflow)
+		sb->overflow = 1;
+	else
+		aml_block(sb, 1, AML_DEVICE, name, dev.b, dev.n);
+}
+
+size_t acpi_dsdt_aml_segments(uint8_t *buf, size_t max, unsigned nseg)
+{
+	uint8_t crs_b[256], pci_b[512], mres_b[128];
+	size_t sb_max = 1024 + 128 * (size_t)nseg, n = 0;
+	uint8_t *sb_b = malloc(sb_max);
 	struct aml out = {.b = buf, .max = max};
 	struct aml crs = {.b = crs_b, .max = sizeof(crs_b)};
 	struct aml pci = {.b = pci_b, .max = sizeof(pci_b)};
 	struct aml mres = {.b = mres_b, .max = sizeof(mres_b)};
-	struct aml sb = {.b = sb_b, .max = sizeof(sb_b)};
+	struct aml sb = {.b = sb_b, .max = sb_max};
 	static const uint8_t s5[] = {AML_NAME,
 				     AML_ROOT,
 				     '_',
@@ -340,6 +371,10 @@ size_t acpi_dsdt_aml(uint8_t *buf, size_t max)
 				     AML_ZERO,
 				     AML_ZERO};
 
+	if (!sb_b || !nseg || nseg > ACPI_MAX_PCI_SEGMENTS) {
+		free(sb_b);
+		return 0;
+	}
 	/* PCI0: the host bridge that owns bus 0 through ECAM, the config ports and windows. */
 	res_word(&crs, RES_TYPE_BUS, 0, 0, LAYOUT_ECAM_BUSES - 1);
 	res_io(&crs, LAYOUT_PCI_CONF_ADDR, 8);
@@ -356,22 +391,31 @@ size_t acpi_dsdt_aml(uint8_t *buf, size_t max)
 	aml_name_int(&pci, "_UID", 0);
 	aml_name_buffer(&pci, "_CRS", crs.b, crs.n);
 
-	/* MRES: motherboard resources claiming the ECAM window, where Linux looks to trust MCFG. */
+	/* MRES: motherboard resources claiming the ECAM windows of every segment (contiguous),
+	 * where Linux looks to trust MCFG. */
 	crs.n = 0;
-	res_mem32_fixed(&crs, (uint32_t)LAYOUT_ECAM_START, (uint32_t)LAYOUT_ECAM_SIZE);
+	res_mem32_fixed(&crs, (uint32_t)LAYOUT_ECAM_START, (uint32_t)(LAYOUT_ECAM_SIZE * nseg));
 	res_end(&crs);
 	aml_name_eisaid(&mres, "_HID", "PNP0C02");
 	aml_name_int(&mres, "_UID", 0);
 	aml_name_buffer(&mres, "_CRS", crs.b, crs.n);
 
 	aml_block(&sb, 1, AML_DEVICE, "PCI0", pci.b, pci.n);
+	for (unsigned seg = 1; seg < nseg; seg++)
+		acpi_segment_bridge(&sb, seg);
 	aml_block(&sb, 1, AML_DEVICE, "MRES", mres.b, mres.n);
 
 	aml_emit(&out, s5, sizeof(s5));
 	aml_block(&out, 0, AML_SCOPE, "\\_SB_", sb.b, sb.n);
-	if (out.overflow || crs.overflow || pci.overflow || mres.overflow || sb.overflow)
-		return 0;
-	return out.n;
+	if (!(out.overflow || crs.overflow || pci.overflow || mres.overflow || sb.overflow))
+		n = out.n;
+	free(sb_b);
+	return n;
+}
+
+size_t acpi_dsdt_aml(uint8_t *buf, size_t max)
+{
+	return acpi_dsdt_aml_segments(buf, max, 1);
 }
 
 /* ---- tables ---- */
@@ -473,34 +517,59 @@ static void acpi_madt(uint8_t *t, unsigned cpus, unsigned ncpu)
 	acpi_finish(t);
 }
 
-static void acpi_mcfg(uint8_t *t)
+static size_t acpi_mcfg_len(unsigned nseg)
 {
-	acpi_header(t, "MCFG", 60, 1);
-	fw_put64(t, 44, LAYOUT_ECAM_START);
-	fw_put16(t, 52, 0);		       /* segment */
-	fw_put8(t, 54, 0);		       /* start bus */
-	fw_put8(t, 55, LAYOUT_ECAM_BUSES - 1); /* end bus */
+	return 44 + 16 * (size_t)nseg;
+}
+
+/* One allocation entry per segment; segment n's ECAM follows segment n-1's. */
+static void acpi_mcfg(uint8_t *t, unsigned nseg)
+{
+	acpi_header(t, "MCFG", (uint32_t)acpi_mcfg_len(nseg), 1);
+	for (unsigned seg = 0; seg < nseg; seg++) {
+		size_t e = 44 + 16 * (size_t)seg;
+
+		fw_put64(t, e, LAYOUT_ECAM_START + seg * LAYOUT_ECAM_SIZE);
+		fw_put16(t, e + 8, (uint16_t)seg);	   /* segment */
+		fw_put8(t, e + 10, 0);			   /* start bus */
+		fw_put8(t, e + 11, LAYOUT_ECAM_BUSES - 1); /* end bus */
+	}
 	acpi_finish(t);
 }
 
 int acpi_build(struct guest_mem *gm, unsigned cpus, unsigned max_cpus, uint64_t *rsdp, char *err,
 	       unsigned errlen)
 {
+	return acpi_build_segments(gm, cpus, max_cpus, 1, rsdp, err, errlen);
+}
+
+int acpi_build_segments(struct guest_mem *gm, unsigned cpus, unsigned max_cpus, unsigned nseg,
+			uint64_t *rsdp, char *err, unsigned errlen)
+{
 	const uint64_t base = LAYOUT_BIOS_START;
 	unsigned ncpu = max_cpus > cpus ? max_cpus : cpus;
-	uint8_t aml[1024];
-	size_t aml_len = acpi_dsdt_aml(aml, sizeof(aml));
+	size_t aml_max = 1024 + 128 * (size_t)nseg, aml_len;
+	uint8_t *aml;
 	struct acpi_area a = {0};
 	size_t o_rsdp, o_xsdt, o_facs, o_fadt, o_dsdt, o_madt, o_mcfg;
 	int r = 0;
 
-	if (cpus == 0 || ncpu > 255 || !aml_len) {
+	if (!nseg || nseg > ACPI_MAX_PCI_SEGMENTS) {
+		snprintf(err, errlen, "acpi: %u PCI segments, not 1..%u", nseg,
+			 ACPI_MAX_PCI_SEGMENTS);
+		return -EINVAL;
+	}
+	if (cpus == 0 || ncpu > 255) {
 		snprintf(err, errlen, "acpi: cannot describe %u CPUs (max %u)", cpus, max_cpus);
 		return -EINVAL;
 	}
+	aml = malloc(aml_max);
 	a.b = calloc(1, ACPI_AREA_SIZE);
-	if (!a.b) {
+	aml_len = aml ? acpi_dsdt_aml_segments(aml, aml_max, nseg) : 0;
+	if (!a.b || !aml_len) {
 		snprintf(err, errlen, "acpi: out of memory");
+		free(aml);
+		free(a.b);
 		return -ENOMEM;
 	}
 	o_rsdp = acpi_alloc(&a, RSDP_LEN, 16);
@@ -509,7 +578,7 @@ int acpi_build(struct guest_mem *gm, unsigned cpus, unsigned max_cpus, uint64_t 
 	o_fadt = acpi_alloc(&a, FADT_LEN, 16);
 	o_dsdt = acpi_alloc(&a, ACPI_HDR_LEN + aml_len, 16);
 	o_madt = acpi_alloc(&a, acpi_madt_len(ncpu), 16);
-	o_mcfg = acpi_alloc(&a, 60, 16);
+	o_mcfg = acpi_alloc(&a, acpi_mcfg_len(nseg), 16);
 	if (o_mcfg == SIZE_MAX || o_madt == SIZE_MAX || o_dsdt == SIZE_MAX) {
 		snprintf(err, errlen, "acpi: tables exceed %llu bytes", ACPI_AREA_SIZE);
 		r = -ENOSPC;
@@ -526,7 +595,7 @@ int acpi_build(struct guest_mem *gm, unsigned cpus, unsigned max_cpus, uint64_t 
 
 	acpi_fadt(a.b + o_fadt, base + o_facs, base + o_dsdt);
 	acpi_madt(a.b + o_madt, cpus, ncpu);
-	acpi_mcfg(a.b + o_mcfg);
+	acpi_mcfg(a.b + o_mcfg, nseg);
 
 	acpi_header(a.b + o_xsdt, "XSDT", ACPI_HDR_LEN + 3 * 8, 1);
 	fw_put64(a.b, o_xsdt + 36, base + o_fadt);
@@ -549,6 +618,7 @@ int acpi_build(struct guest_mem *gm, unsigned cpus, unsigned max_cpus, uint64_t 
 	}
 	*rsdp = base + o_rsdp;
 out:
+	free(aml);
 	free(a.b);
 	return r;
 }
