@@ -1,9 +1,13 @@
-/* softssd's own system-call filter (libseccomp): what the daemon needs once its volumes, workers
- * and socket are set up, nothing more; a forbidden call kills it (or is logged with log mode). */
+/* softssd's confinement once it is set up: every capability dropped, then its own system-call
+ * filter (libseccomp): a call it does not need kills it (or is logged with log mode). */
 #include <errno.h>
+#include <linux/capability.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "softssd/server.h"
 
@@ -66,6 +70,28 @@ static const char *const ssd_seccomp_allowed[] = {
     /* shutdown: the socket goes away with the daemon */
     "unlink",
 };
+
+/* The backing and the socket are open, files it creates later are its own memfds: a daemon run
+ * as root keeps uid 0 (its files) but no capability, so it cannot reach what root's
+ * capabilities would (other users' files, devices, the kernel's knobs). */
+int ssd_drop_caps(char *err, unsigned errlen)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	int cap;
+
+	memset(d, 0, sizeof(d));
+	/* from the bounding set too, so that no exec could regain them (EPERM when unprivileged:
+	 * nothing to drop then) */
+	for (cap = 0; cap <= 63; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL)
+			break;
+	if (syscall(SYS_capset, &h, d)) {
+		snprintf(err, errlen, "softssd: dropping capabilities: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
 
 int ssd_seccomp_install(enum ssd_seccomp_mode mode, char *err, unsigned errlen)
 {

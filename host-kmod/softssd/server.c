@@ -486,7 +486,8 @@ static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 	fflush(stdout);
 	if (cfg->notify)
 		ssd_notify_ready();
-	return ssd_seccomp_install(cfg->seccomp, err, errlen);
+	r = ssd_drop_caps(err, errlen);
+	return r ? r : ssd_seccomp_install(cfg->seccomp, err, errlen);
 }
 
 int ssd_serve(const struct ssd_server_cfg *cfg)

@@ -39,5 +39,7 @@ int ssd_serve(const struct ssd_server_cfg *cfg);
 
 /* The daemon's system-call filter (seccomp.c), installed on every thread once start-up is done. */
 int ssd_seccomp_install(enum ssd_seccomp_mode mode, char *err, unsigned errlen);
+/* Drops every capability of the daemon, bounding set included (seccomp.c). */
+int ssd_drop_caps(char *err, unsigned errlen);
 
 #endif

@@ -809,6 +809,17 @@ START_TEST(test_socket_and_limits)
 	ck_assert_uint_eq(sb.st_mode & 0777, 0660);
 	ck_assert_int_eq(stat(ssd_dir, &sb), 0);
 	ck_assert_uint_eq(sb.st_mode & 0777, 0750);
+	{ /* the daemon runs with no capability and under its seccomp filter */
+		char path[64], *st;
+
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)daemon_pid);
+		st = testutil_slurp(path);
+		ck_assert_msg(strstr(st, "CapEff:\t0000000000000000"), "%s", st);
+		ck_assert_msg(strstr(st, "CapBnd:\t0000000000000000"), "%s", st);
+		ck_assert_msg(strstr(st, "Seccomp:\t2"), "%s", st);
+		ck_assert_msg(strstr(st, "NoNewPrivs:\t1"), "%s", st);
+		free(st);
+	}
 	daemon_stop(SIGTERM);
 	{
 		const char *extra[] = {"--max-clients", "2", "--max-qpairs", "1", NULL};
