@@ -183,7 +183,7 @@ static int ssd_start_one(const char *id, const char *name, uint64_t need, char *
 		_exit(0);
 	}
 	waitpid(pid, &st, 0);
-	for (i = 0; i < 400; i++) {
+	for (i = 0; i < 1200; i++) { /* 30 s: a loaded host starts processes slowly */
 		if (ssd_served(name)) {
 			fprintf(stderr,
 				"lvmm: started softssd %s on %s (sparse, %s); it stops once no VM "

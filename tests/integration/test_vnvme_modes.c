@@ -42,7 +42,7 @@ static void daemon_start(void)
 		execv(argv[0], (char **)argv);
 		_exit(127);
 	}
-	for (i = 0; i < 200; i++) {
+	for (i = 0; i < 800; i++) { /* 20 s at most */
 		struct lio_client *c;
 		char err[256];
 
@@ -406,7 +406,7 @@ START_TEST(test_ssd_killed)
 
 	snprintf(out, sizeof(out), "%s/vm.out", dir);
 	pid = spawn(out, argv);
-	for (i = 0; i < 400; i++) {
+	for (i = 0; i < 2400; i++) { /* 60 s: a loaded host boots slowly */
 		free(o);
 		o = testutil_slurp(out);
 		if (strstr(o, "bench: lio rw ok"))
@@ -567,7 +567,7 @@ START_TEST(test_api_counters)
 
 		pid = spawn(outp, argv);
 	}
-	for (i = 0; i < 400; i++) {
+	for (i = 0; i < 2400; i++) { /* 60 s: a loaded host boots slowly */
 		free(o);
 		o = testutil_slurp(outp);
 		if (strstr(o, "bench: lio rw ok"))

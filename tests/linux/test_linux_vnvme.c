@@ -62,7 +62,7 @@ static void daemon_start(void)
 		execv(argv[0], (char **)argv);
 		_exit(127);
 	}
-	for (i = 0; i < 200; i++) {
+	for (i = 0; i < 800; i++) { /* 20 s at most */
 		struct lio_client *c;
 		char err[256];
 
