@@ -382,6 +382,15 @@ START_TEST(test_client)
 	char *pause[] = {(char *)T.lvmm, "api", "--socket", T.sock, "pause", NULL};
 	char *create[] = {(char *)T.lvmm, "api", "--socket", T.sock, "create", cfgfile, NULL};
 	char *boot[] = {(char *)T.lvmm, "api", "--socket", T.sock, "boot", NULL};
+	char *resize[] = {(char *)T.lvmm,	    "api", "--socket", T.sock, "resize",
+			  "{\"desired_vcpus\": 1}", NULL};
+	char *grow[] = {(char *)T.lvmm,
+			"api",
+			"--socket",
+			T.sock,
+			"resize",
+			"{\"desired_ram\": 1073741824}",
+			NULL};
 	char *addnv[] = {(char *)T.lvmm,    "api", "--socket", T.sock, "add-vnvme",
 			 "file=/tmp/x.img", NULL};
 	char *rmdev[] = {(char *)T.lvmm, "api", "--socket", T.sock, "remove-device", "nvme0", NULL};
@@ -414,6 +423,9 @@ START_TEST(test_client)
 	ck_assert_int_eq(apitest_run_capture(boot, out, sizeof(out), err, sizeof(err)), 0);
 	ck_assert_int_eq(apitest_run_capture(info, out, sizeof(out), NULL, 0), 0);
 	ck_assert_ptr_nonnull(strstr(out, "\"Running\""));
+	ck_assert_int_eq(apitest_run_capture(resize, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(apitest_run_capture(grow, out, sizeof(out), err, sizeof(err)), 1);
+	ck_assert_ptr_nonnull(strstr(err, "HTTP 501: vm.resize"));
 	ck_assert_int_eq(apitest_run_capture(addnv, out, sizeof(out), err, sizeof(err)), 1);
 	ck_assert_ptr_nonnull(strstr(err, "501"));
 	ck_assert_int_eq(apitest_run_capture(rmdev, out, sizeof(out), err, sizeof(err)), 1);

@@ -37,6 +37,7 @@ static const struct client_verb client_verbs[] = {
     {"shutdown", "PUT", "vm.shutdown", BODY_NONE, "stop the VM (state Shutdown)"},
     {"reboot", "PUT", "vm.reboot", BODY_NONE, "reset the VM"},
     {"delete", "PUT", "vm.delete", BODY_NONE, "shut down and forget the VM"},
+    {"resize", "PUT", "vm.resize", BODY_JSON, "VmResize JSON (desired_vcpus, desired_ram)"},
     {"add-vnvme", "PUT", "vm.add-vnvme", BODY_VNVME, "hot-add a vNVMe (JSON or --vnvme syntax)"},
     {"remove-device", "PUT", "vm.remove-device", BODY_DEVICE_ID, "hot-remove a device by id"},
     {"shutdown-vmm", "PUT", "vmm.shutdown", BODY_NONE, "stop lvmm itself"},
