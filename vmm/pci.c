@@ -9,6 +9,7 @@
 
 #include "layout.h"
 #include "pci.h"
+#include "seccomp_filter.h"
 
 #define PCI_BAR_END (PCI_BAR0 + 4 * PCI_NUM_BARS)
 
@@ -412,7 +413,11 @@ static void bars_update(struct pci_dev *d)
 static void *pci_remap_thread(void *opaque)
 {
 	struct pci_bus *b = opaque;
+	char err[160];
 
+	/* The guest decides when this thread maps memory slots: device-I/O calls only. */
+	if (seccomp_thread_install(SECCOMP_IO, err, sizeof(err)))
+		fprintf(stderr, "lvmm: pci: BAR remap thread: %s\n", err);
 	pthread_mutex_lock(&b->lock);
 	for (;;) {
 		struct pci_dev *d;

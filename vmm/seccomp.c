@@ -1,189 +1,374 @@
-/* The lvmm system-call allow-list: one table for every thread (main, API, vCPUs, device I/O).
- * A call outside it raises SIGSYS; the handler names the call and ends lvmm. */
+/* lvmm's system-call filters: the process-wide MAIN allow-list with argument checks, and the
+ * narrower vCPU and device-I/O lists each such thread stacks on it when it starts. */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <sched.h>
 #include <seccomp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "seccomp_filter.h"
-#include "serial.h"
 
-/* Add a system call here when a component needs it; keep the reason in the comment. */
-static const char *const seccomp_allowed[] = {
-    /* memory and threads */
-    "brk",
-    "mmap",
-    "munmap",
-    "mprotect",
-    "madvise",
-    "mremap",
-    "clone",
-    "clone3",
-    "set_robust_list",
-    "rseq",
-    "futex",
-    "exit",
-    "exit_group",
-    "sched_yield",
-    "setpriority",
-    "sched_getaffinity",
-    "membarrier",
-    "getpid",
-    "gettid",
-    /* stdio console: is lvmm the terminal's foreground job (tcgetpgrp against getpgrp)? */
-    "getpgrp",
-    "prctl",
-    "getrandom",
-    /* signals: vCPU kicks, stop requests, crash-path terminal restore */
-    "rt_sigaction",
-    "rt_sigprocmask",
-    "rt_sigreturn",
-    "rt_sigtimedwait",
-    "sigaltstack",
-    "tgkill",
-    "tkill",
-    "restart_syscall",
-    "signalfd4",
-    /* time */
-    "clock_gettime",
-    "clock_nanosleep",
-    "nanosleep",
-    "gettimeofday",
-    "timerfd_create",
-    "timerfd_settime",
-    /* KVM, console, files (kernel, initramfs, disk images, serial file) */
-    "ioctl",
-    "read",
-    "write",
-    "readv",
-    "writev",
-    "pread64",
-    "pwrite64",
-    "preadv",
-    "pwritev",
-    "close",
-    "openat",
-    "newfstatat",
-    "fstat",
-    "statx",
-    "lseek",
-    "fcntl",
-    "dup",
-    "dup3",
-    "pipe2",
-    "faccessat",
-    "faccessat2",
-    "access",
-    "readlink",
-    "fsync",
-    "fdatasync",
-    "fallocate",
-    "ftruncate",
-    "memfd_create",
-    "unlink",
-    "unlinkat",
-    "fchmod",
-    "umask",
-    "fstatfs",
-    "uname",
-    "getcwd",
-    /* event loops and eventfds (irqfd, ioeventfd, API wake-ups) */
-    "poll",
-    "ppoll",
-    "epoll_create1",
-    "epoll_ctl",
-    "epoll_wait",
-    "epoll_pwait",
-    "eventfd2",
-    /* io_uring data path */
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-    /* REST API and softssd sockets (SCM_RIGHTS) */
-    "socket",
-    "bind",
-    "listen",
-    "accept4",
-    "connect",
-    "sendmsg",
-    "recvmsg",
-    "sendto",
-    "recvfrom",
-    "shutdown",
-    "getsockopt",
-    "setsockopt",
-    "getsockname",
+/* A thread kind's calls: the kinds it applies to as a bit mask of (1 << kind). */
+#define K_MAIN (1u << SECCOMP_MAIN)
+#define K_VCPU (1u << SECCOMP_VCPU)
+#define K_IO   (1u << SECCOMP_IO)
+#define K_DEV  (K_VCPU | K_IO)
+#define K_ALL  (K_MAIN | K_VCPU | K_IO)
+
+struct seccomp_call {
+	const char *name;
+	unsigned kinds;
 };
+
+/* Calls taken without looking at their arguments. Add one only with the reason beside it; the
+ * ones with argument rules (ioctl, clone, socket, mmap, mprotect, tgkill, prctl, seccomp) are in
+ * seccomp_rules_args. vCPU and I/O threads open, create sockets and threads never: a device
+ * model reached from a guest can only use the fds lvmm already holds. */
+static const struct seccomp_call seccomp_calls[] = {
+    /* memory and threads */
+    {"brk", K_ALL},
+    {"munmap", K_ALL},
+    {"madvise", K_ALL},
+    {"mremap", K_ALL},
+    {"set_robust_list", K_MAIN},
+    {"rseq", K_MAIN},
+    {"futex", K_ALL},
+    {"exit", K_ALL},
+    {"exit_group", K_ALL},
+    {"sched_yield", K_ALL},
+    {"setpriority", K_MAIN},
+    {"sched_getaffinity", K_MAIN},
+    {"membarrier", K_ALL},
+    {"getpid", K_ALL},
+    {"gettid", K_ALL},
+    /* stdio console: is lvmm the terminal's foreground job (tcgetpgrp against getpgrp)? */
+    {"getpgrp", K_MAIN},
+    {"getrandom", K_ALL},
+    /* signals: vCPU kicks, stop requests, crash-path terminal restore */
+    {"rt_sigaction", K_MAIN},
+    {"rt_sigprocmask", K_ALL},
+    {"rt_sigreturn", K_ALL},
+    {"rt_sigtimedwait", K_ALL},
+    {"sigaltstack", K_MAIN},
+    {"restart_syscall", K_ALL},
+    {"signalfd4", K_MAIN},
+    /* time */
+    {"clock_gettime", K_ALL},
+    {"clock_nanosleep", K_ALL},
+    {"nanosleep", K_ALL},
+    {"gettimeofday", K_ALL},
+    {"timerfd_create", K_MAIN},
+    {"timerfd_settime", K_ALL},
+    /* fds lvmm holds: guest RAM, images, console, eventfds, backend sockets */
+    {"read", K_ALL},
+    {"write", K_ALL},
+    {"readv", K_ALL},
+    {"writev", K_ALL},
+    {"pread64", K_ALL},
+    {"pwrite64", K_ALL},
+    {"preadv", K_ALL},
+    {"pwritev", K_ALL},
+    {"close", K_ALL},
+    {"fstat", K_ALL},
+    {"newfstatat", K_ALL},
+    {"lseek", K_ALL},
+    {"fcntl", K_ALL},
+    {"fsync", K_ALL},
+    {"fdatasync", K_ALL},
+    {"fallocate", K_ALL},
+    {"ftruncate", K_ALL},
+    /* queue memory of a backend queue pair is created when the guest creates the queue */
+    {"memfd_create", K_ALL},
+    {"eventfd2", K_ALL},
+    /* files named on the command line or over the API: the main thread only */
+    {"openat", K_MAIN},
+    {"statx", K_MAIN},
+    {"dup", K_MAIN},
+    {"dup3", K_MAIN},
+    {"pipe2", K_MAIN},
+    {"faccessat", K_MAIN},
+    {"faccessat2", K_MAIN},
+    {"access", K_MAIN},
+    {"readlink", K_MAIN},
+    {"readlinkat", K_MAIN},
+    {"unlink", K_MAIN},
+    {"unlinkat", K_MAIN},
+    {"fchmod", K_MAIN},
+    {"umask", K_MAIN},
+    {"fstatfs", K_MAIN},
+    {"uname", K_MAIN},
+    {"getcwd", K_MAIN},
+    /* event loops */
+    {"poll", K_ALL},
+    {"ppoll", K_ALL},
+    {"epoll_create1", K_MAIN},
+    {"epoll_ctl", K_ALL},
+    {"epoll_wait", K_ALL},
+    {"epoll_pwait", K_ALL},
+    /* io_uring: rings are set up by the main thread, restricted to the opcodes the file
+     * backend uses (IORING_REGISTER_RESTRICTIONS), then only entered */
+    {"io_uring_setup", K_MAIN},
+    {"io_uring_register", K_MAIN},
+    {"io_uring_enter", K_ALL},
+    /* REST API and backend sockets (AF_UNIX only, see socket below); SCM_RIGHTS fds */
+    {"bind", K_MAIN},
+    {"listen", K_MAIN},
+    {"accept4", K_MAIN},
+    {"connect", K_MAIN},
+    {"shutdown", K_MAIN},
+    {"getsockopt", K_MAIN},
+    {"setsockopt", K_MAIN},
+    {"getsockname", K_MAIN},
+    {"sendmsg", K_ALL},
+    {"recvmsg", K_ALL},
+    {"sendto", K_ALL},
+    {"recvfrom", K_ALL},
+};
+
+/* KVM requests made once a VM runs: vCPU state (reset, dump), interrupts, eventfd wiring and
+ * memory slots of BARs. Creating VMs, vCPUs and chips is for the main thread. */
+static const unsigned long seccomp_kvm_vcpu[] = {
+    KVM_RUN,
+    KVM_GET_REGS,
+    KVM_SET_REGS,
+    KVM_GET_SREGS,
+    KVM_SET_SREGS,
+    KVM_SET_FPU,
+    KVM_GET_LAPIC,
+    KVM_SET_LAPIC,
+    KVM_GET_MP_STATE,
+    KVM_SET_MP_STATE,
+    KVM_GET_VCPU_EVENTS,
+    KVM_SET_VCPU_EVENTS,
+    KVM_SET_CPUID2,
+    KVM_IRQ_LINE,
+    KVM_SIGNAL_MSI,
+    KVM_IRQFD,
+    KVM_IOEVENTFD,
+    KVM_SET_GSI_ROUTING,
+    KVM_SET_USER_MEMORY_REGION,
+    KVM_CHECK_EXTENSION,
+    KVM_GET_CLOCK,
+    KVM_SET_CLOCK,
+};
+static const unsigned long seccomp_kvm_io[] = {
+    KVM_IRQ_LINE,  KVM_SIGNAL_MSI,	KVM_IRQFD,
+    KVM_IOEVENTFD, KVM_SET_GSI_ROUTING, KVM_SET_USER_MEMORY_REGION,
+};
+/* The stdio console: isatty, raw mode and its restore, the foreground-job test. */
+static const unsigned long seccomp_tty[] = {TCGETS,  TCSETS,	TCSETSW,
+					    TCSETSF, TIOCGPGRP, TIOCGWINSZ};
+
+/* pthread_create's flags; anything else (a fork, a namespace) is refused. */
+#define SECCOMP_THREAD_FLAGS                                                                       \
+	(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |        \
+	 CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID)
+#define SECCOMP_CLONE_MUST (CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD)
+
+static enum seccomp_mode seccomp_mode_cur;
+static bool seccomp_mode_known;
+
+static const char *const seccomp_kind_names[SECCOMP_NKINDS] = {"main", "vcpu", "io"};
+
+const char *seccomp_kind_name(enum seccomp_kind kind)
+{
+	return kind < SECCOMP_NKINDS ? seccomp_kind_names[kind] : "?";
+}
+
+int seccomp_mode_parse(const char *s, enum seccomp_mode *mode)
+{
+	if (!strcmp(s, "kill") || !strcmp(s, "on") || !strcmp(s, "true"))
+		*mode = SECCOMP_MODE_KILL;
+	else if (!strcmp(s, "log"))
+		*mode = SECCOMP_MODE_LOG;
+	else if (!strcmp(s, "off") || !strcmp(s, "false"))
+		*mode = SECCOMP_MODE_OFF;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+void seccomp_mode_set(enum seccomp_mode mode)
+{
+	seccomp_mode_cur = mode;
+	seccomp_mode_known = true;
+}
+
+enum seccomp_mode seccomp_mode_get(void)
+{
+	const char *e;
+
+	if (!seccomp_mode_known) {
+		e = getenv("LVMM_SECCOMP");
+		if (!e || seccomp_mode_parse(e, &seccomp_mode_cur))
+			seccomp_mode_cur = SECCOMP_MODE_KILL;
+		seccomp_mode_known = true;
+	}
+	return seccomp_mode_cur;
+}
 
 bool seccomp_disabled(void)
 {
-	const char *e = getenv("LVMM_SECCOMP");
-
-	return e && !strcmp(e, "off");
+	return seccomp_mode_get() == SECCOMP_MODE_OFF;
 }
 
-static void seccomp_sigsys(int sig, siginfo_t *si, void *uctx)
+static int seccomp_nr(const char *name)
 {
-	char msg[128];
-	int n;
+	return seccomp_syscall_resolve_name(name);
+}
 
-	(void)sig;
-	(void)uctx;
-	serial_term_restore();
-	n = snprintf(msg, sizeof(msg),
-		     "lvmm: seccomp: system call %d is not allowed (LVMM_SECCOMP=off to debug)\n",
-		     si->si_syscall);
-	if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0)
-		_exit(1);
-	_exit(1);
+static int seccomp_allow_list(scmp_filter_ctx ctx, const unsigned long *req, unsigned n)
+{
+	unsigned i;
+	int r = 0;
+
+	for (i = 0; i < n && !r; i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+				     SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)req[i]));
+	return r;
+}
+
+/* The calls whose arguments decide. */
+static int seccomp_rules_args(scmp_filter_ctx ctx, enum seccomp_kind kind)
+{
+	const scmp_datum_t noexec = PROT_EXEC;
+	int r;
+
+	/* No executable mappings after start-up: nothing lvmm does needs new code pages. */
+	r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
+			     SCMP_A2(SCMP_CMP_MASKED_EQ, noexec, 0));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
+				     SCMP_A2(SCMP_CMP_MASKED_EQ, noexec, 0));
+	/* Signals only to lvmm's own threads (vCPU kicks, pthread_kill). */
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
+				     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
+	if (r)
+		return r;
+	if (kind == SECCOMP_VCPU)
+		return seccomp_allow_list(ctx, seccomp_kvm_vcpu,
+					  sizeof(seccomp_kvm_vcpu) / sizeof(seccomp_kvm_vcpu[0]));
+	if (kind == SECCOMP_IO)
+		return seccomp_allow_list(ctx, seccomp_kvm_io,
+					  sizeof(seccomp_kvm_io) / sizeof(seccomp_kvm_io[0]));
+	/* MAIN: every KVM request (type 0xAE), the console's terminal requests. */
+	r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+			     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, (scmp_datum_t)KVMIO << 8));
+	if (!r)
+		r = seccomp_allow_list(ctx, seccomp_tty,
+				       sizeof(seccomp_tty) / sizeof(seccomp_tty[0]));
+	/* Threads, never processes or namespaces. */
+	if (!r)
+		r = seccomp_rule_add(
+		    ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+		    SCMP_A0(SCMP_CMP_MASKED_EQ,
+			    ~(scmp_datum_t)SECCOMP_THREAD_FLAGS | SECCOMP_CLONE_MUST,
+			    SECCOMP_CLONE_MUST));
+	/* clone3's flags sit in memory the filter cannot read: ENOSYS sends glibc to clone. */
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+				     SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+	/* Thread names, and what libseccomp needs to stack a thread's filter. */
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
+				     SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
+				     SCMP_A0(SCMP_CMP_EQ, PR_SET_NO_NEW_PRIVS));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
+				     SCMP_A0(SCMP_CMP_EQ, PR_GET_NO_NEW_PRIVS));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(seccomp), 1,
+				     SCMP_A0(SCMP_CMP_EQ, 1 /* SECCOMP_SET_MODE_FILTER */));
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(seccomp), 1,
+				     SCMP_A0(SCMP_CMP_EQ, 2 /* SECCOMP_GET_ACTION_AVAIL */));
+	return r;
+}
+
+static int seccomp_load_kind(enum seccomp_kind kind, bool all_threads, char *err, unsigned errlen)
+{
+	enum seccomp_mode mode = seccomp_mode_get();
+	scmp_filter_ctx ctx;
+	unsigned i;
+	int r;
+
+	if (mode == SECCOMP_MODE_OFF)
+		return 0;
+#ifdef __SANITIZE_ADDRESS__
+	/* LeakSanitizer stops the world with ptrace at exit; sanitizer builds are for tests. */
+	(void)all_threads;
+	(void)i;
+	(void)r;
+	(void)ctx;
+	(void)err;
+	(void)errlen;
+	return 0;
+#else
+	ctx = seccomp_init(mode == SECCOMP_MODE_LOG ? SCMP_ACT_LOG : SCMP_ACT_KILL_PROCESS);
+	if (!ctx) {
+		snprintf(err, errlen, "seccomp: cannot create the %s filter",
+			 seccomp_kind_name(kind));
+		return -ENOMEM;
+	}
+	for (i = 0; i < sizeof(seccomp_calls) / sizeof(seccomp_calls[0]); i++) {
+		int nr;
+
+		if (!(seccomp_calls[i].kinds & (1u << kind)))
+			continue;
+		nr = seccomp_nr(seccomp_calls[i].name);
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* not on this architecture (e.g. "access" on arm64) */
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+		if (r) {
+			snprintf(err, errlen, "seccomp: %s filter: rule for %s: %s",
+				 seccomp_kind_name(kind), seccomp_calls[i].name, strerror(-r));
+			goto out;
+		}
+	}
+	r = seccomp_rules_args(ctx, kind);
+	if (r) {
+		snprintf(err, errlen, "seccomp: %s filter: argument rules: %s",
+			 seccomp_kind_name(kind), strerror(-r));
+		goto out;
+	}
+	/* The process filter reaches every thread that exists now (API, device I/O). */
+	if (all_threads)
+		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+	if (!r)
+		r = seccomp_load(ctx);
+	if (r)
+		snprintf(err, errlen, "seccomp: loading the %s filter: %s", seccomp_kind_name(kind),
+			 strerror(-r));
+out:
+	seccomp_release(ctx);
+	return r;
+#endif
 }
 
 int seccomp_install(char *err, unsigned errlen)
 {
-	struct sigaction sa;
-	scmp_filter_ctx ctx;
-	unsigned i;
-	int ret;
+	return seccomp_load_kind(SECCOMP_MAIN, true, err, errlen);
+}
 
-	if (seccomp_disabled())
-		return 0;
-#ifdef __SANITIZE_ADDRESS__
-	/* LeakSanitizer stops the world with ptrace at exit; sanitizer builds are for tests. */
-	return 0;
-#endif
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = seccomp_sigsys;
-	sa.sa_flags = SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGSYS, &sa, NULL);
-
-	ctx = seccomp_init(SCMP_ACT_TRAP);
-	if (!ctx) {
-		snprintf(err, errlen, "seccomp: cannot create a filter");
-		return -ENOMEM;
+int seccomp_thread_install(enum seccomp_kind kind, char *err, unsigned errlen)
+{
+	if (kind >= SECCOMP_NKINDS) {
+		snprintf(err, errlen, "seccomp: no thread kind %u", (unsigned)kind);
+		return -EINVAL;
 	}
-	for (i = 0; i < sizeof(seccomp_allowed) / sizeof(seccomp_allowed[0]); i++) {
-		int nr = seccomp_syscall_resolve_name(seccomp_allowed[i]);
-
-		if (nr == __NR_SCMP_ERROR)
-			continue; /* not on this architecture (e.g. "open" on arm64) */
-		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
-		if (ret) {
-			snprintf(err, errlen, "seccomp: rule for %s: %s", seccomp_allowed[i],
-				 strerror(-ret));
-			goto out;
-		}
-	}
-	/* Every thread that exists now gets the filter too (API, I/O threads of devices). */
-	ret = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
-	if (!ret)
-		ret = seccomp_load(ctx);
-	if (ret)
-		snprintf(err, errlen, "seccomp: loading the filter: %s", strerror(-ret));
-out:
-	seccomp_release(ctx);
-	return ret;
+	return seccomp_load_kind(kind, false, err, errlen);
 }

@@ -14,6 +14,7 @@
 
 #include "hostcompat.h"
 #include "layout.h"
+#include "seccomp_filter.h"
 #include "vm_internal.h"
 
 #define CR0_PE	  0x1ULL
@@ -430,7 +431,7 @@ static void *vcpu_thread(void *arg)
 	struct vcpu *v = arg;
 	struct vm *vm = v->vm;
 	sigset_t set;
-	char name[16];
+	char name[16], err[160];
 
 	/* cloud-hypervisor's name: Kata finds the threads to pin by matching ^vcpu[0-9]+$ */
 	snprintf(name, sizeof(name), "vcpu%u", v->id);
@@ -439,6 +440,11 @@ static void *vcpu_thread(void *arg)
 	sigaddset(&set, vcpu_kick_signal);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	vcpu_set_priority(v);
+	/* Before the first KVM_RUN: from here on the guest can reach device code on this thread. */
+	if (seccomp_thread_install(SECCOMP_VCPU, err, sizeof(err))) {
+		vm_request_stop(vm, VM_EXIT_ERROR, "vcpu %u: %s", v->id, err);
+		goto out;
+	}
 
 	if (vm->ap_manual && v->id && !smp_ap_wait(v))
 		goto out;

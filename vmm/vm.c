@@ -19,6 +19,7 @@
 #include "fsutil.h"
 #include "hostcompat.h"
 #include "layout.h"
+#include "seccomp_filter.h"
 #include "vm_internal.h"
 
 #define KVM_TSS_GPA	  0xfffbd000ULL /* three pages KVM needs on VMX, in the hole above the LAPIC */
@@ -496,8 +497,11 @@ static void *vm_input_thread(void *arg)
 {
 	struct vm *vm = arg;
 	bool eof = false;
+	char err[160];
 
 	pthread_setname_np(pthread_self(), "lvmm-stdin");
+	if (seccomp_thread_install(SECCOMP_IO, err, sizeof(err)))
+		fprintf(stderr, "lvmm: console input: %s\n", err);
 	for (;;) {
 		struct pollfd p[2] = {{.fd = vm->input_wake_fd, .events = POLLIN},
 				      {.fd = eof ? -1 : STDIN_FILENO, .events = POLLIN}};

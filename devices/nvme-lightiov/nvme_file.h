@@ -8,6 +8,16 @@
 
 struct nvme_file;
 
+/* Faults LVMM_FAULT_FILE injects into the backend's completions (tests). */
+enum nvme_file_fault {
+	NVME_FILE_FAULT_NONE,
+	NVME_FILE_FAULT_EIO_READ,
+	NVME_FILE_FAULT_EIO_WRITE,
+	NVME_FILE_FAULT_EIO_FLUSH,
+	NVME_FILE_FAULT_ENOSPC,
+	NVME_FILE_FAULT_SHORT_WRITE,
+};
+
 /* Opens (creating and sizing when absent) cfg->path; *size gets the namespace size in bytes.
  * No thread runs yet. Errors name the device and the file. */
 int nvme_file_open(const struct vnvme_config *cfg, struct nvme_file **out, uint64_t *size,
@@ -23,6 +33,11 @@ bool nvme_file_direct(const struct nvme_file *f); /* O_DIRECT in use */
 void nvme_file_durability(struct nvme_file *f, uint64_t *durable_writes, uint64_t *syncs);
 /* Stops the thread after every request the backend holds has completed; closes the file. */
 void nvme_file_close(struct nvme_file *f);
+
+/* Restricts a ring created with IORING_SETUP_R_DISABLED to the opcodes the backend submits
+ * (readv, writev, fsync) and enables it. 0 or a negative errno. */
+struct io_uring;
+int nvme_file_ring_restrict(struct io_uring *ring);
 
 extern const struct nvme_backend_ops nvme_file_ops;
 

@@ -1,0 +1,306 @@
+/* lvmm's seccomp filters per thread kind, each in a forked child: a forbidden call kills the
+ * process with SIGSYS, the calls that kind makes pass, and log mode lets a forbidden call by. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "seccomp_filter.h"
+#include "testutil.h"
+
+enum probe {
+	P_NONE,
+	P_SOCKET_INET,
+	P_SOCKET_UNIX,
+	P_FORK,
+	P_CLONE_NEWNET,
+	P_TIOCSTI,
+	P_MMAP_EXEC,
+	P_TGKILL_OTHER,
+	P_OPENAT,
+	P_KVM_CREATE_VM,
+	P_KVM_RUN,
+	P_TCGETS,
+	P_THREAD,
+	P_EXECVE,
+};
+
+static void *thread_noop(void *arg)
+{
+	return arg;
+}
+
+/* Runs one call; returns normally when the filter let it through (whatever its result). */
+static void probe_run(enum probe p)
+{
+	char c = 0;
+	pthread_t t;
+	pid_t pid;
+	void *m;
+	int fd;
+
+	switch (p) {
+	case P_NONE:
+		break;
+	case P_SOCKET_INET:
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd >= 0)
+			close(fd);
+		break;
+	case P_SOCKET_UNIX:
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			_exit(3);
+		close(fd);
+		break;
+	case P_FORK:
+		pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+		if (pid == 0)
+			_exit(0);
+		break;
+	case P_CLONE_NEWNET:
+		/* a thread's flags plus a namespace: refused by the flag check */
+		syscall(SYS_clone,
+			CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+			    CLONE_NEWNET,
+			0, 0, 0, 0);
+		break;
+	case P_TIOCSTI:
+		ioctl(-1, TIOCSTI, &c);
+		break;
+	case P_MMAP_EXEC:
+		m = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED)
+			munmap(m, 4096);
+		break;
+	case P_TGKILL_OTHER:
+		syscall(SYS_tgkill, 1, 1, 0);
+		break;
+	case P_OPENAT:
+		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			close(fd);
+		break;
+	case P_KVM_CREATE_VM:
+		ioctl(-1, KVM_CREATE_VM, 0);
+		break;
+	case P_KVM_RUN:
+		/* allowed calls still fail on a bad fd: the point is that they return */
+		if (ioctl(-1, KVM_RUN, 0) != -1 || errno != EBADF)
+			_exit(4);
+		break;
+	case P_TCGETS: {
+		struct termios tio;
+
+		ioctl(-1, TCGETS, &tio);
+		break;
+	}
+	case P_THREAD:
+		if (pthread_create(&t, NULL, thread_noop, NULL) || pthread_join(t, NULL))
+			_exit(5);
+		break;
+	case P_EXECVE: {
+		char *argv[] = {"/bin/true", NULL};
+
+		execve(argv[0], argv, environ);
+		break;
+	}
+	}
+}
+
+/* Status of a child that loads the MAIN filter, stacks kind's on it (unless MAIN), then runs
+ * probe p and exits 0 if still alive. */
+static int child_status(enum seccomp_mode mode, enum seccomp_kind kind, enum probe p)
+{
+	char err[256];
+	int st;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		alarm(10);
+		seccomp_mode_set(mode);
+		if (seccomp_install(err, sizeof(err)))
+			_exit(10);
+		if (kind != SECCOMP_MAIN && seccomp_thread_install(kind, err, sizeof(err)))
+			_exit(11);
+		probe_run(p);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+static void expect_killed(enum seccomp_kind kind, enum probe p)
+{
+	int st = child_status(SECCOMP_MODE_KILL, kind, p);
+
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS,
+		      "%s filter, probe %d: not killed by SIGSYS (status 0x%x)",
+		      seccomp_kind_name(kind), p, st);
+}
+
+static void expect_allowed(enum seccomp_kind kind, enum probe p)
+{
+	int st = child_status(SECCOMP_MODE_KILL, kind, p);
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "%s filter, probe %d: refused (status 0x%x)", seccomp_kind_name(kind), p, st);
+}
+
+START_TEST(test_main_refuses)
+{
+	expect_killed(SECCOMP_MAIN, P_SOCKET_INET);
+	expect_killed(SECCOMP_MAIN, P_FORK);
+	expect_killed(SECCOMP_MAIN, P_CLONE_NEWNET);
+	expect_killed(SECCOMP_MAIN, P_TIOCSTI);
+	expect_killed(SECCOMP_MAIN, P_MMAP_EXEC);
+	expect_killed(SECCOMP_MAIN, P_TGKILL_OTHER);
+	expect_killed(SECCOMP_MAIN, P_EXECVE);
+}
+END_TEST
+
+START_TEST(test_main_allows)
+{
+	expect_allowed(SECCOMP_MAIN, P_NONE);
+	expect_allowed(SECCOMP_MAIN, P_SOCKET_UNIX);
+	expect_allowed(SECCOMP_MAIN, P_THREAD);
+	expect_allowed(SECCOMP_MAIN, P_OPENAT);
+	expect_allowed(SECCOMP_MAIN, P_KVM_CREATE_VM);
+	expect_allowed(SECCOMP_MAIN, P_KVM_RUN);
+	expect_allowed(SECCOMP_MAIN, P_TCGETS);
+}
+END_TEST
+
+START_TEST(test_vcpu_refuses)
+{
+	expect_killed(SECCOMP_VCPU, P_OPENAT);
+	expect_killed(SECCOMP_VCPU, P_SOCKET_UNIX);
+	expect_killed(SECCOMP_VCPU, P_THREAD);
+	expect_killed(SECCOMP_VCPU, P_KVM_CREATE_VM);
+	expect_killed(SECCOMP_VCPU, P_TCGETS);
+	expect_killed(SECCOMP_VCPU, P_MMAP_EXEC);
+}
+END_TEST
+
+START_TEST(test_vcpu_allows)
+{
+	expect_allowed(SECCOMP_VCPU, P_NONE);
+	expect_allowed(SECCOMP_VCPU, P_KVM_RUN);
+}
+END_TEST
+
+START_TEST(test_io_refuses)
+{
+	expect_killed(SECCOMP_IO, P_OPENAT);
+	expect_killed(SECCOMP_IO, P_SOCKET_UNIX);
+	expect_killed(SECCOMP_IO, P_THREAD);
+	expect_killed(SECCOMP_IO, P_KVM_RUN);
+	expect_killed(SECCOMP_IO, P_TCGETS);
+}
+END_TEST
+
+/* What an I/O thread does: eventfds, memory, an io_uring ring's entry, signals to itself. */
+START_TEST(test_io_allows)
+{
+	struct io_uring ring;
+	char err[256];
+	int st;
+	pid_t pid;
+
+	expect_allowed(SECCOMP_IO, P_NONE);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		uint64_t one = 1;
+		void *m;
+		int efd;
+
+		alarm(10);
+		seccomp_mode_set(SECCOMP_MODE_KILL);
+		if (seccomp_install(err, sizeof(err)) || io_uring_queue_init(8, &ring, 0))
+			_exit(10);
+		if (seccomp_thread_install(SECCOMP_IO, err, sizeof(err)))
+			_exit(11);
+		efd = eventfd(0, EFD_CLOEXEC);
+		if (efd < 0 || write(efd, &one, 8) != 8 || read(efd, &one, 8) != 8)
+			_exit(12);
+		m = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED || munmap(m, 1 << 20))
+			_exit(13);
+		io_uring_prep_nop(io_uring_get_sqe(&ring));
+		if (io_uring_submit_and_wait(&ring, 1) != 1)
+			_exit(14);
+		if (syscall(SYS_tgkill, getpid(), gettid(), 0))
+			_exit(15);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "io thread calls refused: 0x%x", st);
+}
+END_TEST
+
+/* --seccomp=log: the forbidden call goes through (the kernel logs it). */
+START_TEST(test_log_mode)
+{
+	int st = child_status(SECCOMP_MODE_LOG, SECCOMP_VCPU, P_SOCKET_INET);
+
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "log mode killed: 0x%x", st);
+	st = child_status(SECCOMP_MODE_LOG, SECCOMP_MAIN, P_FORK);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "log mode killed: 0x%x", st);
+}
+END_TEST
+
+START_TEST(test_mode_parse)
+{
+	enum seccomp_mode m;
+
+	ck_assert_int_eq(seccomp_mode_parse("kill", &m), 0);
+	ck_assert_int_eq(m, SECCOMP_MODE_KILL);
+	ck_assert_int_eq(seccomp_mode_parse("log", &m), 0);
+	ck_assert_int_eq(m, SECCOMP_MODE_LOG);
+	ck_assert_int_eq(seccomp_mode_parse("off", &m), 0);
+	ck_assert_int_eq(m, SECCOMP_MODE_OFF);
+	ck_assert_int_eq(seccomp_mode_parse("trap", &m), -EINVAL);
+	ck_assert_int_eq(seccomp_mode_parse("", &m), -EINVAL);
+	/* off: nothing is loaded, a forbidden call passes */
+	ck_assert_int_eq(child_status(SECCOMP_MODE_OFF, SECCOMP_VCPU, P_SOCKET_INET), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("seccomp_kinds");
+	TCase *tc = tcase_create("kinds");
+
+#ifdef __SANITIZE_ADDRESS__
+	testutil_skip("seccomp_kinds: sanitizer build (LeakSanitizer's ptrace needs no filter)");
+	return 0;
+#endif
+	tcase_add_test(tc, test_mode_parse);
+	tcase_add_test(tc, test_main_refuses);
+	tcase_add_test(tc, test_main_allows);
+	tcase_add_test(tc, test_vcpu_refuses);
+	tcase_add_test(tc, test_vcpu_allows);
+	tcase_add_test(tc, test_io_refuses);
+	tcase_add_test(tc, test_io_allows);
+	tcase_add_test(tc, test_log_mode);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	return testutil_run_suite(s);
+}
