@@ -14,7 +14,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-ORDER = ["native", "lvmm passthrough", "lvmm isolated", "lvmm emulate", "QEMU nvme",
+ORDER = ["native", "lvmm passthrough", "lvmm isolated", "lvmm emulate", "lvmm emulate, file",
+         "QEMU nvme",
          "QEMU nvme, shadow doorbells", "QEMU nvme, SQ in CMB", "QEMU virtio-blk"]
 
 
@@ -88,7 +89,8 @@ def ratio(rows, k, a, b, col):
 def ratio_table(rows):
     pairs = [("lvmm passthrough", "native"), ("lvmm isolated", "native"),
              ("lvmm passthrough", "QEMU nvme"), ("lvmm isolated", "QEMU nvme"),
-             ("lvmm emulate", "QEMU nvme")]
+             ("lvmm emulate", "QEMU nvme"), ("lvmm emulate, file", "QEMU nvme"),
+             ("lvmm passthrough", "QEMU virtio-blk")]
     out = ["| workload | ratio | IOPS (median of rounds; per round) | p50 latency | target |",
            "|---|---|---|---|---|"]
     for k in sorted({key(r) for r in rows}, key=lambda k: (k[0], k[2], k[1])):

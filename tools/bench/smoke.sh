@@ -22,7 +22,7 @@ SMOKE=1 ROUNDS=1 BENCH_TIME=0.3 VOL_MB=16 SCALE=2 BOOT_RUNS=1 DIR=$tmp \
 	/usr/bin/python3 "$here/storage.py" "$build" "$tmp/res" >"$tmp/log" 2>&1
 check "storage.py ran (log: $(tail -5 "$tmp/log"))" '[ -s "$tmp/res/storage-host.json" ]'
 systems=("native" "lvmm passthrough" "lvmm isolated" "lvmm emulate")
-command -v qemu-system-x86_64 >/dev/null && systems+=("QEMU nvme")
+command -v qemu-system-x86_64 >/dev/null && systems+=("QEMU nvme" "QEMU virtio-blk")
 for s in "${systems[@]}"; do
 	check "$s: both workloads measured" \
 		'[ "$(grep -c "^1,$s,rand[a-z]*,[0-9]*,[0-9]*,1," "$tmp/res/storage.csv" 2>/dev/null)" = 2 ]'

@@ -49,7 +49,8 @@ class Bench:
         return int(self.secs * 1000)
 
     def setup(self):
-        # emulate and QEMU read this image; the softssd volume holds the same kind of bytes
+        self.emu_ssd = False
+        # QEMU (and lvmm emulate where it cannot use a volume) read this image; the softssd volume holds the same kind of bytes
         with open(self.img, "wb") as f:
             for _ in range(self.vol_mb):
                 f.write(os.urandom(1 << 20))
@@ -59,44 +60,59 @@ class Bench:
         subprocess.run([self.client, SSD, VOL, str(self.vol_mb), "--fill"], check=True,
                        stdout=subprocess.DEVNULL)
         os.sync()
+        self.emu_ssd = self.emulate_on_ssd()
+        print(f"bench: lvmm emulate on {'the softssd volume' if self.emu_ssd else 'the image'}",
+              flush=True)
 
     def cleanup(self):
         vms.stop(self.daemon)
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def cmdline(self, rw, qd, qp, seed, extra=""):
+    def cmdline(self, rw, qd, qp, seed, extra="", mode="work"):
         ramp = min(500, self.ms() // 5)
-        return (f"bench.mode=work bench.rw={rw} bench.qd={qd} bench.qp={qp} bench.ms={self.ms()} "
+        return (f"bench.mode={mode} bench.rw={rw} bench.qd={qd} bench.qp={qp} bench.ms={self.ms()} "
                 f"bench.ramp_ms={ramp} bench.seed={seed}{extra}")
 
     # ---- one row ----
+    def emulate_on_ssd(self):
+        """lvmm builds before emulate-over-SSD refuse mode=emulate on a volume."""
+        r = subprocess.run([self.lvmm, "run", "--kernel", self.guest, "--memory", "64M",
+                            "--vnvme", f"{SSD},vol={VOL},mode=emulate", "--cmdline",
+                            "bench.mode=hello"], capture_output=True, text=True, timeout=60)
+        return r.returncode == 0 and "powering off" in r.stdout
+
     def run_lvmm(self, mode, rw, qd, qp, seed):
-        if mode == "emulate":
-            vn = f"file={self.img},queues={qp}"
+        if mode == "emulate-file":
+            mode, vn = "emulate", f"file={self.img},queues={qp}"
         else:
             vn = f"{SSD},vol={VOL},queues={qp},mode={mode}"
+        if mode == "emulate" and not self.emu_ssd:
+            vn = f"file={self.img},queues={qp}"
         argv = [self.lvmm, "run", "--kernel", self.guest, "--memory", "64M", "--vnvme", vn,
                 "--cmdline", self.cmdline(rw, qd, qp, seed)]
-        res, d, text = vms.run_guest(argv, self.daemon.pid if mode != "emulate" else None,
+        res, d, text = vms.run_guest(argv, None if vn.startswith("file=") else self.daemon.pid,
                                      self.secs + 90, self.perf_out)
         if res:
             ios = res["reads"] + res["writes"]
             wk = vms.lvmm_stat(text, "wake-ups")
             d["wakeups"] = wk / ios if wk is not None else None
-            if mode == "emulate":  # the I/O thread is emulate's backend
+            if vn.startswith("file="):  # the I/O thread is emulate's backend
                 d["backend_us"] = d["vmm_us"]
         return res, d, text
 
     def run_qemu(self, variant, rw, qd, qp, seed):
         dev = "nvme,drive=d0,serial=bench,max_ioqpairs=8"
-        extra = ""
-        if variant == "dbbuf":
+        extra, mode = "", "work"
+        if variant == "vblk":
+            dev = f"virtio-blk-pci,drive=d0,queue-size=1024,num-queues={qp}"
+            mode = "vblk"
+        elif variant == "dbbuf":
             extra = " bench.dbbuf=on"
         elif variant == "cmb":
             dev += ",cmb_size_mb=16"
             extra = " bench.sq=cmb"
         argv = [QEMU, *QEMU_BASE, "-kernel", self.guest,
-                "-append", self.cmdline(rw, qd, qp, seed, extra),
+                "-append", self.cmdline(rw, qd, qp, seed, extra, mode),
                 "-drive", f"file={self.img},if=none,id=d0,format=raw,cache=none,aio=io_uring",
                 "-device", dev]
         res, d, text = vms.run_guest(argv, None, self.secs + 90, self.perf_out)
@@ -137,6 +153,7 @@ class Bench:
             s.append((f"lvmm {m}", lambda *a, m=m: self.run_lvmm(m, *a)))
         if QEMU:
             s.append(("QEMU nvme", lambda *a: self.run_qemu("plain", *a)))
+            s.append(("QEMU virtio-blk", lambda *a: self.run_qemu("vblk", *a)))
         return s
 
     def configs(self):
@@ -149,12 +166,15 @@ class Bench:
         rows = []
         extra = []  # QEMU's CMB and shadow-doorbell variants: reads, one queue pair
         if QEMU and not self.smoke:
-            extra = [("QEMU nvme, shadow doorbells", "dbbuf"), ("QEMU nvme, SQ in CMB", "cmb")]
+            extra = [(n, lambda *a, v=v: self.run_qemu(v, *a)) for n, v in
+                     (("QEMU nvme, shadow doorbells", "dbbuf"), ("QEMU nvme, SQ in CMB", "cmb"))]
+        if self.emu_ssd and not self.smoke:  # lvmm's emulate on the image QEMU reads
+            extra.append(("lvmm emulate, file", lambda *a: self.run_lvmm("emulate-file", *a)))
         for rnd in range(1, self.rounds + 1):
             for rw, qd, qp in self.configs():
                 runs = list(self.systems())
                 if rw == "randread" and qp == 1:
-                    runs += [(n, lambda *a, v=v: self.run_qemu(v, *a)) for n, v in extra]
+                    runs += extra
                 for name, fn in runs:
                     res, d, text = fn(rw, qd, qp, rnd)
                     row = {"round": rnd, "system": name, "rw": rw, "qd": qd, "qp": qp,
