@@ -14,6 +14,7 @@
 
 #include "api/api.h"
 #include "config.h"
+#include "jail.h"
 #include "seccomp_filter.h"
 #include "serial.h"
 #include "default_guest.h"
@@ -55,7 +56,12 @@ static void usage_run(FILE *f)
 	    "                       without vol=; a softssd is started when none serves NAME)\n"
 	    "  --api-socket PATH    serve the REST API on this Unix socket\n"
 	    "  --allowed-dir DIR    every file an API client names must lie beneath DIR\n"
-	    "Environment: LVMM_SECCOMP=off, LVMM_HOSTCOMPAT=on|off, LVMM_PIT=on|off,\n"
+	    "  --seccomp MODE       kill (default): a system call outside lvmm's filters ends\n"
+	    "                       it; log: allowed and logged by the kernel; off\n"
+	    "  --jail DIR           run confined: new mount, PID, network and IPC namespaces,\n"
+	    "                       DIR as the root holding only the VM's files, uid/gid\n"
+	    "                       LVMM_JAIL_UID/GID (default 65534), rlimits, no other fds\n"
+	    "Environment: LVMM_SECCOMP=kill|log|off, LVMM_HOSTCOMPAT=on|off, LVMM_PIT=on|off,\n"
 	    "  LVMM_IRQCHIP=kernel|split, LVMM_STATS=1, LVMM_DEBUG_VCPU=SECONDS,\n"
 	    "  LVMM_VCPU_NICE=N (vCPU thread nice value; -10 on kvm_pvm with 2+ vCPUs),\n"
 	    "  LVMM_RUN_DIR (SSD sockets, default /run/lvmm), LVMM_STATE_DIR (backings of\n"
@@ -106,11 +112,13 @@ enum {
 	OPT_VNVME,
 	OPT_API,
 	OPT_ALLOWED_DIR,
+	OPT_SECCOMP,
+	OPT_JAIL,
 	OPT_HELP
 };
 
 static int parse_run(int argc, char **argv, struct vm_config *c, const char **api_sock,
-		     const char **allowed_dir)
+		     const char **allowed_dir, const char **jail_dir)
 {
 	static const struct option opts[] = {
 	    {"kernel", required_argument, NULL, OPT_KERNEL},
@@ -122,6 +130,8 @@ static int parse_run(int argc, char **argv, struct vm_config *c, const char **ap
 	    {"vnvme", required_argument, NULL, OPT_VNVME},
 	    {"api-socket", required_argument, NULL, OPT_API},
 	    {"allowed-dir", required_argument, NULL, OPT_ALLOWED_DIR},
+	    {"seccomp", required_argument, NULL, OPT_SECCOMP},
+	    {"jail", required_argument, NULL, OPT_JAIL},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
 	};
@@ -175,6 +185,20 @@ static int parse_run(int argc, char **argv, struct vm_config *c, const char **ap
 			break;
 		case OPT_ALLOWED_DIR:
 			*allowed_dir = optarg;
+			break;
+		case OPT_SECCOMP: {
+			enum seccomp_mode mode;
+
+			if (seccomp_mode_parse(optarg, &mode)) {
+				fprintf(stderr, "lvmm: --seccomp: '%s' is not kill, log or off\n",
+					optarg);
+				return -1;
+			}
+			seccomp_mode_set(mode);
+			break;
+		}
+		case OPT_JAIL:
+			*jail_dir = optarg;
 			break;
 		case OPT_HELP:
 			usage_run(stdout);
@@ -247,10 +271,23 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static int run_jail(struct vm_config *cfg, const char *dir, const char *api_sock,
+		    const char *allowed_dir)
+{
+	struct jail_opts jo = {.dir = dir, .api_socket = api_sock, .allowed_dir = allowed_dir};
+	char err[512] = "";
+
+	if (jail_enter(cfg, &jo, err, sizeof(err))) {
+		fprintf(stderr, "lvmm: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	struct sig_waiter sw = {0};
-	const char *api_sock = NULL, *allowed_arg = NULL;
+	const char *api_sock = NULL, *allowed_arg = NULL, *jail_dir = NULL;
 	char allowed_dir[PATH_MAX] = "";
 	struct vm_config cfg;
 	enum vm_exit_reason why;
@@ -261,7 +298,7 @@ static int cmd_run(int argc, char **argv)
 	int status;
 
 	config_defaults(&cfg);
-	if (parse_run(argc, argv, &cfg, &api_sock, &allowed_arg))
+	if (parse_run(argc, argv, &cfg, &api_sock, &allowed_arg, &jail_dir))
 		return 2;
 	if (allowed_arg) {
 		struct stat sb;
@@ -281,8 +318,16 @@ static int cmd_run(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (api_sock && !cfg.kernel[0]) /* an empty VMM: the VM comes from vm.create */
+	if (jail_dir && api_sock && api_sock[0] != '/') {
+		fprintf(stderr, "lvmm: --jail: --api-socket %s must be an absolute path\n",
+			api_sock);
+		return 2;
+	}
+	if (api_sock && !cfg.kernel[0]) { /* an empty VMM: the VM comes from vm.create */
+		if (jail_dir && run_jail(&cfg, jail_dir, api_sock, allowed_dir))
+			return 1;
 		return api_vmm_main(api_sock, NULL, allowed_dir);
+	}
 	if (!cfg.kernel[0] && default_guest_find(&cfg, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		return 1;
@@ -296,6 +341,10 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "lvmm: %s\n", err);
 		return 1;
 	}
+	/* After the softssd start (a fork and exec from the host's view), before any file of the
+	 * VM is opened: from here on lvmm sees the jail only. */
+	if (jail_dir && run_jail(&cfg, jail_dir, api_sock, allowed_dir))
+		return 1;
 	crash_handlers_install();
 	/* A console reader that goes away must not kill the VM: writes then fail with EPIPE. */
 	signal(SIGPIPE, SIG_IGN);
