@@ -44,7 +44,7 @@ extern const struct bench_mode __start_bench_modes[], __stop_bench_modes[];
 
 static uint64_t gdt[7];
 static struct tss64 tss __attribute__((aligned(16)));
-static struct idt_gate idt[32] __attribute__((aligned(16)));
+static struct idt_gate idt[256] __attribute__((aligned(16))); /* 32..255: bench_set_gate */
 static uint64_t pml4[512] __attribute__((aligned(4096)));
 static uint64_t pdpt[512] __attribute__((aligned(4096)));
 static uint64_t pd[4][512] __attribute__((aligned(4096)));
@@ -254,11 +254,38 @@ static bool complete_port_io(struct bench_frame *f)
 	return true;
 }
 
+uint64_t bench_halts;
+
+/* hlt in ring 3 raises #GP: halt here with interrupts open until one arrives (the device's
+ * completion interrupt), so that a waiting guest gives its host core back. */
+static bool complete_hlt(struct bench_frame *f)
+{
+	if ((f->cs & 3) != 3 || *(const uint8_t *)f->rip != 0xf4)
+		return false;
+	__asm__ volatile("sti\n\thlt\n\tcli" ::: "memory");
+	f->rip++;
+	bench_halts++;
+	return true;
+}
+
+void bench_set_gate(unsigned vector, void (*handler)(void))
+{
+	uint64_t h = (uint64_t)handler;
+
+	if (vector < 32 || vector > 255)
+		return;
+	idt[vector] = (struct idt_gate){.off_lo = (uint16_t)h,
+					.sel = SEL_KCODE,
+					.type = 0x8e,
+					.off_mid = (uint16_t)(h >> 16),
+					.off_hi = (uint32_t)(h >> 32)};
+}
+
 /* Other exceptions print and end the VM: a bench run must never hang silently. */
 void bench_exception(struct bench_frame *f);
 void bench_exception(struct bench_frame *f)
 {
-	if (f->vector == 13 && complete_port_io(f))
+	if (f->vector == 13 && (complete_port_io(f) || complete_hlt(f)))
 		return;
 	if (f->vector == 3) { /* a trap: rip is already past the int3 */
 		bench_printf("bench: breakpoint before rip 0x%lx\n", f->rip);

@@ -6,12 +6,13 @@
 #include "lightiov/vcap.h"
 #include "workload.h"
 
-#define W_BAR_GPA 0xc0000000ULL /* inside the 32-bit hole of lvmm and of QEMU's q35 */
-#define W_CMB_GPA 0xd0000000ULL
-#define W_ECAM	  0xe0000000ULL /* microvm's PCIe ECAM */
-#define PAGE	  4096
-#define AQ_DEPTH  16
-#define NQ	  WORK_MAX_QUEUES
+#define W_BAR_GPA  0xc0000000ULL /* inside the 32-bit hole of lvmm and of QEMU's q35 */
+#define W_CMB_GPA  0xd0000000ULL
+#define W_MSIX_GPA 0xc8000000ULL /* an MSI-X table outside BAR0 */
+#define W_ECAM	   0xe0000000ULL /* microvm's PCIe ECAM */
+#define PAGE	   4096
+#define AQ_DEPTH   16
+#define NQ	   WORK_MAX_QUEUES
 
 static uint8_t asq[PAGE] __attribute__((aligned(PAGE)));
 static uint8_t acq[PAGE] __attribute__((aligned(PAGE)));
@@ -254,6 +255,43 @@ static uint64_t cmb_setup(unsigned devfn)
 	return W_CMB_GPA + (rd32(NVME_REG_CMBLOC) >> NVME_CMBLOC_OFST_SHIFT) * PAGE;
 }
 
+/* MSI-X entry 0 -> APIC 0, WORK_IRQ_VECTOR; every I/O CQ signals it (bench.wait=halt). */
+static bool msix_setup(unsigned devfn)
+{
+	unsigned ptr = cfg_read(devfn, 0x34) & 0xfc, n = 0;
+
+	while (ptr && n++ < 16) {
+		uint32_t hdr = cfg_read(devfn, ptr);
+
+		if ((hdr & 0xff) == 0x11) {
+			uint32_t tbl = cfg_read(devfn, ptr + 4), bir = tbl & 7;
+			volatile uint32_t *e;
+
+			if (bir == 0) {
+				e = (volatile uint32_t *)(W_BAR_GPA + (tbl & ~7u));
+			} else if (bir <= 5) {
+				cfg_write(devfn, 4, 0);
+				cfg_write(devfn, 0x10 + 4 * bir, (uint32_t)W_MSIX_GPA);
+				if ((cfg_read(devfn, 0x10 + 4 * bir) & 0x6) == 0x4)
+					cfg_write(devfn, 0x14 + 4 * bir, 0);
+				cfg_write(devfn, 4, 0x6);
+				e = (volatile uint32_t *)(W_MSIX_GPA + (tbl & ~7u));
+			} else {
+				return false;
+			}
+			e[0] = 0xfee00000u;
+			e[1] = 0;
+			e[2] = WORK_IRQ_VECTOR;
+			e[3] = 0;
+			/* enable, function unmasked */
+			cfg_write(devfn, ptr, (hdr & 0x3fffffff) | 1u << 31);
+			return true;
+		}
+		ptr = (hdr >> 8) & 0xfc;
+	}
+	return false;
+}
+
 static bool w_submit(unsigned q, unsigned slot, bool write, uint64_t off, unsigned len,
 		     uint64_t buf)
 {
@@ -361,6 +399,14 @@ static void work_ring3(void)
 		if (!cmb)
 			bench_puts("bench: work no CMB for SQs: SQs in RAM\n");
 	}
+	if (p.halt) {
+		if (!msix_setup(devfn)) {
+			bench_puts("bench: work no MSI-X: polling instead of halting\n");
+			p.halt = false;
+		} else {
+			work_halt_setup();
+		}
+	}
 	for (q = 1; q <= dev.nqueues; q++) {
 		entries[q] = entries[1];
 		phase[q] = 1;
@@ -368,7 +414,7 @@ static void work_ring3(void)
 		c = cmd(NVME_ADMIN_CREATE_CQ);
 		c.prp1 = (uint64_t)&iocq[q - 1];
 		c.cdw10 = (entries[q] - 1) << 16 | q;
-		c.cdw11 = 1; /* contiguous, no interrupts: polled */
+		c.cdw11 = p.halt ? 1 | 2 : 1; /* contiguous; halt: interrupts on vector 0 */
 		if (admin(&c, NULL)) {
 			bench_printf("bench: work FAIL create CQ %u\n", q);
 			return;
@@ -385,9 +431,10 @@ static void work_ring3(void)
 		sqs[q] = (volatile struct nvme_sqe *)c.prp1;
 	}
 	bench_printf("bench: work nvme %lu blocks of %u, %u queue pairs of %u, mode %u, "
-		     "doorbells %s, SQs in %s\n",
+		     "doorbells %s, SQs in %s, %s\n",
 		     nsze, 1u << lba_shift, dev.nqueues, dev.depth, vmode,
-		     shadow ? "shadow" : "plain", cmb ? "the CMB" : "RAM");
+		     shadow ? "shadow" : "plain", cmb ? "the CMB" : "RAM",
+		     p.halt ? "halting waits" : "polled");
 	work_run(&dev, &p);
 }
 

@@ -31,6 +31,8 @@ struct work_params {
 	unsigned qd, nq, bs, read_pct;
 	bool random;
 	uint64_t ios, ms, ramp_ms, span, seed;
+	bool halt;	  /* bench.wait=halt: wait for completion interrupts in hlt */
+	unsigned poll_us; /* bench.poll_us: how long to poll before halting (20) */
 };
 
 void work_params_get(struct work_params *p);
@@ -40,5 +42,11 @@ bool work_param_is(const char *name, const char *want);
 uint64_t work_buffer(void);
 /* Runs the workload on dev and prints one "bench: work ..." result line; false on errors. */
 bool work_run(const struct work_dev *dev, const struct work_params *p);
+
+/* Waiting in hlt (halt.c): devices raise WORK_IRQ_VECTOR through MSI-X to APIC 0. */
+#define WORK_IRQ_VECTOR 0x40
+void work_halt_setup(void);
+void work_halt(void);
+extern volatile uint64_t work_irqs;
 
 #endif

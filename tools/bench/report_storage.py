@@ -135,11 +135,11 @@ def storage_plot(rows, path):
 
 
 def scale_table(rows):
-    out = ["| VMs | mode | VMs ok | aggregate IOPS | x single-VM saturation | mean us / VM "
+    out = ["| VMs | mode, wait | VMs ok | aggregate IOPS | x single-VM saturation | mean us / VM "
            "| p99 us (median VM, worst VM) | Jain index | host CPU us/I/O | RSS / PSS / private "
            "MiB per lvmm |", "|" + "---|" * 10]
     for r in rows:
-        out.append(f"| {r['vms']} | {r['mode']} | {r['ok_vms']} | {fmt(num(r['aggregate_iops']))} "
+        out.append(f"| {r['vms']} | {r['mode']}, {r.get('wait', 'poll')} | {r['ok_vms']} | {fmt(num(r['aggregate_iops']))} "
                    f"| {fmt(num(r['ratio']), 2)} | {fmt(num(r['mean_us']))} | "
                    f"{fmt(num(r['p99_us_median_vm']))}, {fmt(num(r['p99_us_worst_vm']))} | "
                    f"{fmt(num(r['jain']), 3)} | {fmt(num(r['host_cpu_us_per_io']))} | "
@@ -151,8 +151,9 @@ def scale_table(rows):
 def scale_plot(rows, path):
     fig, ax = plt.subplots(figsize=(8, 4.5))
     ax2 = ax.twinx()
-    for mode in sorted({r["mode"] for r in rows}):
-        rs = [r for r in rows if r["mode"] == mode]
+    for mode in sorted({(r["mode"], r.get("wait", "poll")) for r in rows}):
+        rs = [r for r in rows if (r["mode"], r.get("wait", "poll")) == mode]
+        mode = ", ".join(mode)
         xs = [int(r["vms"]) for r in rs]
         ax.plot(xs, [num(r["aggregate_iops"]) for r in rs], "o-", label=f"{mode}: aggregate IOPS")
         ax2.plot(xs, [num(r["jain"]) for r in rs], "x--", label=f"{mode}: Jain index")

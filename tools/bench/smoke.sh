@@ -27,7 +27,7 @@ for s in "${systems[@]}"; do
 	check "$s: both workloads measured" \
 		'[ "$(grep -c "^1,$s,rand[a-z]*,[0-9]*,[0-9]*,1," "$tmp/res/storage.csv" 2>/dev/null)" = 2 ]'
 done
-check "scale: both VMs reported" 'grep -q "^2,isolated,2," "$tmp/res/scale.csv" 2>/dev/null'
+check "scale: both VMs reported" 'grep -q "^2,isolated,halt,2," "$tmp/res/scale.csv" 2>/dev/null'
 check "boot: lvmm powered off" 'grep -q "^1,lvmm,.*,1,*$" "$tmp/res/boot-footprint.csv" 2>/dev/null'
 /usr/bin/python3 "$here/report_storage.py" "$tmp/res" "$tmp/doc.md" >>"$tmp/log" 2>&1
 for t in storage ratios scale boot-footprint; do

@@ -204,18 +204,20 @@ class Bench:
             "SCALE", "2" if self.smoke else "25,50,100,200").split(",")]
         modes = os.environ.get("SCALE_MODES", "isolated" if self.smoke else
                                "isolated,passthrough").split(",")
+        waits = os.environ.get("SCALE_WAIT", "halt").split(",")
         rows = []
         for n in counts:
             for mode in modes:
-                rows.append(self.scale_point(n, mode, sat_iops))
+                for wait in waits:
+                    rows.append(self.scale_point(n, mode, wait, sat_iops))
         write_csv(f"{self.results}/scale.csv", rows)
         return rows
 
-    def scale_point(self, n, mode, sat_iops):
+    def scale_point(self, n, mode, wait, sat_iops):
         # every VM boots before any measures: the ramp covers the start of all of them
         ramp = int(1000 + n * 60)
         cl = (f"bench.mode=work bench.rw=randread bench.qd=1 bench.ms={self.ms()} "
-              f"bench.ramp_ms={ramp}")
+              f"bench.ramp_ms={ramp} bench.wait={wait}")
         c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         dc0 = vms.proc_cpu(self.daemon.pid)
         procs = []
@@ -249,7 +251,7 @@ class Bench:
         ios = sum(r["reads"] for r in res)
         agg = sum(iops)
         jain = agg * agg / (len(iops) * sum(x * x for x in iops)) if iops and agg else 0
-        row = {"vms": n, "mode": mode, "ok_vms": len(res), "aggregate_iops": agg,
+        row = {"vms": n, "mode": mode, "wait": wait, "ok_vms": len(res), "aggregate_iops": agg,
                "single_vm_saturation_iops": sat_iops,
                "ratio": agg / sat_iops if sat_iops else None,
                "mean_us": sum(r["mean_ns"] for r in res) / len(res) / 1e3 if res else None,
@@ -263,7 +265,7 @@ class Bench:
                "pss_mib": sum(m["pss_kib"] for m in mem) / len(mem) / 1024 if mem else None,
                "private_mib": sum(m["private_kib"] for m in mem) / len(mem) / 1024
                if mem else None}
-        print(f"bench: scale {n} VMs {mode}: {row['ok_vms']} ok, {agg:.0f} IOPS, "
+        print(f"bench: scale {n} VMs {mode} {wait}: {row['ok_vms']} ok, {agg:.0f} IOPS, "
               f"Jain {jain:.3f}", flush=True)
         return row
 
