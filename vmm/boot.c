@@ -11,6 +11,7 @@
 #include "acpi.h"
 #include "boot.h"
 #include "bootparam.h"
+#include "fsutil.h"
 #include "layout.h"
 #include "loader.h"
 #include "mptable.h"
@@ -141,9 +142,27 @@ static int boot_read_fd(int fd, uint8_t *dst, uint64_t len)
 	return src.read(src.opaque, 0, dst, len);
 }
 
-static int boot_load_initrd(struct guest_mem *gm, const char *path, uint64_t kernel_end,
-			    uint64_t initrd_max, struct boot_params *bp, struct boot_info *bi,
-			    char *err, unsigned errlen)
+/* A client's file under --allowed-dir is opened by a walk beneath it (symlinks, "..", FIFOs
+ * refused as the walk goes, so a path swapped after the API's check cannot escape). */
+static int boot_open(const char *root, const char *what, const char *path, char *err,
+		     unsigned errlen)
+{
+	int fd;
+
+	if (root && root[0])
+		return fsutil_open(root, what, path, O_RDONLY, 0, FSUTIL_REGULAR, err, errlen);
+	/* O_NONBLOCK: a FIFO given as a file must not hang us (it is refused by the caller). */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		fd = -errno;
+		snprintf(err, errlen, "%s %s: %s", what, path, strerror(-fd));
+	}
+	return fd;
+}
+
+static int boot_load_initrd(struct guest_mem *gm, const char *root, const char *path,
+			    uint64_t kernel_end, uint64_t initrd_max, struct boot_params *bp,
+			    struct boot_info *bi, char *err, unsigned errlen)
 {
 	uint64_t hi = boot_low_ram_end(gm), start, size;
 	struct loader_src src;
@@ -151,13 +170,9 @@ static int boot_load_initrd(struct guest_mem *gm, const char *path, uint64_t ker
 	uint8_t *dst;
 	int fd, r;
 
-	/* O_NONBLOCK: a FIFO given as a file must not hang us (it is refused below). */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "initramfs %s: %s", path, strerror(-r));
-		return r;
-	}
+	fd = boot_open(root, "initramfs", path, err, errlen);
+	if (fd < 0)
+		return fd;
 	r = loader_src_fd(&src, &f, fd);
 	if (r) {
 		snprintf(err, errlen, "initramfs %s: not a regular file (%s)", path, strerror(-r));
@@ -201,8 +216,8 @@ out:
 	return r;
 }
 
-static int boot_load_kernel(struct guest_mem *gm, const char *path, struct loader_result *res,
-			    char *err, unsigned errlen)
+static int boot_load_kernel(struct guest_mem *gm, const char *root, const char *path,
+			    struct loader_result *res, char *err, unsigned errlen)
 {
 	char sub[256];
 	struct loader_src src;
@@ -210,13 +225,9 @@ static int boot_load_kernel(struct guest_mem *gm, const char *path, struct loade
 	int fd, r;
 
 	memset(res, 0, sizeof(*res));
-	/* O_NONBLOCK: a FIFO given as a file must not hang us (it is refused below). */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "kernel %s: %s", path, strerror(-r));
-		return r;
-	}
+	fd = boot_open(root, "kernel", path, err, errlen);
+	if (fd < 0)
+		return fd;
 	r = loader_src_fd(&src, &f, fd);
 	if (r) {
 		snprintf(err, errlen, "kernel %s: not a regular file (%s)", path, strerror(-r));
@@ -252,7 +263,7 @@ int boot_load_linux(struct guest_mem *gm, const struct vm_config *cfg, const cha
 		return -ENOMEM;
 	}
 
-	r = boot_load_kernel(gm, cfg->kernel, &res, err, errlen);
+	r = boot_load_kernel(gm, cfg->allowed_dir, cfg->kernel, &res, err, errlen);
 	if (r)
 		goto out;
 
@@ -296,7 +307,7 @@ int boot_load_linux(struct guest_mem *gm, const struct vm_config *cfg, const cha
 	bi->kernel_start = res.start;
 	bi->kernel_end = res.end;
 	if (cfg->initramfs[0]) {
-		r = boot_load_initrd(gm, cfg->initramfs, kernel_end,
+		r = boot_load_initrd(gm, cfg->allowed_dir, cfg->initramfs, kernel_end,
 				     initrd_max ? initrd_max : BOOT_DEFAULT_INITRD_MAX, bp, bi, err,
 				     errlen);
 		if (r)

@@ -26,6 +26,9 @@ struct vnvme_config {
 	enum vnvme_mode mode;
 	unsigned queues; /* I/O queue pairs offered, 1..65535; 0 = one per vCPU */
 	enum vnvme_doorbell doorbell; /* ssd modes: polled pages or eventfds; auto = the SSD's */
+	/* Set by vm.c from vm_config.allowed_dir when the VM is built, never parsed: file= is
+	 * then opened by a walk beneath it (no check-then-open window). NULL: no confinement. */
+	const char *root;
 };
 
 struct vm_config {

@@ -422,6 +422,9 @@ static int vm_build(struct vm *vm, char *err, unsigned errlen)
 			snprintf(err, errlen, "legacy ports: %s", strerror(-ret));
 	}
 	if (!ret) {
+		for (unsigned k = 0; k < vm->cfg.nvnvme; k++)
+			vm->cfg.vnvme[k].root =
+			    vm->cfg.allowed_dir[0] ? vm->cfg.allowed_dir : NULL;
 		ret = devices_init(vm, &vm->cfg, err, errlen);
 		vm->devices_up = !ret;
 	}

@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "nvme_file.h"
 #include "nvme_int.h"
 #include "seccomp_filter.h"
@@ -113,6 +114,7 @@ static int file_prepare(struct nvme_file *f, const struct vnvme_config *cfg, cha
 			unsigned errlen)
 {
 	int flags = cfg->readonly ? O_RDONLY : O_RDWR | O_CREAT;
+	char self[64];
 	struct stat st;
 
 	/* Only a sized device may create its image: never leave an empty file behind. */
@@ -121,7 +123,16 @@ static int file_prepare(struct nvme_file *f, const struct vnvme_config *cfg, cha
 			 cfg->path);
 		return -ENOENT;
 	}
-	f->fd = open(cfg->path, flags | O_CLOEXEC, 0644);
+	if (cfg->root) {
+		/* confined: walked beneath the root, the name never looked up again */
+		f->fd = fsutil_open(cfg->root, "vnvme backing", cfg->path,
+				    cfg->size ? flags : flags & ~O_CREAT, 0644,
+				    FSUTIL_REGULAR_OR_BLOCK, err, errlen);
+		if (f->fd < 0)
+			return f->fd;
+	} else {
+		f->fd = open(cfg->path, flags | O_CLOEXEC, 0644);
+	}
 	if (f->fd < 0) {
 		snprintf(err, errlen, "vnvme %s: cannot open %s: %s", f->name, cfg->path,
 			 strerror(errno));
@@ -151,8 +162,10 @@ static int file_prepare(struct nvme_file *f, const struct vnvme_config *cfg, cha
 			return -errno;
 		}
 	}
-	/* Not every file system takes O_DIRECT (tmpfs on older kernels): fall back quietly. */
-	f->fd_direct = open(cfg->path, (cfg->readonly ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC);
+	/* Not every file system takes O_DIRECT (tmpfs on older kernels): fall back quietly. The
+	 * same file reopened through its fd, not its name (which may have changed since). */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", f->fd);
+	f->fd_direct = open(self, (cfg->readonly ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC);
 	return 0;
 }
 
