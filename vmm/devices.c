@@ -144,11 +144,24 @@ static void vnvme_evfds_sync(struct vnvme *v)
 	}
 }
 
+/* The guest's PCI command register, read without the function's lock (the controller lock is
+ * held here; an aligned 16-bit load cannot tear). */
+static bool hook_bus_master(void *opaque)
+{
+	struct vnvme *v = opaque;
+	uint16_t cmd;
+
+	__atomic_load((uint16_t *)(v->pci.cfg + PCI_COMMAND), &cmd, __ATOMIC_ACQUIRE);
+	return cmd & PCI_COMMAND_MASTER;
+}
+
 static void hook_irq(void *opaque, unsigned vector)
 {
 	struct vnvme *v = opaque;
 
-	pci_msix_notify(&v->pci, vector);
+	/* An MSI-X message is a memory write: none while bus mastering is off. */
+	if (hook_bus_master(v))
+		pci_msix_notify(&v->pci, vector);
 }
 
 static void hook_kick(void *opaque)
@@ -428,7 +441,10 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 	    .readonly = vc->readonly,
 	    .cntlid = (uint16_t)idx,
 	};
-	struct nvme_ctrl_hooks hooks = {.irq = hook_irq, .kick = hook_kick, .dbbuf = hook_dbbuf};
+	struct nvme_ctrl_hooks hooks = {.irq = hook_irq,
+					.kick = hook_kick,
+					.dbbuf = hook_dbbuf,
+					.bus_master = hook_bus_master};
 	struct lightiov_vcap vcap = {
 	    .cap_id = LIGHTIOV_VCAP_ID,
 	    .cap_len = sizeof(vcap),

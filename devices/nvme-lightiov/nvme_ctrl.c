@@ -669,6 +669,8 @@ void nvme_ctrl_process_locked(struct nvme_ctrl *c)
 
 	if (!(c->csts & NVME_CSTS_RDY) || c->resetting || (c->csts & NVME_CSTS_CFS))
 		return;
+	if (c->hooks.bus_master && !c->hooks.bus_master(c->hooks.opaque))
+		return;
 	do {
 		progress = 0;
 		for (q = 0; q < c->nq; q++) {

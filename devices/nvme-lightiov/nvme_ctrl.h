@@ -99,6 +99,10 @@ struct nvme_ctrl_hooks {
 	/* Whether the backend still serves (asked when the host reads CSTS); false sets CSTS.CFS,
 	 * which is how a driver whose commands time out learns that the device is gone. */
 	bool (*alive)(void *opaque);
+	/* Whether the function may master the bus (PCI command bit 2). Without it the controller
+	 * fetches no command and moves no data, as hardware would not; doorbells already rung are
+	 * served on the next one after it is set. NULL: always. Called with the controller lock. */
+	bool (*bus_master)(void *opaque);
 };
 
 struct nvme_ctrl_stats {
