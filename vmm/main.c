@@ -413,8 +413,8 @@ static int cmd_run(int argc, char **argv)
 /* cloud-hypervisor's command line where it overlaps, as Kata launches its hypervisor:
  * `lvmm [-v...] --api-socket PATH` is `lvmm run --api-socket PATH` (an empty VMM waiting for
  * vm.create). -v is accepted and changes nothing, lvmm's messages being on stderr already;
- * --log-file PATH appends them to PATH instead; --seccomp true|false|log is accepted, and lvmm
- * keeps its own filter whatever it says (it is not the one cloud-hypervisor's switch is about). */
+ * --log-file PATH appends them to PATH instead; --seccomp true|false|log is cloud-hypervisor's
+ * spelling of lvmm run's --seccomp kill|off|log (Kata passes false to debug its hypervisor). */
 static int cmd_toplevel(int argc, char **argv)
 {
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
@@ -435,13 +435,27 @@ static int cmd_toplevel(int argc, char **argv)
 				free(args);
 				return 2;
 			}
-			if (!strcmp(argv[i], "--seccomp") && strcmp(argv[i + 1], "true") &&
-			    strcmp(argv[i + 1], "false") && strcmp(argv[i + 1], "log")) {
-				fprintf(stderr, "lvmm: --seccomp takes true, false or log\n");
-				free(args);
-				return 2;
-			}
-			if (!strcmp(argv[i], "--log-file") && !freopen(argv[i + 1], "a", stderr)) {
+			if (!strcmp(argv[i], "--seccomp")) {
+				static const char *const map[][2] = {{"true", "kill"},
+								     {"false", "off"},
+								     {"log", "log"},
+								     {"kill", "kill"},
+								     {"off", "off"}};
+				const char *mode = NULL;
+
+				for (unsigned k = 0; k < sizeof(map) / sizeof(map[0]); k++)
+					if (!strcmp(argv[i + 1], map[k][0]))
+						mode = map[k][1];
+				if (!mode) {
+					fprintf(stderr,
+						"lvmm: --seccomp takes true, false or log\n");
+					free(args);
+					return 2;
+				}
+				/* two arguments out, two in: args keeps its argc + 1 slots */
+				args[n++] = "--seccomp";
+				args[n++] = (char *)mode;
+			} else if (!freopen(argv[i + 1], "a", stderr)) {
 				free(args);
 				return 1; /* stderr is gone: nothing left to tell */
 			}

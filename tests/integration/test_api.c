@@ -492,6 +492,24 @@ static unsigned vcpu_threads(pid_t pid)
 	return n;
 }
 
+/* The Seccomp: field of /proc/PID/status (0 none, 2 filter), -1 when unreadable. */
+static int seccomp_status(pid_t pid)
+{
+	char path[64], line[128];
+	int v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Seccomp: %d", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
 /* cloud-hypervisor's command line as Kata builds it: lvmm -vv --api-socket S --seccomp false
  * --log-file LOG; vCPU threads named vcpuN. */
 START_TEST(test_toplevel_cli)
@@ -517,6 +535,8 @@ START_TEST(test_toplevel_cli)
 	for (int i = 0; i < 200 && !apitest_ping(&T); i++)
 		testutil_sleep_ms(25);
 	ck_assert(apitest_ping(&T));
+	/* cloud-hypervisor's --seccomp false is lvmm run's --seccomp off: no filter */
+	ck_assert_int_eq(seccomp_status(T.pid), 0);
 	/* a key outside the schema: ignored, logged to the --log-file */
 	snprintf(cfg, sizeof(cfg), "%s", vm_config("spin"));
 	ck_assert_ptr_nonnull(strstr(cfg, "\"boot_vcpus\": 1"));
