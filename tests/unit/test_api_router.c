@@ -98,7 +98,8 @@ static const char *good_config =
     " \"payload\": {\"kernel\": \"/boot/vmlinux\", \"initramfs\": \"/boot/initrd\","
     "              \"cmdline\": \"console=ttyS0 bench.mode=spin\"},"
     " \"serial\": {\"mode\": \"File\", \"file\": \"/tmp/console.log\"},"
-    " \"vnvme\": [{\"path\": \"/tmp/disk.img\", \"size\": 1048576, \"readonly\": true},"
+    " \"vnvme\": [{\"path\": \"/tmp/disk.img\", \"size\": 1048576, \"readonly\": true,"
+    "              \"pci_segment\": 0},"
     "             {\"id\": \"fast\", \"ssd\": \"ssd0\", \"vol\": \"v1\", \"mode\": \"isolated\","
     "              \"serial\": \"SN42\", \"num_queues\": 64}]}";
 
@@ -267,6 +268,9 @@ static const struct {
      "'rng.pci_segment' is unsupported"},
     {"{\"serial\": {\"mode\": \"Off\", \"socket\": \"x\"}}", "'serial.socket'"},
     {"{\"vnvme\": [{\"path\": \"/d\", \"queues\": 4}]}", "'vnvme[0].queues'"},
+    {"{\"vnvme\": [{\"path\": \"/d\", \"pci_segment\": 1}]}",
+     "'vnvme[0].pci_segment' is unsupported"},
+    {"{\"vnvme\": [{\"path\": \"/d\", \"pci_segment\": 96}]}", "out of range"},
     {"{\"cpus\": {\"boot_vcpus\": \"2\"}}", "must be an integer"},
     {"{\"cpus\": {\"boot_vcpus\": 0}}", "out of range"},
     {"{\"cpus\": {\"boot_vcpus\": 1000}}", "out of range"},

@@ -23,6 +23,9 @@ static int json_fail(char *err, unsigned errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
+static int json_unsupported(char *err, unsigned errlen, const char *where, const char *key,
+			    const char *lacks);
+
 /* Rejects any key of obj not in keys (NULL-terminated): a typo must not be silently ignored. */
 static int json_check_keys(const json_t *obj, const char *where, const char *const *keys, char *err,
 			   unsigned errlen)
@@ -147,10 +150,10 @@ const char *api_vnvme_mode_name(enum vnvme_mode m)
 int api_json_to_vnvme(const json_t *obj, const char *where, struct vnvme_config *c, char *err,
 		      unsigned errlen)
 {
-	static const char *const keys[] = {"id",	 "path",     "ssd",    "vol",
-					   "size",	 "readonly", "serial", "mode",
-					   "num_queues", "doorbell", NULL};
-	uint64_t nq = 0;
+	static const char *const keys[] = {"id",	 "path",     "ssd",	    "vol",
+					   "size",	 "readonly", "serial",	    "mode",
+					   "num_queues", "doorbell", "pci_segment", NULL};
+	uint64_t nq = 0, seg = 0;
 	char mode[16] = "", db[16] = "";
 	int r;
 
@@ -178,6 +181,13 @@ int api_json_to_vnvme(const json_t *obj, const char *where, struct vnvme_config 
 		r = json_get_u64(obj, where, "num_queues", 0, 65535, &nq, err, errlen);
 	if (!r)
 		r = json_get_str(obj, where, "doorbell", db, sizeof(db), err, errlen);
+	/* cloud-hypervisor's device field: segment 0 is where lvmm places every device */
+	if (!r)
+		r = json_get_u64(obj, where, "pci_segment", 0, API_MAX_PCI_SEGMENTS - 1, &seg, err,
+				 errlen);
+	if (!r && seg)
+		r = json_unsupported(err, errlen, where, "pci_segment",
+				     "lvmm places devices on PCI segment 0");
 	if (r)
 		return r;
 	c->queues = (unsigned)nq;
