@@ -139,7 +139,8 @@ def scale_table(rows):
            "| p99 us (median VM, worst VM) | Jain index | host CPU us/I/O | RSS / PSS / private "
            "MiB per lvmm |", "|" + "---|" * 10]
     for r in rows:
-        out.append(f"| {r['vms']} | {r['mode']}, {r.get('wait', 'poll')} | {r['ok_vms']} | {fmt(num(r['aggregate_iops']))} "
+        late = f" ({r['late_vms']} late)" if r.get("late_vms") not in (None, "", "0") else ""
+        out.append(f"| {r['vms']} | {r['mode']}, {r.get('wait', 'poll')} | {r['ok_vms']}{late} | {fmt(num(r['aggregate_iops']))} "
                    f"| {fmt(num(r['ratio']), 2)} | {fmt(num(r['mean_us']))} | "
                    f"{fmt(num(r['p99_us_median_vm']))}, {fmt(num(r['p99_us_worst_vm']))} | "
                    f"{fmt(num(r['jain']), 3)} | {fmt(num(r['host_cpu_us_per_io']))} | "

@@ -56,7 +56,8 @@ class Bench:
                 f.write(os.urandom(1 << 20))
             os.fsync(f.fileno())
         self.daemon = vms.start_daemon(self.lvmm, SSD, f"{self.dir}/ssd.img", self.vol_mb + 64,
-                                       os.environ.get("MODEL", "none"), f"{self.dir}/ssd.log")
+                                       os.environ.get("MODEL", "none"), f"{self.dir}/ssd.log",
+                                       ["--max-clients", "512"])
         subprocess.run([self.client, SSD, VOL, str(self.vol_mb), "--fill"], check=True,
                        stdout=subprocess.DEVNULL)
         os.sync()
@@ -205,30 +206,36 @@ class Bench:
         modes = os.environ.get("SCALE_MODES", "isolated" if self.smoke else
                                "isolated,passthrough").split(",")
         waits = os.environ.get("SCALE_WAIT", "halt").split(",")
+        # the smallest point also polls, to show what spinning guests cost the host
+        poll_at = int(os.environ.get("SCALE_POLL_AT", "0" if self.smoke else str(counts[0])))
         rows = []
         for n in counts:
             for mode in modes:
-                for wait in waits:
+                for wait in waits + (["poll"] if n == poll_at and "poll" not in waits else []):
                     rows.append(self.scale_point(n, mode, wait, sat_iops))
         write_csv(f"{self.results}/scale.csv", rows)
         return rows
 
     def scale_point(self, n, mode, wait, sat_iops):
         # every VM boots before any measures: the ramp covers the start of all of them
-        ramp = int(1000 + n * 60)
-        cl = (f"bench.mode=work bench.rw=randread bench.qd=1 bench.ms={self.ms()} "
-              f"bench.ramp_ms={ramp} bench.wait={wait}")
+        ramp = int(2000 + n * 150)
+        cl = f"bench.mode=work bench.rw=randread bench.qd=1 bench.ms={self.ms()} bench.wait={wait}"
         c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         dc0 = vms.proc_cpu(self.daemon.pid)
-        procs = []
+        procs, late = [], 0
+        t0 = time.monotonic()
         for i in range(n):
             log = open(f"{self.dir}/vm{i}.log", "w+")
+            # the same measured window for every VM: a later start, a shorter warm-up
+            r = max(0, ramp - int((time.monotonic() - t0) * 1000))
+            late += r == 0
             p = subprocess.Popen([self.lvmm, "run", "--kernel", self.guest, "--memory", "64M",
                                   "--vnvme", f"{SSD},vol={VOL},readonly=on,mode={mode}",
-                                  "--cmdline", cl + f" bench.seed={i + 1}"],
+                                  "--cmdline", cl + f" bench.seed={i + 1} bench.ramp_ms={r}"],
                                  stdout=log, stderr=subprocess.STDOUT)
             procs.append((p, log))
-        time.sleep(ramp / 1000 + self.secs / 2)
+            time.sleep(0.03)  # paced: boots are CPU work; spread them over the ramp
+        time.sleep(max(0, ramp / 1000 - (time.monotonic() - t0)) + self.secs / 2)
         mem = [m for m in (vms.memory(p.pid) for p, _ in procs) if m]
         deadline = time.monotonic() + self.secs + ramp / 1000 + 120
         for p, _ in procs:
@@ -251,7 +258,7 @@ class Bench:
         ios = sum(r["reads"] for r in res)
         agg = sum(iops)
         jain = agg * agg / (len(iops) * sum(x * x for x in iops)) if iops and agg else 0
-        row = {"vms": n, "mode": mode, "wait": wait, "ok_vms": len(res), "aggregate_iops": agg,
+        row = {"vms": n, "mode": mode, "wait": wait, "ok_vms": len(res), "late_vms": late, "aggregate_iops": agg,
                "single_vm_saturation_iops": sat_iops,
                "ratio": agg / sat_iops if sat_iops else None,
                "mean_us": sum(r["mean_ns"] for r in res) / len(res) / 1e3 if res else None,

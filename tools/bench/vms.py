@@ -139,8 +139,14 @@ def parse_result(line):
     m = RESULT.search(line)
     if not m:
         return None
-    kv = dict(x.split("=", 1) for x in m.group(1).split())
-    return {k: int(v) for k, v in kv.items()}
+    out = {}
+    for tok in m.group(1).split():
+        k, _, v = tok.partition("=")
+        if v.isdigit():
+            out[k] = int(v)
+    # a line that another writer broke into is not a result
+    need = ("ios", "iops", "mean_ns", "p50_ns", "p99_ns", "p999_ns", "reads", "writes")
+    return out if all(k in out for k in need) else None
 
 
 def run_guest(argv, daemon_pid, limit_s, perf_out=None, env=None):
