@@ -159,9 +159,8 @@ static void hook_irq(void *opaque, unsigned vector)
 {
 	struct vnvme *v = opaque;
 
-	/* An MSI-X message is a memory write: none while bus mastering is off. */
-	if (hook_bus_master(v))
-		pci_msix_notify(&v->pci, vector);
+	/* pci_msix_notify pends the vector while bus mastering is off */
+	pci_msix_notify(&v->pci, vector);
 }
 
 static void hook_kick(void *opaque)
