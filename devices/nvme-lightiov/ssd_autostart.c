@@ -65,14 +65,20 @@ static bool ssd_served(const char *name)
 {
 	struct lio_client *c;
 	char dev[96], err[256];
+	int r;
 
 	snprintf(dev, sizeof(dev), "/dev/lightiov/%s", name);
 	if (!access(dev, F_OK))
 		return true;
-	if (lio_client_connect(&c, name, "probe", NULL, err, sizeof(err)))
-		return false;
-	lio_client_close(c);
-	return true;
+	r = lio_client_connect(&c, name, "probe", NULL, err, sizeof(err));
+	if (!r) {
+		lio_client_close(c);
+		return true;
+	}
+	/* Nobody listens: no socket, or a stale one. Any other failure is a daemon that answered
+	 * and refused (too many clients, not this uid): served, and the VM's own connect says why.
+	 */
+	return r != -ENOENT && r != -ECONNREFUSED && r != -ENOTDIR;
 }
 
 /* The supervisor: runs the daemon, watches its sessions on one connection of its own, and
