@@ -132,7 +132,9 @@ test-integ: $(BUILD)/lvmm $(INTEG_BINS) $(TEST_DEPS)
 test-linux: $(BUILD)/lvmm $(LINUX_BINS) $(TEST_DEPS) guest
 	$(Q)LVMM=$(BUILD)/lvmm BUILD=$(BUILD) tests/run.sh "linux" $(LINUX_BINS)
 
+# make fuzz builds the targets; with FUZZ_TIME=SECONDS it also runs each that long.
 fuzz: $(FUZZ_BINS)
+	$(Q)$(if $(FUZZ_TIME),FUZZ_SECONDS=$(FUZZ_TIME) tests/fuzz-short.sh $(FUZZ_BINS),true)
 fuzz-short: $(FUZZ_BINS)
 	$(Q)tests/fuzz-short.sh $(FUZZ_BINS)
 

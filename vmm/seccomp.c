@@ -176,6 +176,18 @@ static const unsigned long seccomp_tty[] = {TCGETS,  TCSETS,	TCSETSW,
 
 static enum seccomp_mode seccomp_mode_cur;
 static bool seccomp_mode_known;
+/* Thread filters stack on the process filter: without it (the library in tests and fuzzers)
+ * they are not loaded either. */
+static bool seccomp_process_loaded;
+
+/* gcc says __SANITIZE_ADDRESS__, clang (the fuzz targets) says it through __has_feature. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SECCOMP_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SECCOMP_SANITIZED 1
+#endif
+#endif
 
 static const char *const seccomp_kind_names[SECCOMP_NKINDS] = {"main", "vcpu", "io"};
 
@@ -308,7 +320,7 @@ static int seccomp_load_kind(enum seccomp_kind kind, bool all_threads, char *err
 
 	if (mode == SECCOMP_MODE_OFF)
 		return 0;
-#ifdef __SANITIZE_ADDRESS__
+#ifdef SECCOMP_SANITIZED
 	/* LeakSanitizer stops the world with ptrace at exit; sanitizer builds are for tests. */
 	(void)all_threads;
 	(void)i;
@@ -361,7 +373,11 @@ out:
 
 int seccomp_install(char *err, unsigned errlen)
 {
-	return seccomp_load_kind(SECCOMP_MAIN, true, err, errlen);
+	int r = seccomp_load_kind(SECCOMP_MAIN, true, err, errlen);
+
+	if (!r && seccomp_mode_get() != SECCOMP_MODE_OFF)
+		seccomp_process_loaded = true;
+	return r;
 }
 
 int seccomp_thread_install(enum seccomp_kind kind, char *err, unsigned errlen)
@@ -370,5 +386,7 @@ int seccomp_thread_install(enum seccomp_kind kind, char *err, unsigned errlen)
 		snprintf(err, errlen, "seccomp: no thread kind %u", (unsigned)kind);
 		return -EINVAL;
 	}
+	if (!seccomp_process_loaded)
+		return 0;
 	return seccomp_load_kind(kind, false, err, errlen);
 }

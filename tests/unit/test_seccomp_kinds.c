@@ -266,6 +266,27 @@ START_TEST(test_log_mode)
 }
 END_TEST
 
+/* A thread filter without the process filter under it (the library in tests and fuzzers) is
+ * not loaded: lvmm loads the process filter before any thread starts. */
+START_TEST(test_thread_needs_process_filter)
+{
+	char err[256];
+	int st;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		seccomp_mode_set(SECCOMP_MODE_KILL);
+		if (seccomp_thread_install(SECCOMP_IO, err, sizeof(err)))
+			_exit(11);
+		probe_run(P_OPENAT);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
+}
+END_TEST
+
 START_TEST(test_mode_parse)
 {
 	enum seccomp_mode m;
@@ -288,7 +309,7 @@ int main(void)
 	Suite *s = suite_create("seccomp_kinds");
 	TCase *tc = tcase_create("kinds");
 
-#ifdef __SANITIZE_ADDRESS__
+#if defined(__SANITIZE_ADDRESS__)
 	testutil_skip("seccomp_kinds: sanitizer build (LeakSanitizer's ptrace needs no filter)");
 	return 0;
 #endif
@@ -300,6 +321,7 @@ int main(void)
 	tcase_add_test(tc, test_io_refuses);
 	tcase_add_test(tc, test_io_allows);
 	tcase_add_test(tc, test_log_mode);
+	tcase_add_test(tc, test_thread_needs_process_filter);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
