@@ -327,7 +327,10 @@ int boot_load_linux(struct guest_mem *gm, const struct vm_config *cfg, const cha
 		snprintf(err, errlen, "page tables: 0x%llx is not guest RAM", LAYOUT_PML4);
 		goto out;
 	}
-	r = acpi_build(gm, cfg->cpus, cfg->max_cpus, &rsdp, err, errlen);
+	/* platform.num_pci_segments: a host bridge and an MCFG entry per segment */
+	r = acpi_build_segments(gm, cfg->cpus, cfg->max_cpus,
+				cfg->num_pci_segments ? cfg->num_pci_segments : 1, &rsdp, err,
+				errlen);
 	if (r)
 		goto out;
 	bp->acpi_rsdp_addr = rsdp;

@@ -8,11 +8,14 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fsutil.h"
 #include "layout.h"
 
 /* 1 TiB: well past any microVM, and far below where GPA arithmetic could wrap. */
 #define CONFIG_MAX_MEMORY (1ULL << 40)
 #define CONFIG_MAX_CPUS	  255
+/* cloud-hypervisor's bound on platform.num_pci_segments (acpi.h's ACPI_MAX_PCI_SEGMENTS) */
+#define CONFIG_MAX_PCI_SEGMENTS 96
 /* A guest RAM size must be a whole number of pages: KVM memory slots are page granular. */
 #define CONFIG_PAGE_SIZE 4096ULL
 
@@ -24,6 +27,7 @@ void config_defaults(struct vm_config *c)
 	c->memory = CONFIG_DEFAULT_MEMORY;
 	c->serial = SERIAL_STDIO;
 	c->serial_limit = CONFIG_DEFAULT_SERIAL_LIMIT;
+	c->num_pci_segments = 1;
 }
 
 /* Multiplier shift for a binary suffix letter; -1 when the letter is not one. */
@@ -428,6 +432,25 @@ int config_parse_serial(const char *s, struct vm_config *c, char *err, unsigned 
 	return 0;
 }
 
+int config_parse_rng(const char *s, struct vm_config *c, char *err, unsigned errlen)
+{
+	const char *src = CONFIG_DEFAULT_RNG_SRC;
+
+	if (s && *s) {
+		if (strncmp(s, "src=", 4) || !s[4]) {
+			snprintf(err, errlen, "rng: '%.64s' is not src=PATH", s);
+			return -EINVAL;
+		}
+		src = s + 4;
+	}
+	if (strlen(src) >= sizeof(c->rng_src)) {
+		snprintf(err, errlen, "rng: src of %zu bytes is too long", strlen(src));
+		return -EINVAL;
+	}
+	strcpy(c->rng_src, src);
+	return 0;
+}
+
 int config_validate(const struct vm_config *c, char *err, unsigned errlen)
 {
 	if (c->cpus < 1 || c->cpus > CONFIG_MAX_CPUS) {
@@ -458,7 +481,8 @@ int config_validate(const struct vm_config *c, char *err, unsigned errlen)
 	    !memchr(c->initramfs, 0, sizeof(c->initramfs)) ||
 	    !memchr(c->cmdline, 0, sizeof(c->cmdline)) ||
 	    !memchr(c->serial_file, 0, sizeof(c->serial_file)) ||
-	    !memchr(c->allowed_dir, 0, sizeof(c->allowed_dir))) {
+	    !memchr(c->allowed_dir, 0, sizeof(c->allowed_dir)) ||
+	    !memchr(c->rng_src, 0, sizeof(c->rng_src))) {
 		snprintf(err, errlen, "config: unterminated string field");
 		return -EINVAL;
 	}
@@ -483,6 +507,18 @@ int config_validate(const struct vm_config *c, char *err, unsigned errlen)
 		snprintf(err, errlen, "cmdline: %zu characters exceed the %llu-byte limit",
 			 strlen(c->cmdline), LAYOUT_CMDLINE_MAX - 1);
 		return -EINVAL;
+	}
+	if (c->num_pci_segments > CONFIG_MAX_PCI_SEGMENTS) {
+		snprintf(err, errlen, "num_pci_segments: %u is outside 1..%d", c->num_pci_segments,
+			 CONFIG_MAX_PCI_SEGMENTS);
+		return -EINVAL;
+	}
+	if (c->rng_src[0]) {
+		int r = fsutil_check(NULL, "rng src", c->rng_src, false, FSUTIL_ENTROPY, err,
+				     errlen);
+
+		if (r)
+			return r;
 	}
 	switch (c->serial) {
 	case SERIAL_STDIO:

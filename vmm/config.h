@@ -46,6 +46,12 @@ struct vm_config {
 	char allowed_dir[CONFIG_PATH_MAX];
 	unsigned nvnvme;
 	struct vnvme_config vnvme[CONFIG_MAX_VNVME];
+	/* virtio-rng's entropy source (cloud-hypervisor's rng.src); empty: no rng device. Only
+	 * the kernel's random character devices are taken (fsutil's FSUTIL_ENTROPY). */
+	char rng_src[CONFIG_PATH_MAX];
+	/* platform.num_pci_segments: PCI segments the ACPI tables describe, 1..96; 0 reads as 1.
+	 * Every device sits on segment 0; the others are empty host bridges. */
+	unsigned num_pci_segments;
 };
 
 #define CONFIG_DEFAULT_CPUS   1
@@ -73,6 +79,10 @@ void config_vnvme_id(const struct vnvme_config *v, unsigned idx, char *buf, size
 /* --serial argument: "stdio", "off" or "file=PATH[,truncate=on|off][,limit=SIZE]" (options are
  * taken from the end, so a PATH may itself hold commas). limit=0 lifts the size limit. */
 int config_parse_serial(const char *s, struct vm_config *c, char *err, unsigned errlen);
+
+/* --rng argument: "" (no value) or "src=PATH"; the source defaults to CONFIG_DEFAULT_RNG_SRC. */
+#define CONFIG_DEFAULT_RNG_SRC "/dev/urandom"
+int config_parse_rng(const char *s, struct vm_config *c, char *err, unsigned errlen);
 
 /* Whole-config sanity check (cpus, memory bounds, kernel present, ...). */
 int config_validate(const struct vm_config *c, char *err, unsigned errlen);

@@ -13,6 +13,7 @@
 #include "nvme-lightiov/nvme_lio.h"
 #include "nvme-lightiov/nvme_lio_emu.h"
 #include "pci.h"
+#include "virtio_pci.h"
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -66,6 +67,7 @@ struct devices {
 	bool bus_up;
 	unsigned n;
 	struct vnvme *nvme[CONFIG_MAX_VNVME];
+	struct virtio_rng *rng; /* cfg->rng_src set: virtio-rng after the vNVMe slots */
 };
 
 /* One VM per lvmm process in practice; a small table keeps devices.h free of state. */
@@ -589,6 +591,17 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 			return r;
 		}
 	}
+	/* Last, so that the vNVMe functions keep the slots they have without it. */
+	if (cfg->rng_src[0]) {
+		r = virtio_rng_create(&ds->rng, "rng0", cfg->rng_src, vm_guest_mem(vm), err,
+				      errlen);
+		if (!r)
+			r = pci_bus_add(&ds->bus, virtio_rng_pci(ds->rng), err, errlen);
+		if (r) {
+			devices_exit(vm);
+			return r;
+		}
+	}
 	return 0;
 }
 
@@ -607,6 +620,7 @@ void devices_exit(struct vm *vm)
 		return;
 	for (i = 0; i < ds->n; i++)
 		vnvme_free(ds->nvme[i]);
+	virtio_rng_destroy(ds->rng);
 	if (ds->bus_up)
 		pci_bus_exit(&ds->bus);
 	free(ds);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -114,6 +115,21 @@ static int walk_parent(const char *root, const char *what, const char *path, con
 static int check_kind(const char *what, const char *path, const struct stat *st,
 		      enum fsutil_kind kind, char *err, unsigned errlen)
 {
+	if (kind == FSUTIL_ENTROPY) {
+		/* mem 8 (random), mem 9 (urandom), misc 183 (hwrng): devices.txt's numbers */
+		if (S_ISCHR(st->st_mode) &&
+		    ((major(st->st_rdev) == 1 &&
+		      (minor(st->st_rdev) == 8 || minor(st->st_rdev) == 9)) ||
+		     (major(st->st_rdev) == 10 && minor(st->st_rdev) == 183)))
+			return 0;
+		snprintf(err, errlen,
+			 "%s %s: is %s, not the kernel's random, urandom or hwrng device", what,
+			 path,
+			 S_ISREG(st->st_mode)	? "a regular file"
+			 : S_ISCHR(st->st_mode) ? "another character device"
+						: kind_name(st->st_mode));
+		return -EINVAL;
+	}
 	if (S_ISREG(st->st_mode) || (kind == FSUTIL_REGULAR_OR_BLOCK && S_ISBLK(st->st_mode)))
 		return 0;
 	snprintf(err, errlen, "%s %s: is %s, not a regular file", what, path,

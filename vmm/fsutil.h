@@ -9,6 +9,9 @@
 enum fsutil_kind {
 	FSUTIL_REGULAR,		 /* kernel, initramfs, serial file */
 	FSUTIL_REGULAR_OR_BLOCK, /* disk images: a block device is a disk too */
+	/* virtio-rng's source: the kernel's random, urandom or hwrng character device only.
+	 * Any other file would hand the guest host data (a regular file, /dev/mem) as entropy. */
+	FSUTIL_ENTROPY,
 };
 
 /* Opens path for a client. root (NULL or "" for none) is an absolute directory every path must

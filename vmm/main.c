@@ -54,6 +54,8 @@ static void usage_run(FILE *f)
 	    "                       or NAME[:SIZE][,vol=NAME][,mode=isolated|passthrough]\n"
 	    "                       [,doorbell=poll|eventfd]: a volume on the SSD NAME (anonymous\n"
 	    "                       without vol=; a softssd is started when none serves NAME)\n"
+	    "  --rng [src=PATH]     virtio-rng fed from PATH (default /dev/urandom; the\n"
+	    "                       kernel's random, urandom or hwrng device only)\n"
 	    "  --api-socket PATH    serve the REST API on this Unix socket\n"
 	    "  --allowed-dir DIR    every file an API client names must lie beneath DIR\n"
 	    "  --seccomp MODE       kill (default): a system call outside lvmm's filters ends\n"
@@ -114,6 +116,7 @@ enum {
 	OPT_ALLOWED_DIR,
 	OPT_SECCOMP,
 	OPT_JAIL,
+	OPT_RNG,
 	OPT_HELP
 };
 
@@ -132,6 +135,7 @@ static int parse_run(int argc, char **argv, struct vm_config *c, const char **ap
 	    {"allowed-dir", required_argument, NULL, OPT_ALLOWED_DIR},
 	    {"seccomp", required_argument, NULL, OPT_SECCOMP},
 	    {"jail", required_argument, NULL, OPT_JAIL},
+	    {"rng", optional_argument, NULL, OPT_RNG},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
 	};
@@ -199,6 +203,15 @@ static int parse_run(int argc, char **argv, struct vm_config *c, const char **ap
 		}
 		case OPT_JAIL:
 			*jail_dir = optarg;
+			break;
+		case OPT_RNG:
+			/* cloud-hypervisor's "--rng src=PATH" as well as "--rng=src=PATH" */
+			if (!optarg && optind < argc && !strncmp(argv[optind], "src=", 4))
+				optarg = argv[optind++];
+			if (config_parse_rng(optarg, c, err, sizeof(err))) {
+				fprintf(stderr, "lvmm: --%s\n", err);
+				return -1;
+			}
 			break;
 		case OPT_HELP:
 			usage_run(stdout);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "virtio_pci.h"
 
 #define RNG_QUEUE_SIZE 256
@@ -84,16 +85,16 @@ int virtio_rng_create(struct virtio_rng **out, const char *id, const char *src,
 		      const struct guest_mem *gm, char *err, unsigned errlen)
 {
 	struct virtio_rng *r;
+	char what[96];
 	int fd, ret;
 
 	*out = NULL;
-	fd = open(src, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "rng %s: cannot open the entropy source %s: %s", id, src,
-			 strerror(errno));
-		return ret;
-	}
+	/* a client names src: only the kernel's entropy devices, opened without following a
+	 * symbolic link and without blocking (an empty /dev/random is asked again later) */
+	snprintf(what, sizeof(what), "rng %s: entropy source", id);
+	fd = fsutil_open(NULL, what, src, O_RDONLY, 0, FSUTIL_ENTROPY, err, errlen);
+	if (fd < 0)
+		return fd;
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		close(fd);

@@ -630,8 +630,10 @@ static int json_to_console(const json_t *root, const char *name, json_t *extra, 
 	return 0;
 }
 
-/* rng: the device cloud-hypervisor always creates. Accepted with a readable path as src. */
-static int json_to_rng(const json_t *root, unsigned nseg, json_t *extra, char *err, unsigned errlen)
+/* rng: the device cloud-hypervisor always creates, here when the body names it (Kata's always
+ * does). src must be the kernel's random, urandom or hwrng device (config_validate checks). */
+static int json_to_rng(const json_t *root, unsigned nseg, struct vm_config *cfg, json_t *extra,
+		       char *err, unsigned errlen)
 {
 	static const char *const keys[] = {"src",	    "id",    "pci_segment",
 					   "pci_device_id", "iommu", NULL};
@@ -667,6 +669,7 @@ static int json_to_rng(const json_t *root, unsigned nseg, json_t *extra, char *e
 	if (json_field(o, "pci_device_id"))
 		return json_unsupported(err, errlen, "rng", "pci_device_id",
 					"lvmm chooses the slot itself");
+	memcpy(cfg->rng_src, src, sizeof(cfg->rng_src));
 	json_keep(extra, "rng", "src", json_field(o, "src"));
 	json_object_set_new(json_object_get(extra, "rng"), "iommu", json_false());
 	return 0;
@@ -708,8 +711,8 @@ static int json_to_platform(const json_t *root, unsigned *nseg, json_t *extra, c
 	json_keys_of(rules, mine, keys, 32);
 	json_note_keys(o, "platform", keys);
 	r = json_check_rules(o, "platform", rules, err, errlen);
-	/* cloud-hypervisor's bound. Accepted and reported; every device lvmm builds sits on
-	 * segment 0, which is all the guest's ACPI tables describe (docs/api.md). */
+	/* cloud-hypervisor's bound. The ACPI tables describe every segment (a host bridge and
+	 * an MCFG entry each); every device lvmm builds sits on segment 0 (docs/api.md). */
 	if (!r)
 		r = json_get_u64(o, "platform", "num_pci_segments", 1, API_MAX_PCI_SEGMENTS, &n,
 				 err, errlen);
@@ -803,6 +806,7 @@ int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, stru
 	r = json_check_rules(root, "", json_root_rules, err, errlen);
 	if (!r)
 		r = json_to_platform(root, &nseg, extra, err, errlen);
+	cfg->num_pci_segments = nseg;
 	if (!r)
 		r = json_to_cpus(root, cfg, extra, err, errlen);
 	if (!r)
@@ -816,7 +820,7 @@ int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, stru
 	if (!r)
 		r = json_to_console(root, "debug_console", extra, err, errlen);
 	if (!r)
-		r = json_to_rng(root, nseg, extra, err, errlen);
+		r = json_to_rng(root, nseg, cfg, extra, err, errlen);
 	if (!r)
 		r = json_to_vnvme_list(root, cfg, err, errlen);
 	if (!r && ops && ops->validate)
