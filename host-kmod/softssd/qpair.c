@@ -49,6 +49,7 @@ struct ssd_worker {
 	unsigned ring_inflight;
 	struct ssd_req *due_head; /* model: completions held until due_ns, sorted */
 	bool worked;
+	bool sync_io; /* no io_uring here (a sandbox without it): commands run in this thread */
 };
 
 struct ssd_engine {
@@ -301,6 +302,54 @@ static void ssd_prep_rw(const struct ssd_engine *e, struct io_uring_sqe *s, stru
 	io_uring_sqe_set_data(s, req);
 }
 
+/* A command carried out in the worker's thread (sync_io): the statuses ssd_reap gives. */
+static void ssd_req_sync(struct ssd_worker *w, struct ssd_req *req)
+{
+	const struct lio_io *io = &req->io;
+	const struct ssd_engine *e = w->e;
+	off_t off = (off_t)(io->dev_lba << e->lba_shift);
+	ssize_t n = 0;
+	unsigned i;
+
+	switch (io->kind) {
+	case LIO_IO_READ:
+	case LIO_IO_WRITE:
+		for (i = 0; i < io->nsegs; i++) {
+			void *p = ssd_window_ptr(req->qp->win, io->segs[i].gpa, io->segs[i].len);
+
+			if (!p) {
+				req->status =
+				    NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+				return;
+			}
+			req->iov[i] = (struct iovec){p, io->segs[i].len};
+		}
+		if (io->kind == LIO_IO_READ)
+			n = preadv(e->fd, req->iov, (int)io->nsegs, off);
+		else
+			n = pwritev2(e->fd, req->iov, (int)io->nsegs, off, io->fua ? RWF_DSYNC : 0);
+		if (n < 0 || (uint64_t)n != io->bytes)
+			req->status = io->kind == LIO_IO_READ
+					  ? NVME_STATUS(NVME_SCT_MEDIA, NVME_SC_READ_ERROR)
+					  : NVME_STATUS(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT);
+		break;
+	case LIO_IO_FLUSH:
+		if (fdatasync(e->fd))
+			req->status = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+		break;
+	case LIO_IO_ZEROES:
+		if (fallocate(e->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off,
+			      (off_t)((uint64_t)io->nlb << e->lba_shift)))
+			req->status = errno == EOPNOTSUPP ? NVME_STATUS(NVME_SCT_GENERIC,
+									NVME_SC_INVALID_OPCODE) |
+								NVME_STATUS_DNR
+							  : NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+		break;
+	default:
+		break;
+	}
+}
+
 /* Checks the private copy and starts it; refused or synchronous commands complete at once. */
 static void ssd_req_start(struct ssd_worker *w, struct ssd_req *req, uint64_t now)
 {
@@ -327,6 +376,11 @@ static void ssd_req_start(struct ssd_worker *w, struct ssd_req *req, uint64_t no
 	}
 	if (io->kind == LIO_IO_DSM) {
 		req->status = ssd_dsm(w, req);
+		ssd_req_done(w, req, now);
+		return;
+	}
+	if (w->sync_io) {
+		ssd_req_sync(w, req);
 		ssd_req_done(w, req, now);
 		return;
 	}
@@ -376,6 +430,8 @@ static void ssd_reap(struct ssd_worker *w, uint64_t now, unsigned *work)
 {
 	struct io_uring_cqe *cqe;
 
+	if (w->sync_io)
+		return;
 	while (io_uring_peek_cqe(&w->ring, &cqe) == 0) {
 		struct ssd_req *req = io_uring_cqe_get_data(cqe);
 		int res = cqe->res;
@@ -665,7 +721,12 @@ static int ssd_worker_ring(struct ssd_worker *w, char *err, unsigned errlen)
 	int r;
 
 	r = io_uring_queue_init(SSD_RING_ENTRIES, &w->ring, IORING_SETUP_R_DISABLED);
-	if (r) {
+	if (r == -ENOSYS || r == -EPERM || r == -EINVAL) {
+		/* a sandbox without io_uring (gVisor's default): slower, but serving */
+		fprintf(stderr, "softssd worker %u: io_uring set-up: %s: commands run synchronously\n",
+			w->idx, strerror(-r));
+		w->sync_io = true;
+	} else if (r) {
 		snprintf(err, errlen, "softssd worker %u: io_uring set-up: %s", w->idx,
 			 strerror(-r));
 		return r;
@@ -678,6 +739,10 @@ static int ssd_worker_ring(struct ssd_worker *w, char *err, unsigned errlen)
 			 strerror(errno));
 		return -errno;
 	}
+	ev.data.u64 = SSD_EV_WAKE;
+	epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wake_fd, &ev);
+	if (w->sync_io)
+		return 0;
 	r = io_uring_register_eventfd(&w->ring, w->ring_efd);
 	/* only the operations above, for the life of the ring: no registration after this */
 	/* the raw register calls: Debian's liburing 2.3 does not export the two wrappers */
@@ -692,8 +757,6 @@ static int ssd_worker_ring(struct ssd_worker *w, char *err, unsigned errlen)
 			 strerror(-r));
 		return r;
 	}
-	ev.data.u64 = SSD_EV_WAKE;
-	epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wake_fd, &ev);
 	ev.data.u64 = SSD_EV_RING;
 	epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->ring_efd, &ev);
 	return 0;
@@ -762,7 +825,8 @@ void ssd_engine_stop(struct ssd_engine *e)
 	for (i = 0; i < e->nr; i++) {
 		struct ssd_worker *w = &e->w[i];
 
-		io_uring_queue_exit(&w->ring);
+		if (!w->sync_io)
+			io_uring_queue_exit(&w->ring);
 		close(w->ring_efd);
 		close(w->wake_fd);
 		close(w->epfd);

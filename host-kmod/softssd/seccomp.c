@@ -66,6 +66,9 @@ static const char *const ssd_seccomp_allowed[] = {
     "pwrite64",
     "fdatasync",
     "fsync",
+    /* data path without io_uring (a sandbox that lacks it): vectored transfers */
+    "preadv",
+    "pwritev2",
     "flock",
     /* shutdown: the socket goes away with the daemon */
     "unlink",
