@@ -89,8 +89,7 @@ def ratio(rows, k, a, b, col):
 def ratio_table(rows):
     pairs = [("lvmm passthrough", "native"), ("lvmm isolated", "native"),
              ("lvmm passthrough", "QEMU nvme"), ("lvmm isolated", "QEMU nvme"),
-             ("lvmm emulate", "QEMU nvme"), ("lvmm emulate, file", "QEMU nvme"),
-             ("lvmm passthrough", "QEMU virtio-blk")]
+             ("lvmm emulate, file", "QEMU nvme"), ("lvmm passthrough", "QEMU virtio-blk")]
     out = ["| workload | ratio | IOPS (median of rounds; per round) | p50 latency | target |",
            "|---|---|---|---|---|"]
     for k in sorted({key(r) for r in rows}, key=lambda k: (k[0], k[2], k[1])):

@@ -226,13 +226,15 @@ class Bench:
         t0 = time.monotonic()
         for i in range(n):
             log = open(f"{self.dir}/vm{i}.log", "w+")
+            err = open(f"{self.dir}/vm{i}.err", "w")  # lvmm's own lines apart from the guest's
             # the same measured window for every VM: a later start, a shorter warm-up
             r = max(0, ramp - int((time.monotonic() - t0) * 1000))
             late += r == 0
             p = subprocess.Popen([self.lvmm, "run", "--kernel", self.guest, "--memory", "64M",
                                   "--vnvme", f"{SSD},vol={VOL},readonly=on,mode={mode}",
                                   "--cmdline", cl + f" bench.seed={i + 1} bench.ramp_ms={r}"],
-                                 stdout=log, stderr=subprocess.STDOUT)
+                                 stdout=log, stderr=err)
+            err.close()
             procs.append((p, log))
             time.sleep(0.03)  # paced: boots are CPU work; spread them over the ramp
         time.sleep(max(0, ramp / 1000 - (time.monotonic() - t0)) + self.secs / 2)
