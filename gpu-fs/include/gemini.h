@@ -14,6 +14,8 @@ enum gemini_backend {
 	GEMINI_BACKEND_NVME,  /* GPU threads build NVMe commands; a controller serves them */
 	GEMINI_BACKEND_POSIX, /* GPU requests proxied by host threads: pread/pwrite + cudaMemcpy */
 	GEMINI_BACKEND_GDS,   /* GPU requests proxied by host threads through cuFile */
+	GEMINI_BACKEND_LIO,   /* GPU threads drive NVMe queue pairs of a LightIOV backend (softssd):
+			       * no host thread of this process on the I/O path */
 };
 
 #define GEMINI_MAX_FILES 16
@@ -32,7 +34,15 @@ struct gemini_config {
 	unsigned timeout_ms;   /* bound on every GPU-side wait for the controller, another warp or
 				* another process (default 10000): past it the call fails with
 				* -ETIMEDOUT instead of hanging the kernel */
+	/* lio backend: the SSD (softssd socket name or path, as lio_sock_path takes it) and the
+	 * volume that holds the GVDK file byte for byte (`lvmm ssd vol import SSD VOL FILE`):
+	 * volume byte x is file byte x. nqueues (at most GEMINI_LIO_MAX_QP) queue pairs of qdepth
+	 * entries are created on it; one file is open at a time. */
+	const char *lio_ssd;
+	const char *lio_volume;
 };
+
+#define GEMINI_LIO_MAX_QP 15 /* GPU queue pairs on one session (one more is the host's) */
 
 struct gemini_stats {
 	uint64_t hits, misses, evictions, writebacks, io_errors, commands;

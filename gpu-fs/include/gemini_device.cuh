@@ -55,6 +55,38 @@ struct gm_queue {
 	uint32_t qid;
 };
 
+/*
+ * One queue pair of a LightIOV backend (lio backend), with the semantics uapi.h gives a VM: SQ
+ * and CQ rings and the doorbell page pair in the backend's queue memory, data and PRP lists in
+ * the session's DMA window (both host memory the client mapped and registered with CUDA); the
+ * SQ tail doorbell holds a wrapped index, the CQ carries phase tags and its head is written to
+ * the CQ head doorbell. Data pointers are PRPs (GPAs of the window); the backend (softssd in
+ * isolated mode) copies each SQE out of reach and checks it with lio_sqe_check before it runs.
+ * tail/head/phase are the driver's state, in HBM, changed only by the holder of lock.
+ */
+#define GM_LIO_CHUNK	(128u << 10) /* LIO_MDTS_BYTES: largest transfer of one command */
+#define GM_LIO_INFLIGHT 16	     /* commands of one round: staging slots of a queue pair */
+#define GM_LIO_PAGE	4096u	     /* LIO_PAGE_SIZE */
+
+struct gm_lioq {
+	struct nvme_sqe *sq;
+	struct nvme_cqe *cq;
+	uint32_t *sq_db;
+	uint32_t *cq_db;
+	uint8_t *stage;	 /* GM_LIO_INFLIGHT x GM_LIO_CHUNK bytes of the DMA window */
+	uint64_t *prp;	 /* GM_LIO_INFLIGHT PRP-list pages of the DMA window */
+	uint64_t stage_gpa;
+	uint64_t prp_gpa;
+	uint32_t depth;
+	uint32_t tail;
+	uint32_t head;
+	uint32_t phase;
+	int lock;
+	uint32_t dead;
+	uint32_t lba_shift;
+	uint32_t pad;
+};
+
 struct gm_shard {
 	int lock;
 	int lru_head; /* every page of the shard, oldest first */
@@ -91,6 +123,9 @@ struct gemini_dev {
 	/* per file: failed write-backs [fd], and [16 + fd] the count a clean G_sync covered */
 	uint32_t *wb_err;
 	uint64_t timeout_ns; /* bound on every wait for the controller or another warp/process */
+	struct gm_lioq *lioq; /* lio backend: its queue pairs (NULL: the in-process controller) */
+	uint32_t nlioq;
+	uint32_t pad_lio;
 };
 
 #ifdef __CUDACC__
@@ -325,10 +360,19 @@ __device__ static inline void gm_sqe_put(struct nvme_sqe *dst, const struct gemi
  * Every wait is bounded: past d->timeout_ns the queue is declared dead and the batch fails with
  * GM_SC_TIMEOUT (a reservation that cannot be filled leaves the queue unusable anyway).
  */
+__device__ static inline void gm_lio_batch_run(struct gemini_dev *d, struct gm_batch *b);
+
 __device__ static inline void gm_batch_run(struct gemini_dev *d, struct gm_batch *b)
 {
-	struct gm_queue *q = gm_my_queue(d);
-	const uint32_t depth = q->depth;
+	struct gm_queue *q;
+	uint32_t depth;
+
+	if (d->lioq) {
+		gm_lio_batch_run(d, b);
+		return;
+	}
+	q = gm_my_queue(d);
+	depth = q->depth;
 
 	for (int i0 = 0; i0 < b->n;) {
 		uint32_t k = min((uint32_t)(b->n - i0), depth);
@@ -372,6 +416,179 @@ __device__ static inline void gm_batch_run(struct gemini_dev *d, struct gm_batch
 dead:
 	atomicExch(&q->ctl[GM_Q_DEAD], 1u);
 	gm_batch_fail(b, GM_SC_TIMEOUT);
+	b->n = 0;
+}
+
+/* Copies len bytes between HBM and the (host) DMA window: 16-byte words when both ends allow. */
+__device__ static inline void gm_lio_copy(uint8_t *dst, const uint8_t *src, uint32_t len)
+{
+	if (!(((uintptr_t)dst | (uintptr_t)src | len) & 15)) {
+		uint4 *o = (uint4 *)dst;
+		const uint4 *i = (const uint4 *)src;
+		uint32_t n = len / 16, j = 0;
+
+		/* eight loads in flight: each one is a PCIe round trip when src is the window */
+		for (; j + 8 <= n; j += 8) {
+			uint4 v[8];
+
+			for (int u = 0; u < 8; u++)
+				v[u] = i[j + u];
+			for (int u = 0; u < 8; u++)
+				o[j + u] = v[u];
+		}
+		for (; j < n; j++)
+			o[j] = i[j];
+		return;
+	}
+	for (uint32_t j = 0; j < len; j++)
+		dst[j] = src[j];
+}
+
+/* The data pointer of slot j's len bytes: PRP1, PRP2 or a PRP list in slot j's list page. */
+__device__ static inline void gm_lio_prp(struct gm_lioq *q, uint32_t j, uint32_t len,
+					 struct nvme_sqe *s)
+{
+	uint64_t gpa = q->stage_gpa + (uint64_t)j * GM_LIO_CHUNK;
+	uint32_t pages = (len + GM_LIO_PAGE - 1) / GM_LIO_PAGE;
+
+	s->prp1 = len ? gpa : 0;
+	s->prp2 = 0;
+	if (pages == 2) {
+		s->prp2 = gpa + GM_LIO_PAGE;
+	} else if (pages > 2) {
+		uint64_t *l = q->prp + (uint64_t)j * (GM_LIO_PAGE / 8);
+
+		for (uint32_t p = 1; p < pages; p++)
+			l[p - 1] = gpa + (uint64_t)p * GM_LIO_PAGE;
+		s->prp2 = q->prp_gpa + (uint64_t)j * GM_LIO_PAGE;
+	}
+}
+
+/*
+ * The batch on this warp's LightIOV queue pair: under the queue pair's lock, rounds of at most
+ * GM_LIO_INFLIGHT commands (each piece of a command at most GM_LIO_CHUNK bytes) are placed at
+ * the SQ tail, write data copied into their staging slots first; one system-scope fence, the
+ * wrapped tail written to the SQ doorbell page (softssd polls it); then the round's CQEs are
+ * taken in CQ order by phase tag, read data copied from staging into HBM, and the new head
+ * written to the CQ head doorbell. A round never exceeds depth - 2 entries (softssd keeps one CQ
+ * entry free) and is drained before the next, so neither ring can overflow. Every wait is
+ * bounded: past d->timeout_ns the queue pair is declared dead (its ring state can no longer be
+ * trusted) and the batch fails with GM_SC_TIMEOUT; later batches on it fail at once.
+ */
+__device__ static inline void gm_lio_batch_run(struct gemini_dev *d, struct gm_batch *b)
+{
+	unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+	struct gm_lioq *q = &d->lioq[warp % d->nlioq];
+	const uint32_t lmask = (1u << q->lba_shift) - 1;
+	uint32_t ci = 0, coff = 0;
+
+	if (gm_lock(d, &q->lock)) {
+		gm_batch_fail(b, GM_SC_TIMEOUT);
+		b->n = 0;
+		return;
+	}
+	while (ci < (uint32_t)b->n) {
+		uint8_t *pbuf[GM_LIO_INFLIGHT];
+		uint32_t plen[GM_LIO_INFLIGHT];
+		uint8_t pop[GM_LIO_INFLIGHT];
+		/* softssd stops fetching while CQ entries in use + in flight reach depth - 1 */
+		uint32_t k = 0, kmax = min(GM_LIO_INFLIGHT, q->depth - 2);
+		uint64_t t0 = 0;
+		unsigned ns = 128;
+
+		if (*(volatile uint32_t *)&q->dead) {
+			gm_batch_fail(b, GM_SC_TIMEOUT);
+			break;
+		}
+		while (ci < (uint32_t)b->n && k < kmax) {
+			const struct gm_cmd *c = &b->cmd[ci];
+			uint32_t len = min(c->len - coff, GM_LIO_CHUNK);
+			uint64_t dev = c->dev + coff;
+			union {
+				struct nvme_sqe s;
+				uint4 v[4];
+			} u;
+			uint4 *out = (uint4 *)&q->sq[q->tail];
+
+			if ((dev & lmask) || (len & lmask)) {
+				/* the volume is addressed in whole LBAs: refuse, never round */
+				gm_batch_fail(b, NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) |
+							 NVME_STATUS_DNR);
+				ci++;
+				coff = 0;
+				continue;
+			}
+			u.v[0] = u.v[1] = u.v[2] = u.v[3] = make_uint4(0, 0, 0, 0);
+			u.s.opcode = c->op;
+			u.s.cid = (uint16_t)k;
+			u.s.nsid = 1;
+			if (c->op == NVME_CMD_WRITE)
+				gm_lio_copy(q->stage + (uint64_t)k * GM_LIO_CHUNK, c->buf + coff, len);
+			gm_lio_prp(q, k, len, &u.s);
+			if (c->op != NVME_CMD_FLUSH) {
+				uint64_t slba = dev >> q->lba_shift; /* volume-relative (isolated) */
+
+				u.s.cdw10 = (uint32_t)slba;
+				u.s.cdw11 = (uint32_t)(slba >> 32);
+				u.s.cdw12 = (len >> q->lba_shift) - 1; /* NLB, zero based */
+			}
+			for (int i = 0; i < 4; i++)
+				out[i] = u.v[i];
+			pbuf[k] = c->buf + coff;
+			plen[k] = len;
+			pop[k] = c->op;
+			k++;
+			q->tail = q->tail + 1 == q->depth ? 0 : q->tail + 1;
+			coff += len;
+			if (coff >= c->len) {
+				ci++;
+				coff = 0;
+			}
+		}
+		if (!k)
+			break;
+		__threadfence_system();
+		*(volatile uint32_t *)q->sq_db = q->tail;
+		__threadfence_system();
+		gm_stat(d, GM_STAT_CMDS, k);
+		for (uint32_t j = 0; j < k;) {
+			struct nvme_cqe *e = &q->cq[q->head];
+			unsigned short st = gm_ld_status(e);
+			uint16_t cid;
+
+			if ((st & 1) != q->phase) {
+				if (gm_wait_step(d, &t0, &ns, 2048)) {
+					atomicExch(&q->dead, 1u);
+					gm_batch_fail(b, GM_SC_TIMEOUT);
+					goto out;
+				}
+				continue;
+			}
+			cid = *(volatile uint16_t *)&e->cid;
+			if (cid >= k) {
+				/* not a command of this round: the ring is out of step for good */
+				atomicExch(&q->dead, 1u);
+				gm_batch_fail(b, GM_SC_TIMEOUT);
+				goto out;
+			}
+			if (st >> 1)
+				gm_batch_fail(b, st >> 1);
+			else if (pop[cid] == NVME_CMD_READ)
+				gm_lio_copy(pbuf[cid], q->stage + (uint64_t)cid * GM_LIO_CHUNK,
+					    plen[cid]);
+			if (++q->head == q->depth) {
+				q->head = 0;
+				q->phase ^= 1;
+			}
+			j++;
+			t0 = 0;
+			ns = 128;
+		}
+		*(volatile uint32_t *)q->cq_db = q->head;
+		__threadfence_system();
+	}
+out:
+	gm_unlock(&q->lock);
 	b->n = 0;
 }
 

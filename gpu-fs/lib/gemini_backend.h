@@ -94,11 +94,32 @@ struct gemini_ctx {
 	int rawfd; /* nvme disk namespace: the raw disk, when it can be opened */
 	char ns_desc[256];
 	int gds_open;
+	/* lio backend (gemini_lio.c): the softssd session, its driver state and the queue pairs */
+	struct lio_client *lio;
+	struct lio_drv *liodrv;
+	uint8_t *lio_mem_dev;  /* the DMA window as the GPU sees it */
+	uint8_t *lio_qmem_dev; /* the queue memory as the GPU sees it */
+	struct gm_lioq *lioq_dev;
+	uint64_t lio_bounce;   /* GPA of the host's bounce page in the window */
+	uint64_t lio_vol_bytes;
+	uint32_t lio_lba_shift;
+	uint32_t lio_vol_id;
+	int lio_fd;	       /* the one open file, or -1 */
+	int lio_regs;	       /* host registrations made (cudaHostRegister): 1 window, 2 both */
 };
 
 __attribute__((format(printf, 3, 4))) int gm_err(struct gemini_ctx *c, int rc, const char *fmt,
 						 ...);
 int gm_backend_start(struct gemini_ctx *c);
+
+/* lio backend (gemini_lio.c, plain C: the client library's headers are C) */
+struct gvdk_map;
+int gm_lio_config_check(const struct gemini_config *k);
+void gm_lio_map(struct gvdk_map *m);
+int gm_lio_start(struct gemini_ctx *c);
+void gm_lio_stop(struct gemini_ctx *c);
+int gm_lio_open(struct gemini_ctx *c, int fd);
+void gm_lio_close(struct gemini_ctx *c, int fd);
 void gm_backend_stop(struct gemini_ctx *c);
 int gm_backend_open(struct gemini_ctx *c, int fd);
 void gm_backend_close(struct gemini_ctx *c, int fd);

@@ -672,6 +672,8 @@ static int gm_open_raw(const struct gvdk_header *h, char *why, size_t n)
 int gm_backend_start(struct gemini_ctx *c)
 {
 	c->rawfd = -1;
+	if (c->cfg.backend == GEMINI_BACKEND_LIO)
+		return gm_lio_start(c); /* softssd serves the queues: no controller thread */
 	c->qhead = (uint32_t *)calloc(c->cfg.nqueues, sizeof(uint32_t));
 	if (!c->qhead)
 		return gm_err(c, -ENOMEM, "gemini: out of memory for queue heads");
@@ -726,6 +728,8 @@ int gm_backend_start(struct gemini_ctx *c)
 void gm_backend_stop(struct gemini_ctx *c)
 {
 	c->stop = 1;
+	if (c->cfg.backend == GEMINI_BACKEND_LIO)
+		gm_lio_stop(c);
 	if (c->watchdog_on)
 		pthread_join(c->watchdog, NULL);
 	c->watchdog_on = 0;
@@ -758,6 +762,8 @@ int gm_backend_open(struct gemini_ctx *c, int fd)
 	char why[256] = "";
 
 	switch (c->cfg.backend) {
+	case GEMINI_BACKEND_LIO:
+		return gm_lio_open(c, fd);
 	case GEMINI_BACKEND_NVME:
 		if (c->cfg.memory_namespace) {
 			if (cudaHostAlloc((void **)&hf->mem, hf->hdr.file_size,
@@ -826,6 +832,8 @@ void gm_backend_close(struct gemini_ctx *c, int fd)
 {
 	struct gm_hfile *hf = &c->files[fd];
 
+	if (c->cfg.backend == GEMINI_BACKEND_LIO)
+		gm_lio_close(c, fd);
 	if (hf->mem) {
 		/* the memory namespace is volatile: closing a writable file stores it back */
 		if (hf->writable && !c->stop)

@@ -64,7 +64,7 @@ int Geminifs_init(struct gemini_ctx **out, const struct gemini_config *cfg)
 	if (!k.cache_size)
 		k.cache_size = 256 << 20;
 	if (!k.nqueues)
-		k.nqueues = 64;
+		k.nqueues = k.backend == GEMINI_BACKEND_LIO ? 8 : 64;
 	if (!k.qdepth)
 		k.qdepth = 64;
 	if (!k.host_threads)
@@ -90,9 +90,15 @@ int Geminifs_init(struct gemini_ctx **out, const struct gemini_config *cfg)
 			k.nqueues, k.qdepth, k.host_threads, k.prefetch, k.timeout_ms);
 		return -EINVAL;
 	}
-	if (k.backend > GEMINI_BACKEND_GDS) {
+	if (k.backend > GEMINI_BACKEND_LIO) {
 		fprintf(stderr, "gemini: backend %d unknown\n", (int)k.backend);
 		return -EINVAL;
+	}
+	if (k.backend == GEMINI_BACKEND_LIO) {
+		int rc = gm_lio_config_check(&k);
+
+		if (rc)
+			return rc;
 	}
 	c = (struct gemini_ctx *)calloc(1, sizeof(*c));
 	if (!c)
@@ -462,6 +468,9 @@ int G_open(struct gemini_ctx *c, const char *path, int flags)
 	}
 	for (uint32_t i = 0; i < m.hdr.l2_tables; i++)
 		l1[i] = (m.l1[i] - m.hdr.l2_offset) / 8;
+	/* on a LightIOV volume the file sits byte for byte: the map the GPU gets says so */
+	if (c->cfg.backend == GEMINI_BACKEND_LIO)
+		gm_lio_map(&m);
 	f.l1 = (const uint64_t *)(c->map_base + map_off);
 	f.l2 = f.l1 + m.hdr.l2_tables;
 	e = cudaMemcpy((void *)f.l1, l1, m.hdr.l2_tables * 8ull, cudaMemcpyHostToDevice);
@@ -664,7 +673,7 @@ void Geminifs_exit(struct gemini_ctx *c)
 	for (int i = 0; i < GEMINI_MAX_FILES; i++)
 		if (c->files[i].open)
 			G_close(c, i);
-	if (c->ready)
+	if (c->ready || c->lio) /* a lio session opened before a later set-up step failed */
 		gm_backend_stop(c);
 	if (c->qmem) {
 		cudaHostUnregister(c->qmem);
@@ -682,6 +691,11 @@ int gemini_fault_inject(struct gemini_ctx *c, unsigned faults)
 {
 	if (faults & ~(GEMINI_FAULT_WRITES | GEMINI_FAULT_STALL))
 		return gm_err(c, -EINVAL, "gemini_fault_inject: unknown fault bits %#x", faults);
+	if (c->cfg.backend == GEMINI_BACKEND_LIO && faults)
+		return gm_err(c, -EOPNOTSUPP,
+			      "gemini_fault_inject: faults %#x: softssd is the lio backend's "
+			      "controller, not this process",
+			      faults);
 	__atomic_store_n(&c->faults, faults, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -713,6 +727,10 @@ int gemini_ipc_export(struct gemini_ctx *c, struct gemini_ipc_handle *h)
 	static_assert(sizeof(b) <= sizeof(h->bytes), "ipc blob fits the handle");
 	if (!c->ready)
 		return gm_err(c, -EINVAL, "gemini_ipc_export: nothing to share before G_open");
+	if (c->cfg.backend == GEMINI_BACKEND_LIO)
+		return gm_err(c, -EOPNOTSUPP,
+			      "gemini_ipc_export: the lio backend's queue pairs belong to this "
+			      "process's session");
 	memset(&b, 0, sizeof(b));
 	GM_CUDA(c, cudaIpcGetMemHandle(&b.mem, c->arena));
 	b.arena_size = c->arena_size;
