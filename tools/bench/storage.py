@@ -294,6 +294,22 @@ class Bench:
         p.wait()
         return first, time.perf_counter() - t0, b"done, powering off" in buf
 
+    def linux_init(self, argv, limit_s=300):
+        """Seconds from exec to the kernel's "Run /init" line, or None."""
+        t0 = time.perf_counter()
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             errors="replace")
+        t = None
+        for line in p.stdout:
+            if "Run /init" in line:
+                t = time.perf_counter() - t0
+                break
+            if time.perf_counter() - t0 > limit_s:
+                break
+        p.kill()
+        p.wait()
+        return t
+
     def footprint_once(self, argv):
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         m = None
@@ -318,6 +334,15 @@ class Bench:
                 rows.append({"round": rnd, "vmm": name, "first_output_ms":
                              first * 1e3 if first else None, "poweroff_ms": total * 1e3,
                              "ok": int(ok)})
+        kernel = os.environ.get("LINUX_KERNEL", f"{self.build}/guest/vmlinux")
+        initrd = os.environ.get("LINUX_INITRAMFS", f"{self.build}/guest/initramfs.cpio")
+        for rnd in range(1, int(os.environ.get("LINUX_RUNS", "0" if self.smoke else "1")) + 1):
+            if not os.path.exists(kernel):
+                break
+            t = self.linux_init([self.lvmm, "run", "--kernel", kernel, "--initramfs", initrd,
+                                 "--memory", "256M", "--cmdline", "console=ttyS0"])
+            rows.append({"round": rnd, "vmm": "lvmm, Linux test kernel", "run_init_ms":
+                         t * 1e3 if t else None, "ok": int(t is not None)})
         for name, base in vmms.items():
             m = self.footprint_once(base + ["bench.mode=spin"])
             if m:
