@@ -5,7 +5,8 @@
 # one softssd; then boot time and memory of lvmm and QEMU. Rows are interleaved round by round.
 # usage: storage.py BUILD RESULTS_DIR      knobs (environment): BENCH_TIME (s per run, 5),
 #   ROUNDS (2), VOL_MB (1024), SCALE (25,50,100,200), SCALE_MODES (isolated,passthrough),
-#   BOOT_RUNS (10), MODEL (softssd --model, none), SMOKE=1 (one configuration of each kind)
+#   BOOT_RUNS (10), MODEL (softssd --model, none), LINUX_RUNS (0: boots of the Linux test
+#   kernel to "Run /init", minutes each on a loaded kvm_pvm host), SMOKE=1 (one of each row kind)
 import csv
 import json
 import os
@@ -336,7 +337,7 @@ class Bench:
                              "ok": int(ok)})
         kernel = os.environ.get("LINUX_KERNEL", f"{self.build}/guest/vmlinux")
         initrd = os.environ.get("LINUX_INITRAMFS", f"{self.build}/guest/initramfs.cpio")
-        for rnd in range(1, int(os.environ.get("LINUX_RUNS", "0" if self.smoke else "1")) + 1):
+        for rnd in range(1, int(os.environ.get("LINUX_RUNS", "0")) + 1):
             if not os.path.exists(kernel):
                 break
             t = self.linux_init([self.lvmm, "run", "--kernel", kernel, "--initramfs", initrd,
