@@ -88,7 +88,7 @@ $(BUILD)/ltests/%: $(BUILD)/obj/tests/linux/%.o $(BUILD)/libtest.a $(BUILD)/libl
 
 # libFuzzer targets: clang, ASan+UBSan, own object tree.
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Ivmm -Idevices -Ihost-kmod -pthread \
-               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+               -MMD -MP -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
 $(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -170,6 +170,8 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+# the fuzz objects too: a changed header (a struct's size) must rebuild every object using it
+-include $(shell find $(BUILD)/fuzz -name '*.d' 2>/dev/null)
 
 # Keep test objects between runs (they are intermediates of the pattern rules).
 .SECONDARY:
