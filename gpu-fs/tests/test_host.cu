@@ -65,6 +65,59 @@ START_TEST(config_checks)
 }
 END_TEST
 
+/* The lio backend's configuration: SSD and volume named, queue pairs and depth in range. */
+START_TEST(lio_config_checks)
+{
+	struct gemini_ctx *c = NULL;
+	struct gemini_config k;
+
+	memset(&k, 0, sizeof(k));
+	k.backend = GEMINI_BACKEND_LIO;
+	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL); /* no SSD, no volume */
+	k.lio_ssd = "/nonexistent/ssd.sock";
+	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
+	k.lio_volume = "a-volume-name-of-thirty-two-bytes";
+	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
+	k.lio_volume = "gv";
+	k.nqueues = GEMINI_LIO_MAX_QP + 1;
+	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
+	k.nqueues = 4;
+	k.qdepth = 2; /* a round needs two entries free of the CQ */
+	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
+	ck_assert_ptr_null(c);
+	k.qdepth = 4;
+	ck_assert_int_eq(Geminifs_init(&c, &k), 0);
+	Geminifs_exit(c);
+	k.nqueues = 0; /* default: 8 queue pairs */
+	ck_assert_int_eq(Geminifs_init(&c, &k), 0);
+	Geminifs_exit(c);
+}
+END_TEST
+
+/* No daemon at the socket: G_open fails with the socket named (no GPU: -ENODEV first). */
+START_TEST(lio_open_without_daemon)
+{
+	struct gemini_ctx *c;
+	struct gemini_config k;
+	int fd;
+
+	make_file();
+	memset(&k, 0, sizeof(k));
+	k.backend = GEMINI_BACKEND_LIO;
+	k.lio_ssd = "/nonexistent/ssd.sock";
+	k.lio_volume = "gv";
+	ck_assert_int_eq(Geminifs_init(&c, &k), 0);
+	fd = G_open(c, tfile, O_RDONLY);
+	if (has_gpu()) {
+		ck_assert_int_lt(fd, 0);
+		ck_assert_ptr_nonnull(strstr(gemini_last_error(c), "/nonexistent/ssd.sock"));
+	} else {
+		ck_assert_int_eq(fd, -ENODEV);
+	}
+	Geminifs_exit(c);
+}
+END_TEST
+
 static int try_open(int flags)
 {
 	struct gemini_ctx *c;
@@ -150,6 +203,8 @@ int main(void)
 	tcase_add_test(tc, open_refuses_corruption);
 	tcase_add_test(tc, open_refuses_stale_copy);
 	tcase_add_test(tc, open_valid_file);
+	tcase_add_test(tc, lio_config_checks);
+	tcase_add_test(tc, lio_open_without_daemon);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
