@@ -470,8 +470,9 @@ __device__ static inline void gm_lio_prp(struct gm_lioq *q, uint32_t j, uint32_t
  * the SQ tail, write data copied into their staging slots first; one system-scope fence, the
  * wrapped tail written to the SQ doorbell page (softssd polls it); then the round's CQEs are
  * taken in CQ order by phase tag, read data copied from staging into HBM, and the new head
- * written to the CQ head doorbell. A round never exceeds depth - 2 entries (softssd keeps one CQ
- * entry free) and is drained before the next, so neither ring can overflow. Every wait is
+ * written to the CQ head doorbell. A round never exceeds depth - 2 entries (below softssd's
+ * limit of depth - 1 in use or in flight, with one to spare) and is drained before the next, so
+ * neither ring can overflow and softssd never waits for a head doorbell. Every wait is
  * bounded: past d->timeout_ns the queue pair is declared dead (its ring state can no longer be
  * trusted) and the batch fails with GM_SC_TIMEOUT; later batches on it fail at once.
  */
@@ -491,7 +492,7 @@ __device__ static inline void gm_lio_batch_run(struct gemini_dev *d, struct gm_b
 		uint8_t *pbuf[GM_LIO_INFLIGHT];
 		uint32_t plen[GM_LIO_INFLIGHT];
 		uint8_t pop[GM_LIO_INFLIGHT];
-		/* softssd stops fetching while CQ entries in use + in flight reach depth - 1 */
+		/* softssd fetches while CQ entries in use + in flight stay below depth - 1 */
 		uint32_t k = 0, kmax = min(GM_LIO_INFLIGHT, q->depth - 2);
 		uint64_t t0 = 0;
 		unsigned ns = 128;

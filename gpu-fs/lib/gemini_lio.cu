@@ -33,7 +33,7 @@ int gm_lio_config_check(const struct gemini_config *k)
 			LIO_NAME_MAX - 1);
 		return -EINVAL;
 	}
-	/* depth 4 at least: softssd keeps one CQ entry free and a round must leave it one more */
+	/* depth 4 at least: rounds of depth - 2 commands (gm_lio_batch_run) */
 	if (!k->nqueues || k->nqueues > GEMINI_LIO_MAX_QP || k->qdepth < 4 ||
 	    k->qdepth > LIO_MAX_QDEPTH) {
 		fprintf(stderr, "gemini: lio backend: %u queue pairs (1..%d) of depth %u (4..%u)\n",

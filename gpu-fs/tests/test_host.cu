@@ -82,7 +82,7 @@ START_TEST(lio_config_checks)
 	k.nqueues = GEMINI_LIO_MAX_QP + 1;
 	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
 	k.nqueues = 4;
-	k.qdepth = 2; /* a round needs two entries free of the CQ */
+	k.qdepth = 2; /* rounds of depth - 2 commands: none */
 	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
 	ck_assert_ptr_null(c);
 	k.qdepth = 4;
