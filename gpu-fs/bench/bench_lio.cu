@@ -90,7 +90,9 @@ static void run(const char *name, struct gemini_config *k, const char *file, uin
 	CK(cudaMalloc((void **)&scratch, 256ull * (128 << 10)));
 	CK(cudaMalloc((void **)&bad, 8));
 	for (int wl = 0; wl < 3; wl++) {
-		const char *wname = wl == 0 ? "randread-4k" : wl == 1 ? "seqread-128k" : "write-128k";
+		const char *wname = wl == 0   ? "randread-4k"
+				    : wl == 1 ? "seqread-128k"
+					      : "write-128k";
 		uint32_t len = wl == 0 ? 4096 : 128 << 10;
 
 		for (unsigned wi = 0; wi < sizeof(warps) / sizeof(warps[0]); wi++) {
@@ -106,8 +108,8 @@ static void run(const char *name, struct gemini_config *k, const char *file, uin
 			CK(cudaDeviceSynchronize());
 			t0 = now_s();
 			if (wl < 2)
-				k_read<<<thr / blk, blk>>>(gemini_device(c), fd, size, len, n, wl == 0,
-							   scratch, bad);
+				k_read<<<thr / blk, blk>>>(gemini_device(c), fd, size, len, n,
+							   wl == 0, scratch, bad);
 			else
 				k_write<<<thr / blk, blk>>>(gemini_device(c), fd, size, len, n,
 							    scratch, bad);

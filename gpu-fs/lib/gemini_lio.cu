@@ -87,10 +87,11 @@ int gm_lio_start(struct gemini_ctx *c)
 	if (r)
 		return gm_err(c, r, "gemini: lio ssd %s: %s", k->lio_ssd, err);
 	if (!(id.flags & LIO_ID_DB_POLL))
-		return gm_err(c, -EOPNOTSUPP,
-			      "gemini: lio ssd %s does not poll doorbell pages (flags %#x): the GPU "
-			      "cannot ring an eventfd",
-			      k->lio_ssd, id.flags);
+		return gm_err(
+		    c, -EOPNOTSUPP,
+		    "gemini: lio ssd %s does not poll doorbell pages (flags %#x): the GPU "
+		    "cannot ring an eventfd",
+		    k->lio_ssd, id.flags);
 	memset(&a, 0, sizeof(a));
 	snprintf(a.name, sizeof(a.name), "%s", k->lio_volume);
 	r = lio_client_vol_attach(c->lio, &a);
@@ -135,20 +136,23 @@ int gm_lio_start(struct gemini_ctx *c)
 		e = cudaHostGetDevicePointer((void **)&c->lio_qmem_dev, d->qmem, 0);
 	if (e) {
 		free(q);
-		return gm_err(c, -EIO,
-			      "gemini: registering the lio DMA window (%llu bytes) and queue memory "
-			      "(%llu bytes) with CUDA: %s",
-			      (unsigned long long)d->mem_bytes, (unsigned long long)d->qmem_bytes,
-			      cudaGetErrorString(e));
+		return gm_err(
+		    c, -EIO,
+		    "gemini: registering the lio DMA window (%llu bytes) and queue memory "
+		    "(%llu bytes) with CUDA: %s",
+		    (unsigned long long)d->mem_bytes, (unsigned long long)d->qmem_bytes,
+		    cudaGetErrorString(e));
 	}
 	for (unsigned i = 0; i < nq; i++) {
 		const struct lio_drv_qp *p = &d->qp[i];
 
 		q[i].sq = (struct nvme_sqe *)gm_lio_dev(c->lio_qmem_dev, d->qmem, p->sq);
-		q[i].cq = (struct nvme_cqe *)gm_lio_dev(c->lio_qmem_dev, d->qmem,
-							(const void *)p->cq);
-		q[i].sq_db = (uint32_t *)gm_lio_dev(c->lio_qmem_dev, d->qmem, (const void *)p->sq_db);
-		q[i].cq_db = (uint32_t *)gm_lio_dev(c->lio_qmem_dev, d->qmem, (const void *)p->cq_db);
+		q[i].cq =
+		    (struct nvme_cqe *)gm_lio_dev(c->lio_qmem_dev, d->qmem, (const void *)p->cq);
+		q[i].sq_db =
+		    (uint32_t *)gm_lio_dev(c->lio_qmem_dev, d->qmem, (const void *)p->sq_db);
+		q[i].cq_db =
+		    (uint32_t *)gm_lio_dev(c->lio_qmem_dev, d->qmem, (const void *)p->cq_db);
 		q[i].stage_gpa = lio_drv_alloc(d, (uint64_t)GM_LIO_INFLIGHT * GM_LIO_CHUNK);
 		q[i].prp_gpa = lio_drv_alloc(d, (uint64_t)GM_LIO_INFLIGHT * GM_LIO_PAGE);
 		if (!q[i].stage_gpa || !q[i].prp_gpa) {
@@ -156,10 +160,10 @@ int gm_lio_start(struct gemini_ctx *c)
 			return gm_err(c, -ENOMEM, "gemini: lio DMA window of %llu bytes too small",
 				      (unsigned long long)d->mem_bytes);
 		}
-		q[i].stage = (uint8_t *)gm_lio_dev(c->lio_mem_dev, d->mem,
-						   lio_drv_ptr(d, q[i].stage_gpa));
-		q[i].prp = (uint64_t *)gm_lio_dev(c->lio_mem_dev, d->mem,
-						  lio_drv_ptr(d, q[i].prp_gpa));
+		q[i].stage =
+		    (uint8_t *)gm_lio_dev(c->lio_mem_dev, d->mem, lio_drv_ptr(d, q[i].stage_gpa));
+		q[i].prp =
+		    (uint64_t *)gm_lio_dev(c->lio_mem_dev, d->mem, lio_drv_ptr(d, q[i].prp_gpa));
 		q[i].depth = k->qdepth;
 		q[i].phase = 1;
 		q[i].lba_shift = id.lba_shift;
@@ -233,11 +237,11 @@ int gm_lio_open(struct gemini_ctx *c, int fd)
 		return gm_err(c, -EIO, "G_open %s: reading volume %s's header: NVMe status %#x",
 			      hf->path, c->cfg.lio_volume, st);
 	if (memcmp(lio_drv_ptr(d, c->lio_bounce), &hf->hdr, sizeof(hf->hdr)))
-		return gm_err(c, -ESTALE,
-			      "G_open %s: volume %s does not hold this file (import it: lvmm ssd vol "
-			      "import %s %s %s)",
-			      hf->path, c->cfg.lio_volume, c->cfg.lio_ssd, c->cfg.lio_volume,
-			      hf->path);
+		return gm_err(
+		    c, -ESTALE,
+		    "G_open %s: volume %s does not hold this file (import it: lvmm ssd vol "
+		    "import %s %s %s)",
+		    hf->path, c->cfg.lio_volume, c->cfg.lio_ssd, c->cfg.lio_volume, hf->path);
 	c->lio_fd = fd;
 	return 0;
 }

@@ -28,8 +28,8 @@ struct lio_fx {
 };
 
 /* Runs a shell command with LVMM_RUN_DIR set to the fixture's; its exit status (-1: not run). */
-__attribute__((format(printf, 2, 3))) static int lio_fx_sh(const struct lio_fx *x,
-							   const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int lio_fx_sh(const struct lio_fx *x, const char *fmt,
+							   ...)
 {
 	char cmd[4096];
 	int n, st;
@@ -111,10 +111,10 @@ static inline void lio_fx_stop(struct lio_fx *x)
 
 /* A volume of size bytes holding file byte for byte. 0 or the failing command's status. */
 static inline int lio_fx_import(const struct lio_fx *x, const char *vol, unsigned long long size,
-			 const char *file)
+				const char *file)
 {
-	int r = lio_fx_sh(x, "'%s' ssd vol create " LIO_FX_SSD " %s %llu >>'%s' 2>&1", x->lvmm,
-			  vol, size, x->log);
+	int r = lio_fx_sh(x, "'%s' ssd vol create " LIO_FX_SSD " %s %llu >>'%s' 2>&1", x->lvmm, vol,
+			  size, x->log);
 
 	if (!r)
 		r = lio_fx_sh(x, "'%s' ssd vol import " LIO_FX_SSD " %s '%s' >>'%s' 2>&1", x->lvmm,
@@ -124,8 +124,8 @@ static inline int lio_fx_import(const struct lio_fx *x, const char *vol, unsigne
 
 static inline int lio_fx_export(const struct lio_fx *x, const char *vol, const char *file)
 {
-	return lio_fx_sh(x, "'%s' ssd vol export " LIO_FX_SSD " %s '%s' >>'%s' 2>&1", x->lvmm,
-			 vol, file, x->log);
+	return lio_fx_sh(x, "'%s' ssd vol export " LIO_FX_SSD " %s '%s' >>'%s' 2>&1", x->lvmm, vol,
+			 file, x->log);
 }
 
 #endif
