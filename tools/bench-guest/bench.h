@@ -79,9 +79,11 @@ int bench_strcmp(const char *a, const char *b);
 /* Ring-3 port accesses completed by the #GP handler (hosts that ignore IOPL). */
 extern uint64_t bench_pio_traps;
 
-/* An interrupt gate (ring 0) for vector 32..255. A hlt in ring 3 halts in the #GP handler with
- * interrupts enabled until the next interrupt (bench_halts counts them). */
+/* Points gate vector (0..255) at handler, a ring-0 interrupt gate; exception stubs are in
+ * bench_vectors. A hlt in ring 3 halts in the #GP handler with interrupts enabled until the next
+ * interrupt (bench_halts counts them). */
 void bench_set_gate(unsigned vector, void (*handler)(void));
 extern uint64_t bench_halts;
+extern const uint64_t bench_vectors[32];
 
 #endif
