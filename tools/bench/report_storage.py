@@ -204,7 +204,8 @@ def main():
     doc = open(doc_path).read()
     head = (f"Run {host['date']} on {host['host']}; {host['duration_s']} s in all, "
             f"{host['rounds']} rounds of {host['bench_time_s']} s per run, {host['vol_mb']} MiB "
-            f"volume and image; {host.get('qemu') or 'no QEMU'}. Command: `{host['command']}`")
+            f"volume and image; {host.get('qemu') or 'no QEMU'}; lvmm at "
+            f"{host.get('commit') or 'an unknown commit'}. Command: `{host['command']}`")
     doc = replace(doc, "storage-host", head)
     rows = load(f"{res}/storage.csv")
     if rows:

@@ -49,7 +49,7 @@ if want boot; then
 fi
 if want storage; then
 	echo "bench: storage side by side (lvmm modes, native, QEMU), N VMs on one SSD, footprint"
-	BENCH_COMMAND="make bench BENCH_TIME=${BENCH_TIME:-5}" ROUNDS=${ROUNDS:-2} \
+	BENCH_COMMAND=${BENCH_COMMAND:-make bench BENCH_TIME=${BENCH_TIME:-5}} ROUNDS=${ROUNDS:-2} \
 		BOOT_RUNS=${BOOT_RUNS:-10} /usr/bin/python3 "$here/storage.py" "$build" "$results"
 	/usr/bin/python3 "$here/report_storage.py" "$results" "$doc"
 fi

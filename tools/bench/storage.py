@@ -385,6 +385,9 @@ def main():
     json.dump({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(start)), "host": host,
                "duration_s": int(time.time() - start), "bench_time_s": b.secs,
                "rounds": b.rounds, "vol_mb": b.vol_mb, "kvm_exit_counters": exits,
+               "commit": subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)),
+                                         "rev-parse", "--short", "HEAD"], capture_output=True,
+                                        text=True).stdout.strip() or os.environ.get("COMMIT"),
                "qemu": subprocess.run([QEMU, "--version"], capture_output=True,
                                       text=True).stdout.split("\n")[0] if QEMU else None,
                "command": os.environ.get("BENCH_COMMAND", "tools/bench/storage.py " +
