@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 # Storage benchmarks side by side (a benchmark, not a test): the bench guest's workload engine
-# (bench.mode=work) in lvmm's emulate, isolated and passthrough modes, the native softssd client,
-# QEMU's emulated NVMe (plain, shadow doorbells, SQs in its CMB) on microvm; then N lvmm VMs on
-# one softssd; then boot time and memory of lvmm and QEMU. Rows are interleaved round by round.
+# (bench.mode=work, vblk) in lvmm's emulate, isolated and passthrough modes, the native softssd
+# client, QEMU's emulated NVMe (plain, shadow doorbells, SQs in its CMB) and virtio-blk on
+# microvm; then N lvmm VMs on one softssd; then boot time and memory of lvmm and QEMU. Rows are
+# interleaved round by round.
 # usage: storage.py BUILD RESULTS_DIR      knobs (environment): BENCH_TIME (s per run, 5),
 #   ROUNDS (2), VOL_MB (1024), SCALE (25,50,100,200), SCALE_MODES (isolated,passthrough),
 #   BOOT_RUNS (10), MODEL (softssd --model, none), LINUX_RUNS (0: boots of the Linux test
