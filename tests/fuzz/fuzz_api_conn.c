@@ -85,7 +85,7 @@ static bool fz_ping(void)
 			break;
 		usleep(1000);
 	}
-	if (fd < 0 || write(fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1) {
+	if (fd < 0 || send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(req) - 1) {
 		if (fd >= 0)
 			close(fd);
 		return false;
@@ -122,7 +122,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		switch (ctl >> 2 & 3) {
 		case 0:
 		case 1:
-			if (len && write(fds[c], data + i, len) < 0 && errno != EAGAIN) {
+			/* MSG_NOSIGNAL: the server may have closed it already */
+			if (len && send(fds[c], data + i, len, MSG_NOSIGNAL) < 0 &&
+			    errno != EAGAIN) {
 				close(fds[c]);
 				fds[c] = -1;
 			}
