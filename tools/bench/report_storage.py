@@ -113,10 +113,11 @@ def ratio_table(rows):
 def storage_plot(rows, path):
     ks = sorted({key(r) for r in rows}, key=lambda k: (k[0], k[2], k[1]))
     systems = [s for s in ORDER if any(r["system"] == s for r in rows)]
-    fig, axes = plt.subplots(2, 1, figsize=(12, 8))
+    fig, axes = plt.subplots(3, 1, figsize=(12, 11))
     w = 0.8 / max(len(systems), 1)
     for ax, col, label in ((axes[0], "iops", "IOPS (median of rounds)"),
-                           (axes[1], "p50_us", "p50 latency, us (log)")):
+                           (axes[1], "p50_us", "p50 latency, us (log)"),
+                           (axes[2], "p99_us", "p99 latency, us (log)")):
         for i, s in enumerate(systems):
             ys = [med([num(r[col]) for r in rows if key(r) == k and r["system"] == s
                        and r["ok"] == "1"]) or 0 for k in ks]
@@ -124,7 +125,7 @@ def storage_plot(rows, path):
         ax.set_xticks([x + 0.4 - w / 2 for x in range(len(ks))])
         ax.set_xticklabels([f"{k[0]}\nQD{k[1]} x{k[2]}" for k in ks], fontsize=7)
         ax.set_ylabel(label)
-        if col == "p50_us":
+        if col != "iops":
             ax.set_yscale("log")
     axes[0].legend(fontsize=7, ncol=4)
     axes[0].set_title("4 KiB, same backing: only the virtualization differs")
@@ -149,14 +150,24 @@ def scale_table(rows):
 
 
 def scale_plot(rows, path):
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, (ax, ax3) = plt.subplots(1, 2, figsize=(13, 4.5))
     ax2 = ax.twinx()
     for mode in sorted({(r["mode"], r.get("wait", "poll")) for r in rows}):
         rs = [r for r in rows if (r["mode"], r.get("wait", "poll")) == mode]
+        ax3.plot([int(r["vms"]) for r in rs], [num(r["host_cpu_us_per_io"]) for r in rs], "o-",
+                 label=", ".join(mode))
+    ax3.set_xlabel("lvmm VMs")
+    ax3.set_ylabel("host CPU us per I/O (every lvmm and the daemon)")
+    ax3.set_yscale("log")
+    ax3.legend(fontsize=7)
+    for i, mode in enumerate(sorted({(r["mode"], r.get("wait", "poll")) for r in rows})):
+        rs = [r for r in rows if (r["mode"], r.get("wait", "poll")) == mode]
         mode = ", ".join(mode)
         xs = [int(r["vms"]) for r in rs]
-        ax.plot(xs, [num(r["aggregate_iops"]) for r in rs], "o-", label=f"{mode}: aggregate IOPS")
-        ax2.plot(xs, [num(r["jain"]) for r in rs], "x--", label=f"{mode}: Jain index")
+        c = f"C{i}"  # one colour per mode on both axes: IOPS solid, Jain dashed
+        ax.plot(xs, [num(r["aggregate_iops"]) for r in rs], "o-", color=c,
+                label=f"{mode}: aggregate IOPS")
+        ax2.plot(xs, [num(r["jain"]) for r in rs], "x--", color=c, label=f"{mode}: Jain index")
         sat = num(rs[0]["single_vm_saturation_iops"])
     if rows and sat:
         ax.axhline(sat, color="grey", lw=0.8, label="single-VM saturation (isolated, best)")
