@@ -17,7 +17,7 @@ $(BUILD)/gvdk: $(BUILD)/gpu-fs/obj/main.o $(BUILD)/gpu-fs/obj/gvdk.o
 .PHONY: test-gpu-fs
 test-gpu-fs:
 	$(Q)tests/run.sh --cmd gpu-fs $(MAKE) --no-print-directory -C gpu-fs \
-		BUILD=$(abspath $(BUILD))/gpu-fs test
+		BUILD=$(abspath $(BUILD))/gpu-fs LVMM=$(abspath $(BUILD))/lvmm test
 
 test-extra: test-gpu-fs
 

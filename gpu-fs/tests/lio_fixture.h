@@ -6,11 +6,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -46,20 +46,22 @@ __attribute__((format(printf, 2, 3))) static int lio_fx_sh(const struct lio_fx *
 /*
  * Starts softssd (4096-byte LBAs, backing_mb MiB, the filter off: sandboxes such as gVisor
  * differ in what they let a filter name) in dir, the binary $LVMM. 0; -ENOENT when $LVMM is
- * unset (the caller skips); -ETIMEDOUT when no socket came within 30 s (the log says why).
+ * unset or not there (the caller skips); -ETIMEDOUT when no socket came within 30 s (the log says
+ * why). The daemon gets SIGTERM when the process that started it dies (a failed case's child).
  */
 static inline int lio_fx_start(struct lio_fx *x, const char *dir, unsigned backing_mb)
 {
 	char img[700], size[32], *argv[16];
-	posix_spawn_file_actions_t fa;
-	extern char **environ;
 	struct stat sb;
+	pid_t parent = getpid();
 	int i = 0;
 
 	memset(x, 0, sizeof(*x));
 	x->lvmm = getenv("LVMM");
-	if (!x->lvmm || !*x->lvmm)
+	if (!x->lvmm || !*x->lvmm || access(x->lvmm, X_OK)) {
+		x->lvmm = NULL;
 		return -ENOENT;
+	}
 	snprintf(x->dir, sizeof(x->dir), "%s", dir);
 	snprintf(x->run, sizeof(x->run), "%s/run", dir);
 	snprintf(x->sock, sizeof(x->sock), "%s/ssd/" LIO_FX_SSD ".sock", x->run);
@@ -81,13 +83,22 @@ static inline int lio_fx_start(struct lio_fx *x, const char *dir, unsigned backi
 	argv[i++] = (char *)"--seccomp";
 	argv[i++] = (char *)"off";
 	argv[i] = NULL;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, x->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	i = posix_spawn(&x->pid, x->lvmm, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (i)
-		return -i;
+	x->pid = fork();
+	if (x->pid < 0)
+		return -errno;
+	if (!x->pid) {
+		int fd = open(x->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(1);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execv(x->lvmm, argv);
+		_exit(127);
+	}
 	for (i = 0; i < 300; i++) {
 		if (!stat(x->sock, &sb))
 			return 0;
