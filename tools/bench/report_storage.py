@@ -213,7 +213,8 @@ def main():
     res, doc_path = sys.argv[1], sys.argv[2]
     host = json.load(open(f"{res}/storage-host.json"))
     doc = open(doc_path).read()
-    head = (f"Run {host['date']} on {host['host']}; {host['duration_s']} s in all, "
+    head = (f"Run {host['date']} on {host['host']} ({host.get('load_at_end', '?')} at the end); "
+            f"{host['duration_s']} s in all, "
             f"{host['rounds']} rounds of {host['bench_time_s']} s per run, {host['vol_mb']} MiB "
             f"volume and image; {host.get('qemu') or 'no QEMU'}; lvmm at "
             f"{host.get('commit') or 'an unknown commit'}. Command: `{host['command']}`")

@@ -385,6 +385,7 @@ def main():
         b.cleanup()
     json.dump({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(start)), "host": host,
                "duration_s": int(time.time() - start), "bench_time_s": b.secs,
+               "load_at_end": " ".join(open("/proc/loadavg").read().split()[:3]),
                "rounds": b.rounds, "vol_mb": b.vol_mb, "kvm_exit_counters": exits,
                "commit": subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)),
                                          "rev-parse", "--short", "HEAD"], capture_output=True,
