@@ -199,7 +199,7 @@ static void probe_module(void)
 	unsigned long long bytes = 0;
 	unsigned char *buf = page_buf(BIG);
 	off_t last;
-	int fd;
+	int fd, i;
 
 	if (!buf || ctrl_bdf("nvme1", bdf, sizeof(bdf))) {
 		fail("no nvme1");
@@ -262,7 +262,9 @@ static void probe_module(void)
 		return;
 	}
 	printf("LIO-MODULE back on nvme as %s\n", disk);
-	fd = open(disk, O_RDONLY | O_DIRECT);
+	/* the node and sysfs entry come before the disk is live: ENXIO until then */
+	for (i = 0; (fd = open(disk, O_RDONLY | O_DIRECT)) < 0 && errno == ENXIO && i < 300; i++)
+		usleep(100 * 1000);
 	if (fd < 0) {
 		fail(disk);
 		return;
