@@ -58,7 +58,7 @@ def thread_cpu_ns(pid):
                 run_ns, wait_ns = (int(x) for x in f.read().split()[:2])
         except OSError:
             continue
-        key = "vcpu" if name.startswith("lvmm-vcpu") else \
+        key = "vcpu" if name.startswith("vcpu") else \
             "io" if name == "lvmm-nvme-io" else "other"
         out[key] = out.get(key, 0) + run_ns
         out[key + "_wait"] = out.get(key + "_wait", 0) + wait_ns
