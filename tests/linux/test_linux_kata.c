@@ -1,7 +1,9 @@
 /* Kata Containers' clh driver replayed on the Linux guest kernel: `lvmm -v --api-socket` as Kata
  * launches its hypervisor, then ping, create with the full default body of Kata's generated
  * client for an initrd sandbox, info, boot, /init running, info, resize, pause, resume,
- * shutdown, vmm.shutdown; vCPU threads named as Kata pins them; virtio-fs and vsock refused. */
+ * shutdown, vmm.shutdown; vCPU threads named as Kata pins them; virtio-fs and vsock refused.
+ * The guest (lvmm.test=kata) reads /dev/hwrng from the virtio-rng that rng asks for and lists
+ * the PCI root buses of the two segments platform asks for. */
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -91,7 +93,8 @@ static void kata_body(char *buf, size_t len, const char *extra)
 	    "             \"mergeable\": false, \"hotplug_method\": \"Acpi\", \"shared\": true,"
 	    "             \"hugepages\": false, \"prefault\": false, \"thp\": true},"
 	    " \"payload\": {\"kernel\": \"%s\", \"initramfs\": \"%s\","
-	    "              \"cmdline\": \"console=ttyS0 panic=1 no_timer_check noreplace-smp\"},"
+	    "              \"cmdline\": \"console=ttyS0 panic=1 no_timer_check noreplace-smp"
+	    " lvmm.test=kata\"},"
 	    " \"rng\": {\"src\": \"/dev/urandom\", \"iommu\": false},"
 	    " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"},"
 	    " \"console\": {\"mode\": \"Off\", \"iommu\": false},"
@@ -144,10 +147,61 @@ static bool console_shows(const char *what, unsigned limit_s)
 	return false;
 }
 
+/* The rest of the console line that starts with prefix, into buf ("" when there is none). */
+static void console_line(const char *prefix, char *buf, size_t len)
+{
+	char *all = testutil_slurp(T.console), *p, *end;
+	size_t n;
+
+	buf[0] = 0;
+	ck_assert_ptr_nonnull(all);
+	for (p = all; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (strncmp(p, prefix, strlen(prefix)))
+			continue;
+		p += strlen(prefix);
+		end = p + strcspn(p, "\r\n");
+		n = (size_t)(end - p) < len - 1 ? (size_t)(end - p) : len - 1;
+		memcpy(buf, p, n);
+		buf[n] = 0;
+		break;
+	}
+	free(all);
+}
+
+/* lvmm.test=kata's report: the hwrng core reads virtio-rng, 64 bytes of it that are neither
+ * zero nor a repeated half, and a root bus for each of the two PCI segments. */
+static void check_guest_devices(void)
+{
+	char line[1024], *p, *end;
+	unsigned char b[64];
+	unsigned n = 0;
+	bool zero = true;
+
+	console_line("LVMM-KATA-HWRNG-DEV ", line, sizeof(line));
+	ck_assert_msg(!strncmp(line, "virtio_rng.", 11), "hwrng device '%s', not virtio_rng", line);
+	console_line("LVMM-KATA-HWRNG n=", line, sizeof(line));
+	ck_assert_msg(!strncmp(line, "64 ", 3), "/dev/hwrng gave 'n=%s'", line);
+	for (p = line + 3; n < 64; p = end) {
+		unsigned long v = strtoul(p, &end, 16);
+
+		if (end == p || v > 0xff)
+			break;
+		b[n++] = (unsigned char)v;
+		zero &= !v;
+	}
+	ck_assert_uint_eq(n, 64);
+	ck_assert_msg(!zero, "64 zero bytes from /dev/hwrng");
+	ck_assert_msg(memcmp(b, b + 32, 32), "/dev/hwrng repeated 32 bytes");
+	console_line("LVMM-KATA-PCI ", line, sizeof(line));
+	ck_assert_msg(strstr(line, "buses=0000:00 ") && strstr(line, " 0001:00 "),
+		      "guest PCI: '%s' (root buses of segments 0 and 1 expected)", line);
+	ck_assert_msg(strstr(line, "devices=0000:00:"), "guest PCI: '%s'", line);
+}
+
 START_TEST(test_kata_sequence)
 {
 	char body[12000];
-	json_t *j, *cfg;
+	json_t *j, *cfg, *plat;
 
 	launch_like_kata();
 	ck_assert_int_eq(curl("GET", "vmm.ping", NULL, &j), 200);
@@ -175,6 +229,10 @@ START_TEST(test_kata_sequence)
 	ck_assert_int_eq(
 	    json_integer_value(json_object_get(json_object_get(cfg, "memory"), "size")), 134217728);
 	ck_assert_ptr_null(json_object_get(json_object_get(cfg, "memory"), "hotplug_size"));
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(cfg, "rng"), "src")),
+			 "/dev/urandom");
+	plat = json_object_get(cfg, "platform");
+	ck_assert_int_eq(json_integer_value(json_object_get(plat, "num_pci_segments")), 2);
 	json_decref(j);
 
 	ck_assert_int_eq(curl("PUT", "vm.boot", NULL, NULL), 204);
@@ -185,6 +243,9 @@ START_TEST(test_kata_sequence)
 
 	/* the kernel boots and runs /init */
 	ck_assert_msg(console_shows("LVMM-GUEST-UP", INIT_LIMIT_S), "/init did not run");
+	/* the guest's report, then it waits for the host as a sandbox does */
+	ck_assert_msg(console_shows("LVMM-KATA-WAIT", 120), "lvmm.test=kata did not report");
+	check_guest_devices();
 
 	/* Kata resizes on every container: the size the VM has is a no-op */
 	ck_assert_int_eq(curl("PUT", "vm.resize", "{\"desired_vcpus\": 1}", NULL), 204);

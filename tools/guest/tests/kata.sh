@@ -1,0 +1,19 @@
+# lvmm.test=kata: what a Kata sandbox's kernel sees of the devices its default VmConfig asks for.
+# The hwrng core names the virtio-rng device it reads; 64 bytes from /dev/hwrng (lvmm's rng.src);
+# the PCI root buses, one per platform.num_pci_segments, and the PCI functions. Sourced by /init
+# (one fork, for od); then the guest stays up until the host shuts it down, as a sandbox does.
+rng=none
+read -r rng </sys/class/misc/hw_random/rng_current
+echo "LVMM-KATA-HWRNG-DEV $rng"
+hex=$(busybox od -An -v -tx1 -N64 /dev/hwrng)
+# shellcheck disable=SC2086
+set -- $hex
+echo "LVMM-KATA-HWRNG n=$# $*"
+buses=
+for b in /sys/class/pci_bus/*; do buses="$buses ${b##*/}"; done
+devs=
+for d in /sys/bus/pci/devices/*; do devs="$devs ${d##*/}"; done
+echo "LVMM-KATA-PCI buses=${buses# } devices=${devs# }"
+echo "LVMM-KATA-WAIT"
+busybox sleep 100000
+return 0
