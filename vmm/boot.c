@@ -39,7 +39,9 @@ static int e820_add(struct e820_entry *tab, unsigned max, unsigned *n, uint64_t 
 	return 0;
 }
 
-int boot_build_e820(const struct guest_mem *gm, struct e820_entry *tab, unsigned max)
+/* The map with the ECAM windows of nseg PCI segments reserved. */
+static int boot_e820_segments(const struct guest_mem *gm, struct e820_entry *tab, unsigned max,
+			      unsigned nseg)
 {
 	unsigned n = 0;
 	int r = 0;
@@ -62,8 +64,9 @@ int boot_build_e820(const struct guest_mem *gm, struct e820_entry *tab, unsigned
 	    e820_add(tab, max, &n, LAYOUT_MPTABLE, LAYOUT_EBDA_END - LAYOUT_MPTABLE, E820_RESERVED);
 	r |= e820_add(tab, max, &n, LAYOUT_BIOS_START, LAYOUT_HIGH_RAM - LAYOUT_BIOS_START,
 		      E820_RESERVED);
-	/* Linux uses MMCONFIG only when the ECAM window is reserved in the firmware map. */
-	r |= e820_add(tab, max, &n, LAYOUT_ECAM_START, LAYOUT_ECAM_SIZE, E820_RESERVED);
+	/* Linux uses MMCONFIG only when the ECAM windows are reserved in the firmware map: one
+	 * segment's left out and it falls back to type 1 access, which reaches segment 0 only. */
+	r |= e820_add(tab, max, &n, LAYOUT_ECAM_START, LAYOUT_ECAM_SIZE * nseg, E820_RESERVED);
 	if (r)
 		return -ENOSPC;
 
@@ -77,6 +80,11 @@ int boot_build_e820(const struct guest_mem *gm, struct e820_entry *tab, unsigned
 		tab[j] = t;
 	}
 	return (int)n;
+}
+
+int boot_build_e820(const struct guest_mem *gm, struct e820_entry *tab, unsigned max)
+{
+	return boot_e820_segments(gm, tab, max, 1);
 }
 
 uint64_t boot_low_ram_end(const struct guest_mem *gm)
@@ -248,6 +256,7 @@ int boot_load_linux(struct guest_mem *gm, const struct vm_config *cfg, const cha
 	struct loader_result res;
 	uint64_t kernel_end, initrd_max, cmdmax, rsdp = 0;
 	size_t cmdlen;
+	unsigned nseg;
 	int n, r;
 
 	memset(bi, 0, sizeof(*bi));
@@ -314,7 +323,8 @@ int boot_load_linux(struct guest_mem *gm, const struct vm_config *cfg, const cha
 			goto out;
 	}
 
-	n = boot_build_e820(gm, bp->e820_table, E820_MAX_ENTRIES);
+	nseg = cfg->num_pci_segments ? cfg->num_pci_segments : 1;
+	n = boot_e820_segments(gm, bp->e820_table, E820_MAX_ENTRIES, nseg);
 	if (n < 0) {
 		snprintf(err, errlen, "e820: more than %d entries", E820_MAX_ENTRIES);
 		r = n;
@@ -328,9 +338,7 @@ int boot_load_linux(struct guest_mem *gm, const struct vm_config *cfg, const cha
 		goto out;
 	}
 	/* platform.num_pci_segments: a host bridge and an MCFG entry per segment */
-	r = acpi_build_segments(gm, cfg->cpus, cfg->max_cpus,
-				cfg->num_pci_segments ? cfg->num_pci_segments : 1, &rsdp, err,
-				errlen);
+	r = acpi_build_segments(gm, cfg->cpus, cfg->max_cpus, nseg, &rsdp, err, errlen);
 	if (r)
 		goto out;
 	bp->acpi_rsdp_addr = rsdp;
