@@ -7,8 +7,8 @@
 #include "config.h"
 
 /* Fills c->kernel (and c->initramfs and a console cmdline when they are unset) from
- * BINDIR/guest/, BINDIR/../share/lvmm/, /usr/local/share/lvmm/ or /usr/share/lvmm/. 0, or
- * -ENOENT with err listing where it looked. */
+ * $LVMM_GUEST_DIR alone when it is set, else BINDIR/guest/, BINDIR/../share/lvmm/,
+ * /usr/local/share/lvmm/ or /usr/share/lvmm/. 0, or -ENOENT with err listing where it looked. */
 int default_guest_find(struct vm_config *c, char *err, unsigned errlen);
 
 #endif

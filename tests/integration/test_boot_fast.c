@@ -229,8 +229,13 @@ START_TEST(test_bad_inputs)
 	run_lvmm(&r, missing, NULL, 0);
 	assert_one_line_error(&r);
 	ck_assert_msg(strstr(r.err, "/nonexistent/vmlinux"), "stderr: %s", r.err);
+	/* No --kernel and no default guest where lvmm is told to look: one clear error (the build
+	 * tree's own guest/ next to the binary would otherwise be booted). */
+	setenv("LVMM_GUEST_DIR", "/nonexistent/lvmm-guest", 1);
 	run_lvmm(&r, nokernel, NULL, 0);
+	unsetenv("LVMM_GUEST_DIR");
 	assert_one_line_error(&r);
+	ck_assert_msg(strstr(r.err, "/nonexistent/lvmm-guest"), "stderr: %s", r.err);
 	run_lvmm(&r, bad, NULL, 0);
 	assert_one_line_error(&r);
 	ck_assert_msg(strstr(r.err, corrupt), "stderr: %s", r.err);
