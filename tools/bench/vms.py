@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 HZ = os.sysconf("SC_CLK_TCK")
@@ -152,8 +153,11 @@ def parse_result(line):
 def run_guest(argv, daemon_pid, limit_s, perf_out=None, env=None):
     """Runs a VMM (lvmm or QEMU) whose guest runs bench.mode=work; snapshots at the guest's
     "work start" and "work result" lines. Returns (result dict, deltas, stdout+stderr text)."""
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                         text=True, errors="replace")
+    # the VMM's own lines apart: lvmm's serial writer thread can flush the guest's last line
+    # after lvmm printed its exit message, and one line broke into the other
+    err = tempfile.TemporaryFile(mode="w+")
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env, text=True,
+                         errors="replace")
     out, res, a, b, ex, counts = [], None, None, None, None, None
     deadline = time.monotonic() + limit_s
     try:
@@ -179,7 +183,9 @@ def run_guest(argv, daemon_pid, limit_s, perf_out=None, env=None):
         p.wait()
     if ex:
         ex.stop()
-    text = "".join(out)
+    err.seek(0)
+    text = "".join(out) + err.read()
+    err.close()
     if res is None or a is None or b is None:
         return None, None, text
     ios = res.get("reads", 0) + res.get("writes", 0)
