@@ -393,10 +393,12 @@ static int cmd_run(int argc, char **argv)
 	} else if (api_sock) {
 		status = api_vmm_main(api_sock, vm, allowed_dir);
 		why = vm_wait(vm);
+		vm_console_flush(vm);
 		if (!status)
 			fprintf(stderr, "lvmm: %s\n", vm_exit_msg(vm));
 	} else {
 		why = vm_wait(vm);
+		vm_console_flush(vm);
 		status = why == VM_EXIT_ERROR ? 1 : 0;
 		fprintf(stderr, "lvmm: %s%s\n", status ? "VM stopped: " : "", vm_exit_msg(vm));
 	}

@@ -61,6 +61,9 @@ void vm_destroy(struct vm *vm);                              /* any state */
 /* Blocks until the VM stops (guest poweroff, fault, vm_shutdown); returns the reason. */
 enum vm_exit_reason vm_wait(struct vm *vm);
 const char *vm_exit_msg(const struct vm *vm);
+/* After vm_wait(): writes out what the guest's console still holds (bounded wait), so that
+ * lvmm's own exit line comes after the guest's last line. */
+void vm_console_flush(struct vm *vm);
 
 enum vm_state vm_get_state(const struct vm *vm);
 const struct vm_config *vm_get_config(const struct vm *vm);
