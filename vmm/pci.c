@@ -446,6 +446,15 @@ static void *pci_remap_thread(void *opaque)
 void pci_bus_remap_flush(struct pci_bus *b)
 {
 	pthread_mutex_lock(&b->lock);
+	while (b->ops.remap_inline && b->remap_want) {
+		struct pci_dev *d = b->dev[__builtin_ctz(b->remap_want)];
+
+		b->remap_want &= b->remap_want - 1;
+		pthread_mutex_unlock(&b->lock);
+		if (d)
+			bars_update(d);
+		pthread_mutex_lock(&b->lock);
+	}
 	while (b->remap_started && (b->remap_want || b->remap_dev))
 		pthread_cond_wait(&b->remap_cond, &b->lock);
 	pthread_mutex_unlock(&b->lock);
@@ -544,7 +553,7 @@ static void cfg_write(struct pci_bus *b, unsigned busno, unsigned devfn, unsigne
 	pthread_mutex_unlock(&d->lock);
 	if (!remap)
 		return;
-	if (under_mmio_lock && b->remap_started) {
+	if (under_mmio_lock && (b->remap_started || b->ops.remap_inline)) {
 		pthread_mutex_lock(&b->lock);
 		b->remap_want |= 1u << (d->devfn >> 3);
 		pthread_cond_broadcast(&b->remap_cond);
@@ -649,12 +658,12 @@ int pci_bus_init(struct pci_bus *b, const struct pci_platform_ops *ops, struct b
 	pthread_mutex_init(&b->lock, NULL);
 	pthread_mutex_init(&b->remap_lock, NULL);
 	pthread_cond_init(&b->remap_cond, NULL);
-	r = pthread_create(&b->remap_thread, NULL, pci_remap_thread, b);
+	r = ops->remap_inline ? 0 : pthread_create(&b->remap_thread, NULL, pci_remap_thread, b);
 	if (r) {
 		snprintf(err, errlen, "pci: cannot start the BAR remap thread: %s", strerror(r));
 		return -r;
 	}
-	b->remap_started = true;
+	b->remap_started = !ops->remap_inline;
 	pci_dev_init(&b->host_bridge, "host-bridge", 0x1b36, 0x0008, 0x060000, 0x1b36, 0x0008);
 	b->host_bridge.bus = b;
 	b->dev[0] = &b->host_bridge;

@@ -51,6 +51,8 @@ struct pci_platform_ops {
 	/* Host memory BARs (CMB): map/unmap in the guest address space; may be NULL. */
 	int (*map_host)(void *opaque, uint64_t gpa, uint64_t size, void *host);
 	int (*unmap_host)(void *opaque, uint64_t gpa);
+	/* Fuzzing only: no remap worker; pci_bus_remap_flush() applies queued remaps itself. */
+	bool remap_inline;
 };
 
 struct pci_dev;
@@ -140,7 +142,8 @@ int pci_dev_add_msix(struct pci_dev *d, unsigned nvec, unsigned bar, char *err, 
 int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen);
 void pci_dev_exit(struct pci_dev *d);
 
-/* Waits until every ECAM-triggered remap queued so far has been applied. */
+/* Waits until every ECAM-triggered remap queued so far has been applied (with remap_inline:
+ * applies them, on the caller's thread, which must not hold the MMIO bus lock). */
 void pci_bus_remap_flush(struct pci_bus *b);
 
 /* Whether the guest left bus mastering on: a device may DMA only then. */
