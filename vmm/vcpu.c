@@ -316,7 +316,7 @@ static const char *system_event_name(uint32_t type)
 }
 
 /* Handles one exit; false when the vCPU must stop. */
-static bool vcpu_handle_exit(struct vcpu *v)
+bool vcpu_handle_exit(struct vcpu *v)
 {
 	struct kvm_run *run = v->run;
 	struct vm *vm = v->vm;

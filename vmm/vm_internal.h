@@ -120,6 +120,9 @@ int vcpu_create(struct vm *vm, unsigned id, char *err, unsigned errlen);
 int vcpu_setup_bsp(struct vcpu *v, char *err, unsigned errlen);
 int vcpu_start(struct vcpu *v, char *err, unsigned errlen);
 void vcpu_destroy(struct vcpu *v);
+/* Dispatches the exit in v->run (PIO, MMIO, stops); false when the vCPU must stop. Only the run
+ * loop calls it, and the fuzz harness with a synthetic kvm_run and v->fd = -1. */
+bool vcpu_handle_exit(struct vcpu *v);
 void vcpu_signals_init(void);
 /* One line of registers on stderr (debugging a guest that stopped making progress). */
 void vcpu_dump(struct vcpu *v);
