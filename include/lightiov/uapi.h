@@ -27,6 +27,14 @@
 #include <sys/ioctl.h>
 #endif
 
+/* Usable from C and C++ (gpu-fs is CUDA C++): C++ spells C11's _Static_assert static_assert. */
+#ifdef __cplusplus
+#define LIO_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+extern "C" {
+#else
+#define LIO_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
 #define LIO_ABI_VERSION 1
 #define LIO_MAGIC	0x4c494f31u /* "LIO1": every socket message starts with it */
 
@@ -275,12 +283,16 @@ struct lio_msg_reply {
 #define LIO_IOC_SESSION_LIST  _IOWR(LIO_IOC_MAGIC, LIO_OP_SESSION_LIST, struct lio_session_list)
 
 /* Fixed sizes: the same bytes from a 64-bit client to either backend. */
-_Static_assert(sizeof(struct lio_identify) == 128, "lio_identify");
-_Static_assert(sizeof(struct lio_dma_region) == 32, "lio_dma_region");
-_Static_assert(sizeof(struct lio_qp_create) == 112, "lio_qp_create");
-_Static_assert(sizeof(struct lio_vol_info) == 56, "lio_vol_info");
-_Static_assert(sizeof(struct lio_vol_attach) == 64, "lio_vol_attach");
-_Static_assert(sizeof(struct lio_msg_hdr) == 48, "lio_msg_hdr");
-_Static_assert(sizeof(struct lio_msg_reply) == 176, "lio_msg_reply");
+LIO_STATIC_ASSERT(sizeof(struct lio_identify) == 128, "lio_identify");
+LIO_STATIC_ASSERT(sizeof(struct lio_dma_region) == 32, "lio_dma_region");
+LIO_STATIC_ASSERT(sizeof(struct lio_qp_create) == 112, "lio_qp_create");
+LIO_STATIC_ASSERT(sizeof(struct lio_vol_info) == 56, "lio_vol_info");
+LIO_STATIC_ASSERT(sizeof(struct lio_vol_attach) == 64, "lio_vol_attach");
+LIO_STATIC_ASSERT(sizeof(struct lio_msg_hdr) == 48, "lio_msg_hdr");
+LIO_STATIC_ASSERT(sizeof(struct lio_msg_reply) == 176, "lio_msg_reply");
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
