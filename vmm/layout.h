@@ -36,5 +36,10 @@
 #define LAYOUT_ACPI_PM1A_CNT 0x604
 #define LAYOUT_ACPI_S5_TYP  5
 #define LAYOUT_ACPI_SCI_IRQ 9
+/* ACPI PCI hotplug (hotplug.h): the controller's registers, and the Generic Event Device's
+ * interrupt (an IOAPIC pin, edge) that tells the guest to look at them. */
+#define LAYOUT_HOTPLUG_PORT 0xae00
+#define LAYOUT_HOTPLUG_LEN  0x10
+#define LAYOUT_ACPI_GED_IRQ 5
 
 #endif
