@@ -117,18 +117,60 @@ static void msix_fire(struct pci_dev *d, unsigned v)
 		perror("pci: msi-x irqfd");
 }
 
-/* Programs vector v's route from its table entry; delivers a pending interrupt on unmask. */
+static bool msix_bit(const uint64_t *map, unsigned v)
+{
+	return map[v / 64] & (1ULL << (v % 64));
+}
+
+/* A backend signals a vector's eventfd straight (the SSD's interrupt, no lvmm hop). While the
+ * vector is masked the eventfd is out of KVM's hands and its count is the interrupt pending:
+ * moved to the PBA bit here, when the guest reads the PBA or unmasks. d->lock held. */
+static void msix_drain(struct pci_dev *d, unsigned v)
+{
+	struct pci_msix *m = &d->msix;
+	uint64_t n = 0;
+
+	if (m->efd[v] < 0 || msix_bit(m->live, v))
+		return;
+	if (read(m->efd[v], &n, sizeof(n)) == sizeof(n) && n) {
+		m->pba[v / 64] |= 1ULL << (v % 64);
+		m->pended++;
+	}
+}
+
+/* Programs vector v's route from its table entry. Masking takes the irqfd out of KVM (a signal
+ * on a GSI without a route would be dropped); unmasking routes it first, gives the eventfd back
+ * and delivers what pended meanwhile. Nothing here runs per interrupt while unmasked. */
 static void msix_update(struct pci_dev *d, unsigned v)
 {
 	struct pci_msix *m = &d->msix;
 	const struct pci_platform_ops *ops = &d->bus->ops;
 	struct pci_msix_entry *e = &m->table[v];
 	bool masked = msix_masked(d, v);
+	int r;
 
+	if (masked && msix_bit(m->live, v)) {
+		if (ops->irqfd && m->gsi[v] >= 0)
+			ops->irqfd(ops->opaque, (unsigned)m->gsi[v], m->efd[v], false);
+		m->live[v / 64] &= ~(1ULL << (v % 64));
+	}
 	if (ops->set_msi_route && m->gsi[v] >= 0)
 		ops->set_msi_route(ops->opaque, (unsigned)m->gsi[v],
 				   (uint64_t)e->addr_hi << 32 | e->addr_lo, e->data, masked);
-	if (!masked && (m->pba[v / 64] & (1ULL << (v % 64)))) {
+	if (masked)
+		return;
+	if (!msix_bit(m->live, v) && m->efd[v] >= 0) {
+		msix_drain(d, v);
+		r = ops->irqfd && m->gsi[v] >= 0
+			? ops->irqfd(ops->opaque, (unsigned)m->gsi[v], m->efd[v], true)
+			: 0;
+		if (r)
+			fprintf(stderr, "pci %s: irqfd for MSI-X vector %u (GSI %d): %s\n",
+				d->name, v, m->gsi[v], strerror(-r));
+		else
+			m->live[v / 64] |= 1ULL << (v % 64);
+	}
+	if (msix_bit(m->pba, v)) {
 		m->pba[v / 64] &= ~(1ULL << (v % 64));
 		msix_fire(d, v);
 	}
@@ -159,8 +201,13 @@ static void msix_mmio_read(void *opaque, uint64_t off, void *data, unsigned len)
 		if (off >= m->table_off && off + len <= m->table_off + m->nvec * 16ULL)
 			memcpy(buf, (uint8_t *)m->table + (off - m->table_off), len);
 		else if (off >= m->pba_off &&
-			 off + len <= m->pba_off + ((m->nvec + 63) / 64) * 8ULL)
+			 off + len <= m->pba_off + ((m->nvec + 63) / 64) * 8ULL) {
+			unsigned v, first = (unsigned)(off - m->pba_off) * 8;
+
+			for (v = first; v < first + len * 8 && v < m->nvec; v++)
+				msix_drain(d, v);
 			memcpy(buf, (uint8_t *)m->pba + (off - m->pba_off), len);
+		}
 	}
 	pthread_mutex_unlock(&d->lock);
 	memcpy(data, buf, len > 8 ? 8 : len);
@@ -229,7 +276,8 @@ int pci_dev_add_msix(struct pci_dev *d, unsigned nvec, unsigned bar, char *err, 
 	m->pba = calloc((nvec + 63) / 64, sizeof(uint64_t));
 	m->gsi = calloc(nvec, sizeof(int));
 	m->efd = calloc(nvec, sizeof(int));
-	if (!m->table || !m->pba || !m->gsi || !m->efd) {
+	m->live = calloc((nvec + 63) / 64, sizeof(uint64_t));
+	if (!m->table || !m->pba || !m->gsi || !m->efd || !m->live) {
 		snprintf(err, errlen, "pci %s: out of memory for %u MSI-X vectors", d->name, nvec);
 		return -ENOMEM;
 	}
@@ -741,11 +789,11 @@ int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen
 			return gsi;
 		}
 		m->gsi[v] = gsi;
+		/* Handed to KVM as an irqfd while the vector is unmasked (msix_update). */
 		m->efd[v] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (m->efd[v] < 0 || (b->ops.irqfd && gsi >= 0 &&
-				      b->ops.irqfd(b->ops.opaque, gsi, m->efd[v], true))) {
-			snprintf(err, errlen, "pci %s: irqfd for MSI-X vector %u (GSI %d) failed",
-				 d->name, v, gsi);
+		if (m->efd[v] < 0) {
+			snprintf(err, errlen, "pci %s: eventfd for MSI-X vector %u: %s", d->name,
+				 v, strerror(errno));
 			return -EIO;
 		}
 	}
@@ -781,7 +829,7 @@ void pci_dev_exit(struct pci_dev *d)
 	}
 	for (v = 0; m->efd && v < m->nvec; v++) {
 		if (m->efd[v] >= 0) {
-			if (b && b->ops.irqfd && m->gsi[v] >= 0)
+			if (b && b->ops.irqfd && m->gsi[v] >= 0 && msix_bit(m->live, v))
 				b->ops.irqfd(b->ops.opaque, (unsigned)m->gsi[v], m->efd[v], false);
 			close(m->efd[v]);
 		}
@@ -790,6 +838,7 @@ void pci_dev_exit(struct pci_dev *d)
 	free(m->pba);
 	free(m->gsi);
 	free(m->efd);
+	free(m->live);
 	memset(m, 0, sizeof(*m));
 }
 

@@ -84,6 +84,7 @@ struct pci_msix {
 	uint64_t *pba;
 	int *gsi;
 	int *efd;
+	uint64_t *live; /* bitmap: efd[v] is KVM's irqfd now (vector unmasked) */
 	bool master; /* bus mastering on: a message may be written */
 	uint64_t fired, pended;
 };

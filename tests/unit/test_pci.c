@@ -228,7 +228,7 @@ START_TEST(test_msix_routes_and_masking)
 	int gsi = dev.msix.gsi[1];
 
 	ck_assert_int_ge(gsi, 24);
-	ck_assert_int_eq(irqfds[gsi], dev.msix.efd[1]);
+	ck_assert_int_eq(irqfds[gsi], -1); /* masked: the eventfd is not KVM's */
 	/* Vectors start masked. */
 	bus_access(&mmio, t + 16 + 12, &v, 4, false);
 	ck_assert_uint_eq(v, 1);
@@ -268,6 +268,53 @@ START_TEST(test_msix_routes_and_masking)
 	bus_access(&mmio, t + 4 * 16, &v, 4, true);
 	bus_access(&mmio, t + 4 * 16, &v, 4, false);
 	ck_assert_uint_eq(v, 0);
+}
+END_TEST
+
+/* A backend (softssd, lightiov.ko) signals the vector's eventfd itself: while masked that
+ * signal must become the PBA bit, and the interrupt must arrive on unmask. */
+START_TEST(test_msix_masked_backend_signal)
+{
+	uint64_t t = bar64(1 << 3, 4), one = 1;
+	unsigned cap = 0x40;
+	int gsi = dev.msix.gsi[2];
+	uint32_t pba;
+
+	table_wr(t, 2, 0, 0xfee00000);
+	table_wr(t, 2, 2, 0x4042);
+	cfg_wr(1 << 3, cap, cfg_rd(1 << 3, cap) | (uint32_t)PCI_MSIX_FLAGS_ENABLE << 16);
+	table_wr(t, 2, 3, 0);
+	ck_assert_int_eq(irqfds[gsi], dev.msix.efd[2]);
+	ck_assert(!routes[gsi].masked);
+	/* Unmasked: the backend's signal is KVM's alone; lvmm neither reads nor pends it. */
+	ck_assert_int_eq(write(dev.msix.efd[2], &one, sizeof(one)), 8);
+	bus_access(&mmio, t + 0x1000, &pba, 4, false);
+	ck_assert_uint_eq(pba, 0);
+	ck_assert_uint_eq(efd_count(dev.msix.efd[2]), 1);
+	/* Masked: out of KVM's route, the completion's signal shows in the PBA. */
+	table_wr(t, 2, 3, 1);
+	ck_assert_int_eq(irqfds[gsi], -1);
+	ck_assert(routes[gsi].masked);
+	ck_assert_int_eq(write(dev.msix.efd[2], &one, sizeof(one)), 8);
+	ck_assert_int_eq(write(dev.msix.efd[2], &one, sizeof(one)), 8);
+	bus_access(&mmio, t + 0x1000, &pba, 4, false);
+	ck_assert_uint_eq(pba, 1u << 2);
+	ck_assert_uint_eq(dev.msix.pended, 1);
+	/* Unmask: the eventfd goes back to KVM and one interrupt is raised on it. */
+	table_wr(t, 2, 3, 0);
+	ck_assert_int_eq(irqfds[gsi], dev.msix.efd[2]);
+	ck_assert(!routes[gsi].masked);
+	bus_access(&mmio, t + 0x1000, &pba, 4, false);
+	ck_assert_uint_eq(pba, 0);
+	ck_assert_uint_eq(efd_count(dev.msix.efd[2]), 1);
+	/* Unmask without a PBA read in between: the signal still arrives. */
+	cfg_wr(1 << 3, cap, cfg_rd(1 << 3, cap) | (uint32_t)PCI_MSIX_FLAGS_MASKALL << 16);
+	ck_assert_int_eq(irqfds[gsi], -1);
+	ck_assert_int_eq(write(dev.msix.efd[2], &one, sizeof(one)), 8);
+	cfg_wr(1 << 3, cap, (cfg_rd(1 << 3, cap) & 0xffff) | (uint32_t)PCI_MSIX_FLAGS_ENABLE << 16);
+	ck_assert_int_eq(irqfds[gsi], dev.msix.efd[2]);
+	ck_assert_uint_eq(efd_count(dev.msix.efd[2]), 1);
+	ck_assert_uint_eq(dev.msix.pended, 2);
 }
 END_TEST
 
@@ -430,6 +477,7 @@ static Suite *pci_suite(void)
 	tcase_add_test(t, test_bar_probe_and_move);
 	tcase_add_test(t, test_capabilities);
 	tcase_add_test(t, test_msix_routes_and_masking);
+	tcase_add_test(t, test_msix_masked_backend_signal);
 	tcase_add_test(t, test_prefetchable_bar_window);
 	tcase_add_test(t, test_ecam_bar_flood_one_mapping);
 	tcase_add_test(t, test_bar_overlap_refused);
