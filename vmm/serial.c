@@ -1,10 +1,14 @@
 /* 8250/16550A UART register model (COM1), its output writer and the host terminal's raw mode.
  * Transmit is immediate (THR always empty); receive goes through a small FIFO fed from stdin. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -390,4 +394,74 @@ void serial_term_restore(void)
 		tcsetattr(STDIN_FILENO, TCSANOW, &term_saved);
 		term_is_raw = 0;
 	}
+}
+
+/* Write end of the guard's pipe; only lvmm holds it (close-on-exec). */
+static int term_guard_fd = -1;
+
+/* The guard process: holds the terminal's modes as they were when lvmm started and puts them
+ * back when the pipe reaches end-of-file without the all-clear byte, i.e. lvmm died without
+ * running its own restore (SIGKILL, seccomp's kill-process, the OOM killer). */
+static void __attribute__((noreturn)) term_guard_main(int rfd, const struct termios *saved)
+{
+	static const int quiet[] = {SIGINT, SIGQUIT, SIGHUP, SIGTERM, SIGPIPE};
+	ssize_t n;
+	unsigned i;
+	char c;
+
+	/* In lvmm's process group, so ^C reaches it too: it must outlive lvmm's clean exit. */
+	for (i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++)
+		signal(quiet[i], SIG_IGN);
+	prctl(PR_SET_NAME, "lvmm-ttyguard");
+	/* Nothing of lvmm's (sockets, locks, pipes a caller waits on) may outlive it here. */
+	if (rfd > 3)
+		close_range(3, (unsigned)rfd - 1, 0);
+	close_range((unsigned)rfd + 1, ~0U, 0);
+	close(STDOUT_FILENO);
+	close(STDERR_FILENO);
+	do
+		n = read(rfd, &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 0)
+		tcsetattr(STDIN_FILENO, TCSANOW, saved);
+	_exit(0);
+}
+
+static void serial_term_guard_release(void)
+{
+	if (term_guard_fd >= 0) {
+		/* The all-clear, once lvmm has put the terminal back itself. */
+		serial_term_restore();
+		if (write(term_guard_fd, "", 1) != 1)
+			return; /* the guard is gone; nothing to tell */
+		close(term_guard_fd);
+		term_guard_fd = -1;
+	}
+}
+
+int serial_term_guard(void)
+{
+	struct termios saved;
+	int p[2], e;
+	pid_t pid;
+
+	if (term_guard_fd >= 0 || !isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &saved))
+		return 0;
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		e = -errno;
+		close(p[0]);
+		close(p[1]);
+		return e;
+	}
+	if (!pid) {
+		close(p[1]);
+		term_guard_main(p[0], &saved);
+	}
+	close(p[0]);
+	term_guard_fd = p[1];
+	atexit(serial_term_guard_release);
+	return 0;
 }

@@ -65,5 +65,8 @@ unsigned serial_rx_room(struct serial *s);
  * (also from signal handlers: async-signal-safe). */
 int serial_term_raw(void);
 void serial_term_restore(void);
+/* Before seccomp (it forks): a small process that restores the terminal if lvmm is killed in a
+ * way no handler sees (SIGKILL, a seccomp kill). No-op when stdin is not a terminal. */
+int serial_term_guard(void);
 
 #endif

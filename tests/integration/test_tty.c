@@ -1,6 +1,7 @@
 /* Runs lvmm on a pseudo-terminal as a person types it in a shell: the stdio console on a tty
  * (seccomp lets its terminal handling through), typed input reaching the guest, Ctrl-C stopping
- * the VM cleanly, and the terminal's modes restored after lvmm exits. */
+ * the VM cleanly, and the terminal's modes restored after lvmm exits, also when it is killed
+ * with SIGKILL (no handler of lvmm's runs: its terminal guard process restores them). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -191,6 +192,37 @@ START_TEST(test_ctrl_c_stops_the_vm)
 }
 END_TEST
 
+START_TEST(test_sigkill_restores_the_terminal)
+{
+	struct tty_run t_kill;
+	double end;
+	struct termios now;
+	bool raw_seen;
+
+	tty_start(&t_kill, "spin");
+	ck_assert_msg(tty_wait_for(&t_kill, "bench: heartbeat 1", TTY_LIMIT_S), "terminal: %s",
+		      t_kill.out);
+	ck_assert_int_eq(tcgetattr(t_kill.slave, &now), 0);
+	raw_seen = !(now.c_lflag & ICANON) && !(now.c_lflag & ECHO);
+	ck_assert_msg(raw_seen, "lvmm did not put the terminal in raw mode (c_lflag %#x)",
+		      (unsigned)now.c_lflag);
+	ck_assert_int_eq(kill(t_kill.pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(t_kill.pid, &t_kill.status, 0), t_kill.pid);
+	t_kill.exited = true;
+	ck_assert(WIFSIGNALED(t_kill.status) && WTERMSIG(t_kill.status) == SIGKILL);
+	/* The guard notices the end of its pipe and restores; wait for that state, bounded. */
+	end = testutil_now_s() + TTY_LIMIT_S;
+	do {
+		ck_assert_int_eq(tcgetattr(t_kill.slave, &now), 0);
+		if (now.c_lflag == t_kill.before.c_lflag)
+			break;
+		usleep(10000);
+	} while (testutil_now_s() < end);
+	assert_modes_restored(&t_kill);
+	tty_close(&t_kill);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("tty");
@@ -200,6 +232,7 @@ int main(void)
 	tcase_add_test(tc, test_boots_on_a_terminal);
 	tcase_add_test(tc, test_typed_line_reaches_the_guest);
 	tcase_add_test(tc, test_ctrl_c_stops_the_vm);
+	tcase_add_test(tc, test_sigkill_restores_the_terminal);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
 }
