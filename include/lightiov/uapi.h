@@ -160,6 +160,11 @@ struct lio_qp_create {
 #define LIO_QP_DB_EVENTFD  (1u << 3) /* doorbell = db_fd; values read from the shadow buffer */
 #define LIO_QP_READONLY	   (1u << 4) /* writes fail with Attempted Write to Read Only Range */
 #define LIO_QP_IRQ_ENABLED (1u << 5) /* signal irq_fd (the CQ was created with IEN) */
+#define LIO_QP_DB_DIRECT   (1u << 6) /* lightiov.ko, passthrough with SQ_QMEM | CQ_QMEM: the rings
+				      * in queue memory are the controller's own, the client rings
+				      * its doorbells through mmap() of the device at db_off (SQ tail
+				      * at db_off, CQ head at db_off + LIO_PAGE_SIZE) and writes
+				      * device addresses; CQEs carry the controller's queue id */
 
 /* LIO_OP_QP_DESTROY, LIO_OP_QP_STATS */
 struct lio_qp_ref {
