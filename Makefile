@@ -89,6 +89,8 @@ $(BUILD)/ltests/%: $(BUILD)/obj/tests/linux/%.o $(BUILD)/libtest.a $(BUILD)/libl
 # libFuzzer targets: clang, ASan+UBSan, own object tree.
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Ivmm -Idevices -Ihost-kmod -pthread \
                -MMD -MP -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+# libatomic: clang calls it for atomics on packed (unaligned) fields, e.g. lio_client's CQE status
+FUZZ_LDLIBS := -latomic
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
 $(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -99,7 +101,7 @@ $(BUILD)/fuzz/libfuzz.a: $(FUZZ_LIB_OBJS)
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(BUILD)/fuzz/libfuzz.a
 	@mkdir -p $(dir $@)
 	@echo "  FUZZ    $@"
-	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(BUILD)/fuzz/libfuzz.a $(LDLIBS)
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(BUILD)/fuzz/libfuzz.a $(LDLIBS) $(FUZZ_LDLIBS)
 
 UNIT_BINS  = $(UNIT_TESTS:%=$(BUILD)/tests/%)
 INTEG_BINS = $(INTEG_TESTS:%=$(BUILD)/itests/%)
@@ -132,9 +134,16 @@ test-integ: $(BUILD)/lvmm $(INTEG_BINS) $(TEST_DEPS)
 test-linux: $(BUILD)/lvmm $(LINUX_BINS) $(TEST_DEPS) guest
 	$(Q)LVMM=$(BUILD)/lvmm BUILD=$(BUILD) tests/run.sh "linux" $(LINUX_BINS)
 
-# make fuzz builds the targets; with FUZZ_TIME=SECONDS it also runs each that long.
+# make fuzz builds the targets; with FUZZ_TIME=SECONDS it also runs each that long; with
+# FUZZ_RUNS=N it runs each to N executions (FUZZ_JOBS=J workers per target, executions summed;
+# FUZZ_TARGETS_AT_ONCE=T targets side by side), printing executions and findings per target.
+FUZZ_JOBS ?= 1
+FUZZ_TARGETS_AT_ONCE ?= 1
 fuzz: $(FUZZ_BINS)
-	$(Q)$(if $(FUZZ_TIME),FUZZ_SECONDS=$(FUZZ_TIME) tests/fuzz-short.sh $(FUZZ_BINS),true)
+	$(Q)$(if $(FUZZ_RUNS),FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_JOBS=$(FUZZ_JOBS) \
+	    FUZZ_TARGETS_AT_ONCE=$(FUZZ_TARGETS_AT_ONCE) FUZZ_OUT=$(BUILD)/fuzz/runs \
+	    tools/fuzz/fuzz-runs.sh $(FUZZ_BINS),$(if $(FUZZ_TIME),FUZZ_SECONDS=$(FUZZ_TIME) \
+	    tests/fuzz-short.sh $(FUZZ_BINS),true))
 fuzz-short: $(FUZZ_BINS)
 	$(Q)tests/fuzz-short.sh $(FUZZ_BINS)
 

@@ -1,6 +1,7 @@
 /* libFuzzer target for PCI config space as a guest reaches it: CF8/CFC ports and ECAM, BAR
  * programming (sizing, moving, decode on and off) with host-memory and MMIO BARs, MSI-X table
- * and PBA accesses through the moved BAR, vector raises. Every byte is guest input. */
+ * and PBA accesses through the moved BAR, vector raises. Every byte is guest input. The bus runs
+ * with remap_inline: queued remaps are applied here at flush points, not by a worker thread. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -107,7 +108,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				       .set_msi_route = fake_route,
 				       .irqfd = fake_irqfd,
 				       .map_host = fake_map,
-				       .unmap_host = fake_unmap};
+				       .unmap_host = fake_unmap,
+				       .remap_inline = true};
 	uint8_t vcap[8] = {PCI_CAP_ID_VNDR, 0, 8, 1, 'L', 'I', 'O', 'V'};
 	static struct bus pio, mmio;
 	static struct pci_bus pb;
@@ -184,6 +186,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			pci_bus_remap_flush(&pb);
 			break;
 		}
+		/* what the remap worker would do next: apply what this step queued */
+		if (op & 0x08)
+			pci_bus_remap_flush(&pb);
 	}
 	pci_bus_remap_flush(&pb);
 	pci_dev_exit(&dev2);
