@@ -1,7 +1,9 @@
 /* ACPI table builder: RSDP v2 -> XSDT -> FADT (FACS, DSDT), MADT, MCFG in the BIOS area.
  * Tables are assembled in a host buffer by byte offset (ACPI spec 6.x) and copied in one write.
  * Further PCI segments (cloud-hypervisor's platform.num_pci_segments) each get an MCFG entry,
- * an ECAM window after segment 0's and a host bridge in the DSDT, as cloud-hypervisor builds. */
+ * an ECAM window after segment 0's and a host bridge in the DSDT, as cloud-hypervisor builds.
+ * Bus 0's slots are hot-pluggable through ACPI: slot devices, the hotplug controller's methods
+ * and a Generic Event Device (hotplug.h holds the registers they use). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +11,12 @@
 
 #include "acpi.h"
 #include "fwtable.h"
+#include "hotplug.h"
 #include "layout.h"
+
+/* Room for the DSDT's AML besides the PCnn bridges, and for PCI0 (its 31 hotplug slots) */
+#define ACPI_DSDT_FIXED_MAX 8192
+#define ACPI_DSDT_PCI0_MAX  4096
 
 /* every segment's ECAM window lies in the hole below the I/O APIC */
 _Static_assert(LAYOUT_ECAM_START + ACPI_MAX_PCI_SEGMENTS * LAYOUT_ECAM_SIZE <= LAYOUT_IOAPIC,
@@ -88,17 +95,40 @@ static void acpi_gas_io(uint8_t *b, size_t off, uint8_t bits, uint8_t access, ui
  * A few AML opcodes are enough: Name, Scope, Device, Package, Buffer and integer constants.
  * Nested objects are built inside-out so each PkgLength is known when it is emitted. */
 
-#define AML_ZERO    0x00
-#define AML_NAME    0x08
-#define AML_BYTE    0x0a
-#define AML_WORD    0x0b
-#define AML_DWORD   0x0c
-#define AML_SCOPE   0x10
-#define AML_BUFFER  0x11
-#define AML_PACKAGE 0x12
-#define AML_EXT	    0x5b
-#define AML_DEVICE  0x82
-#define AML_ROOT    '\\'
+#define AML_ZERO	     0x00
+#define AML_ONE		     0x01
+#define AML_NAME	     0x08
+#define AML_BYTE	     0x0a
+#define AML_WORD	     0x0b
+#define AML_DWORD	     0x0c
+#define AML_STRING	     0x0d
+#define AML_SCOPE	     0x10
+#define AML_BUFFER	     0x11
+#define AML_PACKAGE	     0x12
+#define AML_METHOD	     0x14
+#define AML_DUAL_NAME	     0x2e
+#define AML_MULTI_NAME	     0x2f
+#define AML_EXT		     0x5b
+#define AML_MUTEX	     0x01 /* after AML_EXT */
+#define AML_ACQUIRE	     0x23 /* after AML_EXT */
+#define AML_RELEASE	     0x27 /* after AML_EXT */
+#define AML_OPREGION	     0x80 /* after AML_EXT */
+#define AML_FIELD	     0x81 /* after AML_EXT */
+#define AML_DEVICE	     0x82 /* after AML_EXT */
+#define AML_ARG0	     0x68
+#define AML_ARG1	     0x69
+#define AML_STORE	     0x70
+#define AML_SHIFT_LEFT	     0x79
+#define AML_AND		     0x7b
+#define AML_NOTIFY	     0x86
+#define AML_IF		     0xa0
+#define AML_ROOT	     '\\'
+#define AML_REGION_SYSTEM_IO 0x01
+/* Field flags: DWordAcc, NoLock, WriteAsZeros */
+#define AML_FIELD_DWORD_WZ 0x43
+/* Notify values (ACPI 5.6.6) acpiphp acts on */
+#define AML_NOTIFY_DEVICE_CHECK	 1
+#define AML_NOTIFY_EJECT_REQUEST 3
 
 struct aml {
 	uint8_t *b;
@@ -239,6 +269,66 @@ static void aml_block(struct aml *a, int ext, uint8_t op, const char *name, cons
 	aml_emit(a, body, len);
 }
 
+/* NameString from a dotted path: "\\_SB_.PHPR.PCEJ", "PCIU"; every segment 4 characters. */
+static void aml_namestring(struct aml *a, const char *path)
+{
+	const char *p = path;
+	size_t len, nseg;
+
+	if (*p == '\\')
+		aml_byte(a, (uint8_t)*p++);
+	len = strlen(p);
+	nseg = (len + 1) / 5;
+	if (len % 5 != 4) {
+		a->overflow = 1; /* a malformed path is a bug here: fail the whole table */
+		return;
+	}
+	if (nseg == 2)
+		aml_byte(a, AML_DUAL_NAME);
+	else if (nseg > 2) {
+		aml_byte(a, AML_MULTI_NAME);
+		aml_byte(a, (uint8_t)nseg);
+	}
+	for (size_t i = 0; i < nseg; i++)
+		aml_emit(a, p + 5 * i, 4);
+}
+
+/* Appends what another builder holds (its overflow carries over). */
+static void aml_append(struct aml *a, const struct aml *b)
+{
+	if (b->overflow)
+		a->overflow = 1;
+	else
+		aml_emit(a, b->b, b->n);
+}
+
+static void aml_name_string(struct aml *a, const char *seg, const char *str)
+{
+	aml_byte(a, AML_NAME);
+	aml_emit(a, seg, 4);
+	aml_byte(a, AML_STRING);
+	aml_emit(a, str, strlen(str) + 1);
+}
+
+/* Method(name, nargs, NotSerialized) { body } */
+static void aml_method(struct aml *a, const char *name, unsigned nargs, const struct aml *body)
+{
+	aml_byte(a, AML_METHOD);
+	aml_pkglen(a, 4 + 1 + body->n);
+	aml_emit(a, name, 4);
+	aml_byte(a, (uint8_t)(nargs & 7));
+	aml_append(a, body);
+}
+
+/* Device(name) { body }, body in a builder */
+static void aml_device(struct aml *a, const char *name, const struct aml *body)
+{
+	if (body->overflow)
+		a->overflow = 1;
+	else
+		aml_block(a, 1, AML_DEVICE, name, body->b, body->n);
+}
+
 /* ---- resource descriptors (ACPI 6.4.3) ---- */
 
 #define RES_WORD_ADDR	    0x88
@@ -254,6 +344,9 @@ static void aml_block(struct aml *a, int ext, uint8_t op, const char *name, cons
 #define RES_IO_ENTIRE_RANGE 0x03
 #define RES_MEM_RW	    0x01
 #define RES_MEM_RW_PREFETCH 0x07
+#define RES_EXT_IRQ	    0x89
+#define RES_IRQ_CONSUMER    0x01
+#define RES_IRQ_EDGE	    0x02
 
 static void res_word(struct aml *a, uint8_t type, uint8_t tflags, uint16_t min, uint16_t max)
 {
@@ -316,6 +409,16 @@ static void res_mem32_fixed(struct aml *a, uint32_t base, uint32_t len)
 	aml_u32(a, len);
 }
 
+/* Extended Interrupt descriptor: one GSI, consumer, edge, active high, exclusive. */
+static void res_irq_edge(struct aml *a, uint32_t gsi)
+{
+	aml_byte(a, RES_EXT_IRQ);
+	aml_u16(a, 6);
+	aml_byte(a, RES_IRQ_CONSUMER | RES_IRQ_EDGE);
+	aml_byte(a, 1);
+	aml_u32(a, gsi);
+}
+
 static void res_end(struct aml *a)
 {
 	aml_byte(a, RES_END);
@@ -345,10 +448,163 @@ static void acpi_segment_bridge(struct aml *sb, unsigned seg)
 		aml_block(sb, 1, AML_DEVICE, name, dev.b, dev.n);
 }
 
+/* ---- PCI hotplug the way a stock Linux takes it (acpiphp) ----
+ * Every slot of bus 0 is a Device with _ADR, _SUN and _EJ0 under PCI0, so acpiphp registers it.
+ * lvmm raises the Generic Event Device's interrupt; its _EVT runs PHPR.PCNT, which reads the
+ * slots added (PCIU) and to be removed (PCID) from the controller (hotplug.h) and notifies each
+ * slot: device check (1) makes acpiphp scan it, eject request (3) makes it remove the device
+ * and run the slot's _EJ0, which writes the slot to B0EJ. */
+
+_Static_assert(HOTPLUG_REG_PCIU == 0 && HOTPLUG_REG_PCID == 4 && HOTPLUG_REG_B0EJ == 8,
+	       "the AML field list lays PCIU, PCID and B0EJ out as 3 consecutive dwords");
+
+static void acpi_hp_slot_name(char *name, size_t len, unsigned slot)
+{
+	snprintf(name, len, "S%03u", slot % 1000);
+}
+
+/* Device(Snnn) in PCI0: _ADR, _SUN, and an _EJ0 that tells lvmm the guest let go of the slot. */
+static void acpi_hp_slot(struct aml *pci, unsigned slot)
+{
+	uint8_t ej_b[32], dev_b[96];
+	struct aml ej = {.b = ej_b, .max = sizeof(ej_b)};
+	struct aml dev = {.b = dev_b, .max = sizeof(dev_b)};
+	char name[8];
+
+	aml_namestring(&ej, "\\_SB_.PHPR.PCEJ");
+	aml_namestring(&ej, "_SUN");
+	aml_name_int(&dev, "_ADR", (uint64_t)slot << 16);
+	aml_name_int(&dev, "_SUN", slot);
+	aml_method(&dev, "_EJ0", 1, &ej);
+	acpi_hp_slot_name(name, sizeof(name), slot);
+	aml_device(pci, name, &dev);
+}
+
+/* Method(DVNT, 2) in PCI0: Notify(Snnn, Arg1) for every slot whose bit is set in Arg0. */
+static void acpi_hp_dvnt(struct aml *pci)
+{
+	uint8_t body_b[1024], if_b[32];
+	struct aml body = {.b = body_b, .max = sizeof(body_b)};
+
+	for (unsigned slot = 1; slot < HOTPLUG_SLOTS; slot++) {
+		struct aml pred = {.b = if_b, .max = sizeof(if_b)};
+		char name[8];
+
+		acpi_hp_slot_name(name, sizeof(name), slot);
+		aml_byte(&pred, AML_AND);
+		aml_byte(&pred, AML_ARG0);
+		aml_integer(&pred, 1ULL << slot);
+		aml_byte(&pred, AML_ZERO); /* no target */
+		aml_byte(&pred, AML_NOTIFY);
+		aml_namestring(&pred, name);
+		aml_byte(&pred, AML_ARG1);
+		aml_byte(&body, AML_IF);
+		aml_pkglen(&body, pred.n);
+		aml_append(&body, &pred);
+	}
+	aml_method(pci, "DVNT", 2, &body);
+}
+
+static void aml_acquire(struct aml *a, const char *mutex)
+{
+	aml_byte(a, AML_EXT);
+	aml_byte(a, AML_ACQUIRE);
+	aml_emit(a, mutex, 4);
+	aml_u16(a, 0xffff); /* wait forever */
+}
+
+static void aml_release(struct aml *a, const char *mutex)
+{
+	aml_byte(a, AML_EXT);
+	aml_byte(a, AML_RELEASE);
+	aml_emit(a, mutex, 4);
+}
+
+/* Device(PHPR): the controller's ports, its registers as fields, PCEJ (eject) and PCNT (scan). */
+static void acpi_hp_controller(struct aml *sb)
+{
+	uint8_t crs_b[16], dev_b[384], m_b[64];
+	struct aml crs = {.b = crs_b, .max = sizeof(crs_b)};
+	struct aml dev = {.b = dev_b, .max = sizeof(dev_b)};
+	struct aml m = {.b = m_b, .max = sizeof(m_b)};
+	/* NamedField: name, then its width in bits as a one-byte PkgLength */
+	static const uint8_t fields[] = {'P', 'C', 'I', 'U', 32,  'P', 'C', 'I',
+					 'D', 32,  'B', '0', 'E', 'J', 32};
+
+	res_io(&crs, LAYOUT_HOTPLUG_PORT, LAYOUT_HOTPLUG_LEN);
+	res_end(&crs);
+	aml_name_eisaid(&dev, "_HID", "PNP0A06");
+	aml_name_string(&dev, "_UID", "PCI Hotplug Controller");
+	aml_name_buffer(&dev, "_CRS", crs.b, crs.n);
+	/* OperationRegion(PCST, SystemIO, port, len) */
+	aml_byte(&dev, AML_EXT);
+	aml_byte(&dev, AML_OPREGION);
+	aml_emit(&dev, "PCST", 4);
+	aml_byte(&dev, AML_REGION_SYSTEM_IO);
+	aml_integer(&dev, LAYOUT_HOTPLUG_PORT);
+	aml_integer(&dev, LAYOUT_HOTPLUG_LEN);
+	/* Field(PCST, DWordAcc, NoLock, WriteAsZeros) { PCIU, 32, PCID, 32, B0EJ, 32 } */
+	aml_byte(&dev, AML_EXT);
+	aml_byte(&dev, AML_FIELD);
+	aml_pkglen(&dev, 4 + 1 + sizeof(fields));
+	aml_emit(&dev, "PCST", 4);
+	aml_byte(&dev, AML_FIELD_DWORD_WZ);
+	aml_emit(&dev, fields, sizeof(fields));
+	/* Mutex(BLCK, 0): one eject or scan at a time */
+	aml_byte(&dev, AML_EXT);
+	aml_byte(&dev, AML_MUTEX);
+	aml_emit(&dev, "BLCK", 4);
+	aml_byte(&dev, 0);
+	/* Method(PCEJ, 1) { Acquire(BLCK); B0EJ = 1 << Arg0; Release(BLCK) } */
+	aml_acquire(&m, "BLCK");
+	aml_byte(&m, AML_STORE);
+	aml_byte(&m, AML_SHIFT_LEFT);
+	aml_byte(&m, AML_ONE);
+	aml_byte(&m, AML_ARG0);
+	aml_byte(&m, AML_ZERO);
+	aml_emit(&m, "B0EJ", 4);
+	aml_release(&m, "BLCK");
+	aml_method(&dev, "PCEJ", 1, &m);
+	/* Method(PCNT, 0) { Acquire(BLCK); DVNT(PCIU, 1); DVNT(PCID, 3); Release(BLCK) } */
+	m.n = 0;
+	aml_acquire(&m, "BLCK");
+	aml_namestring(&m, "\\_SB_.PCI0.DVNT");
+	aml_emit(&m, "PCIU", 4);
+	aml_integer(&m, AML_NOTIFY_DEVICE_CHECK);
+	aml_namestring(&m, "\\_SB_.PCI0.DVNT");
+	aml_emit(&m, "PCID", 4);
+	aml_integer(&m, AML_NOTIFY_EJECT_REQUEST);
+	aml_release(&m, "BLCK");
+	aml_method(&dev, "PCNT", 0, &m);
+	if (crs.overflow)
+		sb->overflow = 1;
+	aml_device(sb, "PHPR", &dev);
+}
+
+/* Device(GED_): ACPI0013 with an edge interrupt whose _EVT runs the hotplug scan. */
+static void acpi_hp_ged(struct aml *sb)
+{
+	uint8_t crs_b[16], dev_b[128], m_b[32];
+	struct aml crs = {.b = crs_b, .max = sizeof(crs_b)};
+	struct aml dev = {.b = dev_b, .max = sizeof(dev_b)};
+	struct aml m = {.b = m_b, .max = sizeof(m_b)};
+
+	res_irq_edge(&crs, LAYOUT_ACPI_GED_IRQ);
+	res_end(&crs);
+	aml_name_string(&dev, "_HID", "ACPI0013");
+	aml_name_int(&dev, "_UID", 0);
+	aml_name_buffer(&dev, "_CRS", crs.b, crs.n);
+	aml_namestring(&m, "\\_SB_.PHPR.PCNT");
+	aml_method(&dev, "_EVT", 1, &m);
+	if (crs.overflow)
+		sb->overflow = 1;
+	aml_device(sb, "GED_", &dev);
+}
+
 size_t acpi_dsdt_aml_segments(uint8_t *buf, size_t max, unsigned nseg)
 {
-	uint8_t crs_b[256], pci_b[512], mres_b[128];
-	size_t sb_max = 1024 + 128 * (size_t)nseg, n = 0;
+	uint8_t crs_b[256], pci_b[ACPI_DSDT_PCI0_MAX], mres_b[128];
+	size_t sb_max = ACPI_DSDT_FIXED_MAX + 128 * (size_t)nseg, n = 0;
 	uint8_t *sb_b = malloc(sb_max);
 	struct aml out = {.b = buf, .max = max};
 	struct aml crs = {.b = crs_b, .max = sizeof(crs_b)};
@@ -390,6 +646,9 @@ size_t acpi_dsdt_aml_segments(uint8_t *buf, size_t max, unsigned nseg)
 	aml_name_int(&pci, "_BBN", 0);
 	aml_name_int(&pci, "_UID", 0);
 	aml_name_buffer(&pci, "_CRS", crs.b, crs.n);
+	acpi_hp_dvnt(&pci);
+	for (unsigned slot = 1; slot < HOTPLUG_SLOTS; slot++)
+		acpi_hp_slot(&pci, slot);
 
 	/* MRES: motherboard resources claiming the ECAM windows of every segment (contiguous),
 	 * where Linux looks to trust MCFG. */
@@ -404,6 +663,8 @@ size_t acpi_dsdt_aml_segments(uint8_t *buf, size_t max, unsigned nseg)
 	for (unsigned seg = 1; seg < nseg; seg++)
 		acpi_segment_bridge(&sb, seg);
 	aml_block(&sb, 1, AML_DEVICE, "MRES", mres.b, mres.n);
+	acpi_hp_controller(&sb);
+	acpi_hp_ged(&sb);
 
 	aml_emit(&out, s5, sizeof(s5));
 	aml_block(&out, 0, AML_SCOPE, "\\_SB_", sb.b, sb.n);
@@ -548,7 +809,7 @@ int acpi_build_segments(struct guest_mem *gm, unsigned cpus, unsigned max_cpus, 
 {
 	const uint64_t base = LAYOUT_BIOS_START;
 	unsigned ncpu = max_cpus > cpus ? max_cpus : cpus;
-	size_t aml_max = 1024 + 128 * (size_t)nseg, aml_len;
+	size_t aml_max = ACPI_DSDT_FIXED_MAX + 128 * (size_t)nseg, aml_len;
 	uint8_t *aml;
 	struct acpi_area a = {0};
 	size_t o_rsdp, o_xsdt, o_facs, o_fadt, o_dsdt, o_madt, o_mcfg;

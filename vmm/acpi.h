@@ -1,4 +1,4 @@
-/* ACPI tables for an lvmm VM: RSDP, XSDT, FADT (+FACS), DSDT (\_S5 and the PCI0 host bridge),
+/* ACPI tables for an lvmm VM: RSDP, XSDT, FADT (+FACS), DSDT (\_S5, PCI0 with hotplug slots),
  * MADT and MCFG, written into the BIOS area at LAYOUT_BIOS_START with correct checksums. */
 #ifndef LVMM_ACPI_H
 #define LVMM_ACPI_H

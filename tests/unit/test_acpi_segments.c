@@ -143,7 +143,7 @@ END_TEST
 
 START_TEST(test_one_segment_unchanged)
 {
-	uint8_t a[2048], b[2048];
+	static uint8_t a[16384], b[16384];
 	size_t la = acpi_dsdt_aml(a, sizeof(a)), lb = acpi_dsdt_aml_segments(b, sizeof(b), 1);
 
 	ck_assert_uint_gt(la, 0);
