@@ -328,6 +328,15 @@ static void bar_moved(struct pci_dev *d, unsigned bar, uint64_t gpa)
 	}
 }
 
+/* FLR: the controller resets as on CC.EN = 0 (bound queue pairs go back to the backend) and
+ * loses its admin queue registers; the PCI layer already reset config space and MSI-X. */
+static void vnvme_flr(struct pci_dev *d)
+{
+	struct vnvme *v = d->priv;
+
+	nvme_ctrl_flr(v->ctrl);
+}
+
 static void vnvme_print_counters(struct vnvme *v);
 
 static void vnvme_free(struct vnvme *v)
@@ -530,8 +539,10 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 	r = pci_dev_add_msix(&v->pci, p.nvectors, VNVME_BAR_MSIX, err, errlen);
 	if (r)
 		goto fail;
-	if (pci_dev_add_cap(&v->pci, &vcap, sizeof(vcap)) < 0) {
-		snprintf(err, errlen, "vnvme %s: no room for the vendor capability", v->cfg.id);
+	if (pci_dev_add_cap(&v->pci, &vcap, sizeof(vcap)) < 0 ||
+	    pci_dev_add_flr(&v->pci, vnvme_flr) < 0) {
+		snprintf(err, errlen, "vnvme %s: no room for the vendor and PCIe capabilities",
+			 v->cfg.id);
 		r = -ENOSPC;
 		goto fail;
 	}

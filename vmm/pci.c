@@ -318,6 +318,61 @@ static void msix_ctrl_changed(struct pci_dev *d)
 		msix_update(d, v);
 }
 
+/* ---- Function Level Reset ---- */
+
+int pci_dev_add_flr(struct pci_dev *d, void (*flr)(struct pci_dev *d))
+{
+	uint8_t cap[PCI_EXP_CAP_SIZE] = {PCI_CAP_ID_EXP, 0};
+	int off;
+
+	put16(cap + PCI_EXP_FLAGS, 2 | PCI_EXP_TYPE_RC_END << 4);
+	put32(cap + PCI_EXP_DEVCAP, PCI_EXP_DEVCAP_FLR);
+	off = pci_dev_add_cap(d, cap, sizeof(cap));
+	if (off < 0)
+		return off;
+	/* Device Control: the host's settings stick (Linux writes payload sizes); Initiate FLR
+	 * always reads 0, so it is not stored at all. */
+	put16(d->wmask + off + PCI_EXP_DEVCTL, 0x7fff);
+	d->pcie_cap = (uint8_t)off;
+	d->flr = flr;
+	return off;
+}
+
+/* The reset itself, as hardware does it: config space to its reset values (so no decode, no
+ * mastering, MSI-X off and every vector masked: the irqfds leave KVM), then the device behind
+ * it, then whatever its old queues signalled on the way out is forgotten. Without d->lock. */
+static void pci_dev_do_flr(struct pci_dev *d)
+{
+	struct pci_msix *m = &d->msix;
+	unsigned off, v;
+	uint64_t n;
+
+	pthread_mutex_lock(&d->lock);
+	for (off = 0; off < PCI_CFG_SIZE; off++) {
+		if (off >= PCI_BAR0 && off < PCI_BAR_END)
+			d->cfg[off] = d->cfg_reset[off];
+		else
+			d->cfg[off] = (uint8_t)((d->cfg[off] & ~d->wmask[off]) |
+						(d->cfg_reset[off] & d->wmask[off]));
+	}
+	for (v = 0; v < m->nvec; v++)
+		m->table[v] = (struct pci_msix_entry){.ctrl = PCI_MSIX_ENTRY_CTRL_MASKBIT};
+	msix_ctrl_changed(d);
+	for (v = 0; v < m->nvec; v++)
+		msix_update(d, v); /* entries changed even where the enable bits did not */
+	d->flrs++;
+	pthread_mutex_unlock(&d->lock);
+	if (d->flr)
+		d->flr(d);
+	pthread_mutex_lock(&d->lock);
+	for (v = 0; v < m->nvec; v++)
+		if (m->efd[v] >= 0 && read(m->efd[v], &n, sizeof(n)) < 0)
+			n = 0; /* nothing was pending: EAGAIN */
+	if (m->pba)
+		memset(m->pba, 0, ((m->nvec + 63) / 64) * sizeof(uint64_t));
+	pthread_mutex_unlock(&d->lock);
+}
+
 /* ---- BARs ---- */
 
 static uint64_t bar_addr(const struct pci_dev *d, unsigned i)
@@ -538,8 +593,9 @@ void pci_cfg_read(struct pci_bus *b, unsigned busno, unsigned devfn, unsigned re
 	pthread_mutex_unlock(&d->lock);
 }
 
-/* Applies a write; returns true when BAR decoding may have changed. */
-static bool cfg_write_locked(struct pci_dev *d, unsigned reg, const uint8_t *val, unsigned len)
+/* Applies a write; returns true when BAR decoding may have changed. *flr: Initiate FLR written. */
+static bool cfg_write_locked(struct pci_dev *d, unsigned reg, const uint8_t *val, unsigned len,
+			     bool *flr)
 {
 	uint16_t cmd_before = get16(d->cfg + PCI_COMMAND);
 	bool bars = false, msix = false;
@@ -557,6 +613,9 @@ static bool cfg_write_locked(struct pci_dev *d, unsigned reg, const uint8_t *val
 			if (d->msix.cap && off >= d->msix.cap + (unsigned)PCI_MSIX_FLAGS &&
 			    off < d->msix.cap + PCI_MSIX_FLAGS + 2u)
 				msix = true;
+			if (d->pcie_cap && off == d->pcie_cap + PCI_EXP_DEVCTL + 1u &&
+			    (val[i] & (PCI_EXP_DEVCTL_BCR_FLR >> 8)))
+				*flr = true;
 		}
 	}
 	if (bars) {
@@ -590,15 +649,20 @@ static void cfg_write(struct pci_bus *b, unsigned busno, unsigned devfn, unsigne
 		      const void *data, unsigned len, bool under_mmio_lock)
 {
 	struct pci_dev *d = dev_at(b, busno, devfn);
-	bool remap;
+	bool remap, flr = false;
 
 	if (!d || reg >= PCI_CFG_SIZE || len > 4)
 		return;
 	if (reg + len > PCI_CFG_SIZE)
 		len = PCI_CFG_SIZE - reg;
 	pthread_mutex_lock(&d->lock);
-	remap = cfg_write_locked(d, reg, data, len);
+	remap = cfg_write_locked(d, reg, data, len, &flr);
 	pthread_mutex_unlock(&d->lock);
+	if (flr) {
+		/* the device's reset takes its own locks, which its interrupts hold into d->lock */
+		pci_dev_do_flr(d);
+		remap = true;
+	}
 	if (!remap)
 		return;
 	if (under_mmio_lock && (b->remap_started || b->ops.remap_inline)) {
@@ -750,6 +814,7 @@ int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen
 	}
 	d->bus = b;
 	d->devfn = (uint8_t)(slot << 3);
+	memcpy(d->cfg_reset, d->cfg, sizeof(d->cfg_reset)); /* before the firmware's placement */
 	/* Firmware-style placement, largest BARs first, naturally aligned: prefetchable BARs in the
 	 * 64-bit window, the others in the 32-bit hole (ACPI declares the 64-bit window
 	 * prefetchable, so Linux would not claim a non-prefetchable BAR there). */

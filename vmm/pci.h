@@ -36,6 +36,14 @@
 #define PCI_INTERRUPT_PIN	    0x3d
 #define PCI_CAP_ID_MSIX		    0x11
 #define PCI_CAP_ID_VNDR		    0x09
+#define PCI_CAP_ID_EXP		    0x10
+#define PCI_EXP_FLAGS		    2	  /* within the capability */
+#define PCI_EXP_TYPE_RC_END	    0x9	  /* Root Complex Integrated Endpoint */
+#define PCI_EXP_DEVCAP		    4
+#define PCI_EXP_DEVCAP_FLR	    0x10000000
+#define PCI_EXP_DEVCTL		    8
+#define PCI_EXP_DEVCTL_BCR_FLR	    0x8000
+#define PCI_EXP_CAP_SIZE	    0x3c /* version 2 */
 #define PCI_MSIX_FLAGS		    2 /* within the capability */
 #define PCI_MSIX_FLAGS_ENABLE	    0x8000
 #define PCI_MSIX_FLAGS_MASKALL	    0x4000
@@ -102,6 +110,12 @@ struct pci_dev {
 	struct pci_bar bar[PCI_NUM_BARS];
 	struct pci_msix msix;
 	void *priv;
+	/* Function Level Reset (pci_dev_add_flr): the PCIe capability's offset, the config
+	 * values a reset restores (taken before the BARs are placed), the device's own reset. */
+	uint8_t pcie_cap;
+	uint8_t cfg_reset[PCI_CFG_SIZE];
+	void (*flr)(struct pci_dev *d);
+	uint64_t flrs;
 };
 
 struct pci_bus {
@@ -139,6 +153,11 @@ int pci_dev_add_bar(struct pci_dev *d, unsigned bar, uint64_t size, bool is64, b
 int pci_dev_add_cap(struct pci_dev *d, const void *cap, unsigned len);
 /* MSI-X with nvec vectors; table and PBA in BAR bar (which this call creates, 64-bit). */
 int pci_dev_add_msix(struct pci_dev *d, unsigned nvec, unsigned bar, char *err, unsigned errlen);
+/* A PCI Express capability (integrated endpoint) advertising Function Level Reset. A write of
+ * Initiate FLR resets the function: config space to its reset values (command 0, BARs
+ * unassigned, MSI-X off, every vector masked, nothing pending), then flr(d) resets the device
+ * behind it, called without d->lock. Returns the capability's offset or < 0. */
+int pci_dev_add_flr(struct pci_dev *d, void (*flr)(struct pci_dev *d));
 /* Places the device on the bus at the next free slot, assigns and maps its BARs. */
 int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen);
 void pci_dev_exit(struct pci_dev *d);

@@ -289,6 +289,20 @@ static void ctrl_reset(struct nvme_ctrl *c)
 		c->csts &= ~NVME_CSTS_RDY;
 }
 
+void nvme_ctrl_flr(struct nvme_ctrl *c)
+{
+	pthread_mutex_lock(&c->lock);
+	/* a Controller Level Reset first (queue pairs handed back), then what only a function
+	 * reset clears: the registers the host owns */
+	ctrl_reset(c);
+	c->cc = 0;
+	c->aqa = 0;
+	c->asq = c->acq = 0;
+	c->intms = 0;
+	c->st.flrs++;
+	pthread_mutex_unlock(&c->lock);
+}
+
 static bool ctrl_enable(struct nvme_ctrl *c)
 {
 	uint32_t asqs = NVME_AQA_ASQS(c->aqa) + 1, acqs = NVME_AQA_ACQS(c->aqa) + 1;

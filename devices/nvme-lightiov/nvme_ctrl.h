@@ -110,8 +110,12 @@ struct nvme_ctrl_stats {
 	uint64_t doorbells, mmio_exits, irqs;
 	uint64_t wakeups; /* queue-processing runs (I/O-thread wake-ups, or inline on a vCPU) */
 	uint64_t bound;	  /* I/O queue pairs bound to a backend now */
+	uint64_t flrs;	  /* Function Level Resets */
 };
 
+/* Function Level Reset of the PCI function behind the controller: a controller reset (bound
+ * queue pairs handed back, requests in flight dropped) and every register to its reset value. */
+void nvme_ctrl_flr(struct nvme_ctrl *c);
 /* Hands every bound queue pair back (unbind hook); reset and destroy do this too. */
 void nvme_ctrl_unbind_all(struct nvme_ctrl *c);
 /* Handles of the I/O queue pairs bound now (qid[i], handle[i]); returns how many (<= max). */

@@ -618,6 +618,83 @@ START_TEST(test_api_counters)
 }
 END_TEST
 
+/* The queue pairs the softssd serves for the session labelled label (the vNVMe's id). */
+static int ssd_session_qpairs(const char *label)
+{
+	struct lio_session_list l = {0};
+	struct lio_client *c;
+	char err[256];
+	unsigned i;
+	int n = -1;
+
+	ck_assert_int_eq(lio_client_connect(&c, SSD, "probe", NULL, err, sizeof(err)), 0);
+	ck_assert_int_eq(lio_client_session_list(c, &l), 0);
+	for (i = 0; i < l.count && i < LIO_SESSION_LIST_MAX; i++)
+		if (!strcmp(l.s[i].label, label))
+			n = (int)l.s[i].qpairs;
+	lio_client_close(c);
+	return n;
+}
+
+/* Function Level Reset in every mode: with the queue pair bound and the pattern on the volume,
+ * the guest's FLR returns the function to its power-on state (the guest checks command, BAR0,
+ * MSI-X), sets it up again and reads the pattern back; in isolated mode the softssd serves the
+ * running VM exactly one queue pair afterwards (the one from before the FLR is gone). */
+START_TEST(test_flr)
+{
+	static const char *const opts[] = {",mode=passthrough", ",mode=emulate",
+					   ",mode=passthrough,doorbell=eventfd"};
+	char sock[128], outp[160], vn[128], cl[160], vol[8], *o = NULL;
+	struct testutil_run r;
+	unsigned i;
+	pid_t pid;
+
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		snprintf(vol, sizeof(vol), "f%u", i);
+		snprintf(vn, sizeof(vn), "%s:8M,vol=%s%s", SSD, vol, opts[i]);
+		snprintf(cl, sizeof(cl), "bench.mode=lio bench.flr=on bench.ios=100 bench.seed=%u%s",
+			 40 + i, strstr(opts[i], "eventfd") ? " bench.dbbuf=on" : "");
+		vm_run(&r, vn, cl);
+		assert_passed(&r, vn);
+		ck_assert_msg(strstr(r.out, "bench: lio flr ok"), "%s: %s", vn, r.out);
+		ck_assert_msg(strstr(r.out, "bench: lio requeue and reset ok"), "%s: %s", vn, r.out);
+		vol_check(vol, 40 + i, 0, 1024);
+	}
+	snprintf(sock, sizeof(sock), "%s/flr.sock", dir);
+	snprintf(outp, sizeof(outp), "%s/flr.out", dir);
+	{
+		char *argv[] = {(char *)testutil_lvmm(),
+				"run",
+				"--kernel",
+				(char *)testutil_bench_guest(),
+				"--memory",
+				"32M",
+				"--cmdline",
+				"bench.mode=lio bench.flr=on bench.seed=44 bench.ios=100000000",
+				"--vnvme",
+				SSD ":4M,vol=f9",
+				"--api-socket",
+				sock,
+				NULL};
+
+		pid = spawn(outp, argv);
+	}
+	for (i = 0; i < 2400; i++) { /* 60 s: a loaded host boots slowly */
+		free(o);
+		o = testutil_slurp(outp);
+		if (strstr(o, "bench: lio flr ok") || strstr(o, "FAIL"))
+			break;
+		testutil_sleep_ms(25);
+	}
+	ck_assert_msg(strstr(o, "bench: lio flr ok"), "%s", o);
+	free(o);
+	ck_assert_int_eq(ssd_session_qpairs("nvme0"), 1);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(testutil_wait_limit(pid, "lvmm", 30), 0);
+	vol_check("f9", 44, 0, 1024);
+}
+END_TEST
+
 static Suite *vnvme_modes_suite(void)
 {
 	Suite *s = suite_create("vnvme_modes");
@@ -635,6 +712,12 @@ static Suite *vnvme_modes_suite(void)
 	tcase_add_test(t, test_autostart);
 	tcase_add_test(t, test_default_guest);
 	tcase_add_test(t, test_api_counters);
+	suite_add_tcase(s, t);
+	/* a case of their own, so that CK_RUN_CASE=reset runs them alone */
+	t = tcase_create("reset");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
+	tcase_add_test(t, test_flr);
 	suite_add_tcase(s, t);
 	return s;
 }

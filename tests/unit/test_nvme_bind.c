@@ -227,6 +227,48 @@ START_TEST(test_unbind_paths)
 }
 END_TEST
 
+/* Function Level Reset with two bound pairs: both go back to the backend, the controller is
+ * disabled with its admin queue registers cleared, and it comes back with fresh bindings. */
+START_TEST(test_flr_unbinds_and_resets)
+{
+	struct nvme_ctrl_stats st;
+	uint16_t qid[4];
+	uint32_t h[4];
+
+	ck_assert_uint_eq(create_cq(1, IOCQ_GPA, true, 1), 0);
+	ck_assert_uint_eq(create_sq(1, 1, IOSQ_GPA), 0);
+	ck_assert_uint_eq(create_cq(2, IOCQ_GPA + 0x1000, false, 0), 0);
+	ck_assert_uint_eq(create_sq(2, 2, CMB_GPA), 0);
+	ck_assert_uint_eq(nbind, 2);
+	w32(NVME_REG_INTMS, 1);
+	nvme_ctrl_flr(ctrl);
+	ck_assert_uint_eq(nunbind, 2);
+	ck_assert(unbound[0] + unbound[1] == 100 + 101);
+	ck_assert_uint_eq(nvme_ctrl_bound(ctrl, qid, h, 4), 0);
+	ck_assert_uint_eq(r32(NVME_REG_CC), 0);
+	ck_assert_uint_eq(r32(NVME_REG_CSTS) & NVME_CSTS_RDY, 0);
+	ck_assert_uint_eq(r32(NVME_REG_AQA), 0);
+	ck_assert_uint_eq(r32(NVME_REG_ASQ), 0);
+	ck_assert_uint_eq(r32(NVME_REG_ACQ), 0);
+	ck_assert_uint_eq(r32(NVME_REG_INTMS), 0);
+	nvme_ctrl_get_stats(ctrl, &st);
+	ck_assert_uint_eq(st.flrs, 1);
+	ck_assert_uint_eq(st.bound, 0);
+	/* the doorbells of the old queues reach nothing: the controller is off */
+	w32(NVME_REG_DBS + 2 * STRIDE, 3);
+	ck_assert_uint_eq(nbind, 2);
+	/* a second FLR of an idle function hands nothing back twice */
+	nvme_ctrl_flr(ctrl);
+	ck_assert_uint_eq(nunbind, 2);
+	enable();
+	ck_assert_uint_eq(create_cq(1, IOCQ_GPA, true, 1), 0);
+	ck_assert_uint_eq(create_sq(1, 1, IOSQ_GPA), 0);
+	ck_assert_uint_eq(nbind, 3);
+	ck_assert_uint_eq(nvme_ctrl_bound(ctrl, qid, h, 4), 1);
+	ck_assert_uint_eq(h[0], 102);
+}
+END_TEST
+
 /* Refusals: a second SQ on a bound CQ, and a backend that says no (the SQ stays absent). */
 START_TEST(test_bind_refusals)
 {
@@ -342,6 +384,7 @@ static Suite *nvme_bind_suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, test_bind_on_create);
 	tcase_add_test(t, test_unbind_paths);
+	tcase_add_test(t, test_flr_unbinds_and_resets);
 	tcase_add_test(t, test_bind_refusals);
 	tcase_add_test(t, test_bound_doorbells_ignored);
 	tcase_add_test(t, test_no_dbbuf);

@@ -318,6 +318,90 @@ START_TEST(test_msix_masked_backend_signal)
 }
 END_TEST
 
+static unsigned flr_calls;
+static uint16_t flr_cmd_seen;
+
+static void on_flr(struct pci_dev *d)
+{
+	uint16_t cmd;
+
+	flr_calls++;
+	/* the device resets behind a function that already decodes nothing */
+	memcpy(&cmd, d->cfg + PCI_COMMAND, 2);
+	flr_cmd_seen = cmd;
+}
+
+/* Function Level Reset through the PCIe capability: advertised in Device Capabilities; the
+ * Initiate FLR write resets config space (command, BARs, MSI-X), masks every vector, drops what
+ * was pending, unmaps the BARs and calls the device's reset once; the bit reads back 0. */
+START_TEST(test_flr)
+{
+	struct pci_dev d2;
+	uint64_t t, one = 1;
+	uint32_t v, pba;
+	char err[128];
+	int exp, gsi;
+	unsigned cap = 0x40;
+
+	pci_dev_init(&d2, "flr", 0x1b36, 0x0110, 0x010802, 0x1b36, 0x0110);
+	ck_assert_int_eq(pci_dev_add_bar(&d2, 0, 0x4000, true, false, &bar_ops, NULL, NULL), 0);
+	ck_assert_int_eq(pci_dev_add_msix(&d2, 2, 4, err, sizeof(err)), 0);
+	exp = pci_dev_add_flr(&d2, on_flr);
+	ck_assert_int_gt(exp, 0x40);
+	ck_assert_int_eq(pci_bus_add(&pb, &d2, err, sizeof(err)), 0);
+	flr_calls = 0;
+	ck_assert_uint_eq(cfg_rd(2 << 3, exp) & 0xff, PCI_CAP_ID_EXP);
+	ck_assert_uint_eq(cfg_rd(2 << 3, exp) >> 16 & 0xf0, PCI_EXP_TYPE_RC_END << 4);
+	ck_assert(cfg_rd(2 << 3, exp + PCI_EXP_DEVCAP) & PCI_EXP_DEVCAP_FLR);
+	/* a working function: decoding, MSI-X on, vector 1 unmasked and pending-capable */
+	t = bar64(2 << 3, 4);
+	ck_assert_uint_ne(bar64(2 << 3, 0), 0);
+	cfg_wr(2 << 3, cap, cfg_rd(2 << 3, cap) | (uint32_t)PCI_MSIX_FLAGS_ENABLE << 16);
+	table_wr(t, 1, 0, 0xfee00000);
+	table_wr(t, 1, 2, 0x4051);
+	table_wr(t, 1, 3, 0);
+	gsi = d2.msix.gsi[1];
+	ck_assert_int_eq(irqfds[gsi], d2.msix.efd[1]);
+	cfg_wr(2 << 3, exp + PCI_EXP_DEVCTL, 0x2810); /* payload sizes: the host's to set */
+	ck_assert_uint_eq(cfg_rd(2 << 3, exp + PCI_EXP_DEVCTL) & 0xffff, 0x2810);
+	table_wr(t, 1, 3, 1);
+	ck_assert_int_eq(write(d2.msix.efd[1], &one, sizeof(one)), 8); /* a late completion */
+	mmio_hits = 0;
+	bus_access(&mmio, bar64(2 << 3, 0), &v, 4, false);
+	ck_assert_uint_eq(mmio_hits, 1);
+	/* Initiate FLR */
+	cfg_wr(2 << 3, exp + PCI_EXP_DEVCTL, 0x2810 | PCI_EXP_DEVCTL_BCR_FLR);
+	ck_assert_uint_eq(flr_calls, 1);
+	ck_assert_uint_eq(flr_cmd_seen, 0);
+	ck_assert_uint_eq(d2.flrs, 1);
+	ck_assert_uint_eq(cfg_rd(2 << 3, exp + PCI_EXP_DEVCTL) & 0xffff, 0);
+	ck_assert_uint_eq(cfg_rd(2 << 3, PCI_COMMAND) & 0xffff, 0);
+	ck_assert_uint_eq(cfg_rd(2 << 3, 0x10), PCI_BAR_MEM_TYPE_64);
+	ck_assert_uint_eq(cfg_rd(2 << 3, 0x14), 0);
+	ck_assert_uint_eq(cfg_rd(2 << 3, cap) >> 16, 1); /* table size 2, enable and mask off */
+	ck_assert_int_eq(irqfds[gsi], -1);
+	ck_assert(routes[gsi].masked);
+	ck_assert(!d2.bar[0].mapped && !d2.bar[4].mapped);
+	ck_assert_uint_eq(efd_count(d2.msix.efd[1]), 0); /* the old function's signal is gone */
+	ck_assert_uint_eq(d2.msix.table[1].ctrl, PCI_MSIX_ENTRY_CTRL_MASKBIT);
+	ck_assert_uint_eq(d2.msix.table[1].addr_lo | d2.msix.table[1].data, 0);
+	/* what the host restores works again: BARs, command, MSI-X, an unmasked vector */
+	cfg_wr(2 << 3, 0x20, (uint32_t)(t & 0xffffffff));
+	cfg_wr(2 << 3, 0x24, (uint32_t)(t >> 32));
+	cfg_wr(2 << 3, PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+	ck_assert(d2.bar[4].mapped);
+	cfg_wr(2 << 3, cap, cfg_rd(2 << 3, cap) | (uint32_t)PCI_MSIX_FLAGS_ENABLE << 16);
+	bus_access(&mmio, t + 0x1000, &pba, 4, false);
+	ck_assert_uint_eq(pba, 0);
+	table_wr(t, 1, 0, 0xfee00000);
+	table_wr(t, 1, 2, 0x4051);
+	table_wr(t, 1, 3, 0);
+	ck_assert_int_eq(irqfds[gsi], d2.msix.efd[1]);
+	ck_assert_uint_eq(efd_count(d2.msix.efd[1]), 0); /* nothing spurious on unmask */
+	pci_dev_exit(&d2);
+}
+END_TEST
+
 START_TEST(test_prefetchable_bar_window)
 {
 	struct pci_dev d2;
@@ -478,6 +562,7 @@ static Suite *pci_suite(void)
 	tcase_add_test(t, test_capabilities);
 	tcase_add_test(t, test_msix_routes_and_masking);
 	tcase_add_test(t, test_msix_masked_backend_signal);
+	tcase_add_test(t, test_flr);
 	tcase_add_test(t, test_prefetchable_bar_window);
 	tcase_add_test(t, test_ecam_bar_flood_one_mapping);
 	tcase_add_test(t, test_bar_overlap_refused);

@@ -10,7 +10,7 @@
 #define QD	    32
 #define PAGE	    4096
 #define XFER	    (64 * 1024)
-#define LBA	    512
+#define LBA	    lba_bytes /* the namespace's format: 512 or 4096 */
 
 static uint8_t asq[PAGE] __attribute__((aligned(PAGE)));
 static uint8_t acq[PAGE] __attribute__((aligned(PAGE)));
@@ -34,6 +34,7 @@ static uint16_t next_cid;
 static bool shadow;
 static uint32_t vmode;
 static uint64_t lba_start, lba_size, dma_size, nsze;
+static unsigned lba_bytes = 512, nvme_devfn;
 
 static uint64_t param_u64(const char *name, uint64_t def)
 {
@@ -288,6 +289,7 @@ static bool lio_setup(void)
 		bench_puts("bench: lio FAIL no controller\n");
 		return false;
 	}
+	nvme_devfn = devfn;
 	check(read_vcap(devfn), "LightIOV vendor capability");
 	cfg_write(devfn, 4, 0);
 	cfg_write(devfn, 0x10, (uint32_t)LIO_BAR_GPA);
@@ -305,7 +307,10 @@ static bool lio_setup(void)
 	c.prp1 = (uint64_t)idbuf;
 	check(run(0, &c, NULL) == 0, "identify namespace");
 	nsze = *(uint64_t *)idbuf;
-	bench_printf("bench: lio namespace %lu blocks\n", nsze);
+	/* FLBAS picks the format; LBA Format ds is log2 of its data size */
+	lba_bytes = 1u << idbuf[128 + 4 * (idbuf[26] & 0xf) + 2];
+	bench_printf("bench: lio namespace %lu blocks of %u bytes\n", nsze, lba_bytes);
+	check(lba_bytes == 512 || lba_bytes == 4096, "LBA format of 512 or 4096 bytes");
 	/* emulate: a file, no window (the same loops compare) */
 	if (vmode != LIGHTIOV_MODE_EMULATE)
 		check(nsze == lba_size, "namespace size is the capability's LBA window");
@@ -416,6 +421,45 @@ static void lio_again(uint64_t seed, uint64_t lba0, uint64_t n)
 		bench_puts("bench: lio requeue and reset ok\n");
 }
 
+/* Function Level Reset (bench.flr=on) with the queue pair bound and data on the volume: the
+ * function comes back as after power-on (no decode, BARs unassigned, MSI-X off, controller
+ * disabled), the backend's queue pair is gone, and a fresh set-up reads the pattern back. */
+static void lio_flr(uint64_t seed, uint64_t lba0, uint64_t n)
+{
+	unsigned ptr = cfg_read(nvme_devfn, 0x34) & 0xfc, pcie = 0, msix = 0, k = 0;
+
+	while (ptr && k++ < 16) {
+		uint32_t hdr = cfg_read(nvme_devfn, ptr);
+
+		if ((hdr & 0xff) == 0x10)
+			pcie = ptr;
+		if ((hdr & 0xff) == 0x11)
+			msix = ptr;
+		ptr = (hdr >> 8) & 0xfc;
+	}
+	check(pcie && (cfg_read(nvme_devfn, pcie + 4) & (1u << 28)), "PCIe capability with FLR");
+	check(msix != 0, "MSI-X capability");
+	if (failures)
+		return;
+	/* MSI-X on with the function masked (this driver polls): FLR must turn both off */
+	cfg_write(nvme_devfn, msix, cfg_read(nvme_devfn, msix) | 0xc000u << 16);
+	cfg_write(nvme_devfn, pcie + 8, cfg_read(nvme_devfn, pcie + 8) | 0x8000);
+	check((cfg_read(nvme_devfn, 4) & 0x7) == 0, "command register cleared by FLR");
+	check((cfg_read(nvme_devfn, 0x10) & ~0xfu) == 0, "BAR0 unassigned by FLR");
+	check(!(cfg_read(nvme_devfn, msix) >> 16 & 0xc000), "MSI-X disabled by FLR");
+	check(!(cfg_read(nvme_devfn, pcie + 8) & 0x8000), "Initiate FLR reads 0");
+	sq_tail[0] = cq_head[0] = 0;
+	phase[0] = 1;
+	zero(acq, sizeof(acq));
+	shadow = false;
+	if (!lio_setup())
+		return;
+	check(rd32(NVME_REG_CSTS) & NVME_CSTS_RDY, "enabled again after FLR");
+	lio_rw(seed, lba0, n, false);
+	if (!failures)
+		bench_puts("bench: lio flr ok\n");
+}
+
 static void lio_ring3(void)
 {
 	uint64_t seed = param_u64("bench.seed", 1), lba0 = param_u64("bench.lba", 0);
@@ -435,6 +479,8 @@ static void lio_ring3(void)
 		      "read past the window: LBA out of range");
 	if (!failures)
 		bench_puts("bench: lio rw ok\n");
+	if (param_is("bench.flr", "on"))
+		lio_flr(seed, lba0, n);
 	t0 = bench_ns();
 	for (i = 0; i < ios; i++) {
 		c = rw(NVME_CMD_READ, (i * 8) % (nsze - 8), PAGE, rbuf);
