@@ -299,6 +299,16 @@ static void hook_unbind(void *opaque, uint16_t sqid, uint32_t handle)
 	pthread_mutex_unlock(&v->db_lock);
 }
 
+/* Volatile write cache off: the backend makes every write of this VM durable before its CQE. */
+static uint16_t hook_vwc(void *opaque, bool on)
+{
+	struct vnvme *v = opaque;
+
+	if (nvme_lio_write_through(v->lio, !on, NULL))
+		return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+	return 0;
+}
+
 static bool hook_alive(void *opaque)
 {
 	struct vnvme *v = opaque;
@@ -410,6 +420,7 @@ static int vnvme_lio_open(struct vnvme *v, struct nvme_ctrl_params *p, struct nv
 		v->qps[i].db_at = ~0ULL;
 	}
 	p->size = nvme_lio_lba_count(v->lio) << nvme_lio_lba_shift(v->lio);
+	p->lba_shift = (uint8_t)nvme_lio_lba_shift(v->lio); /* lba_start/size: the SSD's units */
 	p->dstrd = nvme_lio_db_poll(v->lio) ? VNVME_DSTRD : 0;
 	p->no_dbbuf = nvme_lio_db_poll(v->lio);
 	v->dstrd = p->dstrd;
@@ -419,6 +430,7 @@ static int vnvme_lio_open(struct vnvme *v, struct nvme_ctrl_params *p, struct nv
 	h->bind = hook_bind;
 	h->unbind = hook_unbind;
 	h->alive = hook_alive;
+	h->vwc = hook_vwc;
 	for (i = 0; i < gm->nslots; i++)
 		if (gm->slots[i].gpa + gm->slots[i].size > top)
 			top = gm->slots[i].gpa + gm->slots[i].size;
@@ -505,6 +517,8 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 		hooks.kick = NULL;
 		hooks.dbbuf = NULL;
 		r = nvme_lio_emu_open(&v->emu, &lc, &p.size, err, errlen);
+		if (!r)
+			p.lba_shift = (uint8_t)nvme_lio_emu_lba_shift(v->emu);
 		if (!r)
 			r = nvme_ctrl_create(&p, vm_guest_mem(vm), &nvme_lio_emu_ops, v->emu,
 					     &hooks, &v->ctrl, err, errlen);

@@ -63,6 +63,7 @@ static const char *const lio_op_names[LIO_OP_MAX] = {
     [LIO_OP_VOL_RESIZE] = "vol-resize", [LIO_OP_VOL_LIST] = "vol-list",
     [LIO_OP_VOL_ATTACH] = "vol-attach", [LIO_OP_VOL_DETACH] = "vol-detach",
     [LIO_OP_SSD_STATS] = "ssd-stats",	[LIO_OP_SESSION_LIST] = "session-list",
+    [LIO_OP_SESSION_SET] = "session-set",
 };
 
 static const char *lio_op_name(uint32_t op)
@@ -279,6 +280,11 @@ int lio_client_qp_stats(struct lio_client *c, uint32_t qp_id, struct lio_qp_stat
 	struct lio_qp_ref ref = {.qp_id = qp_id};
 
 	return lio_call_fixed(c, LIO_OP_QP_STATS, &ref, sizeof(ref), NULL, 0, s, sizeof(*s));
+}
+
+int lio_client_session_set(struct lio_client *c, struct lio_session_set *s)
+{
+	return lio_call_fixed(c, LIO_OP_SESSION_SET, s, sizeof(*s), NULL, 0, s, sizeof(*s));
 }
 
 int lio_client_vol_create(struct lio_client *c, const struct lio_vol *v)

@@ -45,6 +45,8 @@ int lio_client_qmem_alloc(struct lio_client *c, struct lio_qmem *q);
 int lio_client_qp_create(struct lio_client *c, struct lio_qp_create *q);
 int lio_client_qp_destroy(struct lio_client *c, uint32_t qp_id);
 int lio_client_qp_stats(struct lio_client *c, uint32_t qp_id, struct lio_qp_stats *s);
+/* LIO_OP_SESSION_SET: s->mask and s->flags in; s->flags and s->syncs back. */
+int lio_client_session_set(struct lio_client *c, struct lio_session_set *s);
 int lio_client_vol_create(struct lio_client *c, const struct lio_vol *v);
 int lio_client_vol_delete(struct lio_client *c, const struct lio_vol *v);
 int lio_client_vol_resize(struct lio_client *c, const struct lio_vol *v);

@@ -16,6 +16,10 @@ void nvme_features_reset(struct nvme_ctrl *c)
 	c->feat_pm = 0;
 	c->feat_temp_thresh = NVME_DEFAULT_TEMP_THRESH;
 	c->feat_err_rec = 0;
+	/* a backend told to write through goes back to caching with the reset value; if it is
+	 * gone, a later Set Features reaches it no more either */
+	if (!c->feat_vwc && c->hooks.vwc)
+		c->hooks.vwc(c->hooks.opaque, true);
 	c->feat_vwc = 1;
 	c->feat_coalesce = 0;
 	c->feat_aec = 0;
@@ -267,6 +271,12 @@ static uint16_t admin_features(struct nvme_ctrl *c, const struct nvme_sqe *cmd, 
 	case NVME_FEAT_VOLATILE_WC:
 		slot = &c->feat_vwc;
 		v &= 1;
+		if (set && v != c->feat_vwc && c->hooks.vwc) {
+			uint16_t st = c->hooks.vwc(c->hooks.opaque, v);
+
+			if (st != NVME_OK)
+				return st;
+		}
 		break;
 	case NVME_FEAT_NUM_QUEUES:
 		if (!set && sel == 3) {

@@ -825,6 +825,7 @@ int nvme_ctrl_create(const struct nvme_ctrl_params *p, struct guest_mem *gm,
 		c->cmbsz = NVME_CMBSZ_SQS | (uint32_t)(p->cmb_size >> 12) << NVME_CMBSZ_SZ_SHIFT;
 	}
 	c->nsqa = c->ncqa = p->max_ioqs;
+	c->feat_vwc = 1; /* the backend starts caching: nothing to tell the vwc hook yet */
 	nvme_features_reset(c);
 	*out = c;
 	return 0;

@@ -103,6 +103,11 @@ struct nvme_ctrl_hooks {
 	 * fetches no command and moves no data, as hardware would not; doorbells already rung are
 	 * served on the next one after it is set. NULL: always. Called with the controller lock. */
 	bool (*bus_master)(void *opaque);
+	/* The guest turned the volatile write cache on or off (Set Features 06h, a reset turns it
+	 * back on): a backend serving the queues itself must make each write durable before its
+	 * completion while it is off. Returns an NVMe status (the feature keeps its old value on
+	 * failure). NULL: the controller's own backend reads feat_vwc. Controller lock held. */
+	uint16_t (*vwc)(void *opaque, bool on);
 };
 
 struct nvme_ctrl_stats {

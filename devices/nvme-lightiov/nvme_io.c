@@ -167,7 +167,8 @@ static uint16_t io_prepare(struct nvme_ctrl *c, const struct nvme_sqe *cmd, stru
 	case LIO_IO_READ:
 	case LIO_IO_WRITE:
 		req->op = io.kind == LIO_IO_READ ? NVME_IO_READ : NVME_IO_WRITE;
-		req->fua = io.fua;
+		/* volatile write cache off: every write is as durable as a FUA one */
+		req->fua = io.fua || (io.kind == LIO_IO_WRITE && !c->feat_vwc);
 		req->off = io.dev_lba << NVME_LBA_SHIFT;
 		req->len = io.bytes;
 		return segs_to_iov(c, io.segs, io.nsegs, req->iov, NVME_CTRL_MAX_IOV, &req->niov);

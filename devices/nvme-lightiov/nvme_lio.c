@@ -370,3 +370,23 @@ int nvme_lio_qp_stats(struct nvme_lio *l, uint32_t qp_id, struct lio_qp_stats *s
 	pthread_mutex_unlock(&l->lock);
 	return r;
 }
+
+int nvme_lio_write_through(struct nvme_lio *l, bool on, uint64_t *syncs)
+{
+	struct lio_session_set ss = {
+	    .mask = LIO_SESSION_WRITE_THROUGH,
+	    .flags = on ? LIO_SESSION_WRITE_THROUGH : 0,
+	};
+	int r = -ENOTCONN;
+
+	pthread_mutex_lock(&l->lock);
+	if (!l->dead) {
+		r = lio_client_session_set(l->c, &ss);
+		if (r)
+			lio_note(l, r, on ? "write-through on" : "write-through off");
+		else if (syncs)
+			*syncs = ss.syncs;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return r;
+}

@@ -56,6 +56,10 @@ uint16_t nvme_lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b, const s
 		       uint64_t cmb_gpa, int db_fd, int irq_fd, uint32_t *qp_id, void **db_host);
 void nvme_lio_unbind(struct nvme_lio *l, uint32_t qp_id);
 int nvme_lio_qp_stats(struct nvme_lio *l, uint32_t qp_id, struct lio_qp_stats *s);
+/* The guest's volatile write cache is off (on = true) or on again: the session's queue pairs
+ * make every write durable before its completion. *syncs (may be NULL) gets the writes made
+ * durable that way so far. 0 or a negative errno (the reason printed with the device id). */
+int nvme_lio_write_through(struct nvme_lio *l, bool on, uint64_t *syncs);
 /* The backend is gone (connection lost): every later bind fails at once. */
 bool nvme_lio_dead(const struct nvme_lio *l);
 /* Looks at the session socket without blocking: false once the daemon is gone (it hung up). */

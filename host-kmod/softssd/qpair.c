@@ -82,6 +82,7 @@ void ssd_counters_read(struct ssd_counters *to, const struct ssd_counters *from)
 	to->polls = __atomic_load_n(&from->polls, __ATOMIC_RELAXED);
 	to->sleeps = __atomic_load_n(&from->sleeps, __ATOMIC_RELAXED);
 	to->irqs = __atomic_load_n(&from->irqs, __ATOMIC_RELAXED);
+	to->syncs = __atomic_load_n(&from->syncs, __ATOMIC_RELAXED);
 }
 
 void ssd_counters_add(struct ssd_counters *to, const struct ssd_counters *from)
@@ -97,6 +98,7 @@ void ssd_counters_add(struct ssd_counters *to, const struct ssd_counters *from)
 	to->polls += c.polls;
 	to->sleeps += c.sleeps;
 	to->irqs += c.irqs;
+	to->syncs += c.syncs;
 }
 
 void *ssd_window_ptr(const struct ssd_window *w, uint64_t gpa, uint64_t len)
@@ -373,6 +375,11 @@ static void ssd_req_start(struct ssd_worker *w, struct ssd_req *req, uint64_t no
 		CTR_ADD(qp, rejected, 1);
 		ssd_req_done(w, req, now);
 		return;
+	}
+	/* volatile write cache off: the write is durable before its CQE, as with FUA */
+	if (io->kind == LIO_IO_WRITE && __atomic_load_n(&qp->write_through, __ATOMIC_RELAXED)) {
+		io->fua = true;
+		CTR_ADD(qp, syncs, 1);
 	}
 	if (io->kind == LIO_IO_DSM) {
 		req->status = ssd_dsm(w, req);

@@ -34,6 +34,7 @@ void *ssd_window_ptr(const struct ssd_window *w, uint64_t gpa, uint64_t len);
 /* Counters, updated by the serving worker, read by anyone (relaxed atomics). */
 struct ssd_counters {
 	uint64_t cmds, read_bytes, write_bytes, errors, rejected, polls, sleeps, irqs;
+	uint64_t syncs; /* writes made durable because the session is write-through */
 };
 void ssd_counters_add(struct ssd_counters *to, const struct ssd_counters *from);
 void ssd_counters_read(struct ssd_counters *to, const struct ssd_counters *from);
@@ -58,6 +59,9 @@ struct ssd_qp {
 	const struct ssd_window *win;
 	void *owner; /* the session */
 	struct ssd_qp *next_in_owner;
+	/* the session's LIO_SESSION_WRITE_THROUGH (VWC off): set by the server at any time,
+	 * read by the worker per write (atomic) */
+	int write_through;
 
 	/* the serving worker's */
 	struct ssd_counters ctr;

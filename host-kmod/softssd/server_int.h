@@ -43,6 +43,7 @@ struct ssd_session {
 	struct ssd_qp *qps;
 	unsigned nqps;
 	struct ssd_counters retired; /* of its destroyed queue pairs */
+	uint32_t flags;		     /* LIO_SESSION_* */
 	int refused;		     /* -errno: answers its first request with it, then ends */
 	char why[LIO_ERR_MAX];
 	struct ssd_session *next;

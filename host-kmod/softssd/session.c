@@ -489,6 +489,7 @@ static int ssd_op_qp_create(struct ssd_call *c)
 	qp->irq_coalesce = q->irq_coalesce;
 	qp->win = &ss->win;
 	qp->owner = ss;
+	qp->write_through = !!(ss->flags & LIO_SESSION_WRITE_THROUGH);
 	r = -EINVAL;
 	if (q->flags & LIO_QP_SQ_QMEM) {
 		x->sq_off = ssd_qmem_carve(ss, sqb);
@@ -656,6 +657,32 @@ static int ssd_op_qp_stats(struct ssd_call *c)
 	return 0;
 }
 
+/* Session-wide settings: write-through (the VM's volatile write cache off) reaches every queue
+ * pair's worker at once; a write it already started keeps the mode it started with. */
+static int ssd_op_session_set(struct ssd_call *c)
+{
+	const struct lio_session_set *in = c->in;
+	struct lio_session_set *out = (void *)c->out;
+	struct ssd_session *ss = c->ss;
+	struct ssd_counters t;
+	struct ssd_qp *qp;
+
+	if (in->mask & ~LIO_SESSION_WRITE_THROUGH) {
+		ssd_err(c, "session-set: unknown flags in mask 0x%x", in->mask);
+		return -EINVAL;
+	}
+	ss->flags = (ss->flags & ~in->mask) | (in->flags & in->mask);
+	for (qp = ss->qps; qp; qp = qp->next_in_owner)
+		__atomic_store_n(&qp->write_through, !!(ss->flags & LIO_SESSION_WRITE_THROUGH),
+				 __ATOMIC_RELAXED);
+	ssd_session_counters(ss, &t);
+	memset(out, 0, sizeof(*out));
+	out->flags = ss->flags;
+	out->syncs = t.syncs;
+	c->outlen = sizeof(*out);
+	return 0;
+}
+
 /* ---- volumes ---- */
 
 static bool ssd_name_ok(struct ssd_call *c, const char *op, const char *name)
@@ -768,6 +795,7 @@ const uint32_t ssd_in_size[LIO_OP_MAX] = {
     [LIO_OP_VOL_DETACH] = sizeof(struct lio_vol_attach),
     [LIO_OP_SSD_STATS] = 0,
     [LIO_OP_SESSION_LIST] = sizeof(struct lio_session_list),
+    [LIO_OP_SESSION_SET] = sizeof(struct lio_session_set),
 };
 
 int ssd_dispatch(struct ssd_call *c, uint32_t op)
@@ -803,6 +831,8 @@ int ssd_dispatch(struct ssd_call *c, uint32_t op)
 		return ssd_op_ssd_stats(c);
 	case LIO_OP_SESSION_LIST:
 		return ssd_op_session_list(c);
+	case LIO_OP_SESSION_SET:
+		return ssd_op_session_set(c);
 	default:
 		return -EINVAL;
 	}

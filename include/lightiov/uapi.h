@@ -73,6 +73,7 @@ enum lio_op {
 	LIO_OP_VOL_DETACH,	/* lio_vol_attach (vol_id) */
 	LIO_OP_SSD_STATS,	/* -> lio_ssd_stats (whole SSD and this session) */
 	LIO_OP_SESSION_LIST,	/* lio_session_list (index range) -> lio_session_list */
+	LIO_OP_SESSION_SET,	/* lio_session_set -> lio_session_set */
 	LIO_OP_MAX
 };
 
@@ -250,6 +251,18 @@ struct lio_session_list {
 	struct lio_session_info s[LIO_SESSION_LIST_MAX];
 };
 
+/* LIO_OP_SESSION_SET: settings of the whole session, applied to every queue pair it has and to
+ * those it creates later. Only the bits in mask change (mask 0 just reads them back). A backend
+ * that predates it answers -EOPNOTSUPP (socket) or -ENOTTY (ioctl). */
+struct lio_session_set {
+	uint32_t mask;	/* in: LIO_SESSION_* bits to change */
+	uint32_t flags; /* in: their new values; out: the session's flags now */
+	uint64_t syncs; /* out: writes made durable for LIO_SESSION_WRITE_THROUGH so far */
+};
+/* The VM turned its volatile write cache off (Set Features 06h): every write is durable before
+ * its completion is posted, as if it had FUA set. */
+#define LIO_SESSION_WRITE_THROUGH (1u << 0)
+
 /* ---- the socket transport (softssd) ----
  * Request: lio_msg_hdr + payload of hdr.len bytes (+ SCM_RIGHTS fds); reply: lio_msg_reply +
  * payload. One request at a time per connection; replies come in order. The first request of a
@@ -286,6 +299,7 @@ struct lio_msg_reply {
 #define LIO_IOC_VOL_DETACH    _IOW(LIO_IOC_MAGIC, LIO_OP_VOL_DETACH, struct lio_vol_attach)
 #define LIO_IOC_SSD_STATS     _IOR(LIO_IOC_MAGIC, LIO_OP_SSD_STATS, struct lio_ssd_stats)
 #define LIO_IOC_SESSION_LIST  _IOWR(LIO_IOC_MAGIC, LIO_OP_SESSION_LIST, struct lio_session_list)
+#define LIO_IOC_SESSION_SET   _IOWR(LIO_IOC_MAGIC, LIO_OP_SESSION_SET, struct lio_session_set)
 
 /* Fixed sizes: the same bytes from a 64-bit client to either backend. */
 LIO_STATIC_ASSERT(sizeof(struct lio_identify) == 128, "lio_identify");
