@@ -322,6 +322,66 @@ START_TEST(test_zeroes_dsm_fua)
 }
 END_TEST
 
+/* The session's write-through flag (the VM's volatile write cache off): every write of every
+ * queue pair, and of one created later, goes out durable and is counted; off again, none is. */
+static uint64_t wt_set(struct lio_client *c, uint32_t mask, uint32_t flags, uint32_t want)
+{
+	struct lio_session_set ss = {.mask = mask, .flags = flags};
+
+	ck_assert_msg(lio_client_session_set(c, &ss) == 0, "session-set: %s", lio_client_error(c));
+	ck_assert_uint_eq(ss.flags, want);
+	return ss.syncs;
+}
+
+START_TEST(test_write_through)
+{
+	struct lio_client *c = connect_ok("vwc"), *c2 = connect_ok("vwc-later");
+	struct lio_vol_attach a = attach(c, NULL, LIO_ATTACH_ANON), a2 = attach(c2, NULL, LIO_ATTACH_ANON);
+	struct lio_drv *d = drv_open(c, &a, LIO_MODE_ISOLATED, LIO_QP_DB_POLL, 2), *d2;
+	uint64_t buf = lio_drv_alloc(d, 64 << 10), buf2;
+	struct lio_session_set bad = {.mask = 1u << 7, .flags = 1u << 7};
+	const uint32_t wt = LIO_SESSION_WRITE_THROUGH;
+	uint8_t *p = lio_drv_ptr(d, buf);
+
+	/* caching: writes are not synced */
+	fill(p, 21, 0, 8);
+	ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_WRITE, 0, 8, buf), 0);
+	ck_assert_uint_eq(wt_set(c, 0, 0, 0), 0);
+	/* write-through: each write on either queue pair, reads and flushes not */
+	ck_assert_uint_eq(wt_set(c, wt, wt, wt), 0);
+	fill(p, 22, 8, 8);
+	ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_WRITE, 8, 8, buf), 0);
+	fill(p, 23, 16, 8);
+	ck_assert_uint_eq(lio_drv_io(d, 1, NVME_CMD_WRITE, 16, 8, buf), 0);
+	ck_assert_uint_eq(lio_drv_io(d, 1, NVME_CMD_READ, 0, 8, buf), 0);
+	ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_FLUSH, 0, 0, 0), 0);
+	ck_assert_uint_eq(wt_set(c, 0, 0, wt), 2);
+	backing_has(&a, 22, 8, 8);
+	backing_has(&a, 23, 16, 8);
+	/* an unknown bit is refused by name and changes nothing */
+	ck_assert_int_eq(lio_client_session_set(c, &bad), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(lio_client_error(c), "mask 0x80"));
+	ck_assert_uint_eq(wt_set(c, 0, 0, wt), 2);
+	/* caching again: the count stays */
+	ck_assert_uint_eq(wt_set(c, wt, 0, 0), 2);
+	fill(p, 24, 24, 8);
+	ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_WRITE, 24, 8, buf), 0);
+	ck_assert_uint_eq(wt_set(c, 0, 0, 0), 2);
+	/* set before the queue pairs exist: they start write-through; the other session is not */
+	ck_assert_uint_eq(wt_set(c2, wt, wt, wt), 0);
+	d2 = drv_open(c2, &a2, LIO_MODE_PASSTHROUGH, LIO_QP_DB_EVENTFD, 1);
+	buf2 = lio_drv_alloc(d2, 4096);
+	fill(lio_drv_ptr(d2, buf2), 25, 0, 8);
+	ck_assert_uint_eq(lio_drv_io(d2, 0, NVME_CMD_WRITE, 0, 8, buf2), 0);
+	ck_assert_uint_eq(wt_set(c2, 0, 0, wt), 1);
+	ck_assert_uint_eq(wt_set(c, 0, 0, 0), 2);
+	lio_drv_close(d2);
+	lio_drv_close(d);
+	lio_client_close(c2);
+	lio_client_close(c);
+}
+END_TEST
+
 /* ---- hostile commands: each completes with an error, the queue keeps working ---- */
 
 static uint16_t raw(struct lio_drv *d, struct nvme_sqe *sqe)
@@ -1038,6 +1098,93 @@ START_TEST(test_notify_and_daemon)
 }
 END_TEST
 
+/* ---- 4 KiB LBAs ---- */
+
+static void fill4k(uint8_t *p, unsigned tag, uint64_t lba, uint32_t nlb)
+{
+	uint32_t i;
+
+	for (i = 0; i < nlb; i++)
+		memset(p + ((size_t)i << 12), (int)(tag * 31 + lba + i) & 0xff, 4096);
+}
+
+/* `lvmm ssd serve --lba-size 4096`: identify says 4096-byte LBAs, volumes are counted in them
+ * (the table's reserved area too), commands address 4 KiB blocks of the window and land at the
+ * volume's absolute 4 KiB LBA in the backing, the window's end is enforced in those units, and
+ * the backing keeps its format: served again as 512 it is refused, naming both sizes. */
+START_TEST(test_lba_4k)
+{
+	const char *const extra[] = {"--lba-size", "4096", NULL};
+	struct lio_vol_attach a = {.size_bytes = VOL_BYTES, .name = "v4k",
+				   .flags = LIO_ATTACH_CREATE};
+	struct lio_drv_opts o = {.mode = LIO_MODE_ISOLATED, .qp_flags = LIO_QP_DB_POLL,
+				 .nr_qp = 1, .depth = 16, .lba_shift = 12};
+	struct lio_identify id;
+	struct lio_client *c;
+	struct lio_drv *d;
+	struct testutil_run r;
+	uint8_t *want = malloc(16 << 12), *got = malloc(16 << 12);
+	uint64_t buf, ends[2];
+	char err[256];
+	unsigned k;
+	int fd;
+
+	ck_assert(want && got);
+	daemon_stop(SIGTERM);
+	unlink(backing);
+	daemon_start(extra);
+	ck_assert_int_eq(lio_client_connect(&c, SSD, "lba4k", &id, err, sizeof(err)), 0);
+	ck_assert_uint_eq(id.lba_shift, 12);
+	ck_assert_uint_eq(id.capacity_lbas, ((BACKING_MB << 20) - RESERVED) >> 12);
+	ck_assert_msg(lio_client_vol_attach(c, &a) == 0, "%s", lio_client_error(c));
+	ck_assert_uint_eq(a.lba_count, VOL_BYTES >> 12);
+	ck_assert_uint_ge(a.lba_start, RESERVED >> 12);
+	o.vol_id = a.vol_id;
+	o.lba_start = a.lba_start;
+	o.lba_count = a.lba_count;
+	ck_assert_int_eq(lio_drv_open(&d, c, &o, err, sizeof(err)), 0);
+	buf = lio_drv_alloc(d, 16 << 12);
+	ck_assert(buf);
+	ends[0] = 0;
+	ends[1] = a.lba_count - 16;
+	for (k = 0; k < 2; k++) {
+		fill4k(lio_drv_ptr(d, buf), 4, ends[k], 16);
+		memcpy(want, lio_drv_ptr(d, buf), 16 << 12);
+		ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_WRITE, ends[k], 16, buf), 0);
+		memset(lio_drv_ptr(d, buf), 0, 16 << 12);
+		ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_READ, ends[k], 16, buf), 0);
+		ck_assert(!memcmp(lio_drv_ptr(d, buf), want, 16 << 12));
+		fd = open(backing, O_RDONLY);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(pread(fd, got, 16 << 12, (off_t)((a.lba_start + ends[k]) << 12)),
+				 16 << 12);
+		close(fd);
+		ck_assert_msg(!memcmp(got, want, 16 << 12), "backing at 4 KiB LBA %llu",
+			      (unsigned long long)(a.lba_start + ends[k]));
+	}
+	/* one 4 KiB block past the window's end, counted in 4 KiB blocks */
+	ck_assert_uint_eq(SC(lio_drv_io(d, 0, NVME_CMD_READ, a.lba_count - 15, 16, buf)),
+			  NVME_SC_LBA_RANGE);
+	lio_drv_close(d);
+	lio_client_close(c);
+	daemon_stop(SIGTERM);
+	{
+		char *args[] = {"ssd",	  "serve", SSD,	    "--backing", backing,
+				"--size", "256M",  "--lba-size", "512",	     NULL};
+
+		testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
+		ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0);
+		ck_assert_msg(strstr(r.err, "4096") && strstr(r.err, "512"), "%s", r.err);
+	}
+	daemon_start(NULL); /* the table's own format: 4096 */
+	ck_assert_int_eq(lio_client_connect(&c, SSD, "lba4k", &id, err, sizeof(err)), 0);
+	ck_assert_uint_eq(id.lba_shift, 12);
+	lio_client_close(c);
+	free(want);
+	free(got);
+}
+END_TEST
+
 static Suite *softssd_suite(void)
 {
 	Suite *s = suite_create("softssd");
@@ -1047,6 +1194,7 @@ static Suite *softssd_suite(void)
 	ADD(s, test_passthrough_poll_guest_rings);
 	ADD(s, test_passthrough_eventfd_sq_in_qmem);
 	ADD(s, test_zeroes_dsm_fua);
+	ADD(s, test_write_through);
 	ADD(s, test_hostile_commands);
 	ADD(s, test_hostile_requests);
 	ADD(s, test_client_disconnects_mid_io);
@@ -1055,6 +1203,7 @@ static Suite *softssd_suite(void)
 	ADD(s, test_socket_and_limits);
 	ADD(s, test_model_latency);
 	ADD(s, test_notify_and_daemon);
+	ADD(s, test_lba_4k);
 	return s;
 }
 
