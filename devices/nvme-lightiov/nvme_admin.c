@@ -30,7 +30,7 @@ void nvme_features_reset(struct nvme_ctrl *c)
 
 static uint64_t ns_blocks(const struct nvme_ctrl *c)
 {
-	return c->p.size >> NVME_LBA_SHIFT;
+	return c->p.size >> c->p.lba_shift;
 }
 
 /* A stable 16-byte namespace identifier derived from the serial number (FNV-1a, twice). */
@@ -100,7 +100,7 @@ static void id_ns_fill(struct nvme_ctrl *c, struct nvme_id_ns *ns)
 	ns->nlbaf = 0;
 	ns->flbas = 0;
 	ns->dlfeat = 0x1 | 0x8; /* deallocated blocks read zeroes; Write Zeroes may deallocate */
-	ns->lbaf[0].ds = NVME_LBA_SHIFT;
+	ns->lbaf[0].ds = c->p.lba_shift; /* the one format: the backend's own LBA size */
 	ns_nguid(c, ns->nguid);
 	if (c->p.readonly)
 		ns->nsattr = 1; /* write protected */

@@ -765,7 +765,7 @@ int nvme_ctrl_create(const struct nvme_ctrl_params *p, struct guest_mem *gm,
 		     unsigned errlen)
 {
 	struct nvme_ctrl *c;
-	uint64_t mqes = p->mqes ? p->mqes : 1023;
+	uint64_t mqes = p->mqes ? p->mqes : 1023, lba;
 
 	if (p->max_ioqs < 1 || p->max_ioqs > 65535) {
 		snprintf(err, errlen, "nvme %s: %u I/O queues is outside 1..65535", p->serial,
@@ -777,9 +777,15 @@ int nvme_ctrl_create(const struct nvme_ctrl_params *p, struct guest_mem *gm,
 			 p->serial, p->nvectors, p->dstrd, (unsigned)mqes);
 		return -EINVAL;
 	}
-	if (p->size < 512 || (p->size & 511)) {
-		snprintf(err, errlen, "nvme %s: size %llu is not a non-zero multiple of 512",
-			 p->serial, (unsigned long long)p->size);
+	if (p->lba_shift && p->lba_shift != 9 && p->lba_shift != 12) {
+		snprintf(err, errlen, "nvme %s: %u-byte LBAs (512 or 4096 are offered)", p->serial,
+			 1u << (p->lba_shift & 31));
+		return -EINVAL;
+	}
+	lba = 1ULL << (p->lba_shift ? p->lba_shift : NVME_LBA_SHIFT);
+	if (p->size < lba || (p->size & (lba - 1))) {
+		snprintf(err, errlen, "nvme %s: size %llu is not a non-zero multiple of %llu",
+			 p->serial, (unsigned long long)p->size, (unsigned long long)lba);
 		return -EINVAL;
 	}
 	if (p->cmb_size & (NVME_CTRL_PAGE - 1) || p->cmb_size > (1ULL << 30)) {
@@ -794,6 +800,8 @@ int nvme_ctrl_create(const struct nvme_ctrl_params *p, struct guest_mem *gm,
 	}
 	c->p = *p;
 	c->p.mqes = (uint16_t)mqes;
+	if (!c->p.lba_shift)
+		c->p.lba_shift = NVME_LBA_SHIFT;
 	copy_padded(c->p.serial, sizeof(c->p.serial) - 1, p->serial[0] ? p->serial : "LVMM0001");
 	c->p.serial[20] = 0;
 	c->gm = gm;

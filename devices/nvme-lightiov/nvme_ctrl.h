@@ -31,7 +31,8 @@ struct nvme_ctrl_params {
 	uint64_t cmb_size; /* bytes of controller memory buffer for SQs, 0 = none */
 	void *cmb_host;	   /* the CMB's memory when a backend owns it (NULL: the controller's) */
 	uint8_t cmb_bir;   /* BAR holding the CMB (CMBLOC.BIR) */
-	uint64_t size;	   /* namespace bytes (multiple of 512) */
+	uint64_t size;	   /* namespace bytes (a multiple of the LBA size) */
+	uint8_t lba_shift; /* log2 of the namespace's LBA size: 9 or 12 (0 = 9) */
 	bool readonly;
 	/* No Doorbell Buffer Config: a backend polling doorbell pages never reads shadow values,
 	 * and a driver using them would ring only when an event index it never sees asks. */

@@ -42,8 +42,8 @@ static void io_view_init(struct nvme_ctrl *c, struct io_view *v)
 	v->ctx.regions = v->r;
 	v->ctx.nr_regions = i;
 	v->ctx.lba_start = 0;
-	v->ctx.lba_count = c->p.size >> NVME_LBA_SHIFT;
-	v->ctx.lba_shift = NVME_LBA_SHIFT;
+	v->ctx.lba_count = c->p.size >> c->p.lba_shift;
+	v->ctx.lba_shift = c->p.lba_shift;
 	v->ctx.nsid = 1;
 	v->ctx.mdts_bytes = NVME_CTRL_MAX_XFER;
 	v->ctx.flags = LIO_CHECK_TRANSLATE;
@@ -142,8 +142,8 @@ static uint16_t io_dsm_ranges(struct nvme_ctrl *c, const struct io_view *v, cons
 	for (i = 0; i < nr; i++) {
 		if (!r[i].nlb)
 			continue;
-		req->ranges[req->nranges].off = r[i].slba << NVME_LBA_SHIFT;
-		req->ranges[req->nranges].len = (uint64_t)r[i].nlb << NVME_LBA_SHIFT;
+		req->ranges[req->nranges].off = r[i].slba << c->p.lba_shift;
+		req->ranges[req->nranges].len = (uint64_t)r[i].nlb << c->p.lba_shift;
 		req->nranges++;
 	}
 	return NVME_OK;
@@ -169,7 +169,7 @@ static uint16_t io_prepare(struct nvme_ctrl *c, const struct nvme_sqe *cmd, stru
 		req->op = io.kind == LIO_IO_READ ? NVME_IO_READ : NVME_IO_WRITE;
 		/* volatile write cache off: every write is as durable as a FUA one */
 		req->fua = io.fua || (io.kind == LIO_IO_WRITE && !c->feat_vwc);
-		req->off = io.dev_lba << NVME_LBA_SHIFT;
+		req->off = io.dev_lba << c->p.lba_shift;
 		req->len = io.bytes;
 		return segs_to_iov(c, io.segs, io.nsegs, req->iov, NVME_CTRL_MAX_IOV, &req->niov);
 	case LIO_IO_FLUSH:
@@ -177,7 +177,7 @@ static uint16_t io_prepare(struct nvme_ctrl *c, const struct nvme_sqe *cmd, stru
 		return NVME_OK;
 	case LIO_IO_ZEROES:
 		req->op = NVME_IO_ZEROES;
-		req->off = io.dev_lba << NVME_LBA_SHIFT;
+		req->off = io.dev_lba << c->p.lba_shift;
 		req->len = io.bytes;
 		return NVME_OK;
 	case LIO_IO_DSM:

@@ -96,10 +96,10 @@ int nvme_lio_open(struct nvme_lio **out, const struct nvme_lio_cfg *cfg, char *e
 		free(l);
 		return r;
 	}
-	if (l->id.lba_shift != 9) {
+	if (l->id.lba_shift != 9 && l->id.lba_shift != 12) {
 		snprintf(err, errlen,
-			 "vnvme %s: ssd %s has %u-byte LBAs; this controller offers 512", cfg->id,
-			 cfg->ssd, 1u << (l->id.lba_shift & 31));
+			 "vnvme %s: ssd %s has %u-byte LBAs; this controller offers 512 and 4096",
+			 cfg->id, cfg->ssd, 1u << (l->id.lba_shift & 31));
 		r = -EOPNOTSUPP;
 		goto fail;
 	}

@@ -10,7 +10,7 @@
 #include "nvme_int.h"
 #include "nvme_lio_emu.h"
 
-#define EMU_LBA	  512u
+#define EMU_LBA	  (1u << e->lba_shift)
 #define EMU_CHUNK NVME_CTRL_MAX_XFER /* one command's data at most (MDTS) */
 #define EMU_DEPTH 16
 
@@ -21,6 +21,7 @@ struct nvme_lio_emu {
 	uint64_t bounce_gpa;
 	uint8_t *bounce;
 	uint64_t lba_count;
+	uint32_t lba_shift; /* the SSD's: 9 or 12 */
 };
 
 int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg, uint64_t *size,
@@ -45,13 +46,14 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 		free(e);
 		return r;
 	}
-	if (id.lba_shift != 9) {
+	if (id.lba_shift != 9 && id.lba_shift != 12) {
 		snprintf(err, errlen,
-			 "vnvme %s: ssd %s has %u-byte LBAs; this controller offers 512", cfg->id,
-			 cfg->ssd, 1u << (id.lba_shift & 31));
+			 "vnvme %s: ssd %s has %u-byte LBAs; this controller offers 512 and 4096",
+			 cfg->id, cfg->ssd, 1u << (id.lba_shift & 31));
 		r = -EOPNOTSUPP;
 		goto fail;
 	}
+	e->lba_shift = id.lba_shift;
 	if (cfg->vol && cfg->vol[0]) {
 		snprintf(a.name, sizeof(a.name), "%s", cfg->vol);
 		a.flags = cfg->size ? LIO_ATTACH_CREATE : 0;
@@ -74,7 +76,7 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 	o.vol_id = a.vol_id;
 	o.lba_start = a.lba_start;
 	o.lba_count = a.lba_count;
-	o.lba_shift = 9;
+	o.lba_shift = e->lba_shift;
 	o.mode = LIO_MODE_ISOLATED; /* window-relative LBAs, checked by the SSD as well */
 	o.qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM |
 		     (id.flags & LIO_ID_DB_POLL ? LIO_QP_DB_POLL : LIO_QP_DB_EVENTFD) |
@@ -116,6 +118,11 @@ void nvme_lio_emu_close(struct nvme_lio_emu *e)
 const char *nvme_lio_emu_vol_name(const struct nvme_lio_emu *e)
 {
 	return e->vol;
+}
+
+uint32_t nvme_lio_emu_lba_shift(const struct nvme_lio_emu *e)
+{
+	return e->lba_shift;
 }
 
 /* The SSD's status as the guest's, a lost SSD as an internal error. */

@@ -15,6 +15,8 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 		      char *err, unsigned errlen);
 void nvme_lio_emu_close(struct nvme_lio_emu *e);
 const char *nvme_lio_emu_vol_name(const struct nvme_lio_emu *e);
+/* log2 of the SSD's LBA size (9 or 12): the namespace's format in emulate mode too */
+uint32_t nvme_lio_emu_lba_shift(const struct nvme_lio_emu *e);
 
 /* Synchronous: each request completes inside submit (the controller runs it on the thread that
  * rang the doorbell). */

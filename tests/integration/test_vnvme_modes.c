@@ -23,12 +23,14 @@
 
 static char dir[64], backing[128], logpath[128];
 static pid_t daemon_pid;
+static const char *lba_size = "512"; /* of a new backing: case lba4k serves 4096 */
 
 static void daemon_start(void)
 {
 	char size[16];
-	const char *argv[] = {testutil_lvmm(), "ssd",	 "serve", SSD, "--backing",
-			      backing,	       "--size", size,	  NULL};
+	const char *argv[] = {testutil_lvmm(), "ssd",	 "serve", SSD,	       "--backing",
+			      backing,	       "--size", size,	  "--lba-size", lba_size,
+			      NULL};
 	int i;
 
 	snprintf(size, sizeof(size), "%uM", BACKING_MB);
@@ -77,6 +79,13 @@ static void setup(void)
 	setenv("LVMM_STATE_DIR", "/proc/lvmm-none", 1);
 	setenv("LVMM_STATS", "1", 1);
 	daemon_start();
+}
+
+static void setup_4k(void)
+{
+	lba_size = "4096";
+	setup();
+	lba_size = "512";
 }
 
 static void teardown(void)
@@ -695,6 +704,46 @@ START_TEST(test_flr)
 }
 END_TEST
 
+/* An SSD with 4 KiB LBAs in every mode: the guest sees one 4096-byte LBA format and the
+ * volume's size in 4 KiB blocks, the vendor capability's window in the SSD's units (passthrough
+ * adds lba_start itself: the exported volume proves the unit), the pattern goes in and comes
+ * back, and the window's end holds in 4 KiB blocks. */
+START_TEST(test_lba_4k)
+{
+	static const struct {
+		const char *opts, *cmdline;
+	} c[] = {
+	    {"", ""},
+	    {",mode=passthrough", " bench.sq=cmb"},
+	    {",mode=emulate", ""},
+	    {",mode=passthrough,doorbell=eventfd", " bench.dbbuf=on"},
+	};
+	char vn[128], cl[256], vol[16], want[64];
+	struct testutil_run r;
+	unsigned i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		snprintf(vol, sizeof(vol), "k%u", i);
+		snprintf(vn, sizeof(vn), "%s:16M,vol=%s%s", SSD, vol, c[i].opts);
+		snprintf(cl, sizeof(cl), "bench.mode=lio bench.seed=%u bench.lba=%u bench.ios=200%s",
+			 50 + i, 3 * i, c[i].cmdline);
+		vm_run(&r, vn, cl);
+		assert_passed(&r, vn);
+		ck_assert_msg(strstr(r.out, "bench: lio namespace 4096 blocks of 4096 bytes"), "%s: %s",
+			      vn, r.out);
+		ck_assert_msg(strstr(r.out, "bench: lio requeue and reset ok"), "%s: %s", vn, r.out);
+		if (!strstr(c[i].opts, "emulate")) {
+			ck_assert_msg(strstr(r.out, "lba_size 4096 "), "%s: %s", vn, r.out);
+			snprintf(want, sizeof(want), "at LBA %llu,",
+				 (unsigned long long)stat_of(r.out, "vcap mode", "lba_start "));
+			ck_assert_msg(strstr(r.err, want), "%s: %s\n%s", vn, want, r.err);
+		}
+		/* the guest's 1024 blocks of 4 KiB from its LBA 3i, in 512-byte units */
+		vol_check(vol, 50 + i, 8 * 3 * i, 8 * 1024);
+	}
+}
+END_TEST
+
 static Suite *vnvme_modes_suite(void)
 {
 	Suite *s = suite_create("vnvme_modes");
@@ -718,6 +767,11 @@ static Suite *vnvme_modes_suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
 	tcase_add_test(t, test_flr);
+	suite_add_tcase(s, t);
+	t = tcase_create("lba4k");
+	tcase_add_checked_fixture(t, setup_4k, teardown);
+	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
+	tcase_add_test(t, test_lba_4k);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -26,6 +26,8 @@ static struct guest_mem gm;
 static struct nvme_ctrl *ctrl;
 static uint32_t asq_tail, acq_head;
 static uint8_t acq_phase;
+static uint32_t admin_nsid;	/* the next admin commands' NSID */
+static uint8_t ns_lba_shift; /* the next controller's LBA format (0: the default, 512) */
 
 /* what the hooks saw */
 static struct nvme_qp_bind bound[8];
@@ -80,6 +82,7 @@ static void make_ctrl(bool no_dbbuf)
 	    .cmb_host = cmb,
 	    .cmb_bir = 2,
 	    .size = 1 << 20,
+	    .lba_shift = ns_lba_shift,
 	    .no_dbbuf = no_dbbuf,
 	    .serial = "BIND0001",
 	};
@@ -112,6 +115,8 @@ static void setup(void)
 	memset(cmb, 0, CMB_SIZE);
 	gmem_init_buffer(&gm, ram, RAM_SIZE);
 	nbind = nunbind = bind_fail = 0;
+	admin_nsid = 0;
+	ns_lba_shift = 0;
 	backend_alive = true;
 	make_ctrl(true);
 	enable();
@@ -134,6 +139,7 @@ static uint16_t admin(uint8_t op, uint32_t cdw10, uint32_t cdw11, uint64_t prp1,
 	memset(e, 0, sizeof(*e));
 	e->opcode = op;
 	e->cid = (uint16_t)(asq_tail + 1);
+	e->nsid = admin_nsid;
 	e->cdw10 = cdw10;
 	e->cdw11 = cdw11;
 	e->prp1 = prp1;
@@ -269,6 +275,43 @@ START_TEST(test_flr_unbinds_and_resets)
 }
 END_TEST
 
+/* An SSD with 4 KiB LBAs: the namespace shows that one format and its size in 4 KiB blocks
+ * (the backend checks commands in the same units); other sizes and odd namespaces refused. */
+START_TEST(test_lba_4k)
+{
+	struct nvme_id_ns *ns = (struct nvme_id_ns *)(ram + ID_GPA);
+	struct nvme_ctrl_params p = {.max_ioqs = 1, .nvectors = 1, .size = 1 << 20};
+	struct nvme_ctrl *bad;
+	char err[128];
+
+	admin_nsid = 1;
+	ck_assert_uint_eq(admin(NVME_ADMIN_IDENTIFY, 0, 0, ID_GPA, 0), 0);
+	ck_assert_uint_eq(ns->nsze, (1 << 20) / 512);
+	ck_assert_uint_eq(ns->lbaf[0].ds, 9);
+	nvme_ctrl_destroy(ctrl);
+	ns_lba_shift = 12;
+	make_ctrl(true);
+	enable();
+	memset(ns, 0xa5, sizeof(*ns));
+	ck_assert_uint_eq(admin(NVME_ADMIN_IDENTIFY, 0, 0, ID_GPA, 0), 0);
+	ck_assert_uint_eq(ns->nsze, (1 << 20) / 4096);
+	ck_assert_uint_eq(ns->ncap, (1 << 20) / 4096);
+	ck_assert_uint_eq(ns->nlbaf, 0);
+	ck_assert_uint_eq(ns->flbas & 0xf, 0);
+	ck_assert_uint_eq(ns->lbaf[0].ds, 12);
+	ck_assert_uint_eq(ns->lbaf[0].ms, 0);
+	p.lba_shift = 10;
+	ck_assert_int_lt(
+	    nvme_ctrl_create(&p, &gm, &nvme_mem_backend_ops, NULL, NULL, &bad, err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "1024-byte LBAs"), "%s", err);
+	p.lba_shift = 12;
+	p.size = (1 << 20) + 512;
+	ck_assert_int_lt(
+	    nvme_ctrl_create(&p, &gm, &nvme_mem_backend_ops, NULL, NULL, &bad, err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "multiple of 4096"), "%s", err);
+}
+END_TEST
+
 /* Refusals: a second SQ on a bound CQ, and a backend that says no (the SQ stays absent). */
 START_TEST(test_bind_refusals)
 {
@@ -385,6 +428,7 @@ static Suite *nvme_bind_suite(void)
 	tcase_add_test(t, test_bind_on_create);
 	tcase_add_test(t, test_unbind_paths);
 	tcase_add_test(t, test_flr_unbinds_and_resets);
+	tcase_add_test(t, test_lba_4k);
 	tcase_add_test(t, test_bind_refusals);
 	tcase_add_test(t, test_bound_doorbells_ignored);
 	tcase_add_test(t, test_no_dbbuf);
