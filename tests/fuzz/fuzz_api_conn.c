@@ -1,19 +1,15 @@
-/* libFuzzer target for the API server's connection loop: up to four clients on the real Unix
- * socket send the input in pieces, interleaved, half-close or vanish, read or leave unread what
- * the server answers; the server (epoll, framing, keep-alive, eviction) runs in its own thread
- * against a fake VM and must keep answering a ping after every input. */
+/* libFuzzer target for the API server's connection loop, driven in one thread over socketpairs:
+ * four clients send the input in pieces, interleaved, half-close, vanish, read or leave unread;
+ * time moves only when the input says so (idle and request deadlines, 408s, eviction, the linger
+ * after vmm.shutdown); after every input a fresh client's ping must be answered 200. */
 #include <errno.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "../unit/test_api_fake.h"
@@ -21,100 +17,107 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FZ_CLIENTS 4
+#define FZ_IDLE_MS 200
+/* Turns a quiet server may take to settle: a level-triggered loop that keeps getting events
+ * with no client doing anything is busy-looping, which is a finding. */
+#define FZ_SETTLE_TURNS 256
 
-static struct api_vmm vmm;
-static char sock_path[108];
-static int listen_fd = -1, stop_fd = -1;
-static pthread_t server;
+static uint64_t fz_now;
 
-static void *server_main(void *arg)
+static uint64_t fz_clock(void)
 {
-	(void)arg;
-	api_serve(&vmm, listen_fd, stop_fd, 200);
-	return NULL;
+	return fz_now;
 }
 
-static void fz_setup(void)
+/* Lets the server handle everything pending; false when it has ended (vmm.shutdown). */
+static bool fz_settle(struct api_server *s)
 {
-	char err[256];
+	int r = 0;
 
-	snprintf(sock_path, sizeof(sock_path), "/tmp/lvmm-fuzz-api-%d.sock", (int)getpid());
-	api_vmm_init(&vmm, &fake_ops, NULL);
-	listen_fd = api_socket_listen(sock_path, err, sizeof(err));
-	stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (listen_fd < 0 || stop_fd < 0 || pthread_create(&server, NULL, server_main, NULL)) {
-		fprintf(stderr, "fuzz_api_conn: set-up: %s\n", err);
+	for (unsigned i = 0; i < FZ_SETTLE_TURNS; i++) {
+		r = api_server_turn(s, 0);
+		if (r <= 0)
+			break;
+	}
+	if (r > 0) {
+		fprintf(stderr, "fuzz_api_conn: the server never went quiet (%d events)\n", r);
 		abort();
 	}
+	if (r < 0 && r != -ESHUTDOWN) {
+		fprintf(stderr, "fuzz_api_conn: server turn: %s\n", strerror(-r));
+		abort();
+	}
+	return r == 0;
 }
 
-static int fz_connect(void)
+/* A new client: one end for the server (as accepted), the other returned. */
+static int fz_connect(struct api_server *s, bool small_buf)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int sv[2], sz = 4096;
 
-	memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		close(fd);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
+		abort();
+	/* a small send buffer makes the server's answers leave in pieces (EAGAIN, EPOLLOUT) */
+	if (small_buf)
+		setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	if (api_server_adopt(s, sv[0])) {
+		close(sv[1]);
 		return -1;
 	}
-	return fd;
+	return sv[1];
 }
 
-static void fz_drain(int fd, int wait_ms)
+static void fz_drain(int fd)
 {
-	struct pollfd p = {.fd = fd, .events = POLLIN};
 	char buf[4096];
 
-	while (poll(&p, 1, wait_ms) > 0 && read(fd, buf, sizeof(buf)) > 0)
-		wait_ms = 0;
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
 }
 
 /* The server still answers a fresh client: a lost loop or a stuck slot shows here. */
-static bool fz_ping(void)
+static bool fz_ping(struct api_server *s)
 {
 	static const char req[] = "GET /api/v1/vmm.ping HTTP/1.1\r\nHost: x\r\n\r\n";
-	struct pollfd p;
 	char buf[512];
-	int fd, i;
 	ssize_t n = 0;
+	int fd = fz_connect(s, false);
 
-	for (i = 0; i < 50; i++) {
-		fd = fz_connect();
-		if (fd >= 0)
-			break;
-		usleep(1000);
-	}
-	if (fd < 0 || send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(req) - 1) {
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0)
 		return false;
-	}
-	p = (struct pollfd){.fd = fd, .events = POLLIN};
-	if (poll(&p, 1, 5000) > 0)
+	if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) == (ssize_t)sizeof(req) - 1) {
+		fz_settle(s);
 		n = read(fd, buf, sizeof(buf) - 1);
+	}
 	close(fd);
 	return n >= 12 && !memcmp(buf, "HTTP/1.1 200", 12);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	int fds[FZ_CLIENTS];
+	struct api_vmm vmm;
+	struct api_server *s;
+	int fds[FZ_CLIENTS], err;
+	bool live = true;
 	size_t i = 0;
 	unsigned c;
 
-	if (listen_fd < 0)
-		fz_setup();
+	api_server_clock = fz_clock;
+	fz_now = 1000000;
+	api_vmm_init(&vmm, &fake_ops, NULL);
+	s = api_server_new(&vmm, -1, -1, FZ_IDLE_MS, &err);
+	if (!s)
+		abort();
 	for (c = 0; c < FZ_CLIENTS; c++)
 		fds[c] = -1;
 	/* control byte: client (2 bits), action (2 bits), piece length (4 bits, x8 bytes) */
-	while (i < size) {
+	while (i < size && live) {
 		uint8_t ctl = data[i++];
 		size_t len = (size_t)(ctl >> 4) * 8 + 1;
 
 		c = ctl & 3;
 		if (fds[c] < 0)
-			fds[c] = fz_connect();
+			fds[c] = fz_connect(s, ctl & 0x40);
 		if (fds[c] < 0)
 			continue;
 		if (len > size - i)
@@ -131,7 +134,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			i += len;
 			break;
 		case 2:
-			fz_drain(fds[c], 2);
+			if (ctl & 0x80) /* time passes: up to ~1.5 idle timeouts */
+				fz_now += (uint64_t)(ctl >> 4 & 7) * FZ_IDLE_MS / 4;
+			else
+				fz_drain(fds[c]);
 			break;
 		default:
 			if (ctl & 0x80)
@@ -142,25 +148,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			break;
 		}
+		live = fz_settle(s);
 	}
 	for (c = 0; c < FZ_CLIENTS; c++)
 		if (fds[c] >= 0) {
-			fz_drain(fds[c], 1);
+			fz_drain(fds[c]);
 			close(fds[c]);
 		}
-	if (!fz_ping()) {
-		/* an input may end the server on purpose (vmm.shutdown): start a new one */
-		if (pthread_tryjoin_np(server, NULL)) {
-			fprintf(stderr, "fuzz_api_conn: the server stopped answering a ping\n");
+	/* an input may end the server on purpose (vmm.shutdown): it must end, once its answers
+	 * are out or the linger is over, and never before the others are answered */
+	if (live && !vmm.shutdown && !fz_ping(s)) {
+		fprintf(stderr, "fuzz_api_conn: the server did not answer a ping\n");
+		abort();
+	}
+	if (vmm.shutdown) {
+		fz_now += 2000; /* past SERVER_LINGER_MS */
+		if (fz_settle(s)) {
+			fprintf(stderr, "fuzz_api_conn: still serving after vmm.shutdown\n");
 			abort();
 		}
-		api_vmm_release(&vmm);
-		close(listen_fd);
-		close(stop_fd);
-		listen_fd = -1;
-		fz_setup();
-		if (!fz_ping())
-			abort();
 	}
+	api_server_free(s);
+	api_vmm_release(&vmm);
 	return 0;
 }

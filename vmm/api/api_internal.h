@@ -159,5 +159,18 @@ const char *api_vnvme_mode_name(enum vnvme_mode m);
 int api_socket_listen(const char *path, char *err, unsigned errlen);
 /* Serves until vmm.shutdown or stop_fd (an eventfd, or -1) becomes readable. */
 int api_serve(struct api_vmm *vmm, int listen_fd, int stop_fd, int idle_timeout_ms);
+/* api_serve in parts, for a caller that runs the loop itself (the fuzz harness drives it over
+ * socketpairs in one thread): listen_fd and stop_fd may be -1; *err set on NULL. */
+struct api_server;
+struct api_server *api_server_new(struct api_vmm *vmm, int listen_fd, int stop_fd,
+				  int idle_timeout_ms, int *err);
+/* Takes a connected non-blocking stream socket as if accepted (closes it on failure). */
+int api_server_adopt(struct api_server *s, int fd);
+/* One pass of the loop: waits up to max_wait_ms (-1: until the next deadline) and handles what
+ * came; the number of events, or -ESHUTDOWN once the server is done, or another -errno. */
+int api_server_turn(struct api_server *s, int max_wait_ms);
+void api_server_free(struct api_server *s);
+/* The server's millisecond clock; NULL (the default) is CLOCK_MONOTONIC. */
+extern uint64_t (*api_server_clock)(void);
 
 #endif

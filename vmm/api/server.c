@@ -38,7 +38,7 @@ struct conn {
 	unsigned events;    /* epoll interest currently registered */
 };
 
-struct server {
+struct api_server {
 	struct api_vmm *vmm;
 	int ep;
 	int listen_fd;
@@ -46,13 +46,19 @@ struct server {
 	int idle_ms;
 	unsigned nconns;
 	uint64_t seq, evicted;
+	uint64_t shutdown_by;
 	struct conn *conns[SERVER_SLOTS];
 };
+
+uint64_t (*api_server_clock)(void);
+static char listen_tag, stop_tag; /* epoll data of the listening socket and the stop fd */
 
 static uint64_t server_now_ms(void)
 {
 	struct timespec ts;
 
+	if (api_server_clock)
+		return api_server_clock();
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
@@ -123,7 +129,7 @@ int api_socket_listen(const char *path, char *err, unsigned errlen)
 	return fd;
 }
 
-static int server_watch(struct server *s, struct conn *c, unsigned events)
+static int server_watch(struct api_server *s, struct conn *c, unsigned events)
 {
 	struct epoll_event ev = {.events = events, .data.ptr = c};
 
@@ -133,7 +139,7 @@ static int server_watch(struct server *s, struct conn *c, unsigned events)
 	return epoll_ctl(s->ep, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
-static void server_close(struct server *s, struct conn *c)
+static void server_close(struct api_server *s, struct conn *c)
 {
 	unsigned i;
 
@@ -161,7 +167,7 @@ static void server_queue(struct conn *c, const struct api_response *r, bool keep
 
 /* Parses and answers buffered requests, one at a time: a pipelined request waits until the
  * answer to the previous one is out, so a client that does not read cannot grow our memory. */
-static bool server_progress(struct server *s, struct conn *c)
+static bool server_progress(struct api_server *s, struct conn *c)
 {
 	struct api_http *h = &c->http;
 	bool answered = false;
@@ -223,7 +229,7 @@ static bool server_progress(struct server *s, struct conn *c)
 }
 
 /* Returns false when the connection is finished and must be closed. */
-static bool server_flush(struct server *s, struct conn *c)
+static bool server_flush(struct api_server *s, struct conn *c)
 {
 	while (c->out && c->out_off < c->out_len) {
 		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
@@ -253,7 +259,7 @@ static bool server_flush(struct server *s, struct conn *c)
 	return true;
 }
 
-static bool server_read(struct server *s, struct conn *c)
+static bool server_read(struct api_server *s, struct conn *c)
 {
 	for (;;) {
 		char junk[4096];
@@ -282,7 +288,7 @@ static bool server_read(struct server *s, struct conn *c)
 	}
 }
 
-static void server_conn_event(struct server *s, struct conn *c, unsigned events)
+static void server_conn_event(struct api_server *s, struct conn *c, unsigned events)
 {
 	if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) && !c->rd_eof) {
 		if (!server_read(s, c))
@@ -317,7 +323,7 @@ close:
 
 /* Frees a slot for a new client: closes the connection quiet for longest. Requests are answered
  * as soon as they are complete, so it holds no request in progress past a partial one. */
-static void server_evict(struct server *s)
+static void server_evict(struct api_server *s)
 {
 	struct conn *victim = NULL;
 	unsigned i;
@@ -331,45 +337,55 @@ static void server_evict(struct server *s)
 	}
 }
 
-static void server_accept(struct server *s)
+/* Takes a connected non-blocking socket into a slot (closed on failure). */
+static int server_add(struct api_server *s, int fd)
+{
+	struct epoll_event ev;
+	struct conn *c;
+	unsigned i;
+
+	if (s->nconns >= API_MAX_CONNS)
+		server_evict(s);
+	for (i = 0; i < SERVER_SLOTS; i++)
+		if (!s->conns[i])
+			break;
+	c = i < SERVER_SLOTS ? calloc(1, sizeof(*c)) : NULL;
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->fd = fd;
+	api_http_init(&c->http);
+	c->active = ++s->seq;
+	c->deadline = server_now_ms() + s->idle_ms;
+	c->events = EPOLLIN | EPOLLRDHUP;
+	ev.events = c->events;
+	ev.data.ptr = c;
+	if (epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev)) {
+		int r = -errno;
+
+		close(fd);
+		free(c);
+		return r;
+	}
+	s->conns[i] = c;
+	s->nconns++;
+	return 0;
+}
+
+static void server_accept(struct api_server *s)
 {
 	for (;;) {
 		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct epoll_event ev;
-		struct conn *c;
-		unsigned i;
 
 		if (fd < 0)
 			return; /* EAGAIN, or a transient error such as EMFILE: retry next event */
-		if (s->nconns >= API_MAX_CONNS)
-			server_evict(s);
-		for (i = 0; i < SERVER_SLOTS; i++)
-			if (!s->conns[i])
-				break;
-		c = i < SERVER_SLOTS ? calloc(1, sizeof(*c)) : NULL;
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->fd = fd;
-		api_http_init(&c->http);
-		c->active = ++s->seq;
-		c->deadline = server_now_ms() + s->idle_ms;
-		c->events = EPOLLIN | EPOLLRDHUP;
-		ev.events = c->events;
-		ev.data.ptr = c;
-		if (epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev)) {
-			close(fd);
-			free(c);
-			continue;
-		}
-		s->conns[i] = c;
-		s->nconns++;
+		server_add(s, fd);
 	}
 }
 
 /* Drops connections past their deadline; a request cut off mid-way gets a 408 first. */
-static int server_sweep(struct server *s)
+static int server_sweep(struct api_server *s)
 {
 	uint64_t now = server_now_ms(), next = now + 1000;
 	unsigned i;
@@ -408,7 +424,7 @@ static int server_sweep(struct server *s)
 	return (int)(next - now);
 }
 
-static bool server_output_pending(struct server *s)
+static bool server_output_pending(struct api_server *s)
 {
 	for (unsigned i = 0; i < SERVER_SLOTS; i++)
 		if (s->conns[i] && s->conns[i]->out)
@@ -416,72 +432,107 @@ static bool server_output_pending(struct server *s)
 	return false;
 }
 
-int api_serve(struct api_vmm *vmm, int listen_fd, int stop_fd, int idle_timeout_ms)
+struct api_server *api_server_new(struct api_vmm *vmm, int listen_fd, int stop_fd,
+			      int idle_timeout_ms, int *err)
 {
-	struct server s = {.vmm = vmm, .listen_fd = listen_fd, .stop_fd = stop_fd};
-	struct epoll_event ev, evs[SERVER_MAX_EVENTS];
-	static char listen_tag, stop_tag;
-	uint64_t shutdown_by = 0;
-	int r = 0;
+	struct api_server *s = calloc(1, sizeof(*s));
+	struct epoll_event ev;
 
-	s.idle_ms = idle_timeout_ms > 0 ? idle_timeout_ms : API_IDLE_TIMEOUT_MS;
-	s.ep = epoll_create1(EPOLL_CLOEXEC);
-	if (s.ep < 0)
-		return -errno;
+	*err = -ENOMEM;
+	if (!s)
+		return NULL;
+	*s = (struct api_server){.vmm = vmm, .listen_fd = listen_fd, .stop_fd = stop_fd};
+	s->idle_ms = idle_timeout_ms > 0 ? idle_timeout_ms : API_IDLE_TIMEOUT_MS;
+	s->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (s->ep < 0)
+		goto fail;
 	ev.events = EPOLLIN;
 	ev.data.ptr = &listen_tag;
-	if (epoll_ctl(s.ep, EPOLL_CTL_ADD, listen_fd, &ev)) {
-		r = -errno;
-		goto out;
-	}
+	if (listen_fd >= 0 && epoll_ctl(s->ep, EPOLL_CTL_ADD, listen_fd, &ev))
+		goto fail;
 	if (stop_fd >= 0) {
 		ev.data.ptr = &stop_tag;
-		if (epoll_ctl(s.ep, EPOLL_CTL_ADD, stop_fd, &ev)) {
-			r = -errno;
-			goto out;
-		}
+		if (epoll_ctl(s->ep, EPOLL_CTL_ADD, stop_fd, &ev))
+			goto fail;
 	}
+	return s;
+fail:
+	*err = -errno;
+	if (s->ep >= 0)
+		close(s->ep);
+	free(s);
+	return NULL;
+}
 
-	for (;;) {
-		int timeout = server_sweep(&s), n, i;
+int api_server_adopt(struct api_server *s, int fd)
+{
+	return server_add(s, fd);
+}
 
-		if (vmm->shutdown) {
-			/* Give the vmm.shutdown answer (and others in flight) a moment to leave. */
-			if (!shutdown_by)
-				shutdown_by = server_now_ms() + SERVER_LINGER_MS;
-			if (!server_output_pending(&s) || server_now_ms() >= shutdown_by)
-				break;
+int api_server_turn(struct api_server *s, int max_wait_ms)
+{
+	struct epoll_event evs[SERVER_MAX_EVENTS];
+	struct api_vmm *vmm = s->vmm;
+	int timeout = server_sweep(s), n, i;
+
+	if (max_wait_ms >= 0 && timeout > max_wait_ms)
+		timeout = max_wait_ms;
+	if (vmm->shutdown) {
+		/* Give the vmm.shutdown answer (and others in flight) a moment to leave. */
+		if (!s->shutdown_by)
+			s->shutdown_by = server_now_ms() + SERVER_LINGER_MS;
+		if (!server_output_pending(s) || server_now_ms() >= s->shutdown_by)
+			return -ESHUTDOWN;
+		if (timeout > 10)
 			timeout = 10;
-		}
-		n = epoll_wait(s.ep, evs, SERVER_MAX_EVENTS, timeout);
-		if (n < 0 && errno != EINTR) {
-			r = -errno;
-			break;
-		}
-		for (i = 0; i < n; i++) {
-			if (evs[i].data.ptr == &listen_tag) {
-				server_accept(&s);
-			} else if (evs[i].data.ptr == &stop_tag) {
-				/* The VM stopped or a signal came: finish sending answers in
-				 * flight (a vm.shutdown's 204) as vmm.shutdown does, then leave. */
-				epoll_ctl(s.ep, EPOLL_CTL_DEL, stop_fd, NULL);
-				vmm->shutdown = true;
-			} else {
-				struct conn *c = evs[i].data.ptr;
-				bool live = false;
-
-				/* An earlier event of this batch may have closed it. */
-				for (unsigned k = 0; k < SERVER_SLOTS; k++)
-					live |= s.conns[k] == c;
-				if (live)
-					server_conn_event(&s, c, evs[i].events);
-			}
-		}
 	}
-out:
+	n = epoll_wait(s->ep, evs, SERVER_MAX_EVENTS, timeout);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (i = 0; i < n; i++) {
+		struct conn *c = evs[i].data.ptr;
+		bool live = false;
+
+		if (s->listen_fd >= 0 && evs[i].data.ptr == &listen_tag) {
+			server_accept(s);
+			continue;
+		}
+		if (s->stop_fd >= 0 && evs[i].data.ptr == &stop_tag) {
+			/* The VM stopped or a signal came: finish sending answers in flight (a
+			 * vm.shutdown's 204) as vmm.shutdown does, then leave. */
+			epoll_ctl(s->ep, EPOLL_CTL_DEL, s->stop_fd, NULL);
+			vmm->shutdown = true;
+			continue;
+		}
+		/* An earlier event of this batch may have closed it. */
+		for (unsigned k = 0; k < SERVER_SLOTS; k++)
+			live |= s->conns[k] == c;
+		if (live)
+			server_conn_event(s, c, evs[i].events);
+	}
+	return n;
+}
+
+void api_server_free(struct api_server *s)
+{
 	for (unsigned i = 0; i < SERVER_SLOTS; i++)
-		if (s.conns[i])
-			server_close(&s, s.conns[i]);
-	close(s.ep);
-	return r;
+		if (s->conns[i])
+			server_close(s, s->conns[i]);
+	close(s->ep);
+	free(s);
+}
+
+int api_serve(struct api_vmm *vmm, int listen_fd, int stop_fd, int idle_timeout_ms)
+{
+	struct api_server *s;
+	int r;
+
+	s = api_server_new(vmm, listen_fd, stop_fd, idle_timeout_ms, &r);
+	if (!s)
+		return r;
+	do
+		r = api_server_turn(s, -1);
+	while (r >= 0);
+	api_server_free(s);
+	return r == -ESHUTDOWN ? 0 : r;
 }
