@@ -24,9 +24,18 @@ uint64_t nvme_ctrl_bar0_size(const struct nvme_ctrl *c)
 }
 
 /* A queue ring as a host pointer: guest RAM, or the CMB for SQs when the host placed it there. */
+/* NVMe 1.4: the controller memory space is enabled (CMBMSC.CMSE) at the base the host gave
+ * (CBA). Controller addresses are guest-physical here, so the only base that works is where the
+ * CMB BAR decodes now; any other reads back as Controller Base Address Invalid. */
+static bool cmb_space_on(const struct nvme_ctrl *c)
+{
+	return c->cmb && c->cmb_gpa != ~0ULL && (c->cmbmsc & NVME_CMBMSC_CRE) &&
+	       (c->cmbmsc & NVME_CMBMSC_CMSE) && (c->cmbmsc & NVME_CMBMSC_CBA_MASK) == c->cmb_gpa;
+}
+
 bool nvme_in_cmb(const struct nvme_ctrl *c, uint64_t base, uint64_t bytes)
 {
-	return c->cmb && c->cmb_gpa != ~0ULL && base >= c->cmb_gpa &&
+	return cmb_space_on(c) && base >= c->cmb_gpa &&
 	       base - c->cmb_gpa < c->p.cmb_size && bytes <= c->p.cmb_size - (base - c->cmb_gpa);
 }
 
@@ -445,9 +454,15 @@ static uint32_t reg_read32(struct nvme_ctrl *c, uint64_t off)
 	case NVME_REG_ACQ + 4:
 		return (uint32_t)(c->acq >> 32);
 	case NVME_REG_CMBLOC:
-		return c->cmbloc;
+		return c->cmbmsc & NVME_CMBMSC_CRE ? c->cmbloc : 0;
 	case NVME_REG_CMBSZ:
-		return c->cmbsz;
+		return c->cmbmsc & NVME_CMBMSC_CRE ? c->cmbsz : 0;
+	case NVME_REG_CMBMSC:
+		return (uint32_t)c->cmbmsc;
+	case NVME_REG_CMBMSC + 4:
+		return (uint32_t)(c->cmbmsc >> 32);
+	case NVME_REG_CMBSTS:
+		return (c->cmbmsc & NVME_CMBMSC_CMSE) && !cmb_space_on(c) ? NVME_CMBSTS_CBAI : 0;
 	default:
 		return 0;
 	}
@@ -483,6 +498,17 @@ static void reg_write32(struct nvme_ctrl *c, uint64_t off, uint32_t val)
 		break;
 	case NVME_REG_CC:
 		cc_write(c, val);
+		break;
+	case NVME_REG_CMBMSC:
+	case NVME_REG_CMBMSC + 4:
+		/* reserved without a CMB (CAP.CMBS clear); either half may come first (Linux
+		 * writes the high one first), so validity is judged on use, not here */
+		if (c->cmb) {
+			unsigned sh = off == NVME_REG_CMBMSC ? 0 : 32;
+			uint64_t v = (c->cmbmsc & ~(0xffffffffULL << sh)) | (uint64_t)val << sh;
+
+			c->cmbmsc = v & (NVME_CMBMSC_CBA_MASK | NVME_CMBMSC_CMSE | NVME_CMBMSC_CRE);
+		}
 		break;
 	case NVME_REG_AQA:
 		if (!en)
@@ -828,7 +854,11 @@ int nvme_ctrl_create(const struct nvme_ctrl_params *p, struct guest_mem *gm,
 	c->cap = mqes | NVME_CAP_CQR | (30ULL << NVME_CAP_TO_SHIFT) |
 		 ((uint64_t)p->dstrd << NVME_CAP_DSTRD_SHIFT) | NVME_CAP_CSS_NVM;
 	if (c->cmb) {
+		/* Described the 1.4 way: CMBLOC/CMBSZ show once the host sets CMBMSC.CRE, and SQs
+		 * go in once it enables the controller memory space at the BAR's address. */
+		c->cap |= NVME_CAP_CMBS;
 		/* SZU 4 KiB units; SQs only (data in the CMB is not supported). */
+
 		c->cmbloc = p->cmb_bir & 7;
 		c->cmbsz = NVME_CMBSZ_SQS | (uint32_t)(p->cmb_size >> 12) << NVME_CMBSZ_SZ_SHIFT;
 	}

@@ -134,6 +134,11 @@ NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_bar, pmrcap) == NVME_REG_PMRCAP, "P
 #define NVME_CMBSZ_WDS	       (1u << 4)
 #define NVME_CMBSZ_SZU_SHIFT   8 /* 0: 4 KiB, 1: 64 KiB, 2: 1 MiB ... */
 #define NVME_CMBSZ_SZ_SHIFT    12
+/* CMBMSC / CMBSTS (NVMe 1.4, with CAP.CMBS) */
+#define NVME_CMBMSC_CRE	       (1ULL << 0) /* Capabilities Registers Enabled: CMBLOC/CMBSZ */
+#define NVME_CMBMSC_CMSE       (1ULL << 1) /* Controller Memory Space Enable */
+#define NVME_CMBMSC_CBA_MASK   (~0xfffULL) /* Controller Base Address */
+#define NVME_CMBSTS_CBAI       (1u << 0)   /* Controller Base Address Invalid */
 
 /* ---- Queue entries ---- */
 

@@ -101,6 +101,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (nvme_ctrl_create(&p, &gm, &fz_ops, &disk, &h, &c, err, sizeof(err)))
 		abort();
 	nvme_ctrl_set_cmb_gpa(c, 0x80000);
+	{
+		/* SQs may go in the CMB (NVMe 1.4: its memory space enabled at the BAR) */
+		uint64_t msc = NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | 0x80000;
+
+		nvme_ctrl_bar0_write(c, NVME_REG_CMBMSC, &msc, 8);
+	}
 	bring_up(c);
 	while (i + 2 <= size) {
 		uint8_t op = data[i++] % 8;

@@ -1005,6 +1005,9 @@ START_TEST(test_cmb_sq)
 
 	nvme_ctrl_destroy(ctrl);
 	make_ctrl(64 * 1024, false);
+	/* NVMe 1.4: the CMB registers show once CMBMSC.CRE is set */
+	ck_assert_uint_eq(r32(NVME_REG_CMBSZ), 0);
+	w32(NVME_REG_CMBMSC, NVME_CMBMSC_CRE);
 	ck_assert_uint_eq(r32(NVME_REG_CMBLOC), 2);
 	ck_assert_uint_eq(r32(NVME_REG_CMBSZ), NVME_CMBSZ_SQS | 16 << 12);
 	cmb = nvme_ctrl_cmb(ctrl, &size);
@@ -1016,6 +1019,7 @@ START_TEST(test_cmb_sq)
 	ck_assert_uint_eq(create_sq(1, CMB_GPA + 0x1000, IOQ_SIZE, 1),
 			  SC(0, NVME_SC_INVALID_FIELD));
 	nvme_ctrl_set_cmb_gpa(ctrl, CMB_GPA);
+	w64(NVME_REG_CMBMSC, NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | CMB_GPA);
 	ck_assert_uint_eq(create_sq(1, CMB_GPA + 0x1000, IOQ_SIZE, 1), 0);
 	c = mk(NVME_CMD_FLUSH, 90);
 	c.nsid = 1;

@@ -92,6 +92,9 @@ static void make_ctrl(bool no_dbbuf)
 	ck_assert_int_eq(
 	    nvme_ctrl_create(&p, &gm, &nvme_mem_backend_ops, NULL, &h, &ctrl, err, sizeof(err)), 0);
 	nvme_ctrl_set_cmb_gpa(ctrl, CMB_GPA);
+	/* the controller memory space at the BAR, as Linux enables it (NVMe 1.4) */
+	w32(NVME_REG_CMBMSC + 4, (uint32_t)(CMB_GPA >> 32));
+	w32(NVME_REG_CMBMSC, NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | (uint32_t)CMB_GPA);
 }
 
 static void enable(void)
