@@ -298,6 +298,13 @@ static bool lio_setup(void)
 	cfg_write(devfn, 0x1c, 0);
 	cfg_write(devfn, 4, 0x6);
 	regs = (volatile uint8_t *)LIO_BAR_GPA;
+	/* NVMe 1.4 (CAP.CMBS): CMBSZ shows once CMBMSC.CRE is set, SQs go in once the controller
+	 * memory space is enabled at the BAR's address */
+	if (rd32(NVME_REG_CAP + 4) & (uint32_t)(NVME_CAP_CMBS >> 32)) {
+		wr32(NVME_REG_CMBMSC + 4, 0);
+		wr32(NVME_REG_CMBMSC, (uint32_t)(NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | LIO_CMB_GPA));
+		check(!(rd32(NVME_REG_CMBSTS) & NVME_CMBSTS_CBAI), "CMB base address accepted");
+	}
 	if (!ctrl_init()) {
 		bench_printf("bench: lio FAIL enable, csts %x\n", rd32(NVME_REG_CSTS));
 		return false;

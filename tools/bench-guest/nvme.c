@@ -258,11 +258,19 @@ static struct nvme_sqe rw(uint8_t op, uint64_t slba, unsigned len, uint8_t *buf)
  * without an exit. BAR2 moves below 4 GiB where this guest has page tables. */
 static void cmb_loop(unsigned devfn, uint64_t nsze)
 {
-	uint32_t cmbsz = rd32(NVME_REG_CMBSZ), bir = NVME_CMBLOC_BIR(rd32(NVME_REG_CMBLOC));
+	bool cmbs = rd32(NVME_REG_CAP + 4) & (uint32_t)(NVME_CAP_CMBS >> 32);
+	uint32_t cmbsz, bir;
 	uint64_t t0, t1;
 	struct nvme_sqe c;
 	unsigned i;
 
+	/* NVMe 1.4 (CAP.CMBS): CMBLOC and CMBSZ read zero until CMBMSC.CRE asks for them */
+	if (cmbs) {
+		check(rd32(NVME_REG_CMBSZ) == 0, "CMBSZ zero before CMBMSC.CRE");
+		wr32(NVME_REG_CMBMSC, NVME_CMBMSC_CRE);
+	}
+	cmbsz = rd32(NVME_REG_CMBSZ);
+	bir = NVME_CMBLOC_BIR(rd32(NVME_REG_CMBLOC));
 	if (!(cmbsz & NVME_CMBSZ_SQS) || bir != 2) {
 		bench_puts("bench: nvme no CMB for SQs, skipped\n");
 		return;
@@ -272,6 +280,12 @@ static void cmb_loop(unsigned devfn, uint64_t nsze)
 	cfg_write(devfn, 0x1c, 0);
 	cfg_write(devfn, 0x10, (uint32_t)NVME_BAR_GPA); /* BAR0 stays */
 	cfg_write(devfn, 4, 0x6);
+	if (cmbs) {
+		/* the controller memory space at the BAR's new address (high half first) */
+		wr32(NVME_REG_CMBMSC + 4, 0);
+		wr32(NVME_REG_CMBMSC, (uint32_t)(NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | NVME_CMB_GPA));
+		check(!(rd32(NVME_REG_CMBSTS) & NVME_CMBSTS_CBAI), "CMB base address accepted");
+	}
 	c = cmd(NVME_ADMIN_DELETE_SQ);
 	c.cdw10 = 1;
 	check(run(0, &c, NULL) == 0, "delete SQ 1");
