@@ -1,5 +1,6 @@
 /* Device set-up for a VM: the PCI host bridge and one vNVMe controller per --vnvme, wired to
- * KVM (MSI-X routes, irqfds, doorbell ioeventfds, CMB memory slot) through vm.h services. */
+ * KVM (MSI-X routes, irqfds, doorbell ioeventfds, CMB memory slot) through vm.h services, and
+ * vNVMe functions added and removed at run time through the ACPI PCI hotplug controller. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -7,6 +8,8 @@
 #include <string.h>
 
 #include "devices.h"
+#include "hotplug.h"
+#include "layout.h"
 #include "lightiov/vcap.h"
 #include "nvme-lightiov/nvme_ctrl.h"
 #include "nvme-lightiov/nvme_file.h"
@@ -68,6 +71,8 @@ struct devices {
 	unsigned n;
 	struct vnvme *nvme[CONFIG_MAX_VNVME];
 	struct virtio_rng *rng; /* cfg->rng_src set: virtio-rng after the vNVMe slots */
+	struct hotplug hp;	/* bus 0's slots as the guest's ACPI sees them */
+	bool hp_up;
 };
 
 /* One VM per lvmm process in practice; a small table keeps devices.h free of state. */
@@ -572,6 +577,160 @@ fail:
 	return r;
 }
 
+/* An edge on the Generic Event Device's pin: the guest's _EVT runs the hotplug scan. */
+static void devices_ged_notify(void *opaque)
+{
+	struct vm *vm = opaque;
+	int r = vm_set_irq_line(vm, LAYOUT_ACPI_GED_IRQ, true);
+
+	if (!r)
+		r = vm_set_irq_line(vm, LAYOUT_ACPI_GED_IRQ, false);
+	if (r)
+		fprintf(stderr, "lvmm: pci hotplug: GED interrupt %u: %s\n", LAYOUT_ACPI_GED_IRQ,
+			strerror(-r));
+}
+
+static unsigned vnvme_slot(const struct vnvme *v)
+{
+	return v->pci.devfn >> 3;
+}
+
+static struct vnvme *devices_find(struct devices *ds, const char *id, unsigned *idx)
+{
+	unsigned i;
+
+	for (i = 0; i < ds->n; i++)
+		if (!strcmp(ds->nvme[i]->cfg.id, id)) {
+			if (idx)
+				*idx = i;
+			return ds->nvme[i];
+		}
+	return NULL;
+}
+
+int devices_add_vnvme(struct vm *vm, const struct vnvme_config *c, unsigned idx, unsigned *slot,
+		      char *err, unsigned errlen)
+{
+	struct devices *ds;
+	struct vnvme *v;
+	int r;
+
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	pthread_mutex_unlock(&devices_lock);
+	if (!ds || !ds->hp_up) {
+		snprintf(err, errlen, "vnvme %s: the VM has no PCI hotplug controller", c->id);
+		return -ENODEV;
+	}
+	if (ds->n >= CONFIG_MAX_VNVME) {
+		snprintf(err, errlen,
+			 "vnvme %s: the VM already has %u vNVMe functions, the most it takes",
+			 c->id, ds->n);
+		return -ENOSPC;
+	}
+	r = vnvme_create(ds, vm, c, idx, err, errlen);
+	if (r)
+		return r;
+	v = ds->nvme[ds->n - 1];
+	*slot = vnvme_slot(v);
+	r = hotplug_plug(&ds->hp, *slot);
+	if (r) {
+		snprintf(err, errlen, "vnvme %s: PCI slot %u: %s", c->id, *slot, strerror(-r));
+		pthread_mutex_lock(&devices_lock);
+		ds->nvme[--ds->n] = NULL;
+		pthread_mutex_unlock(&devices_lock);
+		vnvme_free(v);
+		return r;
+	}
+	fprintf(stderr, "lvmm: vnvme %s: hot-added at PCI 0000:00:%02x.0\n", v->cfg.id, *slot);
+	return 0;
+}
+
+/* The guest ejected v (or the VM is being reset): backend queue pairs, anonymous volume,
+ * memory slots, ioeventfds and irqfds go with vnvme_free; the slot is free again. */
+static void devices_teardown(struct devices *ds, unsigned i)
+{
+	struct vnvme *v = ds->nvme[i];
+	unsigned slot = vnvme_slot(v);
+
+	pthread_mutex_lock(&devices_lock);
+	memmove(&ds->nvme[i], &ds->nvme[i + 1], (ds->n - i - 1) * sizeof(ds->nvme[0]));
+	ds->nvme[--ds->n] = NULL;
+	pthread_mutex_unlock(&devices_lock);
+	fprintf(stderr, "lvmm: vnvme %s: removed from PCI 0000:00:%02x.0\n", v->cfg.id, slot);
+	vnvme_free(v);
+	hotplug_release(&ds->hp, slot);
+}
+
+int devices_remove(struct vm *vm, const char *id, unsigned timeout_ms, char *err, unsigned errlen)
+{
+	struct devices *ds;
+	struct vnvme *v;
+	unsigned i, slot;
+	int r;
+
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	pthread_mutex_unlock(&devices_lock);
+	v = ds ? devices_find(ds, id, &i) : NULL;
+	if (!v) {
+		snprintf(err, errlen, "device %s: no such device", id);
+		return -ENOENT;
+	}
+	if (!ds->hp_up) {
+		snprintf(err, errlen, "device %s: the VM has no PCI hotplug controller", id);
+		return -ENODEV;
+	}
+	slot = vnvme_slot(v);
+	r = hotplug_unplug(&ds->hp, slot);
+	if (!r)
+		r = hotplug_wait_eject(&ds->hp, slot, timeout_ms);
+	if (r == -ETIMEDOUT) {
+		snprintf(err, errlen,
+			 "device %s: the guest did not eject PCI slot %u within %u ms; the removal "
+			 "stays pending (a later eject completes on the next vm.remove-device, a "
+			 "vm.reboot completes it at once)",
+			 id, slot, timeout_ms);
+		return r;
+	}
+	if (r) {
+		snprintf(err, errlen, "device %s: PCI slot %u: %s", id, slot, strerror(-r));
+		return r;
+	}
+	devices_teardown(ds, i);
+	return 0;
+}
+
+bool devices_removing(struct vm *vm, const char *id)
+{
+	struct devices *ds;
+	struct vnvme *v;
+	enum hotplug_slot_state s = HOTPLUG_PRESENT;
+
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	pthread_mutex_unlock(&devices_lock);
+	v = ds && ds->hp_up ? devices_find(ds, id, NULL) : NULL;
+	if (v)
+		s = hotplug_state(&ds->hp, vnvme_slot(v));
+	return s == HOTPLUG_REMOVING || s == HOTPLUG_EJECTED;
+}
+
+int devices_slot(struct vm *vm, const char *id, unsigned *slot)
+{
+	struct devices *ds;
+	struct vnvme *v = NULL;
+
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	if (ds)
+		v = devices_find(ds, id, NULL);
+	if (v)
+		*slot = vnvme_slot(v);
+	pthread_mutex_unlock(&devices_lock);
+	return v ? 0 : -ENOENT;
+}
+
 int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned errlen)
 {
 	struct pci_platform_ops ops = {
@@ -606,11 +765,25 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 		return r;
 	}
 	ds->bus_up = true;
+	hotplug_init(&ds->hp, devices_ged_notify, vm);
+	r = bus_register(vm_pio_bus(vm), LAYOUT_HOTPLUG_PORT, LAYOUT_HOTPLUG_LEN, &hotplug_bus_ops,
+			 &ds->hp, "pci-hotplug");
+	if (r) {
+		snprintf(err, errlen, "devices: PCI hotplug ports 0x%x: %s", LAYOUT_HOTPLUG_PORT,
+			 strerror(-r));
+		hotplug_destroy(&ds->hp);
+		pci_bus_exit(&ds->bus);
+		free(ds);
+		return r;
+	}
+	ds->hp_up = true;
 	pthread_mutex_lock(&devices_lock);
 	devices_tab[slot] = ds;
 	pthread_mutex_unlock(&devices_lock);
 	for (i = 0; i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++) {
 		r = vnvme_create(ds, vm, &cfg->vnvme[i], i, err, errlen);
+		if (!r)
+			r = hotplug_boot_present(&ds->hp, vnvme_slot(ds->nvme[ds->n - 1]));
 		if (r) {
 			devices_exit(vm);
 			return r;
@@ -622,6 +795,8 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 				      errlen);
 		if (!r)
 			r = pci_bus_add(&ds->bus, virtio_rng_pci(ds->rng), err, errlen);
+		if (!r)
+			r = hotplug_boot_present(&ds->hp, virtio_rng_pci(ds->rng)->devfn >> 3);
 		if (r) {
 			devices_exit(vm);
 			return r;
@@ -646,6 +821,10 @@ void devices_exit(struct vm *vm)
 	for (i = 0; i < ds->n; i++)
 		vnvme_free(ds->nvme[i]);
 	virtio_rng_destroy(ds->rng);
+	if (ds->hp_up) {
+		bus_unregister(vm_pio_bus(vm), LAYOUT_HOTPLUG_PORT, &ds->hp);
+		hotplug_destroy(&ds->hp);
+	}
 	if (ds->bus_up)
 		pci_bus_exit(&ds->bus);
 	free(ds);

@@ -1,12 +1,27 @@
 /* Devices beyond the legacy platform: the PCI host bridge and the vNVMe controllers.
- * vm_create() calls devices_init() once memory and buses exist; vm_destroy() calls devices_exit(). */
+ * vm_create() calls devices_init() once memory and buses exist; vm_destroy() calls devices_exit().
+ */
 #ifndef LVMM_DEVICES_H
 #define LVMM_DEVICES_H
+
+#include <stdbool.h>
 
 #include "vm.h"
 
 int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned errlen);
 void devices_exit(struct vm *vm);
+/* PCI hotplug (hotplug.h, ACPI in acpi.c), called from the API's thread. Add: creates the vNVMe
+ * (idx: its controller id) on a free slot of bus 0 and tells the guest; *slot gets the slot.
+ * Remove: asks the guest to eject the device and waits up to timeout_ms for its _EJ0, then
+ * tears the device down; -ENOENT for an unknown id, -ETIMEDOUT while the guest has not ejected
+ * it (the request stays; calling again waits again, and an eject since then completes it). */
+int devices_add_vnvme(struct vm *vm, const struct vnvme_config *c, unsigned idx, unsigned *slot,
+		      char *err, unsigned errlen);
+int devices_remove(struct vm *vm, const char *id, unsigned timeout_ms, char *err, unsigned errlen);
+/* Whether the device's removal was requested (ejected or not): a reset completes it. */
+bool devices_removing(struct vm *vm, const char *id);
+/* The bus-0 slot of a device by id: 0, or -ENOENT. */
+int devices_slot(struct vm *vm, const char *id, unsigned *slot);
 /* vm.counters: one entry per device, returns how many were filled. */
 unsigned devices_counters(struct vm *vm, struct vm_dev_counters *out, unsigned max);
 

@@ -887,6 +887,13 @@ void pci_dev_exit(struct pci_dev *d)
 		while (b->remap_dev == d)
 			pthread_cond_wait(&b->remap_cond, &b->lock);
 		pthread_mutex_unlock(&b->lock);
+		/* A hot-removed function goes while vCPUs run: a config access that found d before
+		 * it left b->dev ran under its bus's lock (CF8/CFC: PIO, ECAM: MMIO) and is over
+		 * once each lock was ours. */
+		pthread_rwlock_wrlock(&b->pio->lock);
+		pthread_rwlock_unlock(&b->pio->lock);
+		pthread_rwlock_wrlock(&b->mmio->lock);
+		pthread_rwlock_unlock(&b->mmio->lock);
 		pthread_mutex_lock(&d->lock);
 		put16(d->cfg + PCI_COMMAND, 0);
 		pthread_mutex_unlock(&d->lock);

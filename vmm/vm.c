@@ -24,6 +24,8 @@
 
 #define KVM_TSS_GPA	  0xfffbd000ULL /* three pages KVM needs on VMX, in the hole above the LAPIC */
 #define KVM_IDENT_MAP_GPA 0xfffbc000ULL
+/* How long vm.remove-device waits for the guest's eject (an emulated guest kernel is slow). */
+#define VM_HOTPLUG_EJECT_MS 30000
 
 void vm_kick_all(struct vm *vm)
 {
@@ -735,6 +737,8 @@ int vm_shutdown(struct vm *vm, char *err, unsigned errlen)
 	return 0;
 }
 
+static void vm_hotplug_reset(struct vm *vm);
+
 /* Releases what vm_build() made, except the /dev/kvm fd, the RAM mapping and the console. */
 static void vm_unbuild(struct vm *vm)
 {
@@ -792,6 +796,7 @@ int vm_reboot(struct vm *vm, char *err, unsigned errlen)
 	pthread_mutex_unlock(&vm->lock);
 	vm_join_for_reboot(vm);
 
+	vm_hotplug_reset(vm);
 	vm_unbuild(vm);
 	pthread_rwlock_destroy(&vm->pio.lock);
 	pthread_rwlock_destroy(&vm->mmio.lock);
@@ -879,26 +884,105 @@ void vm_console_stats(struct vm *vm, struct serial_stats *st)
 	serial_get_stats(&vm->serial, st);
 }
 
-int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen)
+/* Every vNVMe's id written into the config, so that removing one never renames the ones after
+ * it (an entry without an id is known by its index). */
+static void vm_vnvme_ids_fix(struct vm *vm)
 {
-	/* 501 with the reason: a running guest learns of a new PCI function only through ACPI PCI
-	 * hotplug (a slot _EJ0/_STA and a GPE notification), which lvmm's DSDT does not describe,
-	 * and the test kernel is built without CONFIG_HOTPLUG_PCI_ACPI to listen for it. */
-	snprintf(err, errlen,
-		 "vnvme %s: hot-add needs ACPI PCI hotplug, which lvmm's ACPI tables do not offer "
-		 "yet and the test kernel (no CONFIG_HOTPLUG_PCI_ACPI) could not use; give the "
-		 "device at boot (--vnvme / vm.create)",
-		 c->id);
-	return -EOPNOTSUPP;
+	char id[sizeof(vm->cfg.vnvme[0].id)];
+	unsigned i;
+
+	for (i = 0; i < vm->cfg.nvnvme && i < CONFIG_MAX_VNVME; i++) {
+		config_vnvme_id(&vm->cfg.vnvme[i], i, id, sizeof(id));
+		memcpy(vm->cfg.vnvme[i].id, id, sizeof(id));
+	}
 }
 
+static void vm_vnvme_forget(struct vm *vm, unsigned i)
+{
+	memmove(&vm->cfg.vnvme[i], &vm->cfg.vnvme[i + 1],
+		(vm->cfg.nvnvme - i - 1) * sizeof(vm->cfg.vnvme[0]));
+	vm->cfg.nvnvme--;
+	memset(&vm->cfg.vnvme[vm->cfg.nvnvme], 0, sizeof(vm->cfg.vnvme[0]));
+}
+
+/* Hot-add through ACPI PCI hotplug (devices.c, hotplug.c): the device joins the config, so
+ * vm.info lists it and a reset rebuilds it. */
+int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen)
+{
+	struct vnvme_config nc = *c;
+	unsigned i, slot;
+	int r;
+
+	if (vm->state != VM_RUNNING && vm->state != VM_PAUSED) {
+		snprintf(err, errlen, "vnvme %s: hot-add needs a running or paused VM, not %s",
+			 c->id, vm_state_name(vm->state));
+		return -EINVAL;
+	}
+	if (vm->cfg.nvnvme >= CONFIG_MAX_VNVME) {
+		snprintf(err, errlen,
+			 "vnvme %s: the VM already has %u vNVMe functions (at most %u)", c->id,
+			 vm->cfg.nvnvme, CONFIG_MAX_VNVME);
+		return -ENOSPC;
+	}
+	vm_vnvme_ids_fix(vm);
+	config_vnvme_id(c, vm->cfg.nvnvme, nc.id, sizeof(nc.id));
+	for (i = 0; i < vm->cfg.nvnvme; i++)
+		if (!strcmp(vm->cfg.vnvme[i].id, nc.id)) {
+			snprintf(err, errlen, "vnvme %s: the VM has a device with this id", nc.id);
+			return -EEXIST;
+		}
+	nc.root = vm->cfg.allowed_dir[0] ? vm->cfg.allowed_dir : NULL;
+	r = devices_add_vnvme(vm, &nc, vm->cfg.nvnvme, &slot, err, errlen);
+	if (r)
+		return r;
+	vm->cfg.vnvme[vm->cfg.nvnvme++] = nc;
+	return 0;
+}
+
+/* Hot-remove: the guest is asked to eject and given VM_HOTPLUG_EJECT_MS to do it. */
 int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 {
-	snprintf(err, errlen,
-		 "device %s: hot-remove needs ACPI PCI hotplug (eject), which lvmm's ACPI tables do "
-		 "not offer yet; the device goes when the VM ends",
-		 id);
-	return -EOPNOTSUPP;
+	bool paused = vm->state == VM_PAUSED;
+	unsigned i;
+	int r;
+
+	if (vm->state != VM_RUNNING && !paused) {
+		snprintf(err, errlen, "device %s: hot-remove needs a running or paused VM, not %s",
+			 id, vm_state_name(vm->state));
+		return -EINVAL;
+	}
+	vm_vnvme_ids_fix(vm);
+	for (i = 0; i < vm->cfg.nvnvme; i++)
+		if (!strcmp(vm->cfg.vnvme[i].id, id))
+			break;
+	if (i == vm->cfg.nvnvme) {
+		snprintf(err, errlen, "device %s: no such device", id);
+		return -ENOENT;
+	}
+	r = devices_remove(vm, id, paused ? 0 : VM_HOTPLUG_EJECT_MS, err, errlen);
+	if (r == -ETIMEDOUT && paused)
+		snprintf(err, errlen,
+			 "device %s: removal requested while the VM is paused: the guest ejects it "
+			 "after vm.resume, and a vm.remove-device then completes it",
+			 id);
+	if (r)
+		return r;
+	vm_vnvme_forget(vm, i);
+	return 0;
+}
+
+/* A reset completes the removals the guest was asked for: those devices are not rebuilt. */
+static void vm_hotplug_reset(struct vm *vm)
+{
+	unsigned i;
+
+	vm_vnvme_ids_fix(vm);
+	for (i = vm->cfg.nvnvme; i-- > 0;)
+		if (devices_removing(vm, vm->cfg.vnvme[i].id)) {
+			fprintf(stderr, "lvmm: vnvme %s: removed by the reset\n",
+				vm->cfg.vnvme[i].id);
+			vm_vnvme_forget(vm, i);
+		}
 }
 
 struct guest_mem *vm_guest_mem(struct vm *vm)

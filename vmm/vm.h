@@ -74,7 +74,9 @@ unsigned vm_get_counters(struct vm *vm, struct vm_dev_counters *out, unsigned ma
 struct serial_stats;
 void vm_console_stats(struct vm *vm, struct serial_stats *st);
 
-/* Device hot-add/remove for vm.add-vnvme / vm.remove-device; -EOPNOTSUPP until hotplug exists. */
+/* vm.add-vnvme / vm.remove-device on a running or paused VM, through ACPI PCI hotplug: the add
+ * answers once the guest was told; the remove once the guest ejected the device and lvmm tore it
+ * down, or -ETIMEDOUT after 30 s (the request stays pending; a vm.reboot completes it). */
 int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen);
 int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen);
 

@@ -547,7 +547,8 @@ static int api(const char *sock, const char *cmd, char **out)
 
 /* The REST API of a VM with an isolated volume: vm.info shows the vnvme fields, vm.counters
  * the mode, volume and the backend's per-queue counters while the guest runs I/O, lvmm's own
- * exits staying flat; hot-add and hot-remove answer 501 with the reason. */
+ * exits staying flat; hot-add puts an isolated function on an anonymous volume on bus 0, and a
+ * removal the guest cannot eject yet (paused) answers at once, the request left pending. */
 START_TEST(test_api_counters)
 {
 	char sock[128], outp[160], *o = NULL, *c1 = NULL, *c2 = NULL;
@@ -616,11 +617,17 @@ START_TEST(test_api_counters)
 	ck_assert_msg(mmio2 == mmio1, "lvmm took exits while the guest ran I/O: %s\n%s", c1, c2);
 	free(c1);
 	free(c2);
-	ck_assert_int_ne(api(sock, "add-vnvme " SSD ":4M", &o), 0);
-	ck_assert_msg(strstr(o, "501") && strstr(o, "ACPI PCI hotplug"), "%s", o);
+	ck_assert_int_eq(api(sock, "add-vnvme " SSD ":4M", &o), 0);
+	ck_assert_msg(strstr(o, "\"nvme1\"") && strstr(o, "\"0000:00:0"), "%s", o);
 	free(o);
-	ck_assert_int_ne(api(sock, "remove-device nvme0", &o), 0);
-	ck_assert_msg(strstr(o, "501") && strstr(o, "hotplug"), "%s", o);
+	ck_assert_int_eq(api(sock, "info", &o), 0);
+	ck_assert_msg(strstr(o, "nvme1"), "%s", o);
+	free(o);
+	/* the bench guest has no ACPI and never ejects; while paused lvmm does not wait for it */
+	ck_assert_int_eq(api(sock, "pause", &o), 0);
+	free(o);
+	ck_assert_int_ne(api(sock, "remove-device nvme1", &o), 0);
+	ck_assert_msg(strstr(o, "500") && strstr(o, "paused"), "%s", o);
 	free(o);
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(testutil_wait_limit(pid, "lvmm", 30), 0);

@@ -114,6 +114,11 @@ static bool fake_hotplug_ok;
 
 static int fake_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen)
 {
+	for (unsigned i = 0; fake_hotplug_ok && i < vm->cfg.nvnvme; i++)
+		if (!strcmp(vm->cfg.vnvme[i].id, c->id)) {
+			snprintf(err, errlen, "vnvme %s: the VM has a device with this id", c->id);
+			return -EEXIST;
+		}
 	if (fake_hotplug_ok && vm->cfg.nvnvme < CONFIG_MAX_VNVME) {
 		vm->cfg.vnvme[vm->cfg.nvnvme++] = *c;
 		return 0;
@@ -134,8 +139,22 @@ static int fake_device_slot(struct vm *vm, const char *id, unsigned *slot)
 
 static int fake_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 {
-	snprintf(err, errlen, "device %s: PCI hotplug is not supported yet", id);
-	return -EOPNOTSUPP;
+	unsigned i;
+
+	if (!fake_hotplug_ok) {
+		snprintf(err, errlen, "device %s: PCI hotplug is not supported yet", id);
+		return -EOPNOTSUPP;
+	}
+	for (i = 0; i < vm->cfg.nvnvme && strcmp(vm->cfg.vnvme[i].id, id); i++)
+		;
+	if (i == vm->cfg.nvnvme) {
+		snprintf(err, errlen, "device %s: no such device", id);
+		return -ENOENT;
+	}
+	memmove(&vm->cfg.vnvme[i], &vm->cfg.vnvme[i + 1],
+		(vm->cfg.nvnvme - i - 1) * sizeof(vm->cfg.vnvme[0]));
+	vm->cfg.nvnvme--;
+	return 0;
 }
 
 static void fake_defaults(struct vm_config *c)

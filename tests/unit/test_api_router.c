@@ -446,9 +446,27 @@ START_TEST(test_hotplug)
 	ck_assert_int_eq(put("vm.remove-device", "{\"id\": 3}"), 400);
 	ck_assert_int_eq(put("vm.remove-device", "{\"id\": \"\"}"), 400);
 	ck_assert_int_eq(put("vm.remove-device", "[]"), 400);
+	/* a paused VM takes hotplug requests too (its guest acts on them after vm.resume) */
 	ck_assert_int_eq(put("vm.pause", NULL), 204);
-	ck_assert_int_eq(put("vm.add-vnvme", "{\"path\": \"/tmp/x.img\"}"), 405);
+	ck_assert_int_eq(put("vm.add-vnvme", "{\"path\": \"/tmp/x.img\"}"), 501);
+	ck_assert_int_eq(put("vm.remove-device", "{\"id\": \"nvme0\"}"), 501);
 	ck_assert_str_eq(state(), "Paused");
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+	ck_assert_int_eq(put("vm.add-vnvme", "{\"path\": \"/tmp/x.img\"}"), 405);
+	ck_assert_int_eq(put("vm.remove-device", "{\"id\": \"nvme0\"}"), 405);
+}
+END_TEST
+
+/* A VM not booted yet has no guest to tell: hotplug waits for vm.boot. */
+START_TEST(test_hotplug_needs_boot)
+{
+	fake_hotplug_ok = true;
+	ck_assert_int_eq(put("vm.add-vnvme", "{\"path\": \"/tmp/x.img\"}"), 404);
+	ck_assert_int_eq(put("vm.create", good_config), 204);
+	ck_assert_int_eq(put("vm.add-vnvme", "{\"path\": \"/tmp/x.img\"}"), 405);
+	ck_assert_int_eq(put("vm.remove-device", "{\"id\": \"nvme0\"}"), 405);
+	ck_assert_ptr_nonnull(strstr(error_text(), "Created"));
+	fake_hotplug_ok = false;
 }
 END_TEST
 
@@ -590,6 +608,7 @@ START_TEST(test_add_pci_device_info)
 {
 	fake_hotplug_ok = true;
 	ck_assert_int_eq(put("vm.create", good_config), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
 	ck_assert_int_eq(put("vm.add-vnvme", "{\"path\": \"/tmp/x.img\"}"), 200);
 	/* good_config holds nvme0 and "fast": the first free id, third device */
 	ck_assert_str_eq(json_string_value(json_object_get(answer, "id")), "nvme1");
@@ -597,6 +616,16 @@ START_TEST(test_add_pci_device_info)
 	ck_assert_uint_eq(json_object_size(answer), 2);
 	ck_assert_int_eq(put("vm.add-vnvme", "{\"id\": \"x\", \"path\": \"/tmp/y.img\"}"), 200);
 	ck_assert_str_eq(json_string_value(json_object_get(answer, "bdf")), "0000:00:06.0");
+	/* an id in use is the client's mistake */
+	ck_assert_int_eq(put("vm.add-vnvme", "{\"id\": \"x\", \"path\": \"/tmp/z.img\"}"), 400);
+	ck_assert_ptr_nonnull(strstr(error_text(), "x"));
+	/* removal: 204 once done, the device leaves vm.info; an unknown id is 404 */
+	ck_assert_int_eq(put("vm.remove-device", "{\"id\": \"x\"}"), 204);
+	ck_assert_int_eq(put("vm.remove-device", "{\"id\": \"x\"}"), 404);
+	ck_assert_ptr_nonnull(strstr(error_text(), "x"));
+	ck_assert_int_eq(get("vm.info"), 200);
+	ck_assert_uint_eq(
+	    json_array_size(json_object_get(json_object_get(answer, "config"), "vnvme")), 3);
 	fake_hotplug_ok = false;
 }
 END_TEST
@@ -739,6 +768,7 @@ START_TEST(test_files_accepted)
 	ck_assert_int_eq(create_with("vmlinux", "sub/console.log"), 400);
 	/* a disk image beneath it; one that escapes is refused */
 	ck_assert_int_eq(create_with(k, NULL), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
 	snprintf(p, sizeof(p), "{\"path\": \"%s/ldir/disk.img\"}", fdir);
 	ck_assert_int_eq(put("vm.add-vnvme", p), 400);
 	ck_assert_ptr_nonnull(strstr(error_text(), "symbolic link"));
@@ -765,6 +795,7 @@ static Suite *api_router_suite(void)
 	tcase_add_test(tc, test_delete_paused);
 	tcase_add_test(tc, test_counters);
 	tcase_add_test(tc, test_hotplug);
+	tcase_add_test(tc, test_hotplug_needs_boot);
 	tcase_add_test(tc, test_kata_config);
 	tcase_add_test(tc, test_info_no_nulls);
 	tcase_add_test(tc, test_resize);

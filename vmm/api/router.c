@@ -445,7 +445,8 @@ static void route_vm_add_vnvme(struct api_vmm *vmm, const struct api_request *re
 	json_t *j;
 	int r;
 
-	if (!route_need_state(vmm, resp, "vm.add-vnvme", ST(VM_CREATED) | ST(VM_RUNNING)))
+	/* ACPI PCI hotplug: the guest is told at once, or when it runs again */
+	if (!route_need_state(vmm, resp, "vm.add-vnvme", ST(VM_RUNNING) | ST(VM_PAUSED)))
 		return;
 	j = route_load_body(req, resp);
 	if (!j)
@@ -469,13 +470,21 @@ static void route_vm_add_vnvme(struct api_vmm *vmm, const struct api_request *re
 		unsigned i;
 
 		snprintf(c->id, sizeof(c->id), "nvme%u", k);
-		for (i = 0; i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++)
-			if (!strcmp(cfg->vnvme[i].id, c->id))
+		for (i = 0; i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++) {
+			char other[sizeof(c->id)];
+
+			config_vnvme_id(&cfg->vnvme[i], i, other, sizeof(other));
+			if (!strcmp(other, c->id))
 				break;
+		}
 		if (i < cfg->nvnvme && i < CONFIG_MAX_VNVME)
 			c->id[0] = 0;
 	}
 	r = vmm->ops->add_vnvme(vmm->vm, c, err, sizeof(err));
+	if (r == -EEXIST) {
+		api_response_error(resp, 400, "vm.add-vnvme: %s", err); /* the body's id is taken */
+		goto out;
+	}
 	if (r) {
 		route_op_error(resp, "vm.add-vnvme", r, err);
 		goto out;
@@ -500,7 +509,7 @@ static void route_vm_remove_device(struct api_vmm *vmm, const struct api_request
 	json_t *j, *v, *id = NULL;
 	int r;
 
-	if (!route_need_state(vmm, resp, "vm.remove-device", ST(VM_CREATED) | ST(VM_RUNNING)))
+	if (!route_need_state(vmm, resp, "vm.remove-device", ST(VM_RUNNING) | ST(VM_PAUSED)))
 		return;
 	j = route_load_body(req, resp);
 	if (!j)
@@ -525,8 +534,11 @@ static void route_vm_remove_device(struct api_vmm *vmm, const struct api_request
 				   "string of 1..63 bytes");
 		goto out;
 	}
+	/* 204 once the guest ejected the device and lvmm tore it down; an unknown id is 404 */
 	r = vmm->ops->remove_device(vmm->vm, json_string_value(id), err, sizeof(err));
-	if (r)
+	if (r == -ENOENT)
+		api_response_error(resp, 404, "vm.remove-device: %s", err);
+	else if (r)
 		route_op_error(resp, "vm.remove-device", r, err);
 	else
 		resp->status = 204;

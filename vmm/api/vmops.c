@@ -1,6 +1,7 @@
 /* The API's VM operations in production: straight calls into the KVM runtime (vm.h) and the
  * config checks (config.h). Tests substitute their own struct api_vm_ops. */
 #include "api/api_internal.h"
+#include "devices.h"
 
 const struct api_vm_ops api_vm_ops_kvm = {
     .create = vm_create,
@@ -18,6 +19,7 @@ const struct api_vm_ops api_vm_ops_kvm = {
     .console_stats = vm_console_stats,
     .add_vnvme = vm_add_vnvme,
     .remove_device = vm_remove_device,
+    .device_slot = devices_slot,
     .defaults = config_defaults,
     .validate = config_validate,
     .check_path = fsutil_check,
