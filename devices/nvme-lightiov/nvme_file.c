@@ -43,8 +43,8 @@ struct nvme_file {
 };
 
 /* LVMM_FAULT_FILE=KIND[@N]: every matching request after the first N completes as the backing
- * file failing in that way (eio-read, eio-write, eio-flush, enospc, short-write). For tests of
- * the guest-visible error path; a value that is not understood is reported and ignored. */
+ * file failing in that way (eio-read, eio-write, eio-flush, enospc, short-write, short-read).
+ * For tests of the guest-visible error path; a value not understood is reported and ignored. */
 static void nvme_file_faults_init(struct nvme_file *f)
 {
 	static const char *const kinds[] = {
@@ -53,6 +53,7 @@ static void nvme_file_faults_init(struct nvme_file *f)
 	    [NVME_FILE_FAULT_EIO_FLUSH] = "eio-flush",
 	    [NVME_FILE_FAULT_ENOSPC] = "enospc",
 	    [NVME_FILE_FAULT_SHORT_WRITE] = "short-write",
+	    [NVME_FILE_FAULT_SHORT_READ] = "short-read",
 	};
 	const char *e = getenv("LVMM_FAULT_FILE");
 	unsigned i;
@@ -88,6 +89,7 @@ static int nvme_file_fault_res(struct nvme_file *f, const struct nvme_io_req *re
 
 	switch (f->fault) {
 	case NVME_FILE_FAULT_EIO_READ:
+	case NVME_FILE_FAULT_SHORT_READ:
 		hit = req->op == NVME_IO_READ;
 		break;
 	case NVME_FILE_FAULT_EIO_FLUSH:
@@ -105,9 +107,16 @@ static int nvme_file_fault_res(struct nvme_file *f, const struct nvme_io_req *re
 		return res;
 	if (f->fault == NVME_FILE_FAULT_ENOSPC)
 		return -ENOSPC;
-	if (f->fault == NVME_FILE_FAULT_SHORT_WRITE)
+	if (f->fault == NVME_FILE_FAULT_SHORT_WRITE || f->fault == NVME_FILE_FAULT_SHORT_READ)
 		return res > 0 ? res / 2 : res;
 	return -EIO;
+}
+
+void nvme_file_set_fault(struct nvme_file *f, enum nvme_file_fault kind, uint64_t after)
+{
+	f->fault = kind < NVME_FILE_FAULT_KINDS ? kind : NVME_FILE_FAULT_NONE;
+	f->fault_after = after;
+	f->fault_seen = 0;
 }
 
 static int file_prepare(struct nvme_file *f, const struct vnvme_config *cfg, char *err,

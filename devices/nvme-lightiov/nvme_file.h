@@ -16,12 +16,17 @@ enum nvme_file_fault {
 	NVME_FILE_FAULT_EIO_FLUSH,
 	NVME_FILE_FAULT_ENOSPC,
 	NVME_FILE_FAULT_SHORT_WRITE,
+	NVME_FILE_FAULT_SHORT_READ,
+	NVME_FILE_FAULT_KINDS
 };
 
 /* Opens (creating and sizing when absent) cfg->path; *size gets the namespace size in bytes.
  * No thread runs yet. Errors name the device and the file. */
 int nvme_file_open(const struct vnvme_config *cfg, struct nvme_file **out, uint64_t *size,
 		   char *err, unsigned errlen);
+/* Tests and fuzzing: the fault LVMM_FAULT_FILE=KIND@AFTER would inject, set before
+ * nvme_file_start (the I/O thread owns it after). */
+void nvme_file_set_fault(struct nvme_file *f, enum nvme_file_fault kind, uint64_t after);
 /* Starts the I/O thread for ctrl (created with nvme_file_ops and this backend). */
 int nvme_file_start(struct nvme_file *f, struct nvme_ctrl *ctrl, char *err, unsigned errlen);
 /* nvme_ctrl_hooks.kick: wakes the I/O thread. */
