@@ -1,11 +1,15 @@
 /* softssd auto-start for `--vnvme NAME:SIZE`: a sparse backing under the state directory, a
- * supervisor that stops the daemon when no VM session is left, and the wait until it serves. */
+ * supervisor that stops the daemon when no VM session is left, and the wait until it serves;
+ * for the API's VMs (created under seccomp) a helper forked beforehand does the starting. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -204,6 +208,116 @@ static int ssd_start_one(const char *id, const char *name, uint64_t need, char *
 	return -ETIMEDOUT;
 }
 
+/* ---- the helper of an API VMM: fork and exec on behalf of a process that may not ---- */
+
+struct ssd_helper_req {
+	char id[64];
+	char name[sizeof(((struct vnvme_config *)0)->ssd)];
+	uint64_t need;
+};
+
+struct ssd_helper_rep {
+	int32_t r;
+	char err[300];
+};
+
+static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
+static int helper_fd = -1;
+
+/* Starts name unless something serves it: here, or in the helper when there is one. */
+static int ssd_ensure(const char *id, const char *name, uint64_t need, char *err, unsigned errlen)
+{
+	struct ssd_helper_req q = {.need = need};
+	struct ssd_helper_rep a = {0};
+	ssize_t n;
+	int r;
+
+	pthread_mutex_lock(&helper_lock);
+	if (helper_fd < 0) {
+		pthread_mutex_unlock(&helper_lock);
+		return ssd_served(name) ? 0 : ssd_start_one(id, name, need, err, errlen);
+	}
+	snprintf(q.id, sizeof(q.id), "%s", id);
+	snprintf(q.name, sizeof(q.name), "%s", name);
+	n = send(helper_fd, &q, sizeof(q), MSG_NOSIGNAL);
+	if (n == (ssize_t)sizeof(q))
+		n = recv(helper_fd, &a, sizeof(a), 0);
+	pthread_mutex_unlock(&helper_lock);
+	if (n != (ssize_t)sizeof(a)) {
+		snprintf(err, errlen,
+			 "vnvme %s: ssd %s is not served; lvmm's softssd starter is gone", id,
+			 name);
+		return -EPIPE;
+	}
+	r = a.r;
+	if (r) {
+		a.err[sizeof(a.err) - 1] = 0;
+		snprintf(err, errlen, "%s", a.err);
+	}
+	return r;
+}
+
+static void __attribute__((noreturn)) helper_main(int fd)
+{
+	sigset_t none;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGINT, SIG_IGN); /* the VMM's own signals; its exit ends the socket, and us */
+	signal(SIGHUP, SIG_IGN);
+	for (;;) {
+		struct ssd_helper_req q;
+		struct ssd_helper_rep a;
+		ssize_t n = recv(fd, &q, sizeof(q), 0);
+
+		if (n == 0 || (n < 0 && errno != EINTR))
+			_exit(0);
+		if (n != (ssize_t)sizeof(q))
+			continue;
+		q.id[sizeof(q.id) - 1] = q.name[sizeof(q.name) - 1] = 0;
+		memset(&a, 0, sizeof(a));
+		/* a name with a slash is a socket path: nothing to start */
+		if (q.name[0] && !strchr(q.name, '/') && !ssd_served(q.name))
+			a.r = ssd_start_one(q.id, q.name, q.need, a.err, sizeof(a.err));
+		if (send(fd, &a, sizeof(a), MSG_NOSIGNAL) < 0)
+			_exit(0);
+	}
+}
+
+int ssd_autostart_helper(char *err, unsigned errlen)
+{
+	pid_t parent = getpid(), pid;
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
+		snprintf(err, errlen, "softssd starter: socketpair: %s", strerror(errno));
+		return -errno;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "softssd starter: fork: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		return -errno;
+	}
+	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(0);
+		/* only the standard streams (the VMM's log) and the request socket stay open */
+		if (dup2(sv[1], 3) < 0)
+			_exit(1);
+		close_range(4, ~0U, 0);
+		helper_main(3);
+	}
+	close(sv[1]);
+	pthread_mutex_lock(&helper_lock);
+	helper_fd = sv[0];
+	pthread_mutex_unlock(&helper_lock);
+	return 0;
+}
+
 int ssd_autostart(const struct vm_config *cfg, char *err, unsigned errlen)
 {
 	unsigned i, j;
@@ -213,22 +327,31 @@ int ssd_autostart(const struct vm_config *cfg, char *err, unsigned errlen)
 		const char *name = cfg->vnvme[i].ssd;
 		uint64_t need = 0;
 		bool seen = false;
+		char id[64];
 
 		if (!name[0] || strchr(name, '/'))
 			continue;
 		for (j = 0; j < i; j++)
 			seen |= !strcmp(cfg->vnvme[j].ssd, name);
-		if (seen || ssd_served(name))
+		if (seen)
 			continue;
 		for (j = i; j < cfg->nvnvme && j < CONFIG_MAX_VNVME; j++)
 			if (!strcmp(cfg->vnvme[j].ssd, name))
 				need += cfg->vnvme[j].size;
-		char id[64];
-
 		config_vnvme_id(&cfg->vnvme[i], i, id, sizeof(id));
-		r = ssd_start_one(id, name, need, err, errlen);
+		r = ssd_ensure(id, name, need, err, errlen);
 		if (r)
 			return r;
 	}
 	return 0;
+}
+
+int ssd_autostart_vnvme(const struct vnvme_config *vc, unsigned idx, char *err, unsigned errlen)
+{
+	char id[64];
+
+	if (!vc->ssd[0] || strchr(vc->ssd, '/'))
+		return 0;
+	config_vnvme_id(vc, idx, id, sizeof(id));
+	return ssd_ensure(id, vc->ssd, vc->size, err, errlen);
 }

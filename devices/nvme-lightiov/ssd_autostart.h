@@ -17,5 +17,12 @@ int ssd_state_dir(char *buf, size_t len);
  * for SSD_AUTO_IDLE_MS) and waits until it serves. One line on stderr per SSD started. Call
  * before the seccomp filter (fork, exec). 0, or a negative errno with err naming the SSD. */
 int ssd_autostart(const struct vm_config *cfg, char *err, unsigned errlen);
+/* The same for one device (a hot-added vnvme, idx its index for the default id). */
+int ssd_autostart_vnvme(const struct vnvme_config *vc, unsigned idx, char *err, unsigned errlen);
+
+/* For a process about to confine itself (the API's empty VMM): forks a helper that keeps the
+ * right to fork and exec, and from then on ssd_autostart() asks it to check and start each SSD
+ * (same lines, same supervisor). The helper ends with the process. 0 or a negative errno. */
+int ssd_autostart_helper(char *err, unsigned errlen);
 
 #endif

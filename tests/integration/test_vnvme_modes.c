@@ -28,9 +28,8 @@ static const char *lba_size = "512"; /* of a new backing: case lba4k serves 4096
 static void daemon_start(void)
 {
 	char size[16];
-	const char *argv[] = {testutil_lvmm(), "ssd",	 "serve", SSD,	       "--backing",
-			      backing,	       "--size", size,	  "--lba-size", lba_size,
-			      NULL};
+	const char *argv[] = {testutil_lvmm(), "ssd", "serve",	    SSD,      "--backing", backing,
+			      "--size",	       size,  "--lba-size", lba_size, NULL};
 	int i;
 
 	snprintf(size, sizeof(size), "%uM", BACKING_MB);
@@ -668,12 +667,14 @@ START_TEST(test_flr)
 	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
 		snprintf(vol, sizeof(vol), "f%u", i);
 		snprintf(vn, sizeof(vn), "%s:8M,vol=%s%s", SSD, vol, opts[i]);
-		snprintf(cl, sizeof(cl), "bench.mode=lio bench.flr=on bench.ios=100 bench.seed=%u%s",
-			 40 + i, strstr(opts[i], "eventfd") ? " bench.dbbuf=on" : "");
+		snprintf(cl, sizeof(cl),
+			 "bench.mode=lio bench.flr=on bench.ios=100 bench.seed=%u%s", 40 + i,
+			 strstr(opts[i], "eventfd") ? " bench.dbbuf=on" : "");
 		vm_run(&r, vn, cl);
 		assert_passed(&r, vn);
 		ck_assert_msg(strstr(r.out, "bench: lio flr ok"), "%s: %s", vn, r.out);
-		ck_assert_msg(strstr(r.out, "bench: lio requeue and reset ok"), "%s: %s", vn, r.out);
+		ck_assert_msg(strstr(r.out, "bench: lio requeue and reset ok"), "%s: %s", vn,
+			      r.out);
 		vol_check(vol, 40 + i, 0, 1024);
 	}
 	snprintf(sock, sizeof(sock), "%s/flr.sock", dir);
@@ -732,13 +733,15 @@ START_TEST(test_lba_4k)
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		snprintf(vol, sizeof(vol), "k%u", i);
 		snprintf(vn, sizeof(vn), "%s:16M,vol=%s%s", SSD, vol, c[i].opts);
-		snprintf(cl, sizeof(cl), "bench.mode=lio bench.seed=%u bench.lba=%u bench.ios=200%s",
-			 50 + i, 3 * i, c[i].cmdline);
+		snprintf(cl, sizeof(cl),
+			 "bench.mode=lio bench.seed=%u bench.lba=%u bench.ios=200%s", 50 + i, 3 * i,
+			 c[i].cmdline);
 		vm_run(&r, vn, cl);
 		assert_passed(&r, vn);
-		ck_assert_msg(strstr(r.out, "bench: lio namespace 4096 blocks of 4096 bytes"), "%s: %s",
-			      vn, r.out);
-		ck_assert_msg(strstr(r.out, "bench: lio requeue and reset ok"), "%s: %s", vn, r.out);
+		ck_assert_msg(strstr(r.out, "bench: lio namespace 4096 blocks of 4096 bytes"),
+			      "%s: %s", vn, r.out);
+		ck_assert_msg(strstr(r.out, "bench: lio requeue and reset ok"), "%s: %s", vn,
+			      r.out);
 		if (!strstr(c[i].opts, "emulate")) {
 			ck_assert_msg(strstr(r.out, "lba_size 4096 "), "%s: %s", vn, r.out);
 			snprintf(want, sizeof(want), "at LBA %llu,",
@@ -748,6 +751,107 @@ START_TEST(test_lba_4k)
 		/* the guest's 1024 blocks of 4 KiB from its LBA 3i, in 512-byte units */
 		vol_check(vol, 50 + i, 8 * 3 * i, 8 * 1024);
 	}
+}
+END_TEST
+
+/* How many times needle occurs in hay. */
+static unsigned count_of(const char *hay, const char *needle)
+{
+	unsigned n = 0;
+
+	while ((hay = strstr(hay, needle))) {
+		n++;
+		hay += strlen(needle);
+	}
+	return n;
+}
+
+/* Polls file until it holds want (or a failure line), 60 s at most: the guest's own progress. */
+static char *wait_for(const char *file, const char *want)
+{
+	char *o = NULL;
+	unsigned i;
+
+	for (i = 0; i < 2400; i++) {
+		free(o);
+		o = testutil_slurp(file);
+		if (strstr(o, want) || strstr(o, "FAIL"))
+			break;
+		testutil_sleep_ms(25);
+	}
+	return o;
+}
+
+/* An empty VMM under seccomp: vm.create with a vnvme on an SSD nobody serves starts a softssd
+ * as `lvmm run` does (one line in lvmm's log), the VM boots and runs I/O on it, a second boot
+ * finds it served; after vm.delete the softssd stops by itself, and the VMM carries on. */
+START_TEST(test_api_autostart)
+{
+	char sock[128], errp[160], console[160], cfgp[160], state[128], *o = NULL, *e;
+	char *argv[] = {(char *)testutil_lvmm(), "--api-socket", sock, NULL};
+	FILE *f;
+	pid_t pid;
+	unsigned i;
+
+	snprintf(state, sizeof(state), "%s/state", dir);
+	setenv("LVMM_STATE_DIR", state, 1);
+	snprintf(sock, sizeof(sock), "%s/auto.sock", dir);
+	snprintf(errp, sizeof(errp), "%s/auto.out", dir);
+	snprintf(console, sizeof(console), "%s/auto.console", dir);
+	snprintf(cfgp, sizeof(cfgp), "%s/auto.json", dir);
+	f = fopen(cfgp, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f,
+		"{\"cpus\": {\"boot_vcpus\": 1}, \"memory\": {\"size\": 33554432},"
+		" \"payload\": {\"kernel\": \"%s\", \"cmdline\": \"bench.mode=lio bench.ios=100\"},"
+		" \"serial\": {\"mode\": \"File\", \"file\": \"%s\"},"
+		" \"vnvme\": [{\"ssd\": \"auto3\", \"size\": 16777216}]}",
+		testutil_bench_guest(), console);
+	fclose(f);
+	ck_assert(!ssd_answers("auto3"));
+	pid = spawn(errp, argv);
+	for (i = 0; i < 2400 && access(sock, F_OK); i++)
+		testutil_sleep_ms(25);
+	ck_assert_int_eq(access(sock, F_OK), 0);
+	{
+		char cmd[200];
+
+		snprintf(cmd, sizeof(cmd), "create @%s", cfgp);
+		ck_assert_msg(api(sock, cmd, &o) == 0, "%s", o);
+		free(o);
+	}
+	ck_assert(ssd_answers("auto3"));
+	ck_assert_msg(api(sock, "boot", &o) == 0, "%s", o);
+	free(o);
+	o = wait_for(console, " failures)");
+	ck_assert_msg(strstr(o, "bench: lio passed (0 failures)"), "%s", o);
+	free(o);
+	/* the guest powered off; boot again re-creates the VM on the SSD still served */
+	for (i = 0; i < 2400; i++) {
+		ck_assert_int_eq(api(sock, "info", &o), 0);
+		if (strstr(o, "Shutdown"))
+			break;
+		free(o);
+		testutil_sleep_ms(25);
+	}
+	ck_assert_msg(strstr(o, "Shutdown"), "%s", o);
+	free(o);
+	ck_assert_msg(api(sock, "boot", &o) == 0, "%s", o);
+	free(o);
+	ck_assert_msg(api(sock, "delete", &o) == 0, "%s", o);
+	free(o);
+	for (i = 0; i < 400 && ssd_answers("auto3"); i++) /* it idles out after 3 s */
+		testutil_sleep_ms(50);
+	ck_assert_msg(!ssd_answers("auto3"), "the softssd lvmm started is still serving");
+	ck_assert_msg(api(sock, "ping", &o) == 0, "%s", o);
+	free(o);
+	ck_assert_msg(api(sock, "shutdown-vmm", &o) == 0, "%s", o);
+	free(o);
+	ck_assert_int_eq(testutil_wait_limit(pid, "lvmm", 30), 0);
+	e = spawned_output(errp);
+	ck_assert_msg(count_of(e, "lvmm: started softssd auto3") == 1, "%s", e);
+	free(e);
+	setenv("LVMM_STATE_DIR", "/proc/lvmm-none", 1);
 }
 END_TEST
 
@@ -779,6 +883,11 @@ static Suite *vnvme_modes_suite(void)
 	tcase_add_checked_fixture(t, setup_4k, teardown);
 	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
 	tcase_add_test(t, test_lba_4k);
+	suite_add_tcase(s, t);
+	t = tcase_create("api_autostart");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
+	tcase_add_test(t, test_api_autostart);
 	suite_add_tcase(s, t);
 	return s;
 }

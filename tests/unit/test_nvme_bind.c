@@ -26,7 +26,7 @@ static struct guest_mem gm;
 static struct nvme_ctrl *ctrl;
 static uint32_t asq_tail, acq_head;
 static uint8_t acq_phase;
-static uint32_t admin_nsid;	/* the next admin commands' NSID */
+static uint32_t admin_nsid;  /* the next admin commands' NSID */
 static uint8_t ns_lba_shift; /* the next controller's LBA format (0: the default, 512) */
 
 /* what the hooks saw */
@@ -305,12 +305,14 @@ START_TEST(test_lba_4k)
 	ck_assert_uint_eq(ns->lbaf[0].ms, 0);
 	p.lba_shift = 10;
 	ck_assert_int_lt(
-	    nvme_ctrl_create(&p, &gm, &nvme_mem_backend_ops, NULL, NULL, &bad, err, sizeof(err)), 0);
+	    nvme_ctrl_create(&p, &gm, &nvme_mem_backend_ops, NULL, NULL, &bad, err, sizeof(err)),
+	    0);
 	ck_assert_msg(strstr(err, "1024-byte LBAs"), "%s", err);
 	p.lba_shift = 12;
 	p.size = (1 << 20) + 512;
 	ck_assert_int_lt(
-	    nvme_ctrl_create(&p, &gm, &nvme_mem_backend_ops, NULL, NULL, &bad, err, sizeof(err)), 0);
+	    nvme_ctrl_create(&p, &gm, &nvme_mem_backend_ops, NULL, NULL, &bad, err, sizeof(err)),
+	    0);
 	ck_assert_msg(strstr(err, "multiple of 4096"), "%s", err);
 }
 END_TEST

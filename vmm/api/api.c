@@ -10,6 +10,7 @@
 
 #include "api/api.h"
 #include "api/api_internal.h"
+#include "nvme-lightiov/ssd_autostart.h"
 #include "seccomp_filter.h"
 
 static int api_exit_status(struct vm *vm, enum vm_exit_reason reason)
@@ -55,10 +56,21 @@ static int api_main_vm(const char *path, int lfd, struct vm *vm, const char *all
 	return status;
 }
 
+/* vm.create (and vm.boot's re-create) as `lvmm run` does it: an SSD nobody serves is started
+ * first, by the helper forked before the seccomp filter. */
+static int api_create_autostart(const struct vm_config *cfg, struct vm **out, char *err,
+				unsigned errlen)
+{
+	int r = ssd_autostart(cfg, err, errlen);
+
+	return r ? r : api_vm_ops_kvm.create(cfg, out, err, errlen);
+}
+
 /* An empty VMM: serves until vmm.shutdown, SIGINT, SIGTERM or SIGHUP. */
 static int api_main_empty(const char *path, int lfd, const char *allowed_dir)
 {
 	char err[API_ERR_LEN];
+	struct api_vm_ops ops = api_vm_ops_kvm;
 	struct api_vmm vmm;
 	sigset_t sigs, old;
 	int sfd, r, status = 0;
@@ -76,12 +88,17 @@ static int api_main_empty(const char *path, int lfd, const char *allowed_dir)
 		status = 1;
 		goto out;
 	}
+	/* a fork and an exec per SSD started: not allowed once the filter is in */
+	if (ssd_autostart_helper(err, sizeof(err)))
+		fprintf(stderr, "lvmm: %s: an SSD nobody serves will not be started\n", err);
+	else
+		ops.create = api_create_autostart;
 	if (seccomp_install(err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		status = 1;
 		goto out;
 	}
-	api_vmm_init(&vmm, &api_vm_ops_kvm, NULL);
+	api_vmm_init(&vmm, &ops, NULL);
 	vmm.allowed_dir = allowed_dir;
 	r = api_serve(&vmm, lfd, sfd, 0);
 	if (r < 0) {
