@@ -140,15 +140,15 @@ enum hotplug_slot_state hotplug_state(struct hotplug *h, unsigned slot)
 }
 
 /* A guest may poke the block at will: log the first few odd accesses, then powers of two. */
-static void hotplug_bad(struct hotplug *h, const char *what, uint64_t off, uint32_t v)
+static void hotplug_bad(struct hotplug *h, const char *what, uint64_t off, unsigned len, uint32_t v)
 {
 	uint64_t n = ++h->bad_accesses;
 
 	if (n <= 4 || !(n & (n - 1)))
-		fprintf(
-		    stderr,
-		    "lvmm: pci hotplug: %s at register 0x%llx (value 0x%x, ignored; %llu so far)\n",
-		    what, (unsigned long long)off, v, (unsigned long long)n);
+		fprintf(stderr,
+			"lvmm: pci hotplug: %s at register 0x%llx (%u bytes, value 0x%x): ignored, "
+			"%llu so far\n",
+			what, (unsigned long long)off, len, v, (unsigned long long)n);
 }
 
 static void hotplug_read(void *opaque, uint64_t off, void *data, unsigned len)
@@ -160,7 +160,7 @@ static void hotplug_read(void *opaque, uint64_t off, void *data, unsigned len)
 	memset(data, 0, len);
 	pthread_mutex_lock(&h->lock);
 	if (len != 4 || (off & 3)) {
-		hotplug_bad(h, "read of odd size or alignment", off, len);
+		hotplug_bad(h, "read of odd size or alignment", off, len, 0);
 		pthread_mutex_unlock(&h->lock);
 		return;
 	}
@@ -196,20 +196,20 @@ static void hotplug_write(void *opaque, uint64_t off, const void *data, unsigned
 	if (len != 4 || off != HOTPLUG_REG_B0EJ) {
 		pthread_mutex_lock(&h->lock);
 		hotplug_bad(h, len != 4 ? "write of odd size" : "write to a read-only register",
-			    off, 0);
+			    off, len, 0);
 		pthread_mutex_unlock(&h->lock);
 		return;
 	}
 	memcpy(&v, data, 4);
 	pthread_mutex_lock(&h->lock);
 	if (!v || (v & (v - 1)) || (v & 1)) {
-		hotplug_bad(h, "eject of no slot, several slots or the host bridge", off, v);
+		hotplug_bad(h, "eject of no slot, several slots or the host bridge", off, len, v);
 		pthread_mutex_unlock(&h->lock);
 		return;
 	}
 	slot = (unsigned)__builtin_ctz(v);
 	if (h->state[slot] != HOTPLUG_REMOVING) {
-		hotplug_bad(h, "eject of a slot lvmm did not ask to remove", off, v);
+		hotplug_bad(h, "eject of a slot lvmm did not ask to remove", off, len, v);
 		pthread_mutex_unlock(&h->lock);
 		return;
 	}
