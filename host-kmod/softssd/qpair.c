@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +19,8 @@
 #define SSD_RING_ENTRIES    256 /* io_uring SQ size of one worker: its commands in flight */
 #define SSD_QP_MAX_INFLIGHT 256 /* fetched-not-posted commands of one queue pair */
 #define SSD_DSM_MAX_RANGES  256
+#define SSD_IDLE_MIN_NS	    20000 /* first idle sleep on polled doorbells; doubles up to the limit */
+#define SSD_TIMER_SLACK_NS  2000  /* workers' timer slack: the default 50 us would swamp the above */
 #define SSD_EV_WAKE	    ((uint64_t)0)
 #define SSD_EV_RING	    ((uint64_t)1)
 
@@ -50,6 +53,8 @@ struct ssd_worker {
 	struct ssd_req *due_head; /* model: completions held until due_ns, sorted */
 	bool worked;
 	bool sync_io; /* no io_uring here (a sandbox without it): commands run in this thread */
+	uint64_t last_ns; /* ssd_clock_ns's last answer */
+	uint64_t idle_ns; /* the next idle sleep while doorbells are polled: grows to the limit */
 };
 
 struct ssd_engine {
@@ -62,12 +67,91 @@ struct ssd_engine {
 	struct ssd_worker *w;
 };
 
-static uint64_t ssd_now_ns(void)
+/* ---- the workers' clock ----
+ * Read on every pass of every worker, so it must be cheap: the TSC scaled to nanoseconds when
+ * the CPU says it is invariant (constant rate, runs through C-states: CPUID 0x80000007 EDX bit
+ * 8), calibrated once against CLOCK_MONOTONIC; clock_gettime otherwise. On hosts whose
+ * clocksource is not the TSC, clock_gettime is a system call; even through the vDSO it cost
+ * 13-22% of a busy worker's samples (docs/bench/profiles.txt). */
+
+#define SSD_TSC_CAL_NS 2000000 /* calibration window: 2 ms gives ~1e-5 of rate error */
+
+static struct {
+	bool tsc;
+	uint64_t base_tsc, base_ns;
+	uint64_t mult; /* ns per TSC tick, << 32 */
+} ssd_clk;
+static pthread_once_t ssd_clk_once = PTHREAD_ONCE_INIT;
+
+static uint64_t ssd_mono_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+
+static void ssd_clk_calibrate(void)
+{
+	unsigned a, b, c, d;
+	uint64_t t0, n0, t1, n1;
+
+	if (getenv("SOFTSSD_CLOCK_MONO")) /* for comparing the two, and a way out */
+		return;
+	if (!__get_cpuid(0x80000000, &a, &b, &c, &d) || a < 0x80000007)
+		return;
+	__get_cpuid(0x80000007, &a, &b, &c, &d);
+	if (!(d & (1u << 8)))
+		return;
+	n0 = ssd_mono_ns();
+	t0 = __rdtsc();
+	do
+		n1 = ssd_mono_ns();
+	while (n1 - n0 < SSD_TSC_CAL_NS);
+	t1 = __rdtsc();
+	/* a TSC slower than 100 MHz or faster than 20 GHz is not one to trust */
+	if (t1 <= t0 || (t1 - t0) < SSD_TSC_CAL_NS / 10 || (t1 - t0) > SSD_TSC_CAL_NS * 20ull)
+		return;
+	ssd_clk.mult = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0));
+	ssd_clk.base_tsc = t1;
+	ssd_clk.base_ns = n1;
+	ssd_clk.tsc = true;
+}
+
+static inline uint64_t ssd_tsc_ns(void)
+{
+	uint64_t t = __rdtsc();
+
+	/* another CPU's TSC may lag the base by a few ticks */
+	if (t <= ssd_clk.base_tsc)
+		return ssd_clk.base_ns;
+	return ssd_clk.base_ns +
+	       (uint64_t)(((unsigned __int128)(t - ssd_clk.base_tsc) * ssd_clk.mult) >> 32);
+}
+#else
+static void ssd_clk_calibrate(void)
+{
+}
+
+static inline uint64_t ssd_tsc_ns(void)
+{
+	return 0;
+}
+#endif
+
+/* The worker's now, never going back (its thread may move to a CPU whose TSC lags). */
+static inline uint64_t ssd_clock_ns(struct ssd_worker *w)
+{
+	uint64_t t = ssd_clk.tsc ? ssd_tsc_ns() : ssd_mono_ns();
+
+	if (t < w->last_ns)
+		return w->last_ns;
+	w->last_ns = t;
+	return t;
 }
 
 #define CTR_ADD(qp, f, v) __atomic_fetch_add(&(qp)->ctr.f, (v), __ATOMIC_RELAXED)
@@ -634,8 +718,15 @@ static void ssd_worker_sleep(struct ssd_worker *w, uint64_t now)
 
 	if (ssd_worker_recheck(w, &watch))
 		return;
-	if (watch)
-		timeout_ns = SSD_POLL_SLEEP_MS * 1000000ull;
+	if (watch) {
+		/* a doorbell page cannot wake us: sleep short after the last work, longer the
+		 * longer nothing comes, so that a queue idle for a moment is seen within
+		 * microseconds and an idle one costs a wake-up per SSD_POLL_SLEEP_MS */
+		timeout_ns = w->idle_ns;
+		w->idle_ns *= 2;
+		if (w->idle_ns > SSD_POLL_SLEEP_MS * 1000000ull)
+			w->idle_ns = SSD_POLL_SLEEP_MS * 1000000ull;
+	}
 	/* the model's next completion to the nanosecond (epoll_pwait2): an 80 us device must not
 	 * become a 1 ms one because its worker went to sleep */
 	if (w->due_head) {
@@ -668,9 +759,12 @@ static void *ssd_worker_main(void *arg)
 {
 	struct ssd_worker *w = arg;
 	uint64_t idle_since = 0;
+	bool dozing = false;
 
+	w->idle_ns = SSD_IDLE_MIN_NS;
 	while (!__atomic_load_n(&w->e->stop, __ATOMIC_ACQUIRE)) {
-		uint64_t now = ssd_now_ns();
+		/* one clock read per pass (two while the model holds completions) */
+		uint64_t now = ssd_clock_ns(w);
 		unsigned work = 0, i, n;
 
 		ssd_worker_sync(w);
@@ -686,28 +780,33 @@ static void *ssd_worker_main(void *arg)
 		if (w->ring_inflight)
 			io_uring_submit(&w->ring);
 		ssd_reap(w, now, &work);
-		work += ssd_post_due(w, ssd_now_ns(), false);
+		if (w->due_head)
+			work += ssd_post_due(w, ssd_clock_ns(w), false);
 		for (i = 0; i < n; i++)
 			ssd_irq_flush(w->mine[i]);
 		ssd_worker_reap_dying(w);
 		if (work) {
 			idle_since = 0;
+			dozing = false;
+			w->idle_ns = SSD_IDLE_MIN_NS;
 			continue;
 		}
 		if (!idle_since)
 			idle_since = now;
-		if (now - idle_since < SSD_SPIN_NS ||
-		    (w->ring_inflight && now - idle_since < 2 * SSD_SPIN_NS))
+		/* spin a while after the last work; once asleep, a pass that finds nothing
+		 * sleeps again at once (the spin would cost SSD_SPIN_NS per sleep when idle) */
+		if (!dozing && (now - idle_since < SSD_SPIN_NS ||
+				(w->ring_inflight && now - idle_since < 2 * SSD_SPIN_NS)))
 			continue;
 		ssd_worker_sleep(w, now);
-		idle_since = 0;
+		dozing = true;
 	}
 	/* stopping: wait out what the kernel still holds, then post everything */
 	while (w->ring_inflight) {
 		unsigned work = 0;
 
 		io_uring_submit_and_wait(&w->ring, 1);
-		ssd_reap(w, ssd_now_ns(), &work);
+		ssd_reap(w, ssd_clock_ns(w), &work);
 	}
 	ssd_post_due(w, 0, true);
 	return NULL;
@@ -774,7 +873,7 @@ int ssd_engine_start(struct ssd_engine **out, int backing_fd, int direct_fd, uin
 {
 	struct ssd_engine *e = calloc(1, sizeof(*e));
 	unsigned i;
-	int r;
+	int r, slack;
 
 	if (!e)
 		return -ENOMEM;
@@ -787,6 +886,12 @@ int ssd_engine_start(struct ssd_engine **out, int backing_fd, int direct_fd, uin
 		free(e);
 		return -ENOMEM;
 	}
+	pthread_once(&ssd_clk_once, ssd_clk_calibrate);
+	/* threads inherit their creator's timer slack: the workers' short idle sleeps need a small
+	 * one, set here because a worker may not call prctl once the daemon's filter is in place */
+	slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	if (slack > 0)
+		prctl(PR_SET_TIMERSLACK, SSD_TIMER_SLACK_NS, 0, 0, 0);
 	for (i = 0; i < nr; i++) {
 		struct ssd_worker *w = &e->w[i];
 
@@ -803,11 +908,15 @@ int ssd_engine_start(struct ssd_engine **out, int backing_fd, int direct_fd, uin
 					 strerror(-r));
 		}
 		if (r) {
+			if (slack > 0)
+				prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
 			e->nr = i;
 			ssd_engine_stop(e);
 			return r;
 		}
 	}
+	if (slack > 0)
+		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
 	e->nr = nr;
 	*out = e;
 	return 0;
