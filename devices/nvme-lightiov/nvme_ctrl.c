@@ -308,6 +308,7 @@ void nvme_ctrl_flr(struct nvme_ctrl *c)
 	c->aqa = 0;
 	c->asq = c->acq = 0;
 	c->intms = 0;
+	c->cmbmsc = 0; /* kept across CC.EN = 0, not across a function reset */
 	c->st.flrs++;
 	pthread_mutex_unlock(&c->lock);
 }

@@ -260,6 +260,7 @@ START_TEST(test_flr_unbinds_and_resets)
 	ck_assert_uint_eq(r32(NVME_REG_ASQ), 0);
 	ck_assert_uint_eq(r32(NVME_REG_ACQ), 0);
 	ck_assert_uint_eq(r32(NVME_REG_INTMS), 0);
+	ck_assert_uint_eq(r32(NVME_REG_CMBMSC), 0); /* Linux writes it again after a reset */
 	nvme_ctrl_get_stats(ctrl, &st);
 	ck_assert_uint_eq(st.flrs, 1);
 	ck_assert_uint_eq(st.bound, 0);
