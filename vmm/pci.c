@@ -165,8 +165,8 @@ static void msix_update(struct pci_dev *d, unsigned v)
 			? ops->irqfd(ops->opaque, (unsigned)m->gsi[v], m->efd[v], true)
 			: 0;
 		if (r)
-			fprintf(stderr, "pci %s: irqfd for MSI-X vector %u (GSI %d): %s\n",
-				d->name, v, m->gsi[v], strerror(-r));
+			fprintf(stderr, "pci %s: irqfd for MSI-X vector %u (GSI %d): %s\n", d->name,
+				v, m->gsi[v], strerror(-r));
 		else
 			m->live[v / 64] |= 1ULL << (v % 64);
 	}
@@ -857,8 +857,8 @@ int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen
 		/* Handed to KVM as an irqfd while the vector is unmasked (msix_update). */
 		m->efd[v] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (m->efd[v] < 0) {
-			snprintf(err, errlen, "pci %s: eventfd for MSI-X vector %u: %s", d->name,
-				 v, strerror(errno));
+			snprintf(err, errlen, "pci %s: eventfd for MSI-X vector %u: %s", d->name, v,
+				 strerror(errno));
 			return -EIO;
 		}
 	}

@@ -37,14 +37,14 @@
 #define PCI_CAP_ID_MSIX		    0x11
 #define PCI_CAP_ID_VNDR		    0x09
 #define PCI_CAP_ID_EXP		    0x10
-#define PCI_EXP_FLAGS		    2	  /* within the capability */
-#define PCI_EXP_TYPE_RC_END	    0x9	  /* Root Complex Integrated Endpoint */
+#define PCI_EXP_FLAGS		    2	/* within the capability */
+#define PCI_EXP_TYPE_RC_END	    0x9 /* Root Complex Integrated Endpoint */
 #define PCI_EXP_DEVCAP		    4
 #define PCI_EXP_DEVCAP_FLR	    0x10000000
 #define PCI_EXP_DEVCTL		    8
 #define PCI_EXP_DEVCTL_BCR_FLR	    0x8000
 #define PCI_EXP_CAP_SIZE	    0x3c /* version 2 */
-#define PCI_MSIX_FLAGS		    2 /* within the capability */
+#define PCI_MSIX_FLAGS		    2	 /* within the capability */
 #define PCI_MSIX_FLAGS_ENABLE	    0x8000
 #define PCI_MSIX_FLAGS_MASKALL	    0x4000
 #define PCI_MSIX_ENTRY_SIZE	    16
@@ -93,7 +93,7 @@ struct pci_msix {
 	int *gsi;
 	int *efd;
 	uint64_t *live; /* bitmap: efd[v] is KVM's irqfd now (vector unmasked) */
-	bool master; /* bus mastering on: a message may be written */
+	bool master;	/* bus mastering on: a message may be written */
 	uint64_t fired, pended;
 };
 
