@@ -248,9 +248,9 @@ static int ssd_cmd_serve(int argc, char **argv)
 		}
 	}
 	if (optind + 1 != argc || !backing) {
-		fprintf(stderr, "lvmm ssd serve: %s\n%s",
-			optind + 1 != argc ? "one SSD NAME expected" : "--backing is required",
-			ssd_usage);
+		/* one line, as every other command refuses: the usage is what --help is for */
+		fprintf(stderr, "lvmm: ssd serve: %s (lvmm ssd --help)\n",
+			optind + 1 != argc ? "expected one SSD NAME" : "--backing is required");
 		return 2;
 	}
 	cfg.name = argv[optind];

@@ -302,10 +302,12 @@ static void ssd_accept(struct ssd_server *s)
 		return;
 	}
 	if (s->nsessions >= s->cfg->max_clients) {
-		snprintf(why, sizeof(why), "softssd %s: %u clients connected, the limit",
-			 s->cfg->name, s->nsessions);
-		printf("%s: refused client pid %d: %u clients, the limit\n", s->cfg->name,
-		       (int)cr.pid, s->nsessions);
+		/* the operator's knob named, so the refused VM's message says what to raise */
+		snprintf(why, sizeof(why),
+			 "softssd %s: %u clients connected, the limit (lvmm ssd serve --max-clients %u)",
+			 s->cfg->name, s->nsessions, s->cfg->max_clients);
+		printf("%s: refused client pid %d: %u clients, the limit (--max-clients %u)\n",
+		       s->cfg->name, (int)cr.pid, s->nsessions, s->cfg->max_clients);
 		fflush(stdout);
 		ssd_refuse(s, fd, -EUSERS, why);
 		return;

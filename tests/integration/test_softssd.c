@@ -898,7 +898,7 @@ START_TEST(test_socket_and_limits)
 	}
 	rc = lio_client_connect(&x, SSD, "third", NULL, err, sizeof(err));
 	ck_assert_int_eq(rc, -EUSERS);
-	ck_assert_ptr_nonnull(strstr(err, "the limit"));
+	ck_assert_ptr_nonnull(strstr(err, "the limit (lvmm ssd serve --max-clients 2)"));
 	{
 		struct lio_vol_attach a = attach(c[0], NULL, LIO_ATTACH_ANON);
 		struct lio_drv_opts o = {.vol_id = a.vol_id,
@@ -953,6 +953,13 @@ START_TEST(test_socket_and_limits)
 		testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
 		ck_assert_int_eq(WEXITSTATUS(r.status), 0);
 		ck_assert_ptr_nonnull(strstr(r.out, "lvmm ssd serve NAME"));
+	}
+	{ /* no name: one line saying so, as every other command refuses, not the usage */
+		char *args[] = {"ssd", "serve", NULL};
+
+		testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
+		ck_assert_int_eq(WEXITSTATUS(r.status), 2);
+		ck_assert_str_eq(r.err, "lvmm: ssd serve: expected one SSD NAME (lvmm ssd --help)\n");
 	}
 	{ /* a second daemon on the same SSD name is refused */
 		char *args[] = {"ssd", "serve", SSD, "--backing", backing, NULL};
