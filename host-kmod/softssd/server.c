@@ -170,10 +170,10 @@ static void ssd_status_line(struct ssd_server *s, struct ssd_session *ss, const 
 	ssd_session_counters(ss, &t);
 	printf("%s: client %" PRIu64 " pid %d uid %u '%s' %s: %u qpairs, %u volumes, %" PRIu64
 	       " cmds, %" PRIu64 " MiB read, %" PRIu64 " MiB written, %" PRIu64 " errors, %" PRIu64
-	       " rejected; %u clients\n",
+	       " rejected, %" PRIu64 " write-through syncs; %u clients\n",
 	       s->cfg->name, ss->owner, (int)ss->pid, (unsigned)ss->uid, ss->label, what, ss->nqps,
 	       ss->nvols, t.cmds, t.read_bytes >> 20, t.write_bytes >> 20, t.errors, t.rejected,
-	       s->nsessions);
+	       t.syncs, s->nsessions);
 	fflush(stdout);
 }
 

@@ -855,6 +855,61 @@ START_TEST(test_api_autostart)
 }
 END_TEST
 
+/* The write-through syncs softssd logged for the VMs' sessions ('nvme0' is the label lvmm
+ * gives), once n of them have ended (the daemon logs a session when it sees the hang-up). */
+static unsigned long long vm_syncs(unsigned n)
+{
+	unsigned long long sum = 0;
+	char *o = NULL;
+	const char *l;
+	unsigned i;
+
+	for (i = 0; i < 800; i++) { /* 20 s at most */
+		free(o);
+		o = testutil_slurp(logpath);
+		if (count_of(o, "'nvme0' gone:") >= n)
+			break;
+		testutil_sleep_ms(25);
+	}
+	ck_assert_msg(count_of(o, "'nvme0' gone:") == n, "%u VM sessions ended, want %u: %s",
+		      count_of(o, "'nvme0' gone:"), n, o);
+	for (l = strstr(o, "'nvme0' gone:"); l; l = strstr(l + 1, "'nvme0' gone:")) {
+		const char *e = strchr(l, '\n'), *k = strstr(l, " rejected, ");
+
+		ck_assert_msg(k && (!e || k < e), "no counters after rejected: %s", l);
+		sum += strtoull(k + strlen(" rejected, "), NULL, 10);
+	}
+	free(o);
+	return sum;
+}
+
+/* The guest turns its volatile write cache off (Set Features 06h) and reads it back off: in
+ * isolated and passthrough mode softssd then syncs every write of the VM before its CQE (8 of
+ * 64 KiB for the 1024-block pattern, more for the recreated queue pair's), which it counts; the
+ * cache left on, it syncs none. The pattern is on the volume either way. */
+START_TEST(test_vwc_off)
+{
+	struct testutil_run r;
+	unsigned long long s0, s1, s2;
+
+	vm_run(&r, SSD ":16M,vol=w0", "bench.mode=lio bench.seed=40");
+	assert_passed(&r, "cache on");
+	s0 = vm_syncs(1);
+	ck_assert_uint_eq(s0, 0);
+	vm_run(&r, SSD ":16M,vol=w1", "bench.mode=lio bench.seed=41 bench.vwc=off");
+	assert_passed(&r, "isolated, cache off");
+	ck_assert_msg(strstr(r.out, "bench: lio volatile write cache off"), "%s", r.out);
+	s1 = vm_syncs(2);
+	ck_assert_uint_ge(s1, 8);
+	vm_run(&r, SSD ":16M,vol=w2,mode=passthrough", "bench.mode=lio bench.seed=42 bench.vwc=off");
+	assert_passed(&r, "passthrough, cache off");
+	s2 = vm_syncs(3);
+	ck_assert_uint_ge(s2 - s1, 8);
+	vol_check("w1", 41, 0, 1024);
+	vol_check("w2", 42, 0, 1024);
+}
+END_TEST
+
 static Suite *vnvme_modes_suite(void)
 {
 	Suite *s = suite_create("vnvme_modes");
@@ -883,6 +938,11 @@ static Suite *vnvme_modes_suite(void)
 	tcase_add_checked_fixture(t, setup_4k, teardown);
 	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
 	tcase_add_test(t, test_lba_4k);
+	suite_add_tcase(s, t);
+	t = tcase_create("vwc");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
+	tcase_add_test(t, test_vwc_off);
 	suite_add_tcase(s, t);
 	t = tcase_create("api_autostart");
 	tcase_add_checked_fixture(t, setup, teardown);

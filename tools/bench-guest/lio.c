@@ -478,6 +478,18 @@ static void lio_ring3(void)
 		goto out;
 	if (lba0 + n > nsze)
 		n = lba0 < nsze ? nsze - lba0 : 0;
+	if (param_is("bench.vwc", "off")) {
+		/* volatile write cache off: the backend must make each write durable */
+		uint32_t dw0 = ~0u;
+
+		c = cmd(NVME_ADMIN_SET_FEATURES);
+		c.cdw10 = NVME_FEAT_VOLATILE_WC;
+		check(run(0, &c, NULL) == 0, "set features: volatile write cache off");
+		c = cmd(NVME_ADMIN_GET_FEATURES);
+		c.cdw10 = NVME_FEAT_VOLATILE_WC;
+		check(run(0, &c, &dw0) == 0 && dw0 == 0, "volatile write cache reads off");
+		bench_puts("bench: lio volatile write cache off\n");
+	}
 	lio_rw(seed, lba0, n, !param_is("bench.op", "verify"));
 	/* isolated: the host enforces the window; passthrough trusts this driver to */
 	c = rw(NVME_CMD_READ, nsze, PAGE, rbuf);
