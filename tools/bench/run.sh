@@ -4,8 +4,9 @@
 # usage: tools/bench/run.sh [BUILD_DIR]   (default build; lvmm, the bench guest and
 # softssd-bench-client built there: make bench does it)
 # Knobs (environment): BENCH_TIME (seconds per storage run, 5; scales fio runs too), ROUNDS
-# (rounds of the nvme and storage benches: 7 and 2), FIO_SECS (per fio run), API_N (requests per
-# API case, 2000), BOOT_RUNS (boots per VM shape, 20), BENCHES (which: "nvme api boot storage"),
+# (rounds of the nvme and storage benches: 7 and 2; 3 and 2 when BENCH_TIME <= 2), FIO_SECS (per
+# fio run), API_N (requests per API case, 2000; 1000 short), BOOT_RUNS (boots per VM shape, 20;
+# 10 short), BENCHES (which: "nvme api boot storage"),
 # RESULTS (docs/bench), DOC (docs/benchmarks.md); storage.py lists its own.
 set -euo pipefail
 build=${1:-build}
@@ -23,6 +24,18 @@ for tool in fio /usr/bin/python3 curl; do
 done
 mkdir -p "$results"
 start=$(date +%s)
+# short runs (BENCH_TIME <= 2) take fewer rounds and boots where no target's ratio depends on
+# them: make bench BENCH_TIME=2 in under 10 minutes on a 2-core host
+short=$(awk -v t="${BENCH_TIME:-5}" 'BEGIN{print (t <= 2) ? 1 : 0}')
+if [ "$short" = 1 ]; then
+	nvme_rounds=${ROUNDS:-3} boot_runs=${BOOT_RUNS:-10} api_n=${API_N:-1000}
+	storage_boots=${BOOT_RUNS:-5}
+else
+	nvme_rounds=${ROUNDS:-7} boot_runs=${BOOT_RUNS:-20} api_n=${API_N:-2000}
+	storage_boots=${BOOT_RUNS:-10}
+fi
+part=$start
+took() { echo "bench: $1 took $(($(date +%s) - part)) s"; part=$(date +%s); }
 
 kvm=kvm
 [ -d /sys/module/kvm_intel ] && kvm=kvm_intel
@@ -36,22 +49,26 @@ echo "bench: $host"
 
 if want nvme; then
 	echo "bench: exit cost and vNVMe QD1 (lvmm bench guest vs fio on the same image)"
-	/usr/bin/python3 "$here/nvme-qd1.py" "$build" "$results" "${ROUNDS:-7}" \
+	/usr/bin/python3 "$here/nvme-qd1.py" "$build" "$results" "$nvme_rounds" \
 		"${FIO_SECS:-${BENCH_TIME:-3}}"
+	took nvme
 fi
 if want api; then
 	echo "bench: REST API round trips"
-	"$here/api-latency.sh" "$build" "${API_N:-2000}" "$results/api-latency"
+	"$here/api-latency.sh" "$build" "$api_n" "$results/api-latency"
+	took api
 fi
 if want boot; then
 	echo "bench: boot to poweroff"
-	/usr/bin/python3 "$here/boot.py" "$build" "$results/boot.csv" "${BOOT_RUNS:-20}"
+	/usr/bin/python3 "$here/boot.py" "$build" "$results/boot.csv" "$boot_runs"
+	took boot
 fi
 if want storage; then
 	echo "bench: storage side by side (lvmm modes, native, QEMU), N VMs on one SSD, footprint"
 	BENCH_COMMAND=${BENCH_COMMAND:-make bench BENCH_TIME=${BENCH_TIME:-5}} ROUNDS=${ROUNDS:-2} \
-		BOOT_RUNS=${BOOT_RUNS:-10} /usr/bin/python3 "$here/storage.py" "$build" "$results"
+		BOOT_RUNS=$storage_boots /usr/bin/python3 "$here/storage.py" "$build" "$results"
 	/usr/bin/python3 "$here/report_storage.py" "$results" "$doc"
+	took storage
 fi
 
 # host.json and report.py belong to the nvme, api and boot tables: only a run of all three
@@ -63,4 +80,4 @@ json.dump({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "host": s
 PY
 	/usr/bin/python3 "$here/report.py" "$results" "$doc"
 fi
-echo "bench: results in $results/, tables in $doc"
+echo "bench: results in $results/, tables in $doc ($(($(date +%s) - start)) s in all)"
