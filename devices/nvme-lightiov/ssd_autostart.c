@@ -257,6 +257,24 @@ static int ssd_ensure(const char *id, const char *name, uint64_t need, char *err
 	return r;
 }
 
+/* The helper runs unconfined on behalf of a confined process: it starts nothing but a softssd
+ * named plainly (the name becomes a file name and an argument) of a size a file system holds. */
+static bool helper_req_ok(const struct ssd_helper_req *q)
+{
+	size_t i, n = strlen(q->name);
+
+	if (!n || q->name[0] == '-' || q->name[0] == '.' || q->need > (1ULL << 50))
+		return false;
+	for (i = 0; i < n; i++) {
+		char c = q->name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
 static void __attribute__((noreturn)) helper_main(int fd)
 {
 	sigset_t none;
@@ -276,9 +294,14 @@ static void __attribute__((noreturn)) helper_main(int fd)
 			continue;
 		q.id[sizeof(q.id) - 1] = q.name[sizeof(q.name) - 1] = 0;
 		memset(&a, 0, sizeof(a));
-		/* a name with a slash is a socket path: nothing to start */
-		if (q.name[0] && !strchr(q.name, '/') && !ssd_served(q.name))
+		if (!helper_req_ok(&q)) {
+			a.r = -EINVAL;
+			snprintf(a.err, sizeof(a.err),
+				 "vnvme %s: ssd name '%s' or size %llu refused for auto-start",
+				 q.id, q.name, (unsigned long long)q.need);
+		} else if (!ssd_served(q.name)) {
 			a.r = ssd_start_one(q.id, q.name, q.need, a.err, sizeof(a.err));
+		}
 		if (send(fd, &a, sizeof(a), MSG_NOSIGNAL) < 0)
 			_exit(0);
 	}
