@@ -6,11 +6,15 @@
 #define LIO_KMOD_H
 
 #include <linux/eventfd.h>
+#if IS_ENABLED(CONFIG_IRQ_BYPASS_MANAGER)
+#include <linux/irqbypass.h>
+#endif
 #include <linux/kref.h>
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/poll.h>
+#include <linux/sizes.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
@@ -23,11 +27,14 @@
 #define LIO_IOQ_DEPTH	64 /* entries of each controller queue the module creates */
 #define LIO_INTERNAL_QID 1  /* polled queue for the volume table */
 #define LIO_CMD_TIMEOUT_MS 5000
+#define LIO_QMEM_MAX	(64u << 20) /* queue memory per session (the ABI's limit) */
+#define LIO_QMEM_CHUNK	SZ_1M	    /* one coherent allocation; nothing carved straddles two */
 
 /* Module parameters (lio_main.c). */
 extern unsigned int lio_max_qpairs;
 extern unsigned int lio_max_window_mb;
 extern bool lio_format_blank;
+extern bool lio_direct_noiommu;
 extern struct workqueue_struct *lio_wq;
 
 struct lio_ctr {
@@ -73,6 +80,20 @@ struct lio_slot {
 	dma_addr_t buf_dma;
 };
 
+/* A session's queue memory: coherent chunks the client maps (the VM's CMB) and the module carves
+ * rings and doorbell pages from. The session and the client's file each hold a reference: a
+ * mapping may outlive the session.
+ */
+struct lio_qmem_area {
+	struct kref ref;
+	struct lio_ssd *ssd; /* holds ssd->ref */
+	u64 size;
+	unsigned int nchunks;
+	void **cpu;
+	dma_addr_t *dma;
+	unsigned long *used; /* one bit per page */
+};
+
 struct lio_session;
 
 struct lio_qp {
@@ -83,6 +104,16 @@ struct lio_qp {
 	u16 sqid, cqid;
 	u32 sq_depth, cq_depth, irq_coalesce;
 	u64 sq_gpa, cq_gpa, shadow_gpa, eventidx_gpa;
+	/* rings and doorbell pages carved from queue memory (NULL: in the DMA window) */
+	void *sq_k, *cq_k;
+	__le32 *db_k;
+	s64 sq_off, cq_off, db_off;
+	bool direct; /* DB_DIRECT: the controller's rings and doorbells are the client's */
+	u64 mmap_off; /* DB_DIRECT: where the doorbell pages map on the device file */
+#if IS_ENABLED(CONFIG_IRQ_BYPASS_MANAGER)
+	struct irq_bypass_producer bypass;
+	bool bypass_on;
+#endif
 	struct lio_check_ctx chk;
 	struct lio_hwq hw;
 	int irq;
@@ -114,6 +145,8 @@ struct lio_session {
 	struct lio_ssd *ssd;
 	struct list_head node;
 	struct lio_window win;
+	struct lio_qmem_area *qm;
+	struct address_space *mapping; /* of the device file: direct doorbell mappings live there */
 	struct list_head qps;
 	unsigned int nqps;
 	struct lio_attached vols[LIO_MAX_ATTACHED];
@@ -170,6 +203,8 @@ void lio_ctrl_disable(struct lio_ssd *ssd);
 int lio_ctrl_admin(struct lio_ssd *ssd, struct nvme_sqe *sqe, u32 *result);
 int lio_ctrl_io(struct lio_ssd *ssd, u8 opcode, u64 lba, u32 buf_off, u32 bytes);
 int lio_hwq_alloc(struct lio_ssd *ssd, struct lio_hwq *q, u16 qid, u16 depth);
+void lio_hwq_init(struct lio_ssd *ssd, struct lio_hwq *q, u16 qid, u16 depth);
+phys_addr_t lio_ctrl_db_phys(struct lio_ssd *ssd, u16 qid);
 void lio_hwq_free(struct lio_ssd *ssd, struct lio_hwq *q);
 int lio_ctrl_create_ioq(struct lio_ssd *ssd, struct lio_hwq *q, int vector);
 void lio_ctrl_delete_ioq(struct lio_ssd *ssd, struct lio_hwq *q);
@@ -192,11 +227,20 @@ int lio_win_read32(const struct lio_window *win, u64 gpa, u32 *val);
 int lio_win_write32(const struct lio_window *win, u64 gpa, u32 val);
 int lio_win_dma(const struct lio_window *win, u64 gpa, dma_addr_t *dma);
 
+/* lio_qmem.c: queue memory */
+int lio_qmem_alloc(struct lio_session *ss, struct lio_qmem *q);
+void lio_qmem_put(struct lio_qmem_area *qm);
+s64 lio_qmem_carve(struct lio_qmem_area *qm, u64 bytes);
+void lio_qmem_release(struct lio_qmem_area *qm, s64 off, u64 bytes);
+void *lio_qmem_ptr(const struct lio_qmem_area *qm, u64 off);
+dma_addr_t lio_qmem_dma(const struct lio_qmem_area *qm, u64 off);
+
 /* lio_qp.c: queue pairs */
 int lio_qp_create(struct lio_session *ss, struct lio_qp_create *q);
 void lio_qp_destroy(struct lio_qp *qp);
 struct lio_qp *lio_qp_find(struct lio_ssd *ssd, u32 id);
 void lio_ctr_add(struct lio_ctr *to, const struct lio_ctr *from);
+int lio_qp_mmap(struct lio_session *ss, struct vm_area_struct *vma);
 
 /* lio_session.c: the misc device */
 extern const struct file_operations lio_fops;

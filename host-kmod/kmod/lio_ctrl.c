@@ -14,22 +14,34 @@ static u32 __iomem *lio_db(struct lio_ssd *ssd, u16 qid, bool cq)
 	return ssd->bar + NVME_REG_DBS + (2 * qid + cq) * ssd->db_stride;
 }
 
-int lio_hwq_alloc(struct lio_ssd *ssd, struct lio_hwq *q, u16 qid, u16 depth)
+/* The bus address of the SQ tail doorbell of qid (its CQ head doorbell is one stride on). */
+phys_addr_t lio_ctrl_db_phys(struct lio_ssd *ssd, u16 qid)
 {
-	struct device *dev = &ssd->pdev->dev;
+	return pci_resource_start(ssd->pdev, 0) + NVME_REG_DBS + 2 * qid * ssd->db_stride;
+}
 
+/* q without rings of its own: the caller sets sq/cq and their DMA addresses. */
+void lio_hwq_init(struct lio_ssd *ssd, struct lio_hwq *q, u16 qid, u16 depth)
+{
 	memset(q, 0, sizeof(*q));
 	q->qid = qid;
 	q->depth = depth;
 	q->cq_phase = 1;
+	q->sq_db = lio_db(ssd, qid, false);
+	q->cq_db = lio_db(ssd, qid, true);
+}
+
+int lio_hwq_alloc(struct lio_ssd *ssd, struct lio_hwq *q, u16 qid, u16 depth)
+{
+	struct device *dev = &ssd->pdev->dev;
+
+	lio_hwq_init(ssd, q, qid, depth);
 	q->sq = dma_alloc_coherent(dev, depth * sizeof(*q->sq), &q->sq_dma, GFP_KERNEL);
 	q->cq = dma_alloc_coherent(dev, depth * sizeof(*q->cq), &q->cq_dma, GFP_KERNEL);
 	if (!q->sq || !q->cq) {
 		lio_hwq_free(ssd, q);
 		return -ENOMEM;
 	}
-	q->sq_db = lio_db(ssd, qid, false);
-	q->cq_db = lio_db(ssd, qid, true);
 	return 0;
 }
 

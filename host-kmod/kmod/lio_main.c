@@ -21,6 +21,11 @@ bool lio_format_blank;
 module_param_named(format_blank, lio_format_blank, bool, 0644);
 MODULE_PARM_DESC(format_blank, "write an empty volume table to a controller that has none");
 
+bool lio_direct_noiommu;
+module_param_named(direct_noiommu, lio_direct_noiommu, bool, 0644);
+MODULE_PARM_DESC(direct_noiommu,
+		 "allow DB_DIRECT queue pairs without an IOMMU (the client is trusted with host memory)");
+
 struct workqueue_struct *lio_wq;
 
 static DEFINE_MUTEX(lio_list_lock); /* lio_ssds, lio_next_index */

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Queue pairs: a guest SQ/CQ in the session's DMA window served by one controller queue pair.
- * The doorbell eventfd and the controller's MSI-X vector both kick one work item, which copies
- * new SQEs out of guest reach, checks them (check.c), submits them with device LBAs and device
- * DMA addresses, and copies completions back into the guest CQ before signalling the irq eventfd.
+/* Queue pairs: a guest SQ/CQ (in the session's DMA window or its queue memory) served by one
+ * controller queue pair. The doorbell (eventfd, or a polled page in queue memory) and the
+ * controller's MSI-X vector both kick one work item, which copies new SQEs out of guest reach,
+ * checks them (check.c), submits them with device LBAs and device DMA addresses, and copies
+ * completions back into the guest CQ before signalling the irq eventfd. A DB_DIRECT queue pair
+ * is the paper's passthrough instead: the controller's own rings in queue memory, its doorbell
+ * pages mapped to the client, its vector signalling the irq eventfd (an IRQ-bypass producer).
  */
 #include <linux/dma-mapping.h>
 #include <linux/file.h>
 #include <linux/interrupt.h>
+#include <linux/mm.h>
 #include <linux/slab.h>
 
 #include "lio.h"
@@ -40,16 +44,26 @@ static void lio_qp_post(struct lio_qp *qp, u16 cid, u16 status, u32 dw0)
 {
 	struct nvme_cqe c = {};
 	u64 gpa = qp->cq_gpa + (u64)qp->g_cq_tail * sizeof(c);
-	u16 st = cpu_to_le16(status << 1 | qp->g_phase);
+	__le16 st = cpu_to_le16(status << 1 | qp->g_phase);
 
 	c.dw0 = cpu_to_le32(dw0);
 	c.sq_head = cpu_to_le16(qp->g_sq_head);
 	c.sq_id = cpu_to_le16(qp->sqid);
 	c.cid = cpu_to_le16(cid);
-	lio_win_copy(&qp->ss->win, gpa, &c, offsetof(struct nvme_cqe, status), true);
-	/* the entry before its phase tag: a guest polling the tag must see a whole entry */
-	smp_wmb();
-	lio_win_copy(&qp->ss->win, gpa + offsetof(struct nvme_cqe, status), &st, sizeof(st), true);
+	if (qp->cq_k) {
+		struct nvme_cqe *k = qp->cq_k + (u64)qp->g_cq_tail * sizeof(c);
+
+		memcpy(k, &c, offsetof(struct nvme_cqe, status));
+		/* the entry before its phase tag, as below */
+		smp_wmb();
+		WRITE_ONCE(k->status, st);
+	} else {
+		lio_win_copy(&qp->ss->win, gpa, &c, offsetof(struct nvme_cqe, status), true);
+		/* the entry before its phase tag: a guest polling the tag must see a whole entry */
+		smp_wmb();
+		lio_win_copy(&qp->ss->win, gpa + offsetof(struct nvme_cqe, status), &st,
+			     sizeof(st), true);
+	}
 	if (++qp->g_cq_tail == qp->cq_depth) {
 		qp->g_cq_tail = 0;
 		qp->g_phase ^= 1;
@@ -80,7 +94,11 @@ static u32 lio_qp_cq_room(struct lio_qp *qp)
 {
 	u32 head, used;
 
-	if (lio_win_read32(&qp->ss->win, qp->shadow_gpa + 4, &head) || head >= qp->cq_depth)
+	if (qp->db_k)
+		head = le32_to_cpu(READ_ONCE(qp->db_k[LIO_PAGE_SIZE / 4]));
+	else if (lio_win_read32(&qp->ss->win, qp->shadow_gpa + 4, &head))
+		return 0;
+	if (head >= qp->cq_depth)
 		return 0;
 	used = (qp->g_cq_tail + qp->cq_depth - head) % qp->cq_depth;
 	return qp->cq_depth - 1 - used;
@@ -256,7 +274,27 @@ static unsigned int lio_qp_reap(struct lio_qp *qp)
 	return n;
 }
 
-/* New SQEs up to the tail in the shadow doorbell, while the guest CQ has room for every command
+/* The guest's SQ tail: its doorbell page in queue memory, or the shadow doorbell slot. */
+static int lio_qp_sq_tail(struct lio_qp *qp, u32 *tail)
+{
+	if (qp->db_k) {
+		*tail = le32_to_cpu(READ_ONCE(qp->db_k[0]));
+		return 0;
+	}
+	return lio_win_read32(&qp->ss->win, qp->shadow_gpa, tail);
+}
+
+static int lio_qp_read_sqe(struct lio_qp *qp, u32 idx, struct nvme_sqe *sqe)
+{
+	if (qp->sq_k) {
+		memcpy(sqe, qp->sq_k + (u64)idx * sizeof(*sqe), sizeof(*sqe));
+		return 0;
+	}
+	return lio_win_copy(&qp->ss->win, qp->sq_gpa + (u64)idx * sizeof(*sqe), sqe, sizeof(*sqe),
+			    false);
+}
+
+/* New SQEs up to the tail in the doorbell, while the guest CQ has room for every command
  * in flight plus this one (so a completion never waits for CQ space).
  */
 static unsigned int lio_qp_fetch(struct lio_qp *qp)
@@ -268,7 +306,7 @@ static unsigned int lio_qp_fetch(struct lio_qp *qp)
 	u32 tail, room;
 	u16 st;
 
-	if (qp->broken || lio_win_read32(win, qp->shadow_gpa, &tail))
+	if (qp->broken || lio_qp_sq_tail(qp, &tail))
 		return 0;
 	if (tail >= qp->sq_depth) {
 		lio_err(qp->ssd, "qp %u: SQ tail %u outside depth %u: queue stopped", qp->id, tail,
@@ -286,8 +324,7 @@ static unsigned int lio_qp_fetch(struct lio_qp *qp)
 		}
 		if (qp->inflight >= qp->hw.depth - 1)
 			break; /* the controller's completion kicks us again */
-		if (lio_win_copy(win, qp->sq_gpa + (u64)qp->g_sq_head * sizeof(sqe), &sqe,
-				 sizeof(sqe), false))
+		if (lio_qp_read_sqe(qp, qp->g_sq_head, &sqe))
 			break;
 		if (++qp->g_sq_head == qp->sq_depth)
 			qp->g_sq_head = 0;
@@ -302,7 +339,7 @@ static unsigned int lio_qp_fetch(struct lio_qp *qp)
 	}
 	if (queued)
 		writel(qp->hw.sq_tail, qp->hw.sq_db);
-	if (qp->eventidx_gpa)
+	if (!qp->db_k && qp->eventidx_gpa)
 		lio_win_write32(win, qp->eventidx_gpa, qp->g_sq_head);
 	if (n)
 		WRITE_ONCE(qp->ctr.polls, qp->ctr.polls + 1);
@@ -323,6 +360,9 @@ static void lio_qp_work(struct work_struct *w)
 	lio_qp_irq_flush(qp, qp->inflight == 0);
 	if (!n)
 		WRITE_ONCE(qp->ctr.sleeps, qp->ctr.sleeps + 1);
+	/* DB_POLL: nothing tells us of a new tail; look again at the next tick */
+	if (qp->db_k && !READ_ONCE(qp->stopping))
+		queue_delayed_work(lio_wq, &qp->work, 1);
 }
 
 static irqreturn_t lio_qp_irq(int irq, void *data)
@@ -331,6 +371,46 @@ static irqreturn_t lio_qp_irq(int irq, void *data)
 
 	mod_delayed_work(lio_wq, &qp->work, 0);
 	return IRQ_HANDLED;
+}
+
+/* DB_DIRECT: the CQ is the guest's own; the vector only tells it so (where KVM takes the vector
+ * through IRQ bypass, this handler no longer runs).
+ */
+static irqreturn_t lio_qp_direct_irq(int irq, void *data)
+{
+	struct lio_qp *qp = data;
+
+	if (qp->irq_ctx) {
+		eventfd_signal(qp->irq_ctx, 1);
+		WRITE_ONCE(qp->ctr.irqs, qp->ctr.irqs + 1);
+	}
+	return IRQ_HANDLED;
+}
+
+static void lio_qp_bypass_add(struct lio_qp *qp)
+{
+#if IS_ENABLED(CONFIG_IRQ_BYPASS_MANAGER)
+	int r;
+
+	/* the token KVM's irqfd consumer carries: the eventfd context of the guest's vector */
+	qp->bypass.token = qp->irq_ctx;
+	qp->bypass.irq = qp->irq;
+	r = irq_bypass_register_producer(&qp->bypass);
+	if (r)
+		lio_err(qp->ssd, "qp %u: IRQ bypass producer not registered (%d): eventfd only",
+			qp->id, r);
+	else
+		qp->bypass_on = true;
+#endif
+}
+
+static void lio_qp_bypass_del(struct lio_qp *qp)
+{
+#if IS_ENABLED(CONFIG_IRQ_BYPASS_MANAGER)
+	if (qp->bypass_on)
+		irq_bypass_unregister_producer(&qp->bypass);
+	qp->bypass_on = false;
+#endif
 }
 
 /* The doorbell eventfd's wake-up, under its wait-queue lock: consume the count, kick the work. */
@@ -412,10 +492,43 @@ static bool lio_qp_gpa_ok(struct lio_qp *qp, const char *what, u64 gpa, u64 len,
 	return false;
 }
 
+/* The paper's passthrough: what the controller and the platform must offer for it. */
+static int lio_qp_validate_direct(struct lio_ssd *ssd, const struct lio_qp_create *q)
+{
+	const u32 need = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM;
+
+	if (q->mode != LIO_MODE_PASSTHROUGH || (q->flags & need) != need ||
+	    (q->flags & LIO_QP_READONLY)) {
+		lio_err(ssd, "qp-create: DB_DIRECT is passthrough with SQ_QMEM and CQ_QMEM, never READONLY (mode %u flags 0x%x)",
+			q->mode, q->flags);
+		return -EINVAL;
+	}
+	if (q->sq_depth != q->cq_depth || q->sq_depth > NVME_CAP_MQES(ssd->cap) + 1) {
+		lio_err(ssd, "qp-create: DB_DIRECT: sq_depth %u and cq_depth %u must be equal and at most the controller's %u",
+			q->sq_depth, q->cq_depth, NVME_CAP_MQES(ssd->cap) + 1);
+		return -EINVAL;
+	}
+	if (ssd->db_stride < PAGE_SIZE) {
+		lio_err(ssd, "qp-create: DB_DIRECT: CAP.DSTRD %u (doorbell stride %u bytes) puts the doorbells of several queues on one page",
+			NVME_CAP_DSTRD(ssd->cap), ssd->db_stride);
+		return -EOPNOTSUPP;
+	}
+	if (device_iommu_mapped(&ssd->pdev->dev)) {
+		lio_err(ssd, "qp-create: DB_DIRECT behind an IOMMU needs an IOVA = GPA domain per VM, which lightiov.ko does not build yet");
+		return -EOPNOTSUPP;
+	}
+	if (!lio_direct_noiommu) {
+		lio_err(ssd, "qp-create: DB_DIRECT without an IOMMU lets the client DMA anywhere: load with direct_noiommu=1 to trust it");
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int lio_qp_validate(struct lio_session *ss, const struct lio_qp_create *q)
 {
 	const u32 known = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL | LIO_QP_DB_EVENTFD |
-			  LIO_QP_READONLY | LIO_QP_IRQ_ENABLED;
+			  LIO_QP_READONLY | LIO_QP_IRQ_ENABLED | LIO_QP_DB_DIRECT;
+	const u32 qmem = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL | LIO_QP_DB_DIRECT;
 	struct lio_ssd *ssd = ss->ssd;
 
 	if (q->mode != LIO_MODE_PASSTHROUGH && q->mode != LIO_MODE_ISOLATED) {
@@ -427,15 +540,16 @@ static int lio_qp_validate(struct lio_session *ss, const struct lio_qp_create *q
 		lio_err(ssd, "qp-create: unknown flags 0x%x", q->flags & ~known);
 		return -EINVAL;
 	}
-	if (!(q->flags & LIO_QP_DB_POLL) == !(q->flags & LIO_QP_DB_EVENTFD)) {
-		lio_err(ssd, "qp-create: flags 0x%x: exactly one of DB_POLL and DB_EVENTFD",
+	if (!!(q->flags & LIO_QP_DB_POLL) + !!(q->flags & LIO_QP_DB_EVENTFD) +
+	    !!(q->flags & LIO_QP_DB_DIRECT) != 1) {
+		lio_err(ssd, "qp-create: flags 0x%x: exactly one of DB_POLL, DB_EVENTFD and DB_DIRECT",
 			q->flags);
 		return -EINVAL;
 	}
-	if (q->flags & (LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL)) {
-		lio_err(ssd, "qp-create: flags 0x%x: no queue memory in lightiov.ko (DB_EVENTFD, rings in the window)",
+	if ((q->flags & qmem) && !ss->qm) {
+		lio_err(ssd, "qp-create: flags 0x%x need queue memory (qmem-alloc first)",
 			q->flags);
-		return -EOPNOTSUPP;
+		return -ENOENT;
 	}
 	if (q->sq_depth < 2 || q->sq_depth > LIO_MAX_QDEPTH || q->cq_depth < 2 ||
 	    q->cq_depth > LIO_MAX_QDEPTH) {
@@ -452,10 +566,12 @@ static int lio_qp_validate(struct lio_session *ss, const struct lio_qp_create *q
 		lio_err(ssd, "qp-create: irq_fd %d without IRQ_ENABLED (must be -1)", q->irq_fd);
 		return -EINVAL;
 	}
-	if (!ss->win.n) {
+	if (!ss->win.n && !(q->flags & LIO_QP_DB_DIRECT)) {
 		lio_err(ssd, "qp-create: no DMA window registered");
 		return -ENOENT;
 	}
+	if (q->flags & LIO_QP_DB_DIRECT)
+		return lio_qp_validate_direct(ssd, q);
 	if (ssd->nqpairs >= lio_max_qpairs) {
 		lio_err(ssd, "qp-create: the SSD serves %u queue pairs, its limit", ssd->nqpairs);
 		return -ENOSPC;
@@ -479,7 +595,104 @@ static void lio_qp_free(struct lio_qp *qp)
 		eventfd_ctx_put(qp->db_ctx);
 	if (qp->irq_ctx)
 		eventfd_ctx_put(qp->irq_ctx);
+	lio_qmem_release(qp->ss->qm, qp->sq_off, (u64)qp->sq_depth * sizeof(struct nvme_sqe));
+	lio_qmem_release(qp->ss->qm, qp->cq_off, (u64)qp->cq_depth * sizeof(struct nvme_cqe));
+	lio_qmem_release(qp->ss->qm, qp->db_off, 2 * LIO_PAGE_SIZE);
 	kfree(qp);
+}
+
+/* Rings and doorbell pages the flags put in queue memory, carved and zeroed. */
+static int lio_qp_carve(struct lio_qp *qp, const struct lio_qp_create *q)
+{
+	struct lio_qmem_area *qm = qp->ss->qm;
+	u64 sqb = (u64)q->sq_depth * sizeof(struct nvme_sqe);
+	u64 cqb = (u64)q->cq_depth * sizeof(struct nvme_cqe);
+
+	if (q->flags & LIO_QP_SQ_QMEM) {
+		qp->sq_off = lio_qmem_carve(qm, sqb);
+		if (qp->sq_off < 0)
+			goto full;
+		qp->sq_k = lio_qmem_ptr(qm, qp->sq_off);
+	}
+	if (q->flags & LIO_QP_CQ_QMEM) {
+		qp->cq_off = lio_qmem_carve(qm, cqb);
+		if (qp->cq_off < 0)
+			goto full;
+		qp->cq_k = lio_qmem_ptr(qm, qp->cq_off);
+	}
+	if (q->flags & LIO_QP_DB_POLL) {
+		qp->db_off = lio_qmem_carve(qm, 2 * LIO_PAGE_SIZE);
+		if (qp->db_off < 0)
+			goto full;
+		qp->db_k = lio_qmem_ptr(qm, qp->db_off);
+	}
+	return 0;
+full:
+	lio_err(qp->ssd, "qp-create: queue memory of %llu bytes has no room for SQ %llu + CQ %llu + doorbells",
+		qm->size, sqb, cqb);
+	return -ENOSPC;
+}
+
+static int lio_qp_irq_ctx(struct lio_qp *qp, const struct lio_qp_create *q)
+{
+	qp->irq_ctx = NULL;
+	if (!(q->flags & LIO_QP_IRQ_ENABLED))
+		return 0;
+	qp->irq_ctx = eventfd_ctx_fdget(q->irq_fd);
+	if (IS_ERR(qp->irq_ctx)) {
+		qp->irq_ctx = NULL;
+		lio_err(qp->ssd, "qp-create: irq_fd %d is not an eventfd", q->irq_fd);
+		return -EBADF;
+	}
+	return 0;
+}
+
+static int lio_qp_vector(struct lio_ssd *ssd, unsigned long qid)
+{
+	return qid < ssd->nvec ? qid : 1 + qid % (ssd->nvec - 1);
+}
+
+/* DB_DIRECT: the controller queue's rings are the carved ones; nothing of the module runs on
+ * the data path, the vector goes to the irq eventfd (or to KVM through IRQ bypass).
+ */
+static int lio_qp_setup_direct(struct lio_qp *qp, const struct lio_qp_create *q)
+{
+	struct lio_ssd *ssd = qp->ssd;
+	struct lio_qmem_area *qm = qp->ss->qm;
+	unsigned long qid;
+	int vec, r;
+
+	r = lio_qp_irq_ctx(qp, q);
+	if (r)
+		return r;
+	qid = find_first_zero_bit(ssd->qid_used, ssd->nr_ioq + 1);
+	if (qid > ssd->nr_ioq) {
+		lio_err(ssd, "qp-create: all %u controller queues are in use", ssd->nr_ioq);
+		return -ENOSPC;
+	}
+	lio_hwq_init(ssd, &qp->hw, qid, q->sq_depth);
+	set_bit(qid, ssd->qid_used);
+	/* the rings stay the session's: lio_hwq_free must not free them (sq, cq stay NULL) */
+	qp->hw.sq_dma = lio_qmem_dma(qm, qp->sq_off);
+	qp->hw.cq_dma = lio_qmem_dma(qm, qp->cq_off);
+	vec = lio_qp_vector(ssd, qid);
+	r = lio_ctrl_create_ioq(ssd, &qp->hw, qp->irq_ctx ? vec : -1);
+	if (r)
+		return r;
+	if (qp->irq_ctx) {
+		qp->irq = pci_irq_vector(ssd->pdev, vec);
+		r = request_irq(qp->irq, lio_qp_direct_irq, IRQF_SHARED, "lightiov", qp);
+		if (r) {
+			qp->irq = -1;
+			lio_ctrl_delete_ioq(ssd, &qp->hw);
+			return r;
+		}
+		lio_qp_bypass_add(qp);
+	}
+	qp->direct = true;
+	/* two pages per queue-pair id: never the same offset for two queue pairs of the SSD */
+	qp->mmap_off = (u64)qp->id << (PAGE_SHIFT + 1);
+	return 0;
 }
 
 static int lio_qp_setup(struct lio_qp *qp, const struct lio_qp_create *q,
@@ -510,23 +723,31 @@ static int lio_qp_setup(struct lio_qp *qp, const struct lio_qp_create *q,
 	if ((q->flags & LIO_QP_READONLY) || (vol->flags & LIO_ATTACH_READONLY))
 		qp->chk.flags |= LIO_CHECK_READONLY;
 
-	if (!lio_qp_gpa_ok(qp, "sq_gpa", q->sq_gpa, (u64)q->sq_depth * sizeof(struct nvme_sqe),
-			   LIO_PAGE_SIZE) ||
-	    !lio_qp_gpa_ok(qp, "cq_gpa", q->cq_gpa, (u64)q->cq_depth * sizeof(struct nvme_cqe),
-			   LIO_PAGE_SIZE) ||
-	    !lio_qp_gpa_ok(qp, "shadow_db_gpa", q->shadow_db_gpa, 8, 4) ||
-	    (q->eventidx_gpa && !lio_qp_gpa_ok(qp, "eventidx_gpa", q->eventidx_gpa, 8, 4)))
+	if ((vol->flags & LIO_ATTACH_READONLY) && (q->flags & LIO_QP_DB_DIRECT)) {
+		lio_err(ssd, "qp-create: DB_DIRECT on read-only volume %s: writes could not be refused",
+			vol->name);
+		return -EINVAL;
+	}
+	r = lio_qp_carve(qp, q);
+	if (r)
+		return r;
+	if (q->flags & LIO_QP_DB_DIRECT)
+		return lio_qp_setup_direct(qp, q);
+
+	if ((!(q->flags & LIO_QP_SQ_QMEM) &&
+	     !lio_qp_gpa_ok(qp, "sq_gpa", q->sq_gpa, (u64)q->sq_depth * sizeof(struct nvme_sqe),
+			    LIO_PAGE_SIZE)) ||
+	    (!(q->flags & LIO_QP_CQ_QMEM) &&
+	     !lio_qp_gpa_ok(qp, "cq_gpa", q->cq_gpa, (u64)q->cq_depth * sizeof(struct nvme_cqe),
+			    LIO_PAGE_SIZE)) ||
+	    ((q->flags & LIO_QP_DB_EVENTFD) &&
+	     (!lio_qp_gpa_ok(qp, "shadow_db_gpa", q->shadow_db_gpa, 8, 4) ||
+	      (q->eventidx_gpa && !lio_qp_gpa_ok(qp, "eventidx_gpa", q->eventidx_gpa, 8, 4)))))
 		return -EINVAL;
 
-	qp->irq_ctx = NULL;
-	if (q->flags & LIO_QP_IRQ_ENABLED) {
-		qp->irq_ctx = eventfd_ctx_fdget(q->irq_fd);
-		if (IS_ERR(qp->irq_ctx)) {
-			qp->irq_ctx = NULL;
-			lio_err(ssd, "qp-create: irq_fd %d is not an eventfd", q->irq_fd);
-			return -EBADF;
-		}
-	}
+	r = lio_qp_irq_ctx(qp, q);
+	if (r)
+		return r;
 	qid = find_first_zero_bit(ssd->qid_used, ssd->nr_ioq + 1);
 	if (qid > ssd->nr_ioq) {
 		lio_err(ssd, "qp-create: all %u controller queues are in use", ssd->nr_ioq);
@@ -542,7 +763,7 @@ static int lio_qp_setup(struct lio_qp *qp, const struct lio_qp_create *q,
 		if (!qp->slots[i].buf)
 			return -ENOMEM;
 	}
-	vec = qid < ssd->nvec ? qid : 1 + qid % (ssd->nvec - 1);
+	vec = lio_qp_vector(ssd, qid);
 	r = lio_ctrl_create_ioq(ssd, &qp->hw, vec);
 	if (r)
 		return r;
@@ -553,11 +774,18 @@ static int lio_qp_setup(struct lio_qp *qp, const struct lio_qp_create *q,
 		lio_ctrl_delete_ioq(ssd, &qp->hw);
 		return r;
 	}
+	if (qp->db_k) {
+		/* polled from the first tick on */
+		mod_delayed_work(lio_wq, &qp->work, 1);
+		return 0;
+	}
 	r = lio_qp_db_attach(qp, q->db_fd);
 	if (r) {
 		lio_err(ssd, "qp-create: db_fd %d is not an eventfd", q->db_fd);
+		WRITE_ONCE(qp->stopping, true);
 		free_irq(qp->irq, qp);
 		qp->irq = -1;
+		cancel_delayed_work_sync(&qp->work);
 		lio_ctrl_delete_ioq(ssd, &qp->hw);
 		return -EBADF;
 	}
@@ -601,6 +829,9 @@ int lio_qp_create(struct lio_session *ss, struct lio_qp_create *q)
 	qp->shadow_gpa = q->shadow_db_gpa;
 	qp->eventidx_gpa = q->eventidx_gpa;
 	qp->g_phase = 1;
+	qp->sq_off = -1;
+	qp->cq_off = -1;
+	qp->db_off = -1;
 	INIT_DELAYED_WORK(&qp->work, lio_qp_work);
 	qp->id = lio_qp_new_id(ssd);
 	if (!qp->id) {
@@ -624,9 +855,9 @@ int lio_qp_create(struct lio_session *ss, struct lio_qp_create *q)
 	q->qp_id = qp->id;
 	q->db_fd = -1;
 	q->irq_fd = -1;
-	q->sq_off = 0;
-	q->cq_off = 0;
-	q->db_off = 0;
+	q->sq_off = qp->sq_off >= 0 ? qp->sq_off : 0;
+	q->cq_off = qp->cq_off >= 0 ? qp->cq_off : 0;
+	q->db_off = qp->db_off >= 0 ? qp->db_off : qp->direct ? qp->mmap_off : 0;
 	return 0;
 }
 
@@ -639,6 +870,10 @@ void lio_qp_destroy(struct lio_qp *qp)
 	u64 cnt;
 
 	WRITE_ONCE(qp->stopping, true);
+	/* the client's doorbell mappings go first: nobody rings a queue about to be deleted */
+	if (qp->direct && qp->ss->mapping)
+		unmap_mapping_range(qp->ss->mapping, qp->mmap_off, 2 * PAGE_SIZE, 1);
+	lio_qp_bypass_del(qp);
 	if (qp->db_wqh)
 		eventfd_ctx_remove_wait_queue(qp->db_ctx, &qp->db_wait, &cnt);
 	if (qp->irq >= 0)
@@ -650,4 +885,32 @@ void lio_qp_destroy(struct lio_qp *qp)
 	ssd->nqpairs--;
 	lio_ctr_add(&qp->ss->retired, &qp->ctr);
 	lio_qp_free(qp);
+}
+
+/* mmap() of the device file at a DB_DIRECT queue pair's db_off: the controller's SQ tail and CQ
+ * head doorbell pages of its queue (DSTRD puts each on its own page; validated at create time).
+ */
+int lio_qp_mmap(struct lio_session *ss, struct vm_area_struct *vma)
+{
+	u64 off = (u64)vma->vm_pgoff << PAGE_SHIFT, len = vma->vm_end - vma->vm_start;
+	struct lio_ssd *ssd = ss->ssd;
+	struct lio_qp *qp;
+
+	list_for_each_entry(qp, &ss->qps, node) {
+		if (!qp->direct || qp->mmap_off != off)
+			continue;
+		if (len > 2 * PAGE_SIZE) {
+			lio_err(ssd, "mmap: %llu bytes at 0x%llx: a queue pair's doorbells are 2 pages",
+				len, off);
+			return -EINVAL;
+		}
+		vma->vm_flags |= VM_DONTCOPY;
+		vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
+		return io_remap_pfn_range(vma, vma->vm_start,
+					  lio_ctrl_db_phys(ssd, qp->hw.qid) >> PAGE_SHIFT, len,
+					  vma->vm_page_prot);
+	}
+	lio_err(ssd, "mmap: offset 0x%llx is not the doorbell pages of a DB_DIRECT queue pair of this session",
+		off);
+	return -EINVAL;
 }

@@ -14,6 +14,7 @@
 union lio_ioc_arg {
 	struct lio_identify id;
 	struct lio_dma_window win;
+	struct lio_qmem qm;
 	struct lio_qp_create qp;
 	struct lio_qp_ref ref;
 	struct lio_qp_stats qst;
@@ -35,6 +36,7 @@ static int lio_open(struct inode *inode, struct file *file)
 	if (!ss)
 		return -ENOMEM;
 	INIT_LIST_HEAD(&ss->qps);
+	ss->mapping = file->f_mapping;
 	ss->pid = task_tgid_nr(current);
 	ss->uid = from_kuid_munged(current_user_ns(), current_uid());
 	get_task_comm(comm, current);
@@ -65,6 +67,9 @@ static void lio_session_end(struct lio_session *ss)
 		lio_qp_destroy(qp);
 	lio_vol_release(ss);
 	lio_win_drop(ssd, &ss->win);
+	/* the client's mapping of the queue memory may outlive the session */
+	lio_qmem_put(ss->qm);
+	ss->qm = NULL;
 }
 
 static int lio_release(struct inode *inode, struct file *file)
@@ -117,7 +122,7 @@ static void lio_identify(struct lio_ssd *ssd, struct lio_identify *id)
 	id->qpairs_in_use = ssd->nqpairs;
 	id->max_qdepth = LIO_MAX_QDEPTH;
 	id->nr_volumes = ssd->vt->n;
-	id->flags = LIO_ID_DB_EVENTFD | LIO_ID_KERNEL;
+	id->flags = LIO_ID_DB_POLL | LIO_ID_DB_EVENTFD | LIO_ID_KERNEL;
 	strscpy(id->name, ssd->name, sizeof(id->name));
 	strscpy(id->model, ssd->model, sizeof(id->model));
 }
@@ -219,8 +224,7 @@ static int lio_dispatch(struct lio_session *ss, unsigned int cmd, union lio_ioc_
 	case LIO_IOC_DMA_REGISTER:
 		return lio_win_register(ss, &a->win);
 	case LIO_IOC_QMEM_ALLOC:
-		lio_err(ssd, "qmem-alloc: no queue memory in lightiov.ko (rings live in the DMA window)");
-		return -EOPNOTSUPP;
+		return lio_qmem_alloc(ss, &a->qm);
 	case LIO_IOC_QP_CREATE:
 		return lio_qp_create(ss, &a->qp);
 	case LIO_IOC_QP_DESTROY:
@@ -310,11 +314,24 @@ out:
 	return r;
 }
 
+static int lio_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct lio_session *ss = file->private_data;
+	struct lio_ssd *ssd = ss->ssd;
+	int r;
+
+	mutex_lock(&ssd->lock);
+	r = ssd->dead ? -ENODEV : lio_qp_mmap(ss, vma);
+	mutex_unlock(&ssd->lock);
+	return r;
+}
+
 const struct file_operations lio_fops = {
 	.owner = THIS_MODULE,
 	.open = lio_open,
 	.release = lio_release,
 	.unlocked_ioctl = lio_ioctl,
+	.mmap = lio_mmap,
 	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = noop_llseek,
 };

@@ -219,6 +219,71 @@ static int lio_vol_remove(struct lio_ssd *ssd, const char *name)
 	return r;
 }
 
+/* count LBAs from src to dst (dst == U64_MAX: zeros at src), through vt_buf in MDTS pieces on
+ * the internal queue. vt_buf is scratch here: every table write encodes it afresh.
+ */
+static int lio_vol_copy(struct lio_ssd *ssd, u64 src, u64 dst, u64 count)
+{
+	u32 chunk = min_t(u32, ssd->mdts_bytes, LIO_VT_BUF_BYTES) >> ssd->lba_shift;
+	u32 n;
+	int r;
+
+	if (dst == U64_MAX)
+		memset(ssd->vt_buf, 0, (size_t)chunk << ssd->lba_shift);
+	while (count) {
+		n = min_t(u64, count, chunk);
+		if (dst == U64_MAX) {
+			r = lio_ctrl_io(ssd, NVME_CMD_WRITE, src, 0, n << ssd->lba_shift);
+		} else {
+			r = lio_ctrl_io(ssd, NVME_CMD_READ, src, 0, n << ssd->lba_shift);
+			if (!r)
+				r = lio_ctrl_io(ssd, NVME_CMD_WRITE, dst, 0, n << ssd->lba_shift);
+			dst += n;
+		}
+		if (r)
+			return r;
+		src += n;
+		count -= n;
+	}
+	return 0;
+}
+
+/* Grows volume i of vt_next to count LBAs: in place when the LBAs after it are free, else at
+ * the first free extent that holds it (its data copied there, as softssd moves a volume). The
+ * added LBAs read as zeros before the table says they are the volume's; the old extent keeps
+ * its bytes (free space, as after a delete).
+ */
+static int lio_vol_grow(struct lio_ssd *ssd, const char *name, u64 count)
+{
+	int i = lio_vt_find(ssd->vt_next, name);
+	struct lio_vt_entry *e = &ssd->vt_next->e[i];
+	u64 old = e->lba_count, start;
+	int r;
+
+	r = lio_vt_grow(ssd->vt_next, name, count);
+	if (!r)
+		return lio_vol_copy(ssd, e->lba_start + old, U64_MAX, count - old);
+	if (r != -ENOSPC)
+		return r;
+	r = lio_vt_find_free(ssd->vt_next, count, &start);
+	if (r) {
+		lio_err(ssd, "vol-resize: volume %s to %llu LBAs: no free extent that large (largest %llu), and it cannot grow in place",
+			name, count, lio_vt_free_lbas(ssd->vt_next));
+		return -ENOSPC;
+	}
+	r = lio_vol_copy(ssd, start + old, U64_MAX, count - old);
+	if (!r)
+		r = lio_vol_copy(ssd, e->lba_start, start, old);
+	if (r) {
+		lio_err(ssd, "vol-resize: volume %s: moving it to LBA %llu failed (%d)", name,
+			start, r);
+		return r;
+	}
+	e->lba_start = start;
+	e->lba_count = count;
+	return 0;
+}
+
 int lio_vol_op(struct lio_session *ss, unsigned int op, struct lio_vol *v)
 {
 	struct lio_ssd *ssd = ss->ssd;
@@ -250,13 +315,20 @@ int lio_vol_op(struct lio_session *ss, unsigned int op, struct lio_vol *v)
 	}
 	if (op == LIO_OP_VOL_DELETE)
 		return lio_vol_remove(ssd, v->name);
-	r = lio_vt_grow(ssd->vt_next, v->name, count);
+	if (count < ssd->vt->e[i].lba_count) {
+		lio_err(ssd, "%s: volume %s cannot shrink from %llu to %llu LBAs (grow only)",
+			opname, v->name, ssd->vt->e[i].lba_count, count);
+		return -EINVAL;
+	}
+	if (count == ssd->vt->e[i].lba_count)
+		return 0;
+	r = lio_vol_grow(ssd, v->name, count);
 	if (!r)
 		r = lio_vt_commit(ssd);
 	if (r) {
-		/* no move of the data here (softssd does): only growth in place */
-		lio_err(ssd, "%s: volume %s to %llu LBAs: %s (%d)", opname, v->name, count,
-			r == -EINVAL ? "only growth" : lio_vol_errname(r), r);
+		if (r != -ENOSPC)
+			lio_err(ssd, "%s: volume %s to %llu LBAs: %s (%d)", opname, v->name, count,
+				lio_vol_errname(r), r);
 		memcpy(ssd->vt_next, ssd->vt, sizeof(*ssd->vt));
 	}
 	return r;
