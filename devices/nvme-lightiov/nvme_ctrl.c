@@ -308,7 +308,8 @@ void nvme_ctrl_flr(struct nvme_ctrl *c)
 	c->aqa = 0;
 	c->asq = c->acq = 0;
 	c->intms = 0;
-	c->cmbmsc = 0; /* kept across CC.EN = 0, not across a function reset */
+	/* CMBMSC stays, as across CC.EN = 0: Linux writes it once, at probe, and restores only
+	 * config space after an FLR, so a cleared one would leave its CMB queues refused */
 	c->st.flrs++;
 	pthread_mutex_unlock(&c->lock);
 }
