@@ -1,5 +1,7 @@
-/* Client side of the LightIOV backend socket: framing (one SOCK_SEQPACKET message per request
- * and per reply, fds as SCM_RIGHTS), one function per operation, and the lio_drv polled driver. */
+/* Client side of the LightIOV backend: two transports with the same structs (softssd's socket:
+ * one SOCK_SEQPACKET message per request and per reply, fds as SCM_RIGHTS; lightiov.ko's device
+ * /dev/lightiov/NAME: one ioctl per request, fds in the struct fields), one function per
+ * operation, and the lio_drv polled driver. */
 #include "lio_client.h"
 
 #include <errno.h>
@@ -11,7 +13,9 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +25,7 @@
 
 struct lio_client {
 	int fd;
+	bool dev; /* fd is lightiov.ko's device: ioctls instead of messages */
 	char label[LIO_NAME_MAX];
 	char err[LIO_ERR_MAX + 64];
 };
@@ -43,6 +48,22 @@ int lio_sock_path(const char *name, char *buf, size_t len)
 	if (n < 0 || (size_t)n >= len || (size_t)n >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+int lio_dev_path(const char *name, char *buf, size_t len)
+{
+	const char *dir = getenv("LVMM_LIO_DEV_DIR");
+	int n;
+
+	if (!name || !*name || strchr(name, '/') || strlen(name) >= LIO_NAME_MAX)
+		return -EINVAL;
+	n = snprintf(buf, len, "%s/%s", dir && *dir ? dir : LIO_DEV_DIR_DEFAULT, name);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+bool lio_client_is_dev(const struct lio_client *c)
+{
+	return c->dev;
 }
 
 const char *lio_client_error(const struct lio_client *c)
@@ -71,6 +92,68 @@ static const char *lio_op_name(uint32_t op)
 	return op < LIO_OP_MAX && lio_op_names[op] ? lio_op_names[op] : "op";
 }
 
+static const unsigned long lio_op_ioctls[LIO_OP_MAX] = {
+    [LIO_OP_IDENTIFY] = LIO_IOC_IDENTIFY,	  [LIO_OP_DMA_REGISTER] = LIO_IOC_DMA_REGISTER,
+    [LIO_OP_QMEM_ALLOC] = LIO_IOC_QMEM_ALLOC,	  [LIO_OP_QP_CREATE] = LIO_IOC_QP_CREATE,
+    [LIO_OP_QP_DESTROY] = LIO_IOC_QP_DESTROY,	  [LIO_OP_QP_STATS] = LIO_IOC_QP_STATS,
+    [LIO_OP_VOL_CREATE] = LIO_IOC_VOL_CREATE,	  [LIO_OP_VOL_DELETE] = LIO_IOC_VOL_DELETE,
+    [LIO_OP_VOL_RESIZE] = LIO_IOC_VOL_RESIZE,	  [LIO_OP_VOL_LIST] = LIO_IOC_VOL_LIST,
+    [LIO_OP_VOL_ATTACH] = LIO_IOC_VOL_ATTACH,	  [LIO_OP_VOL_DETACH] = LIO_IOC_VOL_DETACH,
+    [LIO_OP_SSD_STATS] = LIO_IOC_SSD_STATS,	  [LIO_OP_SESSION_LIST] = LIO_IOC_SESSION_LIST,
+};
+
+/* The ioctl transport: the request struct is the ioctl's argument (its size is in the command
+ * number), the fds travel in its fields, queue memory comes back as lio_qmem.fd. The module
+ * logs why it refused (the kernel log); the errno alone comes back here. */
+static int lio_client_ioctl(struct lio_client *c, uint32_t op, const void *in, uint32_t inlen,
+			    void *out, uint32_t outlen, uint32_t *outgot, int *rfds,
+			    unsigned *nrfds)
+{
+	union {
+		struct lio_dma_window w;
+		struct lio_qp_create q;
+		struct lio_vol_list vl;
+		struct lio_session_list sl;
+		struct lio_identify id;
+		struct lio_ssd_stats st;
+		struct lio_qmem qm;
+	} a;
+	unsigned long cmd = op < LIO_OP_MAX ? lio_op_ioctls[op] : 0;
+	uint32_t size = (uint32_t)_IOC_SIZE(cmd);
+	unsigned room = nrfds ? *nrfds : 0;
+
+	if (nrfds)
+		*nrfds = 0;
+	if (!cmd || size > sizeof(a) || inlen > size) {
+		snprintf(c->err, sizeof(c->err), "%s: %u bytes for a request of %u (op %u)",
+			 lio_op_name(op), inlen, size, op);
+		return -EINVAL;
+	}
+	memset(&a, 0, sizeof(a));
+	if (in && inlen)
+		memcpy(&a, in, inlen);
+	if (ioctl(c->fd, cmd, &a) < 0) {
+		int e = errno;
+
+		snprintf(c->err, sizeof(c->err), "%s: %s (lightiov.ko logs why in the kernel log)",
+			 lio_op_name(op), strerror(e));
+		return -e;
+	}
+	if (out && outlen && (_IOC_DIR(cmd) & _IOC_READ))
+		memcpy(out, &a, outlen < size ? outlen : size);
+	if (outgot)
+		*outgot = out && outlen && (_IOC_DIR(cmd) & _IOC_READ) ? size : 0;
+	if (op == LIO_OP_QMEM_ALLOC) {
+		if (rfds && room) {
+			rfds[0] = a.qm.fd;
+			*nrfds = 1;
+		} else {
+			close(a.qm.fd);
+		}
+	}
+	return 0;
+}
+
 int lio_client_call(struct lio_client *c, uint32_t op, const void *in, uint32_t inlen,
 		    const int *fds, unsigned nfds, void *out, uint32_t outlen, uint32_t *outgot,
 		    int *rfds, unsigned *nrfds)
@@ -88,6 +171,8 @@ int lio_client_call(struct lio_client *c, uint32_t op, const void *in, uint32_t 
 	ssize_t r;
 
 	c->err[0] = 0;
+	if (c->dev)
+		return lio_client_ioctl(c, op, in, inlen, out, outlen, outgot, rfds, nrfds);
 	if (nfds > LIO_CLIENT_MAX_FDS)
 		return -EINVAL;
 	memcpy(h.label, c->label, sizeof(h.label));
@@ -176,6 +261,34 @@ static int lio_call_fixed(struct lio_client *c, uint32_t op, const void *in, uin
 	return r;
 }
 
+static int lio_client_open_dev(struct lio_client **out, const char *name, const char *path,
+			       struct lio_identify *id, char *err, unsigned errlen)
+{
+	struct lio_identify tmp;
+	struct lio_client *c = calloc(1, sizeof(*c));
+	int r;
+
+	if (!c)
+		return -ENOMEM;
+	c->dev = true;
+	snprintf(c->label, sizeof(c->label), "%s", "kmod");
+	c->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (c->fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "ssd '%s': cannot open %s: %s", name, path, strerror(errno));
+		free(c);
+		return r;
+	}
+	r = lio_client_identify(c, id ? id : &tmp);
+	if (r) {
+		snprintf(err, errlen, "ssd '%s': %s: %s", name, path, c->err);
+		lio_client_close(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
 int lio_client_connect(struct lio_client **out, const char *name, const char *label,
 		       struct lio_identify *id, char *err, unsigned errlen)
 {
@@ -183,8 +296,15 @@ int lio_client_connect(struct lio_client **out, const char *name, const char *la
 	struct timeval tv = {.tv_sec = LIO_CLIENT_TIMEOUT_S};
 	struct lio_identify tmp;
 	struct lio_client *c;
+	char dev[256];
+	struct stat st;
 	int r;
 
+	/* lightiov.ko's device when there is one by that name (or the name is its path) */
+	if ((!lio_dev_path(name, dev, sizeof(dev)) && !stat(dev, &st) && S_ISCHR(st.st_mode)) ||
+	    (name && strchr(name, '/') && !stat(name, &st) && S_ISCHR(st.st_mode) &&
+	     snprintf(dev, sizeof(dev), "%s", name) < (int)sizeof(dev)))
+		return lio_client_open_dev(out, name, dev, id, err, errlen);
 	r = lio_sock_path(name, sa.sun_path, sizeof(sa.sun_path));
 	if (r) {
 		snprintf(err, errlen, "ssd '%s': not a valid SSD name or socket path", name);

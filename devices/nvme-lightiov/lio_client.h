@@ -1,5 +1,6 @@
-/* Client side of the LightIOV backend socket (softssd): one call per uapi.h operation with its
- * file descriptors, and lio_drv, a small polled NVMe driver over a memfd DMA window. */
+/* Client side of the LightIOV backend (softssd's socket, or lightiov.ko's /dev/lightiov/NAME
+ * through ioctls): one call per uapi.h operation with its file descriptors, and lio_drv, a small
+ * polled NVMe driver over a memfd DMA window. */
 #ifndef LVMM_LIO_CLIENT_H
 #define LVMM_LIO_CLIENT_H
 
@@ -11,6 +12,7 @@
 #include "lightiov/uapi.h"
 
 #define LIO_RUN_DIR_DEFAULT "/run/lvmm"
+#define LIO_DEV_DIR_DEFAULT "/dev/lightiov" /* lightiov.ko's devices ($LVMM_LIO_DEV_DIR) */
 
 struct lio_client;
 
@@ -18,7 +20,13 @@ struct lio_client;
  * is taken as the path itself. 0, or -ENAMETOOLONG / -EINVAL (bad name). */
 int lio_sock_path(const char *name, char *buf, size_t len);
 
-/* Connects to the SSD and identifies as label (the VM id; NULL: "client"). 0 or a negative
+/* lightiov.ko's device of SSD name: $LVMM_LIO_DEV_DIR (or /dev/lightiov) + "/NAME". 0, or
+ * -EINVAL for a name that is empty, too long or holds a '/', -ENAMETOOLONG. */
+int lio_dev_path(const char *name, char *buf, size_t len);
+
+/* Connects to the SSD and identifies as label (the VM id; NULL: "client"). A character device
+ * lio_dev_path names (or a name that is a character device's path) is lightiov.ko's: the
+ * session is the open file and every call an ioctl; else the softssd socket. 0 or a negative
  * errno with err set. id (may be NULL) receives the SSD's identify reply. */
 int lio_client_connect(struct lio_client **out, const char *name, const char *label,
 		       struct lio_identify *id, char *err, unsigned errlen);
@@ -26,6 +34,8 @@ void lio_client_close(struct lio_client *c);
 /* The message of the last failed call ("" after a success). */
 const char *lio_client_error(const struct lio_client *c);
 int lio_client_fd(const struct lio_client *c);
+/* true when the transport is lightiov.ko's device (ioctls), false for the softssd socket. */
+bool lio_client_is_dev(const struct lio_client *c);
 
 /*
  * One raw request: payload in (inlen bytes) with nfds fds, reply payload into out (outlen bytes
