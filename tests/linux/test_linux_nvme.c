@@ -1,7 +1,9 @@
 /* Linux kernel side of the vNVMe controller: the stock nvme driver binds with MSI-X and one I/O
  * queue per vCPU, the ext4 root file system on /dev/nvme0n1 is mounted read-write, /init on it
  * writes a file; afterwards the host checks the image (mount count, last mount time, e2fsck after
- * journal recovery, the file) and a second boot mounts it again. */
+ * journal recovery, the file) and a second boot mounts it again. The first boot also runs the
+ * nvme-cli sweep (tools/guest/tests/nvme-sweep.sh) against a second, scratch controller: every
+ * command's status as NVMe 1.4 has it. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,17 +15,19 @@
 #include "testutil.h"
 
 /* A boot takes minutes on kvm_pvm hosts (emulated guest kernel). Not a speed assertion. */
-#define BOOT_LIMIT_S	1100
-#define TCASE_TIMEOUT_S 2400
+#define BOOT_LIMIT_S	1500 /* the first boot runs ~150 nvme-cli processes too */
+#define TCASE_TIMEOUT_S 3000
 #define IMG_MB		64
+/* Commands and value checks of nvme-sweep.sh: the test fails when one goes missing. */
+#define SWEEP_RUN 153
 
-static char dir[64], img[128], last_mount[64];
+static char dir[64], img[128], sweep_img[128], last_mount[64];
 
 /* /init on the root file system: shell builtins only, except the two mounts and poweroff
  * (every fork costs seconds of emulated kernel time on kvm_pvm hosts). */
 static const char init_script[] =
     "#!/bin/busybox sh\n"
-    "export PATH=/bin\n"
+    "export PATH=/bin:/usr/sbin\n"
     "echo LVMM-NVME-ROOT-UP\n"
     "/bin/busybox mount -t sysfs sysfs /sys\n"
     "/bin/busybox mount -t proc proc /proc\n"
@@ -37,13 +41,15 @@ static const char init_script[] =
     "for f in /sys/bus/pci/devices/0000:00:0*/p2pmem; do read -r sz <$f/size; "
     "read -r av <$f/available; echo \"LVMM-CMB size=$sz used=$((sz - av))\"; done\n"
     "n=0; read -r n </boot-count; n=$((n + 1)); echo $n >/boot-count\n"
+    "if [ $n = 1 ]; then /bin/busybox mount -t devtmpfs devtmpfs /dev && "
+    "/bin/busybox mount -t tmpfs tmpfs /tmp && . /nvme-sweep.sh LVMMSWEEP; fi\n"
     "echo \"written by the guest, boot $n\" >/guest-was-here || echo LVMM-NVME-WRITE-FAILED\n"
     "echo \"LVMM-NVME-ROOT-OK boot=$n\"\n"
     "exec /bin/busybox poweroff -f\n";
 
 static void make_image(void)
 {
-	char root[128], path[256], cmd[512];
+	char root[128], path[256], cmd[512], big[1024];
 
 	snprintf(root, sizeof(root), "%s/root", dir);
 	ck_assert_int_eq(mkdir(root, 0755), 0);
@@ -61,6 +67,17 @@ static void make_image(void)
 	testutil_write_file(path, init_script, strlen(init_script), 0755);
 	snprintf(path, sizeof(path), "%s/boot-count", root);
 	testutil_write_file(path, "0\n", 2, 0644);
+	/* nvme-cli with exactly the libraries ldd lists (as tools/guest/user/rootfs.sh), the
+	 * applets the sweep runs, and the sweep itself */
+	snprintf(big, sizeof(big),
+		 "set -e; cp %s %s/nvme-sweep.sh; cd %s; mkdir -p tmp usr/sbin etc; "
+		 "for a in sh dd cmp; do ln -s busybox bin/$a; done; "
+		 "cp -L /usr/sbin/nvme usr/sbin/nvme; "
+		 "for l in $(ldd /usr/sbin/nvme | awk '$2 == \"=>\" && $3 ~ /^\\// { print $3 } "
+		 "$1 ~ /^\\// { print $1 }'); do mkdir -p .$(dirname $l); cp -L $l .$l; done; "
+		 "cp /etc/ld.so.cache etc/",
+		 testutil_env_or("LVMM_NVME_SWEEP", "tools/guest/tests/nvme-sweep.sh"), root, root);
+	ck_assert_msg(testutil_sh(big, NULL) == 0, "nvme-cli is not installed (or ldd failed)");
 	snprintf(cmd, sizeof(cmd), "mkfs.ext4 -q -F -d %s %s %dM 2>&1", root, img, IMG_MB);
 	ck_assert_msg(testutil_sh(cmd, NULL) == 0, "mkfs.ext4 failed");
 	/* No devtmpfs automount in the test kernel: the console node lives on the image (made by
@@ -75,17 +92,20 @@ static void make_image(void)
 
 static void boot_nvme(unsigned cpus, struct linuxboot *b)
 {
-	char kernel[4096], vnvme_arg[256], cpus_arg[16];
+	char kernel[4096], vnvme_arg[256], sweep_arg[256], cpus_arg[16];
 	char *args[] = {
 	    "--kernel",	 kernel,
 	    "--cmdline", "console=ttyS0 root=/dev/nvme0n1 rw rootfstype=ext4 rootwait init=/init",
 	    "--cpus",	 cpus_arg,
 	    "--memory",	 "128M",
 	    "--vnvme",	 vnvme_arg,
+	    "--vnvme",	 sweep_arg,
 	    NULL};
 
 	linuxboot_guest_file(kernel, sizeof(kernel), "vmlinux");
 	snprintf(vnvme_arg, sizeof(vnvme_arg), "file=%s,serial=LVMMROOT", img);
+	/* the sweep's scratch disk: commands write, zero and deallocate it */
+	snprintf(sweep_arg, sizeof(sweep_arg), "file=%s,size=4M,serial=LVMMSWEEP", sweep_img);
 	snprintf(cpus_arg, sizeof(cpus_arg), "%u", cpus);
 	linuxboot_run(b, args, NULL, BOOT_LIMIT_S, 0);
 	printf("linux nvme root boot, %u CPU(s): %.1f s to exit\n", cpus, b->t_exit);
@@ -96,6 +116,7 @@ static void setup(void)
 {
 	testutil_mkdtemp(dir, sizeof(dir), "/tmp/lvmm-nvme-linux-");
 	snprintf(img, sizeof(img), "%s/root.img", dir);
+	snprintf(sweep_img, sizeof(sweep_img), "%s/sweep.img", dir);
 }
 
 static void teardown(void)
@@ -150,6 +171,32 @@ static void host_checks(int boot)
 	free(out);
 }
 
+/* The sweep ran every command and each answered as the specification says; the lines that did
+ * not go into the failure message. */
+static void sweep_check(const char *console)
+{
+	char want[64], bad[2048] = "", *p;
+	const char *l;
+	size_t n = 0;
+
+	for (l = strstr(console, "MISMATCH"); l && n < sizeof(bad) - 200;
+	     l = strstr(l + 1, "MISMATCH")) {
+		const char *s = l;
+
+		while (s > console && s[-1] != '\n')
+			s--;
+		p = strchr(l, '\n');
+		n += (size_t)snprintf(bad + n, sizeof(bad) - n, "%.*s\n", (int)(l - s + 8), s);
+		/* the output line that follows a mismatch */
+		if (p && !strncmp(p + 1, "SWEEP-OUT", 9))
+			n += (size_t)snprintf(bad + n, sizeof(bad) - n, "%.*s\n",
+					      (int)strcspn(p + 1, "\r\n"), p + 1);
+	}
+	ck_assert_msg(strstr(console, "SWEEP-START"), "the nvme-cli sweep did not start");
+	snprintf(want, sizeof(want), "LVMM-SWEEP-DONE run=%d mismatches=0", SWEEP_RUN);
+	ck_assert_msg(strstr(console, want), "nvme-cli sweep: want '%s'\n%s", want, bad);
+}
+
 START_TEST(test_nvme_root)
 {
 	struct linuxboot b;
@@ -186,6 +233,8 @@ START_TEST(test_nvme_root)
 			      "the I/O submission queue is not in the CMB");
 		ck_assert_msg(strstr(b.console, "LVMM-MOUNT /dev/root / ext4 rw"),
 			      "root not mounted read-write");
+		if (boot == 1)
+			sweep_check(b.console);
 		snprintf(want, sizeof(want), "LVMM-NVME-ROOT-OK boot=%d", boot);
 		ck_assert_msg(strstr(b.console, want), "/init on the vNVMe root did not finish");
 		linuxboot_free(&b);
