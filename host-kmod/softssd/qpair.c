@@ -460,10 +460,24 @@ static void ssd_req_start(struct ssd_worker *w, struct ssd_req *req, uint64_t no
 		ssd_req_done(w, req, now);
 		return;
 	}
-	/* volatile write cache off: the write is durable before its CQE, as with FUA */
-	if (io->kind == LIO_IO_WRITE && __atomic_load_n(&qp->write_through, __ATOMIC_RELAXED)) {
-		io->fua = true;
-		CTR_ADD(qp, syncs, 1);
+	/* volatile write cache off: the write is durable before its CQE, as with FUA; zeroing and
+	 * deallocation (holes punched) run here and are synced before theirs (rare: no ring) */
+	if (__atomic_load_n(&qp->write_through, __ATOMIC_RELAXED)) {
+		if (io->kind == LIO_IO_WRITE) {
+			io->fua = true;
+			CTR_ADD(qp, syncs, 1);
+		} else if (io->kind == LIO_IO_ZEROES ||
+			   (io->kind == LIO_IO_DSM && (io->dsm_attr & NVME_DSM_AD))) {
+			if (io->kind == LIO_IO_DSM)
+				req->status = ssd_dsm(w, req);
+			else
+				ssd_req_sync(w, req);
+			if (!req->status && fdatasync(w->e->fd))
+				req->status = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+			CTR_ADD(qp, syncs, 1);
+			ssd_req_done(w, req, now);
+			return;
+		}
 	}
 	if (io->kind == LIO_IO_DSM) {
 		req->status = ssd_dsm(w, req);

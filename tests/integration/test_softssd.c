@@ -358,15 +358,23 @@ START_TEST(test_write_through)
 	ck_assert_uint_eq(wt_set(c, 0, 0, wt), 2);
 	backing_has(&a, 22, 8, 8);
 	backing_has(&a, 23, 16, 8);
+	/* zeroing is forced out too: the blocks read back as zeroes */
+	ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_WRITE_ZEROES, 12, 2, 0), 0);
+	ck_assert_uint_eq(wt_set(c, 0, 0, wt), 3);
+	ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_READ, 8, 8, buf), 0);
+	ck_assert(check(p, 22, 8, 4));
+	ck_assert(all_zero(p + (4 << LBA_SHIFT), 2 << LBA_SHIFT));
+	ck_assert(check(p + (6 << LBA_SHIFT), 22, 14, 2));
 	/* an unknown bit is refused by name and changes nothing */
 	ck_assert_int_eq(lio_client_session_set(c, &bad), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(lio_client_error(c), "mask 0x80"));
-	ck_assert_uint_eq(wt_set(c, 0, 0, wt), 2);
+	ck_assert_uint_eq(wt_set(c, 0, 0, wt), 3);
 	/* caching again: the count stays */
-	ck_assert_uint_eq(wt_set(c, wt, 0, 0), 2);
+	ck_assert_uint_eq(wt_set(c, wt, 0, 0), 3);
 	fill(p, 24, 24, 8);
 	ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_WRITE, 24, 8, buf), 0);
-	ck_assert_uint_eq(wt_set(c, 0, 0, 0), 2);
+	ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_WRITE_ZEROES, 24, 2, 0), 0);
+	ck_assert_uint_eq(wt_set(c, 0, 0, 0), 3);
 	/* set before the queue pairs exist: they start write-through; the other session is not */
 	ck_assert_uint_eq(wt_set(c2, wt, wt, wt), 0);
 	d2 = drv_open(c2, &a2, LIO_MODE_PASSTHROUGH, LIO_QP_DB_EVENTFD, 1);
@@ -374,7 +382,7 @@ START_TEST(test_write_through)
 	fill(lio_drv_ptr(d2, buf2), 25, 0, 8);
 	ck_assert_uint_eq(lio_drv_io(d2, 0, NVME_CMD_WRITE, 0, 8, buf2), 0);
 	ck_assert_uint_eq(wt_set(c2, 0, 0, wt), 1);
-	ck_assert_uint_eq(wt_set(c, 0, 0, 0), 2);
+	ck_assert_uint_eq(wt_set(c, 0, 0, 0), 3);
 	lio_drv_close(d2);
 	lio_drv_close(d);
 	lio_client_close(c2);
