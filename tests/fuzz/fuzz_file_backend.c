@@ -96,11 +96,14 @@ static void fz_push(struct fz *f, struct fz_q *q, const struct nvme_sqe *s)
 static void fz_reap(struct fz *f, struct fz_q *q)
 {
 	for (;;) {
+		uint8_t *slot = ram + q->cq + (uint64_t)q->head * 16;
 		struct nvme_cqe e;
 
-		memcpy(&e, ram + q->cq + (uint64_t)q->head * 16, 16);
-		if ((e.status & 1) != q->phase)
+		/* as a driver does: the phase tag first (acquire), the rest of the entry after it;
+		 * one copy of all 16 bytes may read the cid before the controller wrote it */
+		if ((__atomic_load_n((uint16_t *)(slot + 14), __ATOMIC_ACQUIRE) & 1) != q->phase)
 			break;
+		memcpy(&e, slot, 16);
 		if (!q->outstanding) {
 			fprintf(stderr, "fuzz_file_backend: queue %u: completion of cid %u with "
 					"nothing outstanding\n", q->qid, e.cid);

@@ -77,6 +77,10 @@ run_target() {
 		res=clean
 	else
 		res="FAILED ($bad of $jobs workers failed; inputs in $dir/artifacts)"
+		# the first thing a failed worker said: the harness's own line or the sanitizer's
+		grep -h -m1 -E '^fuzz_[a-z_]+: |ERROR: |SUMMARY: ' "$dir"/worker*.log |
+			head -1 >"$dir/first-finding.txt"
+		[ -s "$dir/first-finding.txt" ] && res="$res: $(cut -c1-160 "$dir/first-finding.txt")"
 	fi
 	printf '%-20s %12s execs %4s workers %7ss %3s findings  %s\n' "$name" "$total" "$jobs" \
 		$((end - start)) "$findings" "$res" >"$dir/result.txt"
