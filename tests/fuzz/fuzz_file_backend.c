@@ -1,5 +1,6 @@
 /* libFuzzer target for the io_uring file backend under the vNVMe controller, its I/O thread as in
  * lvmm, with injected EIO, ENOSPC, short reads and writes: every command completes exactly once. */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +30,21 @@ static struct guest_mem gm;
 static int backing = -1;
 static char backing_path[64];
 static bool opened; /* the backend opened once: a later failure is a finding */
+static unsigned inputs, fds_at_start;
+
+/* Open file descriptors now: an input that leaks one (eventfd, ring, backing) shows as growth. */
+static unsigned fz_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	unsigned n = 0;
+
+	if (!d)
+		return 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
 
 /* Interrupts from the I/O thread: the harness sleeps on them, never on a timer. */
 static pthread_mutex_t irq_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -305,5 +321,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		}
 	nvme_ctrl_destroy(f.c);
+	/* the first input's count is the baseline (libFuzzer's own fds included) */
+	if (!inputs++)
+		fds_at_start = fz_fds();
+	else if (!(inputs & 255) && fz_fds() > fds_at_start + 4) {
+		fprintf(stderr, "fuzz_file_backend: %u fds open after %u inputs, %u after the first\n",
+			fz_fds(), inputs, fds_at_start);
+		abort();
+	}
 	return 0;
 }
