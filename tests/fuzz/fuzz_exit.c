@@ -170,7 +170,8 @@ static void fz_platform_up(void)
 	    legacy_register(&vm->legacy, &vm->pio) ||
 	    pci_bus_init(&pb, &ops, &vm->pio, &vm->mmio, err, sizeof(err)) ||
 	    pci_dev_add_bar(&dev, 0, sizeof(bar_regs), false, false, &bar_ops, NULL, NULL) ||
-	    pci_dev_add_msix(&dev, 4, 4, err, sizeof(err)) || pci_bus_add(&pb, &dev, err, sizeof(err))) {
+	    pci_dev_add_msix(&dev, 4, 4, err, sizeof(err)) ||
+	    pci_bus_add(&pb, &dev, err, sizeof(err))) {
 		fprintf(stderr, "fuzz_exit: set-up: %s\n", err);
 		abort();
 	}
@@ -255,9 +256,9 @@ static void fz_mmio_exit(struct fz *f, uint8_t kind)
 static void fz_other_exit(struct fz *f, uint8_t kind)
 {
 	static const uint32_t reasons[] = {
-	    KVM_EXIT_INTR,     KVM_EXIT_IOAPIC_EOI,   KVM_EXIT_INTERNAL_ERROR,
-	    KVM_EXIT_SHUTDOWN, KVM_EXIT_SYSTEM_EVENT, KVM_EXIT_HLT,
-	    KVM_EXIT_FAIL_ENTRY, KVM_EXIT_UNKNOWN,    KVM_EXIT_HYPERCALL};
+	    KVM_EXIT_INTR,	 KVM_EXIT_IOAPIC_EOI,	KVM_EXIT_INTERNAL_ERROR,
+	    KVM_EXIT_SHUTDOWN,	 KVM_EXIT_SYSTEM_EVENT, KVM_EXIT_HLT,
+	    KVM_EXIT_FAIL_ENTRY, KVM_EXIT_UNKNOWN,	KVM_EXIT_HYPERCALL};
 	uint32_t v = (uint32_t)take(f, 4);
 
 	run->exit_reason = reasons[(kind >> 3) % (sizeof(reasons) / sizeof(reasons[0]))];
@@ -302,7 +303,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		vm->ncpus = 1;
 		vm->split_irqchip = true;
 		vm->vcpus[0].vm = vm;
-		vm->vcpus[0].fd = -1; /* register reads on emulation failures fail, as on a bad fd */
+		vm->vcpus[0].fd =
+		    -1; /* register reads on emulation failures fail, as on a bad fd */
 		vm->vcpus[0].run = run;
 		vm->vcpus[0].run_size = RUN_PAGE;
 	}

@@ -121,8 +121,10 @@ static void fz_reap(struct fz *f, struct fz_q *q)
 			break;
 		memcpy(&e, slot, 16);
 		if (!q->outstanding) {
-			fprintf(stderr, "fuzz_file_backend: queue %u: completion of cid %u with "
-					"nothing outstanding\n", q->qid, e.cid);
+			fprintf(stderr,
+				"fuzz_file_backend: queue %u: completion of cid %u with "
+				"nothing outstanding\n",
+				q->qid, e.cid);
 			abort();
 		}
 		if (q->qid && (!f->sent[e.cid] || f->done[e.cid]++)) {
@@ -159,8 +161,10 @@ static void fz_ring_wait(struct fz *f, struct fz_q *q)
 		pthread_mutex_lock(&irq_lock);
 		while (irq_count == seen)
 			if (pthread_cond_timedwait(&irq_cond, &irq_lock, &until)) {
-				fprintf(stderr, "fuzz_file_backend: queue %u: %u commands not "
-						"completed in %d s\n", q->qid, q->outstanding, WAIT_S);
+				fprintf(stderr,
+					"fuzz_file_backend: queue %u: %u commands not "
+					"completed in %d s\n",
+					q->qid, q->outstanding, WAIT_S);
 				abort();
 			}
 		pthread_mutex_unlock(&irq_lock);
@@ -169,8 +173,8 @@ static void fz_ring_wait(struct fz *f, struct fz_q *q)
 
 static void fz_admin(struct fz *f, uint8_t op, uint32_t cdw10, uint32_t cdw11, uint64_t prp1)
 {
-	struct nvme_sqe s = {.opcode = op, .cid = f->q[0].tail, .cdw10 = cdw10, .cdw11 = cdw11,
-			     .prp1 = prp1};
+	struct nvme_sqe s = {
+	    .opcode = op, .cid = f->q[0].tail, .cdw10 = cdw10, .cdw11 = cdw11, .prp1 = prp1};
 
 	fz_push(f, &f->q[0], &s);
 	fz_ring_wait(f, &f->q[0]);
@@ -223,14 +227,14 @@ static void fz_io(struct fz *f, uint8_t op)
 	}
 	s.prp2 = prp2;
 	s.cdw10 = (uint32_t)take(f, 2) % (DISK_SIZE / 512 + 8); /* a few past the end */
-	s.cdw12 = nlb | (op & 0x80 ? 1u << 30 : 0);		  /* FUA */
+	s.cdw12 = nlb | (op & 0x80 ? 1u << 30 : 0);		/* FUA */
 	if (s.opcode == NVME_CMD_DSM) {
 		uint32_t *r = (uint32_t *)(ram + (prp1 & ~0xfffULL));
 
-		s.cdw10 = nlb & 7;    /* ranges - 1 */
-		s.cdw11 = 1u << 2;    /* deallocate */
+		s.cdw10 = nlb & 7; /* ranges - 1 */
+		s.cdw11 = 1u << 2; /* deallocate */
 		for (unsigned i = 0; i <= (nlb & 7); i++) {
-			r[4 * i + 1] = (uint32_t)take(f, 1) * 8;	       /* blocks */
+			r[4 * i + 1] = (uint32_t)take(f, 1) * 8;		 /* blocks */
 			r[4 * i + 2] = (uint32_t)take(f, 2) % (DISK_SIZE / 512); /* slba */
 			r[4 * i + 3] = 0;
 		}
@@ -242,11 +246,8 @@ static void fz_io(struct fz *f, uint8_t op)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct nvme_ctrl_params p = {.mqes = QS - 1,
-				     .dstrd = DSTRD,
-				     .max_ioqs = 1,
-				     .nvectors = 2,
-				     .serial = "FUZZFILE"};
+	struct nvme_ctrl_params p = {
+	    .mqes = QS - 1, .dstrd = DSTRD, .max_ioqs = 1, .nvectors = 2, .serial = "FUZZFILE"};
 	struct vnvme_config cfg;
 	struct nvme_ctrl_hooks h = {.irq = fz_irq, .kick = fz_kick};
 	static struct fz f;
@@ -325,7 +326,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!inputs++)
 		fds_at_start = fz_fds();
 	else if (!(inputs & 255) && fz_fds() > fds_at_start + 4) {
-		fprintf(stderr, "fuzz_file_backend: %u fds open after %u inputs, %u after the first\n",
+		fprintf(stderr,
+			"fuzz_file_backend: %u fds open after %u inputs, %u after the first\n",
 			fz_fds(), inputs, fds_at_start);
 		abort();
 	}

@@ -175,8 +175,8 @@ static void bring_up(struct nvme_ctrl *c, unsigned *sqt)
 	w64(c, NVME_REG_ACQ, cq_gpa[0]);
 	w32(c, NVME_REG_CC, NVME_CC_EN | 6 << 16 | 4 << 20);
 	for (unsigned q = 1; q < NQ; q++) {
-		sqe_put(c, 0, sqt[0]++, NVME_ADMIN_CREATE_CQ, (QS - 1) << 16 | q,
-			q << 16 | 3, cq_gpa[q], 0);
+		sqe_put(c, 0, sqt[0]++, NVME_ADMIN_CREATE_CQ, (QS - 1) << 16 | q, q << 16 | 3,
+			cq_gpa[q], 0);
 		sqe_put(c, 0, sqt[0]++, NVME_ADMIN_CREATE_SQ, (QS - 1) << 16 | q, q << 16 | 1,
 			sq_gpa[q], 0);
 	}
@@ -269,8 +269,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				memcpy(cmb + (a - CMB_GPA), &v, 8);
 				if (a - CMB_GPA + 8 > cmb_dirty)
 					cmb_dirty = a - CMB_GPA + 8;
-			}
-			else
+			} else
 				gmem_write(&gm, a, &v, 8);
 			break;
 		}
@@ -302,8 +301,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		case 8: /* the CMB BAR moves, stops decoding, or comes back */
-			nvme_ctrl_set_cmb_gpa(c, op & 0x40 ? ~0ULL : op & 0x80 ? CMB_GPA + 0x1000000
-									    : CMB_GPA);
+			nvme_ctrl_set_cmb_gpa(c, op & 0x40   ? ~0ULL
+						 : op & 0x80 ? CMB_GPA + 0x1000000
+							     : CMB_GPA);
 			if (op & 0x20)
 				w64(c, NVME_REG_CMBMSC, take(&f, 8));
 			break;

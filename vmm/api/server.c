@@ -433,7 +433,7 @@ static bool server_output_pending(struct api_server *s)
 }
 
 struct api_server *api_server_new(struct api_vmm *vmm, int listen_fd, int stop_fd,
-			      int idle_timeout_ms, int *err)
+				  int idle_timeout_ms, int *err)
 {
 	struct api_server *s = calloc(1, sizeof(*s));
 	struct epoll_event ev;
