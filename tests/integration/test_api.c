@@ -336,7 +336,8 @@ static unsigned info_vnvme(void)
 
 /* PCI hotplug with a guest that never ejects (the bench guest has no ACPI): the function joins
  * bus 0 and the config at once; its removal, asked while paused, stays pending and answers an
- * error at once; the reset completes it. */
+ * error at once; the reset completes it. A function on an SSD nobody serves gets a softssd
+ * started first, as vm.create's would, and a reset keeps it. */
 static void hotplug_without_eject(void)
 {
 	char body[512];
@@ -358,9 +359,21 @@ static void hotplug_without_eject(void)
 	ck_assert_int_eq(put("vm.pause", NULL), 204);
 	expect_error("PUT", "vm.remove-device", "{\"id\": \"nvme0\"}", 500);
 	ck_assert_uint_eq(info_vnvme(), 1);
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_int_eq(curl("PUT", "vm.add-vnvme",
+			      "{\"id\": \"auto\", \"ssd\": \"hpauto\", \"size\": 4194304}", &j),
+			 200);
+	json_decref(j);
+	ck_assert_uint_eq(info_vnvme(), 2);
 	ck_assert_int_eq(put("vm.reboot", NULL), 204);
-	ck_assert_uint_eq(info_vnvme(), 0);
+	ck_assert_uint_eq(info_vnvme(), 1);
 	expect_error("PUT", "vm.remove-device", "{\"id\": \"nvme0\"}", 404);
+	{
+		char *log = testutil_slurp(T.log);
+
+		ck_assert_msg(log && strstr(log, "started softssd hpauto"), "%s", log ? log : "");
+		free(log);
+	}
 }
 
 START_TEST(test_errors)
@@ -368,6 +381,9 @@ START_TEST(test_errors)
 	static char big[70 * 1024 + 64];
 	char cfg[2048];
 
+	/* a softssd the VMM starts for a hot-added function lives in the test's directory */
+	setenv("LVMM_RUN_DIR", T.dir, 1);
+	setenv("LVMM_STATE_DIR", T.dir, 1);
 	start_lvmm(NULL);
 	/* nothing created yet */
 	expect_error("PUT", "vm.boot", NULL, 404);

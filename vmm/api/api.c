@@ -66,6 +66,15 @@ static int api_create_autostart(const struct vm_config *cfg, struct vm **out, ch
 	return r ? r : api_vm_ops_kvm.create(cfg, out, err, errlen);
 }
 
+/* vm.add-vnvme likewise: the hot-added function's SSD first, then the function. */
+static int api_add_vnvme_autostart(struct vm *vm, const struct vnvme_config *c, char *err,
+				   unsigned errlen)
+{
+	int r = ssd_autostart_vnvme(c, api_vm_ops_kvm.get_config(vm)->nvnvme, err, errlen);
+
+	return r ? r : api_vm_ops_kvm.add_vnvme(vm, c, err, errlen);
+}
+
 /* An empty VMM: serves until vmm.shutdown, SIGINT, SIGTERM or SIGHUP. */
 static int api_main_empty(const char *path, int lfd, const char *allowed_dir)
 {
@@ -91,8 +100,10 @@ static int api_main_empty(const char *path, int lfd, const char *allowed_dir)
 	/* a fork and an exec per SSD started: not allowed once the filter is in */
 	if (ssd_autostart_helper(err, sizeof(err)))
 		fprintf(stderr, "lvmm: %s: an SSD nobody serves will not be started\n", err);
-	else
+	else {
 		ops.create = api_create_autostart;
+		ops.add_vnvme = api_add_vnvme_autostart;
+	}
 	if (seccomp_install(err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		status = 1;
