@@ -891,12 +891,13 @@ static void vnvme_print_counters(struct vnvme *v)
 	fprintf(stderr,
 		"lvmm: vnvme %s: mode %s, mmio exits %llu, doorbells %llu, wake-ups %llu, "
 		"reads %llu, writes %llu, backend cmds %llu, errors %llu, rejected %llu, irqs "
-		"%llu\n",
+		"%llu, flrs %llu\n",
 		v->cfg.id, c.mode, (unsigned long long)st.mmio_exits,
 		(unsigned long long)st.doorbells, (unsigned long long)st.wakeups,
 		(unsigned long long)st.reads, (unsigned long long)st.writes,
 		(unsigned long long)c.backend_cmds, (unsigned long long)c.backend_errors,
-		(unsigned long long)c.backend_rejected, (unsigned long long)c.irqs);
+		(unsigned long long)c.backend_rejected, (unsigned long long)c.irqs,
+		(unsigned long long)st.flrs);
 	for (i = 0; i < c.nqueues; i++)
 		fprintf(stderr,
 			"lvmm: vnvme %s: queue %u: backend cmds %llu, read %llu B, written %llu "
