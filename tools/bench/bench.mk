@@ -7,7 +7,7 @@
 
 BENCH_CLIENT := $(BUILD)/softssd-bench-client
 
-.PHONY: bench-lvmm bench-smoke
+.PHONY: bench-lvmm bench-smoke bench-linux
 bench: bench-lvmm
 
 $(BENCH_CLIENT): tools/bench/softssd_bench.c $(BUILD)/liblvmm.a
@@ -22,3 +22,17 @@ bench-smoke: $(BUILD)/lvmm $(BENCH_GUEST) $(BENCH_CLIENT)
 	$(Q)tools/bench/smoke.sh $(BUILD)
 
 test-extra: bench-smoke
+
+# make bench-linux: fio inside the Linux test guest (tools/bench/linux.py), the guest of
+# GUEST_BUILD (default this build dir: make guest), its initramfs plus Debian's fio
+BENCH_LINUX_GUEST  = $(GUEST_BUILD)/guest
+BENCH_LINUX_CPIO   = $(BUILD)/bench-linux.cpio
+
+$(BENCH_LINUX_CPIO): tools/bench/build-bench-initramfs.sh tools/bench/linux-fio.sh \
+		     tools/bench/fio-shm.c tools/guest/init tools/guest/fstab
+	$(Q)tools/install-deps.sh tools/debian-packages.txt tools/bench/bench-packages.txt
+	$(Q)tools/bench/build-bench-initramfs.sh $(BENCH_LINUX_GUEST)/gen_init_cpio $@
+
+bench-linux: $(BUILD)/lvmm $(BENCH_CLIENT) $(BENCH_LINUX_CPIO)
+	$(Q)BENCH_TIME=$(BENCH_TIME) GUEST_DIR=$(BENCH_LINUX_GUEST) INITRAMFS=$(BENCH_LINUX_CPIO) \
+		/usr/bin/python3 tools/bench/linux.py $(BUILD) docs/bench docs/benchmarks.md
