@@ -175,6 +175,18 @@ def main():
             print(f"bench-linux: logs kept in {d}")
     keys = ["system", "qd", "iops", "mean_us", "p50_us", "p99_us", "p999_us", "runtime_s",
             "guest_usr_pct", "guest_sys_pct", "run_init_s", "first_result_s"]
+    # LINUX_KEEP=1: rows of the modes not run this time stay from the last run (one boot per
+    # mode can take ten minutes here, so the modes may be run apart)
+    if os.environ.get("LINUX_KEEP") == "1" and os.path.exists(f"{results}/linux-fio.csv"):
+        ran = {r["system"] for r in rows} | set(failed)
+        with open(f"{results}/linux-fio.csv") as f:
+            old = [dict(zip(keys, x.rstrip("\n").split(","))) for x in list(f)[1:]]
+        for r in old:
+            if r["system"] not in ran and r["system"] != "QEMU nvme":
+                for k in keys[1:]:
+                    r[k] = int(r[k]) if k == "qd" else (float(r[k]) if r[k] else None)
+                rows.append(r)
+        rows.sort(key=lambda r: (r["system"], r["qd"]))
     with open(f"{results}/linux-fio.csv", "w") as f:
         f.write(",".join(keys) + "\n")
         for r in rows:
