@@ -128,6 +128,7 @@ static void check_pattern(const char *file, int round)
 static void round_trip(int round, const char *body)
 {
 	char want[128], id[16], rm[64];
+	int st, tries;
 	json_t *j;
 
 	snprintf(id, sizeof(id), "hp%d", round);
@@ -146,9 +147,13 @@ static void round_trip(int round, const char *body)
 	ck_assert_msg(console_shows(want, STEP_LIMIT_S), "round %d: I/O failed:\n%s", round,
 		      console_tail());
 
-	/* answered once the guest ejected it and lvmm tore it down */
+	/* answered once the guest ejected it and lvmm tore it down; a guest slower than lvmm's
+	 * 30 s gets the request repeated, as a client would (the removal stays pending) */
 	snprintf(rm, sizeof(rm), "{\"id\": \"%s\"}", id);
-	ck_assert_int_eq(curl("PUT", "vm.remove-device", rm, NULL), 204);
+	for (tries = 0; (st = curl("PUT", "vm.remove-device", rm, NULL)) == 500 && tries < 8;
+	     tries++)
+		;
+	ck_assert_int_eq(st, 204);
 	ck_assert_uint_eq(info_has(id), 0);
 	snprintf(want, sizeof(want), "LVMM-HOTPLUG-GONE round %d", round);
 	ck_assert_msg(console_shows(want, STEP_LIMIT_S),
