@@ -1,7 +1,11 @@
 /* The stock Linux nvme driver on an isolated-mode vNVMe: an ext4 root on a softssd volume, its
  * I/O queue pair bound to a backend queue pair (SQ in the CMB, polled doorbell pages, completions
  * by irqfd), mounted read-write across two boots; the host checks the exported volume between
- * them (mount count, last mount time, e2fsck, the file /init wrote) and lvmm's counters. */
+ * them (mount count, last mount time, e2fsck, the files /init wrote) and lvmm's counters. The
+ * second boot first resets the function through sysfs with FLR alone (pci_reset_function: the
+ * driver's reset_prepare deletes its queues, the function resets, config space is restored and
+ * the driver sets the controller up again), so that all its checks see the queue pair the driver
+ * created after the reset; one boot less than a test of its own would cost. */
 #include <check.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -25,13 +29,31 @@
 static char dir[64], img[128], logpath[128], last_mount[64];
 static pid_t daemon_pid;
 
-/* /init on the root file system: builtins only but for the mounts and poweroff. */
+/* The boot that resets the function (the "2" in init_script): /boot-count on the volume tells
+ * /init which boot it is. */
+#define FLR_BOOT 2
+
+/* /init on the root file system: builtins only but for the mounts, sync and poweroff. On boot
+ * FLR_BOOT it writes a file, finds the vNVMe by its class, selects FLR as the only reset method
+ * and resets the function, writes another file and syncs both through the new queue pair; the
+ * checks after it then see the state the reset left. */
 static const char init_script[] =
     "#!/bin/busybox sh\n"
     "export PATH=/bin\n"
     "echo LVMM-VNVME-ROOT-UP\n"
     "/bin/busybox mount -t sysfs sysfs /sys\n"
     "/bin/busybox mount -t proc proc /proc\n"
+    "n=0; read -r n </boot-count; n=$((n + 1)); echo $n >/boot-count\n"
+    "if [ $n = 2 ]; then\n"
+    "echo 'before the reset' >/before-flr\n"
+    "dev=\n"
+    "for d in /sys/bus/pci/devices/*; do read -r c <$d/class; "
+    "[ \"$c\" = 0x010802 ] && dev=$d; done\n"
+    "read -r m <$dev/reset_method && echo \"LVMM-FLR-METHODS $m\"\n"
+    "echo flr >$dev/reset_method && echo 1 >$dev/reset && echo LVMM-FLR-DONE\n"
+    "echo 'written after the reset' >/after-flr || echo LVMM-FLR-WRITE-FAILED\n"
+    "/bin/busybox sync && echo LVMM-FLR-SYNCED\n"
+    "fi\n"
     "read -r sz </sys/block/nvme0n1/size && echo \"LVMM-NVME-SIZE $sz\"\n"
     "while read -r line; do case $line in *nvme0q*) echo \"LVMM-IRQ $line\";; esac; done "
     "</proc/interrupts\n"
@@ -39,7 +61,6 @@ static const char init_script[] =
     "</proc/mounts\n"
     "for f in /sys/bus/pci/devices/0000:00:0*/p2pmem; do read -r sz <$f/size; "
     "read -r av <$f/available; echo \"LVMM-CMB size=$sz used=$((sz - av))\"; done\n"
-    "n=0; read -r n </boot-count; n=$((n + 1)); echo $n >/boot-count\n"
     "echo \"written by the guest, boot $n\" >/guest-was-here || echo LVMM-NVME-WRITE-FAILED\n"
     "echo \"LVMM-VNVME-ROOT-OK boot=$n\"\n"
     "exec /bin/busybox poweroff -f\n";
@@ -175,6 +196,19 @@ static void host_checks(int boot)
 	snprintf(want, sizeof(want), "written by the guest, boot %d", boot);
 	ck_assert_msg(strstr(out, want), "file on the volume: '%s'", out);
 	free(out);
+	if (boot == FLR_BOOT) {
+		/* dirty before the reset, written back through the new queue pair after it */
+		snprintf(cmd, sizeof(cmd), "debugfs -R 'cat /before-flr' %s 2>/dev/null", img);
+		ck_assert_int_eq(testutil_sh(cmd, &out), 0);
+		ck_assert_msg(strstr(out, "before the reset"), "/before-flr on the volume: '%s'",
+			      out);
+		free(out);
+		snprintf(cmd, sizeof(cmd), "debugfs -R 'cat /after-flr' %s 2>/dev/null", img);
+		ck_assert_int_eq(testutil_sh(cmd, &out), 0);
+		ck_assert_msg(strstr(out, "written after the reset"),
+			      "/after-flr on the volume: '%s'", out);
+		free(out);
+	}
 	vol_copy("import");
 }
 
@@ -184,6 +218,32 @@ static unsigned long long stat_of(const char *s, const char *tag, const char *ke
 
 	ck_assert_msg(k, "no '%s' ... '%s' in lvmm's output", tag, key);
 	return strtoull(k + strlen(key), NULL, 10);
+}
+
+static unsigned count_of(const char *s, const char *what)
+{
+	unsigned n = 0;
+
+	for (; (s = strstr(s, what)); s += strlen(what))
+		n++;
+	return n;
+}
+
+/* The console of boot FLR_BOOT: the reset through sysfs with FLR alone, the driver's queue set up
+ * again after it, the write and the sync after it; lvmm counted exactly that one FLR. */
+static void flr_checks(const struct linuxboot *b)
+{
+	const char *m = strstr(b->console, "LVMM-FLR-METHODS");
+	char methods[128];
+
+	ck_assert_msg(m, "the function's reset methods were not read");
+	snprintf(methods, sizeof(methods), "%.*s", (int)strcspn(m, "\r\n"), m);
+	ck_assert_msg(strstr(methods, " flr"), "FLR is not among the reset methods: '%s'", methods);
+	ck_assert_msg(strstr(b->console, "LVMM-FLR-DONE"), "the FLR through sysfs failed");
+	ck_assert_msg(!strstr(b->console, "LVMM-FLR-WRITE-FAILED"), "write after the FLR failed");
+	ck_assert_msg(strstr(b->console, "LVMM-FLR-SYNCED"), "sync after the FLR failed");
+	ck_assert_uint_eq(count_of(b->console, "nvme nvme0: 1/0/0 default/read/poll queues"), 2);
+	ck_assert_uint_eq(stat_of(b->log, "mode isolated", "flrs "), 1);
 }
 
 START_TEST(test_vnvme_isolated_root)
@@ -222,10 +282,18 @@ START_TEST(test_vnvme_isolated_root)
 		ck_assert_msg(strstr(b.console, "nvme nvme0: pci function"), "nvme did not bind");
 		ck_assert_msg(strstr(b.console, "nvme nvme0: 1/0/0 default/read/poll queues"),
 			      "not one I/O queue");
+		ck_assert_msg(!strstr(b.console, "timeout, "), "nvme commands timed out");
+		if (boot == FLR_BOOT) {
+			flr_checks(&b);
+		} else {
+			ck_assert_msg(!strstr(b.console, "LVMM-FLR-"), "FLR on boot %d", boot);
+			ck_assert_uint_eq(stat_of(b.log, "mode isolated", "flrs "), 0);
+		}
 		ck_assert_msg(strstr(b.console, "EXT4-fs (nvme0n1): mounted filesystem"),
 			      "ext4 root not mounted");
 		ck_assert_msg(strstr(b.console, "LVMM-NVME-SIZE 131072"), "namespace not 64 MiB");
-		/* completions arrive as MSI-X interrupts the backend raised through the irqfd */
+		/* completions arrive as MSI-X interrupts the backend raised through the irqfd (on
+		 * FLR_BOOT after the reset too: the driver's queue came back with its vectors) */
 		irq = strstr(b.console, "LVMM-IRQ");
 		ck_assert_msg(irq && strstr(irq, "nvme0q1"), "no I/O queue interrupt line");
 		ck_assert_msg(strtoul(strchr(irq, ':') + 1, NULL, 10) > 0, "no I/O interrupts");
