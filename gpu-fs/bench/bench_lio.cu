@@ -1,5 +1,7 @@
 /* The lio backend against the in-process controller on one GVDK file: cold 4 KiB random reads,
- * cold 128 KiB sequential reads and whole-page writes with G_sync, GPU warps from 1 up. */
+ * cold 128 KiB sequential reads and whole-page writes with G_sync, GPU warps from 1 up. Built
+ * with -DGM_LIO_PROFILE (bench_lio_prof) it also prints, per lio point, where a batch's time
+ * went (gemini_device.cuh's GM_PROF_*) as "prof," CSV lines on stderr. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -69,6 +71,34 @@ __global__ static void k_write(struct gemini_dev *d, int fd, uint64_t size, uint
 	}
 }
 
+#ifdef GM_LIO_PROFILE
+/* One line per point: batches, submissions, commands per submission, then microseconds per
+ * batch (waiting for the pair, staging per submission, first completion, whole batch, copy out)
+ * and the copy-out rate in bytes per nanosecond (GB/s). */
+static void prof_print(const char *name, const char *wname, unsigned W)
+{
+	unsigned long long p[GM_PROF_N];
+	double rounds, batches;
+
+	CK(cudaMemcpyFromSymbol(p, gm_lio_prof, sizeof(p)));
+	rounds = p[GM_PROF_ROUNDS] ? (double)p[GM_PROF_ROUNDS] : 1;
+	batches = p[GM_PROF_BATCHES] ? (double)p[GM_PROF_BATCHES] : 1;
+	fprintf(stderr, "prof,%s,%s,%u,%llu,%llu,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f\n", name, wname,
+		W, p[GM_PROF_BATCHES], p[GM_PROF_ROUNDS], p[GM_PROF_CMDS] / rounds,
+		p[GM_PROF_LOCK_NS] / 1e3 / batches, p[GM_PROF_STAGE_NS] / 1e3 / rounds,
+		p[GM_PROF_FIRST_NS] / 1e3 / batches, p[GM_PROF_ROUND_NS] / 1e3 / batches,
+		p[GM_PROF_OUT_NS] / 1e3 / batches,
+		p[GM_PROF_OUT_NS] ? (double)p[GM_PROF_OUT_BYTES] / p[GM_PROF_OUT_NS] : 0);
+}
+
+static void prof_reset(void)
+{
+	static const unsigned long long z[GM_PROF_N] = {0};
+
+	CK(cudaMemcpyToSymbol(gm_lio_prof, z, sizeof(z)));
+}
+#endif
+
 static void run(const char *name, struct gemini_config *k, const char *file, uint64_t size)
 {
 	static const unsigned warps[] = {1, 8, 64, 256};
@@ -104,6 +134,9 @@ static void run(const char *name, struct gemini_config *k, const char *file, uin
 			if (k->page_size != len)
 				continue;
 			gemini_cache_drop(c);
+#ifdef GM_LIO_PROFILE
+			prof_reset();
+#endif
 			CK(cudaMemset(bad, 0, 8));
 			CK(cudaDeviceSynchronize());
 			t0 = now_s();
@@ -122,6 +155,10 @@ static void run(const char *name, struct gemini_config *k, const char *file, uin
 			       (unsigned long long)W * n, t1 - t0, W * n / (t1 - t0),
 			       (double)W * n * len / (t1 - t0) / 1e9, hbad);
 			fflush(stdout);
+#ifdef GM_LIO_PROFILE
+			if (k->backend == GEMINI_BACKEND_LIO)
+				prof_print(name, wname, W);
+#endif
 		}
 	}
 	G_close(c, fd);
@@ -140,8 +177,13 @@ int main(int argc, char **argv)
 	uint8_t *b;
 	int fd, r;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: LVMM=lvmm bench_lio WORK_DIR   (CSV on stdout)\n");
+	const char *only = getenv("BENCH_LIO_ONLY"); /* "1": the lio rows alone */
+
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: LVMM=lvmm bench_lio WORK_DIR [SSD_DIR]   (CSV on stdout)\n"
+				"  SSD_DIR: where softssd keeps its backing (default WORK_DIR; a tmpfs\n"
+				"  there takes the disk out of the lio path); BENCH_LIO_ONLY=1: lio rows\n"
+				"  alone\n");
 		return 2;
 	}
 	snprintf(file, sizeof(file), "%s/bench-lio.gvdk", argv[1]);
@@ -161,13 +203,18 @@ int main(int argc, char **argv)
 	}
 	close(fd);
 	free(b);
-	r = lio_fx_start(&fx, argv[1], 1024);
+	r = lio_fx_start(&fx, argc == 3 ? argv[2] : argv[1], 1024);
 	if (r || lio_fx_import(&fx, "bench", ((h.file_size >> 20) + 2) << 20, file)) {
 		fprintf(stderr, "bench_lio: softssd: %s (log %s)\n", strerror(-r), fx.log);
 		lio_fx_stop(&fx);
 		return 1;
 	}
 	printf("backend,workload,warps,ops,seconds,ops_per_s,gb_per_s,failed\n");
+#ifdef GM_LIO_PROFILE
+	fprintf(stderr, "prof,backend,workload,warps,batches,submissions,cmds_per_submission,"
+			"wait_pair_us,stage_us,first_completion_us,batch_us,copy_out_us,"
+			"copy_out_gb_per_s\n");
+#endif
 	for (int page = 0; page < 2; page++) {
 		size_t ps = page ? 128 << 10 : 4096;
 
@@ -180,6 +227,8 @@ int main(int argc, char **argv)
 		k.nqueues = 15;
 		k.qdepth = 64;
 		run("lio-softssd", &k, file, size);
+		if (only && !strcmp(only, "1"))
+			continue;
 		memset(&k, 0, sizeof(k));
 		k.page_size = ps;
 		k.cache_size = 64 << 20;

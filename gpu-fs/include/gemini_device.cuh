@@ -13,7 +13,17 @@
 #define GM_PAGE_LOADING 1u
 #define GM_PAGE_VALID	2u
 #define GM_PAGE_ERROR	3u
-#define GM_MAX_CMD	(1u << 20) /* largest single command the queues carry */
+#define GM_MAX_CMD	(128u << 10) /* largest single command: LIO_MDTS_BYTES, the checker's MDTS */
+/*
+ * The in-process controller's DMA window, as the GPU addresses it in PRPs: an address x of this
+ * process's arena mapping (or of a registered buffer) is GPA x - dma_base + GM_GPA_ARENA, the
+ * same in every process that maps the arena (IPC); PRP-list pages are GM_GPA_QMEM plus their
+ * offset in the shared queue memory. Pages are 4 KiB (the arena is 2 MiB aligned, so a GPA is
+ * page aligned exactly where the address is).
+ */
+#define GM_GPA_ARENA	(1ull << 62)
+#define GM_GPA_QMEM	(3ull << 62)
+#define GM_PRP_LIST	256u /* bytes of PRP list per SQ slot: MDTS / 4 KiB entries */
 #define GM_STAT_HITS	0
 #define GM_STAT_MISSES	1
 #define GM_STAT_EVICT	2
@@ -49,6 +59,8 @@ struct gm_queue {
 	struct nvme_sqe *sq;
 	struct nvme_cqe *cq;
 	uint32_t *sq_doorbell; /* free-running tail: the controller reads it */
+	uint64_t *prp;	       /* per slot GM_PRP_LIST bytes of PRP list, in the queue memory */
+	uint64_t prp_gpa;      /* GPA of prp[0] (GM_GPA_QMEM-based: the same in every process) */
 	uint32_t *turn;	       /* per slot: 2 * round when free for that round */
 	uint32_t *ctl;	       /* [0] next ticket, [1] tickets rung, [GM_Q_DEAD] dead flag */
 	uint32_t depth;
@@ -81,10 +93,13 @@ struct gm_lioq {
 	uint32_t tail;
 	uint32_t head;
 	uint32_t phase;
-	int lock;
+	int lock;	    /* SQ tail and CQ head: placing commands, reaping completions */
 	uint32_t dead;
 	uint32_t lba_shift;
-	uint32_t pad;
+	uint32_t free_mask; /* staging slots (= CIDs) free: min(GM_LIO_INFLIGHT, depth - 2) */
+	uint32_t posted;    /* slots whose command is in the rings (under lock) */
+	int owner;	    /* GM_LIO_SERIAL (profile builds): one batch per pair at a time */
+	uint32_t done[GM_LIO_INFLIGHT]; /* per slot: (status << 1) | 1 once reaped, else 0 */
 };
 
 struct gm_shard {
@@ -106,7 +121,7 @@ struct gemini_dev {
 	uint32_t nqueues;
 	uint32_t backend;
 	uint8_t *data;	    /* npages * page_size */
-	uint64_t *dma_base; /* the arena base the queues' SGL addresses are relative to */
+	uint64_t *dma_base; /* the arena base the queues' PRP addresses are relative to */
 	unsigned long long *key;
 	uint32_t *state;
 	int *ref;
@@ -323,25 +338,39 @@ __device__ static inline void gm_batch_fail(struct gm_batch *b, int st)
 		b->rc = st;
 }
 
-/* The 64-byte command in the queue: built in registers, stored as four 16-byte writes (the SQ is
- * host memory the GPU reaches over PCIe). */
-__device__ static inline void gm_sqe_put(struct nvme_sqe *dst, const struct gemini_dev *d,
-					 const struct gm_cmd *c, uint16_t cid)
+/*
+ * The 64-byte command in the queue: built in registers, stored as four 16-byte writes (the SQ is
+ * host memory the GPU reaches over PCIe). The data pointer is a PRP pair, or PRP1 and a list in
+ * the slot's list page (written before the doorbell's system fence), as the controller's
+ * lio_sqe_check wants them; a command longer than MDTS gets no more than a list page holds and
+ * is refused there.
+ */
+__device__ static inline void gm_sqe_put(struct gm_queue *q, uint32_t slot,
+					 const struct gemini_dev *d, const struct gm_cmd *c)
 {
 	union {
 		struct nvme_sqe s;
 		uint4 v[4];
 	} u;
-	uint4 *out = (uint4 *)dst;
+	uint4 *out = (uint4 *)&q->sq[slot];
+	uint64_t gpa = (uint64_t)(c->buf - (const uint8_t *)d->dma_base) + GM_GPA_ARENA;
+	uint64_t pg = gpa & ~4095ull;
+	uint32_t pages = (uint32_t)(((gpa & 4095) + c->len + 4095) / 4096);
 
 	u.v[0] = u.v[1] = u.v[2] = u.v[3] = make_uint4(0, 0, 0, 0);
 	u.s.opcode = c->op;
-	u.s.flags = NVME_SQE_FLAGS_PSDT(NVME_PSDT_SGL_MPTR_CONTIG);
-	u.s.cid = cid;
+	u.s.cid = (uint16_t)slot;
 	u.s.nsid = 1;
-	u.s.sgl.addr = (uint64_t)(c->buf - (const uint8_t *)d->dma_base);
-	u.s.sgl.len = c->len;
-	u.s.sgl.type = NVME_SGL_TYPE(NVME_SGL_TYPE_DATA_BLOCK);
+	u.s.prp1 = c->len ? gpa : 0;
+	if (pages == 2) {
+		u.s.prp2 = pg + 4096;
+	} else if (pages > 2) {
+		uint64_t *l = q->prp + (uint64_t)slot * (GM_PRP_LIST / 8);
+
+		for (uint32_t p = 1; p < pages && p <= GM_PRP_LIST / 8; p++)
+			l[p - 1] = pg + (uint64_t)p * 4096;
+		u.s.prp2 = q->prp_gpa + (uint64_t)slot * GM_PRP_LIST;
+	}
 	u.s.cdw10 = (uint32_t)(c->dev / 512);
 	u.s.cdw11 = (uint32_t)((c->dev / 512) >> 32);
 	u.s.cdw12 = c->len ? c->len / 512 - 1 : 0; /* NLB, zero based; control bits 0 */
@@ -392,7 +421,7 @@ __device__ static inline void gm_batch_run(struct gemini_dev *d, struct gm_batch
 			while (*(volatile uint32_t *)&q->turn[slot] != 2u * (t / depth))
 				if (gm_q_dead(q) || gm_wait_step(d, &w0, &ns, 2048))
 					goto dead;
-			gm_sqe_put(&q->sq[slot], d, &b->cmd[i0 + j], (uint16_t)slot);
+			gm_sqe_put(q, slot, d, &b->cmd[i0 + j]);
 		}
 		__threadfence_system();
 		ns = 32;
@@ -419,6 +448,40 @@ dead:
 	b->n = 0;
 }
 
+/*
+ * lio profile (bench_lio_prof, built with -DGM_LIO_PROFILE): where a batch's time goes, summed
+ * over every batch in nanoseconds of the GPU's clock. Off in the library and the tests.
+ */
+enum {
+	GM_PROF_BATCHES,
+	GM_PROF_LOCK_NS,  /* waiting for the pair (GM_LIO_SERIAL: another warp's whole batch) */
+	GM_PROF_ROUNDS,	  /* submissions: commands placed under the lock, one doorbell */
+	GM_PROF_CMDS,
+	GM_PROF_STAGE_NS, /* per submission: slots claimed, write data staged, SQEs placed, rung */
+	GM_PROF_FIRST_NS, /* doorbell to the batch's first completion seen (softssd's poll, its
+			   * check and the backing I/O; other warps' reaping in between) */
+	GM_PROF_ROUND_NS, /* the whole batch, waits and copies included */
+	GM_PROF_OUT_NS,	  /* read data copied from the window into HBM */
+	GM_PROF_OUT_BYTES,
+	GM_PROF_N
+};
+#ifdef GM_LIO_PROFILE
+static __device__ unsigned long long gm_lio_prof[GM_PROF_N];
+#define GM_PROF(i, v) atomicAdd(&gm_lio_prof[i], (unsigned long long)(v))
+#else
+#define GM_PROF(i, v) ((void)0)
+#endif
+#if GM_MAX_CMD != GM_LIO_CHUNK
+#error "a batch command is one lio command: GM_MAX_CMD must be GM_LIO_CHUNK"
+#endif
+
+/* Loads in flight per copying thread: each is a PCIe round trip when src is the window (host
+ * memory), so a single thread's copy is bound by round trips, not bandwidth (measured, section 4
+ * of docs/gpu-fs.md: 8 in flight before). */
+#ifndef GM_LIO_ILP
+#define GM_LIO_ILP 32
+#endif
+
 /* Copies len bytes between HBM and the (host) DMA window: 16-byte words when both ends allow. */
 __device__ static inline void gm_lio_copy(uint8_t *dst, const uint8_t *src, uint32_t len)
 {
@@ -427,13 +490,14 @@ __device__ static inline void gm_lio_copy(uint8_t *dst, const uint8_t *src, uint
 		const uint4 *i = (const uint4 *)src;
 		uint32_t n = len / 16, j = 0;
 
-		/* eight loads in flight: each one is a PCIe round trip when src is the window */
-		for (; j + 8 <= n; j += 8) {
-			uint4 v[8];
+		for (; j + GM_LIO_ILP <= n; j += GM_LIO_ILP) {
+			uint4 v[GM_LIO_ILP];
 
-			for (int u = 0; u < 8; u++)
+#pragma unroll
+			for (int u = 0; u < GM_LIO_ILP; u++)
 				v[u] = i[j + u];
-			for (int u = 0; u < 8; u++)
+#pragma unroll
+			for (int u = 0; u < GM_LIO_ILP; u++)
 				o[j + u] = v[u];
 		}
 		for (; j < n; j++)
@@ -465,131 +529,245 @@ __device__ static inline void gm_lio_prp(struct gm_lioq *q, uint32_t j, uint32_t
 }
 
 /*
- * The batch on this warp's LightIOV queue pair: under the queue pair's lock, rounds of at most
- * GM_LIO_INFLIGHT commands (each piece of a command at most GM_LIO_CHUNK bytes) are placed at
- * the SQ tail, write data copied into their staging slots first; one system-scope fence, the
- * wrapped tail written to the SQ doorbell page (softssd polls it); then the round's CQEs are
- * taken in CQ order by phase tag, read data copied from staging into HBM, and the new head
- * written to the CQ head doorbell. A round never exceeds depth - 2 entries (below softssd's
- * limit of depth - 1 in use or in flight, with one to spare) and is drained before the next, so
- * neither ring can overflow and softssd never waits for a head doorbell. Every wait is
- * bounded: past d->timeout_ns the queue pair is declared dead (its ring state can no longer be
- * trusted) and the batch fails with GM_SC_TIMEOUT; later batches on it fail at once.
+ * Takes every completion the controller has posted on q (the caller holds q->lock): each CQE's
+ * status goes to its slot's done word, for the warp that owns the slot, and the CQ head doorbell
+ * is written once. false when the ring is out of step for good (a CID no command of ours holds).
+ */
+__device__ static inline bool gm_lio_reap(struct gm_lioq *q)
+{
+	uint32_t n = 0;
+
+	for (;;) {
+		struct nvme_cqe *e = &q->cq[q->head];
+		unsigned short st = gm_ld_status(e);
+		uint16_t cid;
+
+		if ((st & 1) != q->phase)
+			break;
+		cid = *(volatile uint16_t *)&e->cid;
+		if (cid >= GM_LIO_INFLIGHT || !(q->posted & (1u << cid)))
+			return false;
+		q->posted &= ~(1u << cid);
+		gm_st_release((int *)&q->done[cid], (int)((st & 0xfffeu) | 1u));
+		if (++q->head == q->depth) {
+			q->head = 0;
+			q->phase ^= 1;
+		}
+		n++;
+	}
+	if (n) {
+		*(volatile uint32_t *)q->cq_db = q->head;
+		__threadfence_system();
+	}
+	return true;
+}
+
+/* A free staging slot of q (its CID while the command runs), or -1. */
+__device__ static inline int gm_lio_claim(struct gm_lioq *q)
+{
+	for (;;) {
+		uint32_t m = *(volatile uint32_t *)&q->free_mask;
+		int s;
+
+		if (!m)
+			return -1;
+		s = __ffs(m) - 1;
+		if (atomicAnd(&q->free_mask, ~(1u << s)) & (1u << s))
+			return s;
+	}
+}
+
+/* Gives slot s back once its data has been copied out (the fence orders those reads first). */
+__device__ static inline void gm_lio_free(struct gm_lioq *q, int s)
+{
+	q->done[s] = 0;
+	__threadfence();
+	atomicOr(&q->free_mask, 1u << s);
+}
+
+/*
+ * The batch on this warp's LightIOV queue pair, with the commands of other warps on the same
+ * pair in flight at once. Each command takes a free staging slot of the pair (its CID, and its
+ * PRP-list page), its write data is copied into the slot without any lock; then, under the pair's
+ * lock, held only for that, the SQEs are placed at the SQ tail, one system-scope fence, the
+ * wrapped tail written to the SQ doorbell page (softssd polls it), and every completion posted so
+ * far is reaped (gm_lio_reap: status to the slot's done word, CQ head doorbell written). A warp
+ * waiting for its completions reaps too whenever the lock is free, so completions are taken in
+ * CQ order by whoever comes first; each warp copies its own read data out of its slots and frees
+ * them. At most min(GM_LIO_INFLIGHT, depth - 2) slots exist, so commands in flight plus CQ
+ * entries not yet released stay below softssd's limit of depth - 1 and neither ring overflows.
+ * Every wait is bounded: past d->timeout_ns the pair is declared dead (its ring state can no
+ * longer be trusted) and the batch fails with GM_SC_TIMEOUT; later batches on it fail at once.
+ * (Before, a warp held the pair's lock for its whole round trip: one batch in flight per pair,
+ * at most 15 in all; docs/gpu-fs.md section 4 measures the difference.)
  */
 __device__ static inline void gm_lio_batch_run(struct gemini_dev *d, struct gm_batch *b)
 {
 	unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
 	struct gm_lioq *q = &d->lioq[warp % d->nlioq];
 	const uint32_t lmask = (1u << q->lba_shift) - 1;
-	uint32_t ci = 0, coff = 0;
+	int8_t slot[GM_MAX_TICKETS];
+	uint32_t left = (uint32_t)b->n, next = 0; /* unfinished; first not yet submitted */
+	uint64_t t0 = 0;
+	unsigned ns = 128;
+#ifdef GM_LIO_PROFILE
+	uint64_t pstart = gm_now(), pdb = 0;
+	bool pfirst = true;
+#endif
 
-	if (gm_lock(d, &q->lock)) {
+	for (int i = 0; i < b->n; i++)
+		slot[i] = -1;
+#ifdef GM_LIO_SERIAL
+	/* the driver of before, for the profile's comparison: a warp has the pair to itself for
+	 * its whole round trip, so one batch per pair is in flight */
+	if (gm_lock(d, &q->owner)) {
 		gm_batch_fail(b, GM_SC_TIMEOUT);
 		b->n = 0;
 		return;
 	}
-	while (ci < (uint32_t)b->n) {
-		uint8_t *pbuf[GM_LIO_INFLIGHT];
-		uint32_t plen[GM_LIO_INFLIGHT];
-		uint8_t pop[GM_LIO_INFLIGHT];
-		/* softssd fetches while CQ entries in use + in flight stay below depth - 1 */
-		uint32_t k = 0, kmax = min(GM_LIO_INFLIGHT, q->depth - 2);
-		uint64_t t0 = 0;
-		unsigned ns = 128;
+#endif
+#ifdef GM_LIO_PROFILE
+	GM_PROF(GM_PROF_BATCHES, 1);
+	GM_PROF(GM_PROF_LOCK_NS, gm_now() - pstart);
+#endif
+	while (left) {
+		uint32_t mine = 0, k = 0;
+		bool progress = false;
 
 		if (*(volatile uint32_t *)&q->dead) {
 			gm_batch_fail(b, GM_SC_TIMEOUT);
 			break;
 		}
-		while (ci < (uint32_t)b->n && k < kmax) {
-			const struct gm_cmd *c = &b->cmd[ci];
-			uint32_t len = min(c->len - coff, GM_LIO_CHUNK);
-			uint64_t dev = c->dev + coff;
-			union {
-				struct nvme_sqe s;
-				uint4 v[4];
-			} u;
-			uint4 *out = (uint4 *)&q->sq[q->tail];
+		/* claim slots and stage the next commands, no lock held */
+#ifdef GM_LIO_PROFILE
+		uint64_t ps = gm_now();
+#endif
+		while (next < (uint32_t)b->n) {
+			const struct gm_cmd *c = &b->cmd[next];
+			int s;
 
-			if ((dev & lmask) || (len & lmask)) {
+			if ((c->dev & lmask) || (c->len & lmask) || c->len > GM_LIO_CHUNK) {
 				/* the volume is addressed in whole LBAs: refuse, never round */
 				gm_batch_fail(b, NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) |
 							 NVME_STATUS_DNR);
-				ci++;
-				coff = 0;
+				next++;
+				left--;
+				progress = true;
 				continue;
 			}
-			u.v[0] = u.v[1] = u.v[2] = u.v[3] = make_uint4(0, 0, 0, 0);
-			u.s.opcode = c->op;
-			u.s.cid = (uint16_t)k;
-			u.s.nsid = 1;
+			s = gm_lio_claim(q);
+			if (s < 0)
+				break;
+			slot[next] = (int8_t)s;
 			if (c->op == NVME_CMD_WRITE)
-				gm_lio_copy(q->stage + (uint64_t)k * GM_LIO_CHUNK, c->buf + coff, len);
-			gm_lio_prp(q, k, len, &u.s);
-			if (c->op != NVME_CMD_FLUSH) {
-				uint64_t slba = dev >> q->lba_shift; /* volume-relative (isolated) */
-
-				u.s.cdw10 = (uint32_t)slba;
-				u.s.cdw11 = (uint32_t)(slba >> 32);
-				u.s.cdw12 = (len >> q->lba_shift) - 1; /* NLB, zero based */
-			}
-			for (int i = 0; i < 4; i++)
-				out[i] = u.v[i];
-			pbuf[k] = c->buf + coff;
-			plen[k] = len;
-			pop[k] = c->op;
+				gm_lio_copy(q->stage + (uint64_t)s * GM_LIO_CHUNK, c->buf, c->len);
+			mine |= 1u << s;
+			next++;
 			k++;
-			q->tail = q->tail + 1 == q->depth ? 0 : q->tail + 1;
-			coff += len;
-			if (coff >= c->len) {
-				ci++;
-				coff = 0;
-			}
 		}
-		if (!k)
-			break;
-		__threadfence_system();
-		*(volatile uint32_t *)q->sq_db = q->tail;
-		__threadfence_system();
-		gm_stat(d, GM_STAT_CMDS, k);
-		for (uint32_t j = 0; j < k;) {
-			struct nvme_cqe *e = &q->cq[q->head];
-			unsigned short st = gm_ld_status(e);
-			uint16_t cid;
+		if (k) {
+			uint32_t i0 = next - k;
 
-			if ((st & 1) != q->phase) {
-				if (gm_wait_step(d, &t0, &ns, 2048)) {
-					atomicExch(&q->dead, 1u);
-					gm_batch_fail(b, GM_SC_TIMEOUT);
-					goto out;
-				}
-				continue;
-			}
-			cid = *(volatile uint16_t *)&e->cid;
-			if (cid >= k) {
-				/* not a command of this round: the ring is out of step for good */
+			if (gm_lock(d, &q->lock)) {
 				atomicExch(&q->dead, 1u);
 				gm_batch_fail(b, GM_SC_TIMEOUT);
-				goto out;
+				break;
 			}
-			if (st >> 1)
-				gm_batch_fail(b, st >> 1);
-			else if (pop[cid] == NVME_CMD_READ)
-				gm_lio_copy(pbuf[cid], q->stage + (uint64_t)cid * GM_LIO_CHUNK,
-					    plen[cid]);
-			if (++q->head == q->depth) {
-				q->head = 0;
-				q->phase ^= 1;
+			for (uint32_t i = i0; i < next; i++) {
+				const struct gm_cmd *c = &b->cmd[i];
+				union {
+					struct nvme_sqe s;
+					uint4 v[4];
+				} u;
+				uint4 *out = (uint4 *)&q->sq[q->tail];
+
+				if (slot[i] < 0)
+					continue; /* refused above */
+				u.v[0] = u.v[1] = u.v[2] = u.v[3] = make_uint4(0, 0, 0, 0);
+				u.s.opcode = c->op;
+				u.s.cid = (uint16_t)slot[i];
+				u.s.nsid = 1;
+				gm_lio_prp(q, (uint32_t)slot[i], c->len, &u.s);
+				if (c->op != NVME_CMD_FLUSH) {
+					uint64_t slba = c->dev >> q->lba_shift; /* volume-relative */
+
+					u.s.cdw10 = (uint32_t)slba;
+					u.s.cdw11 = (uint32_t)(slba >> 32);
+					u.s.cdw12 = (c->len >> q->lba_shift) - 1; /* NLB, zero based */
+				}
+				for (int j = 0; j < 4; j++)
+					out[j] = u.v[j];
+				q->tail = q->tail + 1 == q->depth ? 0 : q->tail + 1;
 			}
-			j++;
+			q->posted |= mine;
+			__threadfence_system();
+			*(volatile uint32_t *)q->sq_db = q->tail;
+			__threadfence_system();
+			gm_stat(d, GM_STAT_CMDS, k);
+#ifdef GM_LIO_PROFILE
+			pdb = gm_now();
+			GM_PROF(GM_PROF_STAGE_NS, pdb - ps);
+			GM_PROF(GM_PROF_ROUNDS, 1);
+			GM_PROF(GM_PROF_CMDS, k);
+#endif
+			if (!gm_lio_reap(q))
+				atomicExch(&q->dead, 1u);
+			gm_unlock(&q->lock);
+			progress = true;
+		} else if (gm_cas_acquire(&q->lock, 0, 1) == 0) {
+			if (!gm_lio_reap(q))
+				atomicExch(&q->dead, 1u);
+			gm_unlock(&q->lock);
+		}
+		/* this warp's completions: status, read data out of the slot, slot freed */
+		for (uint32_t i = 0; i < next; i++) {
+			const struct gm_cmd *c = &b->cmd[i];
+			int s = slot[i];
+			unsigned st;
+
+			if (s < 0)
+				continue;
+			st = (unsigned)gm_ld_acquire((const int *)&q->done[s]);
+			if (!st)
+				continue;
+#ifdef GM_LIO_PROFILE
+			if (pfirst) {
+				GM_PROF(GM_PROF_FIRST_NS, gm_now() - pdb);
+				pfirst = false;
+			}
+#endif
+			if (st >> 1) {
+				gm_batch_fail(b, (int)(st >> 1));
+			} else if (c->op == NVME_CMD_READ) {
+#ifdef GM_LIO_PROFILE
+				uint64_t c0 = gm_now();
+#endif
+				gm_lio_copy(c->buf, q->stage + (uint64_t)s * GM_LIO_CHUNK, c->len);
+#ifdef GM_LIO_PROFILE
+				GM_PROF(GM_PROF_OUT_NS, gm_now() - c0);
+				GM_PROF(GM_PROF_OUT_BYTES, c->len);
+#endif
+			}
+			gm_lio_free(q, s);
+			slot[i] = -1;
+			left--;
+			progress = true;
+		}
+		if (progress) {
 			t0 = 0;
 			ns = 128;
+		} else if (gm_wait_step(d, &t0, &ns, 2048)) {
+			atomicExch(&q->dead, 1u);
+			gm_batch_fail(b, GM_SC_TIMEOUT);
+			break;
 		}
-		*(volatile uint32_t *)q->cq_db = q->head;
-		__threadfence_system();
 	}
-out:
-	gm_unlock(&q->lock);
+#ifdef GM_LIO_SERIAL
+	gm_unlock(&q->owner);
+#endif
+#ifdef GM_LIO_PROFILE
+	GM_PROF(GM_PROF_ROUND_NS, gm_now() - pstart);
+#endif
 	b->n = 0;
 }
 
@@ -1146,8 +1324,8 @@ __device__ static inline int G_read_direct(struct gemini_dev *d, int fd, uint64_
 					   void *buf)
 {
 	if (fd < 0 || fd >= 16 || !d->files[fd].open || off > d->files[fd].data_size ||
-	    len > d->files[fd].data_size - off || (off | len) & 511)
-		return -22;
+	    len > d->files[fd].data_size - off || (off | len) & 511 || (uintptr_t)buf & 3)
+		return -22; /* PRP1 must be dword aligned */
 	return gm_file_io(d, fd, NVME_CMD_READ, off, len, (uint8_t *)buf);
 }
 

@@ -33,6 +33,18 @@ static inline struct gm_qpair gm_qpair_at(uint8_t *mem, uint32_t depth, uint32_t
 	return p;
 }
 
+/* After the queue pairs, page aligned: each SQ slot's PRP list (GM_PRP_LIST bytes), queue after
+ * queue; a list at a 256-byte boundary never crosses its 4 KiB page (lio_sqe_check's rule). */
+static inline size_t gm_prp_off(uint32_t nqueues, uint32_t depth)
+{
+	return ((size_t)nqueues * gm_qpair_bytes(depth) + 4095) & ~(size_t)4095;
+}
+
+static inline size_t gm_qmem_bytes(uint32_t nqueues, uint32_t depth)
+{
+	return gm_prp_off(nqueues, depth) + (size_t)nqueues * depth * GM_PRP_LIST;
+}
+
 /* A physically contiguous run of one file's data blocks. */
 struct gm_run {
 	uint64_t dev;

@@ -1,6 +1,6 @@
 // libgemini backends: the host controller threads that serve the GPU-built NVMe queues (software
-// NVMe controller over host memory or the disk, posix proxy, cuFile proxy). Every SQE field is
-// checked before use: the GPU side is untrusted.
+// NVMe controller over host memory or the disk, posix proxy, cuFile proxy). The GPU side is
+// untrusted: every SQE goes through the shared checker, lio_sqe_check, as softssd's do.
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -21,9 +21,14 @@
 #endif
 
 #include "gemini_backend.h"
+extern "C" {
+#include "lightiov/check.h"
+}
 
 #define GM_BOUNCE (32u << 20)
 #define GM_BATCH  4096
+#define GM_SEGS	  (2 * GM_BATCH) /* data segments of one batch (a contiguous buffer is one) */
+#define GM_STATUS(sct, sc) (NVME_STATUS(sct, sc) | NVME_STATUS_DNR)
 
 struct gm_op {
 	uint32_t pos;
@@ -33,9 +38,10 @@ struct gm_op {
 	int io_fd; /* >= 0: file I/O at io_off (pread before the copy, pwrite after) */
 	uint64_t io_off;
 	uint8_t *bounce;
-	void *dst;
-	const void *src;
+	uint8_t *host; /* the namespace's bytes: the memory image or the bounce buffer */
 	size_t len;
+	uint32_t seg0; /* the checker's data segments: worker segs[seg0, seg0 + nsegs) */
+	uint32_t nsegs;
 };
 
 struct gm_worker {
@@ -45,9 +51,15 @@ struct gm_worker {
 	uint8_t *bounce;
 	size_t used;
 	struct gm_op ops[GM_BATCH];
-	void *dsts[GM_BATCH];
-	const void *srcs[GM_BATCH];
-	size_t sizes[GM_BATCH];
+	struct lio_seg segs[GM_SEGS];
+	uint32_t nsegs;
+	void *dsts[GM_SEGS];
+	const void *srcs[GM_SEGS];
+	size_t sizes[GM_SEGS];
+	/* the checker's view of this context: DMA window (arena pages, registered buffers, PRP
+	 * lists), LBA window (up to the end of the last open file's blocks) */
+	struct lio_check_region regions[2 + 16];
+	struct lio_check_ctx chk;
 	int flush;
 	/* read by the watchdog: what this thread does since when, and how much it has served */
 	volatile int phase;
@@ -114,22 +126,6 @@ static const struct gm_run *gm_run_find(struct gemini_ctx *c, uint64_t dev, uint
 	return NULL;
 }
 
-static bool gm_window_ok(struct gemini_ctx *c, uint64_t addr, uint64_t len)
-{
-	int n = __atomic_load_n(&c->nwin, __ATOMIC_ACQUIRE);
-
-	if (addr >= (uint64_t)(uintptr_t)c->hdev.data &&
-	    addr + len <=
-		(uint64_t)(uintptr_t)c->hdev.data + (uint64_t)c->npages * c->hdev.page_size &&
-	    addr + len > addr)
-		return true;
-	for (int i = 0; i < n; i++)
-		if (addr >= c->win[i].base && addr + len > addr &&
-		    addr + len <= c->win[i].base + c->win[i].len)
-			return true;
-	return false;
-}
-
 /* The whole of [off, off+len) read into buf, or written from it; 0 or -1. */
 static int gm_rw_all(int fd, void *buf, size_t len, uint64_t off, bool write)
 {
@@ -149,98 +145,147 @@ static int gm_rw_all(int fd, void *buf, size_t len, uint64_t off, bool write)
 	return 0;
 }
 
-/* Turns one SQE into a copy (and maybe a pread before / pwrite after); status on refusal. */
+/* A GPA of the window as an address: the arena's (or a registered buffer's) device address, or a
+ * PRP-list page's host address in the queue memory. Only called on GPAs the checker accepted. */
+static uint8_t *gm_gpa_ptr(struct gemini_ctx *c, uint64_t gpa)
+{
+	if (gpa >= GM_GPA_QMEM)
+		return c->qmem + (gpa - GM_GPA_QMEM);
+	return (uint8_t *)((uintptr_t)c->arena + (uintptr_t)(gpa - GM_GPA_ARENA));
+}
+
+/* lio_check_ctx.read_prp: PRP lists are read from the queue memory only (where the GPU writes
+ * them); a list the GPU placed anywhere else in the window is a transfer error. */
+static int gm_read_prp(void *opaque, uint64_t gpa, uint64_t *out, unsigned n)
+{
+	struct gemini_ctx *c = (struct gemini_ctx *)opaque;
+	uint64_t lo = GM_GPA_QMEM + gm_prp_off(c->cfg.nqueues, c->cfg.qdepth);
+
+	if (gpa < lo || gpa - GM_GPA_QMEM + (uint64_t)n * 8 > c->qbytes)
+		return -1;
+	memcpy(out, c->qmem + (gpa - GM_GPA_QMEM), (size_t)n * 8); /* little endian, as x86 */
+	return 0;
+}
+
+/* The checker's context for one batch (the run table's read lock held: files cannot change). */
+static void gm_check_setup(struct gm_worker *w)
+{
+	struct gemini_ctx *c = w->c;
+	struct lio_check_ctx *k = &w->chk;
+	int n = __atomic_load_n(&c->nwin, __ATOMIC_ACQUIRE), r = 0;
+
+	w->regions[r].gpa = (uint64_t)(c->hdev.data - c->arena) + GM_GPA_ARENA;
+	w->regions[r++].size = (uint64_t)c->npages * c->hdev.page_size;
+	for (int i = 0; i < n && i < 16; i++, r++) {
+		w->regions[r].gpa = c->win[i].base - (uint64_t)(uintptr_t)c->arena + GM_GPA_ARENA;
+		w->regions[r].size = c->win[i].len;
+	}
+	w->regions[r].gpa = GM_GPA_QMEM + gm_prp_off(c->cfg.nqueues, c->cfg.qdepth);
+	w->regions[r++].size = (uint64_t)c->cfg.nqueues * c->cfg.qdepth * GM_PRP_LIST;
+	memset(k, 0, sizeof(*k));
+	k->regions = w->regions;
+	k->nr_regions = (unsigned)r;
+	k->lba_start = 0;
+	k->lba_count = c->nruns ? (c->runs[c->nruns - 1].dev + c->runs[c->nruns - 1].len) / 512 : 0;
+	k->lba_shift = 9;
+	k->nsid = 1;
+	k->mdts_bytes = GM_MAX_CMD;
+	k->read_prp = gm_read_prp;
+	k->opaque = c;
+}
+
+/*
+ * Turns one SQE into copies (and maybe a pread before / pwrite after); status on refusal. The
+ * command itself is judged by lio_sqe_check alone; what is left here is this controller's
+ * namespace: only blocks of open files exist (elsewhere LBA Out of Range), a read-only file's
+ * blocks refuse writes, and it implements Read, Write and Flush.
+ */
 static void gm_prepare(struct gm_worker *w, const struct nvme_sqe *s, struct gm_op *op)
 {
 	struct gemini_ctx *c = w->c;
 	const struct gm_run *r;
-	uint64_t slba = ((uint64_t)s->cdw11 << 32) | s->cdw10;
-	uint64_t len = ((uint64_t)(s->cdw12 & 0xffff) + 1) * 512, dev = slba * 512, foff;
-	uint64_t gpu = (uint64_t)(uintptr_t)c->arena + s->sgl.addr;
+	struct lio_io io;
+	uint64_t dev, len, foff;
 	struct gm_hfile *hf;
 
 	op->opcode = s->opcode;
 	op->io_fd = -1;
 	op->len = 0;
-	op->status = NVME_SC_SUCCESS;
-	if (s->opcode == NVME_CMD_FLUSH) {
+	op->nsegs = 0;
+	op->status = lio_sqe_check(&w->chk, s, &io);
+	if (op->status)
+		return;
+	if (io.kind == LIO_IO_FLUSH) {
 		w->flush = 1;
 		return;
 	}
-	if (s->opcode != NVME_CMD_READ && s->opcode != NVME_CMD_WRITE) {
-		op->status = NVME_SC_INVALID_OPCODE;
+	if (io.kind != LIO_IO_READ && io.kind != LIO_IO_WRITE) {
+		op->status = GM_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE);
 		return;
 	}
-	if (s->nsid != 1) {
-		op->status = NVME_SC_INVALID_NS;
-		return;
-	}
-	if (NVME_SQE_PSDT(s->flags) != NVME_PSDT_SGL_MPTR_CONTIG || NVME_SQE_FUSE(s->flags) ||
-	    s->sgl.type != NVME_SGL_TYPE(NVME_SGL_TYPE_DATA_BLOCK) || s->sgl.len != len ||
-	    len > GM_MAX_CMD || slba > (UINT64_MAX / 512)) {
-		op->status = NVME_SC_INVALID_FIELD;
-		return;
-	}
-	if (!gm_window_ok(c, gpu, len)) {
-		op->status = NVME_SC_DATA_XFER_ERROR;
-		return;
-	}
+	dev = io.dev_lba * 512;
+	len = io.bytes;
 	r = gm_run_find(c, dev, len);
-	if (!r || (s->opcode == NVME_CMD_WRITE && !r->writable)) {
-		op->status = NVME_SC_LBA_RANGE;
+	if (!r) {
+		op->status = GM_STATUS(NVME_SCT_GENERIC, NVME_SC_LBA_RANGE);
 		return;
 	}
-	if (s->opcode == NVME_CMD_WRITE && (c->faults & GEMINI_FAULT_WRITES)) {
+	if (io.kind == LIO_IO_WRITE && !r->writable) {
+		op->status = GM_STATUS(NVME_SCT_CMD_SPECIFIC, NVME_SC_ATTEMPTED_WRITE_RO);
+		return;
+	}
+	if (io.kind == LIO_IO_WRITE && (c->faults & GEMINI_FAULT_WRITES)) {
 		op->status = GM_SC_WRITE_FAULT; /* injected: the medium refuses writes */
+		return;
+	}
+	if (w->nsegs + io.nsegs > GM_SEGS) {
+		op->status = 0xffff; /* retry in the next batch */
 		return;
 	}
 	hf = &c->files[r->fd];
 	foff = r->file_off + (dev - r->dev);
-	op->len = len;
 	if (c->cfg.backend == GEMINI_BACKEND_GDS) {
 #ifdef GEMINI_HAVE_CUFILE
-		ssize_t n =
-		    s->opcode == NVME_CMD_READ
-			? cuFileRead((CUfileHandle_t)hf->cufile, (void *)gpu, len, (off_t)foff, 0)
-			: cuFileWrite((CUfileHandle_t)hf->cufile, (const void *)gpu, len,
-				      (off_t)foff, 0);
-		if (n != (ssize_t)len)
-			op->status = s->opcode == NVME_CMD_READ ? GM_SC_READ_ERROR
-								  : GM_SC_WRITE_FAULT;
+		uint64_t o = foff;
+
+		for (unsigned i = 0; i < io.nsegs && !op->status; i++) {
+			void *g = gm_gpa_ptr(c, io.segs[i].gpa);
+			ssize_t n = io.kind == LIO_IO_READ
+					? cuFileRead((CUfileHandle_t)hf->cufile, g, io.segs[i].len,
+						     (off_t)o, 0)
+					: cuFileWrite((CUfileHandle_t)hf->cufile, g,
+						      io.segs[i].len, (off_t)o, 0);
+
+			if (n != (ssize_t)io.segs[i].len)
+				op->status = io.kind == LIO_IO_READ ? GM_SC_READ_ERROR
+								    : GM_SC_WRITE_FAULT;
+			o += io.segs[i].len;
+		}
 #else
-		op->status = NVME_SC_INVALID_OPCODE;
+		op->status = GM_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE);
 #endif
-		op->len = 0;
 		return;
 	}
+	if (!hf->mem && w->used + len > GM_BOUNCE) {
+		op->status = 0xffff; /* retry in the next batch */
+		return;
+	}
+	op->len = len;
+	op->seg0 = w->nsegs;
+	op->nsegs = io.nsegs;
+	memcpy(&w->segs[w->nsegs], io.segs, io.nsegs * sizeof(io.segs[0]));
+	w->nsegs += io.nsegs;
 	if (hf->mem) {
 		/* memory namespace: the device's DMA is a copy from/to the resident image */
-		if (s->opcode == NVME_CMD_READ) {
-			op->dst = (void *)gpu;
-			op->src = hf->mem + foff;
-		} else {
-			op->dst = hf->mem + foff;
-			op->src = (const void *)gpu;
-		}
-		return;
-	}
-	if (w->used + len > GM_BOUNCE) {
-		op->status = 0xffff; /* retry in the next batch */
-		op->len = 0;
+		op->host = hf->mem + foff;
 		return;
 	}
 	/* disk: the file I/O is done for the whole batch at once (gm_file_batch) */
 	op->io_fd = c->rawfd >= 0 ? c->rawfd : hf->sysfd;
 	op->io_off = c->rawfd >= 0 ? dev : foff;
 	op->bounce = w->bounce + w->used;
+	op->host = op->bounce;
 	w->used += (len + 4095) & ~4095ull;
-	if (s->opcode == NVME_CMD_READ) {
-		op->dst = (void *)gpu;
-		op->src = op->bounce;
-	} else {
-		op->dst = op->bounce;
-		op->src = (const void *)gpu;
-	}
 }
 
 /* Reads (before the copies) or writes (after them) of every disk op in the batch, all in flight
@@ -314,13 +359,22 @@ static void gm_copy_batch(struct gm_worker *w, struct gm_op *ops, int n)
 	static int batch_broken;
 	int k = 0;
 
-	for (int i = 0; i < n; i++)
-		if (ops[i].len && ops[i].status == NVME_SC_SUCCESS) {
-			w->dsts[k] = ops[i].dst;
-			w->srcs[k] = ops[i].src;
-			w->sizes[k] = ops[i].len;
+	for (int i = 0; i < n; i++) {
+		uint8_t *h = ops[i].host;
+
+		if (!ops[i].len || ops[i].status != NVME_SC_SUCCESS)
+			continue;
+		for (uint32_t j = 0; j < ops[i].nsegs; j++) {
+			const struct lio_seg *sg = &w->segs[ops[i].seg0 + j];
+			uint8_t *g = gm_gpa_ptr(w->c, sg->gpa);
+
+			w->dsts[k] = ops[i].opcode == NVME_CMD_READ ? (void *)g : (void *)h;
+			w->srcs[k] = ops[i].opcode == NVME_CMD_READ ? (const void *)h : g;
+			w->sizes[k] = sg->len;
+			h += sg->len;
 			k++;
 		}
+	}
 	if (!k)
 		return;
 	if (k > 1 && !batch_broken) {
@@ -375,6 +429,7 @@ static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
 	if (n > GM_BATCH)
 		n = GM_BATCH;
 	w->used = 0;
+	w->nsegs = 0;
 	w->flush = 0;
 	/*
 	 * The run table's read lock is held until the batch is complete: G_close takes it for
@@ -382,6 +437,7 @@ static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
 	 * (of this process's kernels or an importer's) never uses a file being closed.
 	 */
 	pthread_rwlock_rdlock(&c->runs_lock);
+	gm_check_setup(w);
 	for (uint32_t i = 0; i < n; i++) {
 		struct nvme_sqe s;
 

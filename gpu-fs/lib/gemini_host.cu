@@ -192,10 +192,11 @@ static int gm_setup(struct gemini_ctx *c)
 	GM_CUDA(c, cudaMalloc((void **)&c->arena, c->arena_size));
 	a = c->arena;
 	GM_CUDA(c, cudaMemset(a, 0, c->arena_size));
+	if ((uintptr_t)a & 4095) /* PRP page arithmetic on GPAs needs a page-aligned arena */
+		return gm_err(c, -EINVAL, "gemini: arena at %p is not 4 KiB aligned", (void *)a);
 
 	/* queue memory in shared host memory so an importing process can map it too */
-	qbytes = k->nqueues * gm_qpair_bytes(k->qdepth);
-	qbytes = (qbytes + 4095) & ~4095ull;
+	qbytes = gm_qmem_bytes(k->nqueues, k->qdepth);
 	snprintf(name, sizeof(name), "/gemini-%d-%p", (int)getpid(), (void *)c);
 	rc = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (rc < 0)
@@ -281,6 +282,9 @@ static int gm_setup(struct gemini_ctx *c)
 			q[i].sq = qp.sq;
 			q[i].cq = qp.cq;
 			q[i].sq_doorbell = qp.db;
+			q[i].prp = (uint64_t *)(c->qmem_dev + gm_prp_off(k->nqueues, k->qdepth) +
+						(size_t)i * k->qdepth * GM_PRP_LIST);
+			q[i].prp_gpa = GM_GPA_QMEM + ((uint8_t *)q[i].prp - c->qmem_dev);
 			q[i].turn = (uint32_t *)(a + o_turn) + (size_t)i * (k->qdepth + GM_CTL_WORDS);
 			q[i].ctl = q[i].turn + k->qdepth;
 			q[i].depth = k->qdepth;
@@ -810,6 +814,7 @@ int gemini_ipc_import(const struct gemini_ipc_handle *h, struct gemini_dev **dev
 		GM_QREBASE(q[i].sq);
 		GM_QREBASE(q[i].cq);
 		GM_QREBASE(q[i].sq_doorbell);
+		GM_QREBASE(q[i].prp);
 #undef GM_QREBASE
 		GM_REBASE(q[i].turn);
 		GM_REBASE(q[i].ctl);

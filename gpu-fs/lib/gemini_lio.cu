@@ -7,12 +7,9 @@
 
 #include <cuda_runtime.h>
 
-/* uapi.h asserts its sizes with C11's keyword; C++ spells it static_assert */
-#define _Static_assert static_assert
-extern "C" {
+extern "C" { /* the client library is C */
 #include "lio_client.h"
 }
-#undef _Static_assert
 
 #include "gemini_backend.h"
 #include "gvdk.h"
@@ -165,6 +162,10 @@ int gm_lio_start(struct gemini_ctx *c)
 		q[i].prp =
 		    (uint64_t *)gm_lio_dev(c->lio_mem_dev, d->mem, lio_drv_ptr(d, q[i].prp_gpa));
 		q[i].depth = k->qdepth;
+		/* slots (CIDs) in flight: below softssd's depth - 1 with one to spare */
+		q[i].free_mask = (1u << (k->qdepth - 2 < GM_LIO_INFLIGHT ? k->qdepth - 2
+									 : GM_LIO_INFLIGHT)) -
+				 1;
 		q[i].phase = 1;
 		q[i].lba_shift = id.lba_shift;
 	}

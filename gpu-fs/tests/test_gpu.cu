@@ -497,19 +497,24 @@ __global__ static void k_bounds(struct gemini_dev *d, int rw, int ro, uint64_t s
 	out[4] = G_read_direct(d, rw, 100, 4096, buf);
 	out[5] = G_read(d, ro, size - 10, 10, buf);
 	out[6] = G_read(d, rw, UINT64_MAX - 5, 10, buf);
-	/* hostile commands straight into a queue: the controller must refuse each */
+	/* hostile commands straight into a queue: the controller (lio_sqe_check, then its
+	 * namespace) must refuse each */
 	out[7] = gm_raw_cmd(d, NVME_CMD_READ, 1ull << 50, 4096, d->data);
 	out[8] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 4096, foreign);
 	out[9] = gm_raw_cmd(d, NVME_CMD_WRITE, gm_map(&d->files[ro], 0), 4096, d->data);
 	out[10] = gm_raw_cmd(d, 0x7f, 0, 4096, d->data);
-	out[11] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 4096, d->data);
+	out[11] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 256 << 10, d->data);
+	out[12] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 4096, d->data + 2);
+	out[13] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0) + 4096, 4096,
+			     d->data - 4096);
+	out[14] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 4096, d->data);
 }
 
 START_TEST(bounds_and_hostile_commands)
 {
 	struct gemini_ctx *c;
 	uint8_t *buf, *foreign;
-	long long *out, h[12];
+	long long *out, h[15];
 	char second[620];
 	int rw, ro;
 
@@ -532,11 +537,23 @@ START_TEST(bounds_and_hostile_commands)
 	ck_assert_int_eq(h[4], -22);
 	ck_assert_int_eq(h[5], 10);
 	ck_assert_int_eq(h[6], -22);
-	ck_assert_int_eq(h[7], NVME_SC_LBA_RANGE);
-	ck_assert_int_eq(h[8], NVME_SC_DATA_XFER_ERROR);
-	ck_assert_int_eq(h[9], NVME_SC_LBA_RANGE);
-	ck_assert_int_eq(h[10], NVME_SC_INVALID_OPCODE);
-	ck_assert_int_eq(h[11], 0);
+	/* statuses as lio_sqe_check gives them (Do Not Retry set), for softssd and lightiov.ko */
+	ck_assert_int_eq(h[7], NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_LBA_RANGE) | NVME_STATUS_DNR);
+	ck_assert_int_eq(h[8],
+			 NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR) | NVME_STATUS_DNR);
+	ck_assert_int_eq(h[9], NVME_STATUS(NVME_SCT_CMD_SPECIFIC, NVME_SC_ATTEMPTED_WRITE_RO) |
+				   NVME_STATUS_DNR);
+	ck_assert_int_eq(h[10],
+			 NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE) | NVME_STATUS_DNR);
+	/* longer than MDTS (128 KiB) */
+	ck_assert_int_eq(h[11], NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) | NVME_STATUS_DNR);
+	/* PRP1 not dword aligned */
+	ck_assert_int_eq(h[12],
+			 NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_PRP_OFFSET) | NVME_STATUS_DNR);
+	/* data just below the cache pages (the arena's own bookkeeping): outside the DMA window */
+	ck_assert_int_eq(h[13],
+			 NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR) | NVME_STATUS_DNR);
+	ck_assert_int_eq(h[14], 0); /* and the controller still serves good commands */
 	ck_assert_int_eq(G_close(c, ro), 0);
 	ck_assert_int_eq(G_close(c, rw), 0);
 	ck_assert_int_eq(G_close(c, rw), -EBADF);

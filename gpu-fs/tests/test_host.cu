@@ -17,12 +17,9 @@
 #include "fixture.h"
 #include "lio_fixture.h"
 
-/* uapi.h asserts its sizes with C11's keyword; C++ spells it static_assert */
-#define _Static_assert static_assert
-extern "C" {
+extern "C" { /* the client library is C */
 #include "lio_client.h"
 }
-#undef _Static_assert
 
 static void setup(void)
 {

@@ -13,11 +13,9 @@
 #include "gvdk.h"
 #include "lio_fixture.h"
 
-#define _Static_assert static_assert
-extern "C" {
+extern "C" { /* the client library is C */
 #include "lio_client.h"
 }
-#undef _Static_assert
 
 #define CK_CUDA(x)                                                                                 \
 	ck_assert_msg((x) == cudaSuccess, "%s: %s", #x, cudaGetErrorString(cudaGetLastError()))
