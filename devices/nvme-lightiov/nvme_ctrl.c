@@ -860,7 +860,6 @@ int nvme_ctrl_create(const struct nvme_ctrl_params *p, struct guest_mem *gm,
 		 * go in once it enables the controller memory space at the BAR's address. */
 		c->cap |= NVME_CAP_CMBS;
 		/* SZU 4 KiB units; SQs only (data in the CMB is not supported). */
-
 		c->cmbloc = p->cmb_bir & 7;
 		c->cmbsz = NVME_CMBSZ_SQS | (uint32_t)(p->cmb_size >> 12) << NVME_CMBSZ_SZ_SHIFT;
 	}
