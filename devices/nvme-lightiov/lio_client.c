@@ -100,6 +100,7 @@ static const unsigned long lio_op_ioctls[LIO_OP_MAX] = {
     [LIO_OP_VOL_RESIZE] = LIO_IOC_VOL_RESIZE,	  [LIO_OP_VOL_LIST] = LIO_IOC_VOL_LIST,
     [LIO_OP_VOL_ATTACH] = LIO_IOC_VOL_ATTACH,	  [LIO_OP_VOL_DETACH] = LIO_IOC_VOL_DETACH,
     [LIO_OP_SSD_STATS] = LIO_IOC_SSD_STATS,	  [LIO_OP_SESSION_LIST] = LIO_IOC_SESSION_LIST,
+    [LIO_OP_SESSION_SET] = LIO_IOC_SESSION_SET,
 };
 
 /* The ioctl transport: the request struct is the ioctl's argument (its size is in the command

@@ -39,6 +39,7 @@ extern struct workqueue_struct *lio_wq;
 
 struct lio_ctr {
 	u64 cmds, read_bytes, write_bytes, errors, rejected, polls, sleeps, irqs;
+	u64 syncs; /* writes sent with FUA for LIO_SESSION_WRITE_THROUGH, completed */
 };
 
 /* One queue pair on the controller: rings in coherent memory, doorbells in BAR0. */
@@ -75,6 +76,7 @@ struct lio_slot {
 	bool busy;
 	u16 guest_cid;
 	u8 kind;
+	bool sync; /* FUA added for the session's write-through */
 	u32 bytes;
 	__le64 *buf; /* PRP list or DSM range list: one page */
 	dma_addr_t buf_dma;
@@ -146,6 +148,7 @@ struct lio_session {
 	struct list_head node;
 	struct lio_window win;
 	struct lio_qmem_area *qm;
+	u32 flags; /* LIO_SESSION_*, read by the queue pairs' work items */
 	struct address_space *mapping; /* of the device file: direct doorbell mappings live there */
 	struct list_head qps;
 	unsigned int nqps;

@@ -25,6 +25,7 @@ void lio_ctr_add(struct lio_ctr *to, const struct lio_ctr *from)
 	to->polls += READ_ONCE(from->polls);
 	to->sleeps += READ_ONCE(from->sleeps);
 	to->irqs += READ_ONCE(from->irqs);
+	to->syncs += READ_ONCE(from->syncs);
 }
 
 static int lio_qp_read_prp(void *opaque, uint64_t gpa, uint64_t *out, unsigned int n)
@@ -199,6 +200,9 @@ static u16 lio_qp_start(struct lio_qp *qp, const struct nvme_sqe *sqe)
 		return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
 	cmd.opcode = sqe->opcode;
 	cmd.cid = cpu_to_le16(i);
+	/* the VM's write cache is off: each write durable before its completion, as with FUA */
+	s->sync = io->kind == LIO_IO_WRITE && !io->fua &&
+		  (READ_ONCE(qp->ss->flags) & LIO_SESSION_WRITE_THROUGH);
 	cmd.nsid = cpu_to_le32(1);
 	switch (io->kind) {
 	case LIO_IO_READ:
@@ -210,7 +214,7 @@ static u16 lio_qp_start(struct lio_qp *qp, const struct nvme_sqe *sqe)
 	case LIO_IO_ZEROES:
 		cmd.cdw10 = cpu_to_le32(lower_32_bits(io->dev_lba));
 		cmd.cdw11 = cpu_to_le32(upper_32_bits(io->dev_lba));
-		cmd.cdw12 = cpu_to_le32((io->nlb - 1) | (io->fua ? NVME_RW_FUA : 0) |
+		cmd.cdw12 = cpu_to_le32((io->nlb - 1) | (io->fua || s->sync ? NVME_RW_FUA : 0) |
 					(io->kind == LIO_IO_ZEROES ?
 					 le32_to_cpu(sqe->cdw12) & NVME_WZ_DEAC : 0));
 		break;
@@ -267,6 +271,8 @@ static unsigned int lio_qp_reap(struct lio_qp *qp)
 			WRITE_ONCE(qp->ctr.read_bytes, qp->ctr.read_bytes + s->bytes);
 		else if (!st && s->kind == LIO_IO_WRITE)
 			WRITE_ONCE(qp->ctr.write_bytes, qp->ctr.write_bytes + s->bytes);
+		if (!st && s->sync)
+			WRITE_ONCE(qp->ctr.syncs, qp->ctr.syncs + 1);
 		lio_qp_post(qp, s->guest_cid, st, dw0);
 	}
 	if (n)

@@ -23,6 +23,7 @@ union lio_ioc_arg {
 	struct lio_vol_attach va;
 	struct lio_ssd_stats st;
 	struct lio_session_list sl;
+	struct lio_session_set set;
 };
 
 static int lio_open(struct inode *inode, struct file *file)
@@ -212,6 +213,25 @@ static void lio_session_list(struct lio_ssd *ssd, struct lio_session_list *l)
 	}
 }
 
+/* LIO_OP_SESSION_SET: write-through (the VM's volatile write cache off) reaches every queue
+ * pair of the session at its next command; DB_DIRECT ones never pass the module and are not
+ * covered (their client sets FUA itself).
+ */
+static int lio_session_set(struct lio_session *ss, struct lio_session_set *st)
+{
+	struct lio_ctr t;
+
+	if (st->mask & ~LIO_SESSION_WRITE_THROUGH) {
+		lio_err(ss->ssd, "session-set: unknown flags in mask 0x%x", st->mask);
+		return -EINVAL;
+	}
+	WRITE_ONCE(ss->flags, (ss->flags & ~st->mask) | (st->flags & st->mask));
+	lio_session_ctr(ss, &t);
+	st->flags = ss->flags;
+	st->syncs = t.syncs;
+	return 0;
+}
+
 static int lio_dispatch(struct lio_session *ss, unsigned int cmd, union lio_ioc_arg *a)
 {
 	struct lio_ssd *ssd = ss->ssd;
@@ -257,6 +277,8 @@ static int lio_dispatch(struct lio_session *ss, unsigned int cmd, union lio_ioc_
 	case LIO_IOC_SESSION_LIST:
 		lio_session_list(ssd, &a->sl);
 		return 0;
+	case LIO_IOC_SESSION_SET:
+		return lio_session_set(ss, &a->set);
 	}
 	return -ENOTTY;
 }
@@ -278,6 +300,7 @@ static bool lio_ioc_known(unsigned int cmd)
 	case LIO_IOC_VOL_DETACH:
 	case LIO_IOC_SSD_STATS:
 	case LIO_IOC_SESSION_LIST:
+	case LIO_IOC_SESSION_SET:
 		return true;
 	}
 	return false;

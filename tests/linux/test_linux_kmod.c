@@ -1,9 +1,11 @@
 /* lightiov.ko in one Linux boot: the guest's vNVMe (emulate mode) plays the physical SSD. /init
  * (tools/guest/kmod/init) loads the module, binds the controller through driver_override, runs
- * the VM-side program (both modes, eventfd completions, hostile commands, bad ioctl arguments),
- * sees rmmod refused while a session is open, unbinds, unloads and gives the disk back to nvme.
- * The host then reads the image: softssd's own tools find the volume the module created, the
- * data sits where the LBA window says, and nothing outside the window and the table changed. */
+ * the VM-side program (both modes, eventfd completions, hostile commands, bad ioctl arguments,
+ * queue memory with polled doorbells, the controller's own doorbells mapped, a volume moved by
+ * its growth), sees rmmod refused while a session is open, unbinds, unloads and gives the disk
+ * back to nvme. The host then reads the image: softssd's own tools find the volume where the
+ * module moved it, the data sits where both LBA windows say (the old extent keeps its bytes),
+ * and nothing else changed. */
 #include <check.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -112,6 +114,31 @@ static void guest_checks(const struct linuxboot *b)
 	ck_assert_msg(strstr(c, "LIO-OK passthrough: data read back matches"), "passthrough data");
 	ck_assert_msg(strstr(c, "LIO-OK isolated: 14 commands completed"), "isolated irqs");
 	ck_assert_msg(strstr(c, "LIO-OK passthrough: 3 commands completed"), "passthrough irqs");
+	ck_assert_msg(strstr(c, "LIO-OK lio_client: ssd lio0 resolved to lightiov.ko's device"),
+		      "lio_client's device resolution");
+	ck_assert_msg(strstr(c, "LIO-OK lio_client: read back through queue 1 matches"),
+		      "lio_client's ioctl transport data");
+	ck_assert_msg(strstr(c, "LIO-OK lio_client: zeros written back"), "lio_client zeros");
+	ck_assert_msg(strstr(c, "LIO-OK qmem-alloc past 64 MiB"), "qmem size bound");
+	ck_assert_msg(strstr(c, "LIO-OK second qmem-alloc of the session"), "qmem twice");
+	ck_assert_msg(strstr(c, "LIO-OK qmem-alloc of 2048 KiB: mapped"), "qmem mapping");
+	ck_assert_msg(strstr(c, "LIO-OK qmem-polled: data read back matches"), "polled data");
+	ck_assert_msg(strstr(c, "LIO-OK qmem-polled: qp-stats cmds 3"), "polled counters");
+	ck_assert_msg(strstr(c, "LIO-OK session-set of an unknown flag"), "session-set mask");
+	ck_assert_msg(strstr(c, "LIO-OK write-through: 1 write sent with FUA"), "write-through");
+	ck_assert_msg(strstr(c, "LIO-OK qp-create DB_DIRECT without IOMMU and without direct_"),
+		      "direct refused without direct_noiommu");
+	ck_assert_msg(strstr(c, "LIO-OK mmap of 3 doorbell pages"), "doorbell mapping bound");
+	ck_assert_msg(strstr(c, "LIO-OK mmap of the controller's doorbell pages"), "doorbell mmap");
+	ck_assert_msg(strstr(c, "LIO-OK direct: data read back matches"), "direct data");
+	ck_assert_msg(strstr(c, "LIO-OK direct: qp-stats cmds 0"), "direct bypasses the module");
+	ck_assert_msg(strstr(c, "LIO-OK direct: 3 commands completed"), "direct irqs");
+	ck_assert_msg(strstr(c, "LIO-OK vol-resize of an attached volume"), "resize busy");
+	ck_assert_msg(strstr(c, "LIO-OK vol-resize to 1 PiB"), "resize ENOSPC");
+	ck_assert_msg(strstr(c, "LIO-OK vol-resize shrinking"), "resize shrinking");
+	ck_assert_msg(strstr(c, "LIO-OK vol-resize moved kmodvol"), "resize moved");
+	ck_assert_msg(strstr(c, "LIO-OK moved: data at window LBA 0 came along"), "moved data");
+	ck_assert_msg(strstr(c, "LIO-OK moved: the added LBAs read zeros"), "moved zeros");
 	ck_assert_msg(strstr(c, "LIO-DONE failures=0"), "the VM-side program reported failures");
 	ck_assert_msg(strstr(c, "LIO-TEST-RC 0"), "the VM-side program did not exit 0");
 	ck_assert_msg(strstr(c, "LIO-SYSFS rejected 8"), "sysfs counters: 8 rejected commands");
@@ -151,14 +178,20 @@ static void image_checks(const struct linuxboot *b)
 	unsigned long long gs = 0, gn = 0;
 	uint64_t s, n, off, base, i;
 	const char *p = strstr(b->console, "LIO-VOL kmodvol");
+	const char *m = strstr(b->console, "LIO-VOL-MOVED kmodvol");
+	unsigned long long ms = 0, mn = 0;
 	uint8_t *data, *want;
 	int fd, idx;
 
 	ck_assert_msg(p && sscanf(p, "LIO-VOL kmodvol lba_start=%llu lba_count=%llu", &gs, &gn) == 2,
 		      "no LIO-VOL line");
+	ck_assert_msg(m && sscanf(m, "LIO-VOL-MOVED kmodvol lba_start=%llu lba_count=%llu", &ms,
+				  &mn) == 2,
+		      "no LIO-VOL-MOVED line");
+	ck_assert_msg(mn == 2 * gn && ms != gs, "moved to %llu+%llu from %llu+%llu", ms, mn, gs, gn);
 	softssd_checks(&s, &n);
-	ck_assert_msg(s == gs && n == gn, "softssd: kmodvol at %llu+%llu, the guest saw %llu+%llu",
-		      (unsigned long long)s, (unsigned long long)n, gs, gn);
+	ck_assert_msg(s == ms && n == mn, "softssd: kmodvol at %llu+%llu, the guest saw %llu+%llu",
+		      (unsigned long long)s, (unsigned long long)n, ms, mn);
 
 	fd = open(img, O_RDONLY);
 	ck_assert_int_ge(fd, 0);
@@ -171,7 +204,8 @@ static void image_checks(const struct linuxboot *b)
 	ck_assert_uint_eq(vt.lba_shift, 9);
 	ck_assert_uint_eq(vt.capacity_lbas, (uint64_t)IMG_MB << 11);
 
-	/* the image as the guest must have left it: the table's megabyte, three patterns, zeros */
+	/* the image as the guest must have left it: the table's megabyte, five patterns at the
+	 * first extent and the same copied to the second (whose added half reads zeros), zeros */
 	data = malloc((size_t)IMG_MB << 20);
 	want = calloc(1, (size_t)IMG_MB << 20);
 	ck_assert_ptr_nonnull(data);
@@ -179,10 +213,14 @@ static void image_checks(const struct linuxboot *b)
 	ck_assert_int_eq(pread(fd, data, (size_t)IMG_MB << 20, 0), (ssize_t)IMG_MB << 20);
 	close(fd);
 	memcpy(want, data, LIO_VT_RESERVED_BYTES);
-	base = s << 9;
-	fill(want + base, XFER, 1);			     /* isolated, window LBA 0 */
-	fill(want + base + ((n << 9) - 8192), 8192, 2);	     /* isolated, the window's end */
-	fill(want + base + XFER, XFER, 3);		     /* passthrough, lba_start + 256 */
+	for (i = 0; i < 2; i++) {
+		base = (i ? s : gs) << 9;
+		fill(want + base, XFER, 1);			 /* isolated, window LBA 0 */
+		fill(want + base + ((gn << 9) - 8192), 8192, 2); /* isolated, the window's end */
+		fill(want + base + XFER, XFER, 3);		 /* passthrough, lba_start + 256 */
+		fill(want + base + 2 * XFER, XFER, 4);		 /* queue memory, polled */
+		fill(want + base + 3 * XFER, 8192, 5);		 /* DB_DIRECT */
+	}
 	for (off = 0; off < ((uint64_t)IMG_MB << 20); off += 4096) {
 		if (!memcmp(data + off, want + off, 4096))
 			continue;

@@ -1,11 +1,12 @@
 /* The VM side of the lightiov.ko test, run inside the Linux test guest (static, no libc beyond
  * syscalls): one session on /dev/lightiov/NAME, a memfd as its DMA window, a queue pair in each
- * mode driven through shadow doorbells and eventfds, hostile commands and bad ioctl arguments.
+ * mode driven through shadow doorbells and eventfds, hostile commands and bad ioctl arguments;
+ * queue memory with polled doorbells, the controller's own doorbells mapped (DB_DIRECT), and a
+ * volume grown past its neighbour (moved).
  *
  * usage: lio-kmod-test /dev/lightiov/NAME
  * Prints LIO-OK/LIO-FAIL per check and LIO-VOL, LIO-DONE lines the host test parses.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -20,6 +21,7 @@
 
 #include "lightiov/nvme.h"
 #include "lightiov/uapi.h"
+#include "nvme-lightiov/lio_client.h"
 
 #define WIN_GPA	  0x40000000ull /* where the "guest" places its window */
 #define WIN_BYTES (2u << 20)
@@ -66,8 +68,9 @@ struct qp {
 	uint32_t id;
 	struct nvme_sqe *sq;
 	volatile struct nvme_cqe *cq;
-	volatile uint32_t *db;
+	volatile uint32_t *sq_db, *cq_db; /* shadow slots, polled doorbell page or the real ones */
 	uint16_t sq_tail, cq_head, cid;
+	uint16_t sqid; /* what CQEs must carry (0: any, DB_DIRECT carries the controller's) */
 	uint8_t phase;
 	unsigned irqs, cmds;
 };
@@ -82,7 +85,9 @@ static int qp_create(int fd, struct qp *q, uint32_t vol_id, uint32_t mode)
 	q->irq_fd = eventfd(0, EFD_CLOEXEC);
 	q->sq = (struct nvme_sqe *)(win + OFF_SQ);
 	q->cq = (volatile struct nvme_cqe *)(win + OFF_CQ);
-	q->db = (volatile uint32_t *)(win + OFF_DB);
+	q->sq_db = (volatile uint32_t *)(win + OFF_DB);
+	q->cq_db = q->sq_db + 1;
+	q->sqid = 1;
 	q->phase = 1;
 	memset(&c, 0, sizeof(c));
 	c.vol_id = vol_id;
@@ -114,8 +119,8 @@ static int qp_run(struct qp *q, struct nvme_sqe *sqe, uint16_t *cid_out)
 	sqe->cid = ++q->cid;
 	memcpy(&q->sq[q->sq_tail], sqe, sizeof(*sqe));
 	q->sq_tail = (q->sq_tail + 1) % DEPTH;
-	__atomic_store_n(&q->db[0], q->sq_tail, __ATOMIC_RELEASE);
-	if (write(q->db_fd, &one, sizeof(one)) != sizeof(one))
+	__atomic_store_n(q->sq_db, q->sq_tail, __ATOMIC_RELEASE);
+	if (q->db_fd >= 0 && write(q->db_fd, &one, sizeof(one)) != sizeof(one))
 		return -1;
 	for (;;) {
 		volatile struct nvme_cqe *c = &q->cq[q->cq_head];
@@ -131,12 +136,12 @@ static int qp_run(struct qp *q, struct nvme_sqe *sqe, uint16_t *cid_out)
 			continue;
 		if (cid_out)
 			*cid_out = c->cid;
-		if (c->sq_id != 1)
+		if (q->sqid && c->sq_id != q->sqid)
 			return -2;
 		q->cq_head = (q->cq_head + 1) % DEPTH;
 		if (!q->cq_head)
 			q->phase ^= 1;
-		__atomic_store_n(&q->db[1], q->cq_head, __ATOMIC_RELEASE);
+		__atomic_store_n(q->cq_db, q->cq_head, __ATOMIC_RELEASE);
 		q->cmds++;
 		return st >> 1;
 	}
@@ -368,7 +373,13 @@ static void bad_qp_args(int fd, uint32_t vol_id)
 	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create unknown flag");
 	b = c;
 	b.flags = LIO_QP_DB_POLL;
-	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EOPNOTSUPP, "qp-create DB_POLL");
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, ENOENT, "qp-create DB_POLL before qmem-alloc");
+	b = c;
+	b.flags = LIO_QP_DB_EVENTFD | LIO_QP_SQ_QMEM;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, ENOENT, "qp-create SQ_QMEM before qmem-alloc");
+	b = c;
+	b.flags = LIO_QP_DB_POLL | LIO_QP_DB_EVENTFD;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create DB_POLL and DB_EVENTFD");
 	b = c;
 	b.sqid = 0;
 	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create sqid 0");
@@ -396,6 +407,374 @@ static void bad_qp_args(int fd, uint32_t vol_id)
 	b.irq_fd = 0; /* the console */
 	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EBADF, "qp-create irq_fd not an eventfd");
 	close(efd);
+}
+
+/* ---- queue memory, polled doorbells, the controller's own doorbells, a moved volume ---- */
+
+#define QMEM_BYTES (2u << 20)
+static uint8_t *qmem;
+
+/* Queue memory from the module: bad sizes, one allocation per session, its mapping's bounds. */
+static int qmem_setup(int fd)
+{
+	struct lio_qmem m;
+	void *p;
+
+	memset(&m, 0, sizeof(m));
+	expect_errno(fd, LIO_IOC_QMEM_ALLOC, &m, EINVAL, "qmem-alloc of 0 bytes");
+	m.size = 4097;
+	expect_errno(fd, LIO_IOC_QMEM_ALLOC, &m, EINVAL, "qmem-alloc of 4097 bytes");
+	m.size = (64u << 20) + 4096;
+	expect_errno(fd, LIO_IOC_QMEM_ALLOC, &m, EINVAL, "qmem-alloc past 64 MiB");
+	m.size = QMEM_BYTES;
+	m.fd = -1;
+	if (ioctl(fd, LIO_IOC_QMEM_ALLOC, &m) < 0 || m.fd < 0) {
+		CHECK(0, "qmem-alloc of %u KiB: errno %d", QMEM_BYTES >> 10, errno);
+		return -1;
+	}
+	expect_errno(fd, LIO_IOC_QMEM_ALLOC, &m, EEXIST, "second qmem-alloc of the session");
+	p = mmap(NULL, QMEM_BYTES + 4096, PROT_READ | PROT_WRITE, MAP_SHARED, m.fd, 0);
+	CHECK(p == MAP_FAILED && errno == EINVAL, "qmem mmap past its end: errno %d", errno);
+	qmem = mmap(NULL, QMEM_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, m.fd, 0);
+	close(m.fd); /* the mapping holds the memory */
+	CHECK(qmem != MAP_FAILED, "qmem-alloc of %u KiB: mapped", QMEM_BYTES >> 10);
+	return qmem == MAP_FAILED ? -1 : 0;
+}
+
+/* Isolated queue pair with SQ, CQ and doorbell pages in queue memory: the module polls the
+ * doorbell page (no eventfd at all on the submission side). */
+static void qmem_polled(int fd, uint32_t vol_id)
+{
+	struct lio_session_set ws;
+	unsigned long long syncs;
+	struct lio_qp_create c;
+	int r;
+	struct lio_qp_stats qs;
+	struct lio_qp_ref ref;
+	struct qp q;
+
+	memset(&q, 0, sizeof(q));
+	memset(&c, 0, sizeof(c));
+	c.vol_id = vol_id;
+	c.mode = LIO_MODE_ISOLATED;
+	c.flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL | LIO_QP_IRQ_ENABLED;
+	c.sqid = c.cqid = 1;
+	c.sq_depth = c.cq_depth = DEPTH;
+	c.db_fd = -1;
+	q.irq_fd = c.irq_fd = eventfd(0, EFD_CLOEXEC);
+	if (ioctl(fd, LIO_IOC_QP_CREATE, &c) < 0) {
+		CHECK(0, "qp-create in queue memory, polled: errno %d", errno);
+		return;
+	}
+	CHECK(c.sq_off % 4096 == 0 && c.cq_off % 4096 == 0 && c.db_off % 4096 == 0 &&
+		      c.sq_off != c.cq_off && c.db_off + 8192 <= QMEM_BYTES,
+	      "qp-create in queue memory, polled: sq_off 0x%llx cq_off 0x%llx db_off 0x%llx",
+	      (unsigned long long)c.sq_off, (unsigned long long)c.cq_off,
+	      (unsigned long long)c.db_off);
+	q.id = c.qp_id;
+	q.db_fd = -1;
+	q.sq = (struct nvme_sqe *)(qmem + c.sq_off);
+	q.cq = (volatile struct nvme_cqe *)(qmem + c.cq_off);
+	q.sq_db = (volatile uint32_t *)(qmem + c.db_off);
+	q.cq_db = (volatile uint32_t *)(qmem + c.db_off + 4096);
+	q.sqid = 1;
+	q.phase = 1;
+	/* the VM's write cache off: the module adds FUA to each write and counts it */
+	memset(&ws, 0, sizeof(ws));
+	ws.mask = 0x80;
+	expect_errno(fd, LIO_IOC_SESSION_SET, &ws, EINVAL, "session-set of an unknown flag");
+	ws.mask = ws.flags = LIO_SESSION_WRITE_THROUGH;
+	r = ioctl(fd, LIO_IOC_SESSION_SET, &ws);
+	syncs = ws.syncs;
+	CHECK(r == 0 && ws.flags == LIO_SESSION_WRITE_THROUGH,
+	      "session-set write-through: rc %d flags 0x%x", r, ws.flags);
+	io_roundtrip(&q, "qmem-polled", (2 * XFER) >> lba_shift, XFER, 4);
+	ws.flags = 0;
+	r = ioctl(fd, LIO_IOC_SESSION_SET, &ws);
+	CHECK(r == 0 && ws.flags == 0 && ws.syncs == syncs + 1,
+	      "write-through: %llu write sent with FUA, then off", (unsigned long long)(ws.syncs - syncs));
+	memset(&qs, 0, sizeof(qs));
+	qs.qp_id = q.id;
+	CHECK(ioctl(fd, LIO_IOC_QP_STATS, &qs) == 0 && qs.cmds == 3 && qs.polls >= 1 &&
+		      qs.irqs >= 1,
+	      "qmem-polled: qp-stats cmds %llu polls %llu irqs %llu", (unsigned long long)qs.cmds,
+	      (unsigned long long)qs.polls, (unsigned long long)qs.irqs);
+	CHECK(q.cmds == 3 && q.irqs >= 1, "qmem-polled: %u commands completed, %u irq signals",
+	      q.cmds, q.irqs);
+	ref.qp_id = q.id;
+	CHECK(ioctl(fd, LIO_IOC_QP_DESTROY, &ref) == 0, "qp-destroy qmem-polled");
+	close(q.irq_fd);
+}
+
+/* The physical address of a page of ours (root reads PFNs): without an IOMMU it is what the
+ * controller must be given, as a DB_DIRECT client writes device addresses itself. */
+static uint64_t phys_of(const void *va)
+{
+	uint64_t e = 0, vpn = (uintptr_t)va / 4096;
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || pread(fd, &e, 8, (off_t)(vpn * 8)) != 8)
+		e = 0;
+	if (fd >= 0)
+		close(fd);
+	if (!(e >> 63) || !(e & ((1ull << 55) - 1)))
+		return 0;
+	return (e & ((1ull << 55) - 1)) * 4096 + (uintptr_t)va % 4096;
+}
+
+static void direct_rw(struct nvme_sqe *s, uint8_t op, uint64_t slba, uint32_t off)
+{
+	rw_sqe(s, op, slba, 8192, off, OFF_LIST);
+	s->prp1 = phys_of(win + off);
+	s->prp2 = phys_of(win + off + 4096);
+}
+
+static int sysfs_write(const char *path, const char *v)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, v, strlen(v)) == (ssize_t)strlen(v);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* Passthrough in the paper's form: the controller's SQ and CQ are the rings in queue memory,
+ * its doorbells are mapped here and rung directly, its vector signals the irq eventfd. */
+static void direct(int fd, uint32_t vol_id, uint64_t lba_start)
+{
+	const char *param = "/sys/module/lightiov/parameters/direct_noiommu";
+	struct lio_qp_create c, b;
+	struct lio_qp_stats qs;
+	struct lio_qp_ref ref;
+	struct nvme_sqe s;
+	uint64_t slba = lba_start + ((3 * XFER) >> lba_shift);
+	volatile uint32_t *db;
+	struct qp q;
+	int st;
+	void *p;
+
+	memset(&q, 0, sizeof(q));
+	memset(&c, 0, sizeof(c));
+	c.vol_id = vol_id;
+	c.mode = LIO_MODE_PASSTHROUGH;
+	c.flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_DIRECT | LIO_QP_IRQ_ENABLED;
+	c.sqid = c.cqid = 1;
+	c.sq_depth = c.cq_depth = DEPTH;
+	c.db_fd = -1;
+	q.irq_fd = c.irq_fd = eventfd(0, EFD_CLOEXEC);
+	b = c;
+	b.mode = LIO_MODE_ISOLATED;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create DB_DIRECT isolated");
+	b = c;
+	b.flags &= ~LIO_QP_CQ_QMEM;
+	b.cq_gpa = WIN_GPA + OFF_CQ;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create DB_DIRECT with the CQ outside");
+	b = c;
+	b.cq_depth = DEPTH * 2;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create DB_DIRECT sq_depth != cq_depth");
+	b = c;
+	b.flags |= LIO_QP_DB_POLL;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create DB_DIRECT and DB_POLL");
+	b = c;
+	b.flags |= LIO_QP_READONLY;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create DB_DIRECT read-only");
+	if (!sysfs_write(param, "0")) {
+		b = c;
+		expect_errno(fd, LIO_IOC_QP_CREATE, &b, EPERM,
+			     "qp-create DB_DIRECT without IOMMU and without direct_noiommu");
+		sysfs_write(param, "1");
+	}
+	p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 2ull << 20);
+	CHECK(p == MAP_FAILED && errno == EINVAL, "mmap of no queue pair's doorbells: errno %d",
+	      errno);
+	if (ioctl(fd, LIO_IOC_QP_CREATE, &c) < 0) {
+		CHECK(0, "qp-create DB_DIRECT: errno %d (%s)", errno, strerror(errno));
+		close(q.irq_fd);
+		return;
+	}
+	CHECK(c.sq_off % 4096 == 0 && c.cq_off % 4096 == 0 && c.db_off % 8192 == 0 && c.db_off,
+	      "qp-create DB_DIRECT: sq_off 0x%llx cq_off 0x%llx db_off 0x%llx",
+	      (unsigned long long)c.sq_off, (unsigned long long)c.cq_off,
+	      (unsigned long long)c.db_off);
+	p = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)c.db_off);
+	CHECK(p == MAP_FAILED && errno == EINVAL, "mmap of 3 doorbell pages: errno %d", errno);
+	db = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)c.db_off);
+	CHECK(db != MAP_FAILED, "mmap of the controller's doorbell pages at 0x%llx",
+	      (unsigned long long)c.db_off);
+	if (db == MAP_FAILED)
+		goto out;
+	q.id = c.qp_id;
+	q.db_fd = -1;
+	q.sq = (struct nvme_sqe *)(qmem + c.sq_off);
+	q.cq = (volatile struct nvme_cqe *)(qmem + c.cq_off);
+	q.sq_db = db;
+	q.cq_db = db + 1024;
+	q.sqid = 0;
+	q.phase = 1;
+	fill(win + OFF_WBUF, 8192, 5);
+	memset(win + OFF_RBUF, 0xee, 8192);
+	direct_rw(&s, NVME_CMD_WRITE, slba, OFF_WBUF);
+	CHECK(s.prp1 && s.prp2, "direct: device addresses 0x%llx 0x%llx",
+	      (unsigned long long)s.prp1, (unsigned long long)s.prp2);
+	st = qp_run(&q, &s, NULL);
+	CHECK(st == 0, "direct: write 8192 bytes at LBA %llu: status 0x%x", (unsigned long long)slba,
+	      st);
+	memset(&s, 0, sizeof(s));
+	s.opcode = NVME_CMD_FLUSH;
+	s.nsid = 1;
+	st = qp_run(&q, &s, NULL);
+	CHECK(st == 0, "direct: flush: status 0x%x", st);
+	direct_rw(&s, NVME_CMD_READ, slba, OFF_RBUF);
+	st = qp_run(&q, &s, NULL);
+	CHECK(st == 0, "direct: read 8192 bytes: status 0x%x", st);
+	CHECK(!memcmp(win + OFF_WBUF, win + OFF_RBUF, 8192), "direct: data read back matches");
+	memset(&qs, 0, sizeof(qs));
+	qs.qp_id = q.id;
+	CHECK(ioctl(fd, LIO_IOC_QP_STATS, &qs) == 0 && qs.cmds == 0 && qs.irqs >= 1,
+	      "direct: qp-stats cmds %llu (none through the module) irqs %llu",
+	      (unsigned long long)qs.cmds, (unsigned long long)qs.irqs);
+	CHECK(q.cmds == 3 && q.irqs >= 1, "direct: %u commands completed, %u irq signals", q.cmds,
+	      q.irqs);
+	munmap((void *)db, 8192);
+out:
+	ref.qp_id = c.qp_id;
+	CHECK(ioctl(fd, LIO_IOC_QP_DESTROY, &ref) == 0, "qp-destroy direct");
+	close(q.irq_fd);
+}
+
+/* Grow kmodvol past a neighbour: the module moves it and its data; the added LBAs read zero. */
+static void resize_moved(int fd, struct lio_vol_attach *a, uint64_t old_start)
+{
+	struct lio_vol v;
+	struct lio_vol_attach b;
+	struct qp q;
+	uint8_t *want = win + OFF_WBUF;
+	int r, st;
+
+	memset(&v, 0, sizeof(v));
+	strcpy(v.name, "nosuchvol");
+	v.size_bytes = 8u << 20;
+	expect_errno(fd, LIO_IOC_VOL_RESIZE, &v, ENOENT, "vol-resize of an unknown volume");
+	strcpy(v.name, "kmodvol");
+	v.size_bytes = (8u << 20) + 1;
+	expect_errno(fd, LIO_IOC_VOL_RESIZE, &v, EINVAL, "vol-resize to no LBA multiple");
+	v.size_bytes = 8u << 20;
+	expect_errno(fd, LIO_IOC_VOL_RESIZE, &v, EBUSY, "vol-resize of an attached volume");
+	CHECK(ioctl(fd, LIO_IOC_VOL_DETACH, a) == 0, "vol-detach kmodvol");
+	v.size_bytes = 2u << 20;
+	expect_errno(fd, LIO_IOC_VOL_RESIZE, &v, EINVAL, "vol-resize shrinking");
+	memset(&v, 0, sizeof(v));
+	strcpy(v.name, "blocker");
+	v.size_bytes = 1u << 20;
+	r = ioctl(fd, LIO_IOC_VOL_CREATE, &v);
+	CHECK(r == 0, "vol-create blocker (right after kmodvol): rc %d", r);
+	strcpy(v.name, "kmodvol");
+	v.size_bytes = 1ull << 50;
+	expect_errno(fd, LIO_IOC_VOL_RESIZE, &v, ENOSPC, "vol-resize to 1 PiB");
+	v.size_bytes = 8u << 20;
+	r = ioctl(fd, LIO_IOC_VOL_RESIZE, &v);
+	CHECK(r == 0, "vol-resize kmodvol to 8 MiB: rc %d errno %d", r, r ? errno : 0);
+	memset(&b, 0, sizeof(b));
+	strcpy(b.name, "kmodvol");
+	r = ioctl(fd, LIO_IOC_VOL_ATTACH, &b);
+	CHECK(r == 0 && b.lba_start != old_start && b.lba_count == (8u << 20) >> lba_shift,
+	      "vol-resize moved kmodvol from LBA %llu to %llu (%llu LBAs)",
+	      (unsigned long long)old_start, (unsigned long long)b.lba_start,
+	      (unsigned long long)b.lba_count);
+	printf("LIO-VOL-MOVED kmodvol lba_start=%llu lba_count=%llu\n",
+	       (unsigned long long)b.lba_start, (unsigned long long)b.lba_count);
+	if (r)
+		return;
+	r = qp_create(fd, &q, b.vol_id, LIO_MODE_ISOLATED);
+	CHECK(r == 0, "qp-create on the moved volume: %d", r);
+	if (!r) {
+		struct nvme_sqe s;
+		struct lio_qp_ref ref;
+
+		fill(want, XFER, 1);
+		memset(win + OFF_RBUF, 0xee, XFER);
+		rw_sqe(&s, NVME_CMD_READ, 0, XFER, OFF_RBUF, OFF_LIST2);
+		st = qp_run(&q, &s, NULL);
+		CHECK(st == 0 && !memcmp(win + OFF_RBUF, want, XFER),
+		      "moved: data at window LBA 0 came along: status 0x%x", st);
+		memset(want, 0, XFER);
+		memset(win + OFF_RBUF, 0xee, XFER);
+		rw_sqe(&s, NVME_CMD_READ, (4u << 20) >> lba_shift, XFER, OFF_RBUF, OFF_LIST2);
+		st = qp_run(&q, &s, NULL);
+		CHECK(st == 0 && !memcmp(win + OFF_RBUF, want, XFER),
+		      "moved: the added LBAs read zeros: status 0x%x", st);
+		ref.qp_id = q.id;
+		CHECK(ioctl(fd, LIO_IOC_QP_DESTROY, &ref) == 0, "qp-destroy on the moved volume");
+		close(q.db_fd);
+		close(q.irq_fd);
+	}
+	*a = b;
+}
+
+/* lvmm's own client code (devices/nvme-lightiov/lio_client.c) on the module: the SSD's plain name
+ * resolves to its device, the ioctl transport carries every call lio_drv makes (window, queue
+ * memory, two polled queue pairs), and data goes round trip. Its anonymous volume ends zeroed. */
+static void client_transport(const char *name)
+{
+	struct lio_drv_opts o = {.mode = LIO_MODE_ISOLATED, .nr_qp = 2, .depth = 32,
+				 .qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL,
+				 .mem_bytes = 1u << 20};
+	struct lio_vol_attach a = {.flags = LIO_ATTACH_ANON, .size_bytes = 1u << 20};
+	struct lio_client *c = NULL;
+	struct lio_identify id;
+	struct lio_drv *d = NULL;
+	struct lio_qmem m = {.size = 4096};
+	uint64_t wgpa, rgpa;
+	uint8_t *w, *rd;
+	char err[256] = "";
+	uint16_t st;
+	int r;
+
+	r = lio_client_connect(&c, name, "kmod-test", &id, err, sizeof(err));
+	CHECK(r == 0 && lio_client_is_dev(c) && (id.flags & LIO_ID_KERNEL),
+	      "lio_client: ssd %s resolved to lightiov.ko's device: %s", name, r ? err : id.name);
+	if (r)
+		return;
+	r = lio_client_vol_attach(c, &a);
+	CHECK(r == 0 && a.lba_count == (1u << 20) >> lba_shift,
+	      "lio_client: anonymous volume %s at LBA %llu: %d %s", a.name,
+	      (unsigned long long)a.lba_start, r, lio_client_error(c));
+	if (r)
+		goto out;
+	o.vol_id = a.vol_id;
+	o.lba_start = a.lba_start;
+	o.lba_count = a.lba_count;
+	o.lba_shift = lba_shift;
+	r = lio_drv_open(&d, c, &o, err, sizeof(err));
+	CHECK(r == 0, "lio_client: lio_drv_open with 2 polled queue pairs in queue memory: %d %s",
+	      r, err);
+	if (r)
+		goto out;
+	r = lio_client_qmem_alloc(c, &m);
+	CHECK(r == -EEXIST && strstr(lio_client_error(c), "qmem-alloc"),
+	      "lio_client: second qmem-alloc: %d \"%s\"", r, lio_client_error(c));
+	wgpa = lio_drv_alloc(d, 65536);
+	rgpa = lio_drv_alloc(d, 65536);
+	w = lio_drv_ptr(d, wgpa);
+	rd = lio_drv_ptr(d, rgpa);
+	if (!w || !rd)
+		goto out;
+	fill(w, 65536, 6);
+	st = lio_drv_io(d, 0, NVME_CMD_WRITE, 8, 65536 >> lba_shift, wgpa);
+	CHECK(st == 0, "lio_client: write through queue 0: status 0x%x", st);
+	memset(rd, 0xee, 65536);
+	st = lio_drv_io(d, 1, NVME_CMD_READ, 8, 65536 >> lba_shift, rgpa);
+	CHECK(st == 0 && !memcmp(w, rd, 65536),
+	      "lio_client: read back through queue 1 matches: status 0x%x", st);
+	memset(w, 0, 65536);
+	st = lio_drv_io(d, 0, NVME_CMD_WRITE, 8, 65536 >> lba_shift, wgpa);
+	CHECK(st == 0, "lio_client: zeros written back: status 0x%x", st);
+out:
+	if (d)
+		lio_drv_close(d);
+	lio_client_close(c);
 }
 
 int main(int argc, char **argv)
@@ -501,7 +880,7 @@ int main(int argc, char **argv)
 		CHECK(q.irqs >= q.cmds && q.cmds == 3,
 		      "passthrough: %u commands completed, %u irq eventfd signals", q.cmds, q.irqs);
 		/* a hostile tail: the queue stops, nothing else */
-		__atomic_store_n(&q.db[0], DEPTH + 5, __ATOMIC_RELEASE);
+		__atomic_store_n(q.sq_db, DEPTH + 5, __ATOMIC_RELEASE);
 		{
 			uint64_t one = 1;
 
@@ -514,11 +893,17 @@ int main(int argc, char **argv)
 		close(q.db_fd);
 		close(q.irq_fd);
 	}
+	client_transport(id.name);
+	if (!qmem_setup(fd)) {
+		qmem_polled(fd, a.vol_id);
+		direct(fd, a.vol_id, lba_start);
+	}
 	r = ioctl(fd, LIO_IOC_SSD_STATS, &ss);
 	CHECK(r == 0 && ss.sessions == 1 && ss.qpairs == 0 && ss.rejected >= 7 &&
 		  ss.write_bytes >= 2 * XFER,
 	      "ssd-stats: sessions %u qpairs %u cmds %llu rejected %llu", ss.sessions, ss.qpairs,
 	      (unsigned long long)ss.cmds, (unsigned long long)ss.rejected);
+	resize_moved(fd, &a, lba_start);
 	CHECK(ioctl(fd, LIO_IOC_VOL_DETACH, &a) == 0, "vol-detach kmodvol");
 	close(fd);
 	printf("LIO-DONE failures=%d\n", failures);
