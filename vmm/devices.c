@@ -96,6 +96,11 @@ static int plat_alloc_gsi(void *vm)
 	return vm_alloc_gsi(vm);
 }
 
+static int plat_free_gsi(void *vm, unsigned gsi)
+{
+	return vm_free_gsi(vm, gsi);
+}
+
 static int plat_route(void *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked)
 {
 	return vm_set_msi_route(vm, gsi, addr, data, masked);
@@ -736,6 +741,7 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 	struct pci_platform_ops ops = {
 	    .opaque = vm,
 	    .alloc_gsi = plat_alloc_gsi,
+	    .free_gsi = plat_free_gsi,
 	    .set_msi_route = plat_route,
 	    .irqfd = plat_irqfd,
 	    .map_host = plat_map_host,

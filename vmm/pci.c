@@ -905,6 +905,9 @@ void pci_dev_exit(struct pci_dev *d)
 				b->ops.irqfd(b->ops.opaque, (unsigned)m->gsi[v], m->efd[v], false);
 			close(m->efd[v]);
 		}
+		/* After the irqfd went: the next function added may get this GSI. */
+		if (b && b->ops.free_gsi && m->gsi[v] >= 0)
+			b->ops.free_gsi(b->ops.opaque, (unsigned)m->gsi[v]);
 	}
 	free(m->table);
 	free(m->pba);

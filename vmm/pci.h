@@ -54,6 +54,8 @@
 struct pci_platform_ops {
 	void *opaque;
 	int (*alloc_gsi)(void *opaque);
+	/* Gives a GSI of a departing function back (may be NULL: the GSI is then lost). */
+	int (*free_gsi)(void *opaque, unsigned gsi);
 	int (*set_msi_route)(void *opaque, unsigned gsi, uint64_t addr, uint32_t data, bool masked);
 	int (*irqfd)(void *opaque, unsigned gsi, int efd, bool assign);
 	/* Host memory BARs (CMB): map/unmap in the guest address space; may be NULL. */

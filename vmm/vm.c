@@ -327,7 +327,7 @@ static int vm_routes_init(struct vm *vm, char *err, unsigned errlen)
 	if (!r)
 		return -ENOMEM;
 	vm->routes = r;
-	vm->next_gsi = VM_FIRST_MSI_GSI;
+	gsi_alloc_init(&vm->gsis, VM_FIRST_MSI_GSI, VM_MAX_GSI_ROUTES);
 	/* KVM_SET_GSI_ROUTING replaces the whole table: keep KVM's default pin routes in it
 	 * (none with the split irqchip: the pins belong to lvmm's IOAPIC). */
 	for (gsi = 0; gsi < VM_FIRST_MSI_GSI && !vm->split_irqchip; gsi++) {
@@ -1007,9 +1007,43 @@ int vm_alloc_gsi(struct vm *vm)
 	int gsi;
 
 	pthread_mutex_lock(&vm->route_lock);
-	gsi = vm->next_gsi < VM_MAX_GSI_ROUTES ? (int)vm->next_gsi++ : -ENOSPC;
+	gsi = gsi_alloc_get(&vm->gsis);
 	pthread_mutex_unlock(&vm->route_lock);
 	return gsi;
+}
+
+int vm_free_gsi(struct vm *vm, unsigned gsi)
+{
+	struct kvm_irq_routing *r = vm->routes;
+	unsigned i;
+	int ret;
+
+	pthread_mutex_lock(&vm->route_lock);
+	ret = gsi_alloc_put(&vm->gsis, gsi);
+	if (ret)
+		goto out;
+	/* A route left behind would fire for the next owner of the GSI before it set its own. */
+	for (i = 0; i < r->nr; i++)
+		if (r->entries[i].gsi == gsi && r->entries[i].type == KVM_IRQ_ROUTING_MSI)
+			break;
+	if (i < r->nr) {
+		r->entries[i] = r->entries[--r->nr];
+		if (ioctl(vm->vm_fd, KVM_SET_GSI_ROUTING, r))
+			ret = -errno;
+	}
+out:
+	pthread_mutex_unlock(&vm->route_lock);
+	return ret;
+}
+
+unsigned vm_gsi_count(struct vm *vm)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&vm->route_lock);
+	n = gsi_alloc_count(&vm->gsis);
+	pthread_mutex_unlock(&vm->route_lock);
+	return n;
 }
 
 int vm_set_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked)
@@ -1018,9 +1052,11 @@ int vm_set_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, 
 	unsigned i;
 	int ret = 0;
 
-	if (gsi < VM_FIRST_MSI_GSI || gsi >= vm->next_gsi)
-		return -EINVAL;
 	pthread_mutex_lock(&vm->route_lock);
+	if (!gsi_alloc_busy(&vm->gsis, gsi)) {
+		ret = -EINVAL;
+		goto out;
+	}
 	for (i = 0; i < r->nr; i++)
 		if (r->entries[i].gsi == gsi && r->entries[i].type == KVM_IRQ_ROUTING_MSI)
 			break;

@@ -85,6 +85,8 @@ struct guest_mem *vm_guest_mem(struct vm *vm);
 struct bus *vm_pio_bus(struct vm *vm);
 struct bus *vm_mmio_bus(struct vm *vm);
 int vm_alloc_gsi(struct vm *vm);                         /* a free GSI for MSI routing */
+int vm_free_gsi(struct vm *vm, unsigned gsi); /* back to the pool, its MSI route dropped */
+unsigned vm_gsi_count(struct vm *vm);          /* MSI GSIs handed out now */
 int vm_set_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked);
 int vm_irqfd(struct vm *vm, unsigned gsi, int efd, bool assign);
 int vm_ioeventfd(struct vm *vm, uint64_t addr, unsigned len, int efd, bool assign);

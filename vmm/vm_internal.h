@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "boot.h"
+#include "gsi.h"
 #include "ioapic.h"
 #include "legacy.h"
 #include "serial.h"
@@ -94,7 +95,7 @@ struct vm {
 
 	pthread_mutex_t route_lock;
 	struct kvm_irq_routing *routes;
-	unsigned next_gsi;
+	struct gsi_alloc gsis; /* MSI GSIs handed out (route_lock) */
 	unsigned next_slot;
 	struct vm_host_map maps[VM_MAX_HOST_MAPS];
 
