@@ -801,6 +801,40 @@ int pci_bus_init(struct pci_bus *b, const struct pci_platform_ops *ops, struct b
 	return 0;
 }
 
+/* A freed range of exactly size in the window starting at start: naturally aligned already,
+ * as it was placed so. 0 when none. */
+static uint64_t bar_space_take(struct pci_bus *b, uint64_t size, uint64_t start)
+{
+	uint64_t wsize = start == LAYOUT_MMIO64_START ? LAYOUT_MMIO64_SIZE : LAYOUT_MMIO32_SIZE;
+	unsigned i;
+
+	for (i = 0; i < b->nbar_free; i++) {
+		uint64_t a = b->bar_free[i].addr;
+
+		if (b->bar_free[i].size == size && a >= start && a - start < wsize) {
+			b->bar_free[i] = b->bar_free[--b->nbar_free];
+			return a;
+		}
+	}
+	return 0;
+}
+
+/* Gives a removed function's BAR range back: the top of a window lowers its bump pointer,
+ * anything else waits in bar_free for a BAR of the same size. */
+static void bar_space_put(struct pci_bus *b, const struct pci_bar *bar)
+{
+	uint64_t *next = bar->prefetch ? &b->mmio64_next : &b->mmio32_next;
+
+	if (bar->placed + bar->size == *next)
+		*next = bar->placed;
+	else if (b->nbar_free < sizeof(b->bar_free) / sizeof(b->bar_free[0]))
+		b->bar_free[b->nbar_free++] = (typeof(b->bar_free[0])){bar->placed, bar->size};
+	else
+		fprintf(stderr,
+			"lvmm: pci: BAR space at 0x%llx (%llu bytes) not reused: free list full\n",
+			(unsigned long long)bar->placed, (unsigned long long)bar->size);
+}
+
 int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen)
 {
 	struct pci_msix *m = &d->msix;
@@ -834,6 +868,17 @@ int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen
 		next = best->prefetch ? &b->mmio64_next : &b->mmio32_next;
 		end = best->prefetch ? LAYOUT_MMIO64_START + LAYOUT_MMIO64_SIZE
 				     : LAYOUT_MMIO32_START + LAYOUT_MMIO32_SIZE;
+		a = bar_space_take(b, best->size,
+				   end -
+				       (best->prefetch ? LAYOUT_MMIO64_SIZE : LAYOUT_MMIO32_SIZE));
+		if (a) {
+			best->placed = a;
+			put32(d->cfg + PCI_BAR0 + 4 * bi,
+			      get32(d->cfg + PCI_BAR0 + 4 * bi) | (uint32_t)a);
+			if (best->is64)
+				put32(d->cfg + PCI_BAR0 + 4 * (bi + 1), (uint32_t)(a >> 32));
+			continue;
+		}
 		a = (*next + best->size - 1) & ~(best->size - 1);
 		if (a + best->size > end) {
 			snprintf(err, errlen, "pci %s: BAR%u (%llu bytes) does not fit the window",
@@ -841,6 +886,7 @@ int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen
 			return -ENOSPC;
 		}
 		*next = a + best->size;
+		best->placed = a;
 		put32(d->cfg + PCI_BAR0 + 4 * bi, get32(d->cfg + PCI_BAR0 + 4 * bi) | (uint32_t)a);
 		if (best->is64)
 			put32(d->cfg + PCI_BAR0 + 4 * (bi + 1), (uint32_t)(a >> 32));
@@ -898,6 +944,18 @@ void pci_dev_exit(struct pci_dev *d)
 		put16(d->cfg + PCI_COMMAND, 0);
 		pthread_mutex_unlock(&d->lock);
 		bars_update(d);
+		/* Largest first, as placed: a window's top comes back before what lies below it. */
+		for (;;) {
+			struct pci_bar *big = NULL;
+
+			for (v = 0; v < PCI_NUM_BARS; v++)
+				if (d->bar[v].placed && (!big || d->bar[v].placed > big->placed))
+					big = &d->bar[v];
+			if (!big)
+				break;
+			bar_space_put(b, big);
+			big->placed = 0;
+		}
 	}
 	for (v = 0; m->efd && v < m->nvec; v++) {
 		if (m->efd[v] >= 0) {

@@ -73,6 +73,7 @@ struct pci_bar {
 	uint64_t addr; /* as programmed in config space */
 	bool mapped, mapped_host;
 	uint64_t mapped_addr;
+	uint64_t placed;	   /* where pci_bus_add put it: freed on exit, 0 = none */
 	const struct bus_ops *ops; /* MMIO handler (offset relative to the BAR) */
 	void *opaque;
 	void *host; /* host-memory BAR instead of MMIO dispatch (when map_host exists) */
@@ -127,6 +128,11 @@ struct pci_bus {
 	uint32_t cf8;
 	struct pci_dev *dev[PCI_MAX_DEVS];
 	uint64_t mmio64_next, mmio32_next;
+	/* Window space of removed functions (pci_dev_exit), taken again by an exact size. */
+	struct {
+		uint64_t addr, size;
+	} bar_free[32];
+	unsigned nbar_free;
 	struct pci_dev host_bridge;
 	bool pio_registered, ecam_registered;
 	/* Every BAR (re)mapping runs under remap_lock, from either access path. ECAM writes arrive
