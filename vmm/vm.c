@@ -1020,7 +1020,7 @@ int vm_free_gsi(struct vm *vm, unsigned gsi)
 
 	pthread_mutex_lock(&vm->route_lock);
 	ret = gsi_alloc_put(&vm->gsis, gsi);
-	if (ret)
+	if (ret || !r)
 		goto out;
 	/* A route left behind would fire for the next owner of the GSI before it set its own. */
 	for (i = 0; i < r->nr; i++)
