@@ -376,6 +376,63 @@ static void hotplug_without_eject(void)
 	}
 }
 
+static long proc_fds(void)
+{
+	char cmd[96], *out = NULL;
+	long n;
+
+	snprintf(cmd, sizeof(cmd), "ls /proc/%d/fd | wc -l", (int)T.pid);
+	ck_assert_int_eq(testutil_sh(cmd, &out), 0);
+	n = strtol(out, NULL, 10);
+	free(out);
+	return n;
+}
+
+static long proc_rss_kb(void)
+{
+	char cmd[96], *out = NULL;
+	long n;
+
+	snprintf(cmd, sizeof(cmd), "awk '/^VmRSS/ {print $2}' /proc/%d/status", (int)T.pid);
+	ck_assert_int_eq(testutil_sh(cmd, &out), 0);
+	n = strtol(out, NULL, 10);
+	free(out);
+	return n;
+}
+
+/* 100 hot adds and removals (completed by the reset, the bench guest never ejects): GSIs and
+ * BAR space come back each time, lvmm's descriptors and memory stay flat. */
+static void hotplug_cycles(void)
+{
+	char body[512];
+	long fds = 0, rss = 0;
+	unsigned i, base = info_vnvme();
+	json_t *j;
+
+	snprintf(body, sizeof(body),
+		 "{\"id\": \"hpc\", \"path\": \"%s/hpc.img\", \"size\": 1048576}", T.dir);
+	for (i = 0; i < 100; i++) {
+		ck_assert_int_eq(curl("PUT", "vm.add-vnvme", body, &j), 200);
+		json_decref(j);
+		ck_assert_uint_eq(info_vnvme(), base + 1);
+		if (i == 4) { /* with the function in place, as at the end */
+			fds = proc_fds();
+			rss = proc_rss_kb();
+		}
+		ck_assert_int_eq(put("vm.pause", NULL), 204);
+		expect_error("PUT", "vm.remove-device", "{\"id\": \"hpc\"}", 500);
+		ck_assert_int_eq(put("vm.resume", NULL), 204);
+		ck_assert_int_eq(put("vm.reboot", NULL), 204);
+		ck_assert_uint_eq(info_vnvme(), base);
+	}
+	ck_assert_int_eq(curl("PUT", "vm.add-vnvme", body, &j), 200);
+	json_decref(j);
+	ck_assert_uint_eq(info_vnvme(), base + 1);
+	ck_assert_str_eq(vm_state(), "Running");
+	ck_assert_int_le(proc_fds(), fds + 2);
+	ck_assert_int_le(proc_rss_kb(), rss + 16384);
+}
+
 START_TEST(test_errors)
 {
 	static char big[70 * 1024 + 64];
@@ -421,6 +478,7 @@ START_TEST(test_errors)
 	ck_assert_str_eq(vm_state(), "Paused");
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
 	hotplug_without_eject();
+	hotplug_cycles();
 	ck_assert_str_eq(vm_state(), "Running");
 	/* a paused VM is shut down and destroyed with the VMM */
 	ck_assert_int_eq(put("vm.pause", NULL), 204);
