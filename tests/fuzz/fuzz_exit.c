@@ -159,7 +159,7 @@ static void fz_platform_up(void)
 	bus_init(&vm->mmio);
 	vm->stop_req = false;
 	vm->reason = VM_EXIT_NONE;
-	vm->next_gsi = VM_FIRST_MSI_GSI;
+	gsi_alloc_init(&vm->gsis, VM_FIRST_MSI_GSI, VM_MAX_GSI_ROUTES);
 	serial_init(&vm->serial, -1, fz_serial_irq, vm);
 	ioapic_init(&vm->ioapic, fz_send_msi, vm);
 	legacy_init(&vm->legacy, fz_legacy_event, fz_warm_reset, vm);
