@@ -12,10 +12,13 @@ shift 2
 export LVMM_TEST_TOTALS=$totals
 : >"$totals"
 st=0
+times=""
 for s in "$@"; do
 	before=$(wc -l <"$totals")
+	start=$SECONDS
 	$mk --no-print-directory "$s"
 	rc=$?
+	times="$times $s=$((SECONDS - start))s"
 	# what this suite's runners reported: a suite that fails must show a failed case, and
 	# one that ran without any runner (a hooked script) counts as one case
 	fails=$(tail -n +$((before + 1)) "$totals" | awk '{ f += $3 } END { print f + 0 }')
@@ -26,6 +29,7 @@ for s in "$@"; do
 		echo "$s 1 0 0" >>"$totals"
 	fi
 done
+echo "== make test: seconds per suite:$times (all $SECONDS s)"
 echo "== make test: per suite (passed failed skipped)"
 cat "$totals"
 awk '{ p += $2; f += $3; s += $4 } END { printf "%d passed, %d failed, %d skipped\n", p, f, s }' \

@@ -58,11 +58,13 @@ if [ $cmd -eq 1 ]; then
 else
 	for t in "$@"; do
 		echo "== $label: $(basename "$t")"
+		start=$SECONDS
 		"$t" 2>&1 | tee "$log"
 		account "${PIPESTATUS[0]}" || echo "!! $label: $(basename "$t") FAILED"
+		echo "== $label: $(basename "$t") took $((SECONDS - start)) s"
 	done
 fi
 [ -n "${LVMM_TEST_TOTALS:-}" ] && echo "$label $passed $failed $skipped" >>"$LVMM_TEST_TOTALS"
-echo "== $label: totals"
+echo "== $label: totals ($SECONDS s)"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ $failed -eq 0 ]
