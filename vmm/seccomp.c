@@ -15,6 +15,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "lightiov/uapi.h"
 #include "seccomp_filter.h"
 
 /* A thread kind's calls: the kinds it applies to as a bit mask of (1 << kind). */
@@ -164,6 +165,22 @@ static const unsigned long seccomp_kvm_io[] = {
     KVM_IRQ_LINE,  KVM_SIGNAL_MSI,	KVM_IRQFD,
     KVM_IOEVENTFD, KVM_SET_GSI_ROUTING, KVM_SET_USER_MEMORY_REGION,
 };
+/* lightiov.ko's requests (a vNVMe whose SSD is /dev/lightiov/NAME): queue pairs are created and
+ * destroyed by whichever thread runs the guest's admin commands (a vCPU, or the I/O thread with
+ * shadow doorbells), the write cache's setting goes with them; the module confines every request
+ * to the session's own volumes, windows and queue pairs. */
+static const unsigned long seccomp_lio_queue[] = {
+    LIO_IOC_QP_CREATE,
+    LIO_IOC_QP_DESTROY,
+    LIO_IOC_QP_STATS,
+    LIO_IOC_SESSION_SET,
+};
+/* ...and the session's set-up, hot-add and statistics, on the main and API threads. */
+static const unsigned long seccomp_lio_session[] = {
+    LIO_IOC_IDENTIFY,	LIO_IOC_DMA_REGISTER, LIO_IOC_QMEM_ALLOC,   LIO_IOC_VOL_CREATE,
+    LIO_IOC_VOL_DELETE, LIO_IOC_VOL_RESIZE,   LIO_IOC_VOL_LIST,	    LIO_IOC_VOL_ATTACH,
+    LIO_IOC_VOL_DETACH, LIO_IOC_SSD_STATS,    LIO_IOC_SESSION_LIST,
+};
 /* The stdio console: isatty, raw mode and its restore, the foreground-job test. */
 static const unsigned long seccomp_tty[] = {TCGETS,  TCSETS,	TCSETSW,
 					    TCSETSF, TIOCGPGRP, TIOCGWINSZ};
@@ -273,6 +290,10 @@ static int seccomp_rules_args(scmp_filter_ctx ctx, enum seccomp_kind kind)
 				     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
 	if (r)
 		return r;
+	r = seccomp_allow_list(ctx, seccomp_lio_queue,
+			       sizeof(seccomp_lio_queue) / sizeof(seccomp_lio_queue[0]));
+	if (r)
+		return r;
 	if (kind == SECCOMP_VCPU)
 		return seccomp_allow_list(ctx, seccomp_kvm_vcpu,
 					  sizeof(seccomp_kvm_vcpu) / sizeof(seccomp_kvm_vcpu[0]));
@@ -285,6 +306,10 @@ static int seccomp_rules_args(scmp_filter_ctx ctx, enum seccomp_kind kind)
 	if (!r)
 		r = seccomp_allow_list(ctx, seccomp_tty,
 				       sizeof(seccomp_tty) / sizeof(seccomp_tty[0]));
+	if (!r)
+		r = seccomp_allow_list(ctx, seccomp_lio_session,
+				       sizeof(seccomp_lio_session) /
+					   sizeof(seccomp_lio_session[0]));
 	/* Threads, never processes or namespaces. */
 	if (!r)
 		r = seccomp_rule_add(
@@ -327,7 +352,8 @@ static int seccomp_load_kind(enum seccomp_kind kind, bool all_threads, char *err
 	if (mode == SECCOMP_MODE_OFF)
 		return 0;
 	/* LeakSanitizer stops the world with ptrace at exit; sanitizer builds are for tests.
-	 * A constant, not an #ifdef: the filter code stays compiled (and warning-free) there too. */
+	 * A constant, not an #ifdef: the filter code stays compiled (and warning-free) there too.
+	 */
 	if (seccomp_sanitized)
 		return 0;
 	ctx = seccomp_init(mode == SECCOMP_MODE_LOG ? SCMP_ACT_LOG : SCMP_ACT_KILL_PROCESS);

@@ -20,6 +20,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "lightiov/uapi.h"
 #include "seccomp_filter.h"
 #include "testutil.h"
 
@@ -38,6 +39,9 @@ enum probe {
 	P_TCGETS,
 	P_THREAD,
 	P_EXECVE,
+	P_LIO_QP_CREATE,
+	P_LIO_VOL_CREATE,
+	P_LIO_FOREIGN,
 };
 
 static void *thread_noop(void *arg)
@@ -114,6 +118,25 @@ static void probe_run(enum probe p)
 		if (pthread_create(&t, NULL, thread_noop, NULL) || pthread_join(t, NULL))
 			_exit(5);
 		break;
+	case P_LIO_QP_CREATE: {
+		struct lio_qp_create q = {0};
+
+		/* lightiov.ko's requests are let by on any fd: EBADF shows the call returned */
+		if (ioctl(-1, LIO_IOC_QP_CREATE, &q) != -1 || errno != EBADF)
+			_exit(6);
+		break;
+	}
+	case P_LIO_VOL_CREATE: {
+		struct lio_vol v = {0};
+
+		if (ioctl(-1, LIO_IOC_VOL_CREATE, &v) != -1 || errno != EBADF)
+			_exit(7);
+		break;
+	}
+	case P_LIO_FOREIGN:
+		/* the 'L' type with a number lightiov.ko does not have */
+		ioctl(-1, _IOW('L', 0x7f, struct lio_qp_ref), NULL);
+		break;
 	case P_EXECVE: {
 		char *argv[] = {"/bin/true", NULL};
 
@@ -172,6 +195,7 @@ START_TEST(test_main_refuses)
 	expect_killed(SECCOMP_MAIN, P_MMAP_EXEC);
 	expect_killed(SECCOMP_MAIN, P_TGKILL_OTHER);
 	expect_killed(SECCOMP_MAIN, P_EXECVE);
+	expect_killed(SECCOMP_MAIN, P_LIO_FOREIGN);
 }
 END_TEST
 
@@ -184,6 +208,8 @@ START_TEST(test_main_allows)
 	expect_allowed(SECCOMP_MAIN, P_KVM_CREATE_VM);
 	expect_allowed(SECCOMP_MAIN, P_KVM_RUN);
 	expect_allowed(SECCOMP_MAIN, P_TCGETS);
+	expect_allowed(SECCOMP_MAIN, P_LIO_QP_CREATE);
+	expect_allowed(SECCOMP_MAIN, P_LIO_VOL_CREATE);
 }
 END_TEST
 
@@ -195,6 +221,7 @@ START_TEST(test_vcpu_refuses)
 	expect_killed(SECCOMP_VCPU, P_KVM_CREATE_VM);
 	expect_killed(SECCOMP_VCPU, P_TCGETS);
 	expect_killed(SECCOMP_VCPU, P_MMAP_EXEC);
+	expect_killed(SECCOMP_VCPU, P_LIO_VOL_CREATE);
 }
 END_TEST
 
@@ -202,6 +229,7 @@ START_TEST(test_vcpu_allows)
 {
 	expect_allowed(SECCOMP_VCPU, P_NONE);
 	expect_allowed(SECCOMP_VCPU, P_KVM_RUN);
+	expect_allowed(SECCOMP_VCPU, P_LIO_QP_CREATE);
 }
 END_TEST
 
@@ -212,6 +240,7 @@ START_TEST(test_io_refuses)
 	expect_killed(SECCOMP_IO, P_THREAD);
 	expect_killed(SECCOMP_IO, P_KVM_RUN);
 	expect_killed(SECCOMP_IO, P_TCGETS);
+	expect_killed(SECCOMP_IO, P_LIO_VOL_CREATE);
 }
 END_TEST
 
@@ -224,6 +253,7 @@ START_TEST(test_io_allows)
 	pid_t pid;
 
 	expect_allowed(SECCOMP_IO, P_NONE);
+	expect_allowed(SECCOMP_IO, P_LIO_QP_CREATE);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (!pid) {
