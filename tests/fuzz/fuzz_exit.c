@@ -10,6 +10,7 @@
 #include "layout.h"
 #include "pci.h"
 #include "vm_internal.h"
+#include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -23,20 +24,6 @@ static struct pci_bus pb;
 static struct pci_dev dev;
 static uint8_t bar_regs[0x1000];
 static uint64_t msis;
-
-struct fz {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint64_t take(struct fz *f, unsigned bytes)
-{
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < bytes && f->n; i++, f->n--)
-		v |= (uint64_t)*f->p++ << (8 * i);
-	return v;
-}
 
 static void fz_serial_irq(void *opaque, bool level)
 {
@@ -125,33 +112,14 @@ static int fz_alloc_gsi(void *o)
 	return vm_alloc_gsi(o);
 }
 
-static int fz_route(void *o, unsigned gsi, uint64_t addr, uint32_t val, bool masked)
-{
-	(void)o;
-	(void)gsi;
-	(void)addr;
-	(void)val;
-	(void)masked;
-	return 0;
-}
-
-static int fz_irqfd(void *o, unsigned gsi, int efd, bool assign)
-{
-	(void)o;
-	(void)gsi;
-	(void)efd;
-	(void)assign;
-	return 0;
-}
-
 /* The platform as vm_build() lays it out, minus KVM: COM1, the legacy ports, the IOAPIC of the
  * split irqchip, and a PCI bus (CF8/CFC, ECAM) with one device (an MMIO BAR and MSI-X). */
 static void fz_platform_up(void)
 {
 	struct pci_platform_ops ops = {.opaque = vm,
 				       .alloc_gsi = fz_alloc_gsi,
-				       .set_msi_route = fz_route,
-				       .irqfd = fz_irqfd,
+				       .set_msi_route = fz_route_ok,
+				       .irqfd = fz_irqfd_ok,
 				       .remap_inline = true};
 	char err[160];
 
@@ -184,10 +152,10 @@ static void fz_platform_down(void)
 }
 
 /* Where an MMIO exit lands: the devices' ranges, their edges, or anywhere. */
-static uint64_t fz_mmio_addr(struct fz *f)
+static uint64_t fz_mmio_addr(struct fz_in *f)
 {
-	uint8_t sel = (uint8_t)take(f, 1);
-	uint64_t off = take(f, 2);
+	uint8_t sel = (uint8_t)fz_take(f, 1);
+	uint64_t off = fz_take(f, 2);
 
 	switch (sel & 7) {
 	case 0:
@@ -205,19 +173,19 @@ static uint64_t fz_mmio_addr(struct fz *f)
 	case 6:
 		return off << (sel >> 3);
 	default:
-		return take(f, 8);
+		return fz_take(f, 8);
 	}
 }
 
-static void fz_pio_exit(struct fz *f, uint8_t kind)
+static void fz_pio_exit(struct fz_in *f, uint8_t kind)
 {
 	static const uint8_t sizes[] = {1, 2, 4, 1};
 	uint8_t *pio = (uint8_t *)run + RUN_PAGE;
 	unsigned sz = sizes[(kind >> 4) & 3], count, bytes;
-	uint16_t port = (uint16_t)take(f, 2);
+	uint16_t port = (uint16_t)fz_take(f, 2);
 
 	/* kind bit 6: a string instruction (rep ins/outs), its count from the input */
-	count = kind & 0x40 ? (unsigned)take(f, 2) % (PIO_BYTES / sz + 1) : 1;
+	count = kind & 0x40 ? (unsigned)fz_take(f, 2) % (PIO_BYTES / sz + 1) : 1;
 	bytes = count * sz;
 	memset(pio, 0xcc, PIO_BYTES);
 	memcpy(pio, f->p, bytes < f->n ? bytes : f->n);
@@ -232,15 +200,15 @@ static void fz_pio_exit(struct fz *f, uint8_t kind)
 	vcpu_handle_exit(&vm->vcpus[0]);
 }
 
-static void fz_mmio_exit(struct fz *f, uint8_t kind)
+static void fz_mmio_exit(struct fz_in *f, uint8_t kind)
 {
 	static const uint8_t lens[] = {1, 2, 4, 8};
-	uint64_t v = take(f, 8);
+	uint64_t v = fz_take(f, 8);
 
 	run->exit_reason = KVM_EXIT_MMIO;
 	run->mmio.phys_addr = fz_mmio_addr(f);
 	/* kind bit 6: any length byte KVM could hand over (0, 3, 5..255), else 1/2/4/8 */
-	run->mmio.len = kind & 0x40 ? (uint32_t)take(f, 1) : lens[(kind >> 4) & 3];
+	run->mmio.len = kind & 0x40 ? (uint32_t)fz_take(f, 1) : lens[(kind >> 4) & 3];
 	run->mmio.is_write = kind >> 7;
 	memcpy(run->mmio.data, &v, sizeof(v));
 	vcpu_handle_exit(&vm->vcpus[0]);
@@ -253,13 +221,13 @@ static void fz_mmio_exit(struct fz *f, uint8_t kind)
 	}
 }
 
-static void fz_other_exit(struct fz *f, uint8_t kind)
+static void fz_other_exit(struct fz_in *f, uint8_t kind)
 {
 	static const uint32_t reasons[] = {
 	    KVM_EXIT_INTR,	 KVM_EXIT_IOAPIC_EOI,	KVM_EXIT_INTERNAL_ERROR,
 	    KVM_EXIT_SHUTDOWN,	 KVM_EXIT_SYSTEM_EVENT, KVM_EXIT_HLT,
 	    KVM_EXIT_FAIL_ENTRY, KVM_EXIT_UNKNOWN,	KVM_EXIT_HYPERCALL};
-	uint32_t v = (uint32_t)take(f, 4);
+	uint32_t v = (uint32_t)fz_take(f, 4);
 
 	run->exit_reason = reasons[(kind >> 3) % (sizeof(reasons) / sizeof(reasons[0]))];
 	/* any number at all, but an IO exit's count and size are KVM's word (kvm_run's contract:
@@ -286,7 +254,7 @@ static void fz_other_exit(struct fz *f, uint8_t kind)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct fz f = {data, size};
+	struct fz_in f = {data, size};
 	unsigned steps = 0;
 
 	if (!vm) {
@@ -312,7 +280,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	vm->ap_manual = size & 1;
 	fz_platform_up();
 	while (f.n && steps++ < 256) {
-		uint8_t kind = (uint8_t)take(&f, 1);
+		uint8_t kind = (uint8_t)fz_take(&f, 1);
 
 		switch (kind & 3) {
 		case 0:

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "nvme-lightiov/nvme_file.h"
+#include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -58,23 +59,13 @@ struct fz_q {
 };
 
 struct fz {
-	const uint8_t *p;
-	size_t n;
+	struct fz_in in; /* the input still to read */
 	struct nvme_ctrl *c;
 	struct fz_q q[2];
 	uint8_t done[65536]; /* completions seen per I/O command id */
 	bool sent[65536];
 	uint16_t next_cid;
 };
-
-static uint64_t take(struct fz *f, unsigned bytes)
-{
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < bytes && f->n; i++, f->n--)
-		v |= (uint64_t)*f->p++ << (8 * i);
-	return v;
-}
 
 static void fz_irq(void *opaque, unsigned vector)
 {
@@ -198,9 +189,10 @@ static void fz_bring_up(struct fz *f)
 /* Data pointers inside RAM: page-aligned (O_DIRECT), or at any 4-byte offset (page cache). */
 static uint64_t fz_data(struct fz *f, uint8_t sel)
 {
-	uint64_t page = DATA_GPA + (take(f, 1) % ((RAM_SIZE - DATA_GPA) / 4096 - 40)) * 4096;
+	uint64_t page =
+	    DATA_GPA + (fz_take(&f->in, 1) % ((RAM_SIZE - DATA_GPA) / 4096 - 40)) * 4096;
 
-	return sel & 1 ? page + (take(f, 1) & 0xff) * 4 : page;
+	return sel & 1 ? page + (fz_take(&f->in, 1) & 0xff) * 4 : page;
 }
 
 static void fz_io(struct fz *f, uint8_t op)
@@ -211,9 +203,9 @@ static void fz_io(struct fz *f, uint8_t op)
 	struct nvme_sqe s = {.nsid = 1};
 	unsigned kind = (op >> 2) & 7;
 	uint64_t prp1 = fz_data(f, op >> 5), prp2;
-	uint32_t nlb = (uint32_t)take(f, 1) & 0x7f; /* up to 64 KiB of 512-byte blocks */
+	uint32_t nlb = (uint32_t)fz_take(&f->in, 1) & 0x7f; /* up to 64 KiB of 512-byte blocks */
 
-	s.opcode = kind < sizeof(opcodes) ? opcodes[kind] : (uint8_t)take(f, 1);
+	s.opcode = kind < sizeof(opcodes) ? opcodes[kind] : (uint8_t)fz_take(&f->in, 1);
 	s.cid = f->next_cid++;
 	s.prp1 = prp1;
 	/* a second page, or a PRP list of the following pages for longer transfers */
@@ -226,16 +218,16 @@ static void fz_io(struct fz *f, uint8_t op)
 		prp2 = list;
 	}
 	s.prp2 = prp2;
-	s.cdw10 = (uint32_t)take(f, 2) % (DISK_SIZE / 512 + 8); /* a few past the end */
-	s.cdw12 = nlb | (op & 0x80 ? 1u << 30 : 0);		/* FUA */
+	s.cdw10 = (uint32_t)fz_take(&f->in, 2) % (DISK_SIZE / 512 + 8); /* a few past the end */
+	s.cdw12 = nlb | (op & 0x80 ? 1u << 30 : 0);			/* FUA */
 	if (s.opcode == NVME_CMD_DSM) {
 		uint32_t *r = (uint32_t *)(ram + (prp1 & ~0xfffULL));
 
 		s.cdw10 = nlb & 7; /* ranges - 1 */
 		s.cdw11 = 1u << 2; /* deallocate */
 		for (unsigned i = 0; i <= (nlb & 7); i++) {
-			r[4 * i + 1] = (uint32_t)take(f, 1) * 8;		 /* blocks */
-			r[4 * i + 2] = (uint32_t)take(f, 2) % (DISK_SIZE / 512); /* slba */
+			r[4 * i + 1] = (uint32_t)fz_take(&f->in, 1) * 8; /* blocks */
+			r[4 * i + 2] = (uint32_t)fz_take(&f->in, 2) % (DISK_SIZE / 512); /* slba */
 			r[4 * i + 3] = 0;
 		}
 		s.prp1 = prp1 & ~0xfffULL;
@@ -266,8 +258,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	memset(ram, 0, 0x10000);
 	memset(&f, 0, sizeof(f));
-	f.p = data;
-	f.n = size;
+	f.in.p = data;
+	f.in.n = size;
 	memset(&cfg, 0, sizeof(cfg));
 	snprintf(cfg.id, sizeof(cfg.id), "fuzz");
 	snprintf(cfg.path, sizeof(cfg.path), "%s", backing_path);
@@ -284,8 +276,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	opened = true;
 	/* first byte: the fault (kind, and after how many matching requests) */
-	nvme_file_set_fault(file, (enum nvme_file_fault)(take(&f, 1) % NVME_FILE_FAULT_KINDS),
-			    take(&f, 1) & 7);
+	nvme_file_set_fault(file, (enum nvme_file_fault)(fz_take(&f.in, 1) % NVME_FILE_FAULT_KINDS),
+			    fz_take(&f.in, 1) & 7);
 	p.size = disk_size;
 	h.opaque = file;
 	if (nvme_ctrl_create(&p, &gm, &nvme_file_ops, file, &h, &f.c, err, sizeof(err)) ||
@@ -294,8 +286,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 	fz_bring_up(&f);
-	while (f.n && steps++ < 128) {
-		uint8_t op = (uint8_t)take(&f, 1);
+	while (f.in.n && steps++ < 128) {
+		uint8_t op = (uint8_t)fz_take(&f.in, 1);
 
 		switch (op & 3) {
 		case 0:

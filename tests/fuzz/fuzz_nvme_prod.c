@@ -8,6 +8,7 @@
 
 #include "layout.h"
 #include "nvme-lightiov/nvme_ctrl.h"
+#include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -41,20 +42,6 @@ static struct nvme_mem_backend disk;
 static struct nvme_io_req *parked[64];
 static unsigned nparked;
 static bool park;
-
-struct fz {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint64_t take(struct fz *f, unsigned bytes)
-{
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < bytes && f->n; i++, f->n--)
-		v |= (uint64_t)*f->p++ << (8 * i);
-	return v;
-}
 
 static int fz_submit(void *be, struct nvme_io_req *req)
 {
@@ -99,10 +86,10 @@ static void fz_mem_init(void)
 }
 
 /* A guest address the input picks: near the slot edges, in the hole, in the CMB, anywhere. */
-static uint64_t fz_addr(struct fz *f)
+static uint64_t fz_addr(struct fz_in *f)
 {
-	uint8_t sel = (uint8_t)take(f, 1);
-	uint64_t off = take(f, 2);
+	uint8_t sel = (uint8_t)fz_take(f, 1);
+	uint64_t off = fz_take(f, 2);
 
 	switch (sel & 7) {
 	case 0:
@@ -120,7 +107,7 @@ static uint64_t fz_addr(struct fz *f)
 	case 6:
 		return (off << 17) | (sel >> 3) << 12;
 	default:
-		return take(f, 8);
+		return fz_take(f, 8);
 	}
 }
 
@@ -198,7 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				     .cmb_bir = 2,
 				     .serial = "FUZZPROD"};
 	struct nvme_ctrl_hooks h = {.irq = fz_irq};
-	struct fz f = {data, size};
+	struct fz_in f = {data, size};
 	struct nvme_ctrl *c;
 	uint64_t dbs = 0; /* shadow doorbell page the harness configured, 0 when off */
 	unsigned sqt[NQ] = {0}, steps = 0;
@@ -222,12 +209,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nvme_ctrl_set_cmb_gpa(c, CMB_GPA);
 	bring_up(c, sqt);
 	while (f.n && steps++ < 256) {
-		uint8_t op = (uint8_t)take(&f, 1);
+		uint8_t op = (uint8_t)fz_take(&f, 1);
 		unsigned q = 1 + ((op >> 4) & 1);
 
 		switch (op % 10) {
 		case 0: { /* a register or any doorbell (past the last queue's too) */
-			uint32_t off = (uint32_t)take(&f, 2), v = (uint32_t)take(&f, 4);
+			uint32_t off = (uint32_t)fz_take(&f, 2), v = (uint32_t)fz_take(&f, 4);
 
 			w32(c, op & 0x80 ? db_off(off % 8, off & 0x100) : off & 0xffc, v);
 			break;
@@ -252,17 +239,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		case 3: { /* a read or write whose PRPs the input points anywhere */
 			uint64_t prp1 = fz_addr(&f), prp2 = fz_addr(&f);
-			uint32_t nlb = (uint32_t)take(&f, 1);
+			uint32_t nlb = (uint32_t)fz_take(&f, 1);
 
 			sqe_put(c, q, sqt[q], op & 0x40 ? NVME_CMD_WRITE : NVME_CMD_READ,
-				(uint32_t)take(&f, 1), 0, prp1, prp2);
+				(uint32_t)fz_take(&f, 1), 0, prp1, prp2);
 			((struct nvme_sqe *)sq_slot(c, q, sqt[q]))->cdw12 = nlb;
 			sqt[q] = (sqt[q] + 1) % QS;
 			w32(c, db_off(q, false), sqt[q]);
 			break;
 		}
 		case 4: { /* guest memory contents (PRP lists, shadow values): 8 bytes anywhere */
-			uint64_t a = fz_addr(&f), v = take(&f, 8), cmb_size;
+			uint64_t a = fz_addr(&f), v = fz_take(&f, 8), cmb_size;
 			uint8_t *cmb = nvme_ctrl_cmb(c, &cmb_size);
 
 			if (a >= CMB_GPA && a - CMB_GPA <= cmb_size - 8) {
@@ -291,7 +278,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				bring_up(c, sqt);
 			break;
 		case 7: { /* CQ head: doorbell or shadow value, then the coalescing timer */
-			uint32_t head = (uint32_t)take(&f, 1) % QS;
+			uint32_t head = (uint32_t)fz_take(&f, 1) % QS;
 
 			if (dbs && (op & 0x40))
 				gmem_write(&gm, dbs + (2 * q + 1) * DB_STRIDE, &head, 4);
@@ -305,7 +292,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						 : op & 0x80 ? CMB_GPA + 0x1000000
 							     : CMB_GPA);
 			if (op & 0x20)
-				w64(c, NVME_REG_CMBMSC, take(&f, 8));
+				w64(c, NVME_REG_CMBMSC, fz_take(&f, 8));
 			break;
 		default: /* asynchronous completions: park from now on, or complete one */
 			if (op & 0x40)

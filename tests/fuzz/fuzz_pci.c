@@ -12,6 +12,7 @@
 #include "bus.h"
 #include "layout.h"
 #include "pci.h"
+#include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -22,25 +23,6 @@ static int fake_alloc_gsi(void *o)
 {
 	(void)o;
 	return next_gsi < 1000 ? next_gsi++ : -1;
-}
-
-static int fake_route(void *o, unsigned gsi, uint64_t addr, uint32_t val, bool masked)
-{
-	(void)o;
-	(void)gsi;
-	(void)addr;
-	(void)val;
-	(void)masked;
-	return 0;
-}
-
-static int fake_irqfd(void *o, unsigned gsi, int efd, bool assign)
-{
-	(void)o;
-	(void)gsi;
-	(void)efd;
-	(void)assign;
-	return 0;
 }
 
 static int fake_map(void *o, uint64_t gpa, uint64_t size, void *host)
@@ -105,8 +87,8 @@ static unsigned take_len(struct fz *f)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pci_platform_ops ops = {.alloc_gsi = fake_alloc_gsi,
-				       .set_msi_route = fake_route,
-				       .irqfd = fake_irqfd,
+				       .set_msi_route = fz_route_ok,
+				       .irqfd = fz_irqfd_ok,
 				       .map_host = fake_map,
 				       .unmap_host = fake_unmap,
 				       .remap_inline = true};
