@@ -313,6 +313,7 @@ int boot_load_linux(struct guest_mem *gm, const struct vm_config *cfg, const cha
 
 	kernel_end = res.end;
 	bi->entry = res.entry;
+	bi->ap_entry = res.kind == LOADER_ELF && res.ap_entry;
 	bi->kernel_start = res.start;
 	bi->kernel_end = res.end;
 	if (cfg->initramfs[0]) {

@@ -3,17 +3,19 @@
 #ifndef LVMM_BOOT_H
 #define LVMM_BOOT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "config.h"
 #include "guest_mem.h"
 
 struct boot_info {
-	uint64_t entry;     /* RIP at the kernel's 64-bit entry */
+	uint64_t entry;	    /* RIP at the kernel's 64-bit entry */
 	uint64_t zero_page; /* RSI at entry: GPA of struct boot_params */
-	uint64_t cr3;       /* identity page tables covering at least the low 4 GiB */
+	uint64_t cr3;	    /* identity page tables covering at least the low 4 GiB */
 	uint64_t kernel_start, kernel_end;
 	uint64_t initrd_start, initrd_size;
+	bool ap_entry; /* an ELF guest with lvmm's AP-entry note: APs start at entry (vcpu.c) */
 };
 
 /* Loads cfg->kernel (+ cfg->initramfs) into gm and writes everything the 64-bit boot protocol

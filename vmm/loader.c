@@ -12,6 +12,7 @@
 #include "loader.h"
 
 #define LOADER_MAX_PHDRS       128
+#define LOADER_MAX_NOTES       4096 /* bytes of one PT_NOTE segment searched for lvmm's note */
 #define BZ_SECTOR	       512
 #define BZ_DEFAULT_SETUP_SECTS 4
 #define BZ_ENTRY64_OFFSET      0x200
@@ -87,6 +88,35 @@ static uint8_t *loader_ram(struct guest_mem *gm, uint64_t gpa, uint64_t len)
 	if (gpa < LAYOUT_HIGH_RAM)
 		return NULL;
 	return gmem_ptr(gm, gpa, len);
+}
+
+/* Looks for the LVMM_ELFNOTE_AP_ENTRY note in a PT_NOTE segment; a malformed or oversized note
+ * segment is simply not one (the image still loads as it would without it). */
+static bool loader_elf_ap_entry(const struct loader_src *src, const Elf64_Phdr *p)
+{
+	uint8_t buf[LOADER_MAX_NOTES];
+	uint64_t off = 0, len = p->p_filesz;
+
+	if (!len || len > sizeof(buf) || p->p_offset > src->size || len > src->size - p->p_offset ||
+	    src_read(src, p->p_offset, buf, len))
+		return false;
+	while (len - off >= sizeof(Elf64_Nhdr)) {
+		Elf64_Nhdr nh;
+		uint64_t name, desc;
+
+		memcpy(&nh, buf + off, sizeof(nh));
+		name = ((uint64_t)nh.n_namesz + 3) & ~3ULL;
+		desc = ((uint64_t)nh.n_descsz + 3) & ~3ULL;
+		off += sizeof(nh);
+		if (name > len - off || desc > len - off - name)
+			return false;
+		if (nh.n_type == LVMM_ELFNOTE_AP_ENTRY &&
+		    nh.n_namesz == sizeof(LVMM_ELFNOTE_NAME) &&
+		    !memcmp(buf + off, LVMM_ELFNOTE_NAME, sizeof(LVMM_ELFNOTE_NAME)))
+			return true;
+		off += name + desc;
+	}
+	return false;
 }
 
 static int loader_elf(struct guest_mem *gm, const struct loader_src *src, const Elf64_Ehdr *eh,
@@ -201,6 +231,10 @@ static int loader_elf(struct guest_mem *gm, const struct loader_src *src, const 
 		memset(dst + p->p_filesz, 0, p->p_memsz - p->p_filesz);
 	}
 	res->kind = LOADER_ELF;
+	res->ap_entry = false;
+	for (unsigned i = 0; i < eh->e_phnum && !res->ap_entry; i++)
+		if (ph[i].p_type == PT_NOTE)
+			res->ap_entry = loader_elf_ap_entry(src, &ph[i]);
 	res->entry = entry;
 	res->start = lo;
 	res->end = hi;

@@ -19,10 +19,18 @@ struct loader_src {
 
 enum loader_kind { LOADER_ELF, LOADER_BZIMAGE };
 
+/* An ELF note named "LVMM" of this type (no descriptor needed) asks lvmm to start every AP of
+ * the guest at the ELF entry in the boot CPU's state, with its vCPU index in RBX. Linux never
+ * carries it: its APs come up through INIT/SIPI or smp.c. */
+#define LVMM_ELFNOTE_NAME     "LVMM"
+#define LVMM_ELFNOTE_AP_ENTRY 1
+
 struct loader_result {
 	enum loader_kind kind;
 	uint64_t entry;	     /* guest-physical 64-bit entry point */
 	uint64_t start, end; /* lowest and highest (exclusive) guest-physical bytes it occupies */
+	/* ELF only: the image carries the LVMM_ELFNOTE_AP_ENTRY note (every AP starts at entry). */
+	bool ap_entry;
 	/* bzImage only: the file's setup header, to be copied into boot_params.hdr. */
 	struct setup_header hdr;
 };

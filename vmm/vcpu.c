@@ -146,7 +146,9 @@ static void seg_flat(struct kvm_segment *s, uint16_t sel, uint8_t type, bool cod
 	s->db = !code;
 }
 
-int vcpu_setup_bsp(struct vcpu *v, char *err, unsigned errlen)
+/* The 64-bit boot state: flat segments, identity page tables, RIP at the entry, RSI at the zero
+ * page, RBX the vCPU index (0 on the boot CPU; APs of a guest with lvmm's AP-entry note). */
+static int vcpu_setup_long(struct vcpu *v, char *err, unsigned errlen)
 {
 	struct vm *vm = v->vm;
 	/* Null, unused, flat 64-bit code (0x10), flat data (0x18), TSS (0x20): Linux's boot GDT. */
@@ -155,7 +157,6 @@ int vcpu_setup_bsp(struct vcpu *v, char *err, unsigned errlen)
 	struct kvm_sregs sregs;
 	struct kvm_regs regs;
 	struct kvm_fpu fpu;
-	struct kvm_lapic_state lapic;
 	int ret;
 
 	if (gmem_write(&vm->gmem, VM_BOOT_GDT, gdt, sizeof(gdt))) {
@@ -186,6 +187,7 @@ int vcpu_setup_bsp(struct vcpu *v, char *err, unsigned errlen)
 	memset(&regs, 0, sizeof(regs));
 	regs.rip = vm->boot.entry;
 	regs.rsi = vm->boot.zero_page;
+	regs.rbx = v->id;
 	regs.rsp = regs.rbp = VM_BOOT_STACK;
 	regs.rflags = 0x2;
 	if (ioctl(v->fd, KVM_SET_REGS, &regs))
@@ -196,7 +198,20 @@ int vcpu_setup_bsp(struct vcpu *v, char *err, unsigned errlen)
 	fpu.mxcsr = 0x1f80;
 	if (ioctl(v->fd, KVM_SET_FPU, &fpu))
 		goto fail;
+	return 0;
+fail:
+	ret = -errno;
+	snprintf(err, errlen, "vcpu %u: boot register set-up: %s", v->id, strerror(errno));
+	return ret;
+}
 
+int vcpu_setup_bsp(struct vcpu *v, char *err, unsigned errlen)
+{
+	struct kvm_lapic_state lapic;
+	int ret = vcpu_setup_long(v, err, errlen);
+
+	if (ret)
+		return ret;
 	/* Route the PIC through LINT0 (ExtINT) and NMIs through LINT1, as firmware leaves it. */
 	if (!ioctl(v->fd, KVM_GET_LAPIC, &lapic)) {
 		uint32_t *lint0 = (uint32_t *)&lapic.regs[0x350];
@@ -207,9 +222,22 @@ int vcpu_setup_bsp(struct vcpu *v, char *err, unsigned errlen)
 		ioctl(v->fd, KVM_SET_LAPIC, &lapic);
 	}
 	return 0;
-fail:
-	ret = -errno;
-	snprintf(err, errlen, "vcpu %u: boot register set-up: %s", v->id, strerror(errno));
+}
+
+/* The AP starts runnable in the boot CPU's state, without INIT/SIPI (which kvm_pvm never
+ * delivers): the guest tells the CPUs apart by RBX and parks the ones it does not use. */
+int vcpu_setup_ap_entry(struct vcpu *v, char *err, unsigned errlen)
+{
+	struct kvm_mp_state mp = {.mp_state = KVM_MP_STATE_RUNNABLE};
+	int ret = vcpu_setup_long(v, err, errlen);
+
+	if (ret)
+		return ret;
+	if (ioctl(v->fd, KVM_SET_MP_STATE, &mp)) {
+		ret = -errno;
+		snprintf(err, errlen, "vcpu %u: cannot make the AP runnable: %s", v->id,
+			 strerror(errno));
+	}
 	return ret;
 }
 
@@ -446,7 +474,7 @@ static void *vcpu_thread(void *arg)
 		goto out;
 	}
 
-	if (vm->ap_manual && v->id && !smp_ap_wait(v))
+	if (vm->ap_manual && v->id && !vm->boot.ap_entry && !smp_ap_wait(v))
 		goto out;
 	while (vcpu_checkpoint(v)) {
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {

@@ -425,8 +425,7 @@ static int vm_build(struct vm *vm, char *err, unsigned errlen)
 	}
 	if (!ret) {
 		for (unsigned k = 0; k < vm->cfg.nvnvme; k++)
-			vm->cfg.vnvme[k].root =
-			    vm->cfg.allowed_dir[0] ? vm->cfg.allowed_dir : NULL;
+			vm->cfg.vnvme[k].root = vm->cfg.allowed_dir[0] ? vm->cfg.allowed_dir : NULL;
 		ret = devices_init(vm, &vm->cfg, err, errlen);
 		vm->devices_up = !ret;
 	}
@@ -450,6 +449,8 @@ static int vm_build(struct vm *vm, char *err, unsigned errlen)
 		ret = vcpu_create(vm, i, err, errlen);
 	if (!ret)
 		ret = vcpu_setup_bsp(&vm->vcpus[0], err, errlen);
+	for (i = 1; !ret && vm->boot.ap_entry && i < vm->ncpus; i++)
+		ret = vcpu_setup_ap_entry(&vm->vcpus[i], err, errlen);
 	return ret;
 }
 

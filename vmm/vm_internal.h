@@ -119,6 +119,8 @@ void vm_kick_all(struct vm *vm);
 /* vcpu.c */
 int vcpu_create(struct vm *vm, unsigned id, char *err, unsigned errlen);
 int vcpu_setup_bsp(struct vcpu *v, char *err, unsigned errlen);
+/* APs of an ELF guest with the AP-entry note (loader.h): the boot CPU's state, RBX = index. */
+int vcpu_setup_ap_entry(struct vcpu *v, char *err, unsigned errlen);
 int vcpu_start(struct vcpu *v, char *err, unsigned errlen);
 void vcpu_destroy(struct vcpu *v);
 /* Dispatches the exit in v->run (PIO, MMIO, stops); false when the vCPU must stop. Only the run

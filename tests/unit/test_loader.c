@@ -166,6 +166,87 @@ START_TEST(elf_skips_other_segments)
 }
 END_TEST
 
+/* Writes one note (namesz bytes of name, descsz zero bytes) at off; returns the next offset. */
+static size_t put_note(size_t off, const char *name, uint32_t namesz, uint32_t descsz,
+		       uint32_t type)
+{
+	Elf64_Nhdr nh = {.n_namesz = namesz, .n_descsz = descsz, .n_type = type};
+
+	memcpy(img + off, &nh, sizeof(nh));
+	off += sizeof(nh);
+	memset(img + off, 0, (namesz + 3) & ~3u);
+	memcpy(img + off, name, strlen(name) < namesz ? strlen(name) : namesz);
+	off += (namesz + 3) & ~3u;
+	memset(img + off, 0, (descsz + 3) & ~3u);
+	return off + ((descsz + 3) & ~3u);
+}
+
+/* An image with a PT_NOTE segment of len bytes at ELF_DATA_OFF (written by the caller) and one
+ * loadable segment; the AP-entry result of loading it. */
+static bool ap_entry_of(size_t note_len)
+{
+	struct seg s[] = {
+	    {.type = PT_NOTE, .paddr = 0x10, .filesz = note_len, .memsz = note_len},
+	    {.paddr = 0x300000, .filesz = 0x10, .memsz = 0x10, .fill = 1},
+	};
+	static uint8_t notes[256];
+	struct loader_result res;
+	size_t len;
+
+	memcpy(notes, img + ELF_DATA_OFF, sizeof(notes));
+	len = make_elf(0x300000, s, 2);
+	memcpy(img + ELF_DATA_OFF, notes, note_len < sizeof(notes) ? note_len : sizeof(notes));
+	ck_assert_msg(load(len, &res) == 0, "%s", err); /* a bad note never fails the load */
+	return res.ap_entry;
+}
+
+/* lvmm's AP-entry note is found after other notes; a wrong type, a name without its NUL or a
+ * note running past its segment is not it. */
+START_TEST(elf_ap_entry_note)
+{
+	size_t n;
+
+	n = put_note(ELF_DATA_OFF, "GNU", 4, 8, 3);
+	n = put_note(n, "LVMM", 5, 0, LVMM_ELFNOTE_AP_ENTRY);
+	ck_assert(ap_entry_of(n - ELF_DATA_OFF));
+	n = put_note(ELF_DATA_OFF, "LVMM", 5, 0, 2);
+	ck_assert(!ap_entry_of(n - ELF_DATA_OFF));
+	n = put_note(ELF_DATA_OFF, "LVMM", 4, 0, LVMM_ELFNOTE_AP_ENTRY);
+	ck_assert(!ap_entry_of(n - ELF_DATA_OFF));
+	/* a descriptor size that wraps: the note after it is never reached */
+	n = put_note(ELF_DATA_OFF, "Xen", 4, 0, 18);
+	put_note(n, "LVMM", 5, 0, LVMM_ELFNOTE_AP_ENTRY);
+	((Elf64_Nhdr *)(img + ELF_DATA_OFF))->n_descsz = 0xfffffffcu;
+	ck_assert(!ap_entry_of(n - ELF_DATA_OFF + 20));
+	n = put_note(ELF_DATA_OFF, "LVMM", 5, 0, LVMM_ELFNOTE_AP_ENTRY);
+	ck_assert(!ap_entry_of(n - ELF_DATA_OFF - 1)); /* cut short */
+	ck_assert(!ap_entry_of(0));
+}
+END_TEST
+
+/* The bench guest asks for it (tools/bench-guest/entry.S). */
+START_TEST(bench_guest_ap_entry)
+{
+	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+	char path[512];
+	struct loader_result res;
+	struct loader_src src;
+	struct loader_fd f;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/bench-guest/bench-guest.elf", build);
+	fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		testutil_skip("test_loader: bench_guest_ap_entry: %s not built", path);
+		return;
+	}
+	ck_assert_int_eq(loader_src_fd(&src, &f, fd), 0);
+	ck_assert_msg(loader_load(&gm, &src, &res, err, sizeof(err)) == 0, "%s: %s", path, err);
+	ck_assert(res.ap_entry);
+	close(fd);
+}
+END_TEST
+
 START_TEST(elf_truncated)
 {
 	size_t len = make_elf(0x100010, two_segs, 2);
@@ -409,6 +490,7 @@ START_TEST(real_vmlinux)
 	ck_assert_uint_eq(res.entry, eh.e_entry);
 	ck_assert_uint_ge(res.start, LAYOUT_HIGH_RAM);
 	ck_assert_uint_gt(res.end, res.entry);
+	ck_assert(!res.ap_entry); /* Linux's APs never start at its entry */
 	/* the first text bytes in RAM are the file's: find them through the program headers */
 	for (unsigned i = 0; i < eh.e_phnum; i++) {
 		Elf64_Phdr ph;
@@ -442,6 +524,8 @@ static Suite *loader_suite(void)
 	tcase_add_test(tc, elf_bad_headers);
 	tcase_add_test(tc, elf_bad_segments);
 	tcase_add_test(tc, image_larger_than_ram);
+	tcase_add_test(tc, elf_ap_entry_note);
+	tcase_add_test(tc, bench_guest_ap_entry);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bzimage");
 	tcase_add_checked_fixture(tc, setup, teardown);
