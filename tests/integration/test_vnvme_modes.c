@@ -231,6 +231,54 @@ START_TEST(test_emulate_over_ssd)
 }
 END_TEST
 
+/* Two vCPUs, each with two of four isolated queue pairs on one volume (test_multiqueue has the
+ * emulate case): a sequential write pass from both, then random reads and writes that the guest
+ * checks against the pattern. */
+START_TEST(test_mq_isolated)
+{
+	static const char *pass[] = {"bench.rw=write bench.ios=1024",
+				     "bench.rw=randrw bench.ios=2000"};
+	struct testutil_run r;
+	char cl[256];
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		char *args[] = {"run",
+				"--kernel",
+				(char *)testutil_bench_guest(),
+				"--memory",
+				"64M",
+				"--cpus",
+				"2",
+				"--cmdline",
+				cl,
+				"--vnvme",
+				SSD ":8M,vol=mq,queues=4",
+				NULL};
+		const char *res, *ios;
+
+		snprintf(cl, sizeof(cl),
+			 "bench.mode=work bench.cpus=2 bench.qp=4 bench.qd=4 bench.verify=on "
+			 "bench.span_mb=1 bench.seed=23 %s",
+			 pass[i]);
+		testutil_run_lvmm(&r, args, NULL, NULL, 0, RUN_LIMIT_S);
+		ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+			      "%s: status 0x%x: %s %s", pass[i], r.status, r.out, r.err);
+		ck_assert_msg(strstr(r.out, "vcap mode 2") || strstr(r.out, "mode 2,"), "%s",
+			      r.out);
+		res = strstr(r.out, "bench: work result");
+		ck_assert_msg(res && strstr(res, " errors=0 ") && strstr(res, " vcpus=2 "),
+			      "%s: %s", pass[i], r.out);
+		ios = strstr(res, " vcpu_ios=");
+		ck_assert_msg(ios && ios[10] != '0' && strchr(ios, ',') &&
+				  strchr(ios, ',')[1] != '0',
+			      "%s: %s", pass[i], res);
+		if (i)
+			ck_assert_msg(!strstr(res, " verified=0"), "%s", res);
+	}
+}
+END_TEST
+
 /* Isolated mode against a hostile driver: every bad command fails or is dropped, a neighbour
  * volume keeps every byte, the daemon and a later VM carry on. */
 START_TEST(test_hostile)
@@ -901,7 +949,8 @@ START_TEST(test_vwc_off)
 	ck_assert_msg(strstr(r.out, "bench: lio volatile write cache off"), "%s", r.out);
 	s1 = vm_syncs(2);
 	ck_assert_uint_ge(s1, 8);
-	vm_run(&r, SSD ":16M,vol=w2,mode=passthrough", "bench.mode=lio bench.seed=42 bench.vwc=off");
+	vm_run(&r, SSD ":16M,vol=w2,mode=passthrough",
+	       "bench.mode=lio bench.seed=42 bench.vwc=off");
 	assert_passed(&r, "passthrough, cache off");
 	s2 = vm_syncs(3);
 	ck_assert_uint_ge(s2 - s1, 8);
@@ -943,6 +992,11 @@ static Suite *vnvme_modes_suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
 	tcase_add_test(t, test_vwc_off);
+	suite_add_tcase(s, t);
+	t = tcase_create("mq");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
+	tcase_add_test(t, test_mq_isolated);
 	suite_add_tcase(s, t);
 	t = tcase_create("api_autostart");
 	tcase_add_checked_fixture(t, setup, teardown);

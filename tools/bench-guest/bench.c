@@ -1,5 +1,6 @@
-/* Bench guest core: ring-0 set-up (GDT, TSS, IDT, user-accessible page tables, kvmclock), the
- * drop to ring 3 with IOPL 3, console output, command-line parameters and poweroff. */
+/* Bench guest core: ring-0 set-up (GDT, a TSS per vCPU, IDT, user-accessible page tables,
+ * kvmclock), the drop to ring 3 with IOPL 3 on every vCPU in use, work handed to the APs, console
+ * output, command-line parameters and poweroff. */
 #include <stdarg.h>
 
 #include "bench.h"
@@ -15,7 +16,11 @@
 #define SEL_KDATA 0x10
 #define SEL_UDATA (0x18 | 3)
 #define SEL_UCODE (0x20 | 3)
-#define SEL_TSS	  0x28
+#define SEL_TSS	  0x28	/* vCPU i's TSS at SEL_TSS + 16 * i */
+#define AP_STACK  16384 /* entry.S */
+#define AP_WAIT	  0
+#define AP_PARK	  1
+#define AP_GO	  2
 
 struct pvclock {
 	uint32_t version, pad0;
@@ -39,11 +44,11 @@ struct idt_gate {
 } __attribute__((packed));
 
 extern const uint64_t bench_vectors[32];
-extern char bench_stack0_top[], bench_stack3_top[];
+extern char bench_stack0_top[], bench_stack3_top[], bench_ap_stacks[], bench_ap_stacks3[];
 extern const struct bench_mode __start_bench_modes[], __stop_bench_modes[];
 
-static uint64_t gdt[7];
-static struct tss64 tss __attribute__((aligned(16)));
+static uint64_t gdt[5 + 2 * BENCH_MAX_CPUS];
+static struct tss64 tss[BENCH_MAX_CPUS] __attribute__((aligned(16)));
 static struct idt_gate idt[256] __attribute__((aligned(16))); /* 32..255: bench_set_gate */
 static uint64_t pml4[512] __attribute__((aligned(4096)));
 static uint64_t pdpt[512] __attribute__((aligned(4096)));
@@ -53,7 +58,31 @@ static bool have_kvmclock;
 static const char *cmdline;
 static const struct bench_mode *mode;
 
-void bench_putc(char c)
+/* APs: lvmm starts them at _start (RBX = index); they wait in bench_ap_main for the boot CPU's
+ * AP_GO or AP_PARK, then in ring 3 for work from bench_smp_run. */
+static volatile unsigned ap_state, ap_ready, ncpus = 1;
+static void (*volatile smp_fn)(unsigned cpu, void *arg);
+static void *volatile smp_arg;
+static volatile unsigned smp_gen, smp_done, smp_ncpu;
+
+/* Every vCPU prints: one line at a time. Bounded, so that an exception taken while printing
+ * still reports (a line may then interleave). */
+static volatile unsigned con_lock;
+
+static void con_lock_take(void)
+{
+	unsigned spins = 0;
+
+	while (__atomic_exchange_n(&con_lock, 1, __ATOMIC_ACQUIRE) && ++spins < 100000000)
+		__asm__ volatile("pause");
+}
+
+static void con_lock_drop(void)
+{
+	__atomic_store_n(&con_lock, 0, __ATOMIC_RELEASE);
+}
+
+static void con_putc(char c)
 {
 	/* The lvmm UART transmits at once; no LSR polling keeps this one exit per byte. */
 	if (c == '\n')
@@ -61,10 +90,24 @@ void bench_putc(char c)
 	outb(COM1, (uint8_t)c);
 }
 
-void bench_puts(const char *s)
+static void con_puts(const char *s)
 {
 	while (*s)
-		bench_putc(*s++);
+		con_putc(*s++);
+}
+
+void bench_putc(char c)
+{
+	con_lock_take();
+	con_putc(c);
+	con_lock_drop();
+}
+
+void bench_puts(const char *s)
+{
+	con_lock_take();
+	con_puts(s);
+	con_lock_drop();
 }
 
 static void put_num(unsigned long long v, unsigned base, bool neg)
@@ -73,13 +116,13 @@ static void put_num(unsigned long long v, unsigned base, bool neg)
 	int i = 0;
 
 	if (neg)
-		bench_putc('-');
+		con_putc('-');
 	do {
 		buf[i++] = "0123456789abcdef"[v % base];
 		v /= base;
 	} while (v);
 	while (i)
-		bench_putc(buf[--i]);
+		con_putc(buf[--i]);
 }
 
 void bench_printf(const char *fmt, ...)
@@ -87,11 +130,12 @@ void bench_printf(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
+	con_lock_take();
 	for (; *fmt; fmt++) {
 		int longs = 0;
 
 		if (*fmt != '%') {
-			bench_putc(*fmt);
+			con_putc(*fmt);
 			continue;
 		}
 		fmt++;
@@ -101,10 +145,10 @@ void bench_printf(const char *fmt, ...)
 		}
 		switch (*fmt) {
 		case 's':
-			bench_puts(va_arg(ap, const char *));
+			con_puts(va_arg(ap, const char *));
 			break;
 		case 'c':
-			bench_putc((char)va_arg(ap, int));
+			con_putc((char)va_arg(ap, int));
 			break;
 		case 'd': {
 			long long v = longs ? va_arg(ap, long long) : va_arg(ap, int);
@@ -119,15 +163,16 @@ void bench_printf(const char *fmt, ...)
 				*fmt == 'u' ? 10 : 16, false);
 			break;
 		case '%':
-			bench_putc('%');
+			con_putc('%');
 			break;
 		case 0:
 			fmt--;
 			break;
 		default:
-			bench_putc('?');
+			con_putc('?');
 		}
 	}
+	con_lock_drop();
 	va_end(ap);
 }
 
@@ -296,42 +341,13 @@ void bench_exception(struct bench_frame *f)
 	bench_poweroff();
 }
 
-static void setup_cpu(void)
+/* Loads the shared GDT, IDT and page tables and vCPU cpu's TSS. */
+static void load_cpu(unsigned cpu)
 {
 	struct {
 		uint16_t limit;
 		uint64_t base;
 	} __attribute__((packed)) gdtr, idtr;
-	uint64_t t = (uint64_t)&tss;
-	unsigned i, j;
-
-	gdt[1] = 0x00af9a000000ffffULL; /* kernel code 64 */
-	gdt[2] = 0x00cf92000000ffffULL; /* kernel data */
-	gdt[3] = 0x00cff2000000ffffULL; /* user data, DPL 3 */
-	gdt[4] = 0x00affa000000ffffULL; /* user code 64, DPL 3 */
-	gdt[5] =
-	    (sizeof(tss) - 1) | ((t & 0xffffff) << 16) | (0x89ULL << 40) | ((t >> 24 & 0xff) << 56);
-	gdt[6] = t >> 32;
-	tss.rsp0 = (uint64_t)bench_stack0_top;
-	tss.iomap_base = sizeof(tss); /* no I/O bitmap: IOPL 3 decides */
-
-	for (i = 0; i < 32; i++) {
-		uint64_t h = bench_vectors[i];
-
-		idt[i] = (struct idt_gate){.off_lo = (uint16_t)h,
-					   .sel = SEL_KCODE,
-					   .type = 0x8e,
-					   .off_mid = (uint16_t)(h >> 16),
-					   .off_hi = (uint32_t)(h >> 32)};
-	}
-
-	/* Identity map of the low 4 GiB with 2 MiB pages, user-accessible: RAM and device BARs. */
-	for (i = 0; i < 4; i++) {
-		for (j = 0; j < 512; j++)
-			pd[i][j] = ((uint64_t)(i * 512 + j) << 21) | 0x87; /* P RW US PS */
-		pdpt[i] = (uint64_t)pd[i] | 0x7;
-	}
-	pml4[0] = (uint64_t)pdpt | 0x7;
 
 	gdtr.limit = sizeof(gdt) - 1;
 	gdtr.base = (uint64_t)gdt;
@@ -353,8 +369,47 @@ static void setup_cpu(void)
 			 "ltr %%ax\n\t"
 			 :
 			 : "m"(gdtr), "m"(idtr), "r"(pml4), "i"(SEL_KCODE), "i"(SEL_KDATA),
-			   "i"(SEL_TSS)
+			   "r"(SEL_TSS + 16 * cpu)
 			 : "rax", "memory");
+}
+
+static void setup_cpu(void)
+{
+	unsigned i, j;
+
+	gdt[1] = 0x00af9a000000ffffULL; /* kernel code 64 */
+	gdt[2] = 0x00cf92000000ffffULL; /* kernel data */
+	gdt[3] = 0x00cff2000000ffffULL; /* user data, DPL 3 */
+	gdt[4] = 0x00affa000000ffffULL; /* user code 64, DPL 3 */
+	for (i = 0; i < BENCH_MAX_CPUS; i++) {
+		uint64_t t = (uint64_t)&tss[i];
+
+		gdt[5 + 2 * i] = (sizeof(tss[i]) - 1) | ((t & 0xffffff) << 16) | (0x89ULL << 40) |
+				 ((t >> 24 & 0xff) << 56);
+		gdt[6 + 2 * i] = t >> 32;
+		tss[i].rsp0 =
+		    i ? (uint64_t)bench_ap_stacks + i * AP_STACK : (uint64_t)bench_stack0_top;
+		tss[i].iomap_base = sizeof(tss[i]); /* no I/O bitmap: IOPL 3 decides */
+	}
+
+	for (i = 0; i < 32; i++) {
+		uint64_t h = bench_vectors[i];
+
+		idt[i] = (struct idt_gate){.off_lo = (uint16_t)h,
+					   .sel = SEL_KCODE,
+					   .type = 0x8e,
+					   .off_mid = (uint16_t)(h >> 16),
+					   .off_hi = (uint32_t)(h >> 32)};
+	}
+
+	/* Identity map of the low 4 GiB with 2 MiB pages, user-accessible: RAM and device BARs. */
+	for (i = 0; i < 4; i++) {
+		for (j = 0; j < 512; j++)
+			pd[i][j] = ((uint64_t)(i * 512 + j) << 21) | 0x87; /* P RW US PS */
+		pdpt[i] = (uint64_t)pd[i] | 0x7;
+	}
+	pml4[0] = (uint64_t)pdpt | 0x7;
+	load_cpu(0);
 }
 
 static void setup_clock(void)
@@ -376,9 +431,94 @@ static void setup_clock(void)
 	have_kvmclock = true;
 }
 
+unsigned bench_ncpus(void)
+{
+	return ncpus;
+}
+
+void bench_smp_run(void (*fn)(unsigned cpu, void *arg), void *arg, unsigned n)
+{
+	smp_fn = fn;
+	smp_arg = arg;
+	smp_ncpu = n;
+	__atomic_store_n(&smp_done, 0, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&smp_gen, 1, __ATOMIC_RELEASE);
+}
+
+void bench_smp_wait(void)
+{
+	unsigned want = smp_ncpu > 1 ? smp_ncpu - 1 : 0;
+
+	while (__atomic_load_n(&smp_done, __ATOMIC_ACQUIRE) < want)
+		__asm__ volatile("pause");
+}
+
+/* An AP in ring 3: runs each bench_smp_run call meant for it; the rest of the time it spins
+ * (pause), which is host CPU: only modes that use the APs start them (bench.cpus). */
+static void ap_ring3(unsigned cpu) __attribute__((noreturn, used));
+static void ap_ring3(unsigned cpu)
+{
+	unsigned seen = 0;
+
+	__atomic_add_fetch(&ap_ready, 1, __ATOMIC_ACQ_REL);
+	for (;;) {
+		unsigned gen = __atomic_load_n(&smp_gen, __ATOMIC_ACQUIRE);
+
+		if (gen == seen) {
+			__asm__ volatile("pause");
+			continue;
+		}
+		seen = gen;
+		if (cpu < smp_ncpu) {
+			smp_fn(cpu, smp_arg);
+			__atomic_add_fetch(&smp_done, 1, __ATOMIC_ACQ_REL);
+		}
+	}
+}
+
+void bench_ap_main(unsigned cpu) __attribute__((noreturn));
+void bench_ap_main(unsigned cpu)
+{
+	while (!__atomic_load_n(&ap_state, __ATOMIC_ACQUIRE))
+		__asm__ volatile("pause");
+	if (ap_state != AP_GO || cpu >= ncpus)
+		for (;;)
+			__asm__ volatile("cli; hlt");
+	load_cpu(cpu);
+	/* iretq into ring 3 with IOPL 3 and interrupts off, as the boot CPU does. */
+	__asm__ volatile("pushq %0\n\t"
+			 "pushq %1\n\t"
+			 "pushq $0x3002\n\t"
+			 "pushq %2\n\t"
+			 "pushq %3\n\t"
+			 "iretq"
+			 :
+			 : "i"(SEL_UDATA), "r"(bench_ap_stacks3 + cpu * AP_STACK), "i"(SEL_UCODE),
+			   "r"(ap_ring3), "D"((uint64_t)cpu)
+			 : "memory");
+	__builtin_unreachable();
+}
+
+/* bench.cpus=N: the boot CPU and N-1 APs (lvmm --cpus N) run the mode's workload; waits up to a
+ * second for the APs to reach ring 3. */
+static void ring3_smp(void)
+{
+	uint64_t t_end = bench_ns() + 1000000000ULL;
+
+	while (ap_ready < ncpus - 1 && bench_ns() < t_end)
+		__asm__ volatile("pause");
+	if (ap_ready < ncpus - 1) {
+		bench_printf("bench: FAIL %u of %u vCPUs came up\n", ap_ready + 1, ncpus);
+		bench_poweroff();
+	}
+	bench_printf("bench: %u vCPUs\n", ncpus);
+}
+
 static void ring3_main(void)
 {
 	bench_puts("bench: hello from ring 3\n");
+	if (ncpus > 1)
+		ring3_smp();
 	if (mode->ring3)
 		mode->ring3();
 	bench_puts("bench: done, powering off\n");
@@ -405,6 +545,16 @@ void bench_main(const uint8_t *zero_page)
 	bench_printf("bench: mode %s\n", mode->name);
 	setup_cpu();
 	setup_clock();
+	{
+		char n[8] = "1";
+
+		bench_param("bench.cpus", n, sizeof(n));
+		if (n[0] >= '2' && n[0] < '0' + BENCH_MAX_CPUS + 1 && !n[1])
+			ncpus = (unsigned)(n[0] - '0');
+	}
+	/* APs share the boot CPU's kvmclock page: with a stable TSC its reading holds on any vCPU.
+	 */
+	__atomic_store_n(&ap_state, ncpus > 1 ? AP_GO : AP_PARK, __ATOMIC_RELEASE);
 	if (mode->ring0)
 		mode->ring0();
 	/* iretq into ring 3 with IOPL 3 (in/out allowed) and interrupts off. */

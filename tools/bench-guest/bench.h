@@ -59,7 +59,18 @@ static inline uint64_t rdtsc(void)
 	return ((uint64_t)hi << 32) | lo;
 }
 
-/* Console on COM1 (usable from ring 0 and, with IOPL 3, from ring 3). */
+/* vCPUs the guest can drive: lvmm starts APs at the entry with RBX = index (entry.S). */
+#define BENCH_MAX_CPUS 4
+
+/* bench.cpus=N (2..BENCH_MAX_CPUS, lvmm --cpus N): vCPUs in use, 1 without it. */
+unsigned bench_ncpus(void);
+/* Runs fn(cpu, arg) in ring 3 on APs 1..n-1 and returns at once; bench_smp_wait() returns when
+ * they all have returned. The caller runs cpu 0's share itself in between. */
+void bench_smp_run(void (*fn)(unsigned cpu, void *arg), void *arg, unsigned n);
+void bench_smp_wait(void);
+
+/* Console on COM1 (usable from ring 0 and, with IOPL 3, from ring 3), a line at a time across
+ * vCPUs. */
 void bench_putc(char c);
 void bench_puts(const char *s);
 /* printf subset: %s %c %d %u %x %lx %lu %ld %llu %llx and %%. */

@@ -5,7 +5,9 @@
  *   bench.qd=1..1024 (per queue pair)  bench.qp=1..8  bench.bs=BYTES (4096, a block multiple)
  *   bench.ios=N and/or bench.ms=MS (the first reached ends it; 2000 I/Os when neither)
  *   bench.ramp_ms=MS (untimed warm-up)  bench.span_mb=MB (offsets within it)  bench.seed=N
- *   bench.wait=poll|halt  bench.poll_us=US (halt: how long to poll first, 20) */
+ *   bench.wait=poll|halt  bench.poll_us=US (halt: how long to poll first, 20)
+ *   bench.verify=on (writes carry a pattern, reads are checked: bs 4096, qd 32 at most)
+ *   bench.cpus=N (bench.c): queue pair i runs on vCPU i % N, bench.ios is split among them */
 #include "workload.h"
 #include "bench.h"
 
@@ -16,7 +18,6 @@
 static uint8_t buffer[WORK_MAX_BS] __attribute__((aligned(4096)));
 static uint64_t hist[NBUCKETS];
 static uint64_t t_sub[WORK_MAX_QUEUES][WORK_MAX_DEPTH];
-static uint16_t done_slots[WORK_MAX_DEPTH];
 static uint64_t max_seen; /* percentiles never exceed the largest sample */
 
 uint64_t work_param_u64(const char *name, uint64_t def)
@@ -73,6 +74,7 @@ void work_params_get(struct work_params *p)
 	p->seed = work_param_u64("bench.seed", 1);
 	p->halt = work_param_is("bench.wait", "halt");
 	p->poll_us = (unsigned)clamp(work_param_u64("bench.poll_us", 20), 0, 1000000);
+	p->verify = work_param_is("bench.verify", "on");
 }
 
 static unsigned bucket_of(uint64_t ns)
@@ -120,16 +122,44 @@ static uint64_t rnd(uint64_t *s)
 	return *s;
 }
 
+/* bench.verify=on: each I/O moves its own buffer; a write carries a pattern of (seed, offset),
+ * a read is compared with it. Every vCPU writes the same bytes at an offset, so overlapping
+ * writes from several queue pairs cannot make a later read differ. */
+#define VERIFY_DEPTH 32
+#define VERIFY_BS    4096
+
+static uint8_t vbuf[WORK_MAX_QUEUES][VERIFY_DEPTH][VERIFY_BS] __attribute__((aligned(4096)));
+static uint64_t v_off[WORK_MAX_QUEUES][VERIFY_DEPTH];
+static bool v_write[WORK_MAX_QUEUES][VERIFY_DEPTH];
+
+static uint64_t pattern(uint64_t seed, uint64_t off)
+{
+	uint64_t x = (seed + 1) * 0x9e3779b97f4a7c15ULL ^ off;
+
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	return x ^ (x >> 29);
+}
+
+/* One vCPU's share: queue pairs cpu, cpu + ncpu, ... and its counters; cpu 0's is today's
+ * whole run when there is one vCPU. */
 struct work_state {
 	const struct work_dev *dev;
 	const struct work_params *p;
-	uint64_t rng, next_off, span, submitted, reads, writes;
+	unsigned cpu, ncpu, nq, qd;
+	uint64_t rng, next_off, span, submitted, reads, writes, ios_max;
+	uint64_t t0, t_end_run, ios, errors, sum, max, verified, bad;
+	bool setup_failed;
+	uint64_t hist[NBUCKETS];
+	uint16_t done_slots[WORK_MAX_DEPTH];
 };
+
+static struct work_state states[BENCH_MAX_CPUS];
 
 static bool issue(struct work_state *s, unsigned q, unsigned slot, uint64_t now)
 {
 	const struct work_params *p = s->p;
-	uint64_t off, blocks = s->span / p->bs;
+	uint64_t off, blocks = s->span / p->bs, buf = work_buffer();
 	bool write;
 
 	if (p->random) {
@@ -145,39 +175,59 @@ static bool issue(struct work_state *s, unsigned q, unsigned slot, uint64_t now)
 		s->writes++;
 	else
 		s->reads++;
-	return s->dev->submit(q, slot, write, off, p->bs, work_buffer());
+	if (p->verify) {
+		uint64_t *w = (uint64_t *)vbuf[q][slot];
+		unsigned i;
+
+		buf = (uint64_t)w;
+		v_off[q][slot] = off;
+		v_write[q][slot] = write;
+		for (i = 0; i < p->bs / 8; i++)
+			w[i] = write ? pattern(p->seed, off + i * 8) : 0;
+	}
+	return s->dev->submit(q, slot, write, off, p->bs, buf);
 }
 
-bool work_run(const struct work_dev *dev, const struct work_params *p)
+/* A completed read of a verifying run: true when the data is the pattern. */
+static bool verify_read(struct work_state *s, unsigned q, unsigned slot)
 {
-	struct work_state s = {.dev = dev, .p = p, .rng = p->seed * 0x9e3779b97f4a7c15ULL + 1};
-	unsigned nq = p->nq < dev->nqueues ? p->nq : dev->nqueues;
-	unsigned qd = p->qd < dev->depth ? p->qd : dev->depth, q, i, k;
-	uint64_t t0, t_ramp, t_end, now, last, ios = 0, errors = 0, sum = 0, max = 0, inflight = 0;
-	bool timing = !p->ramp_ms;
+	const uint64_t *w = (const uint64_t *)vbuf[q][slot];
+	unsigned i;
 
-	s.span = p->span && p->span <= dev->capacity ? p->span : dev->capacity;
-	if (s.span < p->bs || nq == 0 || p->bs % (1u << dev->blk_shift)) {
-		bench_printf("bench: work FAIL span %lu, bs %u, %u queues, block %u\n", s.span,
-			     p->bs, nq, 1u << dev->blk_shift);
-		return false;
+	s->verified++;
+	for (i = 0; i < s->p->bs / 8; i++) {
+		if (w[i] != pattern(s->p->seed, v_off[q][slot] + i * 8)) {
+			if (!s->bad++)
+				bench_printf("bench: work verify FAIL vcpu %u queue %u offset %lu "
+					     "word %u: %lx\n",
+					     s->cpu, q, v_off[q][slot], i, w[i]);
+			return false;
+		}
 	}
-	for (i = 0; i < NBUCKETS; i++)
-		hist[i] = 0;
-	bench_printf("bench: work start %s rw=%s%s bs=%u qd=%u qp=%u span_mb=%lu\n", dev->name,
-		     p->random ? "rand" : "seq",
-		     p->read_pct == 100 ? "read"
-		     : p->read_pct	? "mix"
-					: "write",
-		     p->bs, qd, nq, s.span >> 20);
+	return true;
+}
+
+static void work_cpu(unsigned cpu, void *arg)
+{
+	struct work_state *s = &states[cpu];
+	const struct work_dev *dev = s->dev;
+	const struct work_params *p = s->p;
+	unsigned nq = s->nq, qd = s->qd, q, i, k;
+	uint64_t t0, t_ramp, t_end, now, last, inflight = 0;
+	bool timing = !p->ramp_ms, halt = p->halt && cpu == 0; /* MSI-X reaches vCPU 0 only */
+
+	(void)arg;
 	t0 = bench_ns();
 	t_ramp = t0 + p->ramp_ms * 1000000ULL;
 	t_end = p->ms ? t_ramp + p->ms * 1000000ULL : ~0ULL;
-	for (q = 0; q < nq; q++) {
+	for (q = cpu; q < nq; q += s->ncpu) {
 		for (i = 0; i < qd; i++) {
-			if (!issue(&s, q, i, t0)) {
+			if (!issue(s, q, i, t0)) {
 				bench_printf("bench: work FAIL submit queue %u slot %u\n", q, i);
-				return false;
+				s->setup_failed = true;
+				s->t0 = t0;
+				s->t_end_run = bench_ns();
+				return;
 			}
 			inflight++;
 		}
@@ -187,10 +237,10 @@ bool work_run(const struct work_dev *dev, const struct work_params *p)
 	while (inflight) {
 		bool idle = true;
 
-		for (q = 0; q < nq; q++) {
+		for (q = cpu; q < nq; q += s->ncpu) {
 			unsigned n, errs = 0;
 
-			n = dev->reap(q, done_slots, qd, &errs);
+			n = dev->reap(q, s->done_slots, qd, &errs);
 			if (!n)
 				continue;
 			idle = false;
@@ -201,23 +251,32 @@ bool work_run(const struct work_dev *dev, const struct work_params *p)
 				if (p->ms)
 					t_end = now + p->ms * 1000000ULL;
 			}
-			errors += errs;
+			s->errors += errs;
 			inflight -= n;
 			for (k = 0; k < n; k++) {
-				unsigned slot = done_slots[k];
-				uint64_t lat = now - t_sub[q][slot];
+				unsigned slot = s->done_slots[k];
+				uint64_t lat;
 
-				if (timing && t_sub[q][slot] >= t0) {
-					hist[bucket_of(lat)]++;
-					sum += lat;
-					if (lat > max)
-						max = lat;
-					ios++;
-				}
-				if (now >= t_end || (p->ios && ios + inflight >= p->ios) || errors)
+				if (slot >= qd) { /* a tag the engine never gave out */
+					s->errors++;
 					continue;
-				if (!issue(&s, q, slot, now)) {
-					errors++;
+				}
+				lat = now - t_sub[q][slot];
+				if (p->verify && !errs && !v_write[q][slot] &&
+				    !verify_read(s, q, slot))
+					s->errors++;
+				if (timing && t_sub[q][slot] >= t0) {
+					s->hist[bucket_of(lat)]++;
+					s->sum += lat;
+					if (lat > s->max)
+						s->max = lat;
+					s->ios++;
+				}
+				if (now >= t_end ||
+				    (s->ios_max && s->ios + inflight >= s->ios_max) || s->errors)
+					continue;
+				if (!issue(s, q, slot, now)) {
+					s->errors++;
 					continue;
 				}
 				inflight++;
@@ -226,22 +285,102 @@ bool work_run(const struct work_dev *dev, const struct work_params *p)
 		}
 		/* a completion that lands before the hlt leaves its interrupt pending: no lost wake
 		 */
-		if (idle && p->halt && bench_ns() - last > p->poll_us * 1000ULL) {
+		if (idle && halt && bench_ns() - last > p->poll_us * 1000ULL) {
 			work_halt();
 			last = bench_ns();
 		}
 	}
-	now = bench_ns();
+	s->t0 = t0;
+	s->t_end_run = bench_ns();
+}
+
+bool work_run(const struct work_dev *dev, const struct work_params *p)
+{
+	unsigned nq = p->nq < dev->nqueues ? p->nq : dev->nqueues;
+	unsigned qd = p->qd < dev->depth ? p->qd : dev->depth, ncpu = bench_ncpus(), c, i;
+	uint64_t span, t0 = ~0ULL, now = 0, ios = 0, errors = 0, sum = 0, max = 0, reads = 0,
+		       writes = 0, verified = 0;
+
+	span = p->span && p->span <= dev->capacity ? p->span : dev->capacity;
+	if (span < p->bs || nq == 0 || p->bs % (1u << dev->blk_shift) ||
+	    (p->verify && (p->bs > VERIFY_BS || qd > VERIFY_DEPTH))) {
+		bench_printf("bench: work FAIL span %lu, bs %u, %u queues, block %u%s\n", span,
+			     p->bs, nq, 1u << dev->blk_shift,
+			     p->verify ? " (verify: bs 4096 and qd 32 at most)" : "");
+		return false;
+	}
+	if (ncpu > nq)
+		ncpu = nq;
+	for (i = 0; i < NBUCKETS; i++)
+		hist[i] = 0;
+	bench_printf("bench: work start %s rw=%s%s bs=%u qd=%u qp=%u span_mb=%lu\n", dev->name,
+		     p->random ? "rand" : "seq",
+		     p->read_pct == 100 ? "read"
+		     : p->read_pct	? "mix"
+					: "write",
+		     p->bs, qd, nq, span >> 20);
+	for (c = 0; c < ncpu; c++) {
+		struct work_state *s = &states[c];
+		uint64_t blocks = span / p->bs;
+		volatile uint64_t *z = (volatile uint64_t *)s; /* no memset here */
+
+		for (i = 0; i < sizeof(*s) / 8; i++)
+			z[i] = 0;
+		s->dev = dev;
+		s->p = p;
+		s->cpu = c;
+		s->ncpu = ncpu;
+		s->nq = nq;
+		s->qd = qd;
+		s->span = span;
+		s->rng = (p->seed + c) * 0x9e3779b97f4a7c15ULL + 1;
+		/* sequential runs: each vCPU starts at its own part of the span */
+		s->next_off = blocks * c / ncpu * p->bs;
+		s->ios_max = (p->ios + ncpu - 1) / ncpu;
+	}
+	if (ncpu > 1)
+		bench_smp_run(work_cpu, NULL, ncpu);
+	work_cpu(0, NULL);
+	if (ncpu > 1)
+		bench_smp_wait();
 	/* a short line first: the host stops its counters here, before the long result line's
 	 * console exits */
 	bench_puts("bench: work end\n");
+	for (c = 0; c < ncpu; c++) {
+		const struct work_state *s = &states[c];
+
+		if (s->setup_failed)
+			return false;
+		for (i = 0; i < NBUCKETS; i++)
+			hist[i] += s->hist[i];
+		ios += s->ios;
+		errors += s->errors;
+		sum += s->sum;
+		reads += s->reads;
+		writes += s->writes;
+		verified += s->verified;
+		if (s->max > max)
+			max = s->max;
+		if (s->t0 < t0)
+			t0 = s->t0;
+		if (s->t_end_run > now)
+			now = s->t_end_run;
+	}
 	max_seen = max;
 	bench_printf("bench: work result %s ios=%lu ns=%lu iops=%lu mean_ns=%lu p50_ns=%lu "
 		     "p90_ns=%lu p99_ns=%lu p999_ns=%lu max_ns=%lu errors=%lu reads=%lu "
-		     "writes=%lu halts=%lu irqs=%lu\n",
+		     "writes=%lu halts=%lu irqs=%lu",
 		     dev->name, ios, now - t0, ios * 1000000000UL / (now - t0 ? now - t0 : 1),
 		     ios ? sum / ios : 0, percentile(ios, 5000), percentile(ios, 9000),
-		     percentile(ios, 9900), percentile(ios, 9990), max, errors, s.reads, s.writes,
+		     percentile(ios, 9900), percentile(ios, 9990), max, errors, reads, writes,
 		     bench_halts, work_irqs);
+	if (p->verify)
+		bench_printf(" verified=%lu", verified);
+	if (ncpu > 1) {
+		bench_printf(" vcpus=%u vcpu_ios=", ncpu);
+		for (c = 0; c < ncpu; c++)
+			bench_printf(c ? ",%lu" : "%lu", states[c].ios);
+	}
+	bench_puts("\n");
 	return !errors;
 }

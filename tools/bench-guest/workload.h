@@ -33,6 +33,7 @@ struct work_params {
 	uint64_t ios, ms, ramp_ms, span, seed;
 	bool halt;	  /* bench.wait=halt: wait for completion interrupts in hlt */
 	unsigned poll_us; /* bench.poll_us: how long to poll before halting (20) */
+	bool verify;	  /* bench.verify=on: patterned writes, checked reads */
 };
 
 void work_params_get(struct work_params *p);
@@ -40,7 +41,9 @@ uint64_t work_param_u64(const char *name, uint64_t def);
 bool work_param_is(const char *name, const char *want);
 /* A buffer of WORK_MAX_BS in guest memory shared by every I/O (contents do not matter). */
 uint64_t work_buffer(void);
-/* Runs the workload on dev and prints one "bench: work ..." result line; false on errors. */
+/* Runs the workload on dev and prints one "bench: work ..." result line; false on errors. With
+ * bench.cpus=N the queue pairs are split across the vCPUs (pair i on vCPU i % N), vCPU 0 sums
+ * the histograms and the line ends in vcpus=N vcpu_ios=A,B,... */
 bool work_run(const struct work_dev *dev, const struct work_params *p);
 
 /* Waiting in hlt (halt.c): devices raise WORK_IRQ_VECTOR through MSI-X to APIC 0. */
