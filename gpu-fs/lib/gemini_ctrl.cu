@@ -21,9 +21,7 @@
 #endif
 
 #include "gemini_backend.h"
-extern "C" {
 #include "lightiov/check.h"
-}
 
 #define GM_BOUNCE (32u << 20)
 #define GM_BATCH  4096

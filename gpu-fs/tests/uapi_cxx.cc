@@ -4,9 +4,7 @@
 
 #include "lightiov/nvme.h"
 #include "lightiov/uapi.h"
-extern "C" { /* check.h has no C++ guard of its own; uapi.h and nvme.h do */
 #include "lightiov/check.h"
-}
 
 /* The sizes uapi.h pins hold in C++ too (its own asserts ran above, as static_assert). */
 static_assert(sizeof(struct lio_qp_create) == 112, "lio_qp_create as C++ sees it");

@@ -19,6 +19,10 @@
 #include "lightiov/nvme.h"
 #include "lightiov/uapi.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Segments of one command: MDTS / page + 1 (an unaligned first page). */
 #define LIO_CHECK_MAX_SEGS ((LIO_MDTS_BYTES / LIO_PAGE_SIZE) + 1)
 
@@ -89,5 +93,9 @@ uint16_t lio_prp_walk(const struct lio_check_ctx *ctx, uint64_t prp1, uint64_t p
 
 /* True when [gpa, gpa + len) lies inside one region of the DMA window (len > 0, no wrap). */
 bool lio_window_contains(const struct lio_check_ctx *ctx, uint64_t gpa, uint64_t len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
