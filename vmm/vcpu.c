@@ -443,7 +443,9 @@ static bool vcpu_checkpoint(struct vcpu *v)
 static void vcpu_set_priority(struct vcpu *v)
 {
 	const char *env = getenv("LVMM_VCPU_NICE");
-	long nice = v->vm->ap_manual ? HOSTCOMPAT_PVM_VCPU_NICE : 0;
+	/* Linux only: a guest whose APs start at its entry (the bench guest) has no ticks to keep
+	 * in step, and its polling vCPUs raised above the storage backend would starve it. */
+	long nice = v->vm->ap_manual && !v->vm->boot.ap_entry ? HOSTCOMPAT_PVM_VCPU_NICE : 0;
 
 	if (env && *env)
 		nice = strtol(env, NULL, 10);

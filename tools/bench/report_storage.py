@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 ORDER = ["native", "lvmm passthrough", "lvmm isolated", "lvmm emulate", "lvmm emulate, file",
+         "lvmm passthrough, 2 vCPUs", "lvmm isolated, 2 vCPUs", "lvmm emulate, 2 vCPUs",
          "QEMU nvme",
          "QEMU nvme, shadow doorbells", "QEMU nvme, SQ in CMB", "QEMU virtio-blk"]
 

@@ -7,7 +7,9 @@
 # usage: storage.py BUILD RESULTS_DIR      knobs (environment): BENCH_TIME (s per run, 5),
 #   ROUNDS (2), VOL_MB (1024), SCALE (25,50,100,200), SCALE_MODES (isolated,passthrough),
 #   BOOT_RUNS (10), MODEL (softssd --model, none), LINUX_RUNS (0: boots of the Linux test
-#   kernel to "Run /init", minutes each on a loaded kvm_pvm host), SMOKE=1 (one of each row kind)
+#   kernel to "Run /init", minutes each on a loaded kvm_pvm host), SMOKE=1 (one of each row kind),
+#   BENCH_ONLY=mq (only the 4-queue-pair rows: native, lvmm on 1 vCPU and on 2 vCPUs each driving
+#   2 of the pairs, into storage-mq.csv; no scale or boot runs)
 import csv
 import json
 import os
@@ -38,6 +40,9 @@ class Bench:
         self.secs = float(os.environ.get("BENCH_TIME", "5"))
         self.rounds = int(os.environ.get("ROUNDS", "2"))
         self.smoke = os.environ.get("SMOKE") == "1"
+        self.only = os.environ.get("BENCH_ONLY", "")
+        if self.only not in ("", "mq"):
+            sys.exit(f"storage.py: BENCH_ONLY={self.only}: only 'mq' is known")
         self.vol_mb = int(os.environ.get("VOL_MB", "64" if self.smoke else "1024"))
         self.dir = tempfile.mkdtemp(prefix="lvmm-bench-", dir=os.environ.get("DIR", "/var/tmp"))
         os.environ["LVMM_RUN_DIR"] = self.dir
@@ -85,15 +90,17 @@ class Bench:
                             "bench.mode=hello"], capture_output=True, text=True, timeout=60)
         return r.returncode == 0 and "powering off" in r.stdout
 
-    def run_lvmm(self, mode, rw, qd, qp, seed):
+    def run_lvmm(self, mode, rw, qd, qp, seed, cpus=1):
+        """cpus > 1: the bench guest puts queue pair i on vCPU i % cpus (bench.cpus)."""
         if mode == "emulate-file":
             mode, vn = "emulate", f"file={self.img},queues={qp}"
         else:
             vn = f"{SSD},vol={VOL},queues={qp},mode={mode}"
         if mode == "emulate" and not self.emu_ssd:
             vn = f"file={self.img},queues={qp}"
+        smp = f" bench.cpus={cpus}" if cpus > 1 else ""
         argv = [self.lvmm, "run", "--kernel", self.guest, "--memory", "64M", "--vnvme", vn,
-                "--cmdline", self.cmdline(rw, qd, qp, seed)]
+                "--cpus", str(cpus), "--cmdline", self.cmdline(rw, qd, qp, seed, smp)]
         res, d, text = vms.run_guest(argv, None if vn.startswith("file=") else self.daemon.pid,
                                      self.secs + 90, self.perf_out)
         if res:
@@ -161,6 +168,8 @@ class Bench:
         return s
 
     def configs(self):
+        if self.only == "mq":
+            return [(rw, qd, 4) for rw in ("randread", "randwrite") for qd in (1, 32, 128)]
         if self.smoke:
             return [("randread", 1, 1), ("randwrite", 4, 2)]
         return [(rw, qd, qp) for rw in ("randread", "randwrite") for qp in (1, 4)
@@ -172,15 +181,22 @@ class Bench:
         if QEMU and not self.smoke:
             extra = [(n, lambda *a, v=v: self.run_qemu(v, *a)) for n, v in
                      (("QEMU nvme, shadow doorbells", "dbbuf"), ("QEMU nvme, SQ in CMB", "cmb"))]
-        if self.emu_ssd and not self.smoke:  # lvmm's emulate on the image QEMU reads
+        if self.emu_ssd and not self.smoke and not self.only:  # emulate on QEMU's image
             extra.append(("lvmm emulate, file", lambda *a: self.run_lvmm("emulate-file", *a)))
+        # the same queue pairs spread over two vCPUs (bench.cpus=2)
+        mq = [(f"lvmm {m}, 2 vCPUs", lambda *a, m=m: self.run_lvmm(m, *a, cpus=2))
+              for m in ("passthrough", "isolated", "emulate")]
         for rnd in range(1, self.rounds + 1):
             for rw, qd, qp in self.configs():
                 runs = list(self.systems())
+                if self.only == "mq":
+                    runs = [r for r in runs if not r[0].startswith("QEMU")]
                 # the variants are not in any target's ratio: one round of them (two when
                 # runs are long), so that make bench BENCH_TIME=2 stays under 10 minutes
                 if rw == "randread" and qp == 1 and (rnd == 1 or self.secs > 2):
                     runs += extra
+                if qp > 1 and not self.smoke and (self.only == "mq" or (rnd == 1 and qd == 32)):
+                    runs += mq
                 for name, fn in runs:
                     res, d, text = fn(rw, qd, qp, rnd)
                     row = {"round": rnd, "system": name, "rw": rw, "qd": qd, "qp": qp,
@@ -201,7 +217,7 @@ class Bench:
                           f"{row.get('iops', 0):8.0f} IOPS p50 {row.get('p50_us', 0):8.1f} us",
                           flush=True)
                     rows.append(row)
-        write_csv(f"{self.results}/storage.csv", rows)
+        write_csv(f"{self.results}/storage{'-' + self.only if self.only else ''}.csv", rows)
         return rows
 
     # ---- N VMs on one SSD ----
@@ -383,8 +399,9 @@ def main():
         rows = b.storage()
         sat = [r["iops"] for r in rows if r["ok"] and r["system"] == "lvmm isolated"
                and r["rw"] == "randread"]
-        b.scale(max(sat) if sat else None)
-        b.boot()
+        if not b.only:
+            b.scale(max(sat) if sat else None)
+            b.boot()
     finally:
         b.cleanup()
     json.dump({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(start)), "host": host,
@@ -398,7 +415,7 @@ def main():
                                       text=True).stdout.split("\n")[0] if QEMU else None,
                "command": os.environ.get("BENCH_COMMAND", "tools/bench/storage.py " +
                                          " ".join(sys.argv[1:]))},
-              open(f"{results}/storage-host.json", "w"), indent=1)
+              open(f"{results}/storage{'-' + b.only if b.only else ''}-host.json", "w"), indent=1)
 
 
 if __name__ == "__main__":
