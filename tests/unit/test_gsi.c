@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "../../vmm/gsi.h"
+#include "testutil.h"
 
 START_TEST(gsi_lowest_first_and_reuse)
 {
@@ -62,15 +63,9 @@ int main(void)
 {
 	Suite *s = suite_create("gsi");
 	TCase *tc = tcase_create("alloc");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, gsi_lowest_first_and_reuse);
 	tcase_add_test(tc, gsi_exhaustion_and_bad_free);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(s);
 }

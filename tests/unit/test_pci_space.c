@@ -8,6 +8,7 @@
 #include "gsi.h"
 #include "layout.h"
 #include "pci.h"
+#include "testutil.h"
 
 static struct gsi_alloc gsis;
 
@@ -96,14 +97,8 @@ int main(void)
 {
 	Suite *s = suite_create("pci_space");
 	TCase *tc = tcase_create("reuse");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, space_reused_over_100_cycles);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return testutil_run_suite(s);
 }
