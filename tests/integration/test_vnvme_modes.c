@@ -959,6 +959,17 @@ START_TEST(test_vwc_off)
 }
 END_TEST
 
+/* A case of one test with its fixture: CK_RUN_CASE=NAME runs it alone. */
+static void add_case(Suite *s, const char *name, void (*up)(void), const TTest *test)
+{
+	TCase *t = tcase_create(name);
+
+	tcase_add_checked_fixture(t, up, teardown);
+	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
+	tcase_add_test(t, test);
+	suite_add_tcase(s, t);
+}
+
 static Suite *vnvme_modes_suite(void)
 {
 	Suite *s = suite_create("vnvme_modes");
@@ -977,32 +988,12 @@ static Suite *vnvme_modes_suite(void)
 	tcase_add_test(t, test_default_guest);
 	tcase_add_test(t, test_api_counters);
 	suite_add_tcase(s, t);
-	/* a case of their own, so that CK_RUN_CASE=reset runs them alone */
-	t = tcase_create("reset");
-	tcase_add_checked_fixture(t, setup, teardown);
-	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
-	tcase_add_test(t, test_flr);
-	suite_add_tcase(s, t);
-	t = tcase_create("lba4k");
-	tcase_add_checked_fixture(t, setup_4k, teardown);
-	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
-	tcase_add_test(t, test_lba_4k);
-	suite_add_tcase(s, t);
-	t = tcase_create("vwc");
-	tcase_add_checked_fixture(t, setup, teardown);
-	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
-	tcase_add_test(t, test_vwc_off);
-	suite_add_tcase(s, t);
-	t = tcase_create("mq");
-	tcase_add_checked_fixture(t, setup, teardown);
-	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
-	tcase_add_test(t, test_mq_isolated);
-	suite_add_tcase(s, t);
-	t = tcase_create("api_autostart");
-	tcase_add_checked_fixture(t, setup, teardown);
-	tcase_set_timeout(t, 3 * RUN_LIMIT_S);
-	tcase_add_test(t, test_api_autostart);
-	suite_add_tcase(s, t);
+	/* cases of their own, so that CK_RUN_CASE=NAME runs each alone */
+	add_case(s, "reset", setup, test_flr);
+	add_case(s, "lba4k", setup_4k, test_lba_4k);
+	add_case(s, "vwc", setup, test_vwc_off);
+	add_case(s, "mq", setup, test_mq_isolated);
+	add_case(s, "api_autostart", setup, test_api_autostart);
 	return s;
 }
 
