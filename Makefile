@@ -132,7 +132,7 @@ test-integ: $(BUILD)/lvmm $(INTEG_BINS) $(TEST_DEPS)
 	$(Q)LVMM=$(BUILD)/lvmm BUILD=$(BUILD) tests/run.sh "integration" $(INTEG_BINS)
 
 test-linux: $(BUILD)/lvmm $(LINUX_BINS) $(TEST_DEPS) guest
-	$(Q)LVMM=$(BUILD)/lvmm BUILD=$(BUILD) tests/run.sh "linux" $(LINUX_BINS)
+	$(Q)LVMM_TEST_NEEDS_KVM=1 LVMM=$(BUILD)/lvmm BUILD=$(BUILD) tests/run.sh "linux" $(LINUX_BINS)
 
 # make fuzz builds the targets; with FUZZ_TIME=SECONDS it also runs each that long; with
 # FUZZ_RUNS=N it runs each to N executions (FUZZ_JOBS=J workers per target, executions summed;

@@ -131,6 +131,7 @@ START_TEST(test_lifecycle_curl)
 	unsigned before, after;
 	json_t *j;
 
+	TESTUTIL_NEED_KVM();
 	start_lvmm(NULL);
 	ck_assert_int_eq(curl("GET", "vmm.ping", NULL, &j), 200);
 	ck_assert(json_is_string(json_object_get(j, "version")));
@@ -209,6 +210,7 @@ static bool guest_starts_reach(unsigned n)
 
 START_TEST(test_reboot)
 {
+	TESTUTIL_NEED_KVM();
 	start_lvmm(NULL);
 	ck_assert_int_eq(put("vm.create", vm_config("spin")), 204);
 	expect_error("PUT", "vm.reboot", NULL, 405); /* Created: nothing to reset */
@@ -248,6 +250,7 @@ START_TEST(test_command_line_triple_fault)
 	ssize_t n;
 	int fd;
 
+	TESTUTIL_NEED_KVM();
 	snprintf(serial, sizeof(serial), "file=%s", T.console);
 	start_lvmm(extra);
 	ck_assert_int_eq(wait_lvmm(), 0);
@@ -264,6 +267,7 @@ END_TEST
 
 START_TEST(test_guest_poweroff)
 {
+	TESTUTIL_NEED_KVM();
 	start_lvmm(NULL);
 	ck_assert_int_eq(put("vm.create", vm_config("hello")), 204);
 	ck_assert_int_eq(put("vm.boot", NULL), 204);
@@ -286,6 +290,7 @@ START_TEST(test_counters_nvme)
 	json_t *j, *d;
 	int fd;
 
+	TESTUTIL_NEED_KVM();
 	/* the bench guest's NVMe mode does I/O on a file-backed vNVMe, then powers off */
 	snprintf(disk, sizeof(disk), "%s/disk.img", T.dir);
 	fd = open(disk, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -438,6 +443,7 @@ START_TEST(test_errors)
 	static char big[70 * 1024 + 64];
 	char cfg[2048];
 
+	TESTUTIL_NEED_KVM();
 	/* a softssd the VMM starts for a hot-added function lives in the test's directory */
 	setenv("LVMM_RUN_DIR", T.dir, 1);
 	setenv("LVMM_STATE_DIR", T.dir, 1);
@@ -513,6 +519,7 @@ START_TEST(test_client)
 	char *verb[] = {(char *)T.lvmm, "api", "--socket", T.sock, "teleport", NULL};
 	FILE *f;
 
+	TESTUTIL_NEED_KVM();
 	snprintf(bad, sizeof(bad), "%s/absent.sock", T.dir);
 	snprintf(noimg, sizeof(noimg), "file=%s/absent.img", T.dir);
 	ck_assert_int_eq(apitest_run_capture(absent, out, sizeof(out), err, sizeof(err)), 1);
@@ -558,6 +565,7 @@ START_TEST(test_command_line_vm)
 	char *second[] = {(char *)T.lvmm, "run", "--api-socket", T.sock, NULL};
 	char out[4096], err[4096];
 
+	TESTUTIL_NEED_KVM();
 	snprintf(serial, sizeof(serial), "file=%s", T.console);
 	start_lvmm(extra);
 	ck_assert_str_eq(vm_state(), "Running");
@@ -636,6 +644,7 @@ START_TEST(test_toplevel_cli)
 	char *badv[] = {(char *)T.lvmm, "-vx", "--api-socket", T.sock, NULL};
 	char *text;
 
+	TESTUTIL_NEED_KVM();
 	snprintf(logf, sizeof(logf), "%s/ch.log", T.dir);
 	ck_assert_int_eq(apitest_run_capture(bad, out, sizeof(out), err, sizeof(err)), 2);
 	ck_assert_ptr_nonnull(strstr(err, "--seccomp"));
@@ -682,8 +691,10 @@ START_TEST(test_openapi_schema)
 			"--kernel", guest,
 			"--dir",    T.dir,
 			NULL};
-	int st = apitest_run_capture(argv, out, sizeof(out), err, sizeof(err));
+	int st;
 
+	TESTUTIL_NEED_KVM();
+	st = apitest_run_capture(argv, out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 0, "validate_api.py: status %d\n%s%s", st, out, err);
 	ck_assert_ptr_nonnull(strstr(out, " 0 violations"));
 }

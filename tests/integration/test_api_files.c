@@ -116,7 +116,7 @@ int main(void)
 	Suite *s = suite_create("api_files");
 	TCase *tc = tcase_create("allowed-dir");
 
-	if (access("/dev/kvm", R_OK | W_OK)) {
+	if (!testutil_kvm_usable()) {
 		testutil_skip("api_files: /dev/kvm not usable here");
 		return 0;
 	}

@@ -131,7 +131,7 @@ int main(void)
 	Suite *s = suite_create("api_swap");
 	TCase *tc = tcase_create("allowed-dir at boot");
 
-	if (access("/dev/kvm", R_OK | W_OK)) {
+	if (!testutil_kvm_usable()) {
 		testutil_skip("api_swap: /dev/kvm not usable here");
 		return 0;
 	}

@@ -284,7 +284,7 @@ int main(void)
 	Suite *s = suite_create("boot_fast");
 	TCase *tc = tcase_create("bench-guest");
 
-	if (access("/dev/kvm", R_OK | W_OK)) {
+	if (!testutil_kvm_usable()) {
 		testutil_skip("boot_fast: /dev/kvm not usable here");
 		return 0;
 	}

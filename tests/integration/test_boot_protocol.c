@@ -190,5 +190,9 @@ static Suite *boot_protocol_suite(void)
 
 int main(void)
 {
+	if (!testutil_kvm_usable()) {
+		testutil_skip("boot_protocol: /dev/kvm not usable here");
+		return 0;
+	}
 	return testutil_run_suite(boot_protocol_suite());
 }

@@ -315,7 +315,7 @@ int main(void)
 	Suite *s = suite_create("faults");
 	TCase *tc = tcase_create("faults");
 
-	if (access("/dev/kvm", R_OK | W_OK)) {
+	if (!testutil_kvm_usable()) {
 		testutil_skip("faults: /dev/kvm not usable here");
 		return 0;
 	}

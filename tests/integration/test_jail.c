@@ -294,7 +294,7 @@ int main(void)
 		testutil_skip("jail: not root (namespaces and mounts need it)");
 		return 0;
 	}
-	if (access("/dev/kvm", R_OK | W_OK)) {
+	if (!testutil_kvm_usable()) {
 		testutil_skip("jail: /dev/kvm not usable here");
 		return 0;
 	}

@@ -45,7 +45,7 @@ int main(void)
 	Suite *s = suite_create("memslots");
 	TCase *tc = tcase_create("kvm");
 
-	if (access("/dev/kvm", R_OK | W_OK)) {
+	if (!testutil_kvm_usable()) {
 		testutil_skip("memslots: /dev/kvm not usable here");
 		return 0;
 	}

@@ -164,5 +164,9 @@ static Suite *multiqueue_suite(void)
 
 int main(void)
 {
+	if (!testutil_kvm_usable()) {
+		testutil_skip("multiqueue: /dev/kvm not usable here");
+		return 0;
+	}
 	return testutil_run_suite(multiqueue_suite());
 }

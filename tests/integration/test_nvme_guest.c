@@ -144,5 +144,9 @@ static Suite *nvme_guest_suite(void)
 
 int main(void)
 {
+	if (!testutil_kvm_usable()) {
+		testutil_skip("nvme_guest: /dev/kvm not usable here");
+		return 0;
+	}
 	return testutil_run_suite(nvme_guest_suite());
 }

@@ -203,7 +203,7 @@ int main(void)
 	TCase *tc = tcase_create("log");
 	char exe[PATH_MAX], *log;
 
-	if (access("/dev/kvm", R_OK | W_OK)) {
+	if (!testutil_kvm_usable()) {
 		testutil_skip("seccomp_log: /dev/kvm not usable here");
 		return 0;
 	}

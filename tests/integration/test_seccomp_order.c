@@ -73,7 +73,7 @@ int main(void)
 		testutil_skip("seccomp_order: strace not installed");
 		return 0;
 	}
-	if (access("/dev/kvm", R_OK | W_OK)) {
+	if (!testutil_kvm_usable()) {
 		testutil_skip("seccomp_order: /dev/kvm not usable here");
 		return 0;
 	}

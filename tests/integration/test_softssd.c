@@ -336,7 +336,8 @@ static uint64_t wt_set(struct lio_client *c, uint32_t mask, uint32_t flags, uint
 START_TEST(test_write_through)
 {
 	struct lio_client *c = connect_ok("vwc"), *c2 = connect_ok("vwc-later");
-	struct lio_vol_attach a = attach(c, NULL, LIO_ATTACH_ANON), a2 = attach(c2, NULL, LIO_ATTACH_ANON);
+	struct lio_vol_attach a = attach(c, NULL, LIO_ATTACH_ANON),
+			      a2 = attach(c2, NULL, LIO_ATTACH_ANON);
 	struct lio_drv *d = drv_open(c, &a, LIO_MODE_ISOLATED, LIO_QP_DB_POLL, 2), *d2;
 	uint64_t buf = lio_drv_alloc(d, 64 << 10), buf2;
 	struct lio_session_set bad = {.mask = 1u << 7, .flags = 1u << 7};
@@ -967,7 +968,8 @@ START_TEST(test_socket_and_limits)
 
 		testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
 		ck_assert_int_eq(WEXITSTATUS(r.status), 2);
-		ck_assert_str_eq(r.err, "lvmm: ssd serve: expected one SSD NAME (lvmm ssd --help)\n");
+		ck_assert_str_eq(r.err,
+				 "lvmm: ssd serve: expected one SSD NAME (lvmm ssd --help)\n");
 	}
 	{ /* a second daemon on the same SSD name is refused */
 		char *args[] = {"ssd", "serve", SSD, "--backing", backing, NULL};
@@ -1130,10 +1132,13 @@ static void fill4k(uint8_t *p, unsigned tag, uint64_t lba, uint32_t nlb)
 START_TEST(test_lba_4k)
 {
 	const char *const extra[] = {"--lba-size", "4096", NULL};
-	struct lio_vol_attach a = {.size_bytes = VOL_BYTES, .name = "v4k",
-				   .flags = LIO_ATTACH_CREATE};
-	struct lio_drv_opts o = {.mode = LIO_MODE_ISOLATED, .qp_flags = LIO_QP_DB_POLL,
-				 .nr_qp = 1, .depth = 16, .lba_shift = 12};
+	struct lio_vol_attach a = {
+	    .size_bytes = VOL_BYTES, .name = "v4k", .flags = LIO_ATTACH_CREATE};
+	struct lio_drv_opts o = {.mode = LIO_MODE_ISOLATED,
+				 .qp_flags = LIO_QP_DB_POLL,
+				 .nr_qp = 1,
+				 .depth = 16,
+				 .lba_shift = 12};
 	struct lio_identify id;
 	struct lio_client *c;
 	struct lio_drv *d;
@@ -1184,8 +1189,8 @@ START_TEST(test_lba_4k)
 	lio_client_close(c);
 	daemon_stop(SIGTERM);
 	{
-		char *args[] = {"ssd",	  "serve", SSD,	    "--backing", backing,
-				"--size", "256M",  "--lba-size", "512",	     NULL};
+		char *args[] = {"ssd",	  "serve", SSD,		 "--backing", backing,
+				"--size", "256M",  "--lba-size", "512",	      NULL};
 
 		testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
 		ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0);

@@ -228,6 +228,10 @@ int main(void)
 	Suite *s = suite_create("tty");
 	TCase *tc = tcase_create("stdio console on a pseudo-terminal");
 
+	if (!testutil_kvm_usable()) {
+		testutil_skip("tty: /dev/kvm not usable here");
+		return 0;
+	}
 	tcase_set_timeout(tc, 3 * TTY_LIMIT_S);
 	tcase_add_test(tc, test_boots_on_a_terminal);
 	tcase_add_test(tc, test_typed_line_reaches_the_guest);

@@ -167,7 +167,7 @@ int main(void)
 	Suite *s = suite_create("vm_lifecycle");
 	TCase *tc = tcase_create("bench-guest");
 
-	if (access("/dev/kvm", R_OK | W_OK)) {
+	if (!testutil_kvm_usable()) {
 		testutil_skip("vm_lifecycle: /dev/kvm not usable here");
 		return 0;
 	}

@@ -999,5 +999,9 @@ static Suite *vnvme_modes_suite(void)
 
 int main(void)
 {
+	if (!testutil_kvm_usable()) {
+		testutil_skip("vnvme_modes: /dev/kvm not usable here");
+		return 0;
+	}
 	return testutil_run_suite(vnvme_modes_suite());
 }

@@ -294,6 +294,11 @@ void testutil_skip(const char *fmt, ...)
 	fflush(stdout);
 }
 
+bool testutil_kvm_usable(void)
+{
+	return access("/dev/kvm", R_OK | W_OK) == 0;
+}
+
 int testutil_run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);

@@ -4,6 +4,7 @@
 #define LVMM_TESTUTIL_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -68,6 +69,18 @@ uint8_t *testutil_guest_ram(struct guest_mem *gm, uint64_t size);
  * of its own, which tests/run.sh counts as one skipped case; the caller returns at once. Name
  * the case and the reason ("test_boot: linux_real_guest: build/guest/vmlinux not built"). */
 void testutil_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Whether this host can run VMs (/dev/kvm readable and writable); a program or case that boots
+ * one skips without it: testutil_skip("NAME: /dev/kvm not usable here"). */
+bool testutil_kvm_usable(void);
+/* The first statement of a Check case that boots a VM: skips the case on a host without KVM. */
+#define TESTUTIL_NEED_KVM()                                                                        \
+	do {                                                                                       \
+		if (!testutil_kvm_usable()) {                                                      \
+			testutil_skip("%s: /dev/kvm not usable here", __func__);                   \
+			return;                                                                    \
+		}                                                                                  \
+	} while (0)
 
 /* Runs every test of s; returns EXIT_SUCCESS or EXIT_FAILURE for main. */
 int testutil_run_suite(Suite *s);
