@@ -61,8 +61,8 @@ static void tty_start(struct tty_run *t, const char *mode)
 		dup2(fd, 0);
 		dup2(fd, 1);
 		dup2(fd, 2);
-		execl(testutil_lvmm(), "lvmm", "run", "--kernel", testutil_bench_guest(), "--memory",
-		      "64M", "--cmdline", cmdline, (char *)NULL);
+		execl(testutil_lvmm(), "lvmm", "run", "--kernel", testutil_bench_guest(),
+		      "--memory", "64M", "--cmdline", cmdline, (char *)NULL);
 		_exit(127);
 	}
 }
@@ -184,7 +184,8 @@ START_TEST(test_ctrl_c_stops_the_vm)
 	status = tty_finish(&t);
 	ck_assert_msg(WIFEXITED(status), "lvmm died by signal %d; terminal: %s",
 		      WIFSIGNALED(status) ? WTERMSIG(status) : -1, t.out);
-	ck_assert_msg(WEXITSTATUS(status) == 0, "exit %d; terminal: %s", WEXITSTATUS(status), t.out);
+	ck_assert_msg(WEXITSTATUS(status) == 0, "exit %d; terminal: %s", WEXITSTATUS(status),
+		      t.out);
 	ck_assert_msg(strstr(t.out, "stopped by signal INT"), "terminal: %s", t.out);
 	ck_assert_msg(!strstr(t.out, "seccomp"), "terminal: %s", t.out);
 	assert_modes_restored(&t);
