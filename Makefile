@@ -160,7 +160,7 @@ test-extra:
 bench: all
 
 demo: deps
-	$(Q)[ -c /dev/kvm ] || { echo "make demo: /dev/kvm is missing: lvmm boots VMs with KVM (load" \
+	$(Q)tools/kvm-usable.sh || { echo "make demo: /dev/kvm is not usable: lvmm boots VMs with KVM (load" \
 	    "kvm_intel or kvm_amd, or use a host or VM with virtualization enabled); 'make all guest'" \
 	    "builds everything without booting" >&2; exit 1; }
 	$(Q)$(MAKE) --no-print-directory all guest

@@ -58,7 +58,7 @@ if [ $cmd -eq 1 ]; then
 	echo "== $label: $*"
 	"$@" 2>&1 | tee "$log"
 	account "${PIPESTATUS[0]}" || echo "!! $label: FAILED"
-elif [ "${LVMM_TEST_NEEDS_KVM:-0}" = 1 ] && ! { [ -r /dev/kvm ] && [ -w /dev/kvm ]; }; then
+elif [ "${LVMM_TEST_NEEDS_KVM:-0}" = 1 ] && ! "$(dirname "$0")/../tools/kvm-usable.sh"; then
 	for t in "$@"; do
 		echo "SKIP: $(basename "$t"): /dev/kvm not usable here" | tee "$log"
 		account 0

@@ -70,8 +70,9 @@ uint8_t *testutil_guest_ram(struct guest_mem *gm, uint64_t size);
  * the case and the reason ("test_boot: linux_real_guest: build/guest/vmlinux not built"). */
 void testutil_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Whether this host can run VMs (/dev/kvm readable and writable); a program or case that boots
- * one skips without it: testutil_skip("NAME: /dev/kvm not usable here"). */
+/* Whether this host can run VMs (/dev/kvm readable and writable, as tools/kvm-usable.sh tests);
+ * a program or case that boots one skips without it: testutil_skip("NAME: /dev/kvm not usable
+ * here"). */
 bool testutil_kvm_usable(void);
 /* The first statement of a Check case that boots a VM: skips the case on a host without KVM. */
 #define TESTUTIL_NEED_KVM()                                                                        \

@@ -5,7 +5,7 @@
 # $LVMM_TEST_TOTALS (tests/run-suites.sh).
 set -uo pipefail
 build=${1:-build}
-if ! { [ -r /dev/kvm ] && [ -w /dev/kvm ]; }; then
+if ! "$(dirname "$0")/../kvm-usable.sh"; then
 	# every row but native boots a VM: one skipped case, not a pass (ci/test.sh refuses the host)
 	echo "SKIP: bench-smoke: /dev/kvm not usable here (its rows boot VMs)"
 	[ -n "${LVMM_TEST_TOTALS:-}" ] && echo "bench-smoke 0 0 1" >>"$LVMM_TEST_TOTALS"
