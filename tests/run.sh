@@ -8,8 +8,7 @@
 # usage: tests/run.sh LABEL BIN...       each BIN is a test program
 #        tests/run.sh --cmd LABEL CMD... one command (a sub-make) whose output is accounted
 # LVMM_TEST_NEEDS_KVM=1: every program boots VMs (the Linux suite); on a host without KVM each
-# is one skipped case ("SKIP: NAME: /dev/kvm not usable here"), not run; ci/test.sh refuses such
-# a host outright.
+# is one skipped case ("SKIP: NAME: /dev/kvm not usable here"), not run (CI included).
 set -u
 cmd=0
 if [ "${1:-}" = --cmd ]; then
