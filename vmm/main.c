@@ -309,7 +309,7 @@ static int cmd_run(int argc, char **argv)
 	struct vm *vm;
 	char err[512];
 	double t0 = now_s();
-	int status;
+	int status, kvm_fd;
 
 	config_defaults(&cfg);
 	if (parse_run(argc, argv, &cfg, &api_sock, &allowed_arg, &jail_dir))
@@ -350,6 +350,13 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "lvmm: %s\n", err);
 		return 1;
 	}
+	/* Before anything is started on the VM's behalf: without KVM there is no VM to serve. */
+	kvm_fd = vm_kvm_open(err, sizeof(err));
+	if (kvm_fd < 0) {
+		fprintf(stderr, "lvmm: %s\n", err);
+		return 1;
+	}
+	close(kvm_fd);
 	/* Before the seccomp filter: a softssd for an SSD nobody serves is a fork and an exec. */
 	if (ssd_autostart(&cfg, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);

@@ -116,31 +116,48 @@ static void vm_warm_reset(void *opaque, uint8_t status)
 
 /* ---- creation ---- */
 
-static int vm_open_kvm(struct vm *vm, char *err, unsigned errlen)
+int vm_kvm_open(char *err, unsigned errlen)
 {
-	int ret, api;
+	int fd, api, e;
 
-	if (vm->kvm_fd >= 0)
-		goto create; /* a reboot keeps /dev/kvm open and makes a fresh VM */
-	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (vm->kvm_fd < 0) {
-		ret = -errno;
-		if (errno == ENOENT)
+	fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		if (e == ENOENT)
 			snprintf(err, errlen,
 				 "/dev/kvm: not found (KVM not available on this host)");
-		else if (errno == EACCES || errno == EPERM)
+		else if (e == EACCES || e == EPERM)
 			snprintf(err, errlen,
 				 "/dev/kvm: permission denied (need access to /dev/kvm)");
 		else
-			snprintf(err, errlen, "/dev/kvm: %s", strerror(errno));
-		return ret;
+			snprintf(err, errlen, "/dev/kvm: %s", strerror(e));
+		return -e;
 	}
-	api = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
+	api = ioctl(fd, KVM_GET_API_VERSION, 0);
+	if (api < 0) {
+		e = errno;
+		snprintf(err, errlen, "/dev/kvm: not a KVM device (KVM_GET_API_VERSION: %s)",
+			 strerror(e));
+		close(fd);
+		return -ENODEV;
+	}
 	if (api != KVM_API_VERSION) {
 		snprintf(err, errlen, "/dev/kvm: API version %d, need %d", api, KVM_API_VERSION);
+		close(fd);
 		return -ENOTSUP;
 	}
-create:
+	return fd;
+}
+
+static int vm_open_kvm(struct vm *vm, char *err, unsigned errlen)
+{
+	int ret;
+
+	if (vm->kvm_fd < 0) { /* a reboot keeps /dev/kvm open and makes a fresh VM */
+		vm->kvm_fd = vm_kvm_open(err, errlen);
+		if (vm->kvm_fd < 0)
+			return vm->kvm_fd;
+	}
 	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
 	if (vm->vm_fd < 0) {
 		ret = -errno;

@@ -50,6 +50,9 @@ struct vm_dev_counters {
 };
 
 /* Lifecycle. All return 0 or a negative errno, with a one-line message in err. */
+/* Opens /dev/kvm and checks its API version: the fd, or -errno with a user-facing reason in err.
+ * lvmm run calls it first so that a host without KVM fails before anything is started. */
+int vm_kvm_open(char *err, unsigned errlen);
 int vm_create(const struct vm_config *cfg, struct vm **out, char *err, unsigned errlen);
 int vm_boot(struct vm *vm, char *err, unsigned errlen);      /* starts vCPU threads */
 int vm_pause(struct vm *vm, char *err, unsigned errlen);     /* all vCPUs stopped on return */
