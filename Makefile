@@ -109,7 +109,7 @@ LINUX_BINS = $(LINUX_TESTS:%=$(BUILD)/ltests/%)
 FUZZ_BINS  = $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
 
 .PHONY: all deps deps-check test test-unit test-asan test-integ test-linux fuzz fuzz-short \
-        demo bench clean format tidy install
+        demo bench clean format format-check tidy install
 
 # Installs missing Debian packages (apt-get); a no-op when everything is present.
 deps:
@@ -149,7 +149,7 @@ fuzz-short: $(FUZZ_BINS)
 
 # The guest is built first, so that no unit case that needs it is skipped; every suite runs even
 # after one failed, and the last line sums them all (tests/run-suites.sh).
-TEST_SUITES := test-unit test-asan test-integ fuzz-short test-linux test-extra
+TEST_SUITES := format-check test-unit test-asan test-integ fuzz-short test-linux test-extra
 test: deps
 	$(Q)$(MAKE) --no-print-directory all guest
 	$(Q)tests/run-suites.sh $(BUILD)/test-totals "$(MAKE)" $(TEST_SUITES)
@@ -176,7 +176,9 @@ install: all guest
 	install -D -m 644 $(BENCH_GUEST) $(DESTDIR)$(PREFIX)/share/lvmm/bench-guest.elf
 
 format:
-	$(Q)git ls-files '*.c' '*.h' '*.cu' | xargs clang-format -i
+	$(Q)git ls-files '*.c' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
+format-check:
+	$(Q)tests/run.sh --cmd "format" tools/format-check.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -514,8 +514,8 @@ int config_validate(const struct vm_config *c, char *err, unsigned errlen)
 		return -EINVAL;
 	}
 	if (c->rng_src[0]) {
-		int r = fsutil_check(NULL, "rng src", c->rng_src, false, FSUTIL_ENTROPY, err,
-				     errlen);
+		int r =
+		    fsutil_check(NULL, "rng src", c->rng_src, false, FSUTIL_ENTROPY, err, errlen);
 
 		if (r)
 			return r;

@@ -24,7 +24,7 @@ struct vnvme_config {
 	bool readonly;
 	char serial[21]; /* NVMe serial number, 20 chars max */
 	enum vnvme_mode mode;
-	unsigned queues; /* I/O queue pairs offered, 1..65535; 0 = one per vCPU */
+	unsigned queues;	      /* I/O queue pairs offered, 1..65535; 0 = one per vCPU */
 	enum vnvme_doorbell doorbell; /* ssd modes: polled pages or eventfds; auto = the SSD's */
 	/* Set by vm.c from vm_config.allowed_dir when the VM is built, never parsed: file= is
 	 * then opened by a walk beneath it (no check-then-open window). NULL: no confinement. */
@@ -54,9 +54,9 @@ struct vm_config {
 	unsigned num_pci_segments;
 };
 
-#define CONFIG_DEFAULT_CPUS   1
-#define CONFIG_DEFAULT_MEMORY (256ULL << 20)
-#define CONFIG_MIN_MEMORY     (16ULL << 20)
+#define CONFIG_DEFAULT_CPUS	    1
+#define CONFIG_DEFAULT_MEMORY	    (256ULL << 20)
+#define CONFIG_MIN_MEMORY	    (16ULL << 20)
 #define CONFIG_DEFAULT_SERIAL_LIMIT (64ULL << 20)
 
 void config_defaults(struct vm_config *c);

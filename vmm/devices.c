@@ -473,10 +473,8 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 	    .readonly = vc->readonly,
 	    .cntlid = (uint16_t)idx,
 	};
-	struct nvme_ctrl_hooks hooks = {.irq = hook_irq,
-					.kick = hook_kick,
-					.dbbuf = hook_dbbuf,
-					.bus_master = hook_bus_master};
+	struct nvme_ctrl_hooks hooks = {
+	    .irq = hook_irq, .kick = hook_kick, .dbbuf = hook_dbbuf, .bus_master = hook_bus_master};
 	struct lightiov_vcap vcap = {
 	    .cap_id = LIGHTIOV_VCAP_ID,
 	    .cap_len = sizeof(vcap),

@@ -9,15 +9,15 @@
 #define GMEM_MAX_SLOTS 4
 
 struct gmem_slot {
-	uint64_t gpa;   /* guest-physical start */
-	uint64_t size;  /* bytes */
-	uint8_t *host;  /* host virtual address of gpa */
+	uint64_t gpa;	 /* guest-physical start */
+	uint64_t size;	 /* bytes */
+	uint8_t *host;	 /* host virtual address of gpa */
 	uint64_t fd_off; /* offset of this slot in the memfd */
 };
 
 struct guest_mem {
-	int memfd;      /* -1 when the memory is a plain buffer (tests) */
-	uint64_t size;  /* total RAM bytes */
+	int memfd;     /* -1 when the memory is a plain buffer (tests) */
+	uint64_t size; /* total RAM bytes */
 	unsigned nslots;
 	struct gmem_slot slots[GMEM_MAX_SLOTS];
 };

@@ -368,7 +368,9 @@ static int cmd_run(int argc, char **argv)
 		return 1;
 	crash_handlers_install();
 	if (serial_term_guard())
-		fprintf(stderr, "lvmm: warning: no terminal guard; a killed lvmm leaves the terminal raw\n");
+		fprintf(
+		    stderr,
+		    "lvmm: warning: no terminal guard; a killed lvmm leaves the terminal raw\n");
 	/* A console reader that goes away must not kill the VM: writes then fail with EPIPE. */
 	signal(SIGPIPE, SIG_IGN);
 	/* Blocked before any thread exists, so only sig_thread ever receives these. */

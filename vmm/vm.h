@@ -22,8 +22,8 @@ enum vm_exit_reason {
 	VM_EXIT_RESET,
 	VM_EXIT_TRIPLE_FAULT,
 	VM_EXIT_SIGNAL,
-	VM_EXIT_API,         /* vm.shutdown / vmm.shutdown */
-	VM_EXIT_ERROR,       /* unhandled exit, emulation failure: message in vm_exit_msg() */
+	VM_EXIT_API,   /* vm.shutdown / vmm.shutdown */
+	VM_EXIT_ERROR, /* unhandled exit, emulation failure: message in vm_exit_msg() */
 };
 
 struct vm;
@@ -40,12 +40,12 @@ struct vm_dev_counters {
 	char id[64];
 	uint64_t reads, writes, read_bytes, write_bytes, flushes;
 	uint64_t doorbells, mmio_exits, irqs;
-	uint64_t wakeups;    /* lvmm thread runs for this device (I/O thread or inline) */
-	char mode[16];	     /* emulate, passthrough, isolated */
-	char ssd[64];	     /* empty for file= */
+	uint64_t wakeups; /* lvmm thread runs for this device (I/O thread or inline) */
+	char mode[16];	  /* emulate, passthrough, isolated */
+	char ssd[64];	  /* empty for file= */
 	char volume[32];
 	uint64_t backend_cmds, backend_errors, backend_rejected; /* all queue pairs, also gone */
-	unsigned nqueues;    /* bound queue pairs (backend counters in q[]) */
+	unsigned nqueues; /* bound queue pairs (backend counters in q[]) */
 	struct vm_queue_counters q[VM_DEV_MAX_QUEUES];
 };
 
@@ -54,12 +54,12 @@ struct vm_dev_counters {
  * lvmm run calls it first so that a host without KVM fails before anything is started. */
 int vm_kvm_open(char *err, unsigned errlen);
 int vm_create(const struct vm_config *cfg, struct vm **out, char *err, unsigned errlen);
-int vm_boot(struct vm *vm, char *err, unsigned errlen);      /* starts vCPU threads */
-int vm_pause(struct vm *vm, char *err, unsigned errlen);     /* all vCPUs stopped on return */
+int vm_boot(struct vm *vm, char *err, unsigned errlen);	 /* starts vCPU threads */
+int vm_pause(struct vm *vm, char *err, unsigned errlen); /* all vCPUs stopped on return */
 int vm_resume(struct vm *vm, char *err, unsigned errlen);
-int vm_shutdown(struct vm *vm, char *err, unsigned errlen);  /* stop vCPUs, state Shutdown */
+int vm_shutdown(struct vm *vm, char *err, unsigned errlen); /* stop vCPUs, state Shutdown */
 int vm_reboot(struct vm *vm, char *err, unsigned errlen);
-void vm_destroy(struct vm *vm);                              /* any state */
+void vm_destroy(struct vm *vm); /* any state */
 
 /* Blocks until the VM stops (guest poweroff, fault, vm_shutdown); returns the reason. */
 enum vm_exit_reason vm_wait(struct vm *vm);
@@ -87,9 +87,9 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen);
 struct guest_mem *vm_guest_mem(struct vm *vm);
 struct bus *vm_pio_bus(struct vm *vm);
 struct bus *vm_mmio_bus(struct vm *vm);
-int vm_alloc_gsi(struct vm *vm);                         /* a free GSI for MSI routing */
+int vm_alloc_gsi(struct vm *vm);	      /* a free GSI for MSI routing */
 int vm_free_gsi(struct vm *vm, unsigned gsi); /* back to the pool, its MSI route dropped */
-unsigned vm_gsi_count(struct vm *vm);          /* MSI GSIs handed out now */
+unsigned vm_gsi_count(struct vm *vm);	      /* MSI GSIs handed out now */
 int vm_set_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked);
 int vm_irqfd(struct vm *vm, unsigned gsi, int efd, bool assign);
 int vm_ioeventfd(struct vm *vm, uint64_t addr, unsigned len, int efd, bool assign);

@@ -77,13 +77,13 @@ int lio_client_fd(const struct lio_client *c)
 }
 
 static const char *const lio_op_names[LIO_OP_MAX] = {
-    [LIO_OP_IDENTIFY] = "identify",	[LIO_OP_DMA_REGISTER] = "dma-register",
-    [LIO_OP_QMEM_ALLOC] = "qmem-alloc", [LIO_OP_QP_CREATE] = "qp-create",
-    [LIO_OP_QP_DESTROY] = "qp-destroy", [LIO_OP_QP_STATS] = "qp-stats",
-    [LIO_OP_VOL_CREATE] = "vol-create", [LIO_OP_VOL_DELETE] = "vol-delete",
-    [LIO_OP_VOL_RESIZE] = "vol-resize", [LIO_OP_VOL_LIST] = "vol-list",
-    [LIO_OP_VOL_ATTACH] = "vol-attach", [LIO_OP_VOL_DETACH] = "vol-detach",
-    [LIO_OP_SSD_STATS] = "ssd-stats",	[LIO_OP_SESSION_LIST] = "session-list",
+    [LIO_OP_IDENTIFY] = "identify",	  [LIO_OP_DMA_REGISTER] = "dma-register",
+    [LIO_OP_QMEM_ALLOC] = "qmem-alloc",	  [LIO_OP_QP_CREATE] = "qp-create",
+    [LIO_OP_QP_DESTROY] = "qp-destroy",	  [LIO_OP_QP_STATS] = "qp-stats",
+    [LIO_OP_VOL_CREATE] = "vol-create",	  [LIO_OP_VOL_DELETE] = "vol-delete",
+    [LIO_OP_VOL_RESIZE] = "vol-resize",	  [LIO_OP_VOL_LIST] = "vol-list",
+    [LIO_OP_VOL_ATTACH] = "vol-attach",	  [LIO_OP_VOL_DETACH] = "vol-detach",
+    [LIO_OP_SSD_STATS] = "ssd-stats",	  [LIO_OP_SESSION_LIST] = "session-list",
     [LIO_OP_SESSION_SET] = "session-set",
 };
 
@@ -93,13 +93,13 @@ static const char *lio_op_name(uint32_t op)
 }
 
 static const unsigned long lio_op_ioctls[LIO_OP_MAX] = {
-    [LIO_OP_IDENTIFY] = LIO_IOC_IDENTIFY,	  [LIO_OP_DMA_REGISTER] = LIO_IOC_DMA_REGISTER,
-    [LIO_OP_QMEM_ALLOC] = LIO_IOC_QMEM_ALLOC,	  [LIO_OP_QP_CREATE] = LIO_IOC_QP_CREATE,
-    [LIO_OP_QP_DESTROY] = LIO_IOC_QP_DESTROY,	  [LIO_OP_QP_STATS] = LIO_IOC_QP_STATS,
-    [LIO_OP_VOL_CREATE] = LIO_IOC_VOL_CREATE,	  [LIO_OP_VOL_DELETE] = LIO_IOC_VOL_DELETE,
-    [LIO_OP_VOL_RESIZE] = LIO_IOC_VOL_RESIZE,	  [LIO_OP_VOL_LIST] = LIO_IOC_VOL_LIST,
-    [LIO_OP_VOL_ATTACH] = LIO_IOC_VOL_ATTACH,	  [LIO_OP_VOL_DETACH] = LIO_IOC_VOL_DETACH,
-    [LIO_OP_SSD_STATS] = LIO_IOC_SSD_STATS,	  [LIO_OP_SESSION_LIST] = LIO_IOC_SESSION_LIST,
+    [LIO_OP_IDENTIFY] = LIO_IOC_IDENTIFY,	[LIO_OP_DMA_REGISTER] = LIO_IOC_DMA_REGISTER,
+    [LIO_OP_QMEM_ALLOC] = LIO_IOC_QMEM_ALLOC,	[LIO_OP_QP_CREATE] = LIO_IOC_QP_CREATE,
+    [LIO_OP_QP_DESTROY] = LIO_IOC_QP_DESTROY,	[LIO_OP_QP_STATS] = LIO_IOC_QP_STATS,
+    [LIO_OP_VOL_CREATE] = LIO_IOC_VOL_CREATE,	[LIO_OP_VOL_DELETE] = LIO_IOC_VOL_DELETE,
+    [LIO_OP_VOL_RESIZE] = LIO_IOC_VOL_RESIZE,	[LIO_OP_VOL_LIST] = LIO_IOC_VOL_LIST,
+    [LIO_OP_VOL_ATTACH] = LIO_IOC_VOL_ATTACH,	[LIO_OP_VOL_DETACH] = LIO_IOC_VOL_DETACH,
+    [LIO_OP_SSD_STATS] = LIO_IOC_SSD_STATS,	[LIO_OP_SESSION_LIST] = LIO_IOC_SESSION_LIST,
     [LIO_OP_SESSION_SET] = LIO_IOC_SESSION_SET,
 };
 

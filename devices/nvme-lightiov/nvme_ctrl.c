@@ -35,8 +35,8 @@ static bool cmb_space_on(const struct nvme_ctrl *c)
 
 bool nvme_in_cmb(const struct nvme_ctrl *c, uint64_t base, uint64_t bytes)
 {
-	return cmb_space_on(c) && base >= c->cmb_gpa &&
-	       base - c->cmb_gpa < c->p.cmb_size && bytes <= c->p.cmb_size - (base - c->cmb_gpa);
+	return cmb_space_on(c) && base >= c->cmb_gpa && base - c->cmb_gpa < c->p.cmb_size &&
+	       bytes <= c->p.cmb_size - (base - c->cmb_gpa);
 }
 
 uint8_t *nvme_queue_host(struct nvme_ctrl *c, uint64_t base, uint64_t bytes, bool allow_cmb)

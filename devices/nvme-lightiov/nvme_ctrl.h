@@ -77,7 +77,7 @@ struct nvme_qp_bind {
 	uint32_t sq_depth, cq_depth;
 	uint64_t sq_gpa, cq_gpa;
 	bool sq_in_cmb;
-	bool ien;	 /* the CQ interrupts (on vector) */
+	bool ien; /* the CQ interrupts (on vector) */
 	uint16_t vector;
 	uint64_t dbbuf_dbs; /* Doorbell Buffer Config addresses, 0 when not configured */
 	uint64_t dbbuf_eis;

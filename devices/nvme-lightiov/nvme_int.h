@@ -52,7 +52,7 @@ struct nvme_ctrl {
 	uint32_t cc, csts, intms, aqa;
 	uint64_t asq, acq;
 	uint32_t cmbloc, cmbsz; /* read as zero until CMBMSC.CRE (CAP.CMBS: the 1.4 way) */
-	uint64_t cmbmsc;	/* as the host wrote it; kept across resets (Linux writes it once) */
+	uint64_t cmbmsc; /* as the host wrote it; kept across resets (Linux writes it once) */
 
 	uint8_t *cmb;
 	uint64_t cmb_gpa;

@@ -123,8 +123,8 @@ static void bench_randread(const char *file, const char *backend, unsigned hthre
 {
 	int fd;
 	/* through the cache: 4 KiB pages, 64 MiB of cache for the 1 GiB file (mostly misses) */
-	struct gemini_ctx *c = open_ctx(backend, raw == 2 ? 4096 : 65536, 64 << 20, 0, hthreads,
-					file, &fd);
+	struct gemini_ctx *c =
+	    open_ctx(backend, raw == 2 ? 4096 : 65536, 64 << 20, 0, hthreads, file, &fd);
 	char err[GVDK_ERRLEN];
 	struct gvdk_map m;
 	int maxt = 0;
@@ -178,7 +178,9 @@ static void bench_randread(const char *file, const char *backend, unsigned hthre
 		cudaMemcpy(&e, de, 8, cudaMemcpyDeviceToHost);
 		double ios = (double)t * r, s = ms / 1e3;
 		printf("randread,%s%s,%u,%d,%.0f,%.1f,%.2f,%llu\n", backend,
-		       raw == 1 ? "-raw" : raw == 2 ? "-cached" : "",
+		       raw == 1	  ? "-raw"
+		       : raw == 2 ? "-cached"
+				  : "",
 		       hthreads, t, ios / s, ios * 4096 / s / 1e6, l / ios / 1e3, e);
 		fflush(stdout);
 	}
@@ -345,19 +347,20 @@ static void *bat_worker(void *p)
 		for (int i = 0; i < a->batch; i++) {
 			uint64_t b = ((uint64_t)rand_r(&s) * 7919u + rand_r(&s)) % a->nblocks;
 
-			if (pread(a->fd, h + (size_t)i * 4096, 4096, (off_t)(a->data_off + b * 4096)) !=
-			    4096)
+			if (pread(a->fd, h + (size_t)i * 4096, 4096,
+				  (off_t)(a->data_off + b * 4096)) != 4096)
 				a->bad++;
 			dst[i] = a->gpu + (size_t)i * 4096;
 			src[i] = h + (size_t)i * 4096;
 		}
 		memset(&attr, 0, sizeof(attr));
 		attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-		if (cudaMemcpyBatchAsync(dst.data(), src.data(), sz.data(), a->batch, &attr, &idx, 1,
-					 a->st) != cudaSuccess) {
+		if (cudaMemcpyBatchAsync(dst.data(), src.data(), sz.data(), a->batch, &attr, &idx,
+					 1, a->st) != cudaSuccess) {
 			cudaGetLastError();
 			for (int i = 0; i < a->batch; i++)
-				cudaMemcpyAsync(dst[i], src[i], 4096, cudaMemcpyHostToDevice, a->st);
+				cudaMemcpyAsync(dst[i], src[i], 4096, cudaMemcpyHostToDevice,
+						a->st);
 		}
 		cudaEventRecord(ev[half], a->st);
 		a->lat += now() - t0;
@@ -432,8 +435,9 @@ static void bench_cpu_batched(const char *file, int direct, const std::vector<in
 		}
 		pthread_barrier_destroy(&go);
 		/* lat_us: host time per request to read it and queue its copy (batch amortised) */
-		printf("randread,posix-cpu-batched%s,0,%d,%.0f,%.1f,%.2f,%d\n", direct ? "-direct" : "",
-		       t, ios / s, ios * 4096 / s / 1e6, lat / ios * 1e6, bad);
+		printf("randread,posix-cpu-batched%s,0,%d,%.0f,%.1f,%.2f,%d\n",
+		       direct ? "-direct" : "", t, ios / s, ios * 4096 / s / 1e6, lat / ios * 1e6,
+		       bad);
 		fflush(stdout);
 	}
 	close(fd);
@@ -840,15 +844,16 @@ int main(int argc, char **argv)
 		bench_seq(argv[2], argv[3], (size_t)atol(argv[4]), (unsigned)atoi(argv[5]),
 			  atoi(argv[6]));
 	else {
-		fprintf(stderr,
-			"usage: bench_gemini randread FILE BACKEND HOSTTHREADS RAW T1,T2.. [REQS]\n"
-			"         RAW 0: G_read_direct, 1: raw device offsets, 2: G_read (cache)\n"
-			"       bench_gemini cpu FILE buffered|direct|gds T1,T2.. [REQS]\n"
-			"       bench_gemini cpu-batched FILE buffered|direct T1,T2.. [REQS [BATCH]]\n"
-			"       bench_gemini hit FILE PAGESIZE W1,W2..\n"
-			"       bench_gemini ablate FILE PAGESIZE W1,W2..\n"
-			"       bench_gemini copycost\n"
-			"       bench_gemini seq FILE BACKEND PAGESIZE PREFETCH WARPS\n");
+		fprintf(
+		    stderr,
+		    "usage: bench_gemini randread FILE BACKEND HOSTTHREADS RAW T1,T2.. [REQS]\n"
+		    "         RAW 0: G_read_direct, 1: raw device offsets, 2: G_read (cache)\n"
+		    "       bench_gemini cpu FILE buffered|direct|gds T1,T2.. [REQS]\n"
+		    "       bench_gemini cpu-batched FILE buffered|direct T1,T2.. [REQS [BATCH]]\n"
+		    "       bench_gemini hit FILE PAGESIZE W1,W2..\n"
+		    "       bench_gemini ablate FILE PAGESIZE W1,W2..\n"
+		    "       bench_gemini copycost\n"
+		    "       bench_gemini seq FILE BACKEND PAGESIZE PREFETCH WARPS\n");
 		return 2;
 	}
 	return 0;

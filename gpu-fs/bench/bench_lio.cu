@@ -180,10 +180,11 @@ int main(int argc, char **argv)
 	const char *only = getenv("BENCH_LIO_ONLY"); /* "1": the lio rows alone */
 
 	if (argc != 2 && argc != 3) {
-		fprintf(stderr, "usage: LVMM=lvmm bench_lio WORK_DIR [SSD_DIR]   (CSV on stdout)\n"
-				"  SSD_DIR: where softssd keeps its backing (default WORK_DIR; a tmpfs\n"
-				"  there takes the disk out of the lio path); BENCH_LIO_ONLY=1: lio rows\n"
-				"  alone\n");
+		fprintf(stderr,
+			"usage: LVMM=lvmm bench_lio WORK_DIR [SSD_DIR]   (CSV on stdout)\n"
+			"  SSD_DIR: where softssd keeps its backing (default WORK_DIR; a tmpfs\n"
+			"  there takes the disk out of the lio path); BENCH_LIO_ONLY=1: lio rows\n"
+			"  alone\n");
 		return 2;
 	}
 	snprintf(file, sizeof(file), "%s/bench-lio.gvdk", argv[1]);

@@ -21,23 +21,23 @@
  * offset in the shared queue memory. Pages are 4 KiB (the arena is 2 MiB aligned, so a GPA is
  * page aligned exactly where the address is).
  */
-#define GM_GPA_ARENA	(1ull << 62)
-#define GM_GPA_QMEM	(3ull << 62)
-#define GM_PRP_LIST	256u /* bytes of PRP list per SQ slot: MDTS / 4 KiB entries */
-#define GM_STAT_HITS	0
-#define GM_STAT_MISSES	1
-#define GM_STAT_EVICT	2
-#define GM_STAT_WB	3
-#define GM_STAT_IOERR	4
-#define GM_STAT_CMDS	5
-#define GM_NSTATS	8
+#define GM_GPA_ARENA   (1ull << 62)
+#define GM_GPA_QMEM    (3ull << 62)
+#define GM_PRP_LIST    256u /* bytes of PRP list per SQ slot: MDTS / 4 KiB entries */
+#define GM_STAT_HITS   0
+#define GM_STAT_MISSES 1
+#define GM_STAT_EVICT  2
+#define GM_STAT_WB     3
+#define GM_STAT_IOERR  4
+#define GM_STAT_CMDS   5
+#define GM_NSTATS      8
 /* GPU-side status of a command whose completion never came (queue dead or wait past the bound):
  * outside the 15-bit range a controller can report */
-#define GM_SC_TIMEOUT 0x10000
-#define GM_ETIMEDOUT  110
-#define GM_EIO	      5
-#define GM_Q_DEAD     2 /* ctl word: set once a wait on the queue ran past the bound */
-#define GM_CTL_WORDS  4
+#define GM_SC_TIMEOUT	  0x10000
+#define GM_ETIMEDOUT	  110
+#define GM_EIO		  5
+#define GM_Q_DEAD	  2 /* ctl word: set once a wait on the queue ran past the bound */
+#define GM_CTL_WORDS	  4
 #define GM_SC_WRITE_FAULT NVME_STATUS(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT)
 #define GM_SC_READ_ERROR  NVME_STATUS(NVME_SCT_MEDIA, NVME_SC_READ_ERROR)
 
@@ -85,15 +85,15 @@ struct gm_lioq {
 	struct nvme_cqe *cq;
 	uint32_t *sq_db;
 	uint32_t *cq_db;
-	uint8_t *stage;	 /* GM_LIO_INFLIGHT x GM_LIO_CHUNK bytes of the DMA window */
-	uint64_t *prp;	 /* GM_LIO_INFLIGHT PRP-list pages of the DMA window */
+	uint8_t *stage; /* GM_LIO_INFLIGHT x GM_LIO_CHUNK bytes of the DMA window */
+	uint64_t *prp;	/* GM_LIO_INFLIGHT PRP-list pages of the DMA window */
 	uint64_t stage_gpa;
 	uint64_t prp_gpa;
 	uint32_t depth;
 	uint32_t tail;
 	uint32_t head;
 	uint32_t phase;
-	int lock;	    /* SQ tail and CQ head: placing commands, reaping completions */
+	int lock; /* SQ tail and CQ head: placing commands, reaping completions */
 	uint32_t dead;
 	uint32_t lba_shift;
 	uint32_t free_mask; /* staging slots (= CIDs) free: min(GM_LIO_INFLIGHT, depth - 2) */
@@ -134,10 +134,10 @@ struct gemini_dev {
 	struct gm_shard *shards;
 	struct gm_queue *queues;
 	unsigned long long *stats; /* 64 * GM_NSTATS, summed by the host */
-	uint32_t *wb;		   /* per page: a write-back is in flight (the writer holds a ref) */
+	uint32_t *wb; /* per page: a write-back is in flight (the writer holds a ref) */
 	/* per file: failed write-backs [fd], and [16 + fd] the count a clean G_sync covered */
 	uint32_t *wb_err;
-	uint64_t timeout_ns; /* bound on every wait for the controller or another warp/process */
+	uint64_t timeout_ns;  /* bound on every wait for the controller or another warp/process */
 	struct gm_lioq *lioq; /* lio backend: its queue pairs (NULL: the in-process controller) */
 	uint32_t nlioq;
 	uint32_t pad_lio;
@@ -454,8 +454,8 @@ dead:
  */
 enum {
 	GM_PROF_BATCHES,
-	GM_PROF_LOCK_NS,  /* waiting for the pair (GM_LIO_SERIAL: another warp's whole batch) */
-	GM_PROF_ROUNDS,	  /* submissions: commands placed under the lock, one doorbell */
+	GM_PROF_LOCK_NS, /* waiting for the pair (GM_LIO_SERIAL: another warp's whole batch) */
+	GM_PROF_ROUNDS,	 /* submissions: commands placed under the lock, one doorbell */
 	GM_PROF_CMDS,
 	GM_PROF_STAGE_NS, /* per submission: slots claimed, write data staged, SQEs placed, rung */
 	GM_PROF_FIRST_NS, /* doorbell to the batch's first completion seen (softssd's poll, its
@@ -648,8 +648,9 @@ __device__ static inline void gm_lio_batch_run(struct gemini_dev *d, struct gm_b
 
 			if ((c->dev & lmask) || (c->len & lmask) || c->len > GM_LIO_CHUNK) {
 				/* the volume is addressed in whole LBAs: refuse, never round */
-				gm_batch_fail(b, NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) |
-							 NVME_STATUS_DNR);
+				gm_batch_fail(b,
+					      NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) |
+						  NVME_STATUS_DNR);
 				next++;
 				left--;
 				progress = true;
@@ -689,11 +690,13 @@ __device__ static inline void gm_lio_batch_run(struct gemini_dev *d, struct gm_b
 				u.s.nsid = 1;
 				gm_lio_prp(q, (uint32_t)slot[i], c->len, &u.s);
 				if (c->op != NVME_CMD_FLUSH) {
-					uint64_t slba = c->dev >> q->lba_shift; /* volume-relative */
+					uint64_t slba =
+					    c->dev >> q->lba_shift; /* volume-relative */
 
 					u.s.cdw10 = (uint32_t)slba;
 					u.s.cdw11 = (uint32_t)(slba >> 32);
-					u.s.cdw12 = (c->len >> q->lba_shift) - 1; /* NLB, zero based */
+					u.s.cdw12 =
+					    (c->len >> q->lba_shift) - 1; /* NLB, zero based */
 				}
 				for (int j = 0; j < 4; j++)
 					out[j] = u.v[j];
@@ -1224,7 +1227,8 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 			bool unpub = false;
 
 			if (lane == leader)
-				slot = gm_get_page(d, fd, pg, 1, write && n == d->page_size, &unpub);
+				slot =
+				    gm_get_page(d, fd, pg, 1, write && n == d->page_size, &unpub);
 			slot = __shfl_sync(active, slot, leader);
 			if (slot < 0) {
 				if (lane == leader && GM_ERR_HAS_SLOT(slot))
@@ -1271,8 +1275,8 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 		if (lane == leader) {
 			bool unpub;
 
-			slot = gm_get_page(d, fd, pos >> d->page_shift, __popc(group), false,
-					   &unpub);
+			slot =
+			    gm_get_page(d, fd, pos >> d->page_shift, __popc(group), false, &unpub);
 		}
 		slot = __shfl_sync(active, slot, leader);
 		if (mine) {

@@ -112,12 +112,12 @@ struct gemini_ctx {
 	uint8_t *lio_mem_dev;  /* the DMA window as the GPU sees it */
 	uint8_t *lio_qmem_dev; /* the queue memory as the GPU sees it */
 	struct gm_lioq *lioq_dev;
-	uint64_t lio_bounce;   /* GPA of the host's bounce page in the window */
+	uint64_t lio_bounce; /* GPA of the host's bounce page in the window */
 	uint64_t lio_vol_bytes;
 	uint32_t lio_lba_shift;
 	uint32_t lio_vol_id;
-	int lio_fd;	       /* the one open file, or -1 */
-	int lio_regs;	       /* host registrations made (cudaHostRegister): 1 window, 2 both */
+	int lio_fd;   /* the one open file, or -1 */
+	int lio_regs; /* host registrations made (cudaHostRegister): 1 window, 2 both */
 };
 
 __attribute__((format(printf, 3, 4))) int gm_err(struct gemini_ctx *c, int rc, const char *fmt,

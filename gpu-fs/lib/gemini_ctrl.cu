@@ -23,9 +23,9 @@
 #include "gemini_backend.h"
 #include "lightiov/check.h"
 
-#define GM_BOUNCE (32u << 20)
-#define GM_BATCH  4096
-#define GM_SEGS	  (2 * GM_BATCH) /* data segments of one batch (a contiguous buffer is one) */
+#define GM_BOUNCE	   (32u << 20)
+#define GM_BATCH	   4096
+#define GM_SEGS		   (2 * GM_BATCH) /* data segments of one batch (a contiguous buffer is one) */
 #define GM_STATUS(sct, sc) (NVME_STATUS(sct, sc) | NVME_STATUS_DNR)
 
 struct gm_op {
@@ -251,12 +251,12 @@ static void gm_prepare(struct gm_worker *w, const struct nvme_sqe *s, struct gm_
 			ssize_t n = io.kind == LIO_IO_READ
 					? cuFileRead((CUfileHandle_t)hf->cufile, g, io.segs[i].len,
 						     (off_t)o, 0)
-					: cuFileWrite((CUfileHandle_t)hf->cufile, g,
-						      io.segs[i].len, (off_t)o, 0);
+					: cuFileWrite((CUfileHandle_t)hf->cufile, g, io.segs[i].len,
+						      (off_t)o, 0);
 
 			if (n != (ssize_t)io.segs[i].len)
-				op->status = io.kind == LIO_IO_READ ? GM_SC_READ_ERROR
-								    : GM_SC_WRITE_FAULT;
+				op->status =
+				    io.kind == LIO_IO_READ ? GM_SC_READ_ERROR : GM_SC_WRITE_FAULT;
 			o += io.segs[i].len;
 		}
 #else
@@ -328,9 +328,8 @@ static void gm_file_batch(struct gm_worker *w, struct gm_op *ops, int n, uint8_t
 				struct gm_op *op = (struct gm_op *)io_uring_cqe_get_data(cqe);
 
 				if (cqe->res != (int)op->len)
-					op->status = opcode == NVME_CMD_READ
-							 ? GM_SC_READ_ERROR
-							 : GM_SC_WRITE_FAULT;
+					op->status = opcode == NVME_CMD_READ ? GM_SC_READ_ERROR
+									     : GM_SC_WRITE_FAULT;
 				io_uring_cqe_seen(&w->ring, cqe);
 				inflight--;
 			}
@@ -344,11 +343,10 @@ static void gm_file_batch(struct gm_worker *w, struct gm_op *ops, int n, uint8_t
 
 		if (op->io_fd < 0 || op->opcode != opcode || op->status != NVME_SC_SUCCESS)
 			continue;
-		bad = gm_rw_all(op->io_fd, op->bounce, op->len, op->io_off,
-				opcode != NVME_CMD_READ);
+		bad =
+		    gm_rw_all(op->io_fd, op->bounce, op->len, op->io_off, opcode != NVME_CMD_READ);
 		if (bad)
-			op->status = opcode == NVME_CMD_READ ? GM_SC_READ_ERROR
-							       : GM_SC_WRITE_FAULT;
+			op->status = opcode == NVME_CMD_READ ? GM_SC_READ_ERROR : GM_SC_WRITE_FAULT;
 	}
 }
 
@@ -507,7 +505,8 @@ static void gm_watch_report(struct gemini_ctx *c, const uint32_t *snap, int have
 		const uint32_t *db = gm_qpair_at(c->qmem, depth, qi).db;
 		uint32_t tail = __atomic_load_n(db, __ATOMIC_ACQUIRE);
 		uint32_t head = __atomic_load_n(&c->qhead[qi], __ATOMIC_ACQUIRE);
-		const uint32_t *turn = snap + (size_t)qi * (depth + GM_CTL_WORDS), *ctl = turn + depth;
+		const uint32_t *turn = snap + (size_t)qi * (depth + GM_CTL_WORDS),
+			       *ctl = turn + depth;
 
 		if (tail == head && (!have_snap || (ctl[0] == ctl[1] && ctl[1] == tail)))
 			continue;

@@ -285,7 +285,8 @@ static int gm_setup(struct gemini_ctx *c)
 			q[i].prp = (uint64_t *)(c->qmem_dev + gm_prp_off(k->nqueues, k->qdepth) +
 						(size_t)i * k->qdepth * GM_PRP_LIST);
 			q[i].prp_gpa = GM_GPA_QMEM + ((uint8_t *)q[i].prp - c->qmem_dev);
-			q[i].turn = (uint32_t *)(a + o_turn) + (size_t)i * (k->qdepth + GM_CTL_WORDS);
+			q[i].turn =
+			    (uint32_t *)(a + o_turn) + (size_t)i * (k->qdepth + GM_CTL_WORDS);
 			q[i].ctl = q[i].turn + k->qdepth;
 			q[i].depth = k->qdepth;
 			q[i].qid = i + 1;
@@ -302,9 +303,11 @@ static int gm_setup(struct gemini_ctx *c)
 			e = cudaMemcpy(h->bucket, bk, (size_t)nshards * nb * 4,
 				       cudaMemcpyHostToDevice);
 		if (!e)
-			e = cudaMemcpy(h->shards, sh, nshards * sizeof(*sh), cudaMemcpyHostToDevice);
+			e = cudaMemcpy(h->shards, sh, nshards * sizeof(*sh),
+				       cudaMemcpyHostToDevice);
 		if (!e)
-			e = cudaMemcpy(h->queues, q, k->nqueues * sizeof(*q), cudaMemcpyHostToDevice);
+			e = cudaMemcpy(h->queues, q, k->nqueues * sizeof(*q),
+				       cudaMemcpyHostToDevice);
 		free(key), free(lp), free(ln), free(bk), free(sh), free(q);
 		if (e)
 			return gm_err(c, -EIO, "gemini: uploading the page cache of %u pages: %s",
@@ -584,7 +587,8 @@ int gemini_sync(struct gemini_ctx *c, int fd)
 	GM_CUDA(c, cudaMalloc((void **)&drc, sizeof(int)));
 	if (cudaMemset(drc, 0, sizeof(int)) != cudaSuccess) {
 		cudaFree(drc);
-		return gm_err(c, -EIO, "gemini_sync: descriptor %d: clearing the result failed", fd);
+		return gm_err(c, -EIO, "gemini_sync: descriptor %d: clearing the result failed",
+			      fd);
 	}
 	/* each warp of a G_sync scans the whole cache: one block of 8 warps splits the writes */
 	gm_sync_kernel<<<1, 256>>>(c->ddev, fd, drc);
@@ -821,7 +825,8 @@ int gemini_ipc_import(const struct gemini_ipc_handle *h, struct gemini_dev **dev
 	}
 	if (cudaMalloc((void **)&im->queues, d.nqueues * sizeof(*q)) != cudaSuccess)
 		goto fail_q;
-	if (cudaMemcpy(im->queues, q, d.nqueues * sizeof(*q), cudaMemcpyHostToDevice) != cudaSuccess)
+	if (cudaMemcpy(im->queues, q, d.nqueues * sizeof(*q), cudaMemcpyHostToDevice) !=
+	    cudaSuccess)
 		goto fail_q;
 	d.queues = im->queues;
 	free(q);

@@ -163,9 +163,8 @@ int gm_lio_start(struct gemini_ctx *c)
 		    (uint64_t *)gm_lio_dev(c->lio_mem_dev, d->mem, lio_drv_ptr(d, q[i].prp_gpa));
 		q[i].depth = k->qdepth;
 		/* slots (CIDs) in flight: below softssd's depth - 1 with one to spare */
-		q[i].free_mask = (1u << (k->qdepth - 2 < GM_LIO_INFLIGHT ? k->qdepth - 2
-									 : GM_LIO_INFLIGHT)) -
-				 1;
+		q[i].free_mask =
+		    (1u << (k->qdepth - 2 < GM_LIO_INFLIGHT ? k->qdepth - 2 : GM_LIO_INFLIGHT)) - 1;
 		q[i].phase = 1;
 		q[i].lba_shift = id.lba_shift;
 	}

@@ -505,8 +505,8 @@ __global__ static void k_bounds(struct gemini_dev *d, int rw, int ro, uint64_t s
 	out[10] = gm_raw_cmd(d, 0x7f, 0, 4096, d->data);
 	out[11] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 256 << 10, d->data);
 	out[12] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 4096, d->data + 2);
-	out[13] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0) + 4096, 4096,
-			     d->data - 4096);
+	out[13] =
+	    gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0) + 4096, 4096, d->data - 4096);
 	out[14] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 4096, d->data);
 }
 
@@ -546,10 +546,11 @@ START_TEST(bounds_and_hostile_commands)
 	ck_assert_int_eq(h[10],
 			 NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE) | NVME_STATUS_DNR);
 	/* longer than MDTS (128 KiB) */
-	ck_assert_int_eq(h[11], NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) | NVME_STATUS_DNR);
+	ck_assert_int_eq(h[11],
+			 NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) | NVME_STATUS_DNR);
 	/* PRP1 not dword aligned */
-	ck_assert_int_eq(h[12],
-			 NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_PRP_OFFSET) | NVME_STATUS_DNR);
+	ck_assert_int_eq(h[12], NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_PRP_OFFSET) |
+				    NVME_STATUS_DNR);
 	/* data just below the cache pages (the arena's own bookkeeping): outside the DMA window */
 	ck_assert_int_eq(h[13],
 			 NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR) | NVME_STATUS_DNR);
@@ -590,7 +591,8 @@ static void make_tag_file(const char *path, uint64_t size, uint32_t who)
 	free(w);
 }
 
-/* One warp writes pages [0, npages) of fd in order, whole pages; ack[p] = 1 where G_write said so. */
+/* One warp writes pages [0, npages) of fd in order, whole pages; ack[p] = 1 where G_write said so.
+ */
 __global__ static void k_write_pages(struct gemini_dev *d, int fd, uint32_t page, uint32_t npages,
 				     uint32_t seed, uint8_t *buf, int *ack, long long *last)
 {
@@ -716,7 +718,8 @@ __global__ static void k_race(struct gemini_dev *d, int fa, int fb, uint32_t pag
 			for (uint32_t i = lane; i < page / 8; i += 32) {
 				uint64_t w = buf[i];
 
-				if ((w >> 56) != f + 1 || (uint32_t)w != (uint32_t)((off + i * 8) / 8)) {
+				if ((w >> 56) != f + 1 ||
+				    (uint32_t)w != (uint32_t)((off + i * 8) / 8)) {
 					atomicAdd(bad, 1);
 					break;
 				}
@@ -855,8 +858,8 @@ END_TEST
 
 /* Reads that count successes and failures: run until told to stop, or n rounds. */
 __global__ static void k_read_until(struct gemini_dev *d, int fd, uint64_t size, int rounds,
-				    uint8_t *scratch, unsigned long long *ok, unsigned long long *err,
-				    long long *last)
+				    uint8_t *scratch, unsigned long long *ok,
+				    unsigned long long *err, long long *last)
 {
 	uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
 	uint32_t s = (uint32_t)warp * 2654435761u + 3;
@@ -995,7 +998,8 @@ __global__ static void k_share(struct gemini_dev *d, int fd, uint64_t mine, uint
 				uint32_t g = (uint32_t)(w >> 32) & 0xffffff;
 
 				if ((uint32_t)w != (uint32_t)((peer + o + i * 8) / 8) ||
-				    !((w >> 56) == peer_who || w == tag_word(0, 0, peer + o + i * 8))) {
+				    !((w >> 56) == peer_who ||
+				      w == tag_word(0, 0, peer + o + i * 8))) {
 					atomicAdd(bad, 1);
 					break;
 				}
@@ -1011,7 +1015,8 @@ __global__ static void k_share(struct gemini_dev *d, int fd, uint64_t mine, uint
 
 /* Exact final contents: every word of [off, off+len) is tag_word(who, gen, offset). */
 __global__ static void k_expect(struct gemini_dev *d, int fd, uint64_t off, uint64_t len,
-				uint32_t who, uint32_t gen, uint8_t *scratch, unsigned long long *bad)
+				uint32_t who, uint32_t gen, uint8_t *scratch,
+				unsigned long long *bad)
 {
 	const uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
 	const uint64_t nw = (gridDim.x * (uint64_t)blockDim.x) / 32;

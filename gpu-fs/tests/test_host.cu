@@ -188,10 +188,10 @@ START_TEST(lio_map_against_softssd)
 		st = lio_drv_io(d, 0, NVME_CMD_READ, dev >> id.lba_shift,
 				m.hdr.block_size >> id.lba_shift, gpa);
 		ck_assert_msg(st == 0, "block %llu: status %#x", (unsigned long long)b, st);
-		ck_assert_msg(!memcmp(lio_drv_ptr(d, gpa), data + b * m.hdr.block_size,
-				      m.hdr.block_size),
-			      "block %llu differs at LBA %llu", (unsigned long long)b,
-			      (unsigned long long)(dev >> id.lba_shift));
+		ck_assert_msg(
+		    !memcmp(lio_drv_ptr(d, gpa), data + b * m.hdr.block_size, m.hdr.block_size),
+		    "block %llu differs at LBA %llu", (unsigned long long)b,
+		    (unsigned long long)(dev >> id.lba_shift));
 	}
 	st = lio_drv_io(d, 0, NVME_CMD_READ, a.lba_count, 1, gpa);
 	ck_assert_int_eq(NVME_STATUS_SC(st), NVME_SC_LBA_RANGE);

@@ -63,8 +63,7 @@ static void *page_buf(size_t len)
 }
 
 /* NVME_IOCTL_SUBMIT_IO of nblocks + 1 LBAs at slba: 0, or -errno. */
-static int submit_io(int fd, unsigned char op, unsigned long long slba, unsigned nblocks,
-		     void *buf)
+static int submit_io(int fd, unsigned char op, unsigned long long slba, unsigned nblocks, void *buf)
 {
 	struct nvme_user_io io = {
 	    .opcode = op,
@@ -219,8 +218,7 @@ static void probe_module(void)
 		return;
 	}
 	close(fd);
-	if (sysfs_write("/sys/bus/pci/drivers_probe", bdf) ||
-	    wait_path("/dev/lionvme0", 30)) {
+	if (sysfs_write("/sys/bus/pci/drivers_probe", bdf) || wait_path("/dev/lionvme0", 30)) {
 		fail("lightiov_nvme did not bind");
 		return;
 	}

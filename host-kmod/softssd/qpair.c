@@ -20,9 +20,11 @@
 #define SSD_QP_MAX_INFLIGHT 256 /* fetched-not-posted commands of one queue pair */
 #define SSD_DSM_MAX_RANGES  256
 #define SSD_IDLE_MIN_NS	    20000 /* first idle sleep on polled doorbells; doubles up to the limit */
-#define SSD_TIMER_SLACK_NS  2000  /* workers' timer slack: the default 50 us would swamp the above */
-#define SSD_EV_WAKE	    ((uint64_t)0)
-#define SSD_EV_RING	    ((uint64_t)1)
+#define SSD_TIMER_SLACK_NS                                                                         \
+	2000 /* workers' timer slack: the default 50 us would swamp the above                      \
+	      */
+#define SSD_EV_WAKE ((uint64_t)0)
+#define SSD_EV_RING ((uint64_t)1)
 
 struct ssd_req {
 	struct ssd_qp *qp;
@@ -52,7 +54,7 @@ struct ssd_worker {
 	unsigned ring_inflight;
 	struct ssd_req *due_head; /* model: completions held until due_ns, sorted */
 	bool worked;
-	bool sync_io; /* no io_uring here (a sandbox without it): commands run in this thread */
+	bool sync_io;	  /* no io_uring here (a sandbox without it): commands run in this thread */
 	uint64_t last_ns; /* ssd_clock_ns's last answer */
 	uint64_t idle_ns; /* the next idle sleep while doorbells are polled: grows to the limit */
 };
@@ -426,10 +428,10 @@ static void ssd_req_sync(struct ssd_worker *w, struct ssd_req *req)
 	case LIO_IO_ZEROES:
 		if (fallocate(e->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off,
 			      (off_t)((uint64_t)io->nlb << e->lba_shift)))
-			req->status = errno == EOPNOTSUPP ? NVME_STATUS(NVME_SCT_GENERIC,
-									NVME_SC_INVALID_OPCODE) |
-								NVME_STATUS_DNR
-							  : NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+			req->status = errno == EOPNOTSUPP
+					  ? NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE) |
+						NVME_STATUS_DNR
+					  : NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
 		break;
 	default:
 		break;
@@ -843,7 +845,8 @@ static int ssd_worker_ring(struct ssd_worker *w, char *err, unsigned errlen)
 	r = io_uring_queue_init(SSD_RING_ENTRIES, &w->ring, IORING_SETUP_R_DISABLED);
 	if (r == -ENOSYS || r == -EPERM || r == -EINVAL) {
 		/* a sandbox without io_uring (gVisor's default): slower, but serving */
-		fprintf(stderr, "softssd worker %u: io_uring set-up: %s: commands run synchronously\n",
+		fprintf(stderr,
+			"softssd worker %u: io_uring set-up: %s: commands run synchronously\n",
 			w->idx, strerror(-r));
 		w->sync_io = true;
 	} else if (r) {

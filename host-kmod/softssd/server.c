@@ -303,9 +303,10 @@ static void ssd_accept(struct ssd_server *s)
 	}
 	if (s->nsessions >= s->cfg->max_clients) {
 		/* the operator's knob named, so the refused VM's message says what to raise */
-		snprintf(why, sizeof(why),
-			 "softssd %s: %u clients connected, the limit (lvmm ssd serve --max-clients %u)",
-			 s->cfg->name, s->nsessions, s->cfg->max_clients);
+		snprintf(
+		    why, sizeof(why),
+		    "softssd %s: %u clients connected, the limit (lvmm ssd serve --max-clients %u)",
+		    s->cfg->name, s->nsessions, s->cfg->max_clients);
 		printf("%s: refused client pid %d: %u clients, the limit (--max-clients %u)\n",
 		       s->cfg->name, (int)cr.pid, s->nsessions, s->cfg->max_clients);
 		fflush(stdout);

@@ -34,7 +34,7 @@ struct lio_check_region {
 struct lio_check_ctx {
 	const struct lio_check_region *regions; /* the DMA window */
 	unsigned nr_regions;
-	uint64_t lba_start;  /* the LBA window on the device */
+	uint64_t lba_start; /* the LBA window on the device */
 	uint64_t lba_count;
 	uint32_t lba_shift;  /* 9 or 12 */
 	uint32_t nsid;	     /* the one valid namespace id (1) */
@@ -46,8 +46,9 @@ struct lio_check_ctx {
 	int (*read_prp)(void *opaque, uint64_t gpa, uint64_t *out, unsigned n);
 	void *opaque;
 };
-#define LIO_CHECK_TRANSLATE (1u << 0) /* SLBA is window-relative: add lba_start (isolated, emulate) */
-#define LIO_CHECK_READONLY  (1u << 1) /* writes, write zeroes and deallocate are refused */
+#define LIO_CHECK_TRANSLATE                                                                        \
+	(1u << 0) /* SLBA is window-relative: add lba_start (isolated, emulate) */
+#define LIO_CHECK_READONLY (1u << 1) /* writes, write zeroes and deallocate are refused */
 
 enum lio_io_kind { LIO_IO_READ, LIO_IO_WRITE, LIO_IO_FLUSH, LIO_IO_ZEROES, LIO_IO_DSM };
 
@@ -62,10 +63,11 @@ struct lio_io {
 	enum lio_io_kind kind;
 	uint16_t cid;
 	bool fua;
-	uint64_t dev_lba; /* absolute LBA on the device (lba_start already added when translating) */
-	uint32_t nlb;	  /* LBAs, 1-based */
-	uint64_t bytes;	  /* nlb << lba_shift (READ, WRITE: data in segs; ZEROES: no segs);
-			   * DSM: range-list bytes */
+	uint64_t
+	    dev_lba;	/* absolute LBA on the device (lba_start already added when translating) */
+	uint32_t nlb;	/* LBAs, 1-based */
+	uint64_t bytes; /* nlb << lba_shift (READ, WRITE: data in segs; ZEROES: no segs);
+			 * DSM: range-list bytes */
 	uint32_t dsm_attr; /* DSM: CDW11 attributes; the range list is in segs */
 	unsigned nsegs;
 	struct lio_seg segs[LIO_CHECK_MAX_SEGS];
@@ -82,8 +84,7 @@ uint16_t lio_sqe_check(const struct lio_check_ctx *ctx, const struct nvme_sqe *s
  * order; nr = io->bytes / 16, 1..256): each must lie inside the LBA window; translates them to
  * device LBAs in place. Ranges of 0 LBAs are left as they are (the backend skips them). Returns 0
  * or a status. */
-uint16_t lio_dsm_check(const struct lio_check_ctx *ctx, struct nvme_dsm_range *ranges,
-		       unsigned nr);
+uint16_t lio_dsm_check(const struct lio_check_ctx *ctx, struct nvme_dsm_range *ranges, unsigned nr);
 
 /* The PRP walker alone, for commands other than NVM I/O (admin data buffers): maps len bytes
  * (<= LIO_MDTS_BYTES) described by prp1/prp2 to at most max segments inside the DMA window, with

@@ -135,10 +135,10 @@ NVME_STATIC_ASSERT(NVME_OFFSETOF(struct nvme_bar, pmrcap) == NVME_REG_PMRCAP, "P
 #define NVME_CMBSZ_SZU_SHIFT   8 /* 0: 4 KiB, 1: 64 KiB, 2: 1 MiB ... */
 #define NVME_CMBSZ_SZ_SHIFT    12
 /* CMBMSC / CMBSTS (NVMe 1.4, with CAP.CMBS) */
-#define NVME_CMBMSC_CRE	       (1ULL << 0) /* Capabilities Registers Enabled: CMBLOC/CMBSZ */
-#define NVME_CMBMSC_CMSE       (1ULL << 1) /* Controller Memory Space Enable */
-#define NVME_CMBMSC_CBA_MASK   (~0xfffULL) /* Controller Base Address */
-#define NVME_CMBSTS_CBAI       (1u << 0)   /* Controller Base Address Invalid */
+#define NVME_CMBMSC_CRE	     (1ULL << 0) /* Capabilities Registers Enabled: CMBLOC/CMBSZ */
+#define NVME_CMBMSC_CMSE     (1ULL << 1) /* Controller Memory Space Enable */
+#define NVME_CMBMSC_CBA_MASK (~0xfffULL) /* Controller Base Address */
+#define NVME_CMBSTS_CBAI     (1u << 0)	 /* Controller Base Address Invalid */
 
 /* ---- Queue entries ---- */
 
@@ -151,11 +151,11 @@ struct nvme_sgl_desc {
 } __attribute__((packed));
 NVME_STATIC_ASSERT(sizeof(struct nvme_sgl_desc) == 16, "SGL descriptor is 16 bytes");
 
-#define NVME_SGL_TYPE_DATA_BLOCK 0x0
-#define NVME_SGL_TYPE(t)	 ((uint8_t)((t) << 4))
-#define NVME_PSDT_PRP		 0x0
+#define NVME_SGL_TYPE_DATA_BLOCK  0x0
+#define NVME_SGL_TYPE(t)	  ((uint8_t)((t) << 4))
+#define NVME_PSDT_PRP		  0x0
 #define NVME_PSDT_SGL_MPTR_CONTIG 0x1
-#define NVME_SQE_FLAGS_PSDT(p)	 ((uint8_t)((p) << 6))
+#define NVME_SQE_FLAGS_PSDT(p)	  ((uint8_t)((p) << 6))
 
 struct nvme_sqe {
 	uint8_t opcode;

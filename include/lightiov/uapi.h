@@ -39,14 +39,14 @@ extern "C" {
 #define LIO_MAGIC	0x4c494f31u /* "LIO1": every socket message starts with it */
 
 /* Limits shared by every backend. */
-#define LIO_NAME_MAX	 32	  /* SSD and volume names: [A-Za-z0-9._-], 1..31 bytes + NUL */
-#define LIO_MAX_QPAIRS	 65535u	  /* queue pairs per SSD, all sessions together */
-#define LIO_MAX_QDEPTH	 4096u	  /* entries per SQ or CQ (CAP.MQES + 1 of the vNVMe) */
-#define LIO_MAX_REGIONS	 8	  /* DMA-window regions per session (RAM split around the hole) */
-#define LIO_MAX_VOLUMES	 1024	  /* volumes per SSD (the volume table's size) */
-#define LIO_MAX_ATTACHED 16	  /* volumes attached to one session */
-#define LIO_ERR_MAX	 160	  /* error message in a socket reply */
-#define LIO_PAGE_SIZE	 4096u	  /* NVMe memory page size of every queue pair (CC.MPS = 0) */
+#define LIO_NAME_MAX	 32	/* SSD and volume names: [A-Za-z0-9._-], 1..31 bytes + NUL */
+#define LIO_MAX_QPAIRS	 65535u /* queue pairs per SSD, all sessions together */
+#define LIO_MAX_QDEPTH	 4096u	/* entries per SQ or CQ (CAP.MQES + 1 of the vNVMe) */
+#define LIO_MAX_REGIONS	 8	/* DMA-window regions per session (RAM split around the hole) */
+#define LIO_MAX_VOLUMES	 1024	/* volumes per SSD (the volume table's size) */
+#define LIO_MAX_ATTACHED 16	/* volumes attached to one session */
+#define LIO_ERR_MAX	 160	/* error message in a socket reply */
+#define LIO_PAGE_SIZE	 4096u	/* NVMe memory page size of every queue pair (CC.MPS = 0) */
 #define LIO_MDTS_BYTES	 (128u << 10) /* largest transfer of one command */
 
 /* Data-path mode of a queue pair (the vNVMe's emulate mode never reaches a backend queue pair:
@@ -58,40 +58,40 @@ enum lio_mode {
 
 /* ---- operations ---- */
 enum lio_op {
-	LIO_OP_IDENTIFY = 1,	/* -> lio_identify */
-	LIO_OP_DMA_REGISTER,	/* lio_dma_window (+ one memfd per region) */
-	LIO_OP_QMEM_ALLOC,	/* lio_qmem -> lio_qmem (+ the queue-memory memfd) */
-	LIO_OP_QP_CREATE,	/* lio_qp_create (+ db_fd if LIO_QP_DB_EVENTFD, then irq_fd if
-				 * LIO_QP_IRQ_ENABLED) -> lio_qp_create */
-	LIO_OP_QP_DESTROY,	/* lio_qp_ref */
-	LIO_OP_QP_STATS,	/* lio_qp_ref -> lio_qp_stats */
-	LIO_OP_VOL_CREATE,	/* lio_vol */
-	LIO_OP_VOL_DELETE,	/* lio_vol (name) */
-	LIO_OP_VOL_RESIZE,	/* lio_vol (name, new size; grow only) */
-	LIO_OP_VOL_LIST,	/* lio_vol_list (index range) -> lio_vol_list */
-	LIO_OP_VOL_ATTACH,	/* lio_vol_attach -> lio_vol_attach */
-	LIO_OP_VOL_DETACH,	/* lio_vol_attach (vol_id) */
-	LIO_OP_SSD_STATS,	/* -> lio_ssd_stats (whole SSD and this session) */
-	LIO_OP_SESSION_LIST,	/* lio_session_list (index range) -> lio_session_list */
-	LIO_OP_SESSION_SET,	/* lio_session_set -> lio_session_set */
+	LIO_OP_IDENTIFY = 1, /* -> lio_identify */
+	LIO_OP_DMA_REGISTER, /* lio_dma_window (+ one memfd per region) */
+	LIO_OP_QMEM_ALLOC,   /* lio_qmem -> lio_qmem (+ the queue-memory memfd) */
+	LIO_OP_QP_CREATE,    /* lio_qp_create (+ db_fd if LIO_QP_DB_EVENTFD, then irq_fd if
+			      * LIO_QP_IRQ_ENABLED) -> lio_qp_create */
+	LIO_OP_QP_DESTROY,   /* lio_qp_ref */
+	LIO_OP_QP_STATS,     /* lio_qp_ref -> lio_qp_stats */
+	LIO_OP_VOL_CREATE,   /* lio_vol */
+	LIO_OP_VOL_DELETE,   /* lio_vol (name) */
+	LIO_OP_VOL_RESIZE,   /* lio_vol (name, new size; grow only) */
+	LIO_OP_VOL_LIST,     /* lio_vol_list (index range) -> lio_vol_list */
+	LIO_OP_VOL_ATTACH,   /* lio_vol_attach -> lio_vol_attach */
+	LIO_OP_VOL_DETACH,   /* lio_vol_attach (vol_id) */
+	LIO_OP_SSD_STATS,    /* -> lio_ssd_stats (whole SSD and this session) */
+	LIO_OP_SESSION_LIST, /* lio_session_list (index range) -> lio_session_list */
+	LIO_OP_SESSION_SET,  /* lio_session_set -> lio_session_set */
 	LIO_OP_MAX
 };
 
 /* LIO_OP_IDENTIFY */
 struct lio_identify {
-	uint32_t abi_version; /* LIO_ABI_VERSION */
-	uint32_t lba_shift;   /* LBA size = 1 << lba_shift (9 or 12) */
+	uint32_t abi_version;	/* LIO_ABI_VERSION */
+	uint32_t lba_shift;	/* LBA size = 1 << lba_shift (9 or 12) */
 	uint64_t capacity_lbas; /* usable LBAs for volumes (after the volume table) */
 	uint64_t free_lbas;	/* largest allocation a new volume can get */
 	uint32_t max_qpairs;	/* queue pairs this SSD serves in all (<= LIO_MAX_QPAIRS) */
 	uint32_t qpairs_in_use;
 	uint32_t max_qdepth;
 	uint32_t nr_volumes;
-	uint32_t flags;		/* LIO_ID_* */
+	uint32_t flags; /* LIO_ID_* */
 	uint32_t rsvd;
 	char name[LIO_NAME_MAX];
-	char model[40];		/* device model: "none", "p4510", "latency=80us,iops=640k" */
-	uint32_t rsvd2[2];	/* pads to the pinned 128 bytes */
+	char model[40];	   /* device model: "none", "p4510", "latency=80us,iops=640k" */
+	uint32_t rsvd2[2]; /* pads to the pinned 128 bytes */
 };
 #define LIO_ID_DB_POLL	  (1u << 0) /* serves doorbell pages it polls (LIO_QP_DB_POLL) */
 #define LIO_ID_DB_EVENTFD (1u << 1) /* serves doorbell eventfds (LIO_QP_DB_EVENTFD) */
@@ -129,15 +129,15 @@ struct lio_qmem {
 /* LIO_OP_QP_CREATE */
 struct lio_qp_create {
 	/* in */
-	uint32_t vol_id;   /* an attached volume (lio_vol_attach.vol_id): the LBA window */
-	uint32_t mode;	   /* enum lio_mode */
-	uint32_t flags;	   /* LIO_QP_* */
-	uint16_t sqid;	   /* the guest's queue id (reported in each CQE's SQ identifier) */
+	uint32_t vol_id; /* an attached volume (lio_vol_attach.vol_id): the LBA window */
+	uint32_t mode;	 /* enum lio_mode */
+	uint32_t flags;	 /* LIO_QP_* */
+	uint16_t sqid;	 /* the guest's queue id (reported in each CQE's SQ identifier) */
 	uint16_t cqid;
 	uint32_t sq_depth; /* 2..LIO_MAX_QDEPTH */
 	uint32_t cq_depth; /* 2..LIO_MAX_QDEPTH */
-	uint64_t sq_gpa;   /* ring in guest memory (no LIO_QP_SQ_QMEM): page aligned, in the window */
-	uint64_t cq_gpa;   /* same for the CQ */
+	uint64_t sq_gpa; /* ring in guest memory (no LIO_QP_SQ_QMEM): page aligned, in the window */
+	uint64_t cq_gpa; /* same for the CQ */
 	uint64_t shadow_db_gpa; /* LIO_QP_DB_EVENTFD: the guest's shadow doorbell buffer (NVMe
 				 * Doorbell Buffer Config) slots of this queue pair: the SQ tail
 				 * at shadow_db_gpa, the CQ head at shadow_db_gpa + 4 */
@@ -147,13 +147,13 @@ struct lio_qp_create {
 	uint32_t irq_coalesce;	/* post an interrupt every N CQEs (0 = every batch) */
 	uint32_t rsvd;
 	/* out */
-	uint32_t qp_id;	     /* backend handle, unique per SSD */
+	uint32_t qp_id; /* backend handle, unique per SSD */
 	uint32_t rsvd2;
-	uint64_t sq_off;     /* LIO_QP_SQ_QMEM: offset of the SQ in queue memory */
-	uint64_t cq_off;     /* LIO_QP_CQ_QMEM: offset of the CQ in queue memory */
-	uint64_t db_off;     /* LIO_QP_DB_POLL: offset of the doorbell page pair in queue memory:
-			      * SQ tail (u32) at db_off, CQ head (u32) at db_off + LIO_PAGE_SIZE */
-	uint64_t rsvd3;	     /* pads to the pinned 112 bytes */
+	uint64_t sq_off; /* LIO_QP_SQ_QMEM: offset of the SQ in queue memory */
+	uint64_t cq_off; /* LIO_QP_CQ_QMEM: offset of the CQ in queue memory */
+	uint64_t db_off; /* LIO_QP_DB_POLL: offset of the doorbell page pair in queue memory:
+			  * SQ tail (u32) at db_off, CQ head (u32) at db_off + LIO_PAGE_SIZE */
+	uint64_t rsvd3;	 /* pads to the pinned 112 bytes */
 };
 #define LIO_QP_SQ_QMEM	   (1u << 0) /* SQ ring in queue memory (the CMB) */
 #define LIO_QP_CQ_QMEM	   (1u << 1) /* CQ ring in queue memory */
@@ -161,11 +161,12 @@ struct lio_qp_create {
 #define LIO_QP_DB_EVENTFD  (1u << 3) /* doorbell = db_fd; values read from the shadow buffer */
 #define LIO_QP_READONLY	   (1u << 4) /* writes fail with Attempted Write to Read Only Range */
 #define LIO_QP_IRQ_ENABLED (1u << 5) /* signal irq_fd (the CQ was created with IEN) */
-#define LIO_QP_DB_DIRECT   (1u << 6) /* lightiov.ko, passthrough with SQ_QMEM | CQ_QMEM: the rings
-				      * in queue memory are the controller's own, the client rings
-				      * its doorbells through mmap() of the device at db_off (SQ tail
-				      * at db_off, CQ head at db_off + LIO_PAGE_SIZE) and writes
-				      * device addresses; CQEs carry the controller's queue id */
+#define LIO_QP_DB_DIRECT                                                                           \
+	(1u << 6) /* lightiov.ko, passthrough with SQ_QMEM | CQ_QMEM: the rings                    \
+		   * in queue memory are the controller's own, the client rings                    \
+		   * its doorbells through mmap() of the device at db_off (SQ tail                 \
+		   * at db_off, CQ head at db_off + LIO_PAGE_SIZE) and writes                      \
+		   * device addresses; CQEs carry the controller's queue id */
 
 /* LIO_OP_QP_DESTROY, LIO_OP_QP_STATS */
 struct lio_qp_ref {
@@ -176,14 +177,14 @@ struct lio_qp_ref {
 struct lio_qp_stats {
 	uint32_t qp_id;
 	uint32_t mode;
-	uint64_t cmds;	      /* commands completed */
+	uint64_t cmds; /* commands completed */
 	uint64_t read_bytes;
 	uint64_t write_bytes;
-	uint64_t errors;      /* completions with a non-zero status */
-	uint64_t rejected;    /* isolated mode: commands the checker refused */
-	uint64_t polls;	      /* doorbell polls that found work */
-	uint64_t sleeps;      /* times the serving worker went idle on this queue */
-	uint64_t irqs;	      /* irq_fd signals */
+	uint64_t errors;   /* completions with a non-zero status */
+	uint64_t rejected; /* isolated mode: commands the checker refused */
+	uint64_t polls;	   /* doorbell polls that found work */
+	uint64_t sleeps;   /* times the serving worker went idle on this queue */
+	uint64_t irqs;	   /* irq_fd signals */
 };
 
 /* LIO_OP_VOL_CREATE / DELETE / RESIZE */
@@ -197,17 +198,17 @@ struct lio_vol_info {
 	char name[LIO_NAME_MAX];
 	uint64_t lba_start;
 	uint64_t lba_count;
-	uint32_t flags;	 /* LIO_VOL_* */
-	uint32_t users;	 /* sessions attached now */
+	uint32_t flags; /* LIO_VOL_* */
+	uint32_t users; /* sessions attached now */
 };
 #define LIO_VOL_ANON (1u << 0) /* anonymous: freed when its session ends */
 
 /* LIO_OP_VOL_LIST: in: first index; out: up to LIO_VOL_LIST_MAX entries from there. */
 #define LIO_VOL_LIST_MAX 32
 struct lio_vol_list {
-	uint32_t first;	 /* in */
-	uint32_t count;	 /* out: entries filled */
-	uint32_t total;	 /* out: volumes on the SSD */
+	uint32_t first; /* in */
+	uint32_t count; /* out: entries filled */
+	uint32_t total; /* out: volumes on the SSD */
 	uint32_t rsvd;
 	struct lio_vol_info v[LIO_VOL_LIST_MAX];
 };
@@ -226,7 +227,9 @@ struct lio_vol_attach {
 #define LIO_ATTACH_CREATE   (1u << 0)
 #define LIO_ATTACH_ANON	    (1u << 1)
 #define LIO_ATTACH_READONLY (1u << 2) /* shared read-only attach; else exclusive */
-#define LIO_ATTACH_EXCL_ALL (1u << 3) /* exclusive even against read-only users (import, resize) */
+#define LIO_ATTACH_EXCL_ALL                                                                        \
+	(1u << 3) /* exclusive even against read-only users (import, resize)                       \
+		   */
 
 /* LIO_OP_SSD_STATS */
 struct lio_ssd_stats {
@@ -239,7 +242,7 @@ struct lio_ssd_stats {
 /* LIO_OP_SESSION_LIST: one line per client for `lvmm ssd stats`. */
 #define LIO_SESSION_LIST_MAX 16
 struct lio_session_info {
-	int32_t pid;	/* peer credentials of the client */
+	int32_t pid; /* peer credentials of the client */
 	uint32_t uid;
 	uint32_t qpairs;
 	uint32_t volumes;
@@ -284,22 +287,22 @@ struct lio_msg_reply {
 };
 
 /* ---- the ioctl transport (lightiov.ko, /dev/lightiov/NAME) ---- */
-#define LIO_IOC_MAGIC	      'L'
-#define LIO_IOC_IDENTIFY      _IOR(LIO_IOC_MAGIC, LIO_OP_IDENTIFY, struct lio_identify)
-#define LIO_IOC_DMA_REGISTER  _IOW(LIO_IOC_MAGIC, LIO_OP_DMA_REGISTER, struct lio_dma_window)
-#define LIO_IOC_QMEM_ALLOC    _IOWR(LIO_IOC_MAGIC, LIO_OP_QMEM_ALLOC, struct lio_qmem)
-#define LIO_IOC_QP_CREATE     _IOWR(LIO_IOC_MAGIC, LIO_OP_QP_CREATE, struct lio_qp_create)
-#define LIO_IOC_QP_DESTROY    _IOW(LIO_IOC_MAGIC, LIO_OP_QP_DESTROY, struct lio_qp_ref)
-#define LIO_IOC_QP_STATS      _IOWR(LIO_IOC_MAGIC, LIO_OP_QP_STATS, struct lio_qp_stats)
-#define LIO_IOC_VOL_CREATE    _IOW(LIO_IOC_MAGIC, LIO_OP_VOL_CREATE, struct lio_vol)
-#define LIO_IOC_VOL_DELETE    _IOW(LIO_IOC_MAGIC, LIO_OP_VOL_DELETE, struct lio_vol)
-#define LIO_IOC_VOL_RESIZE    _IOW(LIO_IOC_MAGIC, LIO_OP_VOL_RESIZE, struct lio_vol)
-#define LIO_IOC_VOL_LIST      _IOWR(LIO_IOC_MAGIC, LIO_OP_VOL_LIST, struct lio_vol_list)
-#define LIO_IOC_VOL_ATTACH    _IOWR(LIO_IOC_MAGIC, LIO_OP_VOL_ATTACH, struct lio_vol_attach)
-#define LIO_IOC_VOL_DETACH    _IOW(LIO_IOC_MAGIC, LIO_OP_VOL_DETACH, struct lio_vol_attach)
-#define LIO_IOC_SSD_STATS     _IOR(LIO_IOC_MAGIC, LIO_OP_SSD_STATS, struct lio_ssd_stats)
-#define LIO_IOC_SESSION_LIST  _IOWR(LIO_IOC_MAGIC, LIO_OP_SESSION_LIST, struct lio_session_list)
-#define LIO_IOC_SESSION_SET   _IOWR(LIO_IOC_MAGIC, LIO_OP_SESSION_SET, struct lio_session_set)
+#define LIO_IOC_MAGIC	     'L'
+#define LIO_IOC_IDENTIFY     _IOR(LIO_IOC_MAGIC, LIO_OP_IDENTIFY, struct lio_identify)
+#define LIO_IOC_DMA_REGISTER _IOW(LIO_IOC_MAGIC, LIO_OP_DMA_REGISTER, struct lio_dma_window)
+#define LIO_IOC_QMEM_ALLOC   _IOWR(LIO_IOC_MAGIC, LIO_OP_QMEM_ALLOC, struct lio_qmem)
+#define LIO_IOC_QP_CREATE    _IOWR(LIO_IOC_MAGIC, LIO_OP_QP_CREATE, struct lio_qp_create)
+#define LIO_IOC_QP_DESTROY   _IOW(LIO_IOC_MAGIC, LIO_OP_QP_DESTROY, struct lio_qp_ref)
+#define LIO_IOC_QP_STATS     _IOWR(LIO_IOC_MAGIC, LIO_OP_QP_STATS, struct lio_qp_stats)
+#define LIO_IOC_VOL_CREATE   _IOW(LIO_IOC_MAGIC, LIO_OP_VOL_CREATE, struct lio_vol)
+#define LIO_IOC_VOL_DELETE   _IOW(LIO_IOC_MAGIC, LIO_OP_VOL_DELETE, struct lio_vol)
+#define LIO_IOC_VOL_RESIZE   _IOW(LIO_IOC_MAGIC, LIO_OP_VOL_RESIZE, struct lio_vol)
+#define LIO_IOC_VOL_LIST     _IOWR(LIO_IOC_MAGIC, LIO_OP_VOL_LIST, struct lio_vol_list)
+#define LIO_IOC_VOL_ATTACH   _IOWR(LIO_IOC_MAGIC, LIO_OP_VOL_ATTACH, struct lio_vol_attach)
+#define LIO_IOC_VOL_DETACH   _IOW(LIO_IOC_MAGIC, LIO_OP_VOL_DETACH, struct lio_vol_attach)
+#define LIO_IOC_SSD_STATS    _IOR(LIO_IOC_MAGIC, LIO_OP_SSD_STATS, struct lio_ssd_stats)
+#define LIO_IOC_SESSION_LIST _IOWR(LIO_IOC_MAGIC, LIO_OP_SESSION_LIST, struct lio_session_list)
+#define LIO_IOC_SESSION_SET  _IOWR(LIO_IOC_MAGIC, LIO_OP_SESSION_SET, struct lio_session_set)
 
 /* Fixed sizes: the same bytes from a 64-bit client to either backend. */
 LIO_STATIC_ASSERT(sizeof(struct lio_identify) == 128, "lio_identify");

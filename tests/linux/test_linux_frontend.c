@@ -61,8 +61,8 @@ static void build_file(char *buf, size_t len, const char *rel)
 static void daemon_start(void)
 {
 	char backing[128];
-	const char *argv[] = {testutil_lvmm(), "ssd",	"serve", SSD, "--backing",
-			      backing,	       "--size", "256M", NULL};
+	const char *argv[] = {testutil_lvmm(), "ssd",	 "serve", SSD, "--backing",
+			      backing,	       "--size", "256M",  NULL};
 	int i;
 
 	snprintf(backing, sizeof(backing), "%s/backing.img", dir);
@@ -105,9 +105,9 @@ static void make_image(void)
 	}
 	ck_assert_msg(testutil_system("cp /bin/busybox %s/bin/busybox", root) == 0,
 		      "busybox-static is not installed");
-	ck_assert_int_eq(testutil_system("cp %s %s/bin/lio-frontend-probe && cp %s %s/", probe,
-					 root, ko, root),
-			 0);
+	ck_assert_int_eq(
+	    testutil_system("cp %s %s/bin/lio-frontend-probe && cp %s %s/", probe, root, ko, root),
+	    0);
 	snprintf(path, sizeof(path), "%s/init", root);
 	testutil_write_file(path, init_script, strlen(init_script), 0755);
 	snprintf(path, sizeof(path), "%s/boot-count", root);
@@ -124,8 +124,8 @@ static void make_image(void)
 
 static void vol_copy(const char *op, const char *vol, const char *file)
 {
-	ck_assert_msg(testutil_system("%s ssd vol %s %s %s %s >/dev/null 2>&1", testutil_lvmm(),
-				      op, SSD, vol, file) == 0,
+	ck_assert_msg(testutil_system("%s ssd vol %s %s %s %s >/dev/null 2>&1", testutil_lvmm(), op,
+				      SSD, vol, file) == 0,
 		      "ssd vol %s %s %s failed", op, vol, file);
 }
 
@@ -198,9 +198,9 @@ static void neighbour_checks(bool module_wrote)
 	} else {
 		at = first_not(buf, 0, LIO_PATTERN_OFF, SCRATCH_BYTE);
 		ck_assert_msg(at < 0, "volume scratch changed at byte %ld", at);
-		ck_assert_msg(!lio_pattern_check(buf + LIO_PATTERN_OFF, LIO_PATTERN_OFF,
-						 256 * 1024),
-			      "the module's 256 KiB are not at 1 MiB in volume scratch");
+		ck_assert_msg(
+		    !lio_pattern_check(buf + LIO_PATTERN_OFF, LIO_PATTERN_OFF, 256 * 1024),
+		    "the module's 256 KiB are not at 1 MiB in volume scratch");
 		at = first_not(buf, LIO_PATTERN_OFF + 256 * 1024, len - 4096, SCRATCH_BYTE);
 		ck_assert_msg(at < 0, "volume scratch changed at byte %ld", at);
 		ck_assert_msg(!lio_pattern_check(buf + len - 4096, len - 4096, 4096),
@@ -293,19 +293,14 @@ static unsigned long long lba_start_of(const char *log, const char *vol)
 START_TEST(test_frontend_passthrough)
 {
 	char kernel[4096], want[128];
-	char *args[] = {"--kernel",
-			kernel,
-			"--cmdline",
-			"console=ttyS0 root=/dev/nvme0n1 rw rootfstype=ext4 rootwait init=/init",
-			"--cpus",
-			"1",
-			"--memory",
-			"128M",
-			"--vnvme",
-			SSD ",vol=root,mode=passthrough",
-			"--vnvme",
-			SSD ",vol=scratch,mode=passthrough",
-			NULL};
+	char *args[] = {
+	    "--kernel",	 kernel,
+	    "--cmdline", "console=ttyS0 root=/dev/nvme0n1 rw rootfstype=ext4 rootwait init=/init",
+	    "--cpus",	 "1",
+	    "--memory",	 "128M",
+	    "--vnvme",	 SSD ",vol=root,mode=passthrough",
+	    "--vnvme",	 SSD ",vol=scratch,mode=passthrough",
+	    NULL};
 	struct linuxboot b;
 	unsigned long long root_start;
 	int boot;

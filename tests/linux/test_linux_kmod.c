@@ -27,7 +27,7 @@
 
 static char dir[64], img[128];
 
-static const char *const marks[] = {"Run /init", "LIO-GUEST-UP", "LIO-BIND-RC", "LIO-TEST-RC",
+static const char *const marks[] = {"Run /init",    "LIO-GUEST-UP", "LIO-BIND-RC", "LIO-TEST-RC",
 				    "LIO-RMMOD-RC", "LIO-DONE-ALL", NULL};
 
 /* The pattern lio-kmod-test.c writes (same generator, same seeds). */
@@ -56,9 +56,9 @@ static void boot(struct linuxboot *b)
 {
 	const char *build = testutil_env_or("BUILD", "build");
 	char kernel[4096], cpio[4096], vnvme[256];
-	char *args[] = {"--kernel", kernel,	   "--initramfs", cpio, "--cmdline", "console=ttyS0",
-			"--cpus",   "1",	   "--memory",	  "256M", "--vnvme",   vnvme,
-			NULL};
+	char *args[] = {"--kernel",	 kernel,   "--initramfs", cpio,	      "--cmdline",
+			"console=ttyS0", "--cpus", "1",		  "--memory", "256M",
+			"--vnvme",	 vnvme,	   NULL};
 	int i;
 
 	linuxboot_guest_file(kernel, sizeof(kernel), "vmlinux");
@@ -77,8 +77,8 @@ static void boot(struct linuxboot *b)
 /* The first sign of a kernel problem or a failed check on the console, or NULL. */
 static const char *console_bad(const char *c)
 {
-	static const char *const bad[] = {"BUG:",	"kernel BUG", "Oops", "WARNING:",
-					  "Call Trace", "LIO-FAIL",	NULL};
+	static const char *const bad[] = {
+	    "BUG:", "kernel BUG", "Oops", "WARNING:", "Call Trace", "LIO-FAIL", NULL};
 	int i;
 
 	for (i = 0; bad[i]; i++)
@@ -97,7 +97,8 @@ static void guest_checks(const struct linuxboot *b)
 	ck_assert_msg(strstr(c, "LIO-GUEST-UP"), "/init did not start");
 	ck_assert_msg(strstr(c, "LIO-INSMOD-RC 0"), "insmod lightiov.ko failed");
 	ck_assert_msg(strstr(c, "LIO-NVME-UNBIND-RC 0"), "unbinding nvme failed");
-	ck_assert_msg(strstr(c, "LIO-BIND-RC 0"), "binding lightiov through driver_override failed");
+	ck_assert_msg(strstr(c, "LIO-BIND-RC 0"),
+		      "binding lightiov through driver_override failed");
 	ck_assert_msg(strstr(c, "wrote an empty volume table"), "no volume table written");
 	ck_assert_msg(strstr(c, "LIO-NODE /dev/lightiov/lio0"), "no /dev/lightiov/lio0");
 	/* every check of the VM-side program, by name */
@@ -183,12 +184,14 @@ static void image_checks(const struct linuxboot *b)
 	uint8_t *data, *want;
 	int fd, idx;
 
-	ck_assert_msg(p && sscanf(p, "LIO-VOL kmodvol lba_start=%llu lba_count=%llu", &gs, &gn) == 2,
+	ck_assert_msg(p &&
+			  sscanf(p, "LIO-VOL kmodvol lba_start=%llu lba_count=%llu", &gs, &gn) == 2,
 		      "no LIO-VOL line");
-	ck_assert_msg(m && sscanf(m, "LIO-VOL-MOVED kmodvol lba_start=%llu lba_count=%llu", &ms,
-				  &mn) == 2,
-		      "no LIO-VOL-MOVED line");
-	ck_assert_msg(mn == 2 * gn && ms != gs, "moved to %llu+%llu from %llu+%llu", ms, mn, gs, gn);
+	ck_assert_msg(
+	    m && sscanf(m, "LIO-VOL-MOVED kmodvol lba_start=%llu lba_count=%llu", &ms, &mn) == 2,
+	    "no LIO-VOL-MOVED line");
+	ck_assert_msg(mn == 2 * gn && ms != gs, "moved to %llu+%llu from %llu+%llu", ms, mn, gs,
+		      gn);
 	softssd_checks(&s, &n);
 	ck_assert_msg(s == ms && n == mn, "softssd: kmodvol at %llu+%llu, the guest saw %llu+%llu",
 		      (unsigned long long)s, (unsigned long long)n, ms, mn);

@@ -15,7 +15,8 @@
 #include "testutil.h"
 
 /* A boot takes minutes on kvm_pvm hosts (emulated guest kernel). Not a speed assertion. */
-#define BOOT_LIMIT_S	3600 /* the first boot runs 118 nvme-cli processes too: 1915 s once at load 10 */
+#define BOOT_LIMIT_S                                                                               \
+	3600 /* the first boot runs 118 nvme-cli processes too: 1915 s once at load 10 */
 #define TCASE_TIMEOUT_S 6000
 #define IMG_MB		64
 /* Commands and value checks of nvme-sweep.sh: the test fails when one goes missing. */

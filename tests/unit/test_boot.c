@@ -523,8 +523,7 @@ START_TEST(linux_real_guest)
 	snprintf(c.kernel, sizeof(c.kernel), "%s/guest/vmlinux", build);
 	snprintf(c.initramfs, sizeof(c.initramfs), "%s/guest/initramfs.cpio", build);
 	if (access(c.kernel, R_OK)) {
-		testutil_skip("test_boot: linux_real_guest: %s not built (make guest)",
-			      c.kernel);
+		testutil_skip("test_boot: linux_real_guest: %s not built (make guest)", c.kernel);
 		return;
 	}
 	if (access(c.initramfs, R_OK))

@@ -270,8 +270,8 @@ END_TEST
 
 /* ---- a controller over a buffer: the CMB registers and the VWC hook ---- */
 
-#define CMB_GPA	 0x8000000000ULL
-#define CMB_SIZE (64u << 10)
+#define CMB_GPA	  0x8000000000ULL
+#define CMB_SIZE  (64u << 10)
 #define IOCQ2_GPA 0x50000
 
 static struct nvme_mem_backend mem;
@@ -291,8 +291,8 @@ static uint16_t on_vwc(void *opaque, bool on)
 /* Commands run inline on the doorbell write (no kick hook). */
 static void start_mem(uint64_t cmb_size, bool vwc_hook)
 {
-	struct nvme_ctrl_params p = {.max_ioqs = 2, .nvectors = 3, .cmb_size = cmb_size,
-				     .cmb_bir = 2, .size = sizeof(disk)};
+	struct nvme_ctrl_params p = {
+	    .max_ioqs = 2, .nvectors = 3, .cmb_size = cmb_size, .cmb_bir = 2, .size = sizeof(disk)};
 	struct nvme_ctrl_hooks h = {.vwc = vwc_hook ? on_vwc : NULL};
 	char err[256];
 
@@ -300,9 +300,8 @@ static void start_mem(uint64_t cmb_size, bool vwc_hook)
 	vwc_calls = 0;
 	vwc_answer = 0;
 	snprintf(p.serial, sizeof(p.serial), "MEM1");
-	ck_assert_int_eq(nvme_ctrl_create(&p, &gm, &nvme_mem_backend_ops, &mem, &h, &ctrl, err,
-					  sizeof(err)),
-			 0);
+	ck_assert_int_eq(
+	    nvme_ctrl_create(&p, &gm, &nvme_mem_backend_ops, &mem, &h, &ctrl, err, sizeof(err)), 0);
 }
 
 static uint32_t r32(uint64_t off)
@@ -385,7 +384,8 @@ START_TEST(test_cmb_nvme14)
 	ck_assert_uint_eq(r32(NVME_REG_CMBSTS), 0);
 	/* a controller reset keeps it (Linux writes CMBMSC once, at probe) */
 	w32(NVME_REG_CC, 0);
-	ck_assert_uint_eq(r32(NVME_REG_CMBMSC), NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | (uint32_t)CMB_GPA);
+	ck_assert_uint_eq(r32(NVME_REG_CMBMSC),
+			  NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | (uint32_t)CMB_GPA);
 	ck_assert_uint_eq(r32(NVME_REG_CMBSZ), NVME_CMBSZ_SQS | (CMB_SIZE >> 12) << 12);
 	/* CRE off hides CMBLOC and CMBSZ again */
 	w64(NVME_REG_CMBMSC, 0);

@@ -52,13 +52,13 @@ START_TEST(test_rng_sources)
 	testutil_write_file(kernel, "x", 1, 0600);
 	ck_assert_int_eq(symlink("/dev/urandom", link), 0);
 
-	fd = fsutil_open(NULL, "rng", "/dev/urandom", O_RDONLY, 0, FSUTIL_ENTROPY, err,
-			 sizeof(err));
+	fd =
+	    fsutil_open(NULL, "rng", "/dev/urandom", O_RDONLY, 0, FSUTIL_ENTROPY, err, sizeof(err));
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	ck_assert_int_eq(fsutil_open(NULL, "rng", "/dev/zero", O_RDONLY, 0, FSUTIL_ENTROPY, err,
-				     sizeof(err)),
-			 -EINVAL);
+	ck_assert_int_eq(
+	    fsutil_open(NULL, "rng", "/dev/zero", O_RDONLY, 0, FSUTIL_ENTROPY, err, sizeof(err)),
+	    -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "/dev/zero: is another character device"));
 	ck_assert_int_eq(
 	    fsutil_open(NULL, "rng", file, O_RDONLY, 0, FSUTIL_ENTROPY, err, sizeof(err)), -EINVAL);
@@ -97,7 +97,8 @@ START_TEST(test_rng_device_source)
 	struct guest_mem gm;
 
 	gmem_init_buffer(&gm, ram, sizeof(ram));
-	ck_assert_int_eq(virtio_rng_create(&r, "rng0", "/dev/zero", &gm, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(virtio_rng_create(&r, "rng0", "/dev/zero", &gm, err, sizeof(err)),
+			 -EINVAL);
 	ck_assert_ptr_null(r);
 	ck_assert_ptr_nonnull(strstr(err, "rng rng0"));
 	ck_assert_ptr_nonnull(strstr(err, "/dev/zero"));

@@ -191,7 +191,8 @@ static void check_caps(unsigned devfn)
 
 		if ((hdr & 0xff) == 0x11)
 			msix = true;
-		if ((hdr & 0xff) == LIGHTIOV_VCAP_ID && cfg_read(devfn, ptr + 4) == LIGHTIOV_VCAP_MAGIC) {
+		if ((hdr & 0xff) == LIGHTIOV_VCAP_ID &&
+		    cfg_read(devfn, ptr + 4) == LIGHTIOV_VCAP_MAGIC) {
 			vcap = cfg_read(devfn, ptr + 8) == 0 && cfg_read(devfn, ptr + 16) == 0 &&
 			       cfg_read(devfn, ptr + 24) == 0;
 			bench_printf("bench: nvme LightIOV capability at %x, mode %u\n", ptr,
@@ -283,7 +284,8 @@ static void cmb_loop(unsigned devfn, uint64_t nsze)
 	if (cmbs) {
 		/* the controller memory space at the BAR's new address (high half first) */
 		wr32(NVME_REG_CMBMSC + 4, 0);
-		wr32(NVME_REG_CMBMSC, (uint32_t)(NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | NVME_CMB_GPA));
+		wr32(NVME_REG_CMBMSC,
+		     (uint32_t)(NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | NVME_CMB_GPA));
 		check(!(rd32(NVME_REG_CMBSTS) & NVME_CMBSTS_CBAI), "CMB base address accepted");
 	}
 	c = cmd(NVME_ADMIN_DELETE_SQ);

@@ -15,14 +15,14 @@
 #include "fsutil.h"
 #include "vm.h"
 
-#define API_VERSION	    "0.1.0"
-#define API_PREFIX	    "/api/v1/"
-#define API_MAX_URL	    1024
-#define API_MAX_HEADERS	    (8 * 1024) /* request line + headers, bytes */
-#define API_MAX_BODY	    (64 * 1024)
-#define API_MAX_CONNS	    64
-#define API_IDLE_TIMEOUT_MS 10000 /* a client silent this long mid-request or idle is dropped */
-#define API_ERR_LEN	    256
+#define API_VERSION	     "0.1.0"
+#define API_PREFIX	     "/api/v1/"
+#define API_MAX_URL	     1024
+#define API_MAX_HEADERS	     (8 * 1024) /* request line + headers, bytes */
+#define API_MAX_BODY	     (64 * 1024)
+#define API_MAX_CONNS	     64
+#define API_IDLE_TIMEOUT_MS  10000 /* a client silent this long mid-request or idle is dropped */
+#define API_ERR_LEN	     256
 #define API_MAX_PCI_SEGMENTS 96 /* cloud-hypervisor's platform.num_pci_segments bound */
 
 /* The VM operations the router calls. Production uses api_vm_ops_kvm (vm.h); tests and the

@@ -28,14 +28,14 @@
 #define DEPTH	  64
 #define XFER	  (128u << 10)
 /* window layout */
-#define OFF_SQ	   0x0000u
-#define OFF_CQ	   0x1000u
-#define OFF_DB	   0x2000u /* shadow doorbells: SQ tail, CQ head */
-#define OFF_EIDX   0x2040u
-#define OFF_LIST   0x3000u /* PRP list of the write buffer */
-#define OFF_LIST2  0x4000u /* PRP list of the read buffer */
-#define OFF_WBUF   0x10000u
-#define OFF_RBUF   0x40000u
+#define OFF_SQ	  0x0000u
+#define OFF_CQ	  0x1000u
+#define OFF_DB	  0x2000u /* shadow doorbells: SQ tail, CQ head */
+#define OFF_EIDX  0x2040u
+#define OFF_LIST  0x3000u /* PRP list of the write buffer */
+#define OFF_LIST2 0x4000u /* PRP list of the read buffer */
+#define OFF_WBUF  0x10000u
+#define OFF_RBUF  0x40000u
 
 static int failures;
 static uint8_t *win;
@@ -44,9 +44,9 @@ static uint32_t lba_shift;
 #define CHECK(cond, ...)                                                                           \
 	do {                                                                                       \
 		if (cond) {                                                                        \
-			printf("LIO-OK ");                                                          \
+			printf("LIO-OK ");                                                         \
 		} else {                                                                           \
-			printf("LIO-FAIL ");                                                        \
+			printf("LIO-FAIL ");                                                       \
 			failures++;                                                                \
 		}                                                                                  \
 		printf(__VA_ARGS__);                                                               \
@@ -275,7 +275,8 @@ static void bad_args(int fd, int memfd)
 	expect_errno(fd, _IOWR('L', 0x7e, struct lio_identify), &w, ENOTTY, "unknown ioctl");
 	expect_errno(fd, _IOWR('L', LIO_OP_IDENTIFY, struct lio_qp_ref), &ref, ENOTTY,
 		     "identify with a wrong argument size");
-	expect_errno(fd, LIO_IOC_DMA_REGISTER, (void *)8, EFAULT, "dma-register from a bad pointer");
+	expect_errno(fd, LIO_IOC_DMA_REGISTER, (void *)8, EFAULT,
+		     "dma-register from a bad pointer");
 	memset(&w, 0, sizeof(w));
 	expect_errno(fd, LIO_IOC_DMA_REGISTER, &w, EINVAL, "dma-register with 0 regions");
 	w.nr_regions = LIO_MAX_REGIONS + 1;
@@ -388,7 +389,7 @@ static void bad_qp_args(int fd, uint32_t vol_id)
 	expect_errno(fd, LIO_IOC_QP_CREATE, &b, ENOENT, "qp-create on an unattached volume");
 	b = c;
 	b.sq_gpa = WIN_GPA + WIN_BYTES - 4096; /* 64 entries need 4 KiB: fits */
-	b.sq_depth = 128;			/* 8 KiB: runs off the window */
+	b.sq_depth = 128;		       /* 8 KiB: runs off the window */
 	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create SQ running off the window");
 	b = c;
 	b.cq_gpa = WIN_GPA + OFF_CQ + 16;
@@ -467,7 +468,7 @@ static void qmem_polled(int fd, uint32_t vol_id)
 		return;
 	}
 	CHECK(c.sq_off % 4096 == 0 && c.cq_off % 4096 == 0 && c.db_off % 4096 == 0 &&
-		      c.sq_off != c.cq_off && c.db_off + 8192 <= QMEM_BYTES,
+		  c.sq_off != c.cq_off && c.db_off + 8192 <= QMEM_BYTES,
 	      "qp-create in queue memory, polled: sq_off 0x%llx cq_off 0x%llx db_off 0x%llx",
 	      (unsigned long long)c.sq_off, (unsigned long long)c.cq_off,
 	      (unsigned long long)c.db_off);
@@ -492,11 +493,12 @@ static void qmem_polled(int fd, uint32_t vol_id)
 	ws.flags = 0;
 	r = ioctl(fd, LIO_IOC_SESSION_SET, &ws);
 	CHECK(r == 0 && ws.flags == 0 && ws.syncs == syncs + 1,
-	      "write-through: %llu write sent with FUA, then off", (unsigned long long)(ws.syncs - syncs));
+	      "write-through: %llu write sent with FUA, then off",
+	      (unsigned long long)(ws.syncs - syncs));
 	memset(&qs, 0, sizeof(qs));
 	qs.qp_id = q.id;
 	CHECK(ioctl(fd, LIO_IOC_QP_STATS, &qs) == 0 && qs.cmds == 3 && qs.polls >= 1 &&
-		      qs.irqs >= 1,
+		  qs.irqs >= 1,
 	      "qmem-polled: qp-stats cmds %llu polls %llu irqs %llu", (unsigned long long)qs.cmds,
 	      (unsigned long long)qs.polls, (unsigned long long)qs.irqs);
 	CHECK(q.cmds == 3 && q.irqs >= 1, "qmem-polled: %u commands completed, %u irq signals",
@@ -619,8 +621,8 @@ static void direct(int fd, uint32_t vol_id, uint64_t lba_start)
 	CHECK(s.prp1 && s.prp2, "direct: device addresses 0x%llx 0x%llx",
 	      (unsigned long long)s.prp1, (unsigned long long)s.prp2);
 	st = qp_run(&q, &s, NULL);
-	CHECK(st == 0, "direct: write 8192 bytes at LBA %llu: status 0x%x", (unsigned long long)slba,
-	      st);
+	CHECK(st == 0, "direct: write 8192 bytes at LBA %llu: status 0x%x",
+	      (unsigned long long)slba, st);
 	memset(&s, 0, sizeof(s));
 	s.opcode = NVME_CMD_FLUSH;
 	s.nsid = 1;
@@ -718,7 +720,9 @@ static void resize_moved(int fd, struct lio_vol_attach *a, uint64_t old_start)
  * memory, two polled queue pairs), and data goes round trip. Its anonymous volume ends zeroed. */
 static void client_transport(const char *name)
 {
-	struct lio_drv_opts o = {.mode = LIO_MODE_ISOLATED, .nr_qp = 2, .depth = 32,
+	struct lio_drv_opts o = {.mode = LIO_MODE_ISOLATED,
+				 .nr_qp = 2,
+				 .depth = 32,
 				 .qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL,
 				 .mem_bytes = 1u << 20};
 	struct lio_vol_attach a = {.flags = LIO_ATTACH_ANON, .size_bytes = 1u << 20};
@@ -818,8 +822,8 @@ int main(int argc, char **argv)
 	w.nr_regions = 1;
 	w.r[0] = (struct lio_dma_region){.gpa = WIN_GPA, .size = WIN_BYTES, .fd = memfd};
 	r = ioctl(fd, LIO_IOC_DMA_REGISTER, &w);
-	CHECK(r == 0, "dma-register of %u KiB at 0x%llx: rc %d errno %d", WIN_BYTES >> 10,
-	      WIN_GPA, r, r ? errno : 0);
+	CHECK(r == 0, "dma-register of %u KiB at 0x%llx: rc %d errno %d", WIN_BYTES >> 10, WIN_GPA,
+	      r, r ? errno : 0);
 
 	memset(&a, 0, sizeof(a));
 	strcpy(a.name, "kmodvol");
@@ -841,8 +845,7 @@ int main(int argc, char **argv)
 	memset(&vl, 0, sizeof(vl));
 	r = ioctl(fd2, LIO_IOC_VOL_LIST, &vl);
 	CHECK(r == 0 && vl.total >= 1 && !strcmp(vl.v[0].name, "kmodvol") && vl.v[0].users == 1,
-	      "vol-list from another session: rc %d total %u users %u", r, vl.total,
-	      vl.v[0].users);
+	      "vol-list from another session: rc %d total %u users %u", r, vl.total, vl.v[0].users);
 	close(fd2);
 	bad_qp_args(fd, a.vol_id);
 
