@@ -12,164 +12,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "nvme-lightiov/nvme_file.h"
+#include "nvmerig.h"
 #include "testutil.h"
-
-#define RAM_SIZE (4u << 20)
-#define ASQ_GPA	 0x10000
-#define ACQ_GPA	 0x20000
-#define IOCQ_GPA 0x30000
-#define IOSQ_GPA 0x40000
-#define DATA_GPA 0x100000
-#define QS	 16
-
-static char dir[64], path[128];
-static uint8_t *ram;
-static struct guest_mem gm;
-static struct nvme_file *nf;
-static struct nvme_ctrl *ctrl;
-static uint32_t tails[2], heads[2];
-static uint8_t phases[2];
-static const uint64_t sq_gpa[2] = {ASQ_GPA, IOSQ_GPA}, cq_gpa[2] = {ACQ_GPA, IOCQ_GPA};
-
-static void setup(void)
-{
-	snprintf(dir, sizeof(dir), "/tmp/lvmm-nvme-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/disk.img", dir);
-	ram = aligned_alloc(4096, RAM_SIZE);
-	memset(ram, 0, RAM_SIZE);
-	gmem_init_buffer(&gm, ram, RAM_SIZE);
-	tails[0] = tails[1] = heads[0] = heads[1] = 0;
-	phases[0] = phases[1] = 1;
-	nf = NULL;
-	ctrl = NULL;
-}
-
-static void stop(void)
-{
-	nvme_file_close(nf); /* joins the I/O thread before the controller goes */
-	nvme_ctrl_destroy(ctrl);
-	nf = NULL;
-	ctrl = NULL;
-}
-
-static void teardown(void)
-{
-	if (nf)
-		stop();
-	free(ram);
-	unlink(path);
-	rmdir(dir);
-}
-
-static void start(uint64_t size, bool ro)
-{
-	struct vnvme_config vc;
-	struct nvme_ctrl_params p = {.dstrd = 0, .max_ioqs = 2, .nvectors = 2};
-	struct nvme_ctrl_hooks h = {.kick = nvme_file_kick};
-	char err[256];
-	uint64_t sz;
-
-	memset(&vc, 0, sizeof(vc));
-	snprintf(vc.id, sizeof(vc.id), "nvme0");
-	snprintf(vc.path, sizeof(vc.path), "%s", path);
-	vc.size = size;
-	vc.readonly = ro;
-	ck_assert_int_eq(nvme_file_open(&vc, &nf, &sz, err, sizeof(err)), 0);
-	p.size = sz;
-	p.readonly = ro;
-	/* padded as the Identify SN field is: the NQN must not carry the spaces */
-	snprintf(p.serial, sizeof(p.serial), "%-20s", "SN42");
-	h.opaque = nf;
-	ck_assert_int_eq(nvme_ctrl_create(&p, &gm, &nvme_file_ops, nf, &h, &ctrl, err, sizeof(err)),
-			 0);
-	ck_assert_int_eq(nvme_file_start(nf, ctrl, err, sizeof(err)), 0);
-}
-
-static void w32(uint64_t off, uint32_t v)
-{
-	nvme_ctrl_bar0_write(ctrl, off, &v, 4);
-}
-
-static void w64(uint64_t off, uint64_t v)
-{
-	nvme_ctrl_bar0_write(ctrl, off, &v, 8);
-}
-
-/* Submits on queue q and waits (bounded) for the completion; returns the status. */
-static uint16_t cmd(unsigned q, struct nvme_sqe *c)
-{
-	struct nvme_cqe *e = (struct nvme_cqe *)(ram + cq_gpa[q]) + heads[q];
-	unsigned i;
-	uint16_t st;
-
-	memcpy(ram + sq_gpa[q] + tails[q] * 64, c, 64);
-	tails[q] = (tails[q] + 1) % QS;
-	w32(0x1000 + 8 * q, tails[q]);
-	for (i = 0; i < 10000 && (__atomic_load_n(&e->status, __ATOMIC_ACQUIRE) & 1) != phases[q];
-	     i++)
-		usleep(1000);
-	ck_assert_uint_eq(e->status & 1, phases[q]);
-	ck_assert_uint_eq(e->cid, c->cid);
-	st = e->status >> 1;
-	if (++heads[q] == QS) {
-		heads[q] = 0;
-		phases[q] ^= 1;
-	}
-	w32(0x1000 + 8 * q + 4, heads[q]);
-	return st;
-}
-
-static struct nvme_sqe mk(uint8_t op, uint16_t cid, uint32_t nsid)
-{
-	struct nvme_sqe c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = op;
-	c.cid = cid;
-	c.nsid = nsid;
-	return c;
-}
-
-static void bring_up(void)
-{
-	struct nvme_sqe c;
-
-	w32(NVME_REG_AQA, (QS - 1) << 16 | (QS - 1));
-	w64(NVME_REG_ASQ, ASQ_GPA);
-	w64(NVME_REG_ACQ, ACQ_GPA);
-	w32(NVME_REG_CC, NVME_CC_EN | 6 << 16 | 4 << 20);
-	c = mk(NVME_ADMIN_CREATE_CQ, 1, 0);
-	c.prp1 = IOCQ_GPA;
-	c.cdw10 = (QS - 1) << 16 | 1;
-	c.cdw11 = 1 << 16 | 3;
-	ck_assert_uint_eq(cmd(0, &c), 0);
-	c = mk(NVME_ADMIN_CREATE_SQ, 2, 0);
-	c.prp1 = IOSQ_GPA;
-	c.cdw10 = (QS - 1) << 16 | 1;
-	c.cdw11 = 1 << 16 | 1;
-	ck_assert_uint_eq(cmd(0, &c), 0);
-}
 
 static uint16_t write_at(uint16_t cid, uint64_t slba, bool fua)
 {
-	struct nvme_sqe c = mk(NVME_CMD_WRITE, cid, 1);
+	struct nvme_sqe c = rig_mk(NVME_CMD_WRITE, cid, 1);
 
 	c.cdw10 = (uint32_t)slba;
 	c.cdw11 = (uint32_t)(slba >> 32);
 	c.cdw12 = (fua ? NVME_RW_FUA : 0) | 0; /* one block */
 	c.prp1 = DATA_GPA;
-	return cmd(1, &c);
+	return rig_cmd(1, &c);
 }
 
 static uint16_t set_vwc(uint32_t on)
 {
-	struct nvme_sqe c = mk(NVME_ADMIN_SET_FEATURES, 20, 0);
+	struct nvme_sqe c = rig_mk(NVME_ADMIN_SET_FEATURES, 20, 0);
 
 	c.cdw10 = NVME_FEAT_VOLATILE_WC;
 	c.cdw11 = on;
-	return cmd(0, &c);
+	return rig_cmd(0, &c);
 }
 
 START_TEST(test_vwc_off_means_durable)
@@ -177,94 +40,95 @@ START_TEST(test_vwc_off_means_durable)
 	uint64_t dw, syncs;
 	struct nvme_sqe c;
 
-	start(1 << 20, false);
-	bring_up();
-	memset(ram + DATA_GPA, 0x5a, 4096);
+	rig_start(1 << 20, false);
+	rig_bring_up();
+	memset(rig.ram + DATA_GPA, 0x5a, 4096);
 	/* Cache on: a plain write is not forced out, a FUA write is. */
 	ck_assert_uint_eq(write_at(30, 0, false), 0);
-	nvme_file_durability(nf, &dw, &syncs);
+	nvme_file_durability(rig.nf, &dw, &syncs);
 	ck_assert_uint_eq(dw, 0);
 	ck_assert_uint_eq(write_at(31, 1, true), 0);
-	nvme_file_durability(nf, &dw, &syncs);
+	nvme_file_durability(rig.nf, &dw, &syncs);
 	ck_assert_uint_eq(dw, 1);
 	/* Cache off, read back as off: every write and zeroing is durable before completion. */
 	ck_assert_uint_eq(set_vwc(0), 0);
-	c = mk(NVME_ADMIN_GET_FEATURES, 21, 0);
+	c = rig_mk(NVME_ADMIN_GET_FEATURES, 21, 0);
 	c.cdw10 = NVME_FEAT_VOLATILE_WC;
-	ck_assert_uint_eq(cmd(0, &c), 0);
+	ck_assert_uint_eq(rig_cmd(0, &c), 0);
 	ck_assert_uint_eq(
-	    ((struct nvme_cqe *)(ram + ACQ_GPA))[heads[0] ? heads[0] - 1 : QS - 1].dw0, 0);
+	    ((struct nvme_cqe *)(rig.ram + ACQ_GPA))[rig.heads[0] ? rig.heads[0] - 1 : QS - 1].dw0,
+	    0);
 	ck_assert_uint_eq(write_at(32, 2, false), 0);
 	ck_assert_uint_eq(write_at(33, 3, false), 0);
-	nvme_file_durability(nf, &dw, &syncs);
+	nvme_file_durability(rig.nf, &dw, &syncs);
 	ck_assert_uint_eq(dw, 3);
-	c = mk(NVME_CMD_WRITE_ZEROES, 34, 1);
+	c = rig_mk(NVME_CMD_WRITE_ZEROES, 34, 1);
 	c.cdw10 = 8;
-	ck_assert_uint_eq(cmd(1, &c), 0);
-	nvme_file_durability(nf, &dw, &syncs);
+	ck_assert_uint_eq(rig_cmd(1, &c), 0);
+	nvme_file_durability(rig.nf, &dw, &syncs);
 	ck_assert_uint_eq(syncs, 1);
 	/* Back on: plain writes may sit in the cache again. */
 	ck_assert_uint_eq(set_vwc(1), 0);
 	ck_assert_uint_eq(write_at(35, 4, false), 0);
-	nvme_file_durability(nf, &dw, &syncs);
+	nvme_file_durability(rig.nf, &dw, &syncs);
 	ck_assert_uint_eq(dw, 3);
-	stop();
+	rig_stop();
 }
 END_TEST
 
 START_TEST(test_identify_smart_keepalive)
 {
-	struct nvme_id_ctrl *id = (struct nvme_id_ctrl *)(ram + DATA_GPA);
+	struct nvme_id_ctrl *id = (struct nvme_id_ctrl *)(rig.ram + DATA_GPA);
 	struct nvme_sqe c;
 
-	start(1 << 20, false);
-	bring_up();
-	c = mk(NVME_ADMIN_IDENTIFY, 40, 0);
+	rig_start(1 << 20, false);
+	rig_bring_up();
+	c = rig_mk(NVME_ADMIN_IDENTIFY, 40, 0);
 	c.cdw10 = NVME_ID_CNS_CTRL;
 	c.prp1 = DATA_GPA;
-	ck_assert_uint_eq(cmd(0, &c), 0);
+	ck_assert_uint_eq(rig_cmd(0, &c), 0);
 	ck_assert_uint_ne(id->oncs & NVME_CTRL_ONCS_FEAT_SAVE, 0);
 	ck_assert_ptr_null(memchr(id->subnqn, ' ', strnlen(id->subnqn, sizeof(id->subnqn))));
 	ck_assert_str_eq(id->subnqn, "nqn.2026-11.io.lvmm:nvme:SN42");
 	ck_assert_uint_eq(id->kas, 0);
 	/* Identify Namespace for every namespace: only with Namespace Management */
-	c = mk(NVME_ADMIN_IDENTIFY, 41, 0xffffffffu);
+	c = rig_mk(NVME_ADMIN_IDENTIFY, 41, 0xffffffffu);
 	c.cdw10 = NVME_ID_CNS_NS;
 	c.prp1 = DATA_GPA;
-	ck_assert_uint_eq(cmd(0, &c) & 0x7ff, NVME_SC_INVALID_NS);
+	ck_assert_uint_eq(rig_cmd(0, &c) & 0x7ff, NVME_SC_INVALID_NS);
 	/* SMART is controller-wide (LPA bit 0 clear): namespace 1 is an invalid field */
-	c = mk(NVME_ADMIN_GET_LOG_PAGE, 42, 1);
+	c = rig_mk(NVME_ADMIN_GET_LOG_PAGE, 42, 1);
 	c.cdw10 = (128 - 1) << 16 | NVME_LOG_SMART;
 	c.prp1 = DATA_GPA;
-	ck_assert_uint_eq(cmd(0, &c) & 0x7ff, NVME_SC_INVALID_FIELD);
+	ck_assert_uint_eq(rig_cmd(0, &c) & 0x7ff, NVME_SC_INVALID_FIELD);
 	c.nsid = 0xffffffffu;
 	c.cid = 43;
-	ck_assert_uint_eq(cmd(0, &c), 0);
-	c = mk(NVME_ADMIN_KEEP_ALIVE, 44, 0);
-	ck_assert_uint_eq(cmd(0, &c) & 0x7ff, NVME_SC_INVALID_OPCODE);
-	stop();
+	ck_assert_uint_eq(rig_cmd(0, &c), 0);
+	c = rig_mk(NVME_ADMIN_KEEP_ALIVE, 44, 0);
+	ck_assert_uint_eq(rig_cmd(0, &c) & 0x7ff, NVME_SC_INVALID_OPCODE);
+	rig_stop();
 }
 END_TEST
 
 START_TEST(test_error_log_names_lba_and_nsid)
 {
-	struct nvme_error_log *e = (struct nvme_error_log *)(ram + DATA_GPA);
+	struct nvme_error_log *e = (struct nvme_error_log *)(rig.ram + DATA_GPA);
 	uint64_t slba = (1 << 20) / 512 + 5; /* past the end */
 	struct nvme_sqe c;
 
-	start(1 << 20, false);
-	bring_up();
+	rig_start(1 << 20, false);
+	rig_bring_up();
 	ck_assert_uint_eq(write_at(50, slba, false) & 0x7ff, NVME_SC_LBA_RANGE);
-	c = mk(NVME_ADMIN_GET_LOG_PAGE, 51, 0);
+	c = rig_mk(NVME_ADMIN_GET_LOG_PAGE, 51, 0);
 	c.cdw10 = (64 / 4 - 1) << 16 | NVME_LOG_ERROR;
 	c.prp1 = DATA_GPA;
-	ck_assert_uint_eq(cmd(0, &c), 0);
+	ck_assert_uint_eq(rig_cmd(0, &c), 0);
 	ck_assert_uint_eq(e->cmdid, 50);
 	ck_assert_uint_eq(e->sqid, 1);
 	ck_assert_uint_eq(e->status_field >> 1 & 0xff, NVME_SC_LBA_RANGE);
 	ck_assert_uint_eq(e->nsid, 1);
 	ck_assert_uint_eq(e->lba, slba);
-	stop();
+	rig_stop();
 }
 END_TEST
 
@@ -300,31 +164,32 @@ static void start_mem(uint64_t cmb_size, bool vwc_hook)
 	vwc_calls = 0;
 	vwc_answer = 0;
 	snprintf(p.serial, sizeof(p.serial), "MEM1");
-	ck_assert_int_eq(
-	    nvme_ctrl_create(&p, &gm, &nvme_mem_backend_ops, &mem, &h, &ctrl, err, sizeof(err)), 0);
+	ck_assert_int_eq(nvme_ctrl_create(&p, &rig.gm, &nvme_mem_backend_ops, &mem, &h, &rig.ctrl,
+					  err, sizeof(err)),
+			 0);
 }
 
 static uint32_t r32(uint64_t off)
 {
 	uint32_t v = 0;
 
-	nvme_ctrl_bar0_read(ctrl, off, &v, 4);
+	nvme_ctrl_bar0_read(rig.ctrl, off, &v, 4);
 	return v;
 }
 
 static uint16_t create_sq2(uint64_t base)
 {
-	struct nvme_sqe c = mk(NVME_ADMIN_CREATE_SQ, 60, 0);
+	struct nvme_sqe c = rig_mk(NVME_ADMIN_CREATE_SQ, 60, 0);
 
 	c.prp1 = base;
 	c.cdw10 = (QS - 1) << 16 | 2;
 	c.cdw11 = 2 << 16 | 1;
-	return cmd(0, &c);
+	return rig_cmd(0, &c);
 }
 
 START_TEST(test_cmb_nvme14)
 {
-	struct nvme_cqe *e = (struct nvme_cqe *)(ram + IOCQ2_GPA);
+	struct nvme_cqe *e = (struct nvme_cqe *)(rig.ram + IOCQ2_GPA);
 	uint64_t cap, size;
 	struct nvme_sqe c;
 	uint8_t *cmb;
@@ -337,62 +202,62 @@ START_TEST(test_cmb_nvme14)
 	ck_assert_uint_eq(r32(NVME_REG_CMBSZ), 0);
 	ck_assert_uint_eq(r32(NVME_REG_CMBMSC), 0);
 	ck_assert_uint_eq(r32(NVME_REG_CMBSTS), 0);
-	w32(NVME_REG_CMBMSC, NVME_CMBMSC_CRE | 0xffc); /* reserved bits stay clear */
+	rig_w32(NVME_REG_CMBMSC, NVME_CMBMSC_CRE | 0xffc); /* reserved bits stay clear */
 	ck_assert_uint_eq(r32(NVME_REG_CMBMSC), NVME_CMBMSC_CRE);
 	ck_assert_uint_eq(r32(NVME_REG_CMBLOC), 2);
 	ck_assert_uint_eq(r32(NVME_REG_CMBSZ), NVME_CMBSZ_SQS | (CMB_SIZE >> 12) << 12);
-	nvme_ctrl_set_cmb_gpa(ctrl, CMB_GPA);
-	bring_up();
-	c = mk(NVME_ADMIN_CREATE_CQ, 61, 0);
+	nvme_ctrl_set_cmb_gpa(rig.ctrl, CMB_GPA);
+	rig_bring_up();
+	c = rig_mk(NVME_ADMIN_CREATE_CQ, 61, 0);
 	c.prp1 = IOCQ2_GPA;
 	c.cdw10 = (QS - 1) << 16 | 2;
 	c.cdw11 = 2 << 16 | 1;
-	ck_assert_uint_eq(cmd(0, &c), 0);
+	ck_assert_uint_eq(rig_cmd(0, &c), 0);
 	/* the BAR decodes, but the controller memory space is off: not a queue address */
 	ck_assert_uint_eq(create_sq2(CMB_GPA) & 0x7ff, NVME_SC_INVALID_FIELD);
 	/* Linux's order: the high half first, then CRE | CMSE | the low half of the base */
-	w32(NVME_REG_CMBMSC + 4, (uint32_t)(CMB_GPA >> 32));
+	rig_w32(NVME_REG_CMBMSC + 4, (uint32_t)(CMB_GPA >> 32));
 	ck_assert_uint_eq(r32(NVME_REG_CMBSTS), 0);
-	w32(NVME_REG_CMBMSC, NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | (uint32_t)CMB_GPA);
+	rig_w32(NVME_REG_CMBMSC, NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | (uint32_t)CMB_GPA);
 	ck_assert_uint_eq(r32(NVME_REG_CMBSTS), 0);
 	ck_assert_uint_eq(r32(NVME_REG_CMBMSC + 4), CMB_GPA >> 32);
 	ck_assert_uint_eq(create_sq2(CMB_GPA), 0);
 	/* a command written into the CMB runs and completes on CQ 2 */
-	cmb = nvme_ctrl_cmb(ctrl, &size);
+	cmb = nvme_ctrl_cmb(rig.ctrl, &size);
 	ck_assert_uint_eq(size, CMB_SIZE);
-	c = mk(NVME_CMD_FLUSH, 62, 1);
+	c = rig_mk(NVME_CMD_FLUSH, 62, 1);
 	memcpy(cmb, &c, sizeof(c));
-	w32(0x1000 + 8 * 2, 1);
+	rig_w32(0x1000 + 8 * 2, 1);
 	ck_assert_uint_eq(e[0].status & 1, 1);
 	ck_assert_uint_eq(e[0].cid, 62);
 	ck_assert_uint_eq(e[0].status >> 1, 0);
 	ck_assert_uint_eq(e[0].sq_id, 2);
 	/* a base other than the BAR's: Controller Base Address Invalid, no CMB queues */
-	c = mk(NVME_ADMIN_DELETE_SQ, 63, 0);
+	c = rig_mk(NVME_ADMIN_DELETE_SQ, 63, 0);
 	c.cdw10 = 2;
-	ck_assert_uint_eq(cmd(0, &c), 0);
-	w64(NVME_REG_CMBMSC, NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | (CMB_GPA + 0x200000));
+	ck_assert_uint_eq(rig_cmd(0, &c), 0);
+	rig_w64(NVME_REG_CMBMSC, NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | (CMB_GPA + 0x200000));
 	ck_assert_uint_eq(r32(NVME_REG_CMBSTS), NVME_CMBSTS_CBAI);
 	ck_assert_uint_eq(create_sq2(CMB_GPA) & 0x7ff, NVME_SC_INVALID_FIELD);
 	ck_assert_uint_eq(create_sq2(CMB_GPA + 0x200000) & 0x7ff, NVME_SC_INVALID_FIELD);
-	w64(NVME_REG_CMBMSC, NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | CMB_GPA);
+	rig_w64(NVME_REG_CMBMSC, NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | CMB_GPA);
 	ck_assert_uint_eq(r32(NVME_REG_CMBSTS), 0);
 	/* the BAR moves away from the base: invalid again until the host says where */
-	nvme_ctrl_set_cmb_gpa(ctrl, CMB_GPA + 0x400000);
+	nvme_ctrl_set_cmb_gpa(rig.ctrl, CMB_GPA + 0x400000);
 	ck_assert_uint_eq(r32(NVME_REG_CMBSTS), NVME_CMBSTS_CBAI);
-	nvme_ctrl_set_cmb_gpa(ctrl, CMB_GPA);
+	nvme_ctrl_set_cmb_gpa(rig.ctrl, CMB_GPA);
 	ck_assert_uint_eq(r32(NVME_REG_CMBSTS), 0);
 	/* a controller reset keeps it (Linux writes CMBMSC once, at probe) */
-	w32(NVME_REG_CC, 0);
+	rig_w32(NVME_REG_CC, 0);
 	ck_assert_uint_eq(r32(NVME_REG_CMBMSC),
 			  NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | (uint32_t)CMB_GPA);
 	ck_assert_uint_eq(r32(NVME_REG_CMBSZ), NVME_CMBSZ_SQS | (CMB_SIZE >> 12) << 12);
 	/* CRE off hides CMBLOC and CMBSZ again */
-	w64(NVME_REG_CMBMSC, 0);
+	rig_w64(NVME_REG_CMBMSC, 0);
 	ck_assert_uint_eq(r32(NVME_REG_CMBLOC), 0);
 	ck_assert_uint_eq(r32(NVME_REG_CMBSZ), 0);
-	nvme_ctrl_destroy(ctrl);
-	ctrl = NULL;
+	nvme_ctrl_destroy(rig.ctrl);
+	rig.ctrl = NULL;
 }
 END_TEST
 
@@ -401,23 +266,24 @@ START_TEST(test_no_cmb_nvme14)
 {
 	start_mem(0, false);
 	ck_assert_uint_eq(r32(NVME_REG_CAP + 4) & (uint32_t)(NVME_CAP_CMBS >> 32), 0);
-	w64(NVME_REG_CMBMSC, NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | CMB_GPA);
+	rig_w64(NVME_REG_CMBMSC, NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | CMB_GPA);
 	ck_assert_uint_eq(r32(NVME_REG_CMBMSC), 0);
 	ck_assert_uint_eq(r32(NVME_REG_CMBSZ), 0);
 	ck_assert_uint_eq(r32(NVME_REG_CMBLOC), 0);
 	ck_assert_uint_eq(r32(NVME_REG_CMBSTS), 0);
-	nvme_ctrl_destroy(ctrl);
-	ctrl = NULL;
+	nvme_ctrl_destroy(rig.ctrl);
+	rig.ctrl = NULL;
 }
 END_TEST
 
 static uint32_t get_vwc(void)
 {
-	struct nvme_sqe c = mk(NVME_ADMIN_GET_FEATURES, 22, 0);
+	struct nvme_sqe c = rig_mk(NVME_ADMIN_GET_FEATURES, 22, 0);
 
 	c.cdw10 = NVME_FEAT_VOLATILE_WC;
-	ck_assert_uint_eq(cmd(0, &c), 0);
-	return ((struct nvme_cqe *)(ram + ACQ_GPA))[heads[0] ? heads[0] - 1 : QS - 1].dw0;
+	ck_assert_uint_eq(rig_cmd(0, &c), 0);
+	return ((struct nvme_cqe *)(rig.ram + ACQ_GPA))[rig.heads[0] ? rig.heads[0] - 1 : QS - 1]
+	    .dw0;
 }
 
 /* The SSD backends learn of every change of the volatile write cache, and only of changes; a
@@ -426,7 +292,7 @@ START_TEST(test_vwc_hook)
 {
 	start_mem(0, true);
 	ck_assert_uint_eq(vwc_calls, 0); /* created caching: nothing to say */
-	bring_up();
+	rig_bring_up();
 	ck_assert_uint_eq(set_vwc(1), 0);
 	ck_assert_uint_eq(vwc_calls, 0);
 	ck_assert_uint_eq(set_vwc(0), 0);
@@ -441,18 +307,18 @@ START_TEST(test_vwc_hook)
 	ck_assert_uint_eq(get_vwc(), 0);
 	vwc_answer = 0;
 	/* a controller reset brings the cache back, and tells the backend */
-	w32(NVME_REG_CC, 0);
+	rig_w32(NVME_REG_CC, 0);
 	ck_assert_uint_eq(vwc_calls, 3);
 	ck_assert(vwc_last);
-	tails[0] = heads[0] = 0;
-	phases[0] = 1;
-	memset(ram + ACQ_GPA, 0, 4096);
-	memset(ram + IOCQ_GPA, 0, 4096);
-	bring_up();
+	rig.tails[0] = rig.heads[0] = 0;
+	rig.phases[0] = 1;
+	memset(rig.ram + ACQ_GPA, 0, 4096);
+	memset(rig.ram + IOCQ_GPA, 0, 4096);
+	rig_bring_up();
 	ck_assert_uint_eq(get_vwc(), 1);
 	ck_assert_uint_eq(vwc_calls, 3);
-	nvme_ctrl_destroy(ctrl);
-	ctrl = NULL;
+	nvme_ctrl_destroy(rig.ctrl);
+	rig.ctrl = NULL;
 }
 END_TEST
 
@@ -461,7 +327,7 @@ int main(void)
 	Suite *s = suite_create("nvme_conform");
 	TCase *tc = tcase_create("file");
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, rig_setup, rig_teardown);
 	tcase_add_test(tc, test_vwc_off_means_durable);
 	tcase_add_test(tc, test_identify_smart_keepalive);
 	tcase_add_test(tc, test_error_log_names_lba_and_nsid);
