@@ -20,6 +20,7 @@
 #include "lightiov/nvme.h"
 #include "lightiov/uapi.h"
 #include "nvme-lightiov/lio_client.h"
+#include "ssdutil.h"
 #include "testutil.h"
 
 #define SSD	   "t0"
@@ -36,50 +37,21 @@ static pid_t daemon_pid;
 static void daemon_start(const char *const extra[])
 {
 	char size[16];
-	const char *argv[32] = {testutil_lvmm(), "ssd",	  "serve",  SSD,
-				"--backing",	 backing, "--size", size};
-	int n = 8, i;
+	const char *opts[32] = {"--backing", backing, "--size", size};
+	int n = 4, i;
 
 	snprintf(size, sizeof(size), "%uM", BACKING_MB);
 	for (i = 0; extra && extra[i] && n < 30; i++)
-		argv[n++] = extra[i];
+		opts[n++] = extra[i];
 	if (getenv("SOFTSSD_TEST_ARGS")) /* e.g. --cached: the page-cache data path */
-		argv[n++] = getenv("SOFTSSD_TEST_ARGS");
-	argv[n] = NULL;
-	daemon_pid = fork();
-	ck_assert_int_ge(daemon_pid, 0);
-	if (!daemon_pid) {
-		int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
-
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(argv[0], (char **)argv);
-		_exit(127);
-	}
-	/* ready when a client gets its identify answered */
-	for (i = 0; i < 200; i++) {
-		struct lio_client *c;
-		char err[256];
-
-		if (!lio_client_connect(&c, SSD, "probe", NULL, err, sizeof(err))) {
-			lio_client_close(c);
-			return;
-		}
-		testutil_sleep_ms(25);
-	}
-	ck_abort_msg("softssd did not come up: %s", testutil_slurp(logpath));
+		opts[n++] = getenv("SOFTSSD_TEST_ARGS");
+	opts[n] = NULL;
+	daemon_pid = testutil_ssd_start(SSD, logpath, opts);
 }
 
 static int daemon_stop(int sig)
 {
-	int st;
-
-	if (daemon_pid <= 0)
-		return 0;
-	kill(daemon_pid, sig);
-	st = testutil_wait_limit(daemon_pid, "softssd", 20);
-	daemon_pid = 0;
-	return st;
+	return testutil_ssd_stop(&daemon_pid, sig);
 }
 
 static void setup(void)

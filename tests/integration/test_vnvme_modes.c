@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "nvme-lightiov/lio_client.h"
+#include "ssdutil.h"
 #include "testutil.h"
 
 #define SSD	    "vt0"
@@ -28,44 +29,15 @@ static const char *lba_size = "512"; /* of a new backing: case lba4k serves 4096
 static void daemon_start(void)
 {
 	char size[16];
-	const char *argv[] = {testutil_lvmm(), "ssd", "serve",	    SSD,      "--backing", backing,
-			      "--size",	       size,  "--lba-size", lba_size, NULL};
-	int i;
+	const char *opts[] = {"--backing", backing, "--size", size, "--lba-size", lba_size, NULL};
 
 	snprintf(size, sizeof(size), "%uM", BACKING_MB);
-	daemon_pid = fork();
-	ck_assert_int_ge(daemon_pid, 0);
-	if (!daemon_pid) {
-		int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
-
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(argv[0], (char **)argv);
-		_exit(127);
-	}
-	for (i = 0; i < 800; i++) { /* 20 s at most */
-		struct lio_client *c;
-		char err[256];
-
-		if (!lio_client_connect(&c, SSD, "probe", NULL, err, sizeof(err))) {
-			lio_client_close(c);
-			return;
-		}
-		testutil_sleep_ms(25);
-	}
-	ck_abort_msg("softssd did not come up: %s", testutil_slurp(logpath));
+	daemon_pid = testutil_ssd_start(SSD, logpath, opts);
 }
 
 static int daemon_stop(int sig)
 {
-	int st;
-
-	if (daemon_pid <= 0)
-		return 0;
-	kill(daemon_pid, sig);
-	st = testutil_wait_limit(daemon_pid, "softssd", 20);
-	daemon_pid = 0;
-	return st;
+	return testutil_ssd_stop(&daemon_pid, sig);
 }
 
 static void setup(void)

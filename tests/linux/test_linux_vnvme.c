@@ -18,6 +18,7 @@
 
 #include "linuxboot.h"
 #include "nvme-lightiov/lio_client.h"
+#include "ssdutil.h"
 #include "testutil.h"
 
 /* A boot takes minutes on kvm_pvm hosts (emulated guest kernel). Not a speed assertion. */
@@ -68,32 +69,10 @@ static const char init_script[] =
 static void daemon_start(void)
 {
 	char backing[128];
-	const char *argv[] = {testutil_lvmm(), "ssd",	 "serve", SSD, "--backing",
-			      backing,	       "--size", "256M",  NULL};
-	int i;
+	const char *opts[] = {"--backing", backing, "--size", "256M", NULL};
 
 	snprintf(backing, sizeof(backing), "%s/backing.img", dir);
-	daemon_pid = fork();
-	ck_assert_int_ge(daemon_pid, 0);
-	if (!daemon_pid) {
-		int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
-
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(argv[0], (char **)argv);
-		_exit(127);
-	}
-	for (i = 0; i < 800; i++) { /* 20 s at most */
-		struct lio_client *c;
-		char err[256];
-
-		if (!lio_client_connect(&c, SSD, "probe", NULL, err, sizeof(err))) {
-			lio_client_close(c);
-			return;
-		}
-		testutil_sleep_ms(25);
-	}
-	ck_abort_msg("softssd did not come up: %s", testutil_slurp(logpath));
+	daemon_pid = testutil_ssd_start(SSD, logpath, opts);
 }
 
 static void make_image(void)
@@ -145,10 +124,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		testutil_wait_limit(daemon_pid, "softssd", 20);
-	}
+	testutil_ssd_stop(&daemon_pid, SIGTERM);
 	testutil_rmtree(dir);
 }
 
