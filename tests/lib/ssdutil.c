@@ -9,7 +9,7 @@
 #include "testutil.h"
 
 #define SSD_ARGS_MAX 32
-#define SSD_UP_MS    20000
+#define SSD_UP_MS    30000 /* a loaded host starts processes slowly */
 
 pid_t testutil_ssd_start(const char *name, const char *log, const char *const opts[])
 {

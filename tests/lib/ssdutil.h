@@ -6,7 +6,7 @@
 
 /* Starts `$LVMM ssd serve NAME OPTS...` (opts NULL-terminated, may be NULL) with its output
  * appended to log, and returns once a client's identify is answered; fails the test with the
- * log when it is not within 20 s. */
+ * log when it is not within 30 s. */
 pid_t testutil_ssd_start(const char *name, const char *log, const char *const opts[]);
 /* Sends sig to *pid and reaps it (20 s at most): its waitpid status, 0 when *pid was not set;
  * *pid becomes 0. */

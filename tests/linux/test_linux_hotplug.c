@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "apitest.h"
+#include "ssdutil.h"
 #include "testutil.h"
 
 /* One boot; the emulated kernel takes minutes to reach /init on a loaded kvm_pvm host, and
@@ -81,36 +82,12 @@ static unsigned info_has(const char *id)
 /* A softssd of the test's own (socket under T.dir), up before lvmm starts. */
 static void daemon_start(void)
 {
-	char backing[160], log[160], *argv[10];
-	unsigned i;
+	char backing[160], log[160];
+	const char *opts[] = {"--backing", backing, "--size", "64M", NULL};
 
 	snprintf(backing, sizeof(backing), "%s/ssd.img", T.dir);
 	snprintf(log, sizeof(log), "%s/ssd.log", T.dir);
-	argv[0] = (char *)T.lvmm;
-	argv[1] = "ssd";
-	argv[2] = "serve";
-	argv[3] = SSD;
-	argv[4] = "--backing";
-	argv[5] = backing;
-	argv[6] = "--size";
-	argv[7] = "64M";
-	argv[8] = NULL;
-	daemon_pid = fork();
-	ck_assert_int_ge(daemon_pid, 0);
-	if (!daemon_pid) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	for (i = 0; i < 1200; i++) { /* 30 s: a loaded host starts processes slowly */
-		if (testutil_system("%s ssd vol list %s >/dev/null 2>&1", T.lvmm, SSD) == 0)
-			return;
-		testutil_sleep_ms(25);
-	}
-	ck_abort_msg("softssd did not come up: %s", testutil_slurp(log));
+	daemon_pid = testutil_ssd_start(SSD, log, opts);
 }
 
 /* The line a round's guest wrote starts file. */
@@ -185,11 +162,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		waitpid(daemon_pid, NULL, 0);
-		daemon_pid = 0;
-	}
+	testutil_ssd_stop(&daemon_pid, SIGTERM);
 	apitest_fini(&T);
 }
 
