@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "linuxboot.h"
+#include "ext4check.h"
 #include "testutil.h"
 
 /* A boot takes minutes on kvm_pvm hosts (emulated guest kernel). Not a speed assertion. */
@@ -125,53 +126,6 @@ static void teardown(void)
 	testutil_rmtree(dir);
 }
 
-/* Mount count and last mount time ("n/a" when never) from the superblock. */
-static int mount_count(char *when, size_t len)
-{
-	char cmd[256], *out, *p;
-	int n = -1;
-
-	snprintf(cmd, sizeof(cmd), "dumpe2fs -h %s 2>/dev/null", img);
-	ck_assert_int_eq(testutil_sh(cmd, &out), 0);
-	p = strstr(out, "Mount count:");
-	if (p)
-		sscanf(p, "Mount count: %d", &n);
-	p = strstr(out, "Last mount time:");
-	ck_assert_ptr_nonnull(p);
-	p += strlen("Last mount time:");
-	p += strspn(p, " ");
-	snprintf(when, len, "%.*s", (int)strcspn(p, "\n"), p);
-	free(out);
-	return n;
-}
-
-static void host_checks(int boot)
-{
-	char cmd[256], *out, want[64];
-	char when[64];
-	int rc;
-
-	/* e2fsck below resets the count after each boot: one mount since, at a new time. */
-	ck_assert_int_eq(mount_count(when, sizeof(when)), 1);
-	ck_assert_msg(strcmp(when, "n/a") && strcmp(when, last_mount),
-		      "last mount time did not advance: '%s'", when);
-	snprintf(last_mount, sizeof(last_mount), "%s", when);
-	/* Powered off without unmounting: the journal may need replaying, then all is clean. */
-	snprintf(cmd, sizeof(cmd), "e2fsck -fy %s 2>&1", img);
-	rc = testutil_sh(cmd, &out);
-	ck_assert_msg(rc == 0 || rc == 1, "e2fsck -fy: rc %d\n%s", rc, out);
-	free(out);
-	snprintf(cmd, sizeof(cmd), "e2fsck -fn %s 2>&1", img);
-	rc = testutil_sh(cmd, &out);
-	ck_assert_msg(rc == 0, "e2fsck -fn after recovery: rc %d\n%s", rc, out);
-	free(out);
-	snprintf(cmd, sizeof(cmd), "debugfs -R 'cat /guest-was-here' %s 2>/dev/null", img);
-	ck_assert_int_eq(testutil_sh(cmd, &out), 0);
-	snprintf(want, sizeof(want), "written by the guest, boot %d", boot);
-	ck_assert_msg(strstr(out, want), "file on the image: '%s'", out);
-	free(out);
-}
-
 /* The sweep ran every command and each answered as the specification says; the lines that did
  * not go into the failure message. */
 static void sweep_check(const char *console)
@@ -205,7 +159,7 @@ START_TEST(test_nvme_root)
 	int boot;
 
 	make_image();
-	ck_assert_int_eq(mount_count(last_mount, sizeof(last_mount)), 0);
+	ck_assert_int_eq(ext4check_mounts(img, last_mount, sizeof(last_mount)), 0);
 	ck_assert_str_eq(last_mount, "n/a");
 	for (boot = 1; boot <= 2; boot++) {
 		/* One vCPU, so one I/O queue: keeps two boots short where guest kernels run
@@ -239,7 +193,7 @@ START_TEST(test_nvme_root)
 		snprintf(want, sizeof(want), "LVMM-NVME-ROOT-OK boot=%d", boot);
 		ck_assert_msg(strstr(b.console, want), "/init on the vNVMe root did not finish");
 		linuxboot_free(&b);
-		host_checks(boot);
+		ext4check_after_boot(img, boot, last_mount, sizeof(last_mount));
 	}
 }
 END_TEST

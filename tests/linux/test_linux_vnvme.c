@@ -19,6 +19,7 @@
 #include "linuxboot.h"
 #include "nvme-lightiov/lio_client.h"
 #include "ssdutil.h"
+#include "ext4check.h"
 #include "testutil.h"
 
 /* A boot takes minutes on kvm_pvm hosts (emulated guest kernel). Not a speed assertion. */
@@ -128,59 +129,21 @@ static void teardown(void)
 	testutil_rmtree(dir);
 }
 
-static int mount_count(char *when, size_t len)
-{
-	char cmd[256], *out, *p;
-	int n = -1;
-
-	snprintf(cmd, sizeof(cmd), "dumpe2fs -h %s 2>/dev/null", img);
-	ck_assert_int_eq(testutil_sh(cmd, &out), 0);
-	p = strstr(out, "Mount count:");
-	if (p)
-		sscanf(p, "Mount count: %d", &n);
-	p = strstr(out, "Last mount time:");
-	ck_assert_ptr_nonnull(p);
-	p += strlen("Last mount time:");
-	p += strspn(p, " ");
-	snprintf(when, len, "%.*s", (int)strcspn(p, "\n"), p);
-	free(out);
-	return n;
-}
-
 /* The exported volume after boot n: mounted once more, at a new time, clean after the journal
  * replay, with the file /init wrote; then back into the volume for the next boot. */
 static void host_checks(int boot)
 {
-	char cmd[256], *out, want[64], when[64];
-	int rc;
+	char *out;
 
 	vol_copy("export");
-	ck_assert_int_eq(mount_count(when, sizeof(when)), 1);
-	ck_assert_msg(strcmp(when, "n/a") && strcmp(when, last_mount),
-		      "last mount time did not advance: '%s'", when);
-	snprintf(last_mount, sizeof(last_mount), "%s", when);
-	snprintf(cmd, sizeof(cmd), "e2fsck -fy %s 2>&1", img);
-	rc = testutil_sh(cmd, &out);
-	ck_assert_msg(rc == 0 || rc == 1, "e2fsck -fy: rc %d\n%s", rc, out);
-	free(out);
-	snprintf(cmd, sizeof(cmd), "e2fsck -fn %s 2>&1", img);
-	rc = testutil_sh(cmd, &out);
-	ck_assert_msg(rc == 0, "e2fsck -fn after recovery: rc %d\n%s", rc, out);
-	free(out);
-	snprintf(cmd, sizeof(cmd), "debugfs -R 'cat /guest-was-here' %s 2>/dev/null", img);
-	ck_assert_int_eq(testutil_sh(cmd, &out), 0);
-	snprintf(want, sizeof(want), "written by the guest, boot %d", boot);
-	ck_assert_msg(strstr(out, want), "file on the volume: '%s'", out);
-	free(out);
+	ext4check_after_boot(img, boot, last_mount, sizeof(last_mount));
 	if (boot == FLR_BOOT) {
 		/* dirty before the reset, written back through the new queue pair after it */
-		snprintf(cmd, sizeof(cmd), "debugfs -R 'cat /before-flr' %s 2>/dev/null", img);
-		ck_assert_int_eq(testutil_sh(cmd, &out), 0);
+		out = ext4check_cat(img, "/before-flr");
 		ck_assert_msg(strstr(out, "before the reset"), "/before-flr on the volume: '%s'",
 			      out);
 		free(out);
-		snprintf(cmd, sizeof(cmd), "debugfs -R 'cat /after-flr' %s 2>/dev/null", img);
-		ck_assert_int_eq(testutil_sh(cmd, &out), 0);
+		out = ext4check_cat(img, "/after-flr");
 		ck_assert_msg(strstr(out, "written after the reset"),
 			      "/after-flr on the volume: '%s'", out);
 		free(out);
@@ -243,7 +206,7 @@ START_TEST(test_vnvme_isolated_root)
 					 testutil_lvmm(), SSD, IMG_MB),
 			 0);
 	vol_copy("import");
-	ck_assert_int_eq(mount_count(last_mount, sizeof(last_mount)), 0);
+	ck_assert_int_eq(ext4check_mounts(img, last_mount, sizeof(last_mount)), 0);
 	for (boot = 1; boot <= 2; boot++) {
 		unsigned long long cmds, db;
 
