@@ -109,7 +109,7 @@ LINUX_BINS = $(LINUX_TESTS:%=$(BUILD)/ltests/%)
 FUZZ_BINS  = $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
 
 .PHONY: all deps deps-check test test-unit test-asan test-integ test-linux fuzz fuzz-short \
-        demo bench clean format format-check tidy install
+        demo bench clean format format-check install
 
 # Installs missing Debian packages (apt-get); a no-op when everything is present.
 deps:
