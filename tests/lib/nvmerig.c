@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "nvmerig.h"
+#include "testutil.h"
 
 struct nvme_rig rig;
 
@@ -14,8 +15,7 @@ static const uint64_t sq_gpa[2] = {ASQ_GPA, IOSQ_GPA}, cq_gpa[2] = {ACQ_GPA, IOC
 void rig_setup(void)
 {
 	memset(&rig, 0, sizeof(rig));
-	snprintf(rig.dir, sizeof(rig.dir), "/tmp/lvmm-nvme-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(rig.dir));
+	testutil_mkdtemp(rig.dir, sizeof(rig.dir), "/tmp/lvmm-nvme-");
 	snprintf(rig.path, sizeof(rig.path), "%s/disk.img", rig.dir);
 	rig.ram = aligned_alloc(4096, RIG_RAM_SIZE);
 	ck_assert_ptr_nonnull(rig.ram);
@@ -37,8 +37,7 @@ void rig_teardown(void)
 	if (rig.nf)
 		rig_stop();
 	free(rig.ram);
-	unlink(rig.path);
-	rmdir(rig.dir);
+	testutil_rmtree(rig.dir);
 }
 
 void rig_start(uint64_t size, bool ro)
