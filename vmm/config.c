@@ -106,25 +106,26 @@ static const char *const vnvme_mode_names[] = {
     [VNVME_ISOLATED] = "isolated",
 };
 
-/* Names of ids, ssds and volumes end up in API paths and file names: keep them plain. */
-static int vnvme_name_ok(const char *s, size_t len, size_t max)
+/* Names of ids, ssds and volumes end up in API paths, socket and device paths and file names:
+ * keep them plain. The one check for the command line and the API alike. */
+bool config_vnvme_name_ok(const char *s, size_t len, size_t max)
 {
-	if (len == 0 || len >= max)
-		return 0;
+	if (!s || len == 0 || len >= max || (len <= 2 && !strncmp(s, "..", len)))
+		return false;
 	for (size_t i = 0; i < len; i++) {
 		char c = s[i];
 
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 		      c == '_' || c == '-' || c == '.'))
-			return 0;
+			return false;
 	}
-	return 1;
+	return true;
 }
 
 static int vnvme_copy_name(char *dst, size_t max, const char *key, const char *v, size_t len,
 			   char *err, unsigned errlen)
 {
-	if (!vnvme_name_ok(v, len, max)) {
+	if (!config_vnvme_name_ok(v, len, max)) {
 		snprintf(err, errlen, "vnvme: %s '%.*s' must be 1-%zu characters of [A-Za-z0-9_.-]",
 			 key, (int)len, v, max - 1);
 		return -EINVAL;
@@ -217,7 +218,8 @@ static int vnvme_parse_opt(struct vnvme_config *o, bool is_file, const char *key
 		return r;
 	}
 	if (!is_file && !strcmp(key, "vol"))
-		return vnvme_copy_name(o->vol, sizeof(o->vol), "vol", v, strlen(v), err, errlen);
+		return vnvme_copy_name(o->vol, CONFIG_SSD_NAME_MAX, "vol", v, strlen(v), err,
+				       errlen);
 	if (!is_file && !strcmp(key, "doorbell")) {
 		if (!strcmp(v, "poll") || !strcmp(v, "eventfd") || !strcmp(v, "auto")) {
 			o->doorbell = v[0] == 'p'   ? VNVME_DB_POLL
@@ -281,7 +283,7 @@ int config_parse_vnvme(const char *s, struct vnvme_config *out, char *err, unsig
 			return -EINVAL;
 		}
 		o.mode = VNVME_ISOLATED; /* the guest is not trusted unless the operator says so */
-		r = vnvme_copy_name(o.ssd, sizeof(o.ssd), "ssd name", tok,
+		r = vnvme_copy_name(o.ssd, CONFIG_SSD_NAME_MAX, "ssd name", tok,
 				    colon ? (size_t)(colon - tok) : strlen(tok), err, errlen);
 		if (r)
 			return r;
@@ -363,6 +365,23 @@ static int config_validate_vnvme(const struct vm_config *c, char *err, unsigned 
 		if (v->path[0] && v->mode != VNVME_EMULATE) {
 			snprintf(err, errlen, "vnvme %s: mode %s needs an ssd backend", a,
 				 vnvme_mode_names[v->mode]);
+			return -EINVAL;
+		}
+		/* the API fills these in too: the same names the command line takes */
+		if (v->ssd[0] &&
+		    !config_vnvme_name_ok(v->ssd, strlen(v->ssd), CONFIG_SSD_NAME_MAX)) {
+			snprintf(err, errlen,
+				 "vnvme %s: ssd name '%s' is not 1-%d characters of "
+				 "[A-Za-z0-9_.-]",
+				 a, v->ssd, CONFIG_SSD_NAME_MAX - 1);
+			return -EINVAL;
+		}
+		if (v->vol[0] && !config_vnvme_name_ok(v->vol, strnlen(v->vol, sizeof(v->vol)),
+						       CONFIG_SSD_NAME_MAX)) {
+			snprintf(err, errlen,
+				 "vnvme %s: vol '%.*s' is not 1-%d characters of "
+				 "[A-Za-z0-9_.-]",
+				 a, (int)sizeof(v->vol), v->vol, CONFIG_SSD_NAME_MAX - 1);
 			return -EINVAL;
 		}
 		if (v->ssd[0] && v->size == 0 && !v->vol[0]) {

@@ -73,6 +73,13 @@ int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out)
  * [,queues=N]" (an ssd; no SIZE needs vol=; the mode defaults to isolated). */
 int config_parse_vnvme(const char *s, struct vnvme_config *out, char *err, unsigned errlen);
 
+/* SSD and volume names: the backend's limit (LIO_NAME_MAX, with the NUL). */
+#define CONFIG_SSD_NAME_MAX 32
+/* A plain name of len bytes (< max): [A-Za-z0-9_.-], not "." or "..". SSD names, volumes and
+ * device ids from the command line and the API alike; an SSD name becomes a socket or device
+ * path, so nothing else may pass. */
+bool config_vnvme_name_ok(const char *s, size_t len, size_t max);
+
 /* The id a vNVMe is known by: its own, or "nvme<idx>" when none was given. */
 void config_vnvme_id(const struct vnvme_config *v, unsigned idx, char *buf, size_t len);
 

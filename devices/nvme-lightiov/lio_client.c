@@ -30,6 +30,22 @@ struct lio_client {
 	char err[LIO_ERR_MAX + 64];
 };
 
+bool lio_name_ok(const char *name)
+{
+	size_t n = name ? strnlen(name, LIO_NAME_MAX) : 0;
+
+	if (n == 0 || n >= LIO_NAME_MAX || !strcmp(name, ".") || !strcmp(name, ".."))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
 int lio_sock_path(const char *name, char *buf, size_t len)
 {
 	const char *dir = getenv("LVMM_RUN_DIR");

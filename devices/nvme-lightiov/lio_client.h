@@ -16,6 +16,11 @@
 
 struct lio_client;
 
+/* A plain SSD or volume name: 1..LIO_NAME_MAX - 1 bytes of [A-Za-z0-9._-], not "." or "..".
+ * lvmm's devices take nothing else (a path would let whoever names the SSD pick the socket or
+ * device lvmm opens); tools and tests may still connect by path. */
+bool lio_name_ok(const char *name);
+
 /* The socket of SSD name: $LVMM_RUN_DIR (or /run/lvmm) + "/ssd/NAME.sock"; a name holding a '/'
  * is taken as the path itself. 0, or -ENAMETOOLONG / -EINVAL (bad name). */
 int lio_sock_path(const char *name, char *buf, size_t len);

@@ -87,6 +87,14 @@ int nvme_lio_open(struct nvme_lio **out, const struct nvme_lio_cfg *cfg, char *e
 	l->qmem_fd = -1;
 	l->mode = cfg->mode;
 	snprintf(l->dev, sizeof(l->dev), "%s", cfg->id);
+	if (!lio_name_ok(cfg->ssd) || (cfg->vol && cfg->vol[0] && !lio_name_ok(cfg->vol))) {
+		snprintf(err, errlen,
+			 "vnvme %s: ssd '%s' / vol '%s': not plain SSD and volume names", cfg->id,
+			 cfg->ssd ? cfg->ssd : "", cfg->vol ? cfg->vol : "");
+		pthread_mutex_destroy(&l->lock);
+		free(l);
+		return -EINVAL;
+	}
 	r = lio_client_connect(&l->c, cfg->ssd, cfg->label, &l->id, err, errlen);
 	if (r) {
 		char why[256];

@@ -40,6 +40,13 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 		return -ENOMEM;
 	}
 	snprintf(e->dev, sizeof(e->dev), "%s", cfg->id);
+	if (!lio_name_ok(cfg->ssd) || (cfg->vol && cfg->vol[0] && !lio_name_ok(cfg->vol))) {
+		snprintf(err, errlen,
+			 "vnvme %s: ssd '%s' / vol '%s': not plain SSD and volume names", cfg->id,
+			 cfg->ssd ? cfg->ssd : "", cfg->vol ? cfg->vol : "");
+		free(e);
+		return -EINVAL;
+	}
 	r = lio_client_connect(&e->c, cfg->ssd, cfg->label, &id, why, sizeof(why));
 	if (r) {
 		snprintf(err, errlen, "vnvme %s: ssd %s: %s", cfg->id, cfg->ssd, why);

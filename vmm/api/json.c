@@ -220,6 +220,18 @@ int api_json_to_vnvme(const json_t *obj, const char *where, struct vnvme_config 
 		return json_fail(err, errlen, "'%s' needs exactly one of 'path' and 'ssd'", where);
 	if (*c->vol && !*c->ssd)
 		return json_fail(err, errlen, "field '%s.vol' needs 'ssd'", where);
+	/* an SSD name becomes a socket or device path lvmm opens: a plain name, as on the
+	 * command line, never a path of the client's choosing */
+	if (*c->ssd && !config_vnvme_name_ok(c->ssd, strlen(c->ssd), CONFIG_SSD_NAME_MAX))
+		return json_fail(err, errlen,
+				 "field '%s.ssd' value '%s' is not an SSD name (1-%d characters "
+				 "of [A-Za-z0-9_.-])",
+				 where, c->ssd, CONFIG_SSD_NAME_MAX - 1);
+	if (*c->vol && !config_vnvme_name_ok(c->vol, strlen(c->vol), CONFIG_SSD_NAME_MAX))
+		return json_fail(err, errlen,
+				 "field '%s.vol' value '%s' is not a volume name (1-%d characters "
+				 "of [A-Za-z0-9_.-])",
+				 where, c->vol, CONFIG_SSD_NAME_MAX - 1);
 	return 0;
 }
 
