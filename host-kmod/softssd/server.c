@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -163,6 +164,35 @@ reply:
 
 /* ---- sessions ---- */
 
+/* Out of fds (or memory) the connection stays queued and the listener readable: watching it
+ * would spin. It is left out of the epoll set until a session ends or SSD_LISTEN_RETRY_MS pass;
+ * the queued clients wait in the backlog meanwhile. */
+static void ssd_listen_pause(struct ssd_server *s, int err)
+{
+	if (s->listen_paused)
+		return;
+	epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->lfd, NULL);
+	s->listen_paused = true;
+	s->listen_paused_ns = ssd_now_ns();
+	/* told on the first pause and then on every power of two: a long shortage logs little */
+	s->listen_pauses++;
+	if (s->listen_pauses & (s->listen_pauses - 1))
+		return;
+	printf("%s: accept: %s: new clients wait until a session ends (%" PRIu64 " pauses)\n",
+	       s->cfg->name, strerror(err), s->listen_pauses);
+	fflush(stdout);
+}
+
+static void ssd_listen_resume(struct ssd_server *s)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = SSD_EV_LISTEN};
+
+	if (!s->listen_paused)
+		return;
+	if (!epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev))
+		s->listen_paused = false;
+}
+
 static void ssd_status_line(struct ssd_server *s, struct ssd_session *ss, const char *what)
 {
 	struct ssd_counters t;
@@ -205,6 +235,7 @@ static void ssd_session_end(struct ssd_server *s, struct ssd_session *ss)
 	}
 	close(ss->fd);
 	free(ss);
+	ssd_listen_resume(s);
 }
 
 static bool ssd_peer_allowed(const struct ssd_server *s, const struct ucred *cr)
@@ -278,6 +309,7 @@ static void ssd_refused_end(struct ssd_server *s, struct ssd_session *ss)
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, ss->fd, NULL);
 	close(ss->fd);
 	free(ss);
+	ssd_listen_resume(s);
 }
 
 static void ssd_accept(struct ssd_server *s)
@@ -289,8 +321,11 @@ static void ssd_accept(struct ssd_server *s)
 	char why[LIO_ERR_MAX];
 	int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			ssd_listen_pause(s, errno);
 		return;
+	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) || !ssd_peer_allowed(s, &cr)) {
 		printf("%s: refused client pid %d uid %u gid %u (not root, uid %u, or allowed)\n",
 		       s->cfg->name, (int)cr.pid, (unsigned)cr.uid, (unsigned)cr.gid,
@@ -321,6 +356,7 @@ static void ssd_accept(struct ssd_server *s)
 	ss->fd = fd;
 	ss->pid = cr.pid;
 	ss->uid = cr.uid;
+	ss->admin = cr.uid == 0 || cr.uid == geteuid();
 	ss->owner = ++s->next_owner;
 	ss->qmem_fd = -1;
 	snprintf(ss->label, sizeof(ss->label), "pid%d", (int)cr.pid);
@@ -429,6 +465,18 @@ static void ssd_notify_ready(void)
 	close(fd);
 }
 
+/* Every client holds a socket, its window's memfds and two eventfds per queue pair: the soft
+ * fd limit (1024 by default, and lvmm's when lvmm started the daemon) is raised to the hard one. */
+static void ssd_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 {
 	const struct ssd_server_cfg *cfg = s->cfg;
@@ -445,6 +493,7 @@ static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	ssd_raise_nofile();
 	r = ssd_volumes_open(&s->vols, cfg->backing_fd, cfg->name, cfg->capacity, cfg->lba_shift,
 			     true, err, errlen);
 	if (r)
@@ -460,8 +509,6 @@ static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 		       cfg->name, r);
 	ssd_volumes_identify(s->vols, &id);
 	s->lba_shift = ssd_volumes_lba_shift(s->vols);
-	s->data_lba = LIO_VT_RESERVED_BYTES >> s->lba_shift;
-	s->data_lbas = id.capacity_lbas;
 	s->qp_by_id = calloc(LIO_MAX_QPAIRS + 1, sizeof(*s->qp_by_id));
 	if (!s->qp_by_id)
 		return -ENOMEM;
@@ -509,8 +556,11 @@ int ssd_serve(const struct ssd_server_cfg *cfg)
 	}
 	while (!stop) {
 		struct epoll_event ev[16];
-		int n = epoll_wait(s.epfd, ev, 16, -1), i;
+		int n = epoll_wait(s.epfd, ev, 16, s.listen_paused ? SSD_LISTEN_RETRY_MS : -1), i;
 
+		if (s.listen_paused &&
+		    ssd_now_ns() - s.listen_paused_ns >= SSD_LISTEN_RETRY_MS * 1000000ull)
+			ssd_listen_resume(&s);
 		for (i = 0; i < n && !stop; i++) {
 			void *p = ev[i].data.ptr;
 

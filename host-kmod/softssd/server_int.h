@@ -3,6 +3,7 @@
 #ifndef SOFTSSD_SERVER_INT_H
 #define SOFTSSD_SERVER_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -13,11 +14,12 @@
 #include "softssd/qpair.h"
 #include "softssd/server.h"
 
-#define SSD_MAX_PAYLOAD 4096
-#define SSD_MAX_RX_FDS	16
-#define SSD_EV_LISTEN	((void *)1)
-#define SSD_EV_SIGNAL	((void *)2)
-#define SSD_MAX_REFUSED 64 /* refusals waiting to be told; past that, a plain close */
+#define SSD_MAX_PAYLOAD	    4096
+#define SSD_MAX_RX_FDS	    16
+#define SSD_EV_LISTEN	    ((void *)1)
+#define SSD_EV_SIGNAL	    ((void *)2)
+#define SSD_MAX_REFUSED	    64	 /* refusals waiting to be told; past that, a plain close */
+#define SSD_LISTEN_RETRY_MS 1000 /* a listener paused for want of fds is tried again after */
 
 struct ssd_attached {
 	uint32_t vol_id;
@@ -29,6 +31,7 @@ struct ssd_session {
 	int fd;
 	pid_t pid;
 	uid_t uid;
+	bool admin; /* uid 0 or the daemon's own: every volume (volumes.h, struct ssd_vol_who) */
 	uint64_t owner; /* the volume manager's tag for this session, never 0 */
 	char label[LIO_NAME_MAX];
 	struct ssd_window win;
@@ -59,13 +62,15 @@ struct ssd_server {
 	unsigned nsessions;
 	struct ssd_session *refused; /* connections told why they are refused, then closed */
 	unsigned nrefused;
+	bool listen_paused;	/* out of fds: the listener is out of the epoll set */
+	uint64_t listen_pauses; /* times it was */
+	uint64_t listen_paused_ns;
 	struct ssd_qp **qp_by_id; /* LIO_MAX_QPAIRS + 1 slots; 0 is never used */
 	unsigned nqpairs;
 	uint32_t next_qp_id;
 	struct ssd_counters retired; /* of ended sessions */
 	uint64_t start_ns, next_owner;
-	uint64_t data_lba, data_lbas; /* the data area: the passthrough window */
-	uint32_t lba_shift;	      /* the volume table's */
+	uint32_t lba_shift; /* the volume table's */
 };
 
 /* One request being served. */

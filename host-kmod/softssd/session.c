@@ -97,12 +97,15 @@ static int ssd_op_session_list(struct ssd_call *c)
 
 	memset(l, 0, sizeof(*l));
 	l->first = first;
-	l->total = c->s->nsessions;
-	for (ss = c->s->sessions; ss; ss = ss->next, i++) {
+	/* another user's sessions (pids, labels, traffic) are not a client's business */
+	for (ss = c->s->sessions; ss; ss = ss->next) {
 		struct lio_session_info *si;
 		struct ssd_counters t;
 
-		if (i < first || l->count >= LIO_SESSION_LIST_MAX)
+		if (!c->ss->admin && ss->uid != c->ss->uid)
+			continue;
+		l->total++;
+		if (i++ < first || l->count >= LIO_SESSION_LIST_MAX)
 			continue;
 		si = &l->s[l->count++];
 		ssd_session_counters(ss, &t);
@@ -538,15 +541,13 @@ static int ssd_op_qp_create(struct ssd_call *c)
 	qp->chk.lba_shift = s->lba_shift;
 	qp->chk.nsid = 1;
 	qp->chk.mdts_bytes = LIO_MDTS_BYTES;
-	if (q->mode == LIO_MODE_ISOLATED) {
-		qp->chk.lba_start = vol->lba_start;
-		qp->chk.lba_count = vol->lba_count;
+	/* both modes stay inside the attached volume: isolated SQEs carry window-relative LBAs
+	 * (translated), passthrough ones absolute LBAs, checked against the same window without
+	 * the translation; a software SSD can afford the check hardware could not make */
+	qp->chk.lba_start = vol->lba_start;
+	qp->chk.lba_count = vol->lba_count;
+	if (q->mode == LIO_MODE_ISOLATED)
 		qp->chk.flags = LIO_CHECK_TRANSLATE;
-	} else {
-		/* the guest is trusted with its LBA window, never with the volume table */
-		qp->chk.lba_start = s->data_lba;
-		qp->chk.lba_count = s->data_lbas;
-	}
 	if ((q->flags & LIO_QP_READONLY) || (vol->flags & LIO_ATTACH_READONLY))
 		qp->chk.flags |= LIO_CHECK_READONLY;
 	qp->lba_lo = qp->chk.lba_start;
@@ -632,11 +633,14 @@ static int ssd_op_qp_stats(struct ssd_call *c)
 {
 	const struct lio_qp_ref *ref = c->in;
 	struct lio_qp_stats *st = (void *)c->out;
-	/* counters of any queue pair (`lvmm ssd stats`): numbers, never data or addresses */
+	/* counters of any queue pair for root (`lvmm ssd stats`), of a session of its own uid for
+	 * another client: numbers, never data or addresses */
 	struct ssd_qp *qp =
 	    ref->qp_id && ref->qp_id <= LIO_MAX_QPAIRS ? c->s->qp_by_id[ref->qp_id] : NULL;
 	struct ssd_counters t;
 
+	if (qp && !c->ss->admin && ((const struct ssd_session *)qp->owner)->uid != c->ss->uid)
+		qp = NULL;
 	if (!qp) {
 		ssd_err(c, "qp-stats: no queue pair %u on this SSD", ref->qp_id);
 		return -ENOENT;
@@ -685,6 +689,13 @@ static int ssd_op_session_set(struct ssd_call *c)
 
 /* ---- volumes ---- */
 
+/* The session as the volume manager sees it: its peer's uid, and whether that is root or the
+ * daemon's own uid (who may reach every volume). */
+static struct ssd_vol_who ssd_who(const struct ssd_session *ss)
+{
+	return (struct ssd_vol_who){.uid = ss->uid, .admin = ss->admin, .session = ss->owner};
+}
+
 static bool ssd_name_ok(struct ssd_call *c, const char *op, const char *name)
 {
 	if (memchr(name, 0, LIO_NAME_MAX) && lio_name_valid(name))
@@ -697,6 +708,7 @@ static bool ssd_name_ok(struct ssd_call *c, const char *op, const char *name)
 static int ssd_op_vol(struct ssd_call *c, uint32_t op)
 {
 	const struct lio_vol *v = c->in;
+	const struct ssd_vol_who who = ssd_who(c->ss);
 	static const char *const names[] = {[LIO_OP_VOL_CREATE] = "vol-create",
 					    [LIO_OP_VOL_DELETE] = "vol-delete",
 					    [LIO_OP_VOL_RESIZE] = "vol-resize"};
@@ -704,19 +716,20 @@ static int ssd_op_vol(struct ssd_call *c, uint32_t op)
 	if (!ssd_name_ok(c, names[op], v->name))
 		return -EINVAL;
 	if (op == LIO_OP_VOL_CREATE)
-		return ssd_volumes_create(c->s->vols, v, c->err, sizeof(c->err));
+		return ssd_volumes_create_by(c->s->vols, v, &who, c->err, sizeof(c->err));
 	if (op == LIO_OP_VOL_DELETE)
-		return ssd_volumes_delete(c->s->vols, v, c->err, sizeof(c->err));
-	return ssd_volumes_resize(c->s->vols, v, c->err, sizeof(c->err));
+		return ssd_volumes_delete_by(c->s->vols, v, &who, c->err, sizeof(c->err));
+	return ssd_volumes_resize_by(c->s->vols, v, &who, c->err, sizeof(c->err));
 }
 
 static int ssd_op_vol_list(struct ssd_call *c)
 {
 	struct lio_vol_list *l = (void *)c->out;
+	const struct ssd_vol_who who = ssd_who(c->ss);
 	int r;
 
 	memcpy(l, c->in, sizeof(*l));
-	r = ssd_volumes_list(c->s->vols, l);
+	r = ssd_volumes_list_by(c->s->vols, l, &who);
 	if (r < 0)
 		ssd_err(c, "vol-list: %s", strerror(-r));
 	c->outlen = sizeof(*l);
@@ -727,6 +740,7 @@ static int ssd_op_vol_attach(struct ssd_call *c)
 {
 	struct lio_vol_attach *a = (void *)c->out;
 	struct ssd_session *ss = c->ss;
+	const struct ssd_vol_who who = ssd_who(ss);
 	int r;
 
 	memcpy(a, c->in, sizeof(*a));
@@ -738,7 +752,7 @@ static int ssd_op_vol_attach(struct ssd_call *c)
 		return -EINVAL;
 	if (a->flags & LIO_ATTACH_ANON)
 		memset(a->name, 0, sizeof(a->name));
-	r = ssd_volumes_attach(c->s->vols, a, ss->owner, c->err, sizeof(c->err));
+	r = ssd_volumes_attach_by(c->s->vols, a, ss->owner, &who, c->err, sizeof(c->err));
 	if (r)
 		return r;
 	ss->vols[ss->nvols++] = (struct ssd_attached){

@@ -101,6 +101,39 @@ static unsigned vols_users(const struct ssd_volumes *v, const char *name)
 	return n;
 }
 
+/* The owner a named volume made by who gets. */
+static uint64_t vols_owner_of(const struct ssd_vol_who *who)
+{
+	return LIO_VT_OWNER_OF(who ? who->uid : 0);
+}
+
+/* who may attach, delete or resize named volume e. */
+static bool vols_may(const struct ssd_vol_who *who, const struct lio_vt_entry *e)
+{
+	if (!who || who->admin)
+		return true;
+	return !(e->flags & LIO_VOL_ANON) && e->owner == LIO_VT_OWNER_OF(who->uid);
+}
+
+/* who may see e in a list: the volumes it may use, and its own session's anonymous ones. */
+static bool vols_visible(const struct ssd_vol_who *who, const struct lio_vt_entry *e)
+{
+	if (vols_may(who, e))
+		return true;
+	return (e->flags & LIO_VOL_ANON) && who->session && e->owner == who->session;
+}
+
+static int vols_refuse_owner(struct ssd_volumes *v, const struct ssd_vol_who *who,
+			     const struct lio_vt_entry *e, const char *what, char *err,
+			     unsigned errlen)
+{
+	if (vols_may(who, e))
+		return 0;
+	snprintf(err, errlen, "%s: volume %s belongs to another user (uid %u may not %s it)",
+		 v->ssd, e->name, (unsigned)who->uid, what);
+	return -EACCES;
+}
+
 /* At most n bytes of a client's string for a message: anything unprintable becomes '?', so a
  * name never writes escapes or line breaks into a terminal or the daemon's log. */
 static void vols_printable(char *dst, size_t len, const char *src, size_t n)
@@ -460,6 +493,12 @@ static int vols_add_anon(struct ssd_volumes *v, struct lio_vol_attach *a, uint64
 int ssd_volumes_attach(struct ssd_volumes *v, struct lio_vol_attach *a, uint64_t owner, char *err,
 		       unsigned errlen)
 {
+	return ssd_volumes_attach_by(v, a, owner, NULL, err, errlen);
+}
+
+int ssd_volumes_attach_by(struct ssd_volumes *v, struct lio_vol_attach *a, uint64_t owner,
+			  const struct ssd_vol_who *who, char *err, unsigned errlen)
+{
 	const uint32_t known =
 	    LIO_ATTACH_CREATE | LIO_ATTACH_ANON | LIO_ATTACH_READONLY | LIO_ATTACH_EXCL_ALL;
 	char name[LIO_NAME_MAX];
@@ -504,7 +543,7 @@ int ssd_volumes_attach(struct ssd_volumes *v, struct lio_vol_attach *a, uint64_t
 			r = vols_req_size(v, name, a->size_bytes, &count, err, errlen);
 			if (r)
 				goto out;
-			i = vols_add(v, name, count, 0, 0, err, errlen);
+			i = vols_add(v, name, count, 0, vols_owner_of(who), err, errlen);
 			if (i < 0) {
 				r = i;
 				goto out;
@@ -513,6 +552,9 @@ int ssd_volumes_attach(struct ssd_volumes *v, struct lio_vol_attach *a, uint64_t
 			r = vols_lookup(v, name, err, errlen);
 			goto out;
 		}
+		r = vols_refuse_owner(v, who, &v->vt->e[i], "attach", err, errlen);
+		if (r)
+			goto out;
 		if (v->vt->e[i].flags & LIO_VOL_ANON) {
 			/* It belongs to the session that made it (or to a dead daemon's). */
 			snprintf(err, errlen,
@@ -590,6 +632,12 @@ out:
 
 int ssd_volumes_create(struct ssd_volumes *v, const struct lio_vol *req, char *err, unsigned errlen)
 {
+	return ssd_volumes_create_by(v, req, NULL, err, errlen);
+}
+
+int ssd_volumes_create_by(struct ssd_volumes *v, const struct lio_vol *req,
+			  const struct ssd_vol_who *who, char *err, unsigned errlen)
+{
 	char name[LIO_NAME_MAX];
 	uint64_t count;
 	int r;
@@ -606,7 +654,7 @@ int ssd_volumes_create(struct ssd_volumes *v, const struct lio_vol *req, char *e
 	r = vols_req_size(v, name, req->size_bytes, &count, err, errlen);
 	if (r)
 		goto out;
-	r = vols_add(v, name, count, 0, 0, err, errlen);
+	r = vols_add(v, name, count, 0, vols_owner_of(who), err, errlen);
 	if (r > 0)
 		r = 0;
 out:
@@ -615,6 +663,12 @@ out:
 }
 
 int ssd_volumes_delete(struct ssd_volumes *v, const struct lio_vol *req, char *err, unsigned errlen)
+{
+	return ssd_volumes_delete_by(v, req, NULL, err, errlen);
+}
+
+int ssd_volumes_delete_by(struct ssd_volumes *v, const struct lio_vol *req,
+			  const struct ssd_vol_who *who, char *err, unsigned errlen)
 {
 	char name[LIO_NAME_MAX];
 	int r;
@@ -625,7 +679,9 @@ int ssd_volumes_delete(struct ssd_volumes *v, const struct lio_vol *req, char *e
 		r = vols_lookup(v, name, err, errlen);
 	if (r < 0)
 		goto out;
-	r = vols_refuse_busy(v, name, "delete", err, errlen);
+	r = vols_refuse_owner(v, who, &v->vt->e[r], "delete", err, errlen);
+	if (!r)
+		r = vols_refuse_busy(v, name, "delete", err, errlen);
 	if (r)
 		goto out;
 	vols_begin(v);
@@ -669,6 +725,12 @@ static int vols_move(struct ssd_volumes *v, int i, uint64_t count, char *err, un
 
 int ssd_volumes_resize(struct ssd_volumes *v, const struct lio_vol *req, char *err, unsigned errlen)
 {
+	return ssd_volumes_resize_by(v, req, NULL, err, errlen);
+}
+
+int ssd_volumes_resize_by(struct ssd_volumes *v, const struct lio_vol *req,
+			  const struct ssd_vol_who *who, char *err, unsigned errlen)
+{
 	char name[LIO_NAME_MAX], want[24], have[24];
 	struct lio_vt_entry *e;
 	uint64_t count, old;
@@ -680,8 +742,9 @@ int ssd_volumes_resize(struct ssd_volumes *v, const struct lio_vol *req, char *e
 		r = i = vols_lookup(v, name, err, errlen);
 	if (r < 0 || i < 0)
 		goto out;
-	r = 0;
-	r = vols_refuse_busy(v, name, "resize", err, errlen);
+	r = vols_refuse_owner(v, who, &v->vt->e[i], "resize", err, errlen);
+	if (!r)
+		r = vols_refuse_busy(v, name, "resize", err, errlen);
 	if (r)
 		goto out;
 	e = &v->vt->e[i];
@@ -729,14 +792,27 @@ out:
 
 int ssd_volumes_list(struct ssd_volumes *v, struct lio_vol_list *l)
 {
-	unsigned i;
+	return ssd_volumes_list_by(v, l, NULL);
+}
+
+int ssd_volumes_list_by(struct ssd_volumes *v, struct lio_vol_list *l,
+			const struct ssd_vol_who *who)
+{
+	unsigned i, seen = 0;
 
 	pthread_mutex_lock(&v->lock);
-	l->total = v->vt->n;
+	l->total = 0;
 	l->count = 0;
-	for (i = l->first; i < v->vt->n && l->count < LIO_VOL_LIST_MAX; i++) {
+	for (i = 0; i < v->vt->n; i++) {
 		const struct lio_vt_entry *e = &v->vt->e[i];
-		struct lio_vol_info *o = &l->v[l->count++];
+		struct lio_vol_info *o;
+
+		if (!vols_visible(who, e))
+			continue;
+		l->total++;
+		if (seen++ < l->first || l->count >= LIO_VOL_LIST_MAX)
+			continue;
+		o = &l->v[l->count++];
 
 		memset(o, 0, sizeof(*o));
 		memcpy(o->name, e->name, sizeof(o->name));

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "lightiov/uapi.h"
 
@@ -56,6 +57,34 @@ int ssd_volumes_attach(struct ssd_volumes *v, struct lio_vol_attach *a, uint64_t
 /* Drops owner's hold on vol_id (one hold per call); the last detach of an anonymous volume
  * frees it. 0, or -ENOENT when owner does not hold vol_id, or the error of the table write. */
 int ssd_volumes_detach(struct ssd_volumes *v, uint32_t vol_id, uint64_t owner);
+
+/*
+ * Who asks, for the calls that take it (the _by variants): a session of the daemon, by the uid its
+ * peer credentials (SO_PEERCRED) gave at connect. NULL means the administrator: the offline CLI
+ * (it holds the backing itself) and the plain variants.
+ *   admin    root or the daemon's own uid: every volume, as the plain variants;
+ *   else     creates volumes it then owns (the table records its uid, voltable.h
+ *            LIO_VT_OWNER_UID); attaches, deletes and resizes only the named volumes it owns
+ *            (-EACCES otherwise); lists only those and the anonymous volumes of its own session.
+ * A named volume of a table written before owners were recorded (owner 0) belongs to root.
+ */
+struct ssd_vol_who {
+	uid_t uid;
+	bool admin;
+	uint64_t session; /* the session's owner tag: its anonymous volumes are listed to it */
+};
+
+int ssd_volumes_attach_by(struct ssd_volumes *v, struct lio_vol_attach *a, uint64_t owner,
+			  const struct ssd_vol_who *who, char *err, unsigned errlen);
+int ssd_volumes_create_by(struct ssd_volumes *v, const struct lio_vol *req,
+			  const struct ssd_vol_who *who, char *err, unsigned errlen);
+int ssd_volumes_delete_by(struct ssd_volumes *v, const struct lio_vol *req,
+			  const struct ssd_vol_who *who, char *err, unsigned errlen);
+int ssd_volumes_resize_by(struct ssd_volumes *v, const struct lio_vol *req,
+			  const struct ssd_vol_who *who, char *err, unsigned errlen);
+/* Indices (first, count, total) count the volumes who may see, in table order. */
+int ssd_volumes_list_by(struct ssd_volumes *v, struct lio_vol_list *l,
+			const struct ssd_vol_who *who);
 
 /* Named volume operations of the CLI and API. The LBAs a new or grown volume gets are zeroed
  * first: no volume ever shows data of one deleted before it. Delete and resize are refused with

@@ -56,9 +56,16 @@ struct lio_vt_disk_entry {
 	uint64_t lba_count;
 	uint32_t flags; /* LIO_VOL_* */
 	uint32_t ctime; /* creation time, seconds since the epoch (UTC) */
-	uint64_t owner; /* anonymous volumes: the creator's tag (a restarted daemon reclaims) */
+	uint64_t owner; /* anonymous volumes: the creator's tag (a restarted daemon reclaims);
+			 * named volumes: LIO_VT_OWNER_UID | uid of their creator, or 0 (root's) */
 };
 _Static_assert(sizeof(struct lio_vt_disk_entry) == LIO_VT_ENTRY_BYTES, "volume table entry");
+
+/* A named volume's owner: bit 32 says a uid is recorded in the low 32 bits. Tables written before
+ * owners were recorded hold 0 there, which every reader takes as root's: the format (version 1)
+ * is unchanged, and older readers ignore the field for named volumes. */
+#define LIO_VT_OWNER_UID     (1ull << 32)
+#define LIO_VT_OWNER_OF(uid) (LIO_VT_OWNER_UID | (uint32_t)(uid))
 
 /* Decoded forms. */
 struct lio_vt_entry {
