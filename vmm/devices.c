@@ -42,6 +42,8 @@ struct vnvme_qp {
 	uint32_t qp_id;
 	void *db_host;	/* poll: the doorbell page pair, mapped over BAR0 */
 	uint64_t db_at; /* where it is mapped (poll) or the ioeventfds sit (eventfd), ~0 */
+	uint16_t cqid;	/* the CQ the guest paired with this SQ */
+	uint64_t cq_at; /* poll, CQ id != SQ id: the CQ head page's own mapping, else ~0 */
 	int db_fd;	/* eventfd doorbell, -1 */
 };
 
@@ -207,9 +209,12 @@ static void vnvme_qp_doorbells(struct vnvme *v, unsigned qid, bool on)
 	if (!on) {
 		if (q->db_at == ~0ULL)
 			return;
-		if (q->db_host)
+		if (q->db_host) {
 			vm_unmap_host_mem(v->vm, q->db_at);
-		else if (q->db_fd >= 0) {
+			if (q->cq_at != ~0ULL)
+				vm_unmap_host_mem(v->vm, q->cq_at);
+			q->cq_at = ~0ULL;
+		} else if (q->db_fd >= 0) {
 			vm_ioeventfd(v->vm, q->db_at, 4, q->db_fd, false);
 			vm_ioeventfd(v->vm, q->db_at + stride, 4, q->db_fd, false);
 		}
@@ -219,7 +224,18 @@ static void vnvme_qp_doorbells(struct vnvme *v, unsigned qid, bool on)
 	if (!q->bound || q->db_at != ~0ULL || v->bar0 == ~0ULL)
 		return;
 	at = v->bar0 + NVME_REG_DBS + 2 * qid * stride;
-	if (q->db_host) {
+	if (q->db_host && q->cqid != qid) {
+		/* SQ y on CQ x: the backend's SQ tail page over SQ y's doorbell, its CQ head page
+		 * over CQ x's (each doorbell has a page of its own with polled doorbells) */
+		uint64_t cq_at = v->bar0 + NVME_REG_DBS + (2 * (uint64_t)q->cqid + 1) * stride;
+
+		r = vm_map_host_mem(v->vm, at, stride, q->db_host, false);
+		if (!r && (r = vm_map_host_mem(v->vm, cq_at, stride,
+					       (uint8_t *)q->db_host + LIO_PAGE_SIZE, false)))
+			vm_unmap_host_mem(v->vm, at);
+		if (!r)
+			q->cq_at = cq_at;
+	} else if (q->db_host) {
 		r = vm_map_host_mem(v->vm, at, 2 * stride, q->db_host, false);
 	} else if (q->db_fd >= 0) {
 		r = vm_ioeventfd(v->vm, at, 4, q->db_fd, true);
@@ -254,6 +270,8 @@ static uint16_t hook_bind(void *opaque, const struct nvme_qp_bind *b, uint32_t *
 	pthread_mutex_lock(&v->db_lock);
 	q->db_fd = -1;
 	q->db_at = ~0ULL;
+	q->cq_at = ~0ULL;
+	q->cqid = b->cqid;
 	q->db_host = NULL;
 	if (!nvme_lio_db_poll(v->lio)) {
 		q->db_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -306,6 +324,7 @@ static void hook_unbind(void *opaque, uint16_t sqid, uint32_t handle)
 	memset(q, 0, sizeof(*q));
 	q->db_fd = -1;
 	q->db_at = ~0ULL;
+	q->cq_at = ~0ULL;
 	pthread_mutex_unlock(&v->db_lock);
 }
 
@@ -428,6 +447,7 @@ static int vnvme_lio_open(struct vnvme *v, struct nvme_ctrl_params *p, struct nv
 	for (i = 0; i <= p->max_ioqs; i++) {
 		v->qps[i].db_fd = -1;
 		v->qps[i].db_at = ~0ULL;
+		v->qps[i].cq_at = ~0ULL;
 	}
 	p->size = nvme_lio_lba_count(v->lio) << nvme_lio_lba_shift(v->lio);
 	p->lba_shift = (uint8_t)nvme_lio_lba_shift(v->lio); /* lba_start/size: the SSD's units */

@@ -26,6 +26,10 @@
 struct lio_client {
 	int fd;
 	bool dev; /* fd is lightiov.ko's device: ioctls instead of messages */
+	/* The request/reply pairing is lost (a reply timed out, or one came unasked): a later
+	 * reply could be an earlier request's answer, so no call is made on this connection
+	 * again. The socket ABI has no sequence numbers; this is what stands in for them. */
+	bool broken;
 	char label[LIO_NAME_MAX];
 	char err[LIO_ERR_MAX + 64];
 };
@@ -90,6 +94,36 @@ const char *lio_client_error(const struct lio_client *c)
 int lio_client_fd(const struct lio_client *c)
 {
 	return c->fd;
+}
+
+bool lio_client_broken(const struct lio_client *c)
+{
+	return c->broken;
+}
+
+int lio_client_set_timeout_ms(struct lio_client *c, unsigned ms)
+{
+	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+
+	if (c->dev)
+		return 0;
+	return setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ? -errno : 0;
+}
+
+/* Whether a message waits on the socket now (the daemon never writes unasked). */
+static bool lio_msg_waiting(struct lio_client *c)
+{
+	char b;
+
+	return recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+static int lio_break(struct lio_client *c, int e, const char *op, const char *why)
+{
+	c->broken = true;
+	snprintf(c->err, sizeof(c->err), "%s: %s; the connection to the SSD is not used again", op,
+		 why);
+	return e;
 }
 
 static const char *const lio_op_names[LIO_OP_MAX] = {
@@ -171,6 +205,26 @@ static int lio_client_ioctl(struct lio_client *c, uint32_t op, const void *in, u
 	return 0;
 }
 
+/* Closes every fd a received message carried (one that is refused as a whole). */
+static void lio_close_fds(struct msghdr *m)
+{
+	struct cmsghdr *cm;
+
+	for (cm = CMSG_FIRSTHDR(m); cm; cm = CMSG_NXTHDR(m, cm)) {
+		unsigned n, i;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			close(fd);
+		}
+	}
+}
+
 int lio_client_call(struct lio_client *c, uint32_t op, const void *in, uint32_t inlen,
 		    const int *fds, unsigned nfds, void *out, uint32_t outlen, uint32_t *outgot,
 		    int *rfds, unsigned *nrfds)
@@ -188,10 +242,24 @@ int lio_client_call(struct lio_client *c, uint32_t op, const void *in, uint32_t 
 	ssize_t r;
 
 	c->err[0] = 0;
+	if (outgot)
+		*outgot = 0;
 	if (c->dev)
 		return lio_client_ioctl(c, op, in, inlen, out, outlen, outgot, rfds, nrfds);
+	if (nrfds)
+		*nrfds = 0;
+	if (c->broken) {
+		snprintf(c->err, sizeof(c->err),
+			 "%s: the connection to the SSD was given up after an earlier error",
+			 lio_op_name(op));
+		return -ENOTCONN;
+	}
 	if (nfds > LIO_CLIENT_MAX_FDS)
 		return -EINVAL;
+	/* a reply to nothing: the pairing of requests and replies is lost */
+	if (lio_msg_waiting(c))
+		return lio_break(c, -EPROTO, lio_op_name(op),
+				 "a reply came that was not asked for");
 	memcpy(h.label, c->label, sizeof(h.label));
 	memset(&ctl, 0, sizeof(ctl));
 	if (nfds) {
@@ -223,12 +291,26 @@ int lio_client_call(struct lio_client *c, uint32_t op, const void *in, uint32_t 
 	do
 		r = recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC);
 	while (r < 0 && errno == EINTR);
-	if (r < (ssize_t)sizeof(rep)) {
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		/* the reply may still come, and would be taken as the next request's */
+		return lio_break(c, -ETIMEDOUT, lio_op_name(op), "no reply in time");
+	if (r > 0 && r < (ssize_t)sizeof(rep)) {
+		lio_close_fds(&m);
+		return lio_break(c, -EPROTO, lio_op_name(op), "reply shorter than its header");
+	}
+	if (r <= 0) {
 		int e = r < 0 ? errno : ECONNRESET;
 
 		snprintf(c->err, sizeof(c->err), "%s: %s", lio_op_name(op),
 			 r < 0 ? strerror(e) : "connection closed by the SSD");
 		return -e;
+	}
+	/* a payload longer than the struct asked for (none asked: nothing is read from it) */
+	if ((m.msg_flags & MSG_CTRUNC) || ((m.msg_flags & MSG_TRUNC) && out && outlen)) {
+		lio_close_fds(&m);
+		return lio_break(c, -EPROTO, lio_op_name(op),
+				 m.msg_flags & MSG_TRUNC ? "reply longer than its struct"
+							 : "reply with more fds than expected");
 	}
 	for (cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
 		unsigned n, i;
@@ -248,10 +330,24 @@ int lio_client_call(struct lio_client *c, uint32_t op, const void *in, uint32_t 
 	}
 	if (nrfds)
 		*nrfds = got;
-	if (rep.magic != LIO_MAGIC) {
-		snprintf(c->err, sizeof(c->err), "%s: reply magic 0x%x", lio_op_name(op),
-			 rep.magic);
-		return -EPROTO;
+	if (rep.magic != LIO_MAGIC || rep.status > 0 || rep.status < -4095) {
+		char why[64];
+
+		for (unsigned i = 0; i < got; i++)
+			close(rfds[i]);
+		if (nrfds)
+			*nrfds = 0;
+		snprintf(why, sizeof(why), "reply magic 0x%x, status %d", rep.magic, rep.status);
+		return lio_break(c, -EPROTO, lio_op_name(op), why);
+	}
+	/* answered twice (or a late answer queued behind this one): this reply may not be
+	 * this request's, so nothing in it is used */
+	if (lio_msg_waiting(c)) {
+		for (unsigned i = 0; i < got; i++)
+			close(rfds[i]);
+		if (nrfds)
+			*nrfds = 0;
+		return lio_break(c, -EPROTO, lio_op_name(op), "more than one reply to a request");
 	}
 	if (outgot)
 		*outgot = (uint32_t)r - (uint32_t)sizeof(rep);
@@ -362,7 +458,12 @@ void lio_client_close(struct lio_client *c)
 
 int lio_client_identify(struct lio_client *c, struct lio_identify *id)
 {
-	return lio_call_fixed(c, LIO_OP_IDENTIFY, NULL, 0, NULL, 0, id, sizeof(*id));
+	int r = lio_call_fixed(c, LIO_OP_IDENTIFY, NULL, 0, NULL, 0, id, sizeof(*id));
+
+	/* printed in messages: strings, whatever the backend put there */
+	id->name[sizeof(id->name) - 1] = 0;
+	id->model[sizeof(id->model) - 1] = 0;
+	return r;
 }
 
 int lio_client_dma_register(struct lio_client *c, const struct lio_dma_window *w)
@@ -377,32 +478,79 @@ int lio_client_dma_register(struct lio_client *c, const struct lio_dma_window *w
 
 int lio_client_qmem_alloc(struct lio_client *c, struct lio_qmem *q)
 {
+	struct lio_qmem rq = {0};
 	int fd = -1;
 	unsigned n = 1;
 	uint32_t got = 0;
-	int r = lio_client_call(c, LIO_OP_QMEM_ALLOC, q, sizeof(*q), NULL, 0, q, sizeof(*q), &got,
+	int r = lio_client_call(c, LIO_OP_QMEM_ALLOC, q, sizeof(*q), NULL, 0, &rq, sizeof(rq), &got,
 				&fd, &n);
 
-	if (r == 0 && (n != 1 || got != sizeof(*q))) {
-		snprintf(c->err, sizeof(c->err), "qmem-alloc: reply without the queue-memory fd");
-		if (n)
-			close(fd);
-		return -EPROTO;
+	if (r == 0 && (n != 1 || got != sizeof(rq) || rq.size != q->size)) {
+		snprintf(c->err, sizeof(c->err),
+			 n != 1 ? "qmem-alloc: reply without the queue-memory fd"
+				: "qmem-alloc: reply of %u bytes for %llu bytes of queue memory",
+			 got, (unsigned long long)rq.size);
+		r = -EPROTO;
 	}
+	if (r && n == 1)
+		close(fd);
+	/* the size stays the one asked for: the caller maps that much, and checks the fd */
 	q->fd = r == 0 ? fd : -1;
 	return r;
 }
 
+int lio_qmem_fd_check(const struct lio_client *c, int fd, uint64_t size, char *err, unsigned errlen)
+{
+	struct stat st;
+	int seals;
+
+	/* lightiov.ko's queue memory is its own anonymous file, sized by the module */
+	if (c->dev)
+		return 0;
+	if (fstat(fd, &st)) {
+		snprintf(err, errlen, "queue-memory fd: fstat: %s", strerror(errno));
+		return -errno;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size < 0 || (uint64_t)st.st_size < size) {
+		snprintf(err, errlen,
+			 "queue-memory fd is %s of %lld bytes, not a memfd of %llu: refused",
+			 S_ISREG(st.st_mode) ? "a file" : "no file", (long long)st.st_size,
+			 (unsigned long long)size);
+		return -EPROTO;
+	}
+	/* a backend that could shrink it later would fault lvmm (and the guest) on access */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		snprintf(err, errlen, "queue-memory fd is not sealed against shrinking: refused");
+		return -EPROTO;
+	}
+	return 0;
+}
+
+bool lio_range_ok(uint64_t off, uint64_t len, uint64_t size)
+{
+	return off <= size && len <= size - off;
+}
+
 int lio_client_qp_create(struct lio_client *c, struct lio_qp_create *q)
 {
-	int fds[2];
+	struct lio_qp_create rq;
+	int fds[2], r;
 	unsigned n = 0;
 
 	if (q->flags & LIO_QP_DB_EVENTFD)
 		fds[n++] = q->db_fd;
 	if (q->flags & LIO_QP_IRQ_ENABLED)
 		fds[n++] = q->irq_fd;
-	return lio_call_fixed(c, LIO_OP_QP_CREATE, q, sizeof(*q), fds, n, q, sizeof(*q));
+	r = lio_call_fixed(c, LIO_OP_QP_CREATE, q, sizeof(*q), fds, n, &rq, sizeof(rq));
+	if (r)
+		return r;
+	/* only the out fields: what was asked for stays what the caller asked for */
+	q->qp_id = rq.qp_id;
+	q->sq_off = rq.sq_off;
+	q->cq_off = rq.cq_off;
+	q->db_off = rq.db_off;
+	return 0;
 }
 
 int lio_client_qp_destroy(struct lio_client *c, uint32_t qp_id)
@@ -441,12 +589,40 @@ int lio_client_vol_resize(struct lio_client *c, const struct lio_vol *v)
 
 int lio_client_vol_list(struct lio_client *c, struct lio_vol_list *l)
 {
-	return lio_call_fixed(c, LIO_OP_VOL_LIST, l, sizeof(*l), NULL, 0, l, sizeof(*l));
+	int r = lio_call_fixed(c, LIO_OP_VOL_LIST, l, sizeof(*l), NULL, 0, l, sizeof(*l));
+
+	if (r)
+		return r;
+	if (l->count > LIO_VOL_LIST_MAX) {
+		snprintf(c->err, sizeof(c->err), "vol-list: %u entries in a list of %u", l->count,
+			 LIO_VOL_LIST_MAX);
+		return -EPROTO;
+	}
+	for (unsigned i = 0; i < l->count; i++)
+		l->v[i].name[sizeof(l->v[i].name) - 1] = 0;
+	return 0;
 }
 
 int lio_client_vol_attach(struct lio_client *c, struct lio_vol_attach *a)
 {
-	return lio_call_fixed(c, LIO_OP_VOL_ATTACH, a, sizeof(*a), NULL, 0, a, sizeof(*a));
+	int r = lio_call_fixed(c, LIO_OP_VOL_ATTACH, a, sizeof(*a), NULL, 0, a, sizeof(*a));
+
+	a->name[sizeof(a->name) - 1] = 0;
+	return r;
+}
+
+int lio_attach_check(const struct lio_vol_attach *a, uint32_t lba_shift, char *err, unsigned errlen)
+{
+	/* the namespace is lba_count << lba_shift bytes and the window [lba_start, +count) */
+	if (!a->lba_count || lba_shift > 12 || a->lba_count > (UINT64_MAX >> 12) ||
+	    a->lba_start > UINT64_MAX - a->lba_count || !lio_name_ok(a->name)) {
+		snprintf(err, errlen,
+			 "volume reply: %llu LBAs at %llu, name '%.31s': not a volume, refused",
+			 (unsigned long long)a->lba_count, (unsigned long long)a->lba_start,
+			 lio_name_ok(a->name) ? a->name : "?");
+		return -EPROTO;
+	}
+	return 0;
 }
 
 int lio_client_vol_detach(struct lio_client *c, uint32_t vol_id)
@@ -463,7 +639,18 @@ int lio_client_ssd_stats(struct lio_client *c, struct lio_ssd_stats *s)
 
 int lio_client_session_list(struct lio_client *c, struct lio_session_list *l)
 {
-	return lio_call_fixed(c, LIO_OP_SESSION_LIST, l, sizeof(*l), NULL, 0, l, sizeof(*l));
+	int r = lio_call_fixed(c, LIO_OP_SESSION_LIST, l, sizeof(*l), NULL, 0, l, sizeof(*l));
+
+	if (r)
+		return r;
+	if (l->count > LIO_SESSION_LIST_MAX) {
+		snprintf(c->err, sizeof(c->err), "session-list: %u entries in a list of %u",
+			 l->count, LIO_SESSION_LIST_MAX);
+		return -EPROTO;
+	}
+	for (unsigned i = 0; i < l->count; i++)
+		l->s[i].label[sizeof(l->s[i].label) - 1] = 0;
+	return 0;
 }
 
 /* ---- lio_drv ---- */
@@ -537,6 +724,27 @@ static int lio_drv_qp_open(struct lio_drv *d, unsigned qi, uint64_t shadow, char
 		return r;
 	}
 	q->qp_id = c.qp_id;
+	/* the backend's offsets into queue memory: rings and doorbell pages inside it, aligned */
+	if (((o->qp_flags & LIO_QP_SQ_QMEM) &&
+	     (c.sq_off % LIO_PAGE_SIZE ||
+	      !lio_range_ok(c.sq_off, (uint64_t)o->depth * sizeof(struct nvme_sqe),
+			    d->qmem_bytes))) ||
+	    ((o->qp_flags & LIO_QP_CQ_QMEM) &&
+	     (c.cq_off % LIO_PAGE_SIZE ||
+	      !lio_range_ok(c.cq_off, (uint64_t)o->depth * sizeof(struct nvme_cqe),
+			    d->qmem_bytes))) ||
+	    ((o->qp_flags & LIO_QP_DB_POLL) &&
+	     (c.db_off % LIO_PAGE_SIZE ||
+	      !lio_range_ok(c.db_off, 2 * LIO_PAGE_SIZE, d->qmem_bytes)))) {
+		snprintf(
+		    err, errlen,
+		    "lio_drv: queue %u: offsets sq 0x%llx cq 0x%llx db 0x%llx outside the %llu "
+		    "bytes of queue memory: refused",
+		    qi, (unsigned long long)c.sq_off, (unsigned long long)c.cq_off,
+		    (unsigned long long)c.db_off, (unsigned long long)d->qmem_bytes);
+		lio_client_qp_destroy(d->c, c.qp_id);
+		return -EPROTO;
+	}
 	q->sq = o->qp_flags & LIO_QP_SQ_QMEM ? (struct nvme_sqe *)(d->qmem + c.sq_off)
 					     : lio_drv_ptr(d, c.sq_gpa);
 	q->cq = o->qp_flags & LIO_QP_CQ_QMEM ? (struct nvme_cqe *)(d->qmem + c.cq_off)
@@ -608,6 +816,9 @@ int lio_drv_open(struct lio_drv **out, struct lio_client *c, const struct lio_dr
 		}
 		d->qmem_fd = q.fd;
 		d->qmem_bytes = q.size;
+		r = lio_qmem_fd_check(c, q.fd, q.size, err, errlen);
+		if (r)
+			goto fail;
 		d->qmem = mmap(NULL, q.size, PROT_READ | PROT_WRITE, MAP_SHARED, q.fd, 0);
 		if (d->qmem == MAP_FAILED) {
 			d->qmem = NULL;

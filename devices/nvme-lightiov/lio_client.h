@@ -41,6 +41,22 @@ const char *lio_client_error(const struct lio_client *c);
 int lio_client_fd(const struct lio_client *c);
 /* true when the transport is lightiov.ko's device (ioctls), false for the softssd socket. */
 bool lio_client_is_dev(const struct lio_client *c);
+/* true once a reply timed out, came unasked, or broke the protocol: the request/reply pairing
+ * is lost, and every later call fails with -ENOTCONN without touching the socket. */
+bool lio_client_broken(const struct lio_client *c);
+/* How long a reply may take (socket; default 30 s). 0 or a negative errno. */
+int lio_client_set_timeout_ms(struct lio_client *c, unsigned ms);
+
+/* Replies are untrusted input. [off, off + len) inside [0, size), overflow-safe. */
+bool lio_range_ok(uint64_t off, uint64_t len, uint64_t size);
+/* The queue-memory fd of a softssd reply: a memfd of at least size bytes, sealed against
+ * shrinking, or -EPROTO with err saying why (lightiov.ko's own file: 0). */
+int lio_qmem_fd_check(const struct lio_client *c, int fd, uint64_t size, char *err,
+		      unsigned errlen);
+/* A vol-attach reply: a named window of at least one LBA whose bytes (<< lba_shift) and end
+ * fit in 64 bits. 0, or -EPROTO with err. */
+int lio_attach_check(const struct lio_vol_attach *a, uint32_t lba_shift, char *err,
+		     unsigned errlen);
 
 /*
  * One raw request: payload in (inlen bytes) with nfds fds, reply payload into out (outlen bytes

@@ -63,6 +63,14 @@ static int lio_attach(struct nvme_lio *l, const struct nvme_lio_cfg *cfg, char *
 		lio_fail(l, err, errlen, what);
 		return r;
 	}
+	r = lio_attach_check(&a, l->id.lba_shift, err, errlen);
+	if (r) {
+		char why[200];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "vnvme %s: ssd %s: %s", l->dev, l->id.name, why);
+		return r;
+	}
 	memcpy(l->vol, a.name, sizeof(l->vol));
 	l->vol[sizeof(l->vol) - 1] = 0;
 	l->anon = a.flags & LIO_ATTACH_ANON;
@@ -148,6 +156,16 @@ int nvme_lio_open(struct nvme_lio **out, const struct nvme_lio_cfg *cfg, char *e
 		goto fail;
 	}
 	l->qmem_fd = q.fd;
+	{
+		char why[200];
+
+		/* mapped into the guest as the CMB: exactly what was asked for, or nothing */
+		r = lio_qmem_fd_check(l->c, q.fd, l->qmem_bytes, why, sizeof(why));
+		if (r) {
+			snprintf(err, errlen, "vnvme %s: ssd %s: %s", cfg->id, cfg->ssd, why);
+			goto fail;
+		}
+	}
 	l->qmem = mmap(NULL, l->qmem_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, q.fd, 0);
 	if (l->qmem == MAP_FAILED) {
 		r = -errno;
@@ -313,7 +331,20 @@ uint16_t nvme_lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b, const s
 			st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR) | NVME_STATUS_DNR;
 			goto out;
 		}
-		/* packed doorbells (stride 4): SQ tail then CQ head, as uapi.h lays them out */
+		/* Packed doorbells (stride 4): SQ y's tail at slot 2y, CQ x's head at slot 2x + 1.
+		 * uapi.h gives the backend one address, the CQ head 4 bytes after the SQ tail, so
+		 * only a queue pair whose SQ and CQ share their id has both where it looks; any
+		 * other pairing would have the backend read another queue's head and stall. */
+		if (b->cqid != b->sqid) {
+			fprintf(
+			    stderr,
+			    "vnvme %s: SQ %u on CQ %u: eventfd doorbells pair each SQ with the CQ "
+			    "of its own id\n",
+			    l->dev, b->sqid, b->cqid);
+			st = NVME_STATUS(NVME_SCT_CMD_SPECIFIC, NVME_SC_CQ_INVALID) |
+			     NVME_STATUS_DNR;
+			goto out;
+		}
 		q.shadow_db_gpa = b->dbbuf_dbs + (uint64_t)b->sqid * 8;
 		q.eventidx_gpa = b->dbbuf_eis ? b->dbbuf_eis + (uint64_t)b->sqid * 8 : 0;
 	}
@@ -337,8 +368,10 @@ uint16_t nvme_lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b, const s
 			 : NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL) | NVME_STATUS_DNR;
 		goto out;
 	}
-	if (l->db_poll && q.db_off + 2 * LIO_PAGE_SIZE > l->db_bytes) {
-		/* the backend carved past the doorbell area: the pages would alias the CMB */
+	if (l->db_poll &&
+	    (q.db_off % LIO_PAGE_SIZE || !lio_range_ok(q.db_off, 2 * LIO_PAGE_SIZE, l->db_bytes))) {
+		/* a page pair outside the doorbell area (or wrapping past 2^64) would alias the
+		 * CMB or map lvmm's own memory into the guest: the backend's reply is refused */
 		fprintf(stderr, "vnvme %s: SQ %u: doorbell pages at 0x%llx outside the area\n",
 			l->dev, b->sqid, (unsigned long long)q.db_off);
 		lio_client_qp_destroy(l->c, q.qp_id);

@@ -77,6 +77,11 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 			 lio_client_error(e->c));
 		goto fail;
 	}
+	r = lio_attach_check(&a, e->lba_shift, why, sizeof(why));
+	if (r) {
+		snprintf(err, errlen, "vnvme %s: ssd %s: %s", cfg->id, cfg->ssd, why);
+		goto fail;
+	}
 	memcpy(e->vol, a.name, sizeof(e->vol));
 	e->vol[sizeof(e->vol) - 1] = 0;
 	e->lba_count = a.lba_count;
