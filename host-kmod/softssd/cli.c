@@ -37,6 +37,8 @@ static const char ssd_usage[] =
     "  --max-memory SIZE     DMA window per client (default 64G)\n"
     "  --allow-uid UID, --allow-gid GID   peers admitted besides root and the daemon's uid\n"
     "  --seccomp kill|log|off             the daemon's system-call filter (default kill)\n"
+    "  --require-resident    refuse DMA windows whose pages are not all populated: a VM's\n"
+    "                        memory is then charged to the VM, never to this daemon\n"
     "  --daemon              detach (stdout to /dev/null); default: foreground, one status line\n"
     "                        per client\n"
     "  --notify              READY=1 to $NOTIFY_SOCKET once serving (systemd Type=notify)\n"
@@ -125,7 +127,8 @@ static int ssd_cmd_serve(int argc, char **argv)
 		O_DAEMON,
 		O_NOTIFY,
 		O_HELP,
-		O_CACHED
+		O_CACHED,
+		O_RESIDENT
 	};
 	static const struct option opts[] = {{"backing", required_argument, 0, O_BACKING},
 					     {"size", required_argument, 0, O_SIZE},
@@ -142,6 +145,7 @@ static int ssd_cmd_serve(int argc, char **argv)
 					     {"notify", no_argument, 0, O_NOTIFY},
 					     {"help", no_argument, 0, O_HELP},
 					     {"cached", no_argument, 0, O_CACHED},
+					     {"require-resident", no_argument, 0, O_RESIDENT},
 					     {0, 0, 0, 0}};
 	struct ssd_server_cfg cfg = {
 	    .max_clients = SSD_DEF_MAX_CLIENTS,
@@ -238,6 +242,9 @@ static int ssd_cmd_serve(int argc, char **argv)
 			break;
 		case O_CACHED:
 			direct = false;
+			break;
+		case O_RESIDENT:
+			cfg.require_resident = true;
 			break;
 		case O_HELP:
 			fputs(ssd_usage, stdout);

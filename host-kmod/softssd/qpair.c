@@ -26,13 +26,22 @@
 #define SSD_EV_WAKE ((uint64_t)0)
 #define SSD_EV_RING ((uint64_t)1)
 
+/* Where a command is on the ring: its data transfer (or flush), its hole punches (Write Zeroes,
+ * Deallocate: one per range), then with the write cache off the fdatasync that makes them
+ * durable. Each step is an operation on the worker's ring, so none of them ever blocks the worker
+ * and its other queue pairs: the kernel's io-wq threads wait instead. */
+enum ssd_stage { SSD_STAGE_IO, SSD_STAGE_PUNCH, SSD_STAGE_SYNC };
+
 struct ssd_req {
 	struct ssd_qp *qp;
 	struct ssd_req *next;
 	struct nvme_sqe sqe; /* the private copy: the only SQE bytes ever used */
 	struct lio_io io;
 	uint16_t status;
-	bool direct; /* submitted on the O_DIRECT fd */
+	bool direct;	 /* submitted on the O_DIRECT fd */
+	uint8_t stage;	 /* enum ssd_stage */
+	bool sync_after; /* the punches are followed by an fdatasync (write cache off) */
+	uint32_t ops;	 /* ring operations of this stage not yet completed */
 	uint64_t submit_ns, due_ns;
 	struct iovec iov[LIO_CHECK_MAX_SEGS];
 };
@@ -319,10 +328,11 @@ static struct io_uring_sqe *ssd_ring_sqe(struct ssd_worker *w)
 	return s;
 }
 
-static uint16_t ssd_dsm(struct ssd_worker *w, struct ssd_req *req)
+/* The DSM range list into r (private memory, read once), checked: 0 with *nr set, or the status.
+ */
+static uint16_t ssd_dsm_ranges(struct ssd_req *req, struct nvme_dsm_range *r, unsigned *nr_out)
 {
 	struct ssd_qp *qp = req->qp;
-	struct nvme_dsm_range r[SSD_DSM_MAX_RANGES];
 	unsigned nr = (unsigned)(req->io.bytes / sizeof(r[0])), i, got = 0;
 	uint16_t st;
 
@@ -350,8 +360,19 @@ static uint16_t ssd_dsm(struct ssd_worker *w, struct ssd_req *req)
 	for (i = 0; i < nr; i++)
 		if (r[i].nlb && !ssd_in_bounds(qp, r[i].slba, r[i].nlb))
 			return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_LBA_RANGE) | NVME_STATUS_DNR;
-	if (!(req->io.dsm_attr & NVME_DSM_AD))
-		return 0;
+	*nr_out = nr;
+	return 0;
+}
+
+/* DSM in the worker's thread (sync_io: no ring). */
+static uint16_t ssd_dsm(struct ssd_worker *w, struct ssd_req *req)
+{
+	struct nvme_dsm_range r[SSD_DSM_MAX_RANGES];
+	unsigned nr = 0, i;
+	uint16_t st = ssd_dsm_ranges(req, r, &nr);
+
+	if (st || !(req->io.dsm_attr & NVME_DSM_AD))
+		return st;
 	for (i = 0; i < nr; i++) {
 		off_t off = (off_t)(r[i].slba << w->e->lba_shift);
 		off_t len = (off_t)((uint64_t)r[i].nlb << w->e->lba_shift);
@@ -438,6 +459,57 @@ static void ssd_req_sync(struct ssd_worker *w, struct ssd_req *req)
 	}
 }
 
+/* The fdatasync after a command's punches, on the ring. false when no SQE could be had. */
+static bool ssd_sync_start(struct ssd_worker *w, struct ssd_req *req)
+{
+	struct io_uring_sqe *s = ssd_ring_sqe(w);
+
+	if (!s)
+		return false;
+	io_uring_prep_fsync(s, w->e->fd, IORING_FSYNC_DATASYNC);
+	io_uring_sqe_set_data(s, req);
+	req->stage = SSD_STAGE_SYNC;
+	req->ops = 1;
+	w->ring_inflight++;
+	return true;
+}
+
+/* Dataset Management: the range list read and checked here (private memory, quick), then one
+ * hole punch per range on the ring (deallocation is advisory: a failed punch keeps the data and
+ * is no error), then the sync when the write cache is off. */
+static void ssd_dsm_start(struct ssd_worker *w, struct ssd_req *req, uint64_t now)
+{
+	struct nvme_dsm_range r[SSD_DSM_MAX_RANGES];
+	unsigned nr = 0, i;
+
+	req->status = ssd_dsm_ranges(req, r, &nr);
+	if (req->status || !(req->io.dsm_attr & NVME_DSM_AD))
+		goto done;
+	req->stage = SSD_STAGE_PUNCH;
+	req->ops = 0;
+	for (i = 0; i < nr; i++) {
+		struct io_uring_sqe *s;
+
+		if (!r[i].nlb)
+			continue;
+		s = ssd_ring_sqe(w);
+		if (!s)
+			break; /* the rest is not deallocated: advisory, still a success */
+		io_uring_prep_fallocate(s, w->e->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					r[i].slba << w->e->lba_shift,
+					(uint64_t)r[i].nlb << w->e->lba_shift);
+		io_uring_sqe_set_data(s, req);
+		req->ops++;
+		w->ring_inflight++;
+	}
+	if (req->ops)
+		return;
+	if (req->sync_after && ssd_sync_start(w, req))
+		return;
+done:
+	ssd_req_done(w, req, now);
+}
+
 /* Checks the private copy and starts it; refused or synchronous commands complete at once. */
 static void ssd_req_start(struct ssd_worker *w, struct ssd_req *req, uint64_t now)
 {
@@ -463,32 +535,32 @@ static void ssd_req_start(struct ssd_worker *w, struct ssd_req *req, uint64_t no
 		return;
 	}
 	/* volatile write cache off: the write is durable before its CQE, as with FUA; zeroing and
-	 * deallocation (holes punched) run here and are synced before theirs (rare: no ring) */
+	 * deallocation (holes punched) are synced before theirs */
+	req->stage = SSD_STAGE_IO;
+	req->sync_after = false;
 	if (__atomic_load_n(&qp->write_through, __ATOMIC_RELAXED)) {
 		if (io->kind == LIO_IO_WRITE) {
 			io->fua = true;
 			CTR_ADD(qp, syncs, 1);
 		} else if (io->kind == LIO_IO_ZEROES ||
 			   (io->kind == LIO_IO_DSM && (io->dsm_attr & NVME_DSM_AD))) {
-			if (io->kind == LIO_IO_DSM)
-				req->status = ssd_dsm(w, req);
-			else
-				ssd_req_sync(w, req);
-			if (!req->status && fdatasync(w->e->fd))
-				req->status = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+			req->sync_after = true;
 			CTR_ADD(qp, syncs, 1);
-			ssd_req_done(w, req, now);
-			return;
 		}
 	}
-	if (io->kind == LIO_IO_DSM) {
-		req->status = ssd_dsm(w, req);
+	if (w->sync_io) {
+		/* a sandbox without io_uring: everything in this thread, slow commands too */
+		if (io->kind == LIO_IO_DSM)
+			req->status = ssd_dsm(w, req);
+		else
+			ssd_req_sync(w, req);
+		if (!req->status && req->sync_after && fdatasync(w->e->fd))
+			req->status = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
 		ssd_req_done(w, req, now);
 		return;
 	}
-	if (w->sync_io) {
-		ssd_req_sync(w, req);
-		ssd_req_done(w, req, now);
+	if (io->kind == LIO_IO_DSM) {
+		ssd_dsm_start(w, req, now);
 		return;
 	}
 	s = ssd_ring_sqe(w);
@@ -525,6 +597,8 @@ static void ssd_req_start(struct ssd_worker *w, struct ssd_req *req, uint64_t no
 		io_uring_prep_fallocate(s, w->e->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 					io->dev_lba << w->e->lba_shift,
 					(uint64_t)io->nlb << w->e->lba_shift);
+		req->stage = SSD_STAGE_PUNCH;
+		req->ops = 1;
 		break;
 	default:
 		break;
@@ -548,6 +622,30 @@ static void ssd_reap(struct ssd_worker *w, uint64_t now, unsigned *work)
 		(*work)++;
 		if (!req)
 			continue;
+		if (req->stage == SSD_STAGE_PUNCH) {
+			/* Write Zeroes must zero; a Deallocate's punch is advisory */
+			if (res < 0 && req->io.kind == LIO_IO_ZEROES && !req->status)
+				req->status =
+				    res == -EOPNOTSUPP
+					? NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE) |
+					      NVME_STATUS_DNR
+					: NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+			if (--req->ops)
+				continue;
+			if (!req->status && req->sync_after) {
+				if (ssd_sync_start(w, req))
+					continue;
+				req->status = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+			}
+			ssd_req_done(w, req, now);
+			continue;
+		}
+		if (req->stage == SSD_STAGE_SYNC) {
+			if (res < 0)
+				req->status = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+			ssd_req_done(w, req, now);
+			continue;
+		}
 		if (res == -EINVAL && req->direct) {
 			/* an alignment the device refuses for O_DIRECT: once more through the cache
 			 */

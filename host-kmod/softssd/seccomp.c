@@ -19,6 +19,7 @@ static const char *const ssd_seccomp_allowed[] = {
     "munmap",
     "mprotect",
     "madvise",
+    "mincore", /* how much of a client's DMA window is populated (--require-resident) */
     "futex",
     "exit",
     "exit_group",
@@ -52,6 +53,7 @@ static const char *const ssd_seccomp_allowed[] = {
     /* fds a client sends: memfd seals and size, eventfd identity and flags */
     "fstat",
     "newfstatat",
+    "fstatfs", /* a window's memfd must be shmem, never hugetlbfs */
     "fcntl",
     "readlink",
     "readlinkat",

@@ -28,8 +28,9 @@ struct ssd_server_cfg {
 	unsigned max_qp_client;
 	unsigned max_qpairs; /* all sessions together, <= LIO_MAX_QPAIRS */
 	uint64_t max_mem_client;
-	uid_t allow_uid; /* (uid_t)-1: none beyond root and the daemon's own uid */
-	gid_t allow_gid; /* (gid_t)-1: none */
+	uid_t allow_uid;       /* (uid_t)-1: none beyond root and the daemon's own uid */
+	gid_t allow_gid;       /* (gid_t)-1: none */
+	bool require_resident; /* refuse DMA windows with pages not populated (memory charging) */
 	enum ssd_seccomp_mode seccomp;
 	int notify; /* write READY=1 to $NOTIFY_SOCKET once serving */
 };

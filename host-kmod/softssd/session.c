@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "lightiov/check.h"
@@ -138,13 +140,21 @@ void ssd_window_drop(struct ssd_session *ss)
 	ss->win_bytes = 0;
 }
 
-/* A memfd the client cannot shrink under the daemon's mapping (a shrink would SIGBUS it). */
+/*
+ * Client memory must never fault the daemon: a SIGBUS in a worker would end every client's
+ * storage. Only a shmem memfd (tmpfs) sealed against shrinking is taken: its pages cannot vanish
+ * under the mapping (the seal), and a hole the client punches reads back as a fresh zero page.
+ * hugetlbfs is refused: a hole punched there gives its huge page back to a pool the client can
+ * drain, and the daemon's next access takes SIGBUS. A file of a mounted tmpfs cannot carry the
+ * seal (only memfd_create makes sealable files), so its size limit cannot bite either.
+ */
 static int ssd_check_memfd(struct ssd_call *c, unsigned i, int fd, uint64_t end)
 {
+	struct statfs sfs;
 	struct stat st;
 	int seals;
 
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || fstatfs(fd, &sfs)) {
 		ssd_err(c, "dma-register: region %u: fd is not a memfd", i);
 		return -EBADF;
 	}
@@ -152,6 +162,19 @@ static int ssd_check_memfd(struct ssd_call *c, unsigned i, int fd, uint64_t end)
 	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
 		ssd_err(c, "dma-register: region %u: memfd not sealed with F_SEAL_SHRINK", i);
 		return -EPERM;
+	}
+	if (sfs.f_type == HUGETLBFS_MAGIC) {
+		ssd_err(
+		    c,
+		    "dma-register: region %u: a hugetlb memfd (MFD_HUGETLB) is refused: its pages "
+		    "can be taken away under the daemon",
+		    i);
+		return -EINVAL;
+	}
+	if (sfs.f_type != TMPFS_MAGIC) {
+		ssd_err(c, "dma-register: region %u: fd is not a shmem memfd (file system 0x%lx)",
+			i, (unsigned long)sfs.f_type);
+		return -EINVAL;
 	}
 	if ((uint64_t)st.st_size < end) {
 		ssd_err(c,
@@ -163,13 +186,35 @@ static int ssd_check_memfd(struct ssd_call *c, unsigned i, int fd, uint64_t end)
 	return 0;
 }
 
+/* Pages of the mapping [p, p + len) that are in no memory yet, or -1 when unknown. The daemon's
+ * first access to such a page allocates it, charged to the daemon's memory cgroup instead of the
+ * VM's: a window its client populated (MADV_POPULATE_WRITE) costs the daemon nothing. */
+static int64_t ssd_nonresident_pages(uint8_t *p, uint64_t len)
+{
+	static unsigned char vec[16384]; /* 64 MiB of pages per call; control thread only */
+	uint64_t off, i, n = 0;
+
+	for (off = 0; off < len;) {
+		uint64_t chunk = len - off < sizeof(vec) * LIO_PAGE_SIZE
+				     ? len - off
+				     : sizeof(vec) * LIO_PAGE_SIZE;
+
+		if (mincore(p + off, chunk, vec))
+			return -1;
+		for (i = 0; i < chunk / LIO_PAGE_SIZE; i++)
+			n += !(vec[i] & 1);
+		off += chunk;
+	}
+	return (int64_t)n;
+}
+
 static int ssd_op_dma_register(struct ssd_call *c)
 {
 	const struct lio_dma_window *w = c->in;
 	struct ssd_session *ss = c->ss;
 	struct ssd_window nw = {0};
 	int nfd[LIO_MAX_REGIONS];
-	uint64_t total = 0;
+	uint64_t total = 0, nonres = 0;
 	unsigned i, j;
 	int r;
 
@@ -234,6 +279,25 @@ static int ssd_op_dma_register(struct ssd_call *c)
 		nw.cr[i].size = w->r[i].size;
 	}
 	nw.n = w->nr_regions;
+	for (i = 0; i < nw.n; i++) {
+		int64_t np = ssd_nonresident_pages(nw.host[i], nw.map_bytes[i]);
+
+		if (np && c->s->cfg->require_resident) {
+			ssd_err(c,
+				"dma-register: region %u: %" PRId64 " of %" PRIu64
+				" pages not populated (--require-resident: populate it first)",
+				i, np, nw.map_bytes[i] / LIO_PAGE_SIZE);
+			for (j = 0; j < nw.n; j++)
+				munmap(nw.host[j], nw.map_bytes[j]);
+			return -EFAULT;
+		}
+		if (np > 0)
+			nonres += (uint64_t)np * LIO_PAGE_SIZE;
+	}
+	if (nonres)
+		printf("%s: client %" PRIu64 " pid %d: DMA window of %" PRIu64 " MiB, %" PRIu64
+		       " MiB not populated: what the daemon touches there is charged to it\n",
+		       c->s->cfg->name, ss->owner, (int)ss->pid, total >> 20, nonres >> 20);
 	for (i = 0; i < nw.n; i++)
 		nfd[i] = ssd_take_fd(c, i);
 	ssd_window_drop(ss);
