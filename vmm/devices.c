@@ -345,6 +345,14 @@ static bool hook_alive(void *opaque)
 	return nvme_lio_alive(v->lio);
 }
 
+/* Emulate over an SSD: false once an SSD command timed out (its bounce buffer is given up). */
+static bool hook_emu_alive(void *opaque)
+{
+	struct vnvme *v = opaque;
+
+	return nvme_lio_emu_alive(v->emu);
+}
+
 static void bar_moved(struct pci_dev *d, unsigned bar, uint64_t gpa)
 {
 	struct vnvme *v = d->priv;
@@ -394,7 +402,8 @@ static void vnvme_free(struct vnvme *v)
 	if (v->ctrl && v->lio)
 		nvme_ctrl_unbind_all(v->ctrl);
 	pci_dev_exit(&v->pci);
-	nvme_file_close(v->file); /* joins the I/O thread: no more controller calls after */
+	nvme_file_close(v->file);  /* joins the I/O thread: no more controller calls after */
+	nvme_lio_emu_stop(v->emu); /* the same for emulate over an SSD */
 	nvme_ctrl_destroy(v->ctrl);
 	nvme_lio_close(v->lio);
 	nvme_lio_emu_close(v->emu);
@@ -540,10 +549,11 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 					  .readonly = v->cfg.readonly,
 					  .label = v->cfg.id};
 
-		/* lvmm parses every command and runs it on the thread that rang: no I/O thread,
-		 * so no doorbell ioeventfds either */
+		/* lvmm parses every command on the thread that rang (no doorbell ioeventfds) and
+		 * hands it to the emulate path's own I/O thread, which completes it */
 		hooks.kick = NULL;
 		hooks.dbbuf = NULL;
+		hooks.alive = hook_emu_alive;
 		r = nvme_lio_emu_open(&v->emu, &lc, &p.size, err, errlen);
 		if (!r)
 			p.lba_shift = (uint8_t)nvme_lio_emu_lba_shift(v->emu);

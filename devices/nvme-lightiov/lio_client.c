@@ -982,7 +982,9 @@ uint16_t lio_drv_io(struct lio_drv *d, unsigned qi, uint8_t opcode, uint64_t lba
 	if (cid < 0)
 		return 0xffff;
 	for (;;) {
-		if (lio_drv_reap(d, qi, &cqe, 1, LIO_DRV_IO_TIMEOUT_MS) != 1)
+		if (lio_drv_reap(d, qi, &cqe, 1,
+				 d->io_timeout_ms > 0 ? d->io_timeout_ms : LIO_DRV_IO_TIMEOUT_MS) !=
+		    1)
 			return 0xffff;
 		if (cqe.cid == (uint16_t)cid)
 			return (uint16_t)(cqe.status >> 1);

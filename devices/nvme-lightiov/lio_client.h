@@ -130,6 +130,7 @@ struct lio_drv {
 	uint64_t brk; /* bump allocator in mem (bytes used) */
 	unsigned nr_qp;
 	struct lio_drv_qp qp[LIO_DRV_MAX_QP];
+	int io_timeout_ms; /* lio_drv_io's wait; 0: LIO_DRV_IO_TIMEOUT_MS */
 };
 
 /* Creates the memfd window (sealed against shrinking), registers it, allocates queue memory when

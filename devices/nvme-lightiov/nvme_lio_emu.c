@@ -1,7 +1,9 @@
 /* The emulate path over an SSD volume: the controller's checked requests (byte offsets, host
  * iovecs into guest RAM) become commands on lvmm's own isolated queue pair through a bounce
- * buffer, so guest memory is never registered with the SSD and the SSD checks every command too. */
+ * buffer, so guest memory is never registered with the SSD and the SSD checks every command too.
+ * One worker thread runs them, off the vCPUs and outside the controller lock. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,15 +16,31 @@
 #define EMU_CHUNK NVME_CTRL_MAX_XFER /* one command's data at most (MDTS) */
 #define EMU_DEPTH 16
 
+struct emu_item {
+	struct nvme_io_req *req;
+	struct emu_item *next;
+};
+
 struct nvme_lio_emu {
 	struct lio_client *c;
 	struct lio_drv *d;
+	/* the worker and its FIFO of requests */
+	pthread_t th;
+	bool running, stop;
+	pthread_mutex_t qlock;
+	pthread_cond_t qcond;
+	struct emu_item *head, *tail;
+	/* A command timed out and may still complete into the bounce buffer: nothing is sent
+	 * through it again, every request fails and CSTS.CFS tells the guest (finding 5). */
+	bool failed;
 	char dev[64], vol[LIO_NAME_MAX];
 	uint64_t bounce_gpa;
 	uint8_t *bounce;
 	uint64_t lba_count;
 	uint32_t lba_shift; /* the SSD's: 9 or 12 */
 };
+
+static void *emu_thread(void *opaque);
 
 int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg, uint64_t *size,
 		      char *err, unsigned errlen)
@@ -40,6 +58,8 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 		return -ENOMEM;
 	}
 	snprintf(e->dev, sizeof(e->dev), "%s", cfg->id);
+	pthread_mutex_init(&e->qlock, NULL);
+	pthread_cond_init(&e->qcond, NULL);
 	if (!lio_name_ok(cfg->ssd) || (cfg->vol && cfg->vol[0] && !lio_name_ok(cfg->vol))) {
 		snprintf(err, errlen,
 			 "vnvme %s: ssd '%s' / vol '%s': not plain SSD and volume names", cfg->id,
@@ -108,6 +128,15 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 		r = -ENOMEM;
 		goto fail;
 	}
+	r = pthread_create(&e->th, NULL, emu_thread, e);
+	if (r) {
+		snprintf(err, errlen, "vnvme %s: cannot start the I/O thread: %s", cfg->id,
+			 strerror(r));
+		r = -r;
+		goto fail;
+	}
+	pthread_setname_np(e->th, "lvmm-nvme-emu");
+	e->running = true;
 	*size = a.lba_count * EMU_LBA;
 	*out = e;
 	return 0;
@@ -116,10 +145,25 @@ fail:
 	return r;
 }
 
+void nvme_lio_emu_stop(struct nvme_lio_emu *e)
+{
+	if (!e || !e->running)
+		return;
+	pthread_mutex_lock(&e->qlock);
+	__atomic_store_n(&e->stop, true, __ATOMIC_RELEASE);
+	pthread_cond_signal(&e->qcond);
+	pthread_mutex_unlock(&e->qlock);
+	pthread_join(e->th, NULL);
+	e->running = false;
+}
+
 void nvme_lio_emu_close(struct nvme_lio_emu *e)
 {
 	if (!e)
 		return;
+	nvme_lio_emu_stop(e);
+	pthread_cond_destroy(&e->qcond);
+	pthread_mutex_destroy(&e->qlock);
 	if (e->d)
 		lio_drv_close(e->d);
 	if (e->c)
@@ -137,7 +181,38 @@ uint32_t nvme_lio_emu_lba_shift(const struct nvme_lio_emu *e)
 	return e->lba_shift;
 }
 
-/* The SSD's status as the guest's, a lost SSD as an internal error. */
+bool nvme_lio_emu_alive(struct nvme_lio_emu *e)
+{
+	return !__atomic_load_n(&e->failed, __ATOMIC_ACQUIRE);
+}
+
+void nvme_lio_emu_set_timeout_ms(struct nvme_lio_emu *e, int ms)
+{
+	e->d->io_timeout_ms = ms;
+}
+
+/* One command on lvmm's queue pair. A timeout leaves it in flight, its data pointer on the
+ * bounce buffer: the buffer (and the queue pair) are never used again. */
+static uint16_t emu_io(struct nvme_lio_emu *e, uint8_t opcode, uint64_t lba, uint32_t nlb,
+		       uint64_t gpa)
+{
+	uint16_t st;
+
+	if (__atomic_load_n(&e->failed, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
+		return 0xffff;
+	st = lio_drv_io(e->d, 0, opcode, lba, nlb, gpa);
+	if (st == 0xffff) {
+		__atomic_store_n(&e->failed, true, __ATOMIC_RELEASE);
+		fprintf(stderr,
+			"vnvme %s: ssd command timed out: the controller fails (CSTS.CFS); its "
+			"bounce buffer is not used again\n",
+			e->dev);
+	}
+	return st;
+}
+
+/* The SSD's status as the guest's, a lost SSD (or a failed controller) as an internal error. */
 static uint16_t emu_status(uint16_t st)
 {
 	if (st == 0xffff)
@@ -170,9 +245,8 @@ static uint16_t emu_rw(struct nvme_lio_emu *e, struct nvme_io_req *req, bool wri
 				}
 			}
 		}
-		st =
-		    lio_drv_io(e->d, 0, write ? NVME_CMD_WRITE : NVME_CMD_READ,
-			       (req->off + done) / EMU_LBA, (uint32_t)(n / EMU_LBA), e->bounce_gpa);
+		st = emu_io(e, write ? NVME_CMD_WRITE : NVME_CMD_READ, (req->off + done) / EMU_LBA,
+			    (uint32_t)(n / EMU_LBA), e->bounce_gpa);
 		if (st)
 			return emu_status(st);
 		if (!write) {
@@ -192,7 +266,7 @@ static uint16_t emu_rw(struct nvme_lio_emu *e, struct nvme_io_req *req, bool wri
 		done += n;
 	}
 	if (write && req->fua)
-		return emu_status(lio_drv_io(e->d, 0, NVME_CMD_FLUSH, 0, 0, 0));
+		return emu_status(emu_io(e, NVME_CMD_FLUSH, 0, 0, 0));
 	return NVME_OK;
 }
 
@@ -201,8 +275,8 @@ static uint16_t emu_zero(struct nvme_lio_emu *e, uint64_t off, uint64_t len)
 {
 	while (len) {
 		uint64_t n = len < EMU_CHUNK ? len : EMU_CHUNK;
-		uint16_t st = lio_drv_io(e->d, 0, NVME_CMD_WRITE_ZEROES, off / EMU_LBA,
-					 (uint32_t)(n / EMU_LBA), 0);
+		uint16_t st =
+		    emu_io(e, NVME_CMD_WRITE_ZEROES, off / EMU_LBA, (uint32_t)(n / EMU_LBA), 0);
 
 		if (st)
 			return emu_status(st);
@@ -212,9 +286,8 @@ static uint16_t emu_zero(struct nvme_lio_emu *e, uint64_t off, uint64_t len)
 	return NVME_OK;
 }
 
-static int emu_submit(void *be, struct nvme_io_req *req)
+static void emu_exec(struct nvme_lio_emu *e, struct nvme_io_req *req)
 {
-	struct nvme_lio_emu *e = be;
 	unsigned i;
 
 	req->status = NVME_OK;
@@ -224,7 +297,7 @@ static int emu_submit(void *be, struct nvme_io_req *req)
 		req->status = emu_rw(e, req, req->op == NVME_IO_WRITE);
 		break;
 	case NVME_IO_FLUSH:
-		req->status = emu_status(lio_drv_io(e->d, 0, NVME_CMD_FLUSH, 0, 0, 0));
+		req->status = emu_status(emu_io(e, NVME_CMD_FLUSH, 0, 0, 0));
 		break;
 	case NVME_IO_ZEROES:
 		req->status = emu_zero(e, req->off, req->len);
@@ -234,7 +307,61 @@ static int emu_submit(void *be, struct nvme_io_req *req)
 			req->status = emu_zero(e, req->ranges[i].off, req->ranges[i].len);
 		break;
 	}
-	return 1;
+}
+
+/* Runs the requests in order, each to its end or to the first error; a stop fails the rest
+ * (every step checks it, so a 256-range Deallocate ends within one command's time). */
+static void *emu_thread(void *opaque)
+{
+	struct nvme_lio_emu *e = opaque;
+
+	for (;;) {
+		struct emu_item *it;
+
+		pthread_mutex_lock(&e->qlock);
+		while (!e->head && !e->stop)
+			pthread_cond_wait(&e->qcond, &e->qlock);
+		it = e->head;
+		if (it) {
+			e->head = it->next;
+			if (!e->head)
+				e->tail = NULL;
+		}
+		pthread_mutex_unlock(&e->qlock);
+		if (!it)
+			return NULL; /* stopped, nothing left */
+		emu_exec(e, it->req);
+		nvme_ctrl_io_done(it->req);
+		free(it);
+	}
+}
+
+/* Called with the controller lock held: queues req for the worker and returns at once. */
+static int emu_submit(void *be, struct nvme_io_req *req)
+{
+	struct nvme_lio_emu *e = be;
+	struct emu_item *it;
+
+	if (!nvme_lio_emu_alive(e) || !e->running) {
+		req->status = NVME_GENERIC(NVME_SC_INTERNAL);
+		return 1;
+	}
+	it = malloc(sizeof(*it));
+	if (!it) {
+		req->status = NVME_GENERIC(NVME_SC_INTERNAL);
+		return 1;
+	}
+	it->req = req;
+	it->next = NULL;
+	pthread_mutex_lock(&e->qlock);
+	if (e->tail)
+		e->tail->next = it;
+	else
+		e->head = it;
+	e->tail = it;
+	pthread_cond_signal(&e->qcond);
+	pthread_mutex_unlock(&e->qlock);
+	return 0;
 }
 
 const struct nvme_backend_ops nvme_lio_emu_ops = {
