@@ -387,7 +387,11 @@ static void *fake_io(void *arg)
 			struct fake_qp *q = &F.qp[i];
 			uint32_t tail;
 
-			if (!q->live || !(q->c.flags & LIO_QP_DB_POLL) || !F.qmem)
+			/* the hostile offsets this fake hands out are not its own to follow */
+			if (!q->live || !(q->c.flags & LIO_QP_DB_POLL) || !F.qmem ||
+			    !lio_range_ok(q->c.db_off, LIO_PAGE_SIZE, F.qmem_size) ||
+			    !lio_range_ok(q->c.sq_off, (uint64_t)q->c.sq_depth * 64, F.qmem_size) ||
+			    !lio_range_ok(q->c.cq_off, (uint64_t)q->c.cq_depth * 16, F.qmem_size))
 				continue;
 			tail =
 			    __atomic_load_n((uint32_t *)(F.qmem + q->c.db_off), __ATOMIC_ACQUIRE);
