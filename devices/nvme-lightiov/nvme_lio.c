@@ -240,6 +240,12 @@ bool nvme_lio_alive(struct nvme_lio *l)
 {
 	struct pollfd p = {.fd = lio_client_fd(l->c), .events = POLLRDHUP};
 
+	/* A connection given up (a reply late, unasked or malformed) is as good as gone. */
+	if (!l->dead && lio_client_broken(l->c)) {
+		l->dead = true;
+		fprintf(stderr, "vnvme %s: ssd %s: %s: controller fatal status\n", l->dev,
+			l->id.name, lio_client_error(l->c));
+	}
 	/* The daemon never writes unasked: a readable or hung-up socket means it went away. */
 	if (!l->dead && poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR))) {
 		l->dead = true;
