@@ -228,8 +228,14 @@ static void fake_serve(int fd)
 					fake_reply(fd, F.bad_status, NULL, 0, -1);
 					break;
 				}
-				fake_reply(fd, 0, &id, sizeof(id) + (F.long_op == req.h.op ? 8 : 0),
-					   -1);
+				{
+					uint8_t longer[sizeof(id) + 8] = {0};
+
+					memcpy(longer, &id, sizeof(id));
+					fake_reply(fd, 0, longer,
+						   sizeof(id) + (F.long_op == req.h.op ? 8 : 0),
+						   -1);
+				}
 				break;
 			}
 			case LIO_OP_VOL_ATTACH: {
