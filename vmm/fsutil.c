@@ -1,8 +1,9 @@
-/* Opening client-named files: a component walk with O_NOFOLLOW beneath an allowed directory,
- * non-blocking opens (a FIFO never hangs the caller), file-type checks and explicit truncation. */
+/* Opening client-named files: a component walk with O_NOFOLLOW beneath an allowed directory held
+ * open, non-blocking opens (a FIFO never hangs the caller), file-type checks and truncation. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -26,6 +27,59 @@ static const char *kind_name(mode_t m)
 	if (S_ISLNK(m))
 		return "a symbolic link";
 	return "not a regular file";
+}
+
+/* The allowed directory held since start: its path is only compared, never opened again. */
+static char *held_root;
+static size_t held_len;
+static int held_fd = -1;
+
+int fsutil_hold_root(const char *root, char *err, unsigned errlen)
+{
+	size_t rl = strlen(root);
+	struct stat st;
+	int fd;
+
+	while (rl > 1 && root[rl - 1] == '/')
+		rl--;
+	if (root[0] != '/') {
+		snprintf(err, errlen, "allowed directory %s: not an absolute path", root);
+		return -EINVAL;
+	}
+	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		int e = errno;
+
+		snprintf(err, errlen, "allowed directory %s: %s", root, strerror(e));
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	free(held_root);
+	if (held_fd >= 0)
+		close(held_fd);
+	held_root = strndup(root, rl);
+	held_len = rl;
+	held_fd = fd;
+	if (!held_root) {
+		close(fd);
+		held_fd = -1;
+		snprintf(err, errlen, "allowed directory %s: out of memory", root);
+		return -ENOMEM;
+	}
+	return fd;
+}
+
+/* root's directory: a copy of the held fd when root names it, else root opened now. */
+static int open_root(const char *root, size_t rl)
+{
+	int fd;
+
+	if (held_fd >= 0 && rl == held_len && !strncmp(root, held_root, rl))
+		fd = fcntl(held_fd, F_DUPFD_CLOEXEC, 3);
+	else
+		fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 /* Opens the directory that holds path's last component; *last points into path. Returns a
@@ -58,13 +112,11 @@ static int walk_parent(const char *root, const char *what, const char *path, con
 		return -EACCES;
 	}
 	p += rl;
-	dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = open_root(root, rl);
 	if (dfd < 0) {
-		int e = errno;
-
 		snprintf(err, errlen, "%s %s: allowed directory %s: %s", what, path, root,
-			 strerror(e));
-		return -e;
+			 strerror(-dfd));
+		return dfd;
 	}
 	for (;;) {
 		size_t n;
@@ -182,16 +234,17 @@ int fsutil_open(const char *root, const char *what, const char *path, int flags,
 		return r;
 	}
 	r = check_kind(what, path, &st, kind, err, errlen);
-	if (!r && trunc && S_ISREG(st.st_mode) && st.st_size) {
-		/* A second name means the file belongs to someone else too: leave it alone. */
-		if (st.st_nlink > 1) {
-			snprintf(err, errlen, "%s %s: has %lu hard links; not truncated", what,
-				 path, (unsigned long)st.st_nlink);
-			r = -EACCES;
-		} else if (ftruncate(fd, 0)) {
-			r = -errno;
-			snprintf(err, errlen, "%s %s: truncate: %s", what, path, strerror(errno));
-		}
+	/* A second name means the file belongs to someone else too (a link made to a file the
+	 * client could not name, outside the allowed directory): never written through. */
+	if (!r && S_ISREG(st.st_mode) && st.st_nlink > 1 && (flags & O_ACCMODE) != O_RDONLY &&
+	    !(flags & O_PATH)) {
+		snprintf(err, errlen, "%s %s: has %lu hard links; not opened for writing", what,
+			 path, (unsigned long)st.st_nlink);
+		r = -EACCES;
+	}
+	if (!r && trunc && S_ISREG(st.st_mode) && st.st_size && ftruncate(fd, 0)) {
+		r = -errno;
+		snprintf(err, errlen, "%s %s: truncate: %s", what, path, strerror(errno));
 	}
 	if (r) {
 		close(fd);
@@ -220,4 +273,10 @@ int fsutil_check(const char *root, const char *what, const char *path, bool may_
 		return fd;
 	close(fd);
 	return 0;
+}
+
+int fsutil_open_parent(const char *what, const char *path, const char **last, char *err,
+		       unsigned errlen)
+{
+	return walk_parent("/", what, path, last, err, errlen);
 }

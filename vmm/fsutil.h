@@ -14,10 +14,23 @@ enum fsutil_kind {
 	FSUTIL_ENTROPY,
 };
 
+/* Holds root (an absolute directory) open for the process's life: every later fsutil_open and
+ * fsutil_check naming the same root string walks from this fd, so the path swapped for a
+ * symlink or another directory changes nothing. The fd (O_PATH, O_CLOEXEC; a jail keeps it
+ * open), or a negative errno with err set. */
+int fsutil_hold_root(const char *root, char *err, unsigned errlen);
+
+/* For files root opens on its own behalf (the jail): the directory holding the absolute path's
+ * last component, walked from / with no component a symlink, "." or ".."; *last points at
+ * that component in path. A directory fd (O_CLOEXEC) or a negative errno with err set. */
+int fsutil_open_parent(const char *what, const char *path, const char **last, char *err,
+		       unsigned errlen);
+
 /* Opens path for a client. root (NULL or "" for none) is an absolute directory every path must
  * lie beneath: path is absolute and under it, no component below it may be "." or ".." or a
- * symlink. Without root only the last component must not be a symlink. O_TRUNC in flags
- * truncates only a regular file with a single link (after the checks, not by open). Returns the
+ * symlink. Without root only the last component must not be a symlink. A regular file with
+ * more than one link is never opened for writing. O_TRUNC in flags truncates (after the
+ * checks, not by open). Returns the
  * fd (O_CLOEXEC) or a negative errno with err naming what and path. */
 int fsutil_open(const char *root, const char *what, const char *path, int flags, mode_t mode,
 		enum fsutil_kind kind, char *err, unsigned errlen);

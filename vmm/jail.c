@@ -1,9 +1,8 @@
-/* lvmm run --jail DIR: namespaces, a tmpfs root on DIR with bind mounts of the VM's files only,
- * pivot_root, rlimits, closed fds and a uid/gid drop; the outer process only waits. */
+/* lvmm run --jail DIR: namespaces, a tmpfs root mounted on DIR's fd with the VM's files bound
+ * in from fds, pivot_root, rlimits, closed fds and a uid/gid drop; the outer process waits. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <libgen.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -13,65 +12,121 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "jail.h"
+#include "nvme-lightiov/lio_client.h"
 
-#define JAIL_NOBODY 65534
-#define JAIL_NOFILE 4096
+#define JAIL_NOFILE   4096
+#define JAIL_MAX_SRC  (4 + 2 * CONFIG_MAX_VNVME)
+#define JAIL_MNT_FLAG (MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
+
+struct jail_src {
+	const char *path; /* absolute, no symlink in any component */
+	const char *what;
+	bool rw;
+	int fd; /* O_PATH, opened in the jail's mount namespace */
+};
 
 struct jail {
-	char root[PATH_MAX];
+	char dir[PATH_MAX]; /* DIR made absolute (lexically: it is walked, never resolved) */
+	int rootfd;	    /* the tmpfs root */
 	uid_t uid;
 	gid_t gid;
+	struct jail_src src[JAIL_MAX_SRC];
+	unsigned nsrc;
+	char ssd[CONFIG_MAX_VNVME][sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char *err;
 	unsigned errlen;
 };
 
-/* path made absolute in place: resolved if it exists, else its directory is. */
+/* LVMM_TEST_PAUSE=POINT:FIFO (tests): at POINT, says so on FIFO and waits until the test has
+ * done its part (opened FIFO for writing and closed it), so a race is run at a chosen moment. */
+static void jail_test_pause(const char *point)
+{
+	const char *e = getenv("LVMM_TEST_PAUSE"), *fifo;
+	size_t n = strlen(point);
+	char c;
+	int fd;
+
+	if (!e || strncmp(e, point, n) || e[n] != ':')
+		return;
+	fifo = e + n + 1;
+	fd = open(fifo, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, point, n) < 0) {
+		/* the test reads it or is gone: either way, go on */
+	}
+	close(fd);
+	fd = open(fifo, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while (read(fd, &c, 1) > 0)
+		;
+	close(fd);
+}
+
+/* path made absolute in place, lexically: relative to the working directory. */
 static int jail_abs(struct jail *j, char *path, size_t cap, const char *what)
 {
-	char res[PATH_MAX], dir[PATH_MAX], base[PATH_MAX];
+	char cwd[PATH_MAX], res[PATH_MAX];
 
-	if (!path[0])
+	if (!path[0] || path[0] == '/')
 		return 0;
-	if (!realpath(path, res)) {
-		if (errno != ENOENT)
-			goto fail;
-		snprintf(dir, sizeof(dir), "%s", path);
-		snprintf(base, sizeof(base), "%s", path);
-		if (!realpath(dirname(dir), res))
-			goto fail;
-		if (strlen(res) + 1 + strlen(basename(base)) >= sizeof(res)) {
-			errno = ENAMETOOLONG;
-			goto fail;
-		}
-		strcat(res, "/");
-		strcat(res, basename(base));
-	}
-	if (strlen(res) >= cap) {
-		errno = ENAMETOOLONG;
-		goto fail;
+	if (!getcwd(cwd, sizeof(cwd)) ||
+	    (size_t)snprintf(res, sizeof(res), "%s/%s", cwd, path) >= sizeof(res) ||
+	    strlen(res) >= cap) {
+		snprintf(j->err, j->errlen, "jail: %s %s: %s", what, path,
+			 errno ? strerror(errno) : "path too long");
+		return -ENAMETOOLONG;
 	}
 	strcpy(path, res);
 	return 0;
-fail:
-	snprintf(j->err, j->errlen, "jail: %s %s: %s", what, path, strerror(errno));
-	return -errno;
+}
+
+/* The last component of path (after fsutil_open_parent) into name. */
+static int jail_name(struct jail *j, const char *last, char *name, size_t cap, const char *what,
+		     const char *path)
+{
+	size_t n = strcspn(last, "/");
+
+	if (!n || n >= cap) {
+		snprintf(j->err, j->errlen, "jail: %s %s: no usable file name", what, path);
+		return -EINVAL;
+	}
+	memcpy(name, last, n);
+	name[n] = 0;
+	return 0;
 }
 
 /* A file the VM creates at boot exists beforehand (a bind mount needs a source), the jail's
- * user owning it as it would had it created it. */
+ * user owning it as it would had it created it. No component of path may be a symlink. */
 static int jail_precreate(struct jail *j, const char *path, const char *what)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+	char name[NAME_MAX + 1];
+	const char *last;
+	int dfd, fd, r;
 
+	dfd = fsutil_open_parent(what, path, &last, j->err, j->errlen);
+	if (dfd < 0)
+		return dfd;
+	r = jail_name(j, last, name, sizeof(name), what, path);
+	if (r) {
+		close(dfd);
+		return r;
+	}
+	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+	close(dfd);
 	if (fd < 0)
-		return errno == EEXIST ? 0 : -errno;
+		return errno == EEXIST ? 0 : -errno; /* an existing one is checked when bound */
 	if (fchown(fd, j->uid, j->gid)) {
 		snprintf(j->err, j->errlen, "jail: %s %s: chown to %u: %s", what, path,
 			 (unsigned)j->uid, strerror(errno));
@@ -82,143 +137,312 @@ static int jail_precreate(struct jail *j, const char *path, const char *what)
 	return 0;
 }
 
-/* mkdir -p of root + dir (dir absolute). */
-static int jail_mkdirs(struct jail *j, const char *dir)
+/* An O_PATH fd of path, no component a symlink; st filled. */
+static int jail_open_src(struct jail *j, const char *path, const char *what, struct stat *st)
 {
-	char p[PATH_MAX];
-	size_t i, n = (size_t)snprintf(p, sizeof(p), "%s%s", j->root, dir);
+	char name[NAME_MAX + 1];
+	const char *last;
+	int dfd, fd, r;
 
-	if (n >= sizeof(p))
-		return -ENAMETOOLONG;
-	for (i = strlen(j->root) + 1; i <= n; i++) {
-		if (p[i] != '/' && p[i])
-			continue;
-		p[i] = 0;
-		if (mkdir(p, 0755) && errno != EEXIST)
-			return -errno;
-		if (i < n)
-			p[i] = '/';
-	}
-	return 0;
+	dfd = fsutil_open_parent(what, path, &last, j->err, j->errlen);
+	if (dfd < 0)
+		return dfd;
+	r = jail_name(j, last, name, sizeof(name), what, path);
+	fd = r ? r : openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (!r && fd < 0)
+		r = -errno;
+	close(dfd);
+	if (!r && fstat(fd, st))
+		r = -errno;
+	if (!r && S_ISLNK(st->st_mode))
+		r = -ELOOP;
+	if (!r)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	snprintf(j->err, j->errlen, "jail: %s %s: %s", what, path,
+		 r == -ELOOP ? "is a symbolic link" : strerror(-r));
+	return r;
 }
 
-/* Binds src (file or directory) at the same path inside the jail; read-only unless rw. */
-static int jail_bind(struct jail *j, const char *src, bool rw, const char *what)
+/* DIR and every directory above it: root's, writable by nobody else (a world-writable one only
+ * with the sticky bit, as /tmp), no symlink. Returns DIR's fd (O_PATH). */
+static int jail_open_dir(struct jail *j)
 {
-	char dst[PATH_MAX], dir[PATH_MAX];
+	const char *p = j->dir;
+	char comp[NAME_MAX + 1];
 	struct stat st;
-	int r, fd;
+	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC), nfd;
+	unsigned depth = 0;
+	bool last = false;
 
-	if (!src[0])
-		return 0;
-	if (stat(src, &st)) {
-		r = -errno;
+	if (fd < 0)
 		goto fail;
-	}
-	if ((size_t)snprintf(dst, sizeof(dst), "%s%s", j->root, src) >= sizeof(dst)) {
-		r = -ENAMETOOLONG;
-		goto fail;
-	}
-	snprintf(dir, sizeof(dir), "%s", src);
-	r = jail_mkdirs(j, S_ISDIR(st.st_mode) ? src : dirname(dir));
-	if (r)
-		goto fail;
-	if (!S_ISDIR(st.st_mode)) {
-		fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-		if (fd < 0) {
-			r = -errno;
+	while (!last) {
+		size_t n;
+
+		if (fstat(fd, &st))
 			goto fail;
+		while (*p == '/')
+			p++;
+		n = strcspn(p, "/");
+		last = !p[n + strspn(p + n, "/")];
+		if (!n)
+			break; /* "/" itself: refused below */
+		if (st.st_uid || ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
+			snprintf(j->err, j->errlen,
+				 "jail: %s: a directory above it is owned by uid %u or writable "
+				 "by others (mode %o): DIR and every directory above it must be "
+				 "root's and writable by root only",
+				 j->dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+			close(fd);
+			return -EACCES;
 		}
+		if (n >= sizeof(comp) || (n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.')) {
+			snprintf(j->err, j->errlen, "jail: %s: '.', '..' or a long name", j->dir);
+			close(fd);
+			return -EINVAL;
+		}
+		memcpy(comp, p, n);
+		comp[n] = 0;
+		p += n;
+		depth++;
+		nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		close(fd);
+		fd = nfd;
+		if (fd < 0)
+			goto fail;
 	}
-	if (mount(src, dst, NULL, MS_BIND, NULL) ||
-	    mount(NULL, dst, NULL,
-		  MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (rw ? 0 : MS_RDONLY), NULL)) {
-		r = -errno;
+	if (fstat(fd, &st))
 		goto fail;
+	if (!depth) {
+		snprintf(j->err, j->errlen, "jail: %s: not a directory other than /", j->dir);
+		close(fd);
+		return -EINVAL;
 	}
-	return 0;
+	if (st.st_uid || (st.st_mode & 022)) {
+		snprintf(j->err, j->errlen,
+			 "jail: %s: owned by uid %u, mode %o: DIR must be root's and writable by "
+			 "root only",
+			 j->dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		close(fd);
+		return -EACCES;
+	}
+	return fd;
 fail:
-	snprintf(j->err, j->errlen, "jail: %s %s: %s", what, src, strerror(-r));
+	snprintf(j->err, j->errlen, "jail: %s: %s", j->dir,
+		 errno == ENOTDIR ? "not a directory other than / (or a symbolic link on the way)"
+				  : strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return -errno;
+}
+
+/* mkdir -p of rel (relative, components already checked) inside the tmpfs: the fd of the last. */
+static int jail_mkdirs(struct jail *j, const char *rel, size_t len)
+{
+	char comp[NAME_MAX + 1];
+	int fd = fcntl(j->rootfd, F_DUPFD_CLOEXEC, 3), nfd;
+	size_t i = 0;
+
+	while (fd >= 0 && i < len) {
+		size_t n;
+
+		while (i < len && rel[i] == '/')
+			i++;
+		n = strcspn(rel + i, "/");
+		if (n > len - i)
+			n = len - i;
+		if (!n)
+			break;
+		if (n >= sizeof(comp)) {
+			close(fd);
+			return -ENAMETOOLONG;
+		}
+		memcpy(comp, rel + i, n);
+		comp[n] = 0;
+		i += n;
+		if (mkdirat(fd, comp, 0755) && errno != EEXIST) {
+			nfd = -errno;
+			close(fd);
+			return nfd;
+		}
+		nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = nfd;
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+/* Binds s at the same path inside the jail, from its fd: a clone of the source's mount made
+ * read-only (unless rw), nosuid and nodev, moved onto a placeholder the jail created. */
+static int jail_bind(struct jail *j, struct jail_src *s)
+{
+	struct mount_attr ma = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+					    (s->rw ? 0 : MOUNT_ATTR_RDONLY)};
+	const char *base = strrchr(s->path, '/') + 1;
+	int dfd, tfd = -1, tree = -1, fd, r = 0;
+	struct stat st;
+
+	dfd = jail_mkdirs(j, s->path + 1, (size_t)(base - s->path - 1));
+	if (dfd < 0) {
+		r = dfd;
+		goto out;
+	}
+	if (fstat(s->fd, &st)) {
+		r = -errno;
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (mkdirat(dfd, base, 0755) && errno != EEXIST)
+			r = -errno;
+	} else {
+		fd = openat(dfd, base, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			r = -errno;
+		else
+			close(fd);
+	}
+	if (!r)
+		tfd = openat(dfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (!r && tfd < 0)
+		r = -errno;
+	if (!r)
+		tree = open_tree(s->fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (!r && (tree < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ma, sizeof(ma)) ||
+		   move_mount(tree, "", tfd, "", JAIL_MNT_FLAG)))
+		r = -errno;
+out:
+	if (r)
+		snprintf(j->err, j->errlen, "jail: %s %s: binding it in: %s", s->what, s->path,
+			 strerror(-r));
+	if (dfd >= 0)
+		close(dfd);
+	if (tfd >= 0)
+		close(tfd);
+	if (tree >= 0)
+		close(tree);
 	return r;
 }
 
 /* /dev/kvm as a node of the jail's own, owned by its user (the host's node is unchanged). */
 static int jail_kvm(struct jail *j)
 {
-	char dst[PATH_MAX + 16];
 	struct stat st;
-	int r;
+	int r = 0, dfd, fd, kfd;
 
-	if (stat("/dev/kvm", &st)) {
-		r = -errno;
-		goto fail;
+	fd = jail_open_src(j, "/dev/kvm", "kvm device", &st);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	if (!S_ISCHR(st.st_mode)) {
+		snprintf(j->err, j->errlen, "jail: /dev/kvm: not a character device");
+		return -ENODEV;
 	}
-	r = jail_mkdirs(j, "/dev");
-	snprintf(dst, sizeof(dst), "%s/dev/kvm", j->root);
-	if (!r && (mknod(dst, S_IFCHR | 0600, st.st_rdev) || chown(dst, j->uid, j->gid)))
+	dfd = jail_mkdirs(j, "dev", 3);
+	if (dfd < 0)
+		r = dfd;
+	else if (mknodat(dfd, "kvm", S_IFCHR | 0600, st.st_rdev))
 		r = -errno;
-	if (!r)
-		return 0;
-fail:
-	snprintf(j->err, j->errlen, "jail: /dev/kvm: %s", strerror(-r));
+	if (!r) {
+		kfd = openat(dfd, "kvm", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (kfd < 0 || fchownat(kfd, "", j->uid, j->gid, AT_EMPTY_PATH))
+			r = -errno;
+		if (kfd >= 0)
+			close(kfd);
+	}
+	if (dfd >= 0)
+		close(dfd);
+	if (r)
+		snprintf(j->err, j->errlen, "jail: /dev/kvm: %s", strerror(-r));
 	return r;
 }
 
-/* In the child: the new root, then the user drop. */
-static int jail_build(struct jail *j, struct vm_config *cfg, const struct jail_opts *o)
+/* A new file system instance mounted on dirfd: tmpfs (the root) or proc. The mount's fd, or
+ * -errno. */
+static int jail_mount_fs(const char *type, const char *size, unsigned attr, int dirfd)
 {
-	char sockdir[PATH_MAX], proc[PATH_MAX + 8];
+	int fs = fsopen(type, FSOPEN_CLOEXEC), m = -1, r = 0;
+
+	if (fs < 0)
+		return -errno;
+	if ((size && (fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) ||
+		      fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0))) ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0))
+		r = -errno;
+	if (!r) {
+		m = fsmount(fs, FSMOUNT_CLOEXEC, attr);
+		if (m < 0 || move_mount(m, "", dirfd, "", JAIL_MNT_FLAG))
+			r = -errno;
+	}
+	close(fs);
+	if (r && m >= 0)
+		close(m);
+	return r ? r : m;
+}
+
+/* In the child: the new root, then the user drop. Every step is on a file descriptor: DIR or a
+ * parent renamed or swapped for a symlink meanwhile changes nothing. */
+static int jail_build(struct jail *j)
+{
 	struct rlimit core = {0, 0}, nofile = {JAIL_NOFILE, JAIL_NOFILE};
 	unsigned i;
-	int r;
+	int r = 0, dirfd, pdir, pfd;
+	struct stat st;
 
 	/* Nothing mounted here propagates back to the host. */
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-	    mount("tmpfs", j->root, "tmpfs", MS_NOSUID, "mode=0755,size=1m")) {
-		snprintf(j->err, j->errlen, "jail: tmpfs on %s: %s", j->root, strerror(errno));
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+		snprintf(j->err, j->errlen, "jail: private mounts: %s", strerror(errno));
 		return -errno;
 	}
-	r = jail_bind(j, cfg->kernel, false, "kernel");
-	if (!r)
-		r = jail_bind(j, cfg->initramfs, false, "initramfs");
-	if (!r && cfg->serial == SERIAL_FILE)
-		r = jail_bind(j, cfg->serial_file, true, "serial file");
-	for (i = 0; i < cfg->nvnvme && !r; i++)
-		r = jail_bind(j, cfg->vnvme[i].path, !cfg->vnvme[i].readonly, "vnvme backing");
-	/* SSD sockets (path sockets work across network namespaces) */
-	for (i = 0; i < cfg->nvnvme && !r; i++)
-		if (cfg->vnvme[i].ssd[0]) {
-			const char *rd = getenv("LVMM_RUN_DIR");
-
-			r = jail_bind(j, rd && *rd ? rd : "/run/lvmm", true,
-				      "ssd socket directory");
-			break;
-		}
-	if (!r && o->api_socket) {
-		snprintf(sockdir, sizeof(sockdir), "%s", o->api_socket);
-		r = jail_bind(j, dirname(sockdir), true, "api socket directory");
+	/* Opened here, in this mount namespace: mounts are only made on and from its own. */
+	dirfd = jail_open_dir(j);
+	if (dirfd < 0)
+		return dirfd;
+	for (i = 0; i < j->nsrc && !r; i++) {
+		j->src[i].fd = jail_open_src(j, j->src[i].path, j->src[i].what, &st);
+		if (j->src[i].fd < 0)
+			r = j->src[i].fd;
 	}
-	if (!r && o->allowed_dir && o->allowed_dir[0])
-		r = jail_bind(j, o->allowed_dir, true, "allowed directory");
+	if (r)
+		return r;
+	j->rootfd = jail_mount_fs("tmpfs", "1m", MOUNT_ATTR_NOSUID, dirfd);
+	close(dirfd);
+	if (j->rootfd < 0) {
+		snprintf(j->err, j->errlen, "jail: tmpfs on %s: %s", j->dir, strerror(-j->rootfd));
+		return j->rootfd;
+	}
+	jail_test_pause("jail-mounted");
+	for (i = 0; i < j->nsrc && !r; i++) {
+		r = jail_bind(j, &j->src[i]);
+		close(j->src[i].fd);
+	}
 	if (!r)
 		r = jail_kvm(j);
 	if (r)
 		return r;
 	/* This PID namespace's /proc: thread names, fds; nothing of the host's processes. */
-	snprintf(proc, sizeof(proc), "%s/proc", j->root);
-	if (mkdir(proc, 0555) ||
-	    mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL)) {
-		snprintf(j->err, j->errlen, "jail: /proc: %s", strerror(errno));
-		return -errno;
+	pdir = jail_mkdirs(j, "proc", 4);
+	pfd = pdir < 0
+		  ? pdir
+		  : jail_mount_fs("proc", NULL,
+				  MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, pdir);
+	if (pdir >= 0)
+		close(pdir);
+	if (pfd < 0) {
+		snprintf(j->err, j->errlen, "jail: /proc: %s", strerror(-pfd));
+		return pfd;
 	}
+	close(pfd);
 	/* The old root is stacked under the new one and detached: nothing else stays reachable. */
-	if (chdir(j->root) || syscall(SYS_pivot_root, ".", ".") || umount2(".", MNT_DETACH) ||
+	if (fchdir(j->rootfd) || syscall(SYS_pivot_root, ".", ".") || umount2(".", MNT_DETACH) ||
 	    chdir("/")) {
-		snprintf(j->err, j->errlen, "jail: pivot_root into %s: %s", j->root,
+		snprintf(j->err, j->errlen, "jail: pivot_root into %s: %s", j->dir,
 			 strerror(errno));
 		return -errno;
 	}
+	close(j->rootfd);
 	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID, NULL)) {
 		snprintf(j->err, j->errlen, "jail: read-only root: %s", strerror(errno));
 		return -errno;
@@ -263,8 +487,47 @@ static int jail_cgroup(pid_t pid, char *err, unsigned errlen)
 	return 0;
 }
 
+/* The API socket lvmm listened on for the jail: its directory, opened by the outer process
+ * before the child builds the jail (a pivot_root moves the root of both, as they share the
+ * mount namespace). -1 when there is none. */
+static int jail_socket_dir(const char *path, char *name, size_t cap)
+{
+	char err[256];
+	const char *last;
+	size_t n;
+	int dfd;
+
+	if (!path)
+		return -1;
+	dfd = fsutil_open_parent("api socket", path, &last, err, sizeof(err));
+	if (dfd < 0)
+		return -1;
+	n = strcspn(last, "/");
+	if (!n || n >= cap) {
+		close(dfd);
+		return -1;
+	}
+	memcpy(name, last, n);
+	name[n] = 0;
+	return dfd;
+}
+
+/* Removed once the VM process is gone, if that name is still the socket lvmm made. */
+static void jail_unlink_socket(int dfd, const char *name, const struct stat *made)
+{
+	struct stat st;
+
+	if (dfd < 0)
+		return;
+	if (made->st_ino && !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISSOCK(st.st_mode) &&
+	    st.st_ino == made->st_ino && st.st_dev == made->st_dev)
+		unlinkat(dfd, name, 0);
+	close(dfd);
+}
+
 /* The outer process: signals go to the jailed one, its status becomes ours. */
-static void __attribute__((noreturn)) jail_wait(pid_t pid, const sigset_t *set)
+static void __attribute__((noreturn))
+jail_wait(pid_t pid, const sigset_t *set, int sdfd, const char *name, const struct stat *sock_st)
 {
 	int st;
 
@@ -279,19 +542,52 @@ static void __attribute__((noreturn)) jail_wait(pid_t pid, const sigset_t *set)
 		}
 		kill(pid, sig);
 	}
+	jail_unlink_socket(sdfd, name, sock_st);
 	if (WIFEXITED(st))
 		exit(WEXITSTATUS(st));
 	fprintf(stderr, "lvmm: jail: the VM process ended by signal %d\n", WTERMSIG(st));
 	exit(128 + WTERMSIG(st));
 }
 
+/* Every fd from 3 up but the ones in keep (a VM's held allowed directory, its API socket). */
+static int jail_close_fds(const int *keep, unsigned nkeep)
+{
+	int k[JAIL_MAX_KEEP], from = 3;
+	unsigned i, n = 0;
+
+	for (i = 0; i < nkeep && n < JAIL_MAX_KEEP; i++)
+		if (keep[i] >= 3)
+			k[n++] = keep[i];
+	for (i = 1; i < n; i++) /* insertion sort: two or three entries */
+		for (unsigned m = i; m && k[m - 1] > k[m]; m--) {
+			int t = k[m];
+
+			k[m] = k[m - 1];
+			k[m - 1] = t;
+		}
+	for (i = 0; i < n; i++) {
+		if (k[i] > from && syscall(SYS_close_range, (unsigned)from, (unsigned)k[i] - 1, 0U))
+			return -errno;
+		from = k[i] + 1;
+	}
+	return syscall(SYS_close_range, (unsigned)from, ~0U, 0U) ? -errno : 0;
+}
+
+/* A file bound in: absolute and symlink-free by now (jail_abs, then the walks). */
+static void jail_add(struct jail *j, const char *path, bool rw, const char *what)
+{
+	if (path[0] && j->nsrc < JAIL_MAX_SRC)
+		j->src[j->nsrc++] =
+		    (struct jail_src){.path = path, .what = what, .rw = rw, .fd = -1};
+}
+
 int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsigned errlen)
 {
-	struct jail j = {.err = err, .errlen = errlen};
+	struct jail j = {.err = err, .errlen = errlen, .rootfd = -1};
+	struct stat sock_st = {0};
 	sigset_t set, old;
-	struct stat st;
 	unsigned i;
-	int r, sync[2];
+	int r, sync[2], dfd;
 	char go = 0;
 	pid_t pid;
 
@@ -299,16 +595,23 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 		snprintf(err, errlen, "jail: --jail %s needs root (namespaces, mounts)", o->dir);
 		return -EPERM;
 	}
-	if (!realpath(o->dir, j.root) || stat(j.root, &st)) {
-		snprintf(err, errlen, "jail: %s: %s", o->dir, strerror(errno));
-		return -errno;
-	}
-	if (!S_ISDIR(st.st_mode) || !strcmp(j.root, "/")) {
-		snprintf(err, errlen, "jail: %s: not a directory other than /", o->dir);
+	if (snprintf(j.dir, sizeof(j.dir), "%s", o->dir) >= (int)sizeof(j.dir) ||
+	    jail_abs(&j, j.dir, sizeof(j.dir), "directory"))
+		return -ENAMETOOLONG;
+	/* Checked here for a plain message; opened again, the same way, in the child. */
+	dfd = jail_open_dir(&j);
+	if (dfd < 0)
+		return dfd;
+	close(dfd);
+	/* Never a uid or gid of the host's own: 0 would be root's files, a shared one another
+	 * jail's or user's. */
+	j.uid = o->uid_set ? o->uid : JAIL_UID_BASE + (uid_t)getpid();
+	j.gid = o->uid_set ? o->gid : j.uid;
+	if (!j.uid || !j.gid || j.uid == (uid_t)-1 || j.gid == (gid_t)-1) {
+		snprintf(err, errlen, "jail: uid %u gid %u: neither may be 0 (or -1)",
+			 (unsigned)j.uid, (unsigned)j.gid);
 		return -EINVAL;
 	}
-	j.uid = st.st_uid ? st.st_uid : JAIL_NOBODY;
-	j.gid = st.st_uid ? st.st_gid : JAIL_NOBODY;
 	r = jail_abs(&j, cfg->kernel, sizeof(cfg->kernel), "kernel");
 	if (!r)
 		r = jail_abs(&j, cfg->initramfs, sizeof(cfg->initramfs), "initramfs");
@@ -329,11 +632,27 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 			snprintf(err, errlen, "jail: preparing files: %s", strerror(-r));
 		return r;
 	}
-	/* No inherited fd crosses into the jail. */
+	jail_add(&j, cfg->kernel, false, "kernel");
+	jail_add(&j, cfg->initramfs, false, "initramfs");
+	if (cfg->serial == SERIAL_FILE)
+		jail_add(&j, cfg->serial_file, true, "serial file");
+	for (i = 0; i < cfg->nvnvme; i++)
+		jail_add(&j, cfg->vnvme[i].path, !cfg->vnvme[i].readonly, "vnvme backing");
+	/* Each SSD's socket, not the directory of all of them (path sockets work across network
+	 * namespaces); only an SSD served now can be reached. */
+	for (i = 0; i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++)
+		if (cfg->vnvme[i].ssd[0] && !strchr(cfg->vnvme[i].ssd, '/') &&
+		    !lio_sock_path(cfg->vnvme[i].ssd, j.ssd[i], sizeof(j.ssd[i])))
+			jail_add(&j, j.ssd[i], true, "ssd socket");
+	/* the socket lvmm made, to remove it (and only it) when the VM process is gone */
+	if (o->api_socket && (lstat(o->api_socket, &sock_st) || !S_ISSOCK(sock_st.st_mode)))
+		memset(&sock_st, 0, sizeof(sock_st));
+	/* No inherited fd crosses into the jail but the ones the caller holds for the VM. */
 	fflush(NULL);
-	if (syscall(SYS_close_range, 3U, ~0U, 0U)) {
-		snprintf(err, errlen, "jail: close_range: %s", strerror(errno));
-		return -errno;
+	r = jail_close_fds(o->keep_fds, o->nkeep);
+	if (r) {
+		snprintf(err, errlen, "jail: close_range: %s", strerror(-r));
+		return r;
 	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
@@ -356,7 +675,14 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 		return -errno;
 	}
 	if (pid) {
+		char sname[NAME_MAX + 1];
+		/* before the go: once the child pivots, our root is the jail's too */
+		int sdfd = jail_socket_dir(o->api_socket, sname, sizeof(sname));
+
 		close(sync[0]);
+		for (i = 0; i < o->nkeep; i++)
+			if (o->keep_fds[i] >= 3)
+				close(o->keep_fds[i]);
 		r = jail_cgroup(pid, err, errlen);
 		if (r) {
 			fprintf(stderr, "lvmm: %s\n", err);
@@ -365,15 +691,17 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 			kill(pid, SIGKILL);
 		}
 		close(sync[1]);
-		jail_wait(pid, &set);
+		jail_wait(pid, &set, sdfd, sname, &sock_st);
 	}
 	close(sync[1]);
+	/* lvmm stops when the outer process goes (it forwards the signals the user sends). Set
+	 * before the wait: an outer process gone before it closed its end, and the read sees EOF.
+	 */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (read(sync[0], &go, 1) != 1 || go != 'g')
 		_exit(1);
 	close(sync[0]);
-	/* lvmm stops when the outer process goes (it forwards the signals the user sends). */
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	r = jail_build(&j, cfg, o);
+	r = jail_build(&j);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return r;
 }

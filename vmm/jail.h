@@ -3,20 +3,35 @@
 #ifndef LVMM_JAIL_H
 #define LVMM_JAIL_H
 
+#include <stdbool.h>
+#include <sys/types.h>
+
 #include "config.h"
 
+#define JAIL_MAX_KEEP 4
+/* The default jail uid and gid: this plus the outer lvmm's pid (pid_max is at most 2^22), so
+ * no two running jails, and no account, share one. */
+#define JAIL_UID_BASE 1500000000u
+
 struct jail_opts {
-	const char *dir;	 /* becomes / (a tmpfs is mounted on it: DIR itself is untouched) */
-	const char *api_socket;	 /* its directory is bound in, so clients outside reach it */
-	const char *allowed_dir; /* bound in read-write: API clients name files there */
+	const char *dir;	/* becomes / (a tmpfs is mounted on it: DIR itself is untouched);
+				 * root's, as every directory above it, writable by root only */
+	const char *api_socket; /* listened on before (a kept fd): removed once the VM ends */
+	bool uid_set;		/* --jail-uid: uid and gid below, else JAIL_UID_BASE + pid */
+	uid_t uid;
+	gid_t gid;
+	const int *keep_fds; /* fds the VM process keeps: the held allowed directory, the API
+			      * socket (nothing of theirs is bound in) */
+	unsigned nkeep;
 };
 
 /* Confines the calling process (single-threaded, root): on success it returns 0 in the
  * confined child (PID 1 of the new namespace), with cfg's paths made absolute; the original
  * process waits for it and exits with its status, forwarding SIGINT, SIGTERM and SIGHUP.
- * The uid and gid become DIR's owner's, or 65534 when root owns DIR. Every fd but 0-2 is
- * closed; RLIMIT_CORE 0, RLIMIT_NOFILE 4096. LVMM_JAIL_CGROUP=DIR (a cgroup v2 directory)
- * places the child in that cgroup. -errno with a message naming the path on failure. */
+ * Every path (DIR, the VM's files) is walked from / without following a symlink, and the
+ * root is built on file descriptors only. Every fd but 0-2 and keep_fds is closed;
+ * RLIMIT_CORE 0, RLIMIT_NOFILE 4096. LVMM_JAIL_CGROUP=DIR (a cgroup v2 directory) places
+ * the child in that cgroup. -errno with a message naming the path on failure. */
 int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsigned errlen);
 
 #endif

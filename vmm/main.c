@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/api_internal.h"
 #include "config.h"
+#include "fsutil.h"
 #include "jail.h"
 #include "seccomp_filter.h"
 #include "serial.h"
@@ -24,6 +26,8 @@
 #include "vm_internal.h"
 
 #define LVMM_VERSION "0.1.0"
+
+static int allowed_fd = -1; /* --allowed-dir, held (fsutil_hold_root) */
 
 static void usage_main(FILE *f)
 {
@@ -60,16 +64,23 @@ static void usage_run(FILE *f)
 	    "  --allowed-dir DIR    every file an API client names must lie beneath DIR\n"
 	    "  --seccomp MODE       kill (default): a system call outside lvmm's filters ends\n"
 	    "                       it; log: allowed and logged by the kernel; off\n"
+	    "  --ssd-autostart      with --api-socket and no VM: vm.create may start a softssd\n"
+	    "                       for an SSD nobody serves (root's state directory; waits up\n"
+	    "                       to %u s); without it such a vm.create fails at once\n"
 	    "  --jail DIR           run confined: new mount, PID, network and IPC namespaces,\n"
-	    "                       DIR as the root holding only the VM's files, DIR's owner\n"
-	    "                       as uid/gid (65534 if root), rlimits, no other fds (root only;\n"
-	    "                       LVMM_JAIL_CGROUP=DIR also places it in that cgroup)\n"
+	    "                       DIR (root's, as every directory above it, writable by root\n"
+	    "                       only) as the root holding only the VM's files, rlimits, no\n"
+	    "                       other fds (root only; LVMM_JAIL_CGROUP=DIR also places it in\n"
+	    "                       that cgroup)\n"
+	    "  --jail-uid UID[:GID] the jail's user (default %u + lvmm's pid, one per jail;\n"
+	    "                       GID defaults to UID; neither 0)\n"
 	    "Environment: LVMM_SECCOMP=kill|log|off, LVMM_HOSTCOMPAT=on|off, LVMM_PIT=on|off,\n"
 	    "  LVMM_IRQCHIP=kernel|split, LVMM_STATS=1, LVMM_DEBUG_VCPU=SECONDS,\n"
 	    "  LVMM_VCPU_NICE=N (vCPU thread nice value; -10 on kvm_pvm with 2+ vCPUs),\n"
 	    "  LVMM_RUN_DIR (SSD sockets, default /run/lvmm), LVMM_STATE_DIR (backings of\n"
 	    "  softssds lvmm starts, default /var/lib/lvmm)\n",
-	    CONFIG_DEFAULT_CPUS, CONFIG_DEFAULT_MEMORY >> 20, CONFIG_DEFAULT_SERIAL_LIMIT >> 20);
+	    CONFIG_DEFAULT_CPUS, CONFIG_DEFAULT_MEMORY >> 20, CONFIG_DEFAULT_SERIAL_LIMIT >> 20,
+	    SSD_AUTO_API_WAIT_MS / 1000, JAIL_UID_BASE);
 }
 
 static int copy_arg(char *dst, size_t max, const char *what, const char *v)
@@ -117,12 +128,41 @@ enum {
 	OPT_ALLOWED_DIR,
 	OPT_SECCOMP,
 	OPT_JAIL,
+	OPT_JAIL_UID,
+	OPT_SSD_AUTOSTART,
 	OPT_RNG,
 	OPT_HELP
 };
 
-static int parse_run(int argc, char **argv, struct vm_config *c, const char **api_sock,
-		     const char **allowed_dir, const char **jail_dir)
+/* What `lvmm run` takes beyond the VM's configuration. */
+struct run_opts {
+	const char *api_sock, *allowed_dir, *jail_dir;
+	struct jail_opts jail;
+	bool ssd_autostart;
+};
+
+/* --jail-uid UID[:GID] */
+static int parse_jail_uid(struct run_opts *ro, const char *v)
+{
+	unsigned long u, g;
+	char *end;
+
+	errno = 0;
+	u = strtoul(v, &end, 10);
+	g = u;
+	if (*end == ':')
+		g = strtoul(end + 1, &end, 10);
+	if (errno || *end || v[0] == '-' || !u || !g || u >= 0xffffffffUL || g >= 0xffffffffUL) {
+		fprintf(stderr, "lvmm: --jail-uid: '%s' is not UID[:GID] with neither 0\n", v);
+		return -1;
+	}
+	ro->jail.uid_set = true;
+	ro->jail.uid = (uid_t)u;
+	ro->jail.gid = (gid_t)g;
+	return 0;
+}
+
+static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts *ro)
 {
 	static const struct option opts[] = {
 	    {"kernel", required_argument, NULL, OPT_KERNEL},
@@ -136,6 +176,8 @@ static int parse_run(int argc, char **argv, struct vm_config *c, const char **ap
 	    {"allowed-dir", required_argument, NULL, OPT_ALLOWED_DIR},
 	    {"seccomp", required_argument, NULL, OPT_SECCOMP},
 	    {"jail", required_argument, NULL, OPT_JAIL},
+	    {"jail-uid", required_argument, NULL, OPT_JAIL_UID},
+	    {"ssd-autostart", no_argument, NULL, OPT_SSD_AUTOSTART},
 	    {"rng", optional_argument, NULL, OPT_RNG},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
@@ -186,10 +228,10 @@ static int parse_run(int argc, char **argv, struct vm_config *c, const char **ap
 			c->nvnvme++;
 			break;
 		case OPT_API:
-			*api_sock = optarg;
+			ro->api_sock = optarg;
 			break;
 		case OPT_ALLOWED_DIR:
-			*allowed_dir = optarg;
+			ro->allowed_dir = optarg;
 			break;
 		case OPT_SECCOMP: {
 			enum seccomp_mode mode;
@@ -203,7 +245,14 @@ static int parse_run(int argc, char **argv, struct vm_config *c, const char **ap
 			break;
 		}
 		case OPT_JAIL:
-			*jail_dir = optarg;
+			ro->jail_dir = optarg;
+			break;
+		case OPT_JAIL_UID:
+			if (parse_jail_uid(ro, optarg))
+				return -1;
+			break;
+		case OPT_SSD_AUTOSTART:
+			ro->ssd_autostart = true;
 			break;
 		case OPT_RNG:
 			/* cloud-hypervisor's "--rng src=PATH" as well as "--rng=src=PATH" */
@@ -285,13 +334,28 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int run_jail(struct vm_config *cfg, const char *dir, const char *api_sock,
-		    const char *allowed_dir)
+/* Before the jail: the API socket listened on out here (the jail binds in no directory of the
+ * host's, and the VM process keeps the fd), then the confinement itself. */
+static int run_jail(struct vm_config *cfg, struct run_opts *ro, int *lfd)
 {
-	struct jail_opts jo = {.dir = dir, .api_socket = api_sock, .allowed_dir = allowed_dir};
+	int keep[2], n = 0;
 	char err[512] = "";
 
-	if (jail_enter(cfg, &jo, err, sizeof(err))) {
+	if (ro->api_sock) {
+		*lfd = api_socket_listen(ro->api_sock, err, sizeof(err));
+		if (*lfd < 0) {
+			fprintf(stderr, "lvmm: %s\n", err);
+			return -1;
+		}
+		keep[n++] = *lfd;
+	}
+	if (ro->allowed_dir)
+		keep[n++] = allowed_fd;
+	ro->jail.dir = ro->jail_dir;
+	ro->jail.api_socket = ro->api_sock;
+	ro->jail.keep_fds = keep;
+	ro->jail.nkeep = (unsigned)n;
+	if (jail_enter(cfg, &ro->jail, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		return -1;
 	}
@@ -301,7 +365,7 @@ static int run_jail(struct vm_config *cfg, const char *dir, const char *api_sock
 static int cmd_run(int argc, char **argv)
 {
 	struct sig_waiter sw = {0};
-	const char *api_sock = NULL, *allowed_arg = NULL, *jail_dir = NULL;
+	struct run_opts ro = {0};
 	char allowed_dir[PATH_MAX] = "";
 	struct vm_config cfg;
 	enum vm_exit_reason why;
@@ -309,38 +373,52 @@ static int cmd_run(int argc, char **argv)
 	struct vm *vm;
 	char err[512];
 	double t0 = now_s();
-	int status, kvm_fd;
+	int status, kvm_fd, lfd = -1;
 
 	config_defaults(&cfg);
-	if (parse_run(argc, argv, &cfg, &api_sock, &allowed_arg, &jail_dir))
+	if (parse_run(argc, argv, &cfg, &ro))
 		return 2;
-	if (allowed_arg) {
+	if (ro.allowed_dir) {
 		struct stat sb;
 
-		/* Resolved once here: clients' paths are then compared and walked below it. */
-		if (!api_sock) {
+		/* Resolved once here, and held open: clients' paths are compared with this string
+		 * and walked from that fd, whatever becomes of the path later. */
+		if (!ro.api_sock) {
 			fprintf(stderr, "lvmm: --allowed-dir needs --api-socket\n");
 			return 2;
 		}
-		if (!realpath(allowed_arg, allowed_dir) || stat(allowed_dir, &sb)) {
-			fprintf(stderr, "lvmm: --allowed-dir %s: %s\n", allowed_arg,
+		if (!realpath(ro.allowed_dir, allowed_dir) || stat(allowed_dir, &sb)) {
+			fprintf(stderr, "lvmm: --allowed-dir %s: %s\n", ro.allowed_dir,
 				strerror(errno));
 			return 2;
 		}
 		if (!S_ISDIR(sb.st_mode)) {
-			fprintf(stderr, "lvmm: --allowed-dir %s: not a directory\n", allowed_arg);
+			fprintf(stderr, "lvmm: --allowed-dir %s: not a directory\n",
+				ro.allowed_dir);
+			return 2;
+		}
+		allowed_fd = fsutil_hold_root(allowed_dir, err, sizeof(err));
+		if (allowed_fd < 0) {
+			fprintf(stderr, "lvmm: --allowed-dir %s\n", err);
 			return 2;
 		}
 	}
-	if (jail_dir && api_sock && api_sock[0] != '/') {
+	if (ro.jail_dir && ro.api_sock && ro.api_sock[0] != '/') {
 		fprintf(stderr, "lvmm: --jail: --api-socket %s must be an absolute path\n",
-			api_sock);
+			ro.api_sock);
 		return 2;
 	}
-	if (api_sock && !cfg.kernel[0]) { /* an empty VMM: the VM comes from vm.create */
-		if (jail_dir && run_jail(&cfg, jail_dir, api_sock, allowed_dir))
+	if (ro.ssd_autostart && (!ro.api_sock || cfg.kernel[0] || ro.jail_dir)) {
+		/* lvmm run starts an SSD by itself; inside a jail there is no lvmm to start */
+		fprintf(stderr,
+			"lvmm: --ssd-autostart is for an API VMM without a VM (--api-socket "
+			"without --kernel) and without --jail\n");
+		return 2;
+	}
+	if (ro.api_sock && !cfg.kernel[0]) { /* an empty VMM: the VM comes from vm.create */
+		if (ro.jail_dir && run_jail(&cfg, &ro, &lfd))
 			return 1;
-		return api_vmm_main(api_sock, NULL, allowed_dir);
+		return api_vmm_main(ro.api_sock, lfd, NULL, allowed_dir, ro.ssd_autostart);
 	}
 	if (!cfg.kernel[0] && default_guest_find(&cfg, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
@@ -364,7 +442,7 @@ static int cmd_run(int argc, char **argv)
 	}
 	/* After the softssd start (a fork and exec from the host's view), before any file of the
 	 * VM is opened: from here on lvmm sees the jail only. */
-	if (jail_dir && run_jail(&cfg, jail_dir, api_sock, allowed_dir))
+	if (ro.jail_dir && run_jail(&cfg, &ro, &lfd))
 		return 1;
 	crash_handlers_install();
 	if (serial_term_guard())
@@ -401,8 +479,8 @@ static int cmd_run(int argc, char **argv)
 		vm_request_stop(vm, VM_EXIT_ERROR, "%s", err);
 		why = vm_wait(vm);
 		status = 1;
-	} else if (api_sock) {
-		status = api_vmm_main(api_sock, vm, allowed_dir);
+	} else if (ro.api_sock) {
+		status = api_vmm_main(ro.api_sock, lfd, vm, allowed_dir, false);
 		why = vm_wait(vm);
 		vm_console_flush(vm);
 		if (!status)

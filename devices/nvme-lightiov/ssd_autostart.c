@@ -99,7 +99,7 @@ supervise(const char *name, char *const argv[], const char *log)
 	close_range(3, ~0U, 0);	 /* nothing of lvmm's (its callers' pipes above all) stays open */
 	signal(SIGINT, SIG_IGN); /* a Ctrl-C meant for the VM leaves the shared SSD alone */
 	signal(SIGHUP, SIG_IGN);
-	fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		dup2(fd, 1);
 		dup2(fd, 2);
@@ -141,8 +141,8 @@ supervise(const char *name, char *const argv[], const char *log)
 	_exit(0);
 }
 
-static int ssd_start_one(const char *id, const char *name, uint64_t need, char *err,
-			 unsigned errlen)
+static int ssd_start_one(const char *id, const char *name, uint64_t need, unsigned wait_ms,
+			 char *err, unsigned errlen)
 {
 	char state[512], backing[600], log[600], size[32], exe[512];
 	char *argv[] = {exe,	 "ssd",	   "serve", (char *)name, "--backing",
@@ -193,7 +193,7 @@ static int ssd_start_one(const char *id, const char *name, uint64_t need, char *
 		_exit(0);
 	}
 	waitpid(pid, &st, 0);
-	for (i = 0; i < 1200; i++) { /* 30 s: a loaded host starts processes slowly */
+	for (i = 0; i < wait_ms / 25; i++) {
 		if (ssd_served(name)) {
 			fprintf(stderr,
 				"lvmm: started softssd %s on %s (sparse, %s); it stops once no VM "
@@ -203,8 +203,9 @@ static int ssd_start_one(const char *id, const char *name, uint64_t need, char *
 		}
 		sleep_ms(25);
 	}
-	snprintf(err, errlen, "vnvme %s: ssd %s: the softssd lvmm started did not come up (see %s)",
-		 id, name, log);
+	snprintf(err, errlen,
+		 "vnvme %s: ssd %s: the softssd lvmm started did not come up within %u ms (see %s)",
+		 id, name, wait_ms, log);
 	return -ETIMEDOUT;
 }
 
@@ -214,6 +215,7 @@ struct ssd_helper_req {
 	char id[64];
 	char name[sizeof(((struct vnvme_config *)0)->ssd)];
 	uint64_t need;
+	uint32_t wait_ms; /* what is left of the request's SSD_AUTO_API_WAIT_MS */
 };
 
 struct ssd_helper_rep {
@@ -225,9 +227,10 @@ static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
 static int helper_fd = -1;
 
 /* Starts name unless something serves it: here, or in the helper when there is one. */
-static int ssd_ensure(const char *id, const char *name, uint64_t need, char *err, unsigned errlen)
+static int ssd_ensure(const char *id, const char *name, uint64_t need, unsigned wait_ms, char *err,
+		      unsigned errlen)
 {
-	struct ssd_helper_req q = {.need = need};
+	struct ssd_helper_req q = {.need = need, .wait_ms = wait_ms};
 	struct ssd_helper_rep a = {0};
 	ssize_t n;
 	int r;
@@ -235,7 +238,9 @@ static int ssd_ensure(const char *id, const char *name, uint64_t need, char *err
 	pthread_mutex_lock(&helper_lock);
 	if (helper_fd < 0) {
 		pthread_mutex_unlock(&helper_lock);
-		return ssd_served(name) ? 0 : ssd_start_one(id, name, need, err, errlen);
+		return ssd_served(name)
+			   ? 0
+			   : ssd_start_one(id, name, need, SSD_AUTO_WAIT_MS, err, errlen);
 	}
 	snprintf(q.id, sizeof(q.id), "%s", id);
 	snprintf(q.name, sizeof(q.name), "%s", name);
@@ -263,7 +268,8 @@ static bool helper_req_ok(const struct ssd_helper_req *q)
 {
 	size_t i, n = strlen(q->name);
 
-	if (!n || q->name[0] == '-' || q->name[0] == '.' || q->need > (1ULL << 50))
+	if (!n || q->name[0] == '-' || q->name[0] == '.' || q->need > SSD_AUTO_API_MAX ||
+	    q->wait_ms > SSD_AUTO_API_WAIT_MS)
 		return false;
 	for (i = 0; i < n; i++) {
 		char c = q->name[i];
@@ -300,7 +306,7 @@ static void __attribute__((noreturn)) helper_main(int fd)
 				 "vnvme %s: ssd name '%s' or size %llu refused for auto-start",
 				 q.id, q.name, (unsigned long long)q.need);
 		} else if (!ssd_served(q.name)) {
-			a.r = ssd_start_one(q.id, q.name, q.need, a.err, sizeof(a.err));
+			a.r = ssd_start_one(q.id, q.name, q.need, q.wait_ms, a.err, sizeof(a.err));
 		}
 		if (send(fd, &a, sizeof(a), MSG_NOSIGNAL) < 0)
 			_exit(0);
@@ -341,8 +347,26 @@ int ssd_autostart_helper(char *err, unsigned errlen)
 	return 0;
 }
 
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* What a request may still wait: SSD_AUTO_API_WAIT_MS from t0 in all (the helper's callers
+ * hold the API thread); 0 when spent. */
+static unsigned wait_left(double t0)
+{
+	double left = SSD_AUTO_API_WAIT_MS - (mono_ms() - t0);
+
+	return left > 0 ? (unsigned)left : 0;
+}
+
 int ssd_autostart(const struct vm_config *cfg, char *err, unsigned errlen)
 {
+	double t0 = mono_ms();
 	unsigned i, j;
 	int r;
 
@@ -362,7 +386,7 @@ int ssd_autostart(const struct vm_config *cfg, char *err, unsigned errlen)
 			if (!strcmp(cfg->vnvme[j].ssd, name))
 				need += cfg->vnvme[j].size;
 		config_vnvme_id(&cfg->vnvme[i], i, id, sizeof(id));
-		r = ssd_ensure(id, name, need, err, errlen);
+		r = ssd_ensure(id, name, need, wait_left(t0), err, errlen);
 		if (r)
 			return r;
 	}
@@ -376,5 +400,5 @@ int ssd_autostart_vnvme(const struct vnvme_config *vc, unsigned idx, char *err, 
 	if (!vc->ssd[0] || strchr(vc->ssd, '/'))
 		return 0;
 	config_vnvme_id(vc, idx, id, sizeof(id));
-	return ssd_ensure(id, vc->ssd, vc->size, err, errlen);
+	return ssd_ensure(id, vc->ssd, vc->size, SSD_AUTO_API_WAIT_MS, err, errlen);
 }

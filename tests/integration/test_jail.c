@@ -1,5 +1,6 @@
 /* lvmm run --jail DIR as root: the bench guest boots from files bound into the jail, and the
- * running VM process is seen from outside in its own namespaces, root, user, limits and fds. */
+ * running VM process is seen from outside in its own namespaces, root, user, limits and fds,
+ * with only its own files (not their directories, not the API socket's) in its root. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -28,8 +29,6 @@ static void setup(void)
 	snprintf(files, sizeof(files), "%s/files", dir);
 	ck_assert_int_eq(mkdir(root, 0755), 0);
 	ck_assert_int_eq(mkdir(files, 0755), 0);
-	/* the jail's user (root owns DIR: 65534) writes the console, the disk and the socket */
-	ck_assert_int_eq(chown(files, 65534, 65534), 0);
 	snprintf(guest, sizeof(guest), "%s/guest.elf", files);
 	snprintf(console, sizeof(console), "%s/console.log", files);
 	snprintf(disk, sizeof(disk), "%s/disk.img", files);
@@ -43,8 +42,9 @@ static void teardown(void)
 	testutil_rmtree(dir);
 }
 
-/* Starts lvmm run --jail ... in the background; extra_fd stays open across the exec. */
-static pid_t start(const char *mode, int extra_fd)
+/* Starts lvmm run --jail ... in the background; extra_fd stays open across the exec; uid NULL
+ * for the default jail uid, else --jail-uid uid. */
+static pid_t start(const char *mode, int extra_fd, const char *uid)
 {
 	char cmdline[64], serial[300], vnvme[300];
 	pid_t pid;
@@ -71,6 +71,8 @@ static pid_t start(const char *mode, int extra_fd)
 				vnvme,
 				"--api-socket",
 				sock,
+				uid ? "--jail-uid" : NULL,
+				(char *)uid,
 				NULL};
 
 		if (extra_fd >= 0)
@@ -126,7 +128,7 @@ START_TEST(test_jail_boots_guest)
 {
 	struct stat st;
 	char *out;
-	pid_t pid = start("hello", -1);
+	pid_t pid = start("hello", -1, NULL);
 	int status = wait_exit(pid);
 
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
@@ -134,9 +136,11 @@ START_TEST(test_jail_boots_guest)
 	ck_assert_ptr_nonnull(out);
 	ck_assert_msg(strstr(out, "hello from ring 3"), "console: %s", out);
 	free(out);
-	/* created for the jail's user, sized as asked */
+	/* created for the jail's user, sized as asked: by default a uid of this jail's own
+	 * (1500000000 + the outer lvmm's pid), not 65534 that every jail would share */
 	ck_assert_int_eq(stat(disk, &st), 0);
-	ck_assert_uint_eq(st.st_uid, 65534);
+	ck_assert_uint_eq(st.st_uid, 1500000000u + (unsigned)pid);
+	ck_assert_uint_eq(st.st_gid, 1500000000u + (unsigned)pid);
 	ck_assert_int_eq(st.st_size, 1 << 20);
 	/* the host's view of DIR is untouched: the tmpfs root lived in the jail's namespace */
 	DIR *d = opendir(root);
@@ -153,21 +157,41 @@ END_TEST
 
 START_TEST(test_jail_confines)
 {
-	char marker[300], path[300], link[PATH_MAX], *s;
+	char marker[300], path[400], other[300], link[PATH_MAX], *s;
+	struct testutil_run r;
 	struct dirent *e;
 	DIR *d;
 	int mfd, status;
 	pid_t outer, child;
 
 	snprintf(marker, sizeof(marker), "%s/inherited-marker", dir);
+	snprintf(other, sizeof(other), "%s/other-tenant.log", files);
 	mfd = open(marker, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	ck_assert_int_ge(mfd, 0);
-	outer = start("spin", mfd);
+	/* another tenant's file next to this VM's own: never visible inside */
+	testutil_write_file(other, "other tenant\n", 13, 0644);
+	outer = start("spin", mfd, "65534");
 	close(mfd);
 	child = jailed_child(outer);
 	for (int i = 0; i < 200 && access(sock, F_OK); i++)
 		testutil_sleep_ms(25);
 	ck_assert_msg(!access(sock, F_OK), "no API socket %s from the jail", sock);
+	/* the socket was made outside, its fd handed in: the API answers */
+	for (int i = 0; i < 200; i++) {
+		char *api[] = {"api", "--socket", sock, "info", NULL};
+
+		testutil_run_lvmm(&r, api, NULL, NULL, 0, 10);
+		if (WIFEXITED(r.status) && !WEXITSTATUS(r.status) && strstr(r.out, "Running"))
+			break;
+		testutil_sleep_ms(50);
+	}
+	ck_assert_msg(strstr(r.out, "Running"), "api info: %s %s", r.out, r.err);
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)child, console);
+	ck_assert_int_eq(access(path, F_OK), 0); /* its own file is there */
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)child, other);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)child, sock);
+	ck_assert_int_ne(access(path, F_OK), 0);
 
 	s = proc_file(child, "status");
 	ck_assert_ptr_nonnull(s);
@@ -205,7 +229,7 @@ START_TEST(test_jail_confines)
 	d = opendir(path);
 	ck_assert_ptr_nonnull(d);
 	while ((e = readdir(d))) {
-		char fdp[600];
+		char fdp[700];
 		ssize_t n;
 
 		snprintf(fdp, sizeof(fdp), "%s/%s", path, e->d_name);
@@ -229,6 +253,8 @@ START_TEST(test_jail_confines)
 	status = wait_exit(outer);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
 	ck_assert_int_ne(kill(child, 0), 0);
+	/* the outer process removed the socket it made */
+	ck_assert_int_ne(access(sock, F_OK), 0);
 }
 END_TEST
 
@@ -248,7 +274,7 @@ START_TEST(test_jail_cgroup)
 		}
 	}
 	setenv("LVMM_JAIL_CGROUP", cg, 1);
-	outer = start("spin", -1);
+	outer = start("spin", -1, NULL);
 	unsetenv("LVMM_JAIL_CGROUP");
 	child = jailed_child(outer);
 	/* placed before the child goes on: by the time its API answers it is in */

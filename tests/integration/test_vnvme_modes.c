@@ -808,7 +808,7 @@ static char *wait_for(const char *file, const char *want)
 START_TEST(test_api_autostart)
 {
 	char sock[128], errp[160], console[160], cfgp[160], state[128], *o = NULL, *e;
-	char *argv[] = {(char *)testutil_lvmm(), "--api-socket", sock, NULL};
+	char *argv[] = {(char *)testutil_lvmm(), "--api-socket", sock, "--ssd-autostart", NULL};
 	FILE *f;
 	pid_t pid;
 	unsigned i;

@@ -76,7 +76,7 @@ static int api_add_vnvme_autostart(struct vm *vm, const struct vnvme_config *c, 
 }
 
 /* An empty VMM: serves until vmm.shutdown, SIGINT, SIGTERM or SIGHUP. */
-static int api_main_empty(const char *path, int lfd, const char *allowed_dir)
+static int api_main_empty(const char *path, int lfd, const char *allowed_dir, bool autostart)
 {
 	char err[API_ERR_LEN];
 	struct api_vm_ops ops = api_vm_ops_kvm;
@@ -97,10 +97,11 @@ static int api_main_empty(const char *path, int lfd, const char *allowed_dir)
 		status = 1;
 		goto out;
 	}
-	/* a fork and an exec per SSD started: not allowed once the filter is in */
-	if (ssd_autostart_helper(err, sizeof(err)))
+	/* a fork and an exec per SSD started: not allowed once the filter is in. Only when the
+	 * operator asked: each start is a root daemon and a backing file a client names. */
+	if (autostart && ssd_autostart_helper(err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s: an SSD nobody serves will not be started\n", err);
-	else {
+	} else if (autostart) {
 		ops.create = api_create_autostart;
 		ops.add_vnvme = api_add_vnvme_autostart;
 	}
@@ -130,12 +131,13 @@ out:
 	return status;
 }
 
-int api_vmm_main(const char *socket_path, struct vm *vm, const char *allowed_dir)
+int api_vmm_main(const char *socket_path, int listen_fd, struct vm *vm, const char *allowed_dir,
+		 bool ssd_autostart)
 {
 	char err[API_ERR_LEN];
 	int lfd, status;
 
-	lfd = api_socket_listen(socket_path, err, sizeof(err));
+	lfd = listen_fd >= 0 ? listen_fd : api_socket_listen(socket_path, err, sizeof(err));
 	if (lfd < 0) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		/* The caller waits for its VM after we return: without an API it must not run. */
@@ -144,8 +146,9 @@ int api_vmm_main(const char *socket_path, struct vm *vm, const char *allowed_dir
 		return 1;
 	}
 	status = vm ? api_main_vm(socket_path, lfd, vm, allowed_dir)
-		    : api_main_empty(socket_path, lfd, allowed_dir);
+		    : api_main_empty(socket_path, lfd, allowed_dir, ssd_autostart);
 	close(lfd);
-	unlink(socket_path);
+	if (listen_fd < 0) /* else the jail's outer process removes it */
+		unlink(socket_path);
 	return status;
 }
