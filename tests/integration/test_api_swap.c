@@ -1,7 +1,7 @@
 /* --allowed-dir holds whenever lvmm opens a file, not only when the API checks its path: a
  * directory of the kernel's or the disk's path swapped for a symlink to outside after the check
  * makes the next build of the VM (vm.boot after a shutdown) fail, and the kernel outside never
- * runs. */
+ * runs; the allowed directory itself swapped after start changes nothing (it is held open). */
 #include <check.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -126,6 +126,35 @@ START_TEST(test_disk_swapped_after_check)
 }
 END_TEST
 
+/* The allowed directory itself renamed and replaced by a symlink to outside once lvmm runs:
+ * the API's files are still those of the directory lvmm was given, nothing lands outside. */
+START_TEST(test_allowed_dir_swapped_after_start)
+{
+	char k[256], old[256], path[300], *s;
+
+	snprintf(k, sizeof(k), "%s/guest", allowed);
+	snprintf(old, sizeof(old), "%s.old", allowed);
+	ck_assert_int_eq(testutil_system("cp %s/sub/guest %s/guest && mv %s %s && ln -s %s %s",
+					 allowed, allowed, allowed, old, outside, allowed),
+			 0);
+	ck_assert_int_eq(create(k, NULL), 204);
+	ck_assert_int_eq(apitest_curl(&T, "PUT", "vm.boot", NULL, NULL), 204);
+	snprintf(path, sizeof(path), "%s/console.log", old);
+	for (int i = 0; i < 200; i++) {
+		s = testutil_slurp(path);
+		if (s && strstr(s, "hello from ring 3"))
+			break;
+		free(s);
+		s = NULL;
+		testutil_sleep_ms(25);
+	}
+	ck_assert_msg(s, "no console output in %s", path);
+	free(s);
+	snprintf(path, sizeof(path), "%s/console.log", outside);
+	ck_assert_msg(access(path, F_OK) != 0, "the console file landed outside: %s", path);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("api_swap");
@@ -138,6 +167,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_kernel_swapped_after_check);
 	tcase_add_test(tc, test_disk_swapped_after_check);
+	tcase_add_test(tc, test_allowed_dir_swapped_after_start);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);

@@ -1,0 +1,213 @@
+/* lvmm run --jail against paths an unprivileged user can change: DIR swapped for a symlink right
+ * after the tmpfs is mounted (LVMM_TEST_PAUSE stops lvmm there), a symlinked directory on the way
+ * to a file the jail creates or binds in, a DIR that is not root's. Nothing lands outside. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char dir[64], root[128], files[128], victim[128], guest[256], console[256], fifo[128];
+
+static void setup(void)
+{
+	testutil_mkdtemp(dir, sizeof(dir), "/tmp/lvmm-jailp-");
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	snprintf(root, sizeof(root), "%s/root", dir);
+	snprintf(files, sizeof(files), "%s/files", dir);
+	/* a directory only root may write: what the jail's builder must never write into */
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	snprintf(fifo, sizeof(fifo), "%s/pause", dir);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	ck_assert_int_eq(mkdir(files, 0755), 0);
+	ck_assert_int_eq(mkdir(victim, 0700), 0);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	snprintf(guest, sizeof(guest), "%s/guest.elf", files);
+	snprintf(console, sizeof(console), "%s/console.log", files);
+	ck_assert_int_eq(testutil_system("cp %s %s", testutil_bench_guest(), guest), 0);
+}
+
+static void teardown(void)
+{
+	testutil_rmtree(dir);
+}
+
+static unsigned entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	unsigned n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+static pid_t start(const char *jail, const char *kernel, const char *serial)
+{
+	char ser[300];
+	pid_t pid;
+
+	snprintf(ser, sizeof(ser), "file=%s", serial);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		char *argv[] = {(char *)testutil_lvmm(),
+				"run",
+				"--jail",
+				(char *)jail,
+				"--jail-uid",
+				"65534",
+				"--kernel",
+				(char *)kernel,
+				"--cmdline",
+				"bench.mode=hello",
+				"--memory",
+				"64M",
+				"--serial",
+				ser,
+				NULL};
+
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* DIR becomes a symlink to victim just after lvmm mounted its tmpfs on it: every later step
+ * (directories, placeholders, the kvm node, its chown, pivot_root) still lands in the tmpfs. */
+START_TEST(test_dir_swapped_after_mount)
+{
+	char buf[32] = "", old[160], env[200];
+	pid_t pid;
+	int fd, st;
+	char *out;
+
+	snprintf(env, sizeof(env), "jail-mounted:%s", fifo);
+	setenv("LVMM_TEST_PAUSE", env, 1);
+	pid = start(root, guest, console);
+	unsetenv("LVMM_TEST_PAUSE");
+	fd = open(fifo, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_gt(read(fd, buf, sizeof(buf) - 1), 0);
+	close(fd);
+	ck_assert_str_eq(buf, "jail-mounted");
+	snprintf(old, sizeof(old), "%s.old", root);
+	ck_assert_int_eq(rename(root, old), 0);
+	ck_assert_int_eq(symlink(victim, root), 0);
+	fd = open(fifo, O_WRONLY | O_CLOEXEC); /* lvmm goes on once this is closed */
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	st = testutil_wait_limit(pid, "lvmm --jail", 20);
+	ck_assert_msg(entries(victim) == 0, "the jail was built in %s", victim);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+	out = testutil_slurp(console);
+	ck_assert_ptr_nonnull(out);
+	ck_assert_msg(strstr(out, "hello from ring 3"), "console: %s", out);
+	free(out);
+	ck_assert_uint_eq(entries(old), 0);
+}
+END_TEST
+
+/* A serial file under a symlinked directory: refused before anything is created or chowned in
+ * the directory the link points to. */
+START_TEST(test_precreate_symlinked_dir)
+{
+	char link[160], serial[200], inside[200];
+	struct testutil_run r;
+	char *args[] = {"run",	    "--jail", root,	   "--jail-uid",       "65534",
+			"--kernel", guest,    "--cmdline", "bench.mode=hello", "--serial",
+			serial,	    NULL};
+
+	snprintf(link, sizeof(link), "%s/link", files);
+	ck_assert_int_eq(symlink(victim, link), 0);
+	snprintf(serial, sizeof(serial), "file=%s/console.log", link);
+	snprintf(inside, sizeof(inside), "%s/console.log", victim);
+	testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 1, "status %#x: %s", r.status,
+		      r.err);
+	ck_assert_msg(strstr(r.err, "symbolic link"), "stderr: %s", r.err);
+	ck_assert_int_ne(access(inside, F_OK), 0);
+}
+END_TEST
+
+/* A kernel reached through a symlinked directory is not bound in: any host file could be. */
+START_TEST(test_bind_symlinked_source)
+{
+	char link[160], kernel[200];
+	struct testutil_run r;
+	char *args[] = {"run",	    "--jail", root,	   "--jail-uid",       "65534",
+			"--kernel", kernel,   "--cmdline", "bench.mode=hello", "--serial",
+			"off",	    NULL};
+
+	snprintf(link, sizeof(link), "%s/klink", dir);
+	ck_assert_int_eq(symlink(files, link), 0);
+	snprintf(kernel, sizeof(kernel), "%s/guest.elf", link);
+	testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 1, "status %#x: %s", r.status,
+		      r.err);
+	ck_assert_msg(strstr(r.err, "symbolic link"), "stderr: %s", r.err);
+}
+END_TEST
+
+/* DIR must be root's and writable by root only, and so must every directory above it (a
+ * world-writable one only with the sticky bit): whoever could rename them chose the root. */
+START_TEST(test_dir_ownership)
+{
+	char sub[160], jail[200];
+	struct testutil_run r;
+	char *args[] = {"run",	    "--jail", jail,	  "--jail-uid", "65534",
+			"--kernel", guest,    "--serial", "off",	NULL};
+
+	snprintf(jail, sizeof(jail), "%s", root);
+	ck_assert_int_eq(chown(root, 65534, 65534), 0);
+	testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 1, "status %#x: %s", r.status,
+		      r.err);
+	ck_assert_msg(strstr(r.err, "must be root's"), "stderr: %s", r.err);
+	ck_assert_int_eq(chown(root, 0, 0), 0);
+
+	snprintf(sub, sizeof(sub), "%s/open", dir);
+	ck_assert_int_eq(mkdir(sub, 0777), 0);
+	ck_assert_int_eq(chmod(sub, 0777), 0);
+	snprintf(jail, sizeof(jail), "%s/open/root", dir);
+	ck_assert_int_eq(mkdir(jail, 0755), 0);
+	testutil_run_lvmm(&r, args, NULL, NULL, 0, 20);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 1, "status %#x: %s", r.status,
+		      r.err);
+	ck_assert_msg(strstr(r.err, "must be root's"), "stderr: %s", r.err);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("jail_paths");
+	TCase *tc = tcase_create("jail_paths");
+
+	if (geteuid()) {
+		testutil_skip("jail_paths: not root (namespaces and mounts need it)");
+		return 0;
+	}
+	if (!testutil_kvm_usable()) {
+		testutil_skip("jail_paths: /dev/kvm not usable here");
+		return 0;
+	}
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_dir_swapped_after_mount);
+	tcase_add_test(tc, test_precreate_symlinked_dir);
+	tcase_add_test(tc, test_bind_symlinked_source);
+	tcase_add_test(tc, test_dir_ownership);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	return testutil_run_suite(s);
+}
