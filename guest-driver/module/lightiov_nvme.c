@@ -56,7 +56,9 @@ struct lio_queue {
 	u16 sq_tail;
 	u16 cq_head;
 	u8 phase;
-	spinlock_t lock;	/* SQ tail and CQ head */
+	spinlock_t lock;	/* SQ tail, CQ head and inflight */
+	/* I/O command ids submitted and not completed: a CQE for another id is ignored */
+	DECLARE_BITMAP(inflight, LIO_IO_DEPTH);
 };
 
 struct lio_dev {
@@ -319,13 +321,18 @@ static int lio_map_cmb(struct lio_dev *ld)
 	size = unit * ((cmbsz >> NVME_CMBSZ_SZ_SHIFT) & NVME_CMBSZ_SZ_MASK);
 	offset = unit * NVME_CMB_OFST(cmbloc);
 	bar = NVME_CMB_BIR(cmbloc);
-	if (bar >= PCI_STD_NUM_BARS || offset > pci_resource_len(pdev, bar) ||
-	    size < LIO_IO_DEPTH * sizeof(struct nvme_command)) {
+	if (bar >= PCI_STD_NUM_BARS || offset > pci_resource_len(pdev, bar)) {
 		dev_err(&pdev->dev, "CMB BAR %d offset %#llx size %#llx unusable\n",
 			bar, offset, size);
 		return -ENODEV;
 	}
+	/* the submission queue must fit in what is mapped, not in what CMBSZ claims */
 	size = min_t(u64, size, pci_resource_len(pdev, bar) - offset);
+	if (size < LIO_IO_DEPTH * sizeof(struct nvme_command)) {
+		dev_err(&pdev->dev, "CMB BAR %d offset %#llx: %#llx bytes, too small\n",
+			bar, offset, size);
+		return -ENODEV;
+	}
 	if (NVME_CAP_CMBS(ld->cap))
 		lo_hi_writeq(NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE |
 			     (pci_bus_address(pdev, bar) + offset),
@@ -572,6 +579,7 @@ static blk_status_t lio_queue_rq(struct blk_mq_hw_ctx *hctx,
 
 	blk_mq_start_request(req);
 	spin_lock_irqsave(&q->lock, flags);
+	__set_bit(req->tag, q->inflight);
 	lio_ring(q, &iod->cmd);
 	spin_unlock_irqrestore(&q->lock, flags);
 	return BLK_STS_OK;
@@ -600,7 +608,9 @@ static irqreturn_t lio_irq(int irq, void *data)
 	spin_lock(&q->lock);
 	while ((c = lio_cq_peek(q))) {
 		cid = c->command_id;
-		req = cid < LIO_IO_DEPTH ?
+		/* a duplicate or made-up CQE must not complete a request twice */
+		req = cid < LIO_IO_DEPTH &&
+		      __test_and_clear_bit(cid, q->inflight) ?
 			blk_mq_tag_to_rq(ld->tagset.tags[0], cid) : NULL;
 		if (req) {
 			struct lio_iod *iod = blk_mq_rq_to_pdu(req);
@@ -613,7 +623,7 @@ static irqreturn_t lio_irq(int irq, void *data)
 			blk_mq_complete_request(req);
 		} else {
 			dev_warn_ratelimited(&ld->pdev->dev,
-					     "completion for unknown command %u\n",
+					     "completion for a command not in flight %u (ignored)\n",
 					     cid);
 		}
 		lio_cq_pop(q);
