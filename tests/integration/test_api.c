@@ -441,13 +441,13 @@ static void hotplug_cycles(void)
 START_TEST(test_errors)
 {
 	static char big[70 * 1024 + 64];
-	char cfg[2048];
+	char cfg[2048], *extra[] = {"--ssd-autostart", NULL};
 
 	TESTUTIL_NEED_KVM();
 	/* a softssd the VMM starts for a hot-added function lives in the test's directory */
 	setenv("LVMM_RUN_DIR", T.dir, 1);
 	setenv("LVMM_STATE_DIR", T.dir, 1);
-	start_lvmm(NULL);
+	start_lvmm(extra);
 	/* nothing created yet */
 	expect_error("PUT", "vm.boot", NULL, 404);
 	expect_error("PUT", "vm.pause", NULL, 404);
