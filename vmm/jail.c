@@ -43,6 +43,8 @@ struct jail {
 	struct jail_src src[JAIL_MAX_SRC];
 	unsigned nsrc;
 	char ssd[CONFIG_MAX_VNVME][sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *allowed; /* --allowed-dir, held as allowed_fd */
+	int allowed_fd;
 	char *err;
 	unsigned errlen;
 };
@@ -382,6 +384,40 @@ static int jail_mount_fs(const char *type, const char *size, unsigned attr, int 
 	return r ? r : m;
 }
 
+/* The allowed directory found at its path in the jail's namespace is the one held since start:
+ * else whoever renamed it would choose what the API's files become. */
+static int jail_same_dir(struct jail *j, const struct stat *st)
+{
+	struct stat held;
+
+	if (!fstat(j->allowed_fd, &held) && S_ISDIR(st->st_mode) && held.st_dev == st->st_dev &&
+	    held.st_ino == st->st_ino)
+		return 0;
+	snprintf(j->err, j->errlen,
+		 "jail: allowed directory %s: no longer the directory lvmm "
+		 "opened at start",
+		 j->allowed);
+	return -ESTALE;
+}
+
+/* The held allowed directory's fd number now names the bound one, inside the jail's tree. */
+static int jail_allowed_fd(struct jail *j)
+{
+	int fd = jail_mkdirs(j, j->allowed + 1, strlen(j->allowed + 1));
+
+	if (fd < 0 || dup3(fd, j->allowed_fd, O_CLOEXEC) < 0) {
+		int e = fd < 0 ? -fd : errno;
+
+		snprintf(j->err, j->errlen, "jail: allowed directory %s: %s", j->allowed,
+			 strerror(e));
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	close(fd);
+	return 0;
+}
+
 /* In the child: the new root, then the user drop. Every step is on a file descriptor: DIR or a
  * parent renamed or swapped for a symlink meanwhile changes nothing. */
 static int jail_build(struct jail *j)
@@ -404,6 +440,8 @@ static int jail_build(struct jail *j)
 		j->src[i].fd = jail_open_src(j, j->src[i].path, j->src[i].what, &st);
 		if (j->src[i].fd < 0)
 			r = j->src[i].fd;
+		else if (j->src[i].path == j->allowed)
+			r = jail_same_dir(j, &st);
 	}
 	if (r)
 		return r;
@@ -420,6 +458,8 @@ static int jail_build(struct jail *j)
 	}
 	if (!r)
 		r = jail_kvm(j);
+	if (!r && j->allowed)
+		r = jail_allowed_fd(j);
 	if (r)
 		return r;
 	/* This PID namespace's /proc: thread names, fds; nothing of the host's processes. */
@@ -583,7 +623,7 @@ static void jail_add(struct jail *j, const char *path, bool rw, const char *what
 
 int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsigned errlen)
 {
-	struct jail j = {.err = err, .errlen = errlen, .rootfd = -1};
+	struct jail j = {.err = err, .errlen = errlen, .rootfd = -1, .allowed_fd = -1};
 	struct stat sock_st = {0};
 	sigset_t set, old;
 	unsigned i;
@@ -645,6 +685,11 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 		    !lio_sock_path(cfg->vnvme[i].ssd, j.ssd[i], sizeof(j.ssd[i])))
 			jail_add(&j, j.ssd[i], true, "ssd socket");
 	/* the socket lvmm made, to remove it (and only it) when the VM process is gone */
+	if (o->allowed_dir && o->allowed_dir[0] == '/' && o->allowed_fd >= 0) {
+		j.allowed = o->allowed_dir;
+		j.allowed_fd = o->allowed_fd;
+		jail_add(&j, j.allowed, true, "allowed directory");
+	}
 	if (o->api_socket && (lstat(o->api_socket, &sock_st) || !S_ISSOCK(sock_st.st_mode)))
 		memset(&sock_st, 0, sizeof(sock_st));
 	/* No inherited fd crosses into the jail but the ones the caller holds for the VM. */

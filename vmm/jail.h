@@ -20,9 +20,14 @@ struct jail_opts {
 	bool uid_set;		/* --jail-uid: uid and gid below, else JAIL_UID_BASE + pid */
 	uid_t uid;
 	gid_t gid;
-	const int *keep_fds; /* fds the VM process keeps: the held allowed directory, the API
-			      * socket (nothing of theirs is bound in) */
+	const int *keep_fds; /* fds the VM process keeps: the API socket (its directory is not
+			      * bound in), the held allowed directory */
 	unsigned nkeep;
+	/* --allowed-dir, held open as allowed_fd (one of keep_fds) since start: bound in at its
+	 * path, if that path is still the same directory, and allowed_fd replaced by the bound
+	 * one (an fd of the host's mount would reach the host's tree through ".."). */
+	const char *allowed_dir;
+	int allowed_fd;
 };
 
 /* Confines the calling process (single-threaded, root): on success it returns 0 in the

@@ -336,7 +336,7 @@ static double now_s(void)
 
 /* Before the jail: the API socket listened on out here (the jail binds in no directory of the
  * host's, and the VM process keeps the fd), then the confinement itself. */
-static int run_jail(struct vm_config *cfg, struct run_opts *ro, int *lfd)
+static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allowed_dir, int *lfd)
 {
 	int keep[2], n = 0;
 	char err[512] = "";
@@ -349,8 +349,10 @@ static int run_jail(struct vm_config *cfg, struct run_opts *ro, int *lfd)
 		}
 		keep[n++] = *lfd;
 	}
-	if (ro->allowed_dir)
+	if (allowed_fd >= 0)
 		keep[n++] = allowed_fd;
+	ro->jail.allowed_dir = allowed_dir;
+	ro->jail.allowed_fd = allowed_fd;
 	ro->jail.dir = ro->jail_dir;
 	ro->jail.api_socket = ro->api_sock;
 	ro->jail.keep_fds = keep;
@@ -416,7 +418,7 @@ static int cmd_run(int argc, char **argv)
 		return 2;
 	}
 	if (ro.api_sock && !cfg.kernel[0]) { /* an empty VMM: the VM comes from vm.create */
-		if (ro.jail_dir && run_jail(&cfg, &ro, &lfd))
+		if (ro.jail_dir && run_jail(&cfg, &ro, allowed_dir, &lfd))
 			return 1;
 		return api_vmm_main(ro.api_sock, lfd, NULL, allowed_dir, ro.ssd_autostart);
 	}
@@ -442,7 +444,7 @@ static int cmd_run(int argc, char **argv)
 	}
 	/* After the softssd start (a fork and exec from the host's view), before any file of the
 	 * VM is opened: from here on lvmm sees the jail only. */
-	if (ro.jail_dir && run_jail(&cfg, &ro, &lfd))
+	if (ro.jail_dir && run_jail(&cfg, &ro, allowed_dir, &lfd))
 		return 1;
 	crash_handlers_install();
 	if (serial_term_guard())

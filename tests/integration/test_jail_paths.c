@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,6 +190,98 @@ START_TEST(test_dir_ownership)
 }
 END_TEST
 
+/* An empty API VMM jailed with --allowed-dir: the directory held since start is the one bound
+ * in the jail, so ".." from the VM process's fd of it stays in the jail (a host fd would reach
+ * the host's /), and a VM created over the API boots from it and writes its console there. */
+START_TEST(test_allowed_dir_in_jail)
+{
+	char allowed[160], sock[160], out[200], body[1024], up[128];
+	char *create[] = {"api", "--socket", sock, "create", body, NULL};
+	char *boot[] = {"api", "--socket", sock, "boot", NULL};
+	char *shutdown[] = {"api", "--socket", sock, "shutdown-vmm", NULL};
+	struct testutil_run r;
+	struct dirent *e;
+	DIR *d;
+	pid_t outer, child = 0;
+	int found = 0, st;
+	char *s = NULL;
+
+	snprintf(allowed, sizeof(allowed), "%s/allowed", dir);
+	snprintf(sock, sizeof(sock), "%s/api.sock", dir);
+	snprintf(out, sizeof(out), "%s/console.log", allowed);
+	ck_assert_int_eq(mkdir(allowed, 0755), 0);
+	ck_assert_int_eq(chown(allowed, 65534, 65534), 0);
+	ck_assert_int_eq(testutil_system("cp %s %s/guest", guest, allowed), 0);
+	outer = fork();
+	ck_assert_int_ge(outer, 0);
+	if (!outer) {
+		char *argv[] = {
+		    (char *)testutil_lvmm(), "run", "--jail",	     root,    "--jail-uid", "65534",
+		    "--api-socket",	     sock,  "--allowed-dir", allowed, NULL};
+
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	for (int i = 0; i < 200 && !child; i++) {
+		char path[64], buf[64] = "";
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)outer, (int)outer);
+		if (testutil_read_file(path, buf, sizeof(buf) - 1) > 0)
+			child = (pid_t)atoi(buf);
+		if (!child)
+			testutil_sleep_ms(25);
+	}
+	ck_assert_int_gt(child, 0);
+	for (int i = 0; i < 200 && !found; i++) {
+		char link[PATH_MAX], p[128];
+
+		snprintf(p, sizeof(p), "/proc/%d/fd", (int)child);
+		d = opendir(p);
+		while (d && (e = readdir(d))) {
+			ssize_t n;
+
+			snprintf(p, sizeof(p), "/proc/%d/fd/%.16s", (int)child, e->d_name);
+			n = readlink(p, link, sizeof(link) - 1);
+			if (n > 0 && (link[n] = 0, !strcmp(link, allowed))) {
+				found = atoi(e->d_name);
+				break;
+			}
+		}
+		if (d)
+			closedir(d);
+		if (!found)
+			testutil_sleep_ms(25);
+	}
+	ck_assert_msg(found, "no fd of %s in the jailed process", allowed);
+	/* as many ".." as the path has components, and more: the host's / has etc */
+	snprintf(up, sizeof(up), "/proc/%d/fd/%d/../../../../../etc", (int)child, found);
+	ck_assert_msg(access(up, F_OK) != 0, "%s reaches the host's /", up);
+
+	snprintf(body, sizeof(body),
+		 "{\"cpus\": {\"boot_vcpus\": 1}, \"memory\": {\"size\": 67108864},"
+		 " \"payload\": {\"kernel\": \"%s/guest\", \"cmdline\": \"bench.mode=hello\"},"
+		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"}}",
+		 allowed, out);
+	testutil_run_lvmm(&r, create, NULL, NULL, 0, 10);
+	ck_assert_msg(WIFEXITED(r.status) && !WEXITSTATUS(r.status), "create: %s %s", r.out, r.err);
+	testutil_run_lvmm(&r, boot, NULL, NULL, 0, 10);
+	ck_assert_msg(WIFEXITED(r.status) && !WEXITSTATUS(r.status), "boot: %s %s", r.out, r.err);
+	for (int i = 0; i < 200; i++) {
+		s = testutil_slurp(out);
+		if (s && strstr(s, "hello from ring 3"))
+			break;
+		free(s);
+		s = NULL;
+		testutil_sleep_ms(25);
+	}
+	ck_assert_msg(s, "no console output in %s", out);
+	free(s);
+	testutil_run_lvmm(&r, shutdown, NULL, NULL, 0, 10);
+	st = testutil_wait_limit(outer, "lvmm --jail", 20);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jail_paths");
@@ -207,6 +300,7 @@ int main(void)
 	tcase_add_test(tc, test_precreate_symlinked_dir);
 	tcase_add_test(tc, test_bind_symlinked_source);
 	tcase_add_test(tc, test_dir_ownership);
+	tcase_add_test(tc, test_allowed_dir_in_jail);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
