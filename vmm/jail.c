@@ -680,10 +680,15 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 		jail_add(&j, cfg->vnvme[i].path, !cfg->vnvme[i].readonly, "vnvme backing");
 	/* Each SSD's socket, not the directory of all of them (path sockets work across network
 	 * namespaces); only an SSD served now can be reached. */
-	for (i = 0; i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++)
+	for (i = 0; i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++) {
+		struct stat st;
+
+		/* an SSD the kernel module serves has no socket: nothing to bind */
 		if (cfg->vnvme[i].ssd[0] && !strchr(cfg->vnvme[i].ssd, '/') &&
-		    !lio_sock_path(cfg->vnvme[i].ssd, j.ssd[i], sizeof(j.ssd[i])))
+		    !lio_sock_path(cfg->vnvme[i].ssd, j.ssd[i], sizeof(j.ssd[i])) &&
+		    !lstat(j.ssd[i], &st) && S_ISSOCK(st.st_mode))
 			jail_add(&j, j.ssd[i], true, "ssd socket");
+	}
 	/* the socket lvmm made, to remove it (and only it) when the VM process is gone */
 	if (o->allowed_dir && o->allowed_dir[0] == '/' && o->allowed_fd >= 0) {
 		j.allowed = o->allowed_dir;

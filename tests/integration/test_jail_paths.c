@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ssdutil.h"
 #include "testutil.h"
 
 static char dir[64], root[128], files[128], victim[128], guest[256], console[256], fifo[128];
@@ -282,6 +284,88 @@ START_TEST(test_allowed_dir_in_jail)
 }
 END_TEST
 
+/* A VM on a softssd, jailed: only its SSD's socket is bound in (another SSD's socket in the same
+ * directory is not there), and the VM runs I/O through it. */
+START_TEST(test_ssd_socket_only)
+{
+	char run[160], sdir[200], log[200], backing[200], b2[200], path[400], *s;
+	const char *o1[] = {"--backing", backing, "--size", "1G", "--allow-uid", "65534", NULL};
+	const char *o2[] = {"--backing", b2, "--size", "1G", NULL};
+	pid_t s1, s2, outer, child = 0;
+	int st;
+
+	snprintf(run, sizeof(run), "%s/run", dir);
+	snprintf(sdir, sizeof(sdir), "%s/ssd", run);
+	snprintf(log, sizeof(log), "%s/ssd.log", dir);
+	snprintf(backing, sizeof(backing), "%s/j1.img", dir);
+	snprintf(b2, sizeof(b2), "%s/j2.img", dir);
+	setenv("LVMM_RUN_DIR", run, 1);
+	s1 = testutil_ssd_start("jssd1", log, o1);
+	s2 = testutil_ssd_start("jssd2", log, o2);
+	/* the operator's part: the jail's group may connect */
+	ck_assert_int_eq(testutil_system("chgrp 65534 %s/jssd1.sock", sdir), 0);
+	snprintf(path, sizeof(path), "file=%s", console);
+	outer = fork();
+	ck_assert_int_ge(outer, 0);
+	if (!outer) {
+		char *argv[] = {(char *)testutil_lvmm(),
+				"run",
+				"--jail",
+				root,
+				"--jail-uid",
+				"65534",
+				"--kernel",
+				guest,
+				"--cmdline",
+				"bench.mode=lio bench.ios=100",
+				"--memory",
+				"64M",
+				"--serial",
+				path,
+				"--vnvme",
+				"jssd1:16M",
+				NULL};
+
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	for (int i = 0; i < 500 && !child; i++) {
+		char p[64], buf[64] = "";
+
+		snprintf(p, sizeof(p), "/proc/%d/task/%d/children", (int)outer, (int)outer);
+		if (testutil_read_file(p, buf, sizeof(buf) - 1) > 0)
+			child = (pid_t)atoi(buf);
+		if (!child)
+			testutil_sleep_ms(5);
+	}
+	ck_assert_int_gt(child, 0);
+	{
+		char a[400], b[400];
+		bool seen = false;
+
+		/* while the jail is up: its own SSD's socket is there, the other one never */
+		snprintf(a, sizeof(a), "/proc/%d/root%s/jssd1.sock", (int)child, sdir);
+		snprintf(b, sizeof(b), "/proc/%d/root%s/jssd2.sock", (int)child, sdir);
+		for (int i = 0; i < 500 && !seen; i++) {
+			seen = !access(a, F_OK);
+			ck_assert_msg(access(b, F_OK) != 0, "another SSD's socket in the jail: %s",
+				      b);
+			if (!seen)
+				testutil_sleep_ms(5);
+		}
+		ck_assert_msg(seen, "never saw %s", a);
+	}
+	st = testutil_wait_limit(outer, "lvmm --jail", 60);
+	unsetenv("LVMM_RUN_DIR");
+	testutil_ssd_stop(&s2, SIGTERM);
+	testutil_ssd_stop(&s1, SIGTERM);
+	s = testutil_slurp(console);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, s ? s : "");
+	ck_assert_msg(s && strstr(s, "bench: lio passed (0 failures)"), "console: %s", s ? s : "");
+	free(s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jail_paths");
@@ -301,6 +385,7 @@ int main(void)
 	tcase_add_test(tc, test_bind_symlinked_source);
 	tcase_add_test(tc, test_dir_ownership);
 	tcase_add_test(tc, test_allowed_dir_in_jail);
+	tcase_add_test(tc, test_ssd_socket_only);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
