@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -565,6 +567,24 @@ static void jail_unlink_socket(int dfd, const char *name, const struct stat *mad
 	close(dfd);
 }
 
+/* The outer process keeps only what waiting needs: signalling the jail's user (CAP_KILL) and
+ * removing the socket from a directory it may not own (CAP_DAC_OVERRIDE); no new privileges. */
+static void jail_outer_caps(void)
+{
+	const unsigned long keep = (1UL << CAP_KILL) | (1UL << CAP_DAC_OVERRIDE);
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {{0}};
+	int c;
+
+	for (c = 0; prctl(PR_CAPBSET_READ, c, 0, 0, 0) >= 0; c++)
+		if (!(keep & (1UL << c)))
+			prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+	d[0].effective = d[0].permitted = (uint32_t)keep;
+	if (syscall(SYS_capset, &h, d) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		fprintf(stderr, "lvmm: jail: outer process keeps its capabilities: %s\n",
+			strerror(errno));
+}
+
 /* The outer process: signals go to the jailed one, its status becomes ours. */
 static void __attribute__((noreturn))
 jail_wait(pid_t pid, const sigset_t *set, int sdfd, const char *name, const struct stat *sock_st)
@@ -741,6 +761,7 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 			kill(pid, SIGKILL);
 		}
 		close(sync[1]);
+		jail_outer_caps();
 		jail_wait(pid, &set, sdfd, sname, &sock_st);
 	}
 	close(sync[1]);

@@ -203,6 +203,13 @@ START_TEST(test_jail_confines)
 	ck_assert_msg(strstr(s, "\nNSpid:\t") && strstr(strstr(s, "\nNSpid:\t"), "\t1\n"),
 		      "status: %s", s);
 	free(s);
+	/* the outer process only waits: CAP_KILL and CAP_DAC_OVERRIDE, nothing else */
+	s = proc_file(outer, "status");
+	ck_assert_ptr_nonnull(s);
+	ck_assert_msg(strstr(s, "\nCapEff:\t0000000000000022\n"), "outer status: %s", s);
+	ck_assert_msg(strstr(s, "\nCapBnd:\t0000000000000022\n"), "outer status: %s", s);
+	ck_assert_msg(strstr(s, "\nNoNewPrivs:\t1"), "outer status: %s", s);
+	free(s);
 	same_ns(child, "mnt", false);
 	same_ns(child, "net", false);
 	same_ns(child, "ipc", false);
