@@ -234,6 +234,11 @@ START_TEST(test_allowed_dir_in_jail)
 			testutil_sleep_ms(25);
 	}
 	ck_assert_int_gt(child, 0);
+	/* in its own root (no /etc there): the fd is then the jail's, not the one held before */
+	snprintf(up, sizeof(up), "/proc/%d/root/etc", (int)child);
+	for (int i = 0; i < 1000 && !access(up, F_OK); i++)
+		testutil_sleep_ms(5);
+	ck_assert_int_ne(access(up, F_OK), 0);
 	for (int i = 0; i < 200 && !found; i++) {
 		char link[PATH_MAX], p[128];
 
@@ -343,15 +348,21 @@ START_TEST(test_ssd_socket_only)
 		char a[400], b[400];
 		bool seen = false;
 
-		/* while the jail is up: its own SSD's socket is there, the other one never */
+		/* once the child is in its root (no /etc there): its own SSD's socket is, the
+		 * other one is not (before pivot_root its root is still the host's) */
+		char etc[64];
+
 		snprintf(a, sizeof(a), "/proc/%d/root%s/jssd1.sock", (int)child, sdir);
 		snprintf(b, sizeof(b), "/proc/%d/root%s/jssd2.sock", (int)child, sdir);
-		for (int i = 0; i < 500 && !seen; i++) {
+		snprintf(etc, sizeof(etc), "/proc/%d/root/etc", (int)child);
+		for (int i = 0; i < 1000 && !seen && !kill(child, 0); i++) {
+			if (!access(etc, F_OK)) {
+				testutil_sleep_ms(2);
+				continue;
+			}
 			seen = !access(a, F_OK);
 			ck_assert_msg(access(b, F_OK) != 0, "another SSD's socket in the jail: %s",
 				      b);
-			if (!seen)
-				testutil_sleep_ms(5);
 		}
 		ck_assert_msg(seen, "never saw %s", a);
 	}
