@@ -10,9 +10,22 @@
 #include "guest_mem.h"
 
 /* Kernel parameters lvmm appends on kvm_pvm hosts: features the emulator cannot run, plus the
- * test kernel's system-call route. */
+ * test kernel's system-call route, plus HOSTCOMPAT_PVM_USER_ENV for init. */
 #define HOSTCOMPAT_PVM_CMDLINE                                                                     \
-	"noxsave clearcpuid=cx16,smap,ssse3,popcnt nosmap nofsgsbase lvmm_pvm_syscall=1"
+	"noxsave clearcpuid=cx16,smap,ssse3,popcnt nosmap nofsgsbase "                             \
+	"lvmm_pvm_syscall=1 " HOSTCOMPAT_PVM_USER_ENV
+
+/* The guest kernel must run with noxsave here (its XSAVE/XRSTOR cannot be emulated), so it
+ * switches only the x87/SSE state between processes. Guest user code runs natively with the
+ * host's CR4 and XCR0 (OSXSAVE set, XCR0 0xe7): CPUID and XGETBV tell it AVX and AVX-512 are
+ * usable, glibc's string functions use YMM/ZMM and opmask registers, and their upper halves leak
+ * from one guest process into the next at every context switch (a pipeline's processes read
+ * another's data and crash). No kernel parameter hides AVX from user mode on this host; this
+ * variable, which Linux passes to init's environment, keeps glibc (static or dynamic) on its SSE2
+ * code. Programs that use AVX by themselves remain exposed (docs/design.md, section 5). */
+#define HOSTCOMPAT_PVM_USER_ENV                                                                    \
+	"GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX,-AVX2,-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,"       \
+	"-AVX512CD,-AVX_Fast_Unaligned_Load"
 
 /* Added on kvm_pvm hosts with more than one vCPU: the switch from kvm-clock to the TSC runs
  * stop_machine(), which was seen to livelock two emulated CPUs in their timer ticks. */
