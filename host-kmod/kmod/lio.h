@@ -15,6 +15,7 @@
 #include <linux/pci.h>
 #include <linux/poll.h>
 #include <linux/sizes.h>
+#include <linux/uidgid.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
@@ -35,6 +36,9 @@ extern unsigned int lio_max_qpairs;
 extern unsigned int lio_max_window_mb;
 extern bool lio_format_blank;
 extern bool lio_direct_noiommu;
+extern bool lio_allow_db_direct;
+extern unsigned int lio_max_sessions;
+extern unsigned int lio_max_session_qpairs;
 extern struct workqueue_struct *lio_wq;
 
 struct lio_ctr {
@@ -67,6 +71,8 @@ struct lio_region {
 struct lio_window {
 	unsigned int n;
 	u64 bytes;
+	struct mm_struct *mm; /* charged for the pinned pages (pinned_vm), held by mmgrab() */
+	unsigned long pinned; /* pages charged to mm */
 	struct lio_region r[LIO_MAX_REGIONS];
 	struct lio_check_region cr[LIO_MAX_REGIONS];
 };
@@ -157,6 +163,8 @@ struct lio_session {
 	u64 owner;
 	pid_t pid;
 	uid_t uid;
+	kuid_t kuid; /* the opener's: it owns the named volumes the session creates */
+	bool admin; /* the opener was root or had CAP_SYS_ADMIN: every volume is its */
 	char label[LIO_NAME_MAX];
 	struct lio_ctr retired;
 };
@@ -216,11 +224,10 @@ void lio_ctrl_delete_ioq(struct lio_ssd *ssd, struct lio_hwq *q);
 int lio_vol_load(struct lio_ssd *ssd);
 void lio_vol_unload(struct lio_ssd *ssd);
 int lio_vol_op(struct lio_session *ss, unsigned int op, struct lio_vol *v);
-int lio_vol_list(struct lio_ssd *ssd, struct lio_vol_list *l);
+int lio_vol_list(struct lio_session *ss, struct lio_vol_list *l);
 int lio_vol_attach(struct lio_session *ss, struct lio_vol_attach *a);
 int lio_vol_detach(struct lio_session *ss, u32 vol_id);
 void lio_vol_release(struct lio_session *ss);
-u64 lio_vol_data_lba(const struct lio_ssd *ssd, u64 *count);
 
 /* lio_dma.c: DMA windows */
 int lio_win_register(struct lio_session *ss, const struct lio_dma_window *w);

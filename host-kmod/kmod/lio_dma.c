@@ -2,10 +2,13 @@
 /* A session's DMA window: the memfd pages of each region pinned (a page reference held until
  * release) and mapped for the controller through the DMA API, plus CPU access by GPA.
  */
+#include <linux/capability.h>
 #include <linux/dma-mapping.h>
 #include <linux/file.h>
 #include <linux/highmem.h>
 #include <linux/memfd.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/shmem_fs.h>
 #include <linux/slab.h>
 
@@ -29,12 +32,41 @@ static void lio_region_drop(struct device *dev, struct lio_region *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* Pinned pages count against the registering process's RLIMIT_MEMLOCK, as RDMA and io_uring
+ * count theirs: mm->pinned_vm, unless it has CAP_IPC_LOCK. The mm stays charged (mmgrab) until
+ * the window is dropped, from whatever context that happens in.
+ */
+static int lio_win_charge(struct lio_ssd *ssd, struct lio_window *win, unsigned long npages)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	struct mm_struct *mm = current->mm;
+	s64 pinned;
+
+	if (!mm)
+		return -EPERM;
+	pinned = atomic64_add_return(npages, &mm->pinned_vm);
+	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		lio_err(ssd, "dma-register: %lu pages would make %lld pinned, over RLIMIT_MEMLOCK (%lu pages)",
+			npages, pinned, limit);
+		return -ENOMEM;
+	}
+	mmgrab(mm);
+	win->mm = mm;
+	win->pinned = npages;
+	return 0;
+}
+
 void lio_win_drop(struct lio_ssd *ssd, struct lio_window *win)
 {
 	unsigned int i;
 
 	for (i = 0; i < win->n; i++)
 		lio_region_drop(&ssd->pdev->dev, &win->r[i]);
+	if (win->mm) {
+		atomic64_sub(win->pinned, &win->mm->pinned_vm);
+		mmdrop(win->mm);
+	}
 	memset(win, 0, sizeof(*win));
 }
 
@@ -155,6 +187,9 @@ int lio_win_register(struct lio_session *ss, const struct lio_dma_window *w)
 			}
 		}
 	}
+	r = lio_win_charge(ssd, &nw, total >> PAGE_SHIFT);
+	if (r)
+		return r;
 	for (i = 0; i < w->nr_regions; i++) {
 		r = lio_region_pin(ssd, i, &w->r[i], &nw.r[i]);
 		if (r) {

@@ -26,6 +26,19 @@ module_param_named(direct_noiommu, lio_direct_noiommu, bool, 0644);
 MODULE_PARM_DESC(direct_noiommu,
 		 "allow DB_DIRECT queue pairs without an IOMMU (the client is trusted with host memory)");
 
+bool lio_allow_db_direct;
+module_param_named(allow_db_direct, lio_allow_db_direct, bool, 0644);
+MODULE_PARM_DESC(allow_db_direct,
+		 "allow DB_DIRECT queue pairs: the client gets the controller's doorbells and reaches every LBA of the SSD");
+
+unsigned int lio_max_sessions = 64;
+module_param_named(max_sessions, lio_max_sessions, uint, 0644);
+MODULE_PARM_DESC(max_sessions, "open sessions per controller (opens beyond fail with EMFILE)");
+
+unsigned int lio_max_session_qpairs = 32;
+module_param_named(max_session_qpairs, lio_max_session_qpairs, uint, 0644);
+MODULE_PARM_DESC(max_session_qpairs, "queue pairs per session (creates beyond fail with ENOSPC)");
+
 struct workqueue_struct *lio_wq;
 
 static DEFINE_MUTEX(lio_list_lock); /* lio_ssds, lio_next_index */

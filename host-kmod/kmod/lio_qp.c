@@ -514,6 +514,11 @@ static int lio_qp_validate_direct(struct lio_ssd *ssd, const struct lio_qp_creat
 			q->sq_depth, q->cq_depth, NVME_CAP_MQES(ssd->cap) + 1);
 		return -EINVAL;
 	}
+	/* the controller's own doorbells: no command passes the module, no LBA is checked */
+	if (!lio_allow_db_direct) {
+		lio_err(ssd, "qp-create: DB_DIRECT reaches every LBA of the SSD unchecked: load with allow_db_direct=1 to grant it");
+		return -EPERM;
+	}
 	if (ssd->db_stride < PAGE_SIZE) {
 		lio_err(ssd, "qp-create: DB_DIRECT: CAP.DSTRD %u (doorbell stride %u bytes) puts the doorbells of several queues on one page",
 			NVME_CAP_DSTRD(ssd->cap), ssd->db_stride);
@@ -575,6 +580,11 @@ static int lio_qp_validate(struct lio_session *ss, const struct lio_qp_create *q
 	if (!ss->win.n && !(q->flags & LIO_QP_DB_DIRECT)) {
 		lio_err(ssd, "qp-create: no DMA window registered");
 		return -ENOENT;
+	}
+	if (ss->nqps >= lio_max_session_qpairs) {
+		lio_err(ssd, "qp-create: the session has %u queue pairs, its limit (max_session_qpairs)",
+			ss->nqps);
+		return -ENOSPC;
 	}
 	if (q->flags & LIO_QP_DB_DIRECT)
 		return lio_qp_validate_direct(ssd, q);
@@ -718,14 +728,14 @@ static int lio_qp_setup(struct lio_qp *qp, const struct lio_qp_create *q,
 	qp->chk.mdts_bytes = ssd->mdts_bytes;
 	qp->chk.read_prp = lio_qp_read_prp;
 	qp->chk.opaque = qp;
-	if (q->mode == LIO_MODE_ISOLATED) {
-		qp->chk.lba_start = vol->lba_start;
-		qp->chk.lba_count = vol->lba_count;
+	/* both modes stay inside the attached volume: isolated SQEs carry volume-relative LBAs
+	 * (translated), passthrough ones absolute LBAs, checked against the same range without
+	 * the translation (as softssd does)
+	 */
+	qp->chk.lba_start = vol->lba_start;
+	qp->chk.lba_count = vol->lba_count;
+	if (q->mode == LIO_MODE_ISOLATED)
 		qp->chk.flags = LIO_CHECK_TRANSLATE;
-	} else {
-		/* the guest is trusted with its LBA window, never with the volume table */
-		qp->chk.lba_start = lio_vol_data_lba(ssd, &qp->chk.lba_count);
-	}
 	if ((q->flags & LIO_QP_READONLY) || (vol->flags & LIO_ATTACH_READONLY))
 		qp->chk.flags |= LIO_CHECK_READONLY;
 

@@ -2,6 +2,7 @@
 /* The misc device /dev/lightiov/NAME: one session per open file description, the operations of
  * include/lightiov/uapi.h as ioctls, and the teardown of everything a session held on release.
  */
+#include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/ktime.h>
@@ -40,6 +41,8 @@ static int lio_open(struct inode *inode, struct file *file)
 	ss->mapping = file->f_mapping;
 	ss->pid = task_tgid_nr(current);
 	ss->uid = from_kuid_munged(current_user_ns(), current_uid());
+	ss->kuid = current_uid();
+	ss->admin = uid_eq(ss->kuid, GLOBAL_ROOT_UID) || capable(CAP_SYS_ADMIN);
 	get_task_comm(comm, current);
 	strscpy(ss->label, comm, sizeof(ss->label));
 	mutex_lock(&ssd->lock);
@@ -47,6 +50,13 @@ static int lio_open(struct inode *inode, struct file *file)
 		mutex_unlock(&ssd->lock);
 		kfree(ss);
 		return -ENODEV;
+	}
+	if (ssd->nsessions >= lio_max_sessions) {
+		mutex_unlock(&ssd->lock);
+		lio_err(ssd, "open: %u sessions, the limit per SSD (max_sessions)",
+			ssd->nsessions);
+		kfree(ss);
+		return -EMFILE;
 	}
 	kref_get(&ssd->ref);
 	ss->ssd = ssd;
@@ -266,7 +276,7 @@ static int lio_dispatch(struct lio_session *ss, unsigned int cmd, union lio_ioc_
 	case LIO_IOC_VOL_RESIZE:
 		return lio_vol_op(ss, LIO_OP_VOL_RESIZE, &a->vol);
 	case LIO_IOC_VOL_LIST:
-		return lio_vol_list(ssd, &a->vl);
+		return lio_vol_list(ss, &a->vl);
 	case LIO_IOC_VOL_ATTACH:
 		return lio_vol_attach(ss, &a->va);
 	case LIO_IOC_VOL_DETACH:

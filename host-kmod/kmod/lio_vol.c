@@ -6,6 +6,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
+#include <linux/user_namespace.h>
 #include <linux/vmalloc.h>
 
 #include "lio.h"
@@ -120,10 +121,24 @@ void lio_vol_unload(struct lio_ssd *ssd)
 	ssd->vt_next = NULL;
 }
 
-u64 lio_vol_data_lba(const struct lio_ssd *ssd, u64 *count)
+/* The uid a named volume's entry records (LIO_VT_OWNER_UID | uid); 0, in tables written before
+ * owners were recorded, is root's.
+ */
+static u64 lio_vol_owner_of(const struct lio_session *ss)
 {
-	*count = ssd->vt->capacity_lbas - ssd->vt->data_start_lba;
-	return ssd->vt->data_start_lba;
+	return LIO_VT_OWNER_OF(from_kuid(&init_user_ns, ss->kuid));
+}
+
+/* Root (or CAP_SYS_ADMIN) may use every volume, another opener the named volumes it created
+ * and the anonymous ones of its own session.
+ */
+static bool lio_vol_mine(const struct lio_session *ss, const struct lio_vt_entry *e)
+{
+	if (ss->admin)
+		return true;
+	if (e->flags & LIO_VOL_ANON)
+		return e->owner == ss->owner;
+	return (e->owner & LIO_VT_OWNER_UID) && e->owner == lio_vol_owner_of(ss);
 }
 
 /* Holds on volume name by every session: *writers counts read-write and exclusive ones. */
@@ -300,13 +315,17 @@ int lio_vol_op(struct lio_session *ss, unsigned int op, struct lio_vol *v)
 			return r;
 	}
 	if (op == LIO_OP_VOL_CREATE) {
-		i = lio_vol_add(ssd, opname, v->name, count, 0, 0);
+		i = lio_vol_add(ssd, opname, v->name, count, 0, lio_vol_owner_of(ss));
 		return i < 0 ? i : 0;
 	}
 	i = lio_vt_find(ssd->vt, v->name);
 	if (i < 0) {
 		lio_err(ssd, "%s: no volume %s", opname, v->name);
 		return -ENOENT;
+	}
+	if (!lio_vol_mine(ss, &ssd->vt->e[i])) {
+		lio_err(ssd, "%s: volume %s is not uid %u's", opname, v->name, ss->uid);
+		return -EACCES;
 	}
 	if (lio_vol_users(ssd, v->name, NULL, NULL)) {
 		lio_err(ssd, "%s: volume %s is attached to %u session(s)", opname, v->name,
@@ -334,16 +353,26 @@ int lio_vol_op(struct lio_session *ss, unsigned int op, struct lio_vol *v)
 	return r;
 }
 
-int lio_vol_list(struct lio_ssd *ssd, struct lio_vol_list *l)
+/* Another uid's volumes (names, LBA ranges) are not a client's business: each opener lists the
+ * volumes it may attach.
+ */
+int lio_vol_list(struct lio_session *ss, struct lio_vol_list *l)
 {
-	unsigned int i;
+	struct lio_ssd *ssd = ss->ssd;
+	unsigned int i, seen = 0;
 
-	l->total = ssd->vt->n;
+	l->total = 0;
 	l->count = 0;
-	for (i = l->first; i < ssd->vt->n && l->count < LIO_VOL_LIST_MAX; i++) {
+	for (i = 0; i < ssd->vt->n; i++) {
 		const struct lio_vt_entry *e = &ssd->vt->e[i];
-		struct lio_vol_info *o = &l->v[l->count++];
+		struct lio_vol_info *o;
 
+		if (!lio_vol_mine(ss, e))
+			continue;
+		l->total++;
+		if (seen++ < l->first || l->count >= LIO_VOL_LIST_MAX)
+			continue;
+		o = &l->v[l->count++];
 		memset(o, 0, sizeof(*o));
 		memcpy(o->name, e->name, sizeof(o->name));
 		o->lba_start = e->lba_start;
@@ -397,7 +426,8 @@ int lio_vol_attach(struct lio_session *ss, struct lio_vol_attach *a)
 			r = lio_vol_size(ssd, "vol-attach", a->size_bytes, &count);
 			if (r)
 				return r;
-			i = lio_vol_add(ssd, "vol-attach", a->name, count, 0, 0);
+			i = lio_vol_add(ssd, "vol-attach", a->name, count, 0,
+					lio_vol_owner_of(ss));
 			if (i < 0)
 				return i;
 		} else if (i < 0) {
@@ -408,6 +438,10 @@ int lio_vol_attach(struct lio_session *ss, struct lio_vol_attach *a)
 			lio_err(ssd, "vol-attach: volume %s is anonymous (only its own session uses it)",
 				a->name);
 			return -EBUSY;
+		}
+		if (!lio_vol_mine(ss, &ssd->vt->e[i])) {
+			lio_err(ssd, "vol-attach: volume %s is not uid %u's", a->name, ss->uid);
+			return -EACCES;
 		}
 		users = lio_vol_users(ssd, a->name, &writers, &excl);
 		if (excl || ((a->flags & LIO_ATTACH_EXCL_ALL) && users) ||
