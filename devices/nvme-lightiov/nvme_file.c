@@ -1,5 +1,7 @@
 /* File backend: raw image through io_uring (O_DIRECT where the file system and the buffer allow),
- * Flush as fdatasync, deallocation as hole punching; one I/O thread owns the ring. */
+ * Flush as fdatasync, deallocation as hole punching; one I/O thread owns the ring. Write Zeroes
+ * and Deallocate are queued and run by that thread outside the controller lock, a bounded step
+ * at a time between its other work, so a 256-range DSM neither holds the lock nor a stop. */
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
@@ -19,8 +21,18 @@
 #include "nvme_int.h"
 #include "seccomp_filter.h"
 
-#define NVME_FILE_RING	256
-#define NVME_FILE_ALIGN 512
+#define NVME_FILE_RING	    256
+#define NVME_FILE_ALIGN	    512
+#define NVME_FILE_ZERO_STEP (1u << 20) /* bytes one step of a zeroing covers at most */
+
+/* A Write Zeroes or Deallocate waiting for the I/O thread, with its progress. */
+struct zero_job {
+	struct nvme_io_req *req;
+	bool sync;	/* the volatile write cache was off at submission: fdatasync at the end */
+	unsigned range; /* next range (Deallocate), 0 for Write Zeroes */
+	uint64_t done;	/* bytes of that range already zeroed */
+	struct zero_job *next;
+};
 
 struct nvme_file {
 	char name[64];
@@ -35,7 +47,12 @@ struct nvme_file {
 	bool running, stop;
 	struct nvme_ctrl *ctrl;
 	unsigned pending; /* requests in the ring (I/O thread only) */
-	/* written through (FUA or cache off), synced zeroings (controller lock) */
+	/* queued zeroings: submit appends (controller lock held), the I/O thread takes */
+	pthread_mutex_t zlock;
+	struct zero_job *zhead, *ztail;
+	void (*zero_hook)(struct nvme_file *f, void *opaque); /* tests, before each step */
+	void *zero_hook_opaque;
+	/* written through (FUA or cache off) under the controller lock; synced zeroings (atomic) */
 	uint64_t durable_writes, syncs;
 	/* LVMM_FAULT_FILE (tests): which completions turn into errors (I/O thread only) */
 	enum nvme_file_fault fault;
@@ -191,6 +208,7 @@ int nvme_file_open(const struct vnvme_config *cfg, struct nvme_file **out, uint6
 	snprintf(f->name, sizeof(f->name), "%s", cfg->id[0] ? cfg->id : "nvme");
 	f->fd = f->fd_direct = f->kick_fd = f->ring_fd = -1;
 	f->readonly = cfg->readonly;
+	pthread_mutex_init(&f->zlock, NULL);
 	if (!cfg->path[0]) {
 		snprintf(err, errlen, "vnvme %s: no backing file (file=PATH)", f->name);
 		nvme_file_close(f);
@@ -303,21 +321,114 @@ static bool file_write_through(const struct nvme_io_req *req)
 	return req->fua || !req->ctrl->feat_vwc;
 }
 
-/* Zeroing runs synchronously: with the cache off it is synced before its completion. */
-static void file_sync_if_needed(struct nvme_file *f, struct nvme_io_req *req)
+/* Queues a zeroing for the I/O thread (controller lock held: nothing long here). */
+static int zero_queue(struct nvme_file *f, struct nvme_io_req *req)
 {
-	if (req->status != NVME_OK || req->ctrl->feat_vwc)
-		return;
-	f->syncs++;
-	if (fdatasync(f->fd))
+	struct zero_job *j = calloc(1, sizeof(*j));
+
+	if (!j) {
+		req->status = NVME_GENERIC(NVME_SC_INTERNAL);
+		return 1;
+	}
+	j->req = req;
+	j->sync = file_write_through(req);
+	pthread_mutex_lock(&f->zlock);
+	if (f->ztail)
+		f->ztail->next = j;
+	else
+		f->zhead = j;
+	f->ztail = j;
+	pthread_mutex_unlock(&f->zlock);
+	/* submit runs on the I/O thread (kick) or a vCPU (no kick hook): wake it either way */
+	nvme_file_kick(f);
+	return 0;
+}
+
+/* The first queued zeroing, or NULL; with pop, taken off the queue. */
+static struct zero_job *zero_head(struct nvme_file *f, bool pop)
+{
+	struct zero_job *j;
+
+	pthread_mutex_lock(&f->zlock);
+	j = f->zhead;
+	if (j && pop) {
+		f->zhead = j->next;
+		if (!f->zhead)
+			f->ztail = NULL;
+	}
+	pthread_mutex_unlock(&f->zlock);
+	return j;
+}
+
+static void zero_finish(struct nvme_file *f, struct zero_job *j)
+{
+	struct nvme_io_req *req = j->req;
+
+	zero_head(f, true);
+	if (req->status == NVME_OK && j->sync) {
+		__atomic_fetch_add(&f->syncs, 1, __ATOMIC_RELAXED);
+		if (fdatasync(f->fd))
+			req->status = nvme_sc(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT, false);
+	}
+	free(j);
+	nvme_ctrl_io_done(req);
+}
+
+/* I/O thread, no controller lock: one bounded step of the first queued zeroing; true while
+ * zeroings remain. A failed range fails the command, the others are still zeroed. */
+static bool zero_step(struct nvme_file *f)
+{
+	struct zero_job *j = zero_head(f, false);
+	struct nvme_io_req *req;
+	uint64_t off, len, n;
+
+	if (!j)
+		return false;
+	req = j->req;
+	if (req->op == NVME_IO_DISCARD && j->range >= req->nranges) {
+		zero_finish(f, j);
+		return zero_head(f, false) != NULL;
+	}
+	off = req->op == NVME_IO_DISCARD ? req->ranges[j->range].off : req->off;
+	len = req->op == NVME_IO_DISCARD ? req->ranges[j->range].len : req->len;
+	n = len - j->done < NVME_FILE_ZERO_STEP ? len - j->done : NVME_FILE_ZERO_STEP;
+	if (f->zero_hook)
+		f->zero_hook(f, f->zero_hook_opaque);
+	if (n && file_zero(f, off + j->done, n))
 		req->status = nvme_sc(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT, false);
+	j->done += n;
+	if (j->done >= len) {
+		j->done = 0;
+		j->range++;
+		if (req->op != NVME_IO_DISCARD)
+			zero_finish(f, j);
+	}
+	return zero_head(f, false) != NULL;
+}
+
+/* A stop fails the zeroings not yet done (their steps so far stay zeroed). */
+static void zero_fail_all(struct nvme_file *f)
+{
+	struct zero_job *j;
+
+	while ((j = zero_head(f, true))) {
+		j->req->status = NVME_GENERIC(NVME_SC_INTERNAL);
+		nvme_ctrl_io_done(j->req);
+		free(j);
+	}
+}
+
+void nvme_file_set_zero_hook(struct nvme_file *f, void (*hook)(struct nvme_file *f, void *opaque),
+			     void *opaque)
+{
+	f->zero_hook = hook;
+	f->zero_hook_opaque = opaque;
 }
 
 static int file_submit(void *opaque, struct nvme_io_req *req)
 {
 	struct nvme_file *f = opaque;
 	struct io_uring_sqe *sqe;
-	unsigned i;
 	int fd;
 
 	req->status = NVME_OK;
@@ -348,16 +459,8 @@ static int file_submit(void *opaque, struct nvme_io_req *req)
 		f->pending++;
 		return 0;
 	case NVME_IO_ZEROES:
-		if (file_zero(f, req->off, req->len))
-			req->status = nvme_sc(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT, false);
-		file_sync_if_needed(f, req);
-		return 1;
 	case NVME_IO_DISCARD:
-		for (i = 0; i < req->nranges; i++)
-			if (file_zero(f, req->ranges[i].off, req->ranges[i].len))
-				req->status = nvme_sc(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT, false);
-		file_sync_if_needed(f, req);
-		return 1;
+		return zero_queue(f, req);
 	}
 	req->status = NVME_GENERIC(NVME_SC_INTERNAL);
 	return 1;
@@ -409,11 +512,15 @@ static void *file_thread(void *opaque)
 	if (seccomp_thread_install(SECCOMP_IO, err, sizeof(err)))
 		fprintf(stderr, "lvmm: vnvme %s: I/O thread: %s\n", f->name, err);
 	for (;;) {
-		bool stop = __atomic_load_n(&f->stop, __ATOMIC_ACQUIRE);
+		bool stop = __atomic_load_n(&f->stop, __ATOMIC_ACQUIRE), zeroing;
 
+		if (stop)
+			zero_fail_all(f);
 		if (stop && !f->pending)
 			break;
-		int64_t wait = nvme_ctrl_irq_tick(f->ctrl, nvme_now_ns());
+		/* a step of a queued zeroing per turn, between the ring's and the queues' work */
+		zeroing = !stop && zero_step(f);
+		int64_t wait = zeroing ? 0 : nvme_ctrl_irq_tick(f->ctrl, nvme_now_ns());
 		struct timespec ts = {.tv_sec = wait / 1000000000, .tv_nsec = wait % 1000000000};
 
 		if (ppoll(p, 2, wait < 0 ? NULL : &ts, NULL) < 0 && errno != EINTR)
@@ -466,8 +573,8 @@ void nvme_file_durability(struct nvme_file *f, uint64_t *durable_writes, uint64_
 	/* Written under the controller lock (submit runs with it held). */
 	pthread_mutex_lock(&f->ctrl->lock);
 	*durable_writes = f->durable_writes;
-	*syncs = f->syncs;
 	pthread_mutex_unlock(&f->ctrl->lock);
+	*syncs = __atomic_load_n(&f->syncs, __ATOMIC_RELAXED);
 }
 
 bool nvme_file_direct(const struct nvme_file *f)
@@ -475,15 +582,21 @@ bool nvme_file_direct(const struct nvme_file *f)
 	return f->fd_direct >= 0;
 }
 
+void nvme_file_request_stop(struct nvme_file *f)
+{
+	__atomic_store_n(&f->stop, true, __ATOMIC_RELEASE);
+	nvme_file_kick(f);
+}
+
 void nvme_file_close(struct nvme_file *f)
 {
 	if (!f)
 		return;
 	if (f->running) {
-		__atomic_store_n(&f->stop, true, __ATOMIC_RELEASE);
-		nvme_file_kick(f);
+		nvme_file_request_stop(f);
 		pthread_join(f->thread, NULL);
 	}
+	zero_fail_all(f); /* none unless the thread never ran */
 	if (f->ring_ok)
 		io_uring_queue_exit(&f->ring);
 	if (f->kick_fd >= 0)
@@ -494,5 +607,6 @@ void nvme_file_close(struct nvme_file *f)
 		close(f->fd_direct);
 	if (f->fd >= 0)
 		close(f->fd);
+	pthread_mutex_destroy(&f->zlock);
 	free(f);
 }

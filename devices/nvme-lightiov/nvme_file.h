@@ -36,8 +36,15 @@ int nvme_file_kick_fd(const struct nvme_file *f);
 bool nvme_file_direct(const struct nvme_file *f); /* O_DIRECT in use */
 /* Writes submitted write-through (FUA, or the volatile write cache off) and zeroings synced. */
 void nvme_file_durability(struct nvme_file *f, uint64_t *durable_writes, uint64_t *syncs);
+/* Asks the I/O thread to stop and returns: a queued Write Zeroes or Deallocate ends between two
+ * steps and completes with an error; the thread exits once the ring is empty. */
+void nvme_file_request_stop(struct nvme_file *f);
 /* Stops the thread after every request the backend holds has completed; closes the file. */
 void nvme_file_close(struct nvme_file *f);
+/* Tests: hook runs on the I/O thread, without the controller lock, before each bounded step
+ * of a Write Zeroes or Deallocate. Set before the first of those is submitted. */
+void nvme_file_set_zero_hook(struct nvme_file *f, void (*hook)(struct nvme_file *f, void *opaque),
+			     void *opaque);
 
 /* Restricts a ring created with IORING_SETUP_R_DISABLED to the opcodes the backend submits
  * (readv, writev, fsync) and enables it. 0 or a negative errno. */
