@@ -2,6 +2,8 @@
  * refusing anything that is not wholly inside RAM. Every address here may come from the guest. */
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "guest_mem.h"
 
@@ -88,4 +90,32 @@ void gmem_init_buffer(struct guest_mem *gm, void *buf, uint64_t size)
 	gm->size = size;
 	gm->nslots = 1;
 	gm->slots[0] = (struct gmem_slot){.gpa = 0, .size = size, .host = buf, .fd_off = 0};
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+int gmem_populate(void *host, uint64_t len)
+{
+	volatile uint8_t *p = host;
+	long pg = sysconf(_SC_PAGESIZE);
+	uint64_t off;
+
+	if (!len)
+		return 0;
+	for (;;) {
+		if (!madvise(host, len, MADV_POPULATE_WRITE))
+			return 0;
+		if (errno != EINTR)
+			break;
+	}
+	if (errno != EINVAL)
+		return errno == EFAULT ? -ENOMEM : -errno; /* EFAULT: a page could not be had */
+	/* Older kernels: a write fault per page, each byte written back unchanged. */
+	if (pg <= 0)
+		pg = 4096;
+	for (off = 0; off < len; off += (uint64_t)pg)
+		p[off] = p[off];
+	return 0;
 }

@@ -30,6 +30,12 @@ void *gmem_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len);
 int gmem_read(const struct guest_mem *gm, uint64_t gpa, void *dst, uint64_t len);
 int gmem_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len);
 
+/* Faults in every page of [host, host+len) for writing, so that lvmm (and its memory cgroup)
+ * holds them before a backend that maps the same memfd could be the first to touch one:
+ * MADV_POPULATE_WRITE, or a write to each page where the kernel lacks it (before 5.14).
+ * Contents are kept. 0 or a negative errno (-ENOMEM when the pages cannot be had). */
+int gmem_populate(void *host, uint64_t len);
+
 /* Tests and tools: wraps a plain buffer as guest RAM starting at GPA 0. */
 void gmem_init_buffer(struct guest_mem *gm, void *buf, uint64_t size);
 

@@ -174,6 +174,14 @@ int nvme_lio_open(struct nvme_lio **out, const struct nvme_lio_cfg *cfg, char *e
 			 (unsigned long long)l->qmem_bytes, strerror(errno));
 		goto fail;
 	}
+	/* The CMB part is in the DMA window: its pages are the VM's, faulted in here, not by the
+	 * SSD (issue 23, finding 6; softssd --require-resident refuses a window without them). */
+	r = gmem_populate(l->qmem, l->qmem_bytes);
+	if (r) {
+		snprintf(err, errlen, "vnvme %s: populating %llu bytes of queue memory: %s",
+			 cfg->id, (unsigned long long)l->qmem_bytes, strerror(-r));
+		goto fail;
+	}
 	*out = l;
 	return 0;
 fail:
