@@ -142,7 +142,25 @@ static void guest_checks(const struct linuxboot *b)
 	ck_assert_msg(strstr(c, "LIO-OK moved: the added LBAs read zeros"), "moved zeros");
 	ck_assert_msg(strstr(c, "LIO-DONE failures=0"), "the VM-side program reported failures");
 	ck_assert_msg(strstr(c, "LIO-TEST-RC 0"), "the VM-side program did not exit 0");
-	ck_assert_msg(strstr(c, "LIO-SYSFS rejected 8"), "sysfs counters: 8 rejected commands");
+	ck_assert_msg(strstr(c, "LIO-OK passthrough: read past the attached volume"),
+		      "passthrough read outside its volume");
+	ck_assert_msg(strstr(c, "LIO-OK passthrough: write past the attached volume"),
+		      "passthrough write outside its volume");
+	ck_assert_msg(strstr(c, "LIO-OK qp-create DB_DIRECT without allow_db_direct"),
+		      "DB_DIRECT without the operator's grant");
+	ck_assert_msg(strstr(c, "LIO-OK open of a second session over max_sessions"),
+		      "sessions per SSD");
+	ck_assert_msg(strstr(c, "LIO-OK qp-create over max_session_qpairs"),
+		      "queue pairs per session");
+	ck_assert_msg(strstr(c, "LIO-OK nonroot: dma-register of 2 MiB over RLIMIT_MEMLOCK"),
+		      "RLIMIT_MEMLOCK");
+	ck_assert_msg(strstr(c, "LIO-OK nonroot: vol-attach of root's volume"),
+		      "another uid's volume");
+	ck_assert_msg(strstr(c, "LIO-OK nonroot: vol-list shows its own volume only"),
+		      "vol-list per uid");
+	ck_assert_msg(strstr(c, "LIO-OK nonroot: child as uid 1000 passed"), "non-root child");
+	/* 8 hostile commands on the isolated queue pair, 2 on the passthrough one */
+	ck_assert_msg(strstr(c, "LIO-SYSFS rejected 10"), "sysfs counters: 10 rejected commands");
 	ck_assert_msg(strstr(c, "LIO-SYSFS-VOL kmodvol "), "sysfs volumes");
 	ck_assert_msg(strstr(c, "LIO-RMMOD-BUSY-RC 1"), "rmmod not refused with a session open");
 	ck_assert_msg(strstr(c, "LIO-UNBIND-RC 0"), "unbinding lightiov failed");

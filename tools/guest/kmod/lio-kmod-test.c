@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +18,9 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lightiov/nvme.h"
@@ -582,6 +586,12 @@ static void direct(int fd, uint32_t vol_id, uint64_t lba_start)
 	b = c;
 	b.flags |= LIO_QP_READONLY;
 	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create DB_DIRECT read-only");
+	/* nothing checks a DB_DIRECT queue pair's LBAs: the operator grants it (loaded without) */
+	b = c;
+	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EPERM,
+		     "qp-create DB_DIRECT without allow_db_direct");
+	CHECK(!sysfs_write("/sys/module/lightiov/parameters/allow_db_direct", "1"),
+	      "allow_db_direct=1 granted");
 	if (!sysfs_write(param, "0")) {
 		b = c;
 		expect_errno(fd, LIO_IOC_QP_CREATE, &b, EPERM,
@@ -715,6 +725,144 @@ static void resize_moved(int fd, struct lio_vol_attach *a, uint64_t old_start)
 	*a = b;
 }
 
+/* The uid the non-root checks run as. */
+#define OTHER_UID 1000
+
+static int param_write(const char *name, unsigned int v)
+{
+	char path[96], val[16];
+
+	snprintf(path, sizeof(path), "/sys/module/lightiov/parameters/%s", name);
+	snprintf(val, sizeof(val), "%u", v);
+	return sysfs_write(path, val);
+}
+
+/* In a child as uid OTHER_UID (no capabilities): its DMA window is charged to RLIMIT_MEMLOCK,
+ * root's volume "blocker" is out of its reach, the volume it creates is its own. Returns the
+ * child's failures. */
+static int nonroot_child(const char *path)
+{
+	struct rlimit rl, low;
+	struct lio_dma_window w;
+	struct lio_vol_attach a;
+	struct lio_vol_list vl;
+	struct lio_vol v;
+	int fd, m, r;
+
+	failures = 0;
+	if (setgroups(0, NULL) || setgid(OTHER_UID) || setuid(OTHER_UID)) {
+		CHECK(0, "nonroot: setuid %d: %s", OTHER_UID, strerror(errno));
+		return failures;
+	}
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	m = memfd_window(WIN_BYTES, 1);
+	if (fd < 0 || m < 0) {
+		CHECK(0, "nonroot: open %s as uid %d: %s", path, OTHER_UID, strerror(errno));
+		return failures;
+	}
+	getrlimit(RLIMIT_MEMLOCK, &rl);
+	low = rl;
+	low.rlim_cur = WIN_BYTES / 2;
+	memset(&w, 0, sizeof(w));
+	w.nr_regions = 1;
+	w.r[0] = (struct lio_dma_region){.gpa = WIN_GPA, .size = WIN_BYTES, .fd = m};
+	if (!setrlimit(RLIMIT_MEMLOCK, &low))
+		expect_errno(fd, LIO_IOC_DMA_REGISTER, &w, ENOMEM,
+			     "nonroot: dma-register of 2 MiB over RLIMIT_MEMLOCK of 1 MiB");
+	else
+		CHECK(0, "nonroot: setrlimit: %s", strerror(errno));
+	low.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= 2 * WIN_BYTES ? 2 * WIN_BYTES
+										    : rl.rlim_max;
+	r = setrlimit(RLIMIT_MEMLOCK, &low) ? -1 : ioctl(fd, LIO_IOC_DMA_REGISTER, &w);
+	CHECK(r == 0, "nonroot: dma-register of 2 MiB under RLIMIT_MEMLOCK of %llu KiB: errno %d",
+	      (unsigned long long)low.rlim_cur >> 10, r ? errno : 0);
+
+	memset(&a, 0, sizeof(a));
+	strcpy(a.name, "blocker");
+	expect_errno(fd, LIO_IOC_VOL_ATTACH, &a, EACCES, "nonroot: vol-attach of root's volume");
+	a.flags = LIO_ATTACH_READONLY;
+	expect_errno(fd, LIO_IOC_VOL_ATTACH, &a, EACCES,
+		     "nonroot: read-only vol-attach of root's volume");
+	memset(&v, 0, sizeof(v));
+	strcpy(v.name, "blocker");
+	expect_errno(fd, LIO_IOC_VOL_DELETE, &v, EACCES, "nonroot: vol-delete of root's volume");
+	memset(&a, 0, sizeof(a));
+	strcpy(a.name, "uservol");
+	a.flags = LIO_ATTACH_CREATE;
+	a.size_bytes = 1u << 20;
+	r = ioctl(fd, LIO_IOC_VOL_ATTACH, &a);
+	CHECK(r == 0, "nonroot: vol-attach CREATE of its own volume: errno %d", r ? errno : 0);
+	memset(&vl, 0, sizeof(vl));
+	r = ioctl(fd, LIO_IOC_VOL_LIST, &vl);
+	CHECK(r == 0 && vl.total == 1 && vl.count == 1 && !strcmp(vl.v[0].name, "uservol"),
+	      "nonroot: vol-list shows its own volume only: rc %d total %u", r, vl.total);
+	CHECK(ioctl(fd, LIO_IOC_VOL_DETACH, &a) == 0, "nonroot: vol-detach uservol");
+	close(fd);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	memset(&a, 0, sizeof(a));
+	strcpy(a.name, "uservol");
+	r = ioctl(fd, LIO_IOC_VOL_ATTACH, &a);
+	CHECK(r == 0, "nonroot: vol-attach of its own volume from a new session: errno %d",
+	      r ? errno : 0);
+	CHECK(ioctl(fd, LIO_IOC_VOL_DETACH, &a) == 0, "nonroot: vol-detach uservol again");
+	strcpy(v.name, "uservol");
+	CHECK(ioctl(fd, LIO_IOC_VOL_DELETE, &v) == 0, "nonroot: vol-delete of its own volume");
+	close(fd);
+	close(m);
+	return failures;
+}
+
+/* Issue 23 finding 9 and finding 1's owners: limits per SSD and session, a non-root opener. */
+static void limits(const char *path, int fd, uint32_t vol_id)
+{
+	struct lio_qp_ref ref;
+	struct qp q1, q2;
+	int st = -1, r, fd2;
+	pid_t pid;
+
+	CHECK(!param_write("max_sessions", 1), "max_sessions=1");
+	fd2 = open(path, O_RDWR | O_CLOEXEC);
+	CHECK(fd2 < 0 && errno == EMFILE, "open of a second session over max_sessions: errno %d",
+	      fd2 < 0 ? errno : 0);
+	if (fd2 >= 0)
+		close(fd2);
+	param_write("max_sessions", 64);
+
+	CHECK(!param_write("max_session_qpairs", 1), "max_session_qpairs=1");
+	r = qp_create(fd, &q1, vol_id, LIO_MODE_ISOLATED);
+	CHECK(r == 0, "qp-create under max_session_qpairs: %d", r);
+	if (!r) {
+		r = qp_create(fd, &q2, vol_id, LIO_MODE_ISOLATED);
+		CHECK(r == -ENOSPC, "qp-create over max_session_qpairs: %d", r);
+		if (!r) {
+			ref.qp_id = q2.id;
+			ioctl(fd, LIO_IOC_QP_DESTROY, &ref);
+		}
+		close(q2.db_fd);
+		close(q2.irq_fd);
+		ref.qp_id = q1.id;
+		CHECK(ioctl(fd, LIO_IOC_QP_DESTROY, &ref) == 0, "qp-destroy under the limit");
+	}
+	close(q1.db_fd);
+	close(q1.irq_fd);
+	param_write("max_session_qpairs", 32);
+
+	/* the node is root's 0600: a deployment gives it to its VMs' users, as here */
+	if (chmod(path, 0666)) {
+		CHECK(0, "chmod %s: %s", path, strerror(errno));
+		return;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		_exit(nonroot_child(path) ? 1 : 0);
+	if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st))
+		CHECK(1, "nonroot: child as uid %d passed", OTHER_UID);
+	else
+		CHECK(0, "nonroot: child as uid %d: status 0x%x", OTHER_UID, st);
+	chmod(path, 0600);
+}
+
 /* lvmm's own client code (devices/nvme-lightiov/lio_client.c) on the module: the SSD's plain name
  * resolves to its device, the ioctl transport carries every call lio_drv makes (window, queue
  * memory, two polled queue pairs), and data goes round trip. Its anonymous volume ends zeroed. */
@@ -791,8 +939,9 @@ int main(int argc, char **argv)
 	struct lio_ssd_stats ss;
 	struct lio_vol_list vl;
 	struct lio_qp_ref ref;
+	struct nvme_sqe s;
 	struct qp q;
-	int fd, fd2, memfd, r;
+	int fd, fd2, memfd, r, st;
 	uint64_t lba_start, lba_count;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -882,6 +1031,15 @@ int main(int argc, char **argv)
 		io_roundtrip(&q, "passthrough", lba_start + (XFER >> lba_shift), XFER, 3);
 		CHECK(q.irqs >= q.cmds && q.cmds == 3,
 		      "passthrough: %u commands completed, %u irq eventfd signals", q.cmds, q.irqs);
+		/* absolute LBAs, but only those of the attached volume (issue 23, finding 1) */
+		rw_sqe(&s, NVME_CMD_READ, lba_start + lba_count, 4096, OFF_RBUF, OFF_LIST2);
+		st = qp_run(&q, &s, NULL);
+		CHECK(st > 0 && (st & 0xff) == NVME_SC_LBA_RANGE,
+		      "passthrough: read past the attached volume: status 0x%x", st);
+		rw_sqe(&s, NVME_CMD_WRITE, lba_start + lba_count, 4096, OFF_WBUF, OFF_LIST);
+		st = qp_run(&q, &s, NULL);
+		CHECK(st > 0 && (st & 0xff) == NVME_SC_LBA_RANGE,
+		      "passthrough: write past the attached volume: status 0x%x", st);
 		/* a hostile tail: the queue stops, nothing else */
 		__atomic_store_n(q.sq_db, DEPTH + 5, __ATOMIC_RELEASE);
 		{
@@ -907,6 +1065,7 @@ int main(int argc, char **argv)
 	      "ssd-stats: sessions %u qpairs %u cmds %llu rejected %llu", ss.sessions, ss.qpairs,
 	      (unsigned long long)ss.cmds, (unsigned long long)ss.rejected);
 	resize_moved(fd, &a, lba_start);
+	limits(path, fd, a.vol_id);
 	CHECK(ioctl(fd, LIO_IOC_VOL_DETACH, &a) == 0, "vol-detach kmodvol");
 	close(fd);
 	printf("LIO-DONE failures=%d\n", failures);
