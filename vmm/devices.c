@@ -514,6 +514,8 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 	struct vnvme *v;
 	void *cmb;
 	uint64_t cmb_size;
+	uint32_t pci_class = VNVME_CLASS;
+	uint64_t lbas;
 	char id[sizeof(vc->id)];
 	unsigned vq;
 	int r;
@@ -570,10 +572,22 @@ static int vnvme_create(struct devices *ds, struct vm *vm, const struct vnvme_co
 		if (!r)
 			r = nvme_ctrl_create(&p, vm_guest_mem(vm), &nvme_file_ops, v->file, &hooks,
 					     &v->ctrl, err, errlen);
+		/* Test only (LVMM_FAULT_NVME, nvme_ctrl.h): a faulty file function is offered to
+		 * lightiov_nvme.ko as passthrough, under a class code the nvme driver skips. */
+		if (!r && nvme_ctrl_fault_frontend(v->ctrl, &lbas)) {
+			const struct guest_mem *gm = vm_guest_mem(vm);
+
+			vcap.lba_size = lbas;
+			vcap.mode = LIGHTIOV_MODE_PASSTHROUGH;
+			for (unsigned i = 0; i < gm->nslots; i++)
+				if (gm->slots[i].gpa + gm->slots[i].size > vcap.dma_size)
+					vcap.dma_size = gm->slots[i].gpa + gm->slots[i].size;
+			pci_class = 0x018000; /* mass storage, other */
+		}
 	}
 	if (r)
 		goto fail;
-	pci_dev_init(&v->pci, v->cfg.id, VNVME_PCI_VENDOR, VNVME_PCI_DEVICE, VNVME_CLASS,
+	pci_dev_init(&v->pci, v->cfg.id, VNVME_PCI_VENDOR, VNVME_PCI_DEVICE, pci_class,
 		     VNVME_PCI_VENDOR, VNVME_PCI_DEVICE);
 	v->pci.priv = v;
 	cmb = nvme_ctrl_cmb(v->ctrl, &cmb_size);

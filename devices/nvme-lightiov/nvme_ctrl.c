@@ -746,6 +746,82 @@ void nvme_ctrl_process(struct nvme_ctrl *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* ---- test only: LVMM_FAULT_NVME (see nvme_ctrl.h); nothing here runs unless it is set ---- */
+
+int nvme_fault_parse(const char *spec, const char *serial, struct nvme_fault *f)
+{
+	const char *colon = spec ? strchr(spec, ':') : NULL;
+	const char *k;
+
+	memset(f, 0, sizeof(*f));
+	if (!spec || !*spec)
+		return 0;
+	if (!colon || colon == spec || !colon[1])
+		return -EINVAL;
+	for (k = colon + 1; *k;) {
+		size_t n = strcspn(k, "@+");
+		unsigned long every = 1;
+
+		if (n == 7 && !strncmp(k, "dup-cqe", n)) {
+			if (k[n] == '@') {
+				char *end;
+
+				errno = 0;
+				every = strtoul(k + n + 1, &end, 10);
+				if (errno || end == k + n + 1 || every < 1 || every > 1000000 ||
+				    (*end && *end != '+'))
+					return -EINVAL;
+				n = (size_t)(end - k);
+			}
+			f->dup_every = (uint32_t)every;
+		} else if (n == 12 && !strncmp(k, "cmb-oversize", n) && k[n] != '@') {
+			f->cmb_oversize = true;
+		} else {
+			return -EINVAL;
+		}
+		k += n;
+		if (*k == '+' && !*++k)
+			return -EINVAL;
+	}
+	if (strlen(serial) != (size_t)(colon - spec) || strncmp(spec, serial, strlen(serial)))
+		memset(f, 0, sizeof(*f)); /* well formed, for another controller */
+	else
+		f->on = true;
+	return 0;
+}
+
+/* The serial without the blanks Identify pads it with. */
+static int fault_serial_len(const struct nvme_ctrl *c)
+{
+	int n = (int)strlen(c->p.serial);
+
+	while (n > 0 && c->p.serial[n - 1] == ' ')
+		n--;
+	return n;
+}
+
+bool nvme_ctrl_fault_frontend(const struct nvme_ctrl *c, uint64_t *lbas)
+{
+	*lbas = c->p.size >> c->p.lba_shift;
+	return c->fault.on;
+}
+
+/* Every Nth I/O completion posted again: the same command id, already completed. Only into a
+ * slot no fetched command has reserved, so no real completion is ever lost. Lock held. */
+static void fault_dup_cqe(struct nvme_ctrl *c, struct nvme_sq *sq, uint16_t cid)
+{
+	struct nvme_cq *cq = &c->cqs[sq->cqid];
+
+	if (++c->fault.completions % c->fault.dup_every || !cq->valid ||
+	    cq_free(cq) <= cq->reserved)
+		return;
+	cq_write(c, cq, sq->qid, (uint16_t)sq->head, cid, NVME_OK, 0);
+	fprintf(stderr, "nvme %.*s: fault: command %u on SQ %u completed twice\n",
+		fault_serial_len(c), c->p.serial, (unsigned)cid, (unsigned)sq->qid);
+}
+
+/* ---- end of the test-only faults ---- */
+
 void nvme_ctrl_io_done(struct nvme_io_req *req)
 {
 	struct nvme_ctrl *c = req->ctrl;
@@ -759,6 +835,8 @@ void nvme_ctrl_io_done(struct nvme_io_req *req)
 			if (req->status != NVME_OK)
 				nvme_record_error(c, req->sqid, req->cid, req->status);
 			nvme_post_cqe(c, sq, req->cid, req->status, 0);
+			if (c->fault.dup_every && req->sqid)
+				fault_dup_cqe(c, sq, req->cid);
 		}
 	}
 	if (c->inflight)
@@ -794,6 +872,7 @@ int nvme_ctrl_create(const struct nvme_ctrl_params *p, struct guest_mem *gm,
 {
 	struct nvme_ctrl *c;
 	uint64_t mqes = p->mqes ? p->mqes : 1023, lba;
+	struct nvme_fault fault;
 
 	if (p->max_ioqs < 1 || p->max_ioqs > 65535) {
 		snprintf(err, errlen, "nvme %s: %u I/O queues is outside 1..65535", p->serial,
@@ -821,12 +900,19 @@ int nvme_ctrl_create(const struct nvme_ctrl_params *p, struct guest_mem *gm,
 			 p->serial, (unsigned long long)p->cmb_size);
 		return -EINVAL;
 	}
+	if (nvme_fault_parse(getenv("LVMM_FAULT_NVME"), p->serial[0] ? p->serial : "LVMM0001",
+			     &fault)) {
+		snprintf(err, errlen, "LVMM_FAULT_NVME=%s not understood",
+			 getenv("LVMM_FAULT_NVME"));
+		return -EINVAL;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		snprintf(err, errlen, "nvme %s: out of memory", p->serial);
 		return -ENOMEM;
 	}
 	c->p = *p;
+	c->fault = fault;
 	c->p.mqes = (uint16_t)mqes;
 	if (!c->p.lba_shift)
 		c->p.lba_shift = NVME_LBA_SHIFT;
@@ -862,6 +948,14 @@ int nvme_ctrl_create(const struct nvme_ctrl_params *p, struct guest_mem *gm,
 		/* SZU 4 KiB units; SQs only (data in the CMB is not supported). */
 		c->cmbloc = p->cmb_bir & 7;
 		c->cmbsz = NVME_CMBSZ_SQS | (uint32_t)(p->cmb_size >> 12) << NVME_CMBSZ_SZ_SHIFT;
+		if (c->fault.cmb_oversize) { /* test only: claims more than the BAR holds */
+			c->cmbsz = NVME_CMBSZ_SQS | (uint32_t)(p->cmb_size >> 11)
+							<< NVME_CMBSZ_SZ_SHIFT;
+			fprintf(
+			    stderr, "nvme %.*s: fault: CMBSZ claims %llu bytes, the BAR has %llu\n",
+			    fault_serial_len(c), c->p.serial, (unsigned long long)(p->cmb_size * 2),
+			    (unsigned long long)p->cmb_size);
+		}
 	}
 	c->nsqa = c->ncqa = p->max_ioqs;
 	c->feat_vwc = 1; /* the backend starts caching: nothing to tell the vwc hook yet */

@@ -133,6 +133,22 @@ int nvme_ctrl_create(const struct nvme_ctrl_params *p, struct guest_mem *gm,
 		     unsigned errlen);
 void nvme_ctrl_destroy(struct nvme_ctrl *c);
 
+/* Test only (issue 29, item 7): LVMM_FAULT_NVME=SERIAL:KIND[@N][+KIND[@N]] makes the controller
+ * whose serial is SERIAL misbehave, to drive the guest driver against a bad device. Kinds:
+ * dup-cqe@N (every Nth I/O completion is posted twice, when the CQ has a free slot to spare;
+ * N defaults to 1), cmb-oversize (CMBSZ claims twice the CMB BAR). Unset: no fault, no cost. */
+struct nvme_fault {
+	bool on;
+	bool cmb_oversize;
+	uint32_t dup_every; /* 0: never */
+	uint64_t completions;
+};
+/* 0 with *f filled (f->on false when SPEC names another serial), -EINVAL when malformed. */
+int nvme_fault_parse(const char *spec, const char *serial, struct nvme_fault *f);
+/* A file function with a fault set is described to the guest as passthrough (LBA window
+ * 0+lbas, *lbas filled) so that lightiov_nvme.ko drives it; false when no fault is set. */
+bool nvme_ctrl_fault_frontend(const struct nvme_ctrl *c, uint64_t *lbas);
+
 /* BAR0: registers at 0, doorbells from 0x1000; size is a power of two. */
 uint64_t nvme_ctrl_bar0_size(const struct nvme_ctrl *c);
 void nvme_ctrl_bar0_read(void *ctrl, uint64_t off, void *data, unsigned len);

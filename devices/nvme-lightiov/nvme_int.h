@@ -90,6 +90,7 @@ struct nvme_ctrl {
 
 	struct nvme_ctrl_stats st;
 	uint64_t units_read, units_written; /* 512-byte units for SMART */
+	struct nvme_fault fault;	    /* test only: LVMM_FAULT_NVME */
 };
 
 /* nvme_ctrl.c */

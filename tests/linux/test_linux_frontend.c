@@ -3,7 +3,10 @@
  * (read-write, the host checks the exported volume between them); in each, NVMe ioctls from user
  * space out of the window or with an unknown opcode get EIO and change nothing on the SSD; in the
  * second, the other vNVMe moves to lightiov_nvme.ko (driver_override), is written and verified,
- * rmmod gives it back to nvme, which reads the same data; the host finds it in that volume. */
+ * rmmod gives it back to nvme, which reads the same data; the host finds it in that volume.
+ * Then lightiov_nvme.ko drives a third, file-backed function that misbehaves on purpose
+ * (LVMM_FAULT_NVME: CMBSZ larger than the CMB BAR, every third I/O completion posted twice;
+ * issue 29, item 7): the data reads back right and every duplicate is logged and ignored. */
 #include <check.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -31,6 +34,7 @@
 #define SSD		"lf0"
 #define PRE_BYTE	0x5a
 #define SCRATCH_BYTE	0x3c
+#define FAULT_SERIAL	"liofault"
 
 static char dir[64], img[128], logpath[128], last_mount[64];
 static pid_t daemon_pid;
@@ -50,7 +54,8 @@ static const char init_script[] =
     "read -r av <$f/available; echo \"LVMM-CMB size=$sz used=$((sz - av))\"; done\n"
     "n=0; read -r n </boot-count; n=$((n + 1)); echo $n >/boot-count\n"
     "echo \"written by the guest, boot $n\" >/guest-was-here || echo LVMM-NVME-WRITE-FAILED\n"
-    "if [ $n = 2 ]; then /bin/lio-frontend-probe module; else /bin/lio-frontend-probe; fi\n"
+    "if [ $n = 2 ]; then /bin/lio-frontend-probe module; . /lio-faults.sh; "
+    "else /bin/lio-frontend-probe; fi\n"
     "echo \"LVMM-FRONTEND-ROOT-OK boot=$n\"\n"
     "exec /bin/busybox poweroff -f\n";
 
@@ -86,7 +91,9 @@ static void make_image(void)
 	ck_assert_msg(testutil_system("cp /bin/busybox %s/bin/busybox", root) == 0,
 		      "busybox-static is not installed");
 	ck_assert_int_eq(
-	    testutil_system("cp %s %s/bin/lio-frontend-probe && cp %s %s/", probe, root, ko, root),
+	    testutil_system(
+		"cp %s %s/bin/lio-frontend-probe && cp %s tools/guest/tests/lio-faults.sh %s/",
+		probe, root, ko, root),
 	    0);
 	snprintf(path, sizeof(path), "%s/init", root);
 	testutil_write_file(path, init_script, strlen(init_script), 0755);
@@ -196,12 +203,14 @@ static void setup(void)
 	snprintf(logpath, sizeof(logpath), "%s/daemon.log", dir);
 	setenv("LVMM_RUN_DIR", dir, 1);
 	setenv("LVMM_STATE_DIR", "/proc/lvmm-none", 1);
+	setenv("LVMM_FAULT_NVME", FAULT_SERIAL ":dup-cqe@3+cmb-oversize", 1);
 	daemon_start();
 }
 
 static void teardown(void)
 {
 	testutil_ssd_stop(&daemon_pid, SIGTERM);
+	unsetenv("LVMM_FAULT_NVME");
 	testutil_rmtree(dir);
 }
 
@@ -229,9 +238,30 @@ static unsigned long long lba_start_of(const char *log, const char *vol)
 	return strtoull(p + strlen(" at LBA "), NULL, 10);
 }
 
+/* The faulty function's part of boot 2 (tools/guest/tests/lio-faults.sh). */
+static void fault_checks(const struct linuxboot *b)
+{
+	static const char *const bad[] = {"WARNING:", "BUG:", "Oops", "double", "Call Trace"};
+	unsigned i;
+
+	/* before the fix, the first duplicate completed a freed request: an oops in lio_irq */
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(!strstr(b->console, bad[i]), "'%s' in the guest console", bad[i]);
+	ck_assert_msg(strstr(b->log, "nvme " FAULT_SERIAL ": fault: CMBSZ claims 4194304 bytes"),
+		      "lvmm did not inflate CMBSZ");
+	ck_assert_msg(strstr(b->console, "LIO-FAULT bound"),
+		      "lightiov_nvme did not bind the faulty function");
+	ck_assert_msg(strstr(b->log, "completed twice"), "lvmm posted no duplicate completion");
+	ck_assert_msg(strstr(b->console, "LIO-FAULT verify 4k ok"), "4 KiB I/O wrong");
+	ck_assert_msg(strstr(b->console, "LIO-FAULT verify 64k ok"), "64 KiB I/O wrong");
+	ck_assert_msg(strstr(b->console, "(ignored)"),
+		      "lightiov_nvme did not log a duplicate completion as ignored");
+	ck_assert_msg(strstr(b->console, "LIO-FAULT removed"), "rmmod after the faults");
+}
+
 START_TEST(test_frontend_passthrough)
 {
-	char kernel[4096], want[128];
+	char kernel[4096], want[128], fault_arg[128];
 	char *args[] = {
 	    "--kernel",	 kernel,
 	    "--cmdline", "console=ttyS0 root=/dev/nvme0n1 rw rootfstype=ext4 rootwait init=/init",
@@ -239,12 +269,16 @@ START_TEST(test_frontend_passthrough)
 	    "--memory",	 "128M",
 	    "--vnvme",	 SSD ",vol=root,mode=passthrough",
 	    "--vnvme",	 SSD ",vol=scratch,mode=passthrough",
+	    "--vnvme",	 fault_arg,
 	    NULL};
 	struct linuxboot b;
 	unsigned long long root_start;
 	int boot;
 
 	linuxboot_guest_file(kernel, sizeof(kernel), "vmlinux");
+	snprintf(fault_arg, sizeof(fault_arg), "file=%s/fault.img,size=8M,serial=" FAULT_SERIAL,
+		 dir);
+	ck_assert_int_eq(testutil_system("truncate -s 8M %s/fault.img", dir), 0);
 	make_image();
 	ck_assert_int_eq(testutil_system("%s ssd vol create %s pre %dM >/dev/null 2>&1",
 					 testutil_lvmm(), SSD, PRE_MB),
@@ -304,6 +338,7 @@ START_TEST(test_frontend_passthrough)
 			ck_assert_msg(strstr(b.console, "LIO-MODULE removed"), "rmmod");
 			ck_assert_msg(strstr(b.console, "LIO-MODULE nvme verify ok"),
 				      "nvme did not take the function back with the data");
+			fault_checks(&b);
 		}
 		ck_assert_msg(strstr(b.console, "LIO-PROBE-OK"), "the guest probe failed");
 		snprintf(want, sizeof(want), "LVMM-FRONTEND-ROOT-OK boot=%d", boot);
