@@ -138,12 +138,23 @@ static void lio_identify(struct lio_ssd *ssd, struct lio_identify *id)
 	strscpy(id->model, ssd->model, sizeof(id->model));
 }
 
-static int lio_qp_stats(struct lio_ssd *ssd, struct lio_qp_stats *st)
+/* Another uid's sessions and queue pairs (pids, labels, traffic) are not a client's business:
+ * root (or CAP_SYS_ADMIN) sees every one (`lvmm ssd stats`), any other opener those of its uid.
+ */
+static bool lio_session_visible(const struct lio_session *ss, const struct lio_session *s)
 {
-	/* counters of any queue pair of the SSD (`lvmm ssd stats`): numbers, never addresses */
+	return ss->admin || uid_eq(s->kuid, ss->kuid);
+}
+
+static int lio_qp_stats(struct lio_session *ss, struct lio_qp_stats *st)
+{
+	/* counters of a queue pair the opener may see: numbers, never addresses */
+	struct lio_ssd *ssd = ss->ssd;
 	struct lio_qp *qp = lio_qp_find(ssd, st->qp_id);
 	struct lio_ctr t = {};
 
+	if (qp && !lio_session_visible(ss, qp->ss))
+		qp = NULL;
 	if (!qp) {
 		lio_err(ssd, "qp-stats: no queue pair %u on this SSD", st->qp_id);
 		return -ENOENT;
@@ -194,17 +205,20 @@ static void lio_ssd_stats(struct lio_ssd *ssd, struct lio_ssd_stats *st)
 	st->uptime_ns = ktime_get_ns() - ssd->start_ns;
 }
 
-static void lio_session_list(struct lio_ssd *ssd, struct lio_session_list *l)
+static void lio_session_list(struct lio_session *ss, struct lio_session_list *l)
 {
 	struct lio_session *s;
 	unsigned int i = 0;
 
-	l->total = ssd->nsessions;
+	l->total = 0;
 	l->count = 0;
-	list_for_each_entry(s, &ssd->sessions, node) {
+	list_for_each_entry(s, &ss->ssd->sessions, node) {
 		struct lio_session_info *o;
 		struct lio_ctr t;
 
+		if (!lio_session_visible(ss, s))
+			continue;
+		l->total++;
 		if (i++ < l->first || l->count >= LIO_SESSION_LIST_MAX)
 			continue;
 		o = &l->s[l->count++];
@@ -268,7 +282,7 @@ static int lio_dispatch(struct lio_session *ss, unsigned int cmd, union lio_ioc_
 			a->ref.qp_id);
 		return -ENOENT;
 	case LIO_IOC_QP_STATS:
-		return lio_qp_stats(ssd, &a->qst);
+		return lio_qp_stats(ss, &a->qst);
 	case LIO_IOC_VOL_CREATE:
 		return lio_vol_op(ss, LIO_OP_VOL_CREATE, &a->vol);
 	case LIO_IOC_VOL_DELETE:
@@ -285,7 +299,7 @@ static int lio_dispatch(struct lio_session *ss, unsigned int cmd, union lio_ioc_
 		lio_ssd_stats(ssd, &a->st);
 		return 0;
 	case LIO_IOC_SESSION_LIST:
-		lio_session_list(ssd, &a->sl);
+		lio_session_list(ss, &a->sl);
 		return 0;
 	case LIO_IOC_SESSION_SET:
 		return lio_session_set(ss, &a->set);

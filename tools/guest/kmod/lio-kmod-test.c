@@ -738,15 +738,19 @@ static int param_write(const char *name, unsigned int v)
 }
 
 /* In a child as uid OTHER_UID (no capabilities): its DMA window is charged to RLIMIT_MEMLOCK,
- * root's volume "blocker" is out of its reach, the volume it creates is its own. Returns the
- * child's failures. */
-static int nonroot_child(const char *path)
+ * root's volume "blocker" is out of its reach, the volume it creates is its own; root's session
+ * and its queue pair root_qp are not in what it may list or count. Returns the child's
+ * failures. */
+static int nonroot_child(const char *path, uint32_t root_qp)
 {
+	static struct lio_session_list sl;
 	struct rlimit rl, low;
 	struct lio_dma_window w;
 	struct lio_vol_attach a;
+	struct lio_qp_stats qs;
 	struct lio_vol_list vl;
 	struct lio_vol v;
+	unsigned int i;
 	int fd, m, r;
 
 	failures = 0;
@@ -776,6 +780,18 @@ static int nonroot_child(const char *path)
 	r = setrlimit(RLIMIT_MEMLOCK, &low) ? -1 : ioctl(fd, LIO_IOC_DMA_REGISTER, &w);
 	CHECK(r == 0, "nonroot: dma-register of 2 MiB under RLIMIT_MEMLOCK of %llu KiB: errno %d",
 	      (unsigned long long)low.rlim_cur >> 10, r ? errno : 0);
+
+	memset(&qs, 0, sizeof(qs));
+	qs.qp_id = root_qp;
+	expect_errno(fd, LIO_IOC_QP_STATS, &qs, ENOENT, "nonroot: qp-stats of root's queue pair");
+	memset(&sl, 0, sizeof(sl));
+	r = ioctl(fd, LIO_IOC_SESSION_LIST, &sl);
+	CHECK(r == 0 && sl.total == 1 && sl.count == 1 && sl.s[0].uid == OTHER_UID,
+	      "nonroot: session-list shows its own session only: rc %d total %u count %u", r,
+	      sl.total, sl.count);
+	for (i = 0; i < sl.count && i < LIO_SESSION_LIST_MAX; i++)
+		CHECK(sl.s[i].uid == OTHER_UID, "nonroot: session-list entry %u of uid %u", i,
+		      sl.s[i].uid);
 
 	memset(&a, 0, sizeof(a));
 	strcpy(a.name, "blocker");
@@ -852,14 +868,23 @@ static void limits(const char *path, int fd, uint32_t vol_id)
 		CHECK(0, "chmod %s: %s", path, strerror(errno));
 		return;
 	}
+	/* a queue pair of root's session for the child to be refused the counters of */
+	r = qp_create(fd, &q1, vol_id, LIO_MODE_ISOLATED);
+	CHECK(r == 0, "qp-create of root's queue pair for the non-root child: %d", r);
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0)
-		_exit(nonroot_child(path) ? 1 : 0);
+		_exit(nonroot_child(path, r ? 0 : q1.id) ? 1 : 0);
 	if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st))
 		CHECK(1, "nonroot: child as uid %d passed", OTHER_UID);
 	else
 		CHECK(0, "nonroot: child as uid %d: status 0x%x", OTHER_UID, st);
+	if (!r) {
+		ref.qp_id = q1.id;
+		CHECK(ioctl(fd, LIO_IOC_QP_DESTROY, &ref) == 0, "qp-destroy of root's queue pair");
+		close(q1.db_fd);
+		close(q1.irq_fd);
+	}
 	chmod(path, 0600);
 }
 
