@@ -76,6 +76,8 @@ static void usage_run(FILE *f)
 	    "                       GID defaults to UID; neither 0)\n"
 	    "Environment: LVMM_SECCOMP=kill|log|off, LVMM_HOSTCOMPAT=on|off, LVMM_PIT=on|off,\n"
 	    "  LVMM_IRQCHIP=kernel|split, LVMM_STATS=1, LVMM_DEBUG_VCPU=SECONDS,\n"
+	    "  LVMM_PROFILE=FILE[,HZ] (guest RIP samples, default 1000 Hz: see\n"
+	    "  tools/profile-guest.sh),\n"
 	    "  LVMM_VCPU_NICE=N (vCPU thread nice value; -10 on kvm_pvm with 2+ vCPUs),\n"
 	    "  LVMM_RUN_DIR (SSD sockets, default /run/lvmm), LVMM_STATE_DIR (backings of\n"
 	    "  softssds lvmm starts, default /var/lib/lvmm)\n",

@@ -486,6 +486,7 @@ static void *vcpu_thread(void *arg)
 					v->dump_seen = vm->dump_gen;
 					vcpu_dump(v);
 				}
+				vcpu_profile_sample(v);
 				continue;
 			}
 			vm_request_stop(vm, VM_EXIT_ERROR, "vcpu %u: KVM_RUN: %s", v->id,
@@ -521,6 +522,20 @@ void vcpu_dump(struct vcpu *v)
 		(unsigned long long)v->exits[VCPU_EXIT_MMIO],
 		(unsigned long long)v->exits[VCPU_EXIT_INTR],
 		(unsigned long long)v->exits[VCPU_EXIT_EMUL]);
+}
+
+/* LVMM_PROFILE: a "vcpu rip" line when the profiling thread asked for a new sample since the last
+ * one; tools/profile-guest.sh turns them into symbols. */
+void vcpu_profile_sample(struct vcpu *v)
+{
+	unsigned gen = __atomic_load_n(&v->vm->prof_gen, __ATOMIC_RELAXED);
+	struct kvm_regs r;
+
+	if (v->prof_seen == gen)
+		return;
+	v->prof_seen = gen;
+	if (v->vm->prof_fp && !ioctl(v->fd, KVM_GET_REGS, &r))
+		fprintf(v->vm->prof_fp, "%u %llx\n", v->id, (unsigned long long)r.rip);
 }
 
 int vcpu_start(struct vcpu *v, char *err, unsigned errlen)

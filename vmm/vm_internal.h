@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "boot.h"
 #include "gsi.h"
@@ -45,6 +46,7 @@ struct vcpu {
 	bool parked; /* acknowledged a pause request (vm->lock) */
 	uint64_t exits[VCPU_EXIT_KINDS];
 	unsigned dump_seen; /* LVMM_DEBUG_VCPU: last register dump generation printed */
+	unsigned prof_seen; /* LVMM_PROFILE: last sample generation taken */
 };
 
 struct vm_host_map {
@@ -106,6 +108,13 @@ struct vm {
 	pthread_t dump_thread;
 	bool dump_started;
 
+	/* LVMM_PROFILE=FILE: every vCPU's RIP sampled prof_hz times a second, a line per sample */
+	FILE *prof_fp;
+	unsigned prof_gen; /* bumped by the profiling thread (atomic) */
+	long prof_hz;
+	pthread_t prof_thread;
+	bool prof_started;
+
 	unsigned ncpus;
 	struct vcpu vcpus[VM_MAX_VCPUS];
 };
@@ -129,6 +138,7 @@ bool vcpu_handle_exit(struct vcpu *v);
 void vcpu_signals_init(void);
 /* One line of registers on stderr (debugging a guest that stopped making progress). */
 void vcpu_dump(struct vcpu *v);
+void vcpu_profile_sample(struct vcpu *v);
 extern int vcpu_kick_signal;
 
 /* smp.c: kvm_pvm route that starts APs from the monitor. */
