@@ -10,9 +10,13 @@
 #include "guest_mem.h"
 
 /* Kernel parameters lvmm appends on kvm_pvm hosts: features the emulator cannot run, plus the
- * test kernel's system-call route, plus HOSTCOMPAT_PVM_USER_ENV for init. */
+ * test kernel's system-call route, plus HOSTCOMPAT_PVM_USER_ENV for init. erms and fsrm are
+ * cleared for speed: the emulator runs a rep-string instruction one iteration at a time, so the
+ * kernel's byte-wise rep movsb/stosb copies cost eight times its rep movsq/stosq ones (a 2 MiB
+ * write to tmpfs in the test guest: 6.1 s with them, 3.3 s without; LVMM_PROFILE showed
+ * copy_user_enhanced_fast_string and read_zero on top). */
 #define HOSTCOMPAT_PVM_CMDLINE                                                                     \
-	"noxsave clearcpuid=cx16,smap,ssse3,popcnt nosmap nofsgsbase "                             \
+	"noxsave clearcpuid=cx16,smap,ssse3,popcnt,erms,fsrm nosmap nofsgsbase "                   \
 	"lvmm_pvm_syscall=1 " HOSTCOMPAT_PVM_USER_ENV
 
 /* The guest kernel must run with noxsave here (its XSAVE/XRSTOR cannot be emulated), so it

@@ -25,7 +25,7 @@ START_TEST(test_cmdline)
 	ck_assert_int_eq(hostcompat_cmdline("console=ttyS0", true, out, sizeof(out)), 0);
 	ck_assert_str_eq(out, "console=ttyS0 " HOSTCOMPAT_PVM_CMDLINE);
 	ck_assert_ptr_nonnull(strstr(out, "lvmm_pvm_syscall=1"));
-	ck_assert_ptr_nonnull(strstr(out, "clearcpuid=cx16,smap,ssse3,popcnt"));
+	ck_assert_ptr_nonnull(strstr(out, "clearcpuid=cx16,smap,ssse3,popcnt,erms,fsrm"));
 	ck_assert_int_eq(hostcompat_cmdline("", true, out, sizeof(out)), 0);
 	ck_assert_str_eq(out, HOSTCOMPAT_PVM_CMDLINE);
 	ck_assert_int_eq(hostcompat_cmdline("console=ttyS0", false, out, sizeof(out)), 0);
