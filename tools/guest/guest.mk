@@ -4,13 +4,14 @@
 GUEST_DIR       := $(BUILD)/guest
 GUEST_KERNEL    := $(GUEST_DIR)/vmlinux
 GUEST_INITRAMFS := $(GUEST_DIR)/initramfs.cpio
+GUEST_SWEEP     := $(GUEST_DIR)/nvme-sweep
 GUEST_SRC       := tools/guest
 
 BINS += $(BUILD)/extract-vmlinux
 
 .PHONY: guest guest-kernel guest-debian
 
-guest: $(GUEST_KERNEL) $(GUEST_INITRAMFS)
+guest: $(GUEST_KERNEL) $(GUEST_INITRAMFS) $(GUEST_SWEEP)
 
 # build-kernel.sh keeps its own stamp (fragment, patches, source package version) and returns at
 # once when nothing changed, so running it on every `make guest` is cheap and never stale.
@@ -23,6 +24,12 @@ $(GUEST_KERNEL): guest-kernel
 $(GUEST_INITRAMFS): $(GUEST_SRC)/build-initramfs.sh $(GUEST_SRC)/init $(GUEST_SRC)/fstab \
 		    $(wildcard $(GUEST_SRC)/tests/*.sh) | guest-kernel
 	$(Q)$(GUEST_SRC)/build-initramfs.sh $(GUEST_DIR)/linux $@
+
+# Guest user space of ours is static: the test guests carry busybox-static and nothing else.
+$(GUEST_SWEEP): $(GUEST_SRC)/nvme-sweep.c include/lightiov/nvme.h
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@ (static)"
+	$(Q)$(CC) -static -O2 -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -o $@ $<
 
 $(BUILD)/extract-vmlinux: $(GUEST_SRC)/extract-vmlinux.c
 	@mkdir -p $(dir $@)
