@@ -35,7 +35,13 @@ LIB_SRCS     := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard vmm/api/
 BINS         :=
 UNIT_TESTS   := $(call names,tests/unit)
 INTEG_TESTS  := $(call names,tests/integration)
-LINUX_TESTS  := $(call names,tests/linux)
+# The Linux suites run TEST_JOBS at a time, the longest first (one host core per 1-vCPU guest,
+# whose kernel is emulated on kvm_pvm hosts); the rest follow in name order.
+LINUX_LONG   := test_linux_nvme_user test_linux_boot test_linux_frontend test_linux_kmod \
+                test_linux_nvme test_linux_vnvme
+LINUX_TESTS  := $(foreach t,$(LINUX_LONG),$(filter $(t),$(call names,tests/linux))) \
+                $(filter-out $(LINUX_LONG),$(call names,tests/linux))
+TEST_JOBS    ?= $(shell nproc 2>/dev/null || echo 1)
 FUZZ_TARGETS := $(call names,tests/fuzz)
 TEST_DEPS    :=
 
@@ -132,7 +138,8 @@ test-integ: $(BUILD)/lvmm $(INTEG_BINS) $(TEST_DEPS)
 	$(Q)LVMM=$(BUILD)/lvmm BUILD=$(BUILD) tests/run.sh "integration" $(INTEG_BINS)
 
 test-linux: $(BUILD)/lvmm $(LINUX_BINS) $(TEST_DEPS) guest
-	$(Q)LVMM_TEST_NEEDS_KVM=1 LVMM=$(BUILD)/lvmm BUILD=$(BUILD) tests/run.sh "linux" $(LINUX_BINS)
+	$(Q)LVMM_TEST_NEEDS_KVM=1 LVMM_TEST_JOBS=$(TEST_JOBS) LVMM=$(BUILD)/lvmm BUILD=$(BUILD) \
+	    tests/run.sh "linux" $(LINUX_BINS)
 
 # make fuzz builds the targets; with FUZZ_TIME=SECONDS it also runs each that long; with
 # FUZZ_RUNS=N it runs each to N executions (FUZZ_JOBS=J workers per target, executions summed;
@@ -145,7 +152,7 @@ fuzz: $(FUZZ_BINS)
 	    tools/fuzz/fuzz-runs.sh $(FUZZ_BINS),$(if $(FUZZ_TIME),FUZZ_SECONDS=$(FUZZ_TIME) \
 	    tests/fuzz-short.sh $(FUZZ_BINS),true))
 fuzz-short: $(FUZZ_BINS)
-	$(Q)tests/fuzz-short.sh $(FUZZ_BINS)
+	$(Q)FUZZ_AT_ONCE=$(TEST_JOBS) tests/fuzz-short.sh $(FUZZ_BINS)
 
 # The guest is built first, so that no unit case that needs it is skipped; every suite runs even
 # after one failed, and the last line sums them all (tests/run-suites.sh).

@@ -9,6 +9,8 @@
 #        tests/run.sh --cmd LABEL CMD... one command (a sub-make) whose output is accounted
 # LVMM_TEST_NEEDS_KVM=1: every program boots VMs (the Linux suite); on a host without KVM each
 # is one skipped case ("SKIP: NAME: /dev/kvm not usable here"), not run (CI included).
+# LVMM_TEST_JOBS=N: up to N programs at once (in the order given: put the longest first), each
+# one's output printed whole when it ends; 1 (the default) streams the output as it comes.
 set -u
 cmd=0
 if [ "${1:-}" = --cmd ]; then
@@ -62,13 +64,49 @@ elif [ "${LVMM_TEST_NEEDS_KVM:-0}" = 1 ] && ! "$(dirname "$0")/../tools/kvm-usab
 		echo "SKIP: $(basename "$t"): /dev/kvm not usable here" | tee "$log"
 		account 0
 	done
-else
+elif [ "${LVMM_TEST_JOBS:-1}" -le 1 ]; then
 	for t in "$@"; do
 		echo "== $label: $(basename "$t")"
 		start=$SECONDS
 		"$t" 2>&1 | tee "$log"
 		account "${PIPESTATUS[0]}" || echo "!! $label: $(basename "$t") FAILED"
 		echo "== $label: $(basename "$t") took $((SECONDS - start)) s"
+	done
+else
+	outs=$(mktemp -d)
+	trap 'rm -rf "$log" "$outs"' EXIT
+	declare -A running=()
+	# one program in the background: its output, then "STATUS SECONDS" in OUT.rc
+	start_one() {
+		local t=$1 out=$2 start=$SECONDS rc
+		"$t" >"$out" 2>&1
+		rc=$?
+		echo "$rc $((SECONDS - start))" >"$out.rc"
+	}
+	# the program whose job ended: its output whole, then its cases accounted
+	finish_one() {
+		local pid t out rc secs
+		wait -n -p pid
+		t=${running[$pid]}
+		unset "running[$pid]"
+		out=$outs/$(basename "$t")
+		read -r rc secs <"$out.rc" || { rc=1 secs=?; }
+		echo "== $label: $(basename "$t")"
+		cat "$out"
+		cp "$out" "$log"
+		account "$rc" || echo "!! $label: $(basename "$t") FAILED"
+		echo "== $label: $(basename "$t") took $secs s"
+	}
+	for t in "$@"; do
+		while [ ${#running[@]} -ge "$LVMM_TEST_JOBS" ]; do
+			finish_one
+		done
+		echo "== $label: $(basename "$t") started ($((${#running[@]} + 1)) running)"
+		start_one "$t" "$outs/$(basename "$t")" &
+		running[$!]=$t
+	done
+	while [ ${#running[@]} -gt 0 ]; do
+		finish_one
 	done
 fi
 [ -n "${LVMM_TEST_TOTALS:-}" ] && echo "$label $passed $failed $skipped" >>"$LVMM_TEST_TOTALS"
