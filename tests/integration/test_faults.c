@@ -286,7 +286,15 @@ START_TEST(test_hundred_cycles)
 		 " \"vnvme\": [{\"path\": \"%s\", \"size\": 1048576}]}",
 		 testutil_bench_guest(), t.console, img);
 	for (unsigned i = 1; i <= 100; i++) {
-		ck_assert_int_eq(apitest_curl(&t, "PUT", "vm.create", body, NULL), 204);
+		json_t *why = NULL;
+		int code = apitest_curl(&t, "PUT", "vm.create", body, &why);
+		char *msg = why ? json_dumps(why, JSON_COMPACT) : NULL;
+
+		/* the answer's error text in the failure message: what a flake was */
+		ck_assert_msg(code == 204, "cycle %u: vm.create answered %d: %s", i, code,
+			      msg ? msg : "(no body)");
+		free(msg);
+		json_decref(why);
 		ck_assert_int_eq(apitest_curl(&t, "PUT", "vm.boot", NULL, NULL), 204);
 		ck_assert_int_eq(apitest_curl(&t, "PUT", "vm.shutdown", NULL, NULL), 204);
 		ck_assert_int_eq(apitest_curl(&t, "PUT", "vm.delete", NULL, NULL), 204);
