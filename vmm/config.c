@@ -327,14 +327,6 @@ opts:
 	return 0;
 }
 
-void config_vnvme_id(const struct vnvme_config *v, unsigned idx, char *buf, size_t len)
-{
-	if (v->id[0])
-		snprintf(buf, len, "%s", v->id);
-	else
-		snprintf(buf, len, "nvme%u", idx);
-}
-
 static int config_validate_vnvme(const struct vm_config *c, char *err, unsigned errlen)
 {
 	char a[64], b[64];
@@ -347,7 +339,7 @@ static int config_validate_vnvme(const struct vm_config *c, char *err, unsigned 
 	for (unsigned i = 0; i < c->nvnvme; i++) {
 		const struct vnvme_config *v = &c->vnvme[i];
 
-		config_vnvme_id(v, i, a, sizeof(a));
+		vnvme_id(v, i, a, sizeof(a));
 		if (!memchr(v->path, 0, sizeof(v->path)) || !memchr(v->ssd, 0, sizeof(v->ssd)) ||
 		    !memchr(v->id, 0, sizeof(v->id))) {
 			snprintf(err, errlen, "vnvme %u: unterminated string field", i);
@@ -390,7 +382,7 @@ static int config_validate_vnvme(const struct vm_config *c, char *err, unsigned 
 			return -EINVAL;
 		}
 		for (unsigned j = 0; j < i; j++) {
-			config_vnvme_id(&c->vnvme[j], j, b, sizeof(b));
+			vnvme_id(&c->vnvme[j], j, b, sizeof(b));
 			if (!strcmp(a, b)) {
 				snprintf(err, errlen, "vnvme: id '%s' is used twice", a);
 				return -EINVAL;

@@ -7,29 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nvme-lightiov/vnvme.h"
+
 #define CONFIG_MAX_VNVME 8
 #define CONFIG_PATH_MAX	 4096
 
 enum serial_mode { SERIAL_STDIO, SERIAL_FILE, SERIAL_OFF, SERIAL_NULL };
-
-enum vnvme_mode { VNVME_EMULATE, VNVME_PASSTHROUGH, VNVME_ISOLATED };
-enum vnvme_doorbell { VNVME_DB_AUTO, VNVME_DB_POLL, VNVME_DB_EVENTFD };
-
-struct vnvme_config {
-	char id[64];		    /* device id (API remove-device), default "nvme<N>" */
-	char path[CONFIG_PATH_MAX]; /* file=PATH backing, or empty when ssd is set */
-	char ssd[64];		    /* softssd/kmod name (ssd0:10G form), empty for file= */
-	char vol[64];		    /* named volume on the ssd */
-	uint64_t size;		    /* bytes; 0 = size of the existing file */
-	bool readonly;
-	char serial[21]; /* NVMe serial number, 20 chars max */
-	enum vnvme_mode mode;
-	unsigned queues;	      /* I/O queue pairs offered, 1..65535; 0 = one per vCPU */
-	enum vnvme_doorbell doorbell; /* ssd modes: polled pages or eventfds; auto = the SSD's */
-	/* Set by vm.c from vm_config.allowed_dir when the VM is built, never parsed: file= is
-	 * then opened by a walk beneath it (no check-then-open window). NULL: no confinement. */
-	const char *root;
-};
 
 struct vm_config {
 	unsigned cpus;	   /* boot_vcpus, >= 1 */
@@ -79,9 +62,6 @@ int config_parse_vnvme(const char *s, struct vnvme_config *out, char *err, unsig
  * device ids from the command line and the API alike; an SSD name becomes a socket or device
  * path, so nothing else may pass. */
 bool config_vnvme_name_ok(const char *s, size_t len, size_t max);
-
-/* The id a vNVMe is known by: its own, or "nvme<idx>" when none was given. */
-void config_vnvme_id(const struct vnvme_config *v, unsigned idx, char *buf, size_t len);
 
 /* --serial argument: "stdio", "off" or "file=PATH[,truncate=on|off][,limit=SIZE]" (options are
  * taken from the end, so a PATH may itself hold commas). limit=0 lifts the size limit. */

@@ -1,6 +1,6 @@
-/* Devices beyond the legacy platform: the PCI host bridge and the vNVMe controllers.
- * vm_create() calls devices_init() once memory and buses exist; vm_destroy() calls devices_exit().
- */
+/* Devices beyond the legacy platform: the PCI host bridge and the device models of the registry
+ * (devices.c, device.h). vm_create() calls devices_init() once memory and buses exist;
+ * vm_destroy() calls devices_exit(). */
 #ifndef LVMM_DEVICES_H
 #define LVMM_DEVICES_H
 
@@ -22,7 +22,10 @@ int devices_remove(struct vm *vm, const char *id, unsigned timeout_ms, char *err
 bool devices_removing(struct vm *vm, const char *id);
 /* The bus-0 slot of a device by id: 0, or -ENOENT. */
 int devices_slot(struct vm *vm, const char *id, unsigned *slot);
-/* vm.counters: one entry per device, returns how many were filled. */
-unsigned devices_counters(struct vm *vm, struct vm_dev_counters *out, unsigned max);
+/* vm.pause (pause true, after the vCPUs stopped) and vm.resume (before they start): each
+ * device's pause or resume op. */
+void devices_pause(struct vm *vm, bool pause);
+/* vm.counters: one entry per device that keeps counters, returns how many were filled. */
+unsigned devices_counters(struct vm *vm, struct dev_counters *out, unsigned max);
 
 #endif

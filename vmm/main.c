@@ -440,7 +440,8 @@ static int cmd_run(int argc, char **argv)
 	}
 	close(kvm_fd);
 	/* Before the seccomp filter: a softssd for an SSD nobody serves is a fork and an exec. */
-	if (ssd_autostart(&cfg, err, sizeof(err))) {
+	if (ssd_autostart(cfg.vnvme, cfg.nvnvme < CONFIG_MAX_VNVME ? cfg.nvnvme : CONFIG_MAX_VNVME,
+			  err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		return 1;
 	}

@@ -805,6 +805,8 @@ int vm_pause(struct vm *vm, char *err, unsigned errlen)
 		vm->state = VM_PAUSED;
 	}
 	pthread_mutex_unlock(&vm->lock);
+	if (!ret && vm->devices_up)
+		devices_pause(vm, true);
 	return ret;
 }
 
@@ -822,6 +824,8 @@ int vm_resume(struct vm *vm, char *err, unsigned errlen)
 
 		ioctl(vm->vm_fd, KVM_SET_CLOCK, &c);
 	}
+	if (vm->devices_up)
+		devices_pause(vm, false);
 	vm->pause_req = false;
 	vm->state = VM_RUNNING;
 	pthread_cond_broadcast(&vm->cond);
@@ -986,7 +990,7 @@ uint64_t vm_memory_actual(const struct vm *vm)
 	return vm->gmem.size;
 }
 
-unsigned vm_get_counters(struct vm *vm, struct vm_dev_counters *out, unsigned max)
+unsigned vm_get_counters(struct vm *vm, struct dev_counters *out, unsigned max)
 {
 	return devices_counters(vm, out, max);
 }
@@ -1004,7 +1008,7 @@ static void vm_vnvme_ids_fix(struct vm *vm)
 	unsigned i;
 
 	for (i = 0; i < vm->cfg.nvnvme && i < CONFIG_MAX_VNVME; i++) {
-		config_vnvme_id(&vm->cfg.vnvme[i], i, id, sizeof(id));
+		vnvme_id(&vm->cfg.vnvme[i], i, id, sizeof(id));
 		memcpy(vm->cfg.vnvme[i].id, id, sizeof(id));
 	}
 }
@@ -1037,7 +1041,7 @@ int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigne
 		return -ENOSPC;
 	}
 	vm_vnvme_ids_fix(vm);
-	config_vnvme_id(c, vm->cfg.nvnvme, nc.id, sizeof(nc.id));
+	vnvme_id(c, vm->cfg.nvnvme, nc.id, sizeof(nc.id));
 	for (i = 0; i < vm->cfg.nvnvme; i++)
 		if (!strcmp(vm->cfg.vnvme[i].id, nc.id)) {
 			snprintf(err, errlen, "vnvme %s: the VM has a device with this id", nc.id);

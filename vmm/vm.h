@@ -8,6 +8,7 @@
 
 #include "bus.h"
 #include "config.h"
+#include "device.h"
 #include "guest_mem.h"
 
 /* Names are cloud-hypervisor's vm.info "state" strings. */
@@ -27,27 +28,6 @@ enum vm_exit_reason {
 };
 
 struct vm;
-
-/* Counters of one device for vm.counters; devices fill these, the API prints them. */
-#define VM_DEV_MAX_QUEUES 8 /* per-queue counters reported per device */
-
-struct vm_queue_counters {
-	uint16_t qid;
-	uint64_t cmds, read_bytes, write_bytes, errors, rejected, irqs;
-};
-
-struct vm_dev_counters {
-	char id[64];
-	uint64_t reads, writes, read_bytes, write_bytes, flushes;
-	uint64_t doorbells, mmio_exits, irqs;
-	uint64_t wakeups; /* lvmm thread runs for this device (I/O thread or inline) */
-	char mode[16];	  /* emulate, passthrough, isolated */
-	char ssd[64];	  /* empty for file= */
-	char volume[32];
-	uint64_t backend_cmds, backend_errors, backend_rejected; /* all queue pairs, also gone */
-	unsigned nqueues; /* bound queue pairs (backend counters in q[]) */
-	struct vm_queue_counters q[VM_DEV_MAX_QUEUES];
-};
 
 /* Lifecycle. All return 0 or a negative errno, with a one-line message in err. */
 /* Opens /dev/kvm and checks its API version: the fd, or -errno with a user-facing reason in err.
@@ -72,7 +52,7 @@ enum vm_state vm_get_state(const struct vm *vm);
 const struct vm_config *vm_get_config(const struct vm *vm);
 uint64_t vm_memory_actual(const struct vm *vm);
 /* Fills up to max entries, returns the number of devices. */
-unsigned vm_get_counters(struct vm *vm, struct vm_dev_counters *out, unsigned max);
+unsigned vm_get_counters(struct vm *vm, struct dev_counters *out, unsigned max);
 /* Console bytes: sent by the guest, written out, dropped (serial.h). A paused guest's tx stays. */
 struct serial_stats;
 void vm_console_stats(struct vm *vm, struct serial_stats *st);

@@ -19,7 +19,6 @@
 #include "fsutil.h"
 #include "nvme_file.h"
 #include "nvme_int.h"
-#include "seccomp_filter.h"
 
 #define NVME_FILE_RING	    256
 #define NVME_FILE_ALIGN	    512
@@ -43,6 +42,7 @@ struct nvme_file {
 	struct io_uring ring;
 	bool ring_ok;
 	int kick_fd, ring_fd;
+	int (*confine)(char *err, unsigned errlen); /* first call of the I/O thread, or NULL */
 	pthread_t thread;
 	bool running, stop;
 	struct nvme_ctrl *ctrl;
@@ -509,7 +509,7 @@ static void *file_thread(void *opaque)
 
 	/* Guest commands reach this thread: it keeps only the calls of device I/O (or, should
 	 * that fail, the process filter: the I/O must go on). */
-	if (seccomp_thread_install(SECCOMP_IO, err, sizeof(err)))
+	if (f->confine && f->confine(err, sizeof(err)))
 		fprintf(stderr, "lvmm: vnvme %s: I/O thread: %s\n", f->name, err);
 	for (;;) {
 		bool stop = __atomic_load_n(&f->stop, __ATOMIC_ACQUIRE), zeroing;
@@ -538,11 +538,13 @@ static void *file_thread(void *opaque)
 	return NULL;
 }
 
-int nvme_file_start(struct nvme_file *f, struct nvme_ctrl *ctrl, char *err, unsigned errlen)
+int nvme_file_start(struct nvme_file *f, struct nvme_ctrl *ctrl,
+		    int (*confine)(char *err, unsigned errlen), char *err, unsigned errlen)
 {
 	int r;
 
 	f->ctrl = ctrl;
+	f->confine = confine;
 	r = pthread_create(&f->thread, NULL, file_thread, f);
 	if (r) {
 		snprintf(err, errlen, "vnvme %s: cannot start the I/O thread: %s", f->name,

@@ -3,7 +3,7 @@
 #ifndef LVMM_NVME_FILE_H
 #define LVMM_NVME_FILE_H
 
-#include "config.h"
+#include "vnvme.h"
 #include "nvme_ctrl.h"
 
 struct nvme_file;
@@ -27,8 +27,10 @@ int nvme_file_open(const struct vnvme_config *cfg, struct nvme_file **out, uint6
 /* Tests and fuzzing: the fault LVMM_FAULT_FILE=KIND@AFTER would inject, set before
  * nvme_file_start (the I/O thread owns it after). */
 void nvme_file_set_fault(struct nvme_file *f, enum nvme_file_fault kind, uint64_t after);
-/* Starts the I/O thread for ctrl (created with nvme_file_ops and this backend). */
-int nvme_file_start(struct nvme_file *f, struct nvme_ctrl *ctrl, char *err, unsigned errlen);
+/* Starts the I/O thread for ctrl (created with nvme_file_ops and this backend). The thread calls
+ * confine first (dev_host.io_thread: the VMM's filter for device I/O threads), NULL for none. */
+int nvme_file_start(struct nvme_file *f, struct nvme_ctrl *ctrl,
+		    int (*confine)(char *err, unsigned errlen), char *err, unsigned errlen);
 /* nvme_ctrl_hooks.kick: wakes the I/O thread. */
 void nvme_file_kick(void *f);
 /* The eventfd that wakes the I/O thread (for KVM ioeventfds on doorbells). */

@@ -364,14 +364,14 @@ static unsigned wait_left(double t0)
 	return left > 0 ? (unsigned)left : 0;
 }
 
-int ssd_autostart(const struct vm_config *cfg, char *err, unsigned errlen)
+int ssd_autostart(const struct vnvme_config *v, unsigned n, char *err, unsigned errlen)
 {
 	double t0 = mono_ms();
 	unsigned i, j;
 	int r;
 
-	for (i = 0; i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++) {
-		const char *name = cfg->vnvme[i].ssd;
+	for (i = 0; i < n; i++) {
+		const char *name = v[i].ssd;
 		uint64_t need = 0;
 		bool seen = false;
 		char id[64];
@@ -379,13 +379,13 @@ int ssd_autostart(const struct vm_config *cfg, char *err, unsigned errlen)
 		if (!name[0] || strchr(name, '/'))
 			continue;
 		for (j = 0; j < i; j++)
-			seen |= !strcmp(cfg->vnvme[j].ssd, name);
+			seen |= !strcmp(v[j].ssd, name);
 		if (seen)
 			continue;
-		for (j = i; j < cfg->nvnvme && j < CONFIG_MAX_VNVME; j++)
-			if (!strcmp(cfg->vnvme[j].ssd, name))
-				need += cfg->vnvme[j].size;
-		config_vnvme_id(&cfg->vnvme[i], i, id, sizeof(id));
+		for (j = i; j < n; j++)
+			if (!strcmp(v[j].ssd, name))
+				need += v[j].size;
+		vnvme_id(&v[i], i, id, sizeof(id));
 		r = ssd_ensure(id, name, need, wait_left(t0), err, errlen);
 		if (r)
 			return r;
@@ -399,6 +399,6 @@ int ssd_autostart_vnvme(const struct vnvme_config *vc, unsigned idx, char *err, 
 
 	if (!vc->ssd[0] || strchr(vc->ssd, '/'))
 		return 0;
-	config_vnvme_id(vc, idx, id, sizeof(id));
+	vnvme_id(vc, idx, id, sizeof(id));
 	return ssd_ensure(id, vc->ssd, vc->size, SSD_AUTO_API_WAIT_MS, err, errlen);
 }

@@ -3,7 +3,7 @@
 #ifndef LVMM_SSD_AUTOSTART_H
 #define LVMM_SSD_AUTOSTART_H
 
-#include "config.h"
+#include "vnvme.h"
 
 #define SSD_AUTO_BACKING_MIN (64ULL << 30) /* sparse: costs only what volumes write */
 #define SSD_AUTO_IDLE_MS     3000	   /* no VM session this long: the daemon stops */
@@ -17,11 +17,11 @@
  * $XDG_STATE_HOME/lvmm or ~/.local/state/lvmm. 0 or -ENAMETOOLONG / -ENOENT. */
 int ssd_state_dir(char *buf, size_t len);
 
-/* For each ssd the config names that neither a softssd socket nor /dev/lightiov/NAME answers:
+/* For each ssd the n devices name that neither a softssd socket nor /dev/lightiov/NAME answers:
  * starts one (a supervisor process runs `lvmm ssd serve`, and stops it once no VM has used it
  * for SSD_AUTO_IDLE_MS) and waits until it serves. One line on stderr per SSD started. Call
  * before the seccomp filter (fork, exec). 0, or a negative errno with err naming the SSD. */
-int ssd_autostart(const struct vm_config *cfg, char *err, unsigned errlen);
+int ssd_autostart(const struct vnvme_config *v, unsigned n, char *err, unsigned errlen);
 /* The same for one device (a hot-added vnvme, idx its index for the default id). */
 int ssd_autostart_vnvme(const struct vnvme_config *vc, unsigned idx, char *err, unsigned errlen);
 

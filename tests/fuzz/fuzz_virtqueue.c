@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "guest_mem.h"
-#include "virtqueue.h"
+#include "virtio/virtqueue.h"
 
 #define RAM   0x10000
 #define AVAIL 0x8000

@@ -97,7 +97,7 @@ static uint64_t fake_memory_actual(const struct vm *vm)
 	return vm->cfg.memory;
 }
 
-static unsigned fake_get_counters(struct vm *vm, struct vm_dev_counters *out, unsigned max)
+static unsigned fake_get_counters(struct vm *vm, struct dev_counters *out, unsigned max)
 {
 	if (max < 1)
 		return 0;

@@ -14,7 +14,8 @@
 #include "fsutil.h"
 #include "guest_mem.h"
 #include "testutil.h"
-#include "virtio_pci.h"
+#include "virtio/virtio_pci.h"
+#include "virtio/virtio_rng.h"
 
 static char err[512];
 

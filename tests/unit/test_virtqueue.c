@@ -10,8 +10,9 @@
 
 #include "guest_mem.h"
 #include "testutil.h"
-#include "virtio_pci.h"
-#include "virtqueue.h"
+#include "virtio/virtio_pci.h"
+#include "virtio/virtio_rng.h"
+#include "virtio/virtqueue.h"
 
 #define RAM_SIZE  (1u << 20)
 #define DESC_GPA  0x1000

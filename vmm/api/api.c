@@ -61,7 +61,9 @@ static int api_main_vm(const char *path, int lfd, struct vm *vm, const char *all
 static int api_create_autostart(const struct vm_config *cfg, struct vm **out, char *err,
 				unsigned errlen)
 {
-	int r = ssd_autostart(cfg, err, errlen);
+	int r = ssd_autostart(cfg->vnvme,
+			      cfg->nvnvme < CONFIG_MAX_VNVME ? cfg->nvnvme : CONFIG_MAX_VNVME, err,
+			      errlen);
 
 	return r ? r : api_vm_ops_kvm.create(cfg, out, err, errlen);
 }

@@ -40,7 +40,7 @@ struct api_vm_ops {
 	enum vm_state (*get_state)(const struct vm *vm);
 	const struct vm_config *(*get_config)(const struct vm *vm);
 	uint64_t (*memory_actual)(const struct vm *vm);
-	unsigned (*get_counters)(struct vm *vm, struct vm_dev_counters *out, unsigned max);
+	unsigned (*get_counters)(struct vm *vm, struct dev_counters *out, unsigned max);
 	/* Console byte counters (may be NULL: vm.counters then has no "console"). */
 	void (*console_stats)(struct vm *vm, struct serial_stats *st);
 	int (*add_vnvme)(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen);

@@ -369,7 +369,7 @@ static void route_vm_info(struct api_vmm *vmm, const struct api_request *req,
 static void route_vm_counters(struct api_vmm *vmm, const struct api_request *req,
 			      struct api_response *resp)
 {
-	struct vm_dev_counters c[ROUTE_MAX_COUNTERS];
+	struct dev_counters c[ROUTE_MAX_COUNTERS];
 	unsigned n, i;
 	json_t *o;
 
@@ -395,7 +395,7 @@ static void route_vm_counters(struct api_vmm *vmm, const struct api_request *req
 			      "doorbells", (json_int_t)c[i].doorbells, "mmio_exits",
 			      (json_int_t)c[i].mmio_exits, "irqs", (json_int_t)c[i].irqs);
 		/* passthrough / isolated: the backend's counters per bound queue pair */
-		for (k = 0; qs && k < c[i].nqueues && k < VM_DEV_MAX_QUEUES; k++)
+		for (k = 0; qs && k < c[i].nqueues && k < DEV_MAX_QUEUES; k++)
 			json_array_append_new(
 			    qs, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I}", "qid",
 					  (int)c[i].q[k].qid, "cmds", (json_int_t)c[i].q[k].cmds,
@@ -473,7 +473,7 @@ static void route_vm_add_vnvme(struct api_vmm *vmm, const struct api_request *re
 		for (i = 0; i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++) {
 			char other[sizeof(c->id)];
 
-			config_vnvme_id(&cfg->vnvme[i], i, other, sizeof(other));
+			vnvme_id(&cfg->vnvme[i], i, other, sizeof(other));
 			if (!strcmp(other, c->id))
 				break;
 		}

@@ -9,6 +9,7 @@
 
 #include "fsutil.h"
 #include "virtio_pci.h"
+#include "virtio_rng.h"
 
 #define RNG_QUEUE_SIZE 256
 #define RNG_MAX_CHAIN  (64 * 1024) /* bytes given per request: a guest cannot make us loop */
@@ -132,3 +133,28 @@ void virtio_rng_destroy(struct virtio_rng *r)
 	close(r->fd);
 	free(r);
 }
+
+/* The device model: its configuration is the entropy source's path. */
+static int rng_model_create(const struct dev_host *h, const void *cfg, const char *id, unsigned idx,
+			    void **dev, char *err, unsigned errlen)
+{
+	(void)idx;
+	return virtio_rng_create((struct virtio_rng **)dev, id, cfg, h->gm, err, errlen);
+}
+
+static struct pci_dev *rng_model_pci(void *dev)
+{
+	return virtio_rng_pci(dev);
+}
+
+static void rng_model_destroy(void *dev)
+{
+	virtio_rng_destroy(dev);
+}
+
+const struct dev_model virtio_rng_model = {
+    .name = "virtio-rng",
+    .create = rng_model_create,
+    .pci = rng_model_pci,
+    .destroy = rng_model_destroy,
+};

@@ -120,12 +120,4 @@ void virtio_pci_ring_error(struct virtio_pci *vp, unsigned q, const char *msg);
 void virtio_pci_bar_read(void *opaque, uint64_t off, void *data, unsigned len);
 void virtio_pci_bar_write(void *opaque, uint64_t off, const void *data, unsigned len);
 
-/* virtio-rng (virtio_rng.c): one request queue filled from the file src (/dev/urandom). */
-struct virtio_rng;
-int virtio_rng_create(struct virtio_rng **out, const char *id, const char *src,
-		      const struct guest_mem *gm, char *err, unsigned errlen);
-struct pci_dev *virtio_rng_pci(struct virtio_rng *r);
-uint64_t virtio_rng_bytes(const struct virtio_rng *r);
-void virtio_rng_destroy(struct virtio_rng *r);
-
 #endif

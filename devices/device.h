@@ -1,0 +1,74 @@
+/* The contract between the VMM and a device model. A device gets from the VMM only what a device
+ * needs (dev_host: guest memory, KVM eventfds, host memory mapped into the guest, the vCPU count),
+ * builds its PCI function with the platform's pci.h, and gives the VMM one dev_model: create from
+ * its own configuration type, realize once on the bus, pause/resume, save/restore, counters,
+ * destroy. vmm/devices.c keeps the registry of models and the instances of a VM; a device never
+ * includes vmm's configuration or VM internals. */
+#ifndef LVMM_DEVICE_H
+#define LVMM_DEVICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "guest_mem.h"
+#include "pci.h"
+
+/* What the VMM lends a device for its lifetime. */
+struct dev_host {
+	void *opaque; /* the VM, handed back to every call */
+	struct guest_mem *gm;
+	unsigned cpus; /* boot vCPUs: devices size queues and vectors by it */
+	/* A KVM ioeventfd: a guest write of len bytes at gpa signals fd instead of exiting. */
+	int (*ioeventfd)(void *opaque, uint64_t gpa, unsigned len, int fd, bool assign);
+	/* Host memory as guest memory at gpa (page aligned), and back. */
+	int (*map_host)(void *opaque, uint64_t gpa, uint64_t size, void *host);
+	int (*unmap_host)(void *opaque, uint64_t gpa);
+	/* The first call of every thread a device starts that touches guest data: confines it
+	 * (the VMM's seccomp filter for device I/O). A failure is logged; the thread goes on under
+	 * the process filter. */
+	int (*io_thread)(char *err, unsigned errlen);
+};
+
+/* Counters of one device for vm.counters: the device fills these, the API prints them. */
+#define DEV_MAX_QUEUES 8 /* per-queue counters reported per device */
+
+struct dev_queue_counters {
+	uint16_t qid;
+	uint64_t cmds, read_bytes, write_bytes, errors, rejected, irqs;
+};
+
+struct dev_counters {
+	char id[64];
+	uint64_t reads, writes, read_bytes, write_bytes, flushes;
+	uint64_t doorbells, mmio_exits, irqs;
+	uint64_t wakeups; /* lvmm thread runs for this device (I/O thread or inline) */
+	char mode[16];	  /* emulate, passthrough, isolated */
+	char ssd[64];	  /* empty for file= */
+	char volume[32];
+	uint64_t backend_cmds, backend_errors, backend_rejected; /* all queue pairs, also gone */
+	unsigned nqueues; /* bound queue pairs (backend counters in q[]) */
+	struct dev_queue_counters q[DEV_MAX_QUEUES];
+};
+
+/* A device model. Optional ops are NULL when the model has nothing to do there. All that
+ * return int give 0 or a negative errno with a one-line message in err. */
+struct dev_model {
+	const char *name;
+	/* A device from cfg (the model's own configuration type), id its name, idx its ordinal
+	 * among the VM's devices of this model; not yet on a bus. */
+	int (*create)(const struct dev_host *h, const void *cfg, const char *id, unsigned idx,
+		      void **dev, char *err, unsigned errlen);
+	struct pci_dev *(*pci)(void *dev); /* the function to place on the bus */
+	/* Optional: once on the bus (BARs placed by the guest later), before the guest runs. */
+	int (*realize)(void *dev, char *err, unsigned errlen);
+	/* Optional: the VM pauses (vCPUs stopped) or resumes. */
+	void (*pause)(void *dev);
+	void (*resume)(void *dev);
+	/* Optional, for snapshots: the device state as bytes, and back into a created device. */
+	int (*save)(void *dev, void *buf, uint64_t *len, char *err, unsigned errlen);
+	int (*restore)(void *dev, const void *buf, uint64_t len, char *err, unsigned errlen);
+	void (*counters)(void *dev, struct dev_counters *out); /* optional: id filled already */
+	void (*destroy)(void *dev);			       /* off the bus, then freed */
+};
+
+#endif

@@ -1,0 +1,676 @@
+/* The vNVMe's PCI function as a device model (vnvme_pci.h): BARs (registers, CMB, MSI-X), the
+ * LightIOV vendor capability, FLR, the mode a --vnvme asks for (file, emulate over an SSD,
+ * passthrough, isolated), doorbell ioeventfds and pages of bound queue pairs, and counters.
+ * The NVMe controller itself is nvme_ctrl.c; the VMM lends KVM through struct dev_host. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "lightiov/vcap.h"
+#include "nvme_ctrl.h"
+#include "nvme_file.h"
+#include "nvme_lio.h"
+#include "nvme_lio_emu.h"
+#include "vnvme_pci.h"
+
+#define VNVME_PCI_VENDOR 0x1b36
+#define VNVME_PCI_DEVICE 0x0110
+#define VNVME_CLASS	 0x010802 /* mass storage, NVM, NVM Express */
+/* 4 KiB doorbell stride, one page per doorbell (each can be mapped on its own), while BAR0 stays
+ * within 16 MiB; controllers with more queues pack their doorbells 4 bytes apart. */
+#define VNVME_DSTRD	 10
+#define VNVME_DSTRD_MAXQ 1023
+/* Doorbells of the first queues get ioeventfds; KVM allows 1000 per bus for all devices. */
+#define VNVME_EVFD_QUEUES 32
+#define VNVME_MQES	  1023
+/* 2 MiB: Linux registers the CMB as P2P memory, which must span whole 2 MiB subsections */
+#define VNVME_CMB_SIZE (2ULL << 20)
+#define VNVME_BAR_REGS 0
+#define VNVME_BAR_CMB  2
+#define VNVME_BAR_MSIX 4
+
+/* A guest I/O queue pair bound to a backend queue pair: its doorbells' KVM side. */
+struct vnvme_qp {
+	bool bound;
+	uint32_t qp_id;
+	void *db_host;	/* poll: the doorbell page pair, mapped over BAR0 */
+	uint64_t db_at; /* where it is mapped (poll) or the ioeventfds sit (eventfd), ~0 */
+	uint16_t cqid;	/* the CQ the guest paired with this SQ */
+	uint64_t cq_at; /* poll, CQ id != SQ id: the CQ head page's own mapping, else ~0 */
+	int db_fd;	/* eventfd doorbell, -1 */
+};
+
+struct vnvme {
+	struct dev_host host;
+	struct vnvme_config cfg;
+	struct pci_dev pci;
+	struct nvme_ctrl *ctrl;
+	struct nvme_file *file;
+	struct nvme_lio *lio;	  /* passthrough / isolated: the backend session */
+	struct nvme_lio_emu *emu; /* emulate over an ssd: lvmm's own queue pair on it */
+	struct vnvme_qp *qps;	  /* [nqueues + 1], db_lock */
+	struct lio_qp_stats gone; /* summed counters of queue pairs already unbound (db_lock) */
+	uint64_t cmb_gpa;
+	pthread_mutex_t db_lock; /* doorbell ioeventfd state */
+	uint64_t bar0;		 /* where BAR0 decodes, ~0 when nowhere */
+	bool dbbuf_on, evfds_on;
+	uint64_t evfds_at;
+	unsigned nqueues; /* I/O queue pairs offered */
+	unsigned dstrd;	  /* CAP.DSTRD */
+};
+
+/* ---- doorbell ioeventfds: only with shadow doorbells, whose values the I/O thread reads ---- */
+
+static void vnvme_evfds(struct vnvme *v, bool on, uint64_t bar0)
+{
+	unsigned q, nq = v->nqueues < VNVME_EVFD_QUEUES ? v->nqueues : VNVME_EVFD_QUEUES;
+	uint64_t stride = 4ULL << v->dstrd;
+	int fd = nvme_file_kick_fd(v->file);
+
+	for (q = 1; q <= nq; q++) {
+		uint64_t sq = bar0 + NVME_REG_DBS + 2 * q * stride;
+		int r1 = v->host.ioeventfd(v->host.opaque, sq, 4, fd, on);
+		int r2 = v->host.ioeventfd(v->host.opaque, sq + stride, 4, fd, on);
+
+		if (on && (r1 || r2))
+			fprintf(stderr, "vnvme %s: doorbell ioeventfd for queue %u: %s\n",
+				v->cfg.id, q, strerror(-(r1 ? r1 : r2)));
+	}
+}
+
+/* Brings the ioeventfds in line with (dbbuf_on, bar0); db_lock held. */
+static void vnvme_evfds_sync(struct vnvme *v)
+{
+	bool want = v->dbbuf_on && v->bar0 != ~0ULL;
+
+	if (v->evfds_on && (!want || v->evfds_at != v->bar0)) {
+		vnvme_evfds(v, false, v->evfds_at);
+		v->evfds_on = false;
+	}
+	if (want && !v->evfds_on) {
+		vnvme_evfds(v, true, v->bar0);
+		v->evfds_on = true;
+		v->evfds_at = v->bar0;
+	}
+}
+
+/* The guest's PCI command register, read without the function's lock (the controller lock is
+ * held here; an aligned 16-bit load cannot tear). */
+static bool hook_bus_master(void *opaque)
+{
+	struct vnvme *v = opaque;
+	uint16_t cmd;
+
+	__atomic_load((uint16_t *)(v->pci.cfg + PCI_COMMAND), &cmd, __ATOMIC_ACQUIRE);
+	return cmd & PCI_COMMAND_MASTER;
+}
+
+static void hook_irq(void *opaque, unsigned vector)
+{
+	struct vnvme *v = opaque;
+
+	/* pci_msix_notify pends the vector while bus mastering is off */
+	pci_msix_notify(&v->pci, vector);
+}
+
+static void hook_kick(void *opaque)
+{
+	struct vnvme *v = opaque;
+
+	nvme_file_kick(v->file);
+}
+
+static void hook_dbbuf(void *opaque, bool on)
+{
+	struct vnvme *v = opaque;
+
+	pthread_mutex_lock(&v->db_lock);
+	v->dbbuf_on = on;
+	vnvme_evfds_sync(v);
+	pthread_mutex_unlock(&v->db_lock);
+}
+
+/* ---- passthrough / isolated: guest queue pairs bound to backend queue pairs ---- */
+
+/* Puts one bound queue pair's doorbells at BAR0 (on) or takes them away; db_lock held. Poll: the
+ * backend's doorbell page pair becomes guest memory over the SQ tail and CQ head doorbells (DSTRD
+ * 10: one page each), so a doorbell write costs no exit. Eventfd: both doorbells signal db_fd in
+ * the kernel (DSTRD 0), and the backend reads the values from the shadow buffer. */
+static void vnvme_qp_doorbells(struct vnvme *v, unsigned qid, bool on)
+{
+	struct vnvme_qp *q = &v->qps[qid];
+	uint64_t stride = 4ULL << v->dstrd, at;
+	int r = 0;
+
+	if (!on) {
+		if (q->db_at == ~0ULL)
+			return;
+		if (q->db_host) {
+			v->host.unmap_host(v->host.opaque, q->db_at);
+			if (q->cq_at != ~0ULL)
+				v->host.unmap_host(v->host.opaque, q->cq_at);
+			q->cq_at = ~0ULL;
+		} else if (q->db_fd >= 0) {
+			v->host.ioeventfd(v->host.opaque, q->db_at, 4, q->db_fd, false);
+			v->host.ioeventfd(v->host.opaque, q->db_at + stride, 4, q->db_fd, false);
+		}
+		q->db_at = ~0ULL;
+		return;
+	}
+	if (!q->bound || q->db_at != ~0ULL || v->bar0 == ~0ULL)
+		return;
+	at = v->bar0 + NVME_REG_DBS + 2 * qid * stride;
+	if (q->db_host && q->cqid != qid) {
+		/* SQ y on CQ x: the backend's SQ tail page over SQ y's doorbell, its CQ head page
+		 * over CQ x's (each doorbell has a page of its own with polled doorbells) */
+		uint64_t cq_at = v->bar0 + NVME_REG_DBS + (2 * (uint64_t)q->cqid + 1) * stride;
+
+		r = v->host.map_host(v->host.opaque, at, stride, q->db_host);
+		if (!r && (r = v->host.map_host(v->host.opaque, cq_at, stride,
+						(uint8_t *)q->db_host + LIO_PAGE_SIZE)))
+			v->host.unmap_host(v->host.opaque, at);
+		if (!r)
+			q->cq_at = cq_at;
+	} else if (q->db_host) {
+		r = v->host.map_host(v->host.opaque, at, 2 * stride, q->db_host);
+	} else if (q->db_fd >= 0) {
+		r = v->host.ioeventfd(v->host.opaque, at, 4, q->db_fd, true);
+		if (!r && (r = v->host.ioeventfd(v->host.opaque, at + stride, 4, q->db_fd, true)))
+			v->host.ioeventfd(v->host.opaque, at, 4, q->db_fd, false);
+	}
+	if (r) {
+		/* the doorbells then reach lvmm, which ignores them: the queue stalls, visibly */
+		fprintf(stderr, "vnvme %s: doorbells of queue %u at 0x%llx: %s\n", v->cfg.id, qid,
+			(unsigned long long)at, strerror(-r));
+		return;
+	}
+	q->db_at = at;
+}
+
+static void vnvme_qp_doorbells_all(struct vnvme *v, bool on)
+{
+	unsigned q;
+
+	for (q = 1; q <= v->nqueues; q++)
+		if (v->qps[q].bound)
+			vnvme_qp_doorbells(v, q, on);
+}
+
+static uint16_t hook_bind(void *opaque, const struct nvme_qp_bind *b, uint32_t *handle)
+{
+	struct vnvme *v = opaque;
+	struct vnvme_qp *q = &v->qps[b->sqid];
+	int irq_fd = -1;
+	uint16_t st;
+
+	pthread_mutex_lock(&v->db_lock);
+	q->db_fd = -1;
+	q->db_at = ~0ULL;
+	q->cq_at = ~0ULL;
+	q->cqid = b->cqid;
+	q->db_host = NULL;
+	if (!nvme_lio_db_poll(v->lio)) {
+		q->db_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (q->db_fd < 0) {
+			pthread_mutex_unlock(&v->db_lock);
+			return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL) | NVME_STATUS_DNR;
+		}
+	}
+	/* Completions signal the vector's irqfd eventfd straight from the backend. */
+	pthread_mutex_lock(&v->pci.lock);
+	if (b->ien && b->vector < v->pci.msix.nvec)
+		irq_fd = v->pci.msix.efd[b->vector];
+	pthread_mutex_unlock(&v->pci.lock);
+	st = nvme_lio_bind(v->lio, b, v->host.gm, v->cmb_gpa, q->db_fd, irq_fd, &q->qp_id,
+			   &q->db_host);
+	if (st) {
+		if (q->db_fd >= 0)
+			close(q->db_fd);
+		q->db_fd = -1;
+		pthread_mutex_unlock(&v->db_lock);
+		return st;
+	}
+	q->bound = true;
+	vnvme_qp_doorbells(v, b->sqid, true);
+	pthread_mutex_unlock(&v->db_lock);
+	*handle = q->qp_id;
+	return 0;
+}
+
+static void hook_unbind(void *opaque, uint16_t sqid, uint32_t handle)
+{
+	struct vnvme *v = opaque;
+	struct vnvme_qp *q = &v->qps[sqid];
+
+	struct lio_qp_stats st;
+
+	pthread_mutex_lock(&v->db_lock);
+	vnvme_qp_doorbells(v, sqid, false);
+	if (!nvme_lio_qp_stats(v->lio, handle, &st)) {
+		v->gone.cmds += st.cmds;
+		v->gone.read_bytes += st.read_bytes;
+		v->gone.write_bytes += st.write_bytes;
+		v->gone.errors += st.errors;
+		v->gone.rejected += st.rejected;
+		v->gone.irqs += st.irqs;
+	}
+	nvme_lio_unbind(v->lio, handle);
+	if (q->db_fd >= 0)
+		close(q->db_fd);
+	memset(q, 0, sizeof(*q));
+	q->db_fd = -1;
+	q->db_at = ~0ULL;
+	q->cq_at = ~0ULL;
+	pthread_mutex_unlock(&v->db_lock);
+}
+
+/* Volatile write cache off: the backend makes every write of this VM durable before its CQE. */
+static uint16_t hook_vwc(void *opaque, bool on)
+{
+	struct vnvme *v = opaque;
+
+	if (nvme_lio_write_through(v->lio, !on, NULL))
+		return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+	return 0;
+}
+
+static bool hook_alive(void *opaque)
+{
+	struct vnvme *v = opaque;
+
+	return nvme_lio_alive(v->lio);
+}
+
+/* Emulate over an SSD: false once an SSD command timed out (its bounce buffer is given up). */
+static bool hook_emu_alive(void *opaque)
+{
+	struct vnvme *v = opaque;
+
+	return nvme_lio_emu_alive(v->emu);
+}
+
+static void bar_moved(struct pci_dev *d, unsigned bar, uint64_t gpa)
+{
+	struct vnvme *v = d->priv;
+
+	if (bar == VNVME_BAR_CMB) {
+		nvme_ctrl_set_cmb_gpa(v->ctrl, gpa);
+		pthread_mutex_lock(&v->db_lock);
+		v->cmb_gpa = gpa;
+		pthread_mutex_unlock(&v->db_lock);
+	} else if (bar == VNVME_BAR_REGS) {
+		pthread_mutex_lock(&v->db_lock);
+		if (v->lio)
+			vnvme_qp_doorbells_all(v, false);
+		v->bar0 = gpa;
+		if (v->lio)
+			vnvme_qp_doorbells_all(v, true);
+		else
+			vnvme_evfds_sync(v);
+		pthread_mutex_unlock(&v->db_lock);
+	}
+}
+
+/* FLR: the controller resets as on CC.EN = 0 (bound queue pairs go back to the backend) and
+ * loses its admin queue registers; the PCI layer already reset config space and MSI-X. */
+static void vnvme_flr(struct pci_dev *d)
+{
+	struct vnvme *v = d->priv;
+
+	nvme_ctrl_flr(v->ctrl);
+}
+
+static void vnvme_print_counters(struct vnvme *v);
+
+static void vnvme_free(struct vnvme *v)
+{
+	if (!v)
+		return;
+	if (v->pci.bus) {
+		pthread_mutex_lock(&v->db_lock);
+		v->dbbuf_on = false;
+		vnvme_evfds_sync(v);
+		pthread_mutex_unlock(&v->db_lock);
+	}
+	if (v->ctrl && getenv("LVMM_STATS"))
+		vnvme_print_counters(v);
+	/* Bound queue pairs first: the backend stops writing guest memory before it goes. */
+	if (v->ctrl && v->lio)
+		nvme_ctrl_unbind_all(v->ctrl);
+	pci_dev_exit(&v->pci);
+	nvme_file_close(v->file);  /* joins the I/O thread: no more controller calls after */
+	nvme_lio_emu_stop(v->emu); /* the same for emulate over an SSD */
+	nvme_ctrl_destroy(v->ctrl);
+	nvme_lio_close(v->lio);
+	nvme_lio_emu_close(v->emu);
+	free(v->qps);
+	free(v);
+}
+
+/* Passthrough and isolated modes: the backend session, the volume as the namespace, its queue
+ * memory as the CMB, doorbells per page (poll) or packed (eventfd), the vendor capability. */
+static int vnvme_lio_open(struct vnvme *v, struct nvme_ctrl_params *p, struct nvme_ctrl_hooks *h,
+			  struct lightiov_vcap *vcap, char *err, unsigned errlen)
+{
+	const struct guest_mem *gm = v->host.gm;
+	struct nvme_lio_cfg lc = {
+	    .id = v->cfg.id,
+	    .ssd = v->cfg.ssd,
+	    .vol = v->cfg.vol,
+	    .size = v->cfg.size,
+	    .readonly = v->cfg.readonly,
+	    .mode = v->cfg.mode == VNVME_PASSTHROUGH ? LIO_MODE_PASSTHROUGH : LIO_MODE_ISOLATED,
+	    .db = v->cfg.doorbell == VNVME_DB_POLL	? NVME_LIO_DB_POLL
+		  : v->cfg.doorbell == VNVME_DB_EVENTFD ? NVME_LIO_DB_EVENTFD
+							: NVME_LIO_DB_AUTO,
+	    .nqueues = p->max_ioqs,
+	    .cmb_size = VNVME_CMB_SIZE,
+	    .label = v->cfg.id,
+	};
+	uint64_t top = 0;
+	unsigned i;
+	int r;
+
+	if (p->max_ioqs > VNVME_DSTRD_MAXQ && lc.db != NVME_LIO_DB_EVENTFD) {
+		if (lc.db == NVME_LIO_DB_POLL) {
+			snprintf(err, errlen,
+				 "vnvme %s: %u queues: polled doorbells need one page each, at "
+				 "most %u queues",
+				 v->cfg.id, p->max_ioqs, VNVME_DSTRD_MAXQ);
+			return -EINVAL;
+		}
+		lc.db = NVME_LIO_DB_EVENTFD;
+	}
+	r = nvme_lio_open(&v->lio, &lc, err, errlen);
+	if (r)
+		return r;
+	v->qps = calloc(p->max_ioqs + 1, sizeof(*v->qps));
+	if (!v->qps) {
+		snprintf(err, errlen, "vnvme %s: out of memory", v->cfg.id);
+		return -ENOMEM;
+	}
+	for (i = 0; i <= p->max_ioqs; i++) {
+		v->qps[i].db_fd = -1;
+		v->qps[i].db_at = ~0ULL;
+		v->qps[i].cq_at = ~0ULL;
+	}
+	p->size = nvme_lio_lba_count(v->lio) << nvme_lio_lba_shift(v->lio);
+	p->lba_shift = (uint8_t)nvme_lio_lba_shift(v->lio); /* lba_start/size: the SSD's units */
+	p->dstrd = nvme_lio_db_poll(v->lio) ? VNVME_DSTRD : 0;
+	p->no_dbbuf = nvme_lio_db_poll(v->lio);
+	v->dstrd = p->dstrd;
+	p->cmb_host = nvme_lio_cmb(v->lio);
+	h->kick = NULL; /* admin commands run on the vCPU that rang: no I/O thread at all */
+	h->dbbuf = NULL;
+	h->bind = hook_bind;
+	h->unbind = hook_unbind;
+	h->alive = hook_alive;
+	h->vwc = hook_vwc;
+	for (i = 0; i < gm->nslots; i++)
+		if (gm->slots[i].gpa + gm->slots[i].size > top)
+			top = gm->slots[i].gpa + gm->slots[i].size;
+	vcap->mode =
+	    v->cfg.mode == VNVME_PASSTHROUGH ? LIGHTIOV_MODE_PASSTHROUGH : LIGHTIOV_MODE_ISOLATED;
+	vcap->lba_start = nvme_lio_lba_start(v->lio);
+	vcap->lba_size = nvme_lio_lba_count(v->lio);
+	vcap->dma_base = 0;
+	vcap->dma_size = top;
+	fprintf(stderr, "vnvme %s: %s volume %s on ssd %s: %llu MiB at LBA %llu, %s doorbells\n",
+		v->cfg.id, v->cfg.mode == VNVME_PASSTHROUGH ? "passthrough" : "isolated",
+		nvme_lio_vol_name(v->lio), v->cfg.ssd, (unsigned long long)(p->size >> 20),
+		(unsigned long long)vcap->lba_start,
+		nvme_lio_db_poll(v->lio) ? "polled" : "eventfd");
+	return 0;
+}
+
+static int vnvme_create(const struct dev_host *h, const void *config, const char *id, unsigned idx,
+			void **out, char *err, unsigned errlen)
+{
+	const struct vnvme_config *vc = config;
+	struct nvme_ctrl_params p = {
+	    .mqes = VNVME_MQES,
+	    .dstrd = VNVME_DSTRD,
+	    .max_ioqs = vc->queues ? vc->queues
+			: h->cpus  ? h->cpus
+				   : 1,
+	    .cmb_size = VNVME_CMB_SIZE,
+	    .cmb_bir = VNVME_BAR_CMB,
+	    .readonly = vc->readonly,
+	    .cntlid = (uint16_t)idx,
+	};
+	struct nvme_ctrl_hooks hooks = {
+	    .irq = hook_irq, .kick = hook_kick, .dbbuf = hook_dbbuf, .bus_master = hook_bus_master};
+	struct lightiov_vcap vcap = {
+	    .cap_id = LIGHTIOV_VCAP_ID,
+	    .cap_len = sizeof(vcap),
+	    .version = LIGHTIOV_VCAP_VERSION,
+	    .magic = LIGHTIOV_VCAP_MAGIC,
+	    .mode = LIGHTIOV_MODE_EMULATE,
+	};
+	struct vnvme *v;
+	void *cmb;
+	uint64_t cmb_size;
+	uint32_t pci_class = VNVME_CLASS;
+	uint64_t lbas;
+	unsigned vq;
+	int r;
+
+	v = calloc(1, sizeof(*v));
+	if (!v) {
+		snprintf(err, errlen, "vnvme %s: out of memory", id);
+		return -ENOMEM;
+	}
+	v->host = *h;
+	v->cfg = *vc;
+	snprintf(v->cfg.id, sizeof(v->cfg.id), "%s", id);
+	v->bar0 = ~0ULL;
+	v->cmb_gpa = ~0ULL;
+	pthread_mutex_init(&v->db_lock, NULL);
+	/* A vector per queue for as many queues as the guest has vCPUs (Linux uses one each), at
+	 * least 31: further queues share them (each CQ names its vector). Every vector holds a
+	 * GSI route, of which a VM has 1024. */
+	vq = h->cpus > 31 ? h->cpus : 31;
+	p.nvectors = (p.max_ioqs < vq ? p.max_ioqs : vq) + 1;
+	if (p.max_ioqs > VNVME_DSTRD_MAXQ)
+		p.dstrd = 0;
+	v->nqueues = p.max_ioqs;
+	v->dstrd = p.dstrd;
+	snprintf(p.serial, sizeof(p.serial), "%.20s", vc->serial[0] ? vc->serial : v->cfg.id);
+	hooks.opaque = v;
+	if (vc->ssd[0] && vc->mode == VNVME_EMULATE) {
+		struct nvme_lio_cfg lc = {.id = v->cfg.id,
+					  .ssd = v->cfg.ssd,
+					  .vol = v->cfg.vol,
+					  .size = v->cfg.size,
+					  .readonly = v->cfg.readonly,
+					  .label = v->cfg.id};
+
+		/* lvmm parses every command on the thread that rang (no doorbell ioeventfds) and
+		 * hands it to the emulate path's own I/O thread, which completes it */
+		hooks.kick = NULL;
+		hooks.dbbuf = NULL;
+		hooks.alive = hook_emu_alive;
+		r = nvme_lio_emu_open(&v->emu, &lc, &p.size, err, errlen);
+		if (!r)
+			p.lba_shift = (uint8_t)nvme_lio_emu_lba_shift(v->emu);
+		if (!r)
+			r = nvme_ctrl_create(&p, h->gm, &nvme_lio_emu_ops, v->emu, &hooks, &v->ctrl,
+					     err, errlen);
+	} else if (vc->ssd[0]) {
+		r = vnvme_lio_open(v, &p, &hooks, &vcap, err, errlen);
+		if (!r)
+			r = nvme_ctrl_create(&p, h->gm, &nvme_mem_backend_ops, NULL, &hooks,
+					     &v->ctrl, err, errlen);
+	} else {
+		r = nvme_file_open(&v->cfg, &v->file, &p.size, err, errlen);
+		if (!r)
+			r = nvme_ctrl_create(&p, h->gm, &nvme_file_ops, v->file, &hooks, &v->ctrl,
+					     err, errlen);
+		/* Test only (LVMM_FAULT_NVME, nvme_ctrl.h): a faulty file function is offered to
+		 * lightiov_nvme.ko as passthrough, under a class code the nvme driver skips. */
+		if (!r && nvme_ctrl_fault_frontend(v->ctrl, &lbas)) {
+			const struct guest_mem *gm = h->gm;
+
+			vcap.lba_size = lbas;
+			vcap.mode = LIGHTIOV_MODE_PASSTHROUGH;
+			for (unsigned i = 0; i < gm->nslots; i++)
+				if (gm->slots[i].gpa + gm->slots[i].size > vcap.dma_size)
+					vcap.dma_size = gm->slots[i].gpa + gm->slots[i].size;
+			pci_class = 0x018000; /* mass storage, other */
+		}
+	}
+	if (r)
+		goto fail;
+	pci_dev_init(&v->pci, v->cfg.id, VNVME_PCI_VENDOR, VNVME_PCI_DEVICE, pci_class,
+		     VNVME_PCI_VENDOR, VNVME_PCI_DEVICE);
+	v->pci.priv = v;
+	cmb = nvme_ctrl_cmb(v->ctrl, &cmb_size);
+	r = pci_dev_add_bar(&v->pci, VNVME_BAR_REGS, nvme_ctrl_bar0_size(v->ctrl), true, false,
+			    &nvme_ctrl_bar0_ops, v->ctrl, NULL);
+	if (!r && cmb)
+		r = pci_dev_add_bar(&v->pci, VNVME_BAR_CMB, cmb_size, true, true,
+				    &nvme_ctrl_cmb_ops, v->ctrl, cmb);
+	if (r) {
+		snprintf(err, errlen, "vnvme %s: BAR set-up failed: %s", v->cfg.id, strerror(-r));
+		goto fail;
+	}
+	v->pci.bar[VNVME_BAR_REGS].moved = bar_moved;
+	v->pci.bar[VNVME_BAR_CMB].moved = bar_moved;
+	r = pci_dev_add_msix(&v->pci, p.nvectors, VNVME_BAR_MSIX, err, errlen);
+	if (r)
+		goto fail;
+	if (pci_dev_add_cap(&v->pci, &vcap, sizeof(vcap)) < 0 ||
+	    pci_dev_add_flr(&v->pci, vnvme_flr) < 0) {
+		snprintf(err, errlen, "vnvme %s: no room for the vendor and PCIe capabilities",
+			 v->cfg.id);
+		r = -ENOSPC;
+		goto fail;
+	}
+	r = v->file ? nvme_file_start(v->file, v->ctrl, v->host.io_thread, err, errlen) : 0;
+	if (r)
+		goto fail;
+	*out = v;
+	return 0;
+fail:
+	vnvme_free(v);
+	return r;
+}
+
+/* Mode, volume and the backend's per-queue counters; data commands of a bound queue pair are
+ * the backend's, so the device's totals are theirs too. */
+static void vnvme_lio_counters(struct vnvme *v, struct dev_counters *o)
+{
+	static const char *const modes[] = {"emulate", "passthrough", "isolated"};
+	uint16_t qid[DEV_MAX_QUEUES];
+	uint32_t h[DEV_MAX_QUEUES];
+	unsigned i, n;
+
+	snprintf(o->mode, sizeof(o->mode), "%s", modes[v->cfg.mode <= 2 ? v->cfg.mode : 0]);
+	snprintf(o->ssd, sizeof(o->ssd), "%s", v->cfg.ssd);
+	if (!v->lio) {
+		snprintf(o->volume, sizeof(o->volume), "%s",
+			 v->emu ? nvme_lio_emu_vol_name(v->emu) : "file");
+		return;
+	}
+	snprintf(o->volume, sizeof(o->volume), "%s", nvme_lio_vol_name(v->lio));
+	pthread_mutex_lock(&v->db_lock);
+	o->backend_cmds = v->gone.cmds;
+	o->backend_errors = v->gone.errors;
+	o->backend_rejected = v->gone.rejected;
+	o->read_bytes = v->gone.read_bytes;
+	o->write_bytes = v->gone.write_bytes;
+	o->irqs = v->gone.irqs;
+	pthread_mutex_unlock(&v->db_lock);
+	n = nvme_ctrl_bound(v->ctrl, qid, h, DEV_MAX_QUEUES);
+	for (i = 0; i < n; i++) {
+		struct lio_qp_stats s;
+		struct dev_queue_counters *q = &o->q[o->nqueues];
+
+		if (nvme_lio_qp_stats(v->lio, h[i], &s))
+			continue;
+		q->qid = qid[i];
+		q->cmds = s.cmds;
+		q->read_bytes = s.read_bytes;
+		q->write_bytes = s.write_bytes;
+		q->errors = s.errors;
+		q->rejected = s.rejected;
+		q->irqs = s.irqs;
+		o->read_bytes += s.read_bytes;
+		o->write_bytes += s.write_bytes;
+		o->irqs += s.irqs;
+		o->backend_cmds += s.cmds;
+		o->backend_errors += s.errors;
+		o->backend_rejected += s.rejected;
+		o->nqueues++;
+	}
+}
+
+static void vnvme_print_counters(struct vnvme *v)
+{
+	struct dev_counters c;
+	struct nvme_ctrl_stats st;
+	unsigned i;
+
+	memset(&c, 0, sizeof(c));
+	nvme_ctrl_get_stats(v->ctrl, &st);
+	vnvme_lio_counters(v, &c);
+	fprintf(stderr,
+		"lvmm: vnvme %s: mode %s, mmio exits %llu, doorbells %llu, wake-ups %llu, "
+		"reads %llu, writes %llu, backend cmds %llu, errors %llu, rejected %llu, irqs "
+		"%llu, flrs %llu\n",
+		v->cfg.id, c.mode, (unsigned long long)st.mmio_exits,
+		(unsigned long long)st.doorbells, (unsigned long long)st.wakeups,
+		(unsigned long long)st.reads, (unsigned long long)st.writes,
+		(unsigned long long)c.backend_cmds, (unsigned long long)c.backend_errors,
+		(unsigned long long)c.backend_rejected, (unsigned long long)c.irqs,
+		(unsigned long long)st.flrs);
+	for (i = 0; i < c.nqueues; i++)
+		fprintf(stderr,
+			"lvmm: vnvme %s: queue %u: backend cmds %llu, read %llu B, written %llu "
+			"B, errors %llu, rejected %llu, irqs %llu\n",
+			v->cfg.id, c.q[i].qid, (unsigned long long)c.q[i].cmds,
+			(unsigned long long)c.q[i].read_bytes,
+			(unsigned long long)c.q[i].write_bytes, (unsigned long long)c.q[i].errors,
+			(unsigned long long)c.q[i].rejected, (unsigned long long)c.q[i].irqs);
+}
+
+static struct pci_dev *vnvme_pci(void *dev)
+{
+	return &((struct vnvme *)dev)->pci;
+}
+
+/* vm.counters: the controller's own counters, then mode, volume and the backend's. */
+static void vnvme_counters(void *dev, struct dev_counters *o)
+{
+	struct vnvme *v = dev;
+	struct nvme_ctrl_stats st;
+
+	nvme_ctrl_get_stats(v->ctrl, &st);
+	o->reads = st.reads;
+	o->writes = st.writes;
+	o->read_bytes = st.read_bytes;
+	o->write_bytes = st.write_bytes;
+	o->flushes = st.flushes;
+	o->doorbells = st.doorbells;
+	o->mmio_exits = st.mmio_exits;
+	o->irqs = st.irqs;
+	o->wakeups = st.wakeups;
+	vnvme_lio_counters(v, o);
+}
+
+static void vnvme_destroy(void *dev)
+{
+	vnvme_free(dev);
+}
+
+const struct dev_model vnvme_model = {
+    .name = "vnvme",
+    .create = vnvme_create,
+    .pci = vnvme_pci,
+    .counters = vnvme_counters,
+    .destroy = vnvme_destroy,
+};
