@@ -1,7 +1,7 @@
 # lvmm: one entry point.  make | make test | make demo | make guest | make bench | make fuzz
 #
 # Found by the file tree (no list to edit):
-#   vmm/*.c vmm/api/*.c devices/{nvme-lightiov,virtio}/*.c host-kmod/{common,softssd}/*.c
+#   vmm/*.c vmm/api/*.c devices/{nvme-lightiov,virtio}/*.c host-kmod/{common,client,softssd}/*.c
 #                             -> $(BUILD)/liblvmm.a (+ vmm/main.c -> lvmm)
 #   tests/unit/NAME.c         Check programs linked with liblvmm.a (no KVM)
 #   tests/integration/NAME.c  Check programs that drive $(BUILD)/lvmm with the test guest (fast)
@@ -31,7 +31,7 @@ endif
 names = $(patsubst $(1)/%.c,%,$(wildcard $(1)/*.c))
 LIB_SRCS     := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard vmm/api/*.c) \
                 $(wildcard devices/nvme-lightiov/*.c) $(wildcard devices/virtio/*.c) \
-                $(wildcard host-kmod/common/*.c) \
+                $(wildcard host-kmod/common/*.c) $(wildcard host-kmod/client/*.c) \
                 $(wildcard host-kmod/softssd/*.c)
 BINS         :=
 UNIT_TESTS   := $(call names,tests/unit)

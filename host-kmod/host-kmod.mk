@@ -43,12 +43,12 @@ $(KMOD_GUEST_KO): $(KMOD_SRCS) $(wildcard $(GUEST_DIR)/linux/vmlinux.symvers) | 
 
 # The VM side of the test: static, it runs as the guest's only program besides busybox. It links
 # lvmm's own client (lio_client.c) to drive the module through the ioctl transport lvmm uses.
-$(KMOD_TESTPROG): tools/guest/kmod/lio-kmod-test.c devices/nvme-lightiov/lio_client.c \
-		  devices/nvme-lightiov/lio_client.h $(wildcard include/lightiov/*.h)
+$(KMOD_TESTPROG): tools/guest/kmod/lio-kmod-test.c host-kmod/client/lio_client.c \
+		  host-kmod/client/lio_client.h $(wildcard include/lightiov/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@ (static)"
-	$(Q)$(CC) -static -O2 -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Idevices -o $@ \
-		tools/guest/kmod/lio-kmod-test.c devices/nvme-lightiov/lio_client.c
+	$(Q)$(CC) -static -O2 -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Ihost-kmod -o $@ \
+		tools/guest/kmod/lio-kmod-test.c host-kmod/client/lio_client.c
 
 # gen_init_cpio comes with the default initramfs, which stays as it is.
 $(KMOD_CPIO): tools/guest/kmod/build-initramfs.sh tools/guest/kmod/init tools/guest/fstab \

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "lightiov/size.h"
 #include "fsutil.h"
 #include "layout.h"
 
@@ -30,74 +31,17 @@ void config_defaults(struct vm_config *c)
 	c->num_pci_segments = 1;
 }
 
-/* Multiplier shift for a binary suffix letter; -1 when the letter is not one. */
-static int size_suffix_shift(char c)
-{
-	switch (c) {
-	case 'k':
-	case 'K':
-		return 10;
-	case 'm':
-	case 'M':
-		return 20;
-	case 'g':
-	case 'G':
-		return 30;
-	case 't':
-	case 'T':
-		return 40;
-	default:
-		return -1;
-	}
-}
-
 int config_parse_size(const char *s, uint64_t *out, char *err, unsigned errlen)
 {
-	const char *p = s;
-	uint64_t v = 0;
-	int shift = 0;
+	int r = lio_size_parse(s, out);
 
-	if (!s || !*s) {
+	if (!r)
+		return 0;
+	if (r == -LIO_SIZE_EMPTY)
 		snprintf(err, errlen, "size is empty");
-		return -EINVAL;
-	}
-	/* strtoull would accept leading blanks and a minus sign (wrapping it); parse by hand. */
-	if (*p < '0' || *p > '9') {
-		snprintf(err, errlen, "'%s' is not a size (expected digits, then K, M, G or T)", s);
-		return -EINVAL;
-	}
-	for (; *p >= '0' && *p <= '9'; p++) {
-		unsigned d = (unsigned)(*p - '0');
-
-		if (v > (UINT64_MAX - d) / 10) {
-			snprintf(err, errlen, "'%s' is too large", s);
-			return -EINVAL;
-		}
-		v = v * 10 + d;
-	}
-	if (*p) {
-		shift = size_suffix_shift(*p);
-		if (shift < 0) {
-			snprintf(err, errlen, "'%s' has an unknown suffix (use K, M, G or T)", s);
-			return -EINVAL;
-		}
-		p++;
-		/* "4KiB" and "4KB" read as binary units too, as people write them. */
-		if (*p == 'i' && p[1] == 'B')
-			p += 2;
-		else if (*p == 'B' || *p == 'b')
-			p++;
-		if (*p) {
-			snprintf(err, errlen, "'%s' has trailing characters after the size", s);
-			return -EINVAL;
-		}
-	}
-	if (shift && v > (UINT64_MAX >> shift)) {
-		snprintf(err, errlen, "'%s' is too large", s);
-		return -EINVAL;
-	}
-	*out = v << shift;
-	return 0;
+	else
+		snprintf(err, errlen, "'%s' %s", s, lio_size_why(r));
+	return -EINVAL;
 }
 
 static const char *const vnvme_mode_names[] = {
@@ -151,12 +95,9 @@ static int vnvme_parse_bool(const char *key, const char *v, bool *out, char *err
 
 int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out)
 {
-	char *end;
-	unsigned long n;
+	uint64_t n;
 
-	errno = 0;
-	n = strtoul(s, &end, 10);
-	if (!*s || *end || errno || *s == '-' || *s == '+' || n < min || n > max)
+	if (lio_count_parse(s, min, max, &n))
 		return -EINVAL;
 	*out = (unsigned)n;
 	return 0;

@@ -24,7 +24,7 @@
 
 #include "fsutil.h"
 #include "jail.h"
-#include "nvme-lightiov/lio_client.h"
+#include "client/lio_client.h"
 
 #define JAIL_NOFILE   4096
 #define JAIL_MAX_SRC  (4 + 2 * CONFIG_MAX_VNVME)

@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "lio_client.h"
+#include "client/lio_client.h"
 #include "nvme_lio.h"
 
 struct nvme_lio {

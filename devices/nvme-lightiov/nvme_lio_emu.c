@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lio_client.h"
+#include "client/lio_client.h"
 #include "nvme_int.h"
 #include "nvme_lio_emu.h"
 

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lio_client.h"
+#include "client/lio_client.h"
 #include "ssd_autostart.h"
 
 static int mkdirs(char *path)

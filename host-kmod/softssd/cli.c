@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "lightiov/size.h"
 #include "lightiov/voltable.h"
-#include "nvme-lightiov/lio_client.h"
+#include "client/lio_client.h"
 #include "softssd/model.h"
 #include "softssd/server.h"
 
@@ -103,10 +103,13 @@ fail:
 
 static int ssd_parse_id(const char *what, const char *s, unsigned *out)
 {
-	if (config_parse_count(s, 0, 0x7fffffff, out)) {
+	uint64_t n;
+
+	if (lio_count_parse(s, 0, 0x7fffffff, &n)) {
 		fprintf(stderr, "lvmm ssd serve: %s '%s' is not a number\n", what, s);
 		return -1;
 	}
+	*out = (unsigned)n;
 	return 0;
 }
 
@@ -158,7 +161,7 @@ static int ssd_cmd_serve(int argc, char **argv)
 	const char *backing = NULL, *model = "none";
 	struct ssd_model m;
 	bool daemonize = false, direct = true;
-	uint64_t size = 0;
+	uint64_t size = 0, n;
 	unsigned v;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	char err[256];
@@ -173,11 +176,11 @@ static int ssd_cmd_serve(int argc, char **argv)
 			break;
 		case O_SIZE:
 		case O_MAXM:
-			if (config_parse_size(optarg, c == O_SIZE ? &size : &cfg.max_mem_client,
-					      err, sizeof(err)) ||
-			    (c == O_SIZE ? size : cfg.max_mem_client) == 0) {
-				fprintf(stderr, "lvmm ssd serve: --%s %s: %s\n", opts[c - 1].name,
-					optarg, err);
+			r = lio_size_parse(optarg, c == O_SIZE ? &size : &cfg.max_mem_client);
+			if (r || (c == O_SIZE ? size : cfg.max_mem_client) == 0) {
+				fprintf(stderr, "lvmm ssd serve: --%s %s: '%s' %s\n",
+					opts[c - 1].name, optarg, optarg,
+					r ? lio_size_why(r) : "is zero");
 				return 2;
 			}
 			break;
@@ -198,19 +201,18 @@ static int ssd_cmd_serve(int argc, char **argv)
 		case O_WORKERS:
 		case O_MAXC:
 		case O_MAXQ:
-			if (config_parse_count(optarg, 1, c == O_WORKERS ? 64 : LIO_MAX_QPAIRS,
-					       &v)) {
+			if (lio_count_parse(optarg, 1, c == O_WORKERS ? 64 : LIO_MAX_QPAIRS, &n)) {
 				fprintf(stderr, "lvmm ssd serve: --%s %s: a count in 1..%u\n",
 					opts[c - 1].name, optarg,
 					c == O_WORKERS ? 64 : LIO_MAX_QPAIRS);
 				return 2;
 			}
 			if (c == O_WORKERS)
-				cfg.workers = v;
+				cfg.workers = (unsigned)n;
 			else if (c == O_MAXC)
-				cfg.max_clients = v;
+				cfg.max_clients = (unsigned)n;
 			else
-				cfg.max_qp_client = v;
+				cfg.max_qp_client = (unsigned)n;
 			break;
 		case O_UID:
 		case O_GID:

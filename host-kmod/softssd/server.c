@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "lightiov/voltable.h"
-#include "nvme-lightiov/lio_client.h"
+#include "client/lio_client.h"
 #include "softssd/server_int.h"
 #include "softssd/volumes.h"
 

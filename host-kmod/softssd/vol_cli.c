@@ -15,9 +15,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "lightiov/size.h"
 #include "lightiov/voltable.h"
-#include "nvme-lightiov/lio_client.h"
+#include "client/lio_client.h"
 #include "softssd/backing_io.h"
 #include "softssd/cli.h"
 #include "softssd/vol_cli_int.h"
@@ -144,11 +144,11 @@ static void volcli_close(struct volcli *x)
 
 static int volcli_parse_size(struct volcli *x, const char *s, uint64_t *size)
 {
-	char err[160];
+	int r = lio_size_parse(s, size);
 
-	if (config_parse_size(s, size, err, sizeof(err))) {
-		fprintf(stderr, "lvmm: ssd vol %s: %s: volume %s size: %s\n", x->cmd, x->ssd,
-			x->vol, err);
+	if (r) {
+		fprintf(stderr, "lvmm: ssd vol %s: %s: volume %s size: '%s' %s\n", x->cmd, x->ssd,
+			x->vol, s, lio_size_why(r));
 		return 2;
 	}
 	return 0;

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "lightiov/nvme.h"
-#include "nvme-lightiov/lio_client.h"
+#include "client/lio_client.h"
 #include "softssd/backing_io.h"
 #include "softssd/vol_cli_int.h"
 #include "softssd/volumes.h"

@@ -19,7 +19,7 @@
 
 #include "lightiov/nvme.h"
 #include "lightiov/uapi.h"
-#include "nvme-lightiov/lio_client.h"
+#include "client/lio_client.h"
 #include "ssdutil.h"
 #include "testutil.h"
 

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "lightiov/voltable.h"
-#include "nvme-lightiov/lio_client.h"
+#include "client/lio_client.h"
 #include "testutil.h"
 
 #define MIB	 (1ULL << 20)

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "nvme-lightiov/lio_client.h"
+#include "client/lio_client.h"
 #include "ssdutil.h"
 #include "testutil.h"
 

@@ -4,7 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "nvme-lightiov/lio_client.h"
+#include "client/lio_client.h"
 #include "ssdutil.h"
 #include "testutil.h"
 

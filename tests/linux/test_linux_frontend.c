@@ -20,7 +20,7 @@
 
 #include "../../guest-driver/tests/lio-frontend-pattern.h"
 #include "linuxboot.h"
-#include "nvme-lightiov/lio_client.h"
+#include "client/lio_client.h"
 #include "ssdutil.h"
 #include "ext4check.h"
 #include "testutil.h"

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "linuxboot.h"
-#include "nvme-lightiov/lio_client.h"
+#include "client/lio_client.h"
 #include "ssdutil.h"
 #include "ext4check.h"
 #include "testutil.h"

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "lightiov/size.h"
 #include "testutil.h"
 
 static char err[512];
@@ -83,7 +84,37 @@ START_TEST(count_parsing)
 	ck_assert_int_eq(config_parse_count("+4", 1, 64, &n), -EINVAL);
 	ck_assert_int_eq(config_parse_count("4x", 1, 64, &n), -EINVAL);
 	ck_assert_int_eq(config_parse_count("99999999999999999999", 1, 64, &n), -EINVAL);
+	ck_assert_int_eq(config_parse_count(" 4", 1, 64, &n), -EINVAL);
 	ck_assert_uint_eq(n, 64); /* untouched by a refusal */
+}
+END_TEST
+
+/* The parser softssd's command line and lvmm's configuration share (host-kmod/common/size.c):
+ * the reasons it gives, and no blanks or signs that strtoull would take. */
+START_TEST(shared_size_parser)
+{
+	uint64_t v = 5;
+
+	ck_assert_int_eq(lio_size_parse("4KiB", &v), 0);
+	ck_assert_uint_eq(v, 4096);
+	ck_assert_int_eq(lio_size_parse("16T", &v), 0);
+	ck_assert_uint_eq(v, 16ULL << 40);
+	ck_assert_int_eq(lio_size_parse("", &v), -LIO_SIZE_EMPTY);
+	ck_assert_int_eq(lio_size_parse(" 4K", &v), -LIO_SIZE_NOT_DIGITS);
+	ck_assert_int_eq(lio_size_parse("-1", &v), -LIO_SIZE_NOT_DIGITS);
+	ck_assert_int_eq(lio_size_parse("4X", &v), -LIO_SIZE_SUFFIX);
+	ck_assert_int_eq(lio_size_parse("4KBx", &v), -LIO_SIZE_TRAILING);
+	ck_assert_int_eq(lio_size_parse("16777216T", &v), -LIO_SIZE_TOO_LARGE);
+	ck_assert_int_eq(lio_size_parse("18446744073709551616", &v), -LIO_SIZE_TOO_LARGE);
+	ck_assert_uint_eq(v, 16ULL << 40); /* untouched by a refusal */
+	ck_assert_str_eq(lio_size_why(-LIO_SIZE_SUFFIX),
+			 "has an unknown suffix (use K, M, G or T)");
+	ck_assert_int_eq(lio_count_parse("4096", 1, 4096, &v), 0);
+	ck_assert_uint_eq(v, 4096);
+	ck_assert_int_eq(lio_count_parse("4097", 1, 4096, &v), -LIO_SIZE_TOO_LARGE);
+	ck_assert_int_eq(lio_count_parse("12k", 1, 1u << 20, &v), -LIO_SIZE_TRAILING);
+	ck_assert_int_eq(config_parse_size("4X", &v, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "'4X' has an unknown suffix (use K, M, G or T)");
 }
 END_TEST
 
@@ -390,6 +421,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, size_valid);
 	tcase_add_test(tc, size_invalid);
 	tcase_add_test(tc, count_parsing);
+	tcase_add_test(tc, shared_size_parser);
 	tcase_add_test(tc, vnvme_file_form);
 	tcase_add_test(tc, vnvme_ssd_form);
 	tcase_add_test(tc, vnvme_errors);

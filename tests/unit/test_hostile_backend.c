@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nvme-lightiov/lio_client.h"
+#include "client/lio_client.h"
 #include "nvme-lightiov/nvme_int.h"
 #include "nvme-lightiov/nvme_lio.h"
 #include "nvme-lightiov/nvme_lio_emu.h"

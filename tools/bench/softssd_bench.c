@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "lightiov/nvme.h"
-#include "nvme-lightiov/lio_client.h"
+#include "client/lio_client.h"
 
 #define BS	    4096u
 #define MAX_SAMPLES (8u << 20)

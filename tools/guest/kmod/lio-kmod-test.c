@@ -25,7 +25,7 @@
 
 #include "lightiov/nvme.h"
 #include "lightiov/uapi.h"
-#include "nvme-lightiov/lio_client.h"
+#include "client/lio_client.h"
 
 #define WIN_GPA	  0x40000000ull /* where the "guest" places its window */
 #define WIN_BYTES (2u << 20)
@@ -888,7 +888,7 @@ static void limits(const char *path, int fd, uint32_t vol_id)
 	chmod(path, 0600);
 }
 
-/* lvmm's own client code (devices/nvme-lightiov/lio_client.c) on the module: the SSD's plain name
+/* lvmm's own client code (host-kmod/client/lio_client.c) on the module: the SSD's plain name
  * resolves to its device, the ioctl transport carries every call lio_drv makes (window, queue
  * memory, two polled queue pairs), and data goes round trip. Its anonymous volume ends zeroed. */
 static void client_transport(const char *name)
