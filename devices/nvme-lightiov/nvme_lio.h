@@ -24,7 +24,7 @@ struct nvme_lio_cfg {
 	const char *vol; /* named volume, or NULL/"" for an anonymous one */
 	uint64_t size;	 /* bytes: anonymous size, or create-if-absent size; 0 = must exist */
 	bool readonly;
-	uint32_t mode; /* LIO_MODE_PASSTHROUGH or LIO_MODE_ISOLATED */
+	uint32_t mode; /* LIGHTIOV_MODE_PASSTHROUGH or LIGHTIOV_MODE_ISOLATED */
 	enum nvme_lio_db db;
 	unsigned nqueues;  /* I/O queue pairs the controller offers: doorbell pages to reserve */
 	uint64_t cmb_size; /* bytes of queue memory the guest sees as its CMB */

@@ -109,7 +109,7 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 	o.lba_start = a.lba_start;
 	o.lba_count = a.lba_count;
 	o.lba_shift = e->lba_shift;
-	o.mode = LIO_MODE_ISOLATED; /* window-relative LBAs, checked by the SSD as well */
+	o.mode = LIGHTIOV_MODE_ISOLATED; /* window-relative LBAs, checked by the SSD as well */
 	o.qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM |
 		     (id.flags & LIO_ID_DB_POLL ? LIO_QP_DB_POLL : LIO_QP_DB_EVENTFD) |
 		     (cfg->readonly ? LIO_QP_READONLY : 0);

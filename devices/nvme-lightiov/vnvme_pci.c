@@ -363,7 +363,8 @@ static int vnvme_lio_open(struct vnvme *v, struct nvme_ctrl_params *p, struct nv
 	    .vol = v->cfg.vol,
 	    .size = v->cfg.size,
 	    .readonly = v->cfg.readonly,
-	    .mode = v->cfg.mode == VNVME_PASSTHROUGH ? LIO_MODE_PASSTHROUGH : LIO_MODE_ISOLATED,
+	    .mode = v->cfg.mode == VNVME_PASSTHROUGH ? LIGHTIOV_MODE_PASSTHROUGH
+						     : LIGHTIOV_MODE_ISOLATED,
 	    .db = v->cfg.doorbell == VNVME_DB_POLL	? NVME_LIO_DB_POLL
 		  : v->cfg.doorbell == VNVME_DB_EVENTFD ? NVME_LIO_DB_EVENTFD
 							: NVME_LIO_DB_AUTO,

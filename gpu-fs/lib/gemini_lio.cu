@@ -103,7 +103,8 @@ int gm_lio_start(struct gemini_ctx *c)
 	o.lba_start = a.lba_start;
 	o.lba_count = a.lba_count;
 	o.lba_shift = id.lba_shift;
-	o.mode = LIO_MODE_ISOLATED; /* every GPU command checked by the daemon (lio_sqe_check) */
+	o.mode =
+	    LIGHTIOV_MODE_ISOLATED; /* every GPU command checked by the daemon (lio_sqe_check) */
 	o.qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL;
 	o.nr_qp = nq + 1; /* the last one is the host's (the volume check at G_open) */
 	o.depth = k->qdepth;

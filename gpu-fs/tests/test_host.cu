@@ -174,7 +174,7 @@ START_TEST(lio_map_against_softssd)
 	o.lba_start = a.lba_start;
 	o.lba_count = a.lba_count;
 	o.lba_shift = id.lba_shift;
-	o.mode = LIO_MODE_ISOLATED;
+	o.mode = LIGHTIOV_MODE_ISOLATED;
 	o.qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL;
 	o.nr_qp = 1;
 	o.depth = 16;

@@ -1002,7 +1002,7 @@ uint16_t lio_drv_io(struct lio_drv *d, unsigned qi, uint8_t opcode, uint64_t lba
 	struct nvme_cqe cqe;
 	int cid;
 
-	if (d->o.mode == LIO_MODE_PASSTHROUGH)
+	if (d->o.mode == LIGHTIOV_MODE_PASSTHROUGH)
 		lba += d->o.lba_start;
 	if (opcode != NVME_CMD_FLUSH) {
 		sqe.cdw10 = (uint32_t)lba;

@@ -99,7 +99,7 @@ struct lio_drv_opts {
 	uint64_t lba_start; /* its window (passthrough SQEs carry absolute LBAs) */
 	uint64_t lba_count;
 	uint32_t lba_shift;
-	uint32_t mode;	    /* enum lio_mode */
+	uint32_t mode;	    /* enum lightiov_vcap_mode */
 	uint32_t qp_flags;  /* LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL or DB_EVENTFD |
 			     * LIO_QP_IRQ_ENABLED | LIO_QP_READONLY */
 	unsigned nr_qp;	    /* 1..LIO_DRV_MAX_QP */

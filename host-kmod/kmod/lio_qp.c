@@ -503,7 +503,7 @@ static int lio_qp_validate_direct(struct lio_ssd *ssd, const struct lio_qp_creat
 {
 	const u32 need = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM;
 
-	if (q->mode != LIO_MODE_PASSTHROUGH || (q->flags & need) != need ||
+	if (q->mode != LIGHTIOV_MODE_PASSTHROUGH || (q->flags & need) != need ||
 	    (q->flags & LIO_QP_READONLY)) {
 		lio_err(ssd, "qp-create: DB_DIRECT is passthrough with SQ_QMEM and CQ_QMEM, never READONLY (mode %u flags 0x%x)",
 			q->mode, q->flags);
@@ -542,7 +542,7 @@ static int lio_qp_validate(struct lio_session *ss, const struct lio_qp_create *q
 	const u32 qmem = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL | LIO_QP_DB_DIRECT;
 	struct lio_ssd *ssd = ss->ssd;
 
-	if (q->mode != LIO_MODE_PASSTHROUGH && q->mode != LIO_MODE_ISOLATED) {
+	if (q->mode != LIGHTIOV_MODE_PASSTHROUGH && q->mode != LIGHTIOV_MODE_ISOLATED) {
 		lio_err(ssd, "qp-create: mode %u is neither passthrough (1) nor isolated (2)",
 			q->mode);
 		return -EINVAL;
@@ -734,7 +734,7 @@ static int lio_qp_setup(struct lio_qp *qp, const struct lio_qp_create *q,
 	 */
 	qp->chk.lba_start = vol->lba_start;
 	qp->chk.lba_count = vol->lba_count;
-	if (q->mode == LIO_MODE_ISOLATED)
+	if (q->mode == LIGHTIOV_MODE_ISOLATED)
 		qp->chk.flags = LIO_CHECK_TRANSLATE;
 	if ((q->flags & LIO_QP_READONLY) || (vol->flags & LIO_ATTACH_READONLY))
 		qp->chk.flags |= LIO_CHECK_READONLY;

@@ -362,7 +362,7 @@ static int ssd_cmd_stats(int argc, char **argv)
 			continue;
 		found++;
 		printf("qpair %u %s: %" PRIu64 " cmds", q.qp_id,
-		       q.mode == LIO_MODE_ISOLATED ? "isolated" : "passthrough", q.cmds);
+		       q.mode == LIGHTIOV_MODE_ISOLATED ? "isolated" : "passthrough", q.cmds);
 		ssd_pr_bytes("read", q.read_bytes);
 		ssd_pr_bytes("written", q.write_bytes);
 		printf(", %" PRIu64 " errors, %" PRIu64 " rejected, %" PRIu64 " polls, %" PRIu64

@@ -461,7 +461,7 @@ static int ssd_qp_validate(struct ssd_call *c, const struct lio_qp_create *q)
 			       LIO_QP_DB_EVENTFD | LIO_QP_READONLY | LIO_QP_IRQ_ENABLED;
 	unsigned want = 0;
 
-	if (q->mode != LIO_MODE_PASSTHROUGH && q->mode != LIO_MODE_ISOLATED) {
+	if (q->mode != LIGHTIOV_MODE_PASSTHROUGH && q->mode != LIGHTIOV_MODE_ISOLATED) {
 		ssd_err(c, "qp-create: mode %u is neither passthrough (1) nor isolated (2)",
 			q->mode);
 		return -EINVAL;
@@ -610,7 +610,7 @@ static int ssd_op_qp_create(struct ssd_call *c)
 	 * the translation; a software SSD can afford the check hardware could not make */
 	qp->chk.lba_start = vol->lba_start;
 	qp->chk.lba_count = vol->lba_count;
-	if (q->mode == LIO_MODE_ISOLATED)
+	if (q->mode == LIGHTIOV_MODE_ISOLATED)
 		qp->chk.flags = LIO_CHECK_TRANSLATE;
 	if ((q->flags & LIO_QP_READONLY) || (vol->flags & LIO_ATTACH_READONLY))
 		qp->chk.flags |= LIO_CHECK_READONLY;

@@ -50,7 +50,7 @@ static int volcli_attach(struct volcli *x)
 		    .lba_start = x->a.lba_start,
 		    .lba_count = x->a.lba_count,
 		    .lba_shift = x->lba_shift,
-		    .mode = LIO_MODE_ISOLATED,
+		    .mode = LIGHTIOV_MODE_ISOLATED,
 		    .qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL,
 		    .nr_qp = 1,
 		    .depth = 16,

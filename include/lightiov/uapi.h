@@ -27,6 +27,8 @@
 #include <sys/ioctl.h>
 #endif
 
+#include "vcap.h"
+
 /* Usable from C and C++ (gpu-fs is CUDA C++): C++ spells C11's _Static_assert static_assert. */
 #ifdef __cplusplus
 #define LIO_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
@@ -49,12 +51,10 @@ extern "C" {
 #define LIO_PAGE_SIZE	 4096u	/* NVMe memory page size of every queue pair (CC.MPS = 0) */
 #define LIO_MDTS_BYTES	 (128u << 10) /* largest transfer of one command */
 
-/* Data-path mode of a queue pair (the vNVMe's emulate mode never reaches a backend queue pair:
- * lvmm parses those commands itself and submits them through a queue pair of its own). */
-enum lio_mode {
-	LIO_MODE_PASSTHROUGH = 1, /* SQEs taken as written: the guest adds lba_start (trusted) */
-	LIO_MODE_ISOLATED = 2,	  /* each SQE copied out of guest reach, checked, lba_start added */
-};
+/* A queue pair's data-path mode is vcap.h's enum lightiov_vcap_mode: PASSTHROUGH (SQEs taken as
+ * written, the guest adds lba_start: trusted) or ISOLATED (each SQE copied out of guest reach,
+ * checked, lba_start added). EMULATE never reaches a backend queue pair: lvmm parses those
+ * commands itself and submits them through a queue pair of its own. */
 
 /* ---- operations ---- */
 enum lio_op {
@@ -130,7 +130,7 @@ struct lio_qmem {
 struct lio_qp_create {
 	/* in */
 	uint32_t vol_id; /* an attached volume (lio_vol_attach.vol_id): the LBA window */
-	uint32_t mode;	 /* enum lio_mode */
+	uint32_t mode;	 /* enum lightiov_vcap_mode */
 	uint32_t flags;	 /* LIO_QP_* */
 	uint16_t sqid;	 /* the guest's queue id (reported in each CQE's SQ identifier) */
 	uint16_t cqid;

@@ -3,16 +3,24 @@
 #ifndef LIGHTIOV_VCAP_H
 #define LIGHTIOV_VCAP_H
 
+#ifdef __KERNEL__
+#include <linux/types.h>
+#else
 #include <stdint.h>
+#endif
 
 #define LIGHTIOV_VCAP_ID      0x09	  /* PCI_CAP_ID_VNDR */
 #define LIGHTIOV_VCAP_MAGIC   0x4c494f56u /* "LIOV" */
 #define LIGHTIOV_VCAP_VERSION 1
 
+/* The data-path mode, one enum for the guest (this capability) and the backend ABI (uapi.h's
+ * queue pairs, which take PASSTHROUGH and ISOLATED). */
 enum lightiov_vcap_mode {
-	LIGHTIOV_MODE_EMULATE = 0,     /* stock driver, lvmm emulates everything: window fields 0 */
-	LIGHTIOV_MODE_PASSTHROUGH = 1, /* frontend adds lba_start, queues live in the CMB */
-	LIGHTIOV_MODE_ISOLATED = 2,    /* host checks every SQE */
+	LIGHTIOV_MODE_EMULATE = 0, /* stock driver, lvmm emulates everything: window fields 0 */
+	/* frontend adds lba_start, queues live in the CMB; a backend takes SQEs as written */
+	LIGHTIOV_MODE_PASSTHROUGH = 1,
+	/* host checks every SQE: copied out of guest reach, checked, lba_start added */
+	LIGHTIOV_MODE_ISOLATED = 2,
 };
 
 struct lightiov_vcap {
@@ -28,7 +36,13 @@ struct lightiov_vcap {
 	uint64_t dma_base;  /* guest-physical DMA window the backend accepts */
 	uint64_t dma_size;
 } __attribute__((packed));
-_Static_assert(sizeof(struct lightiov_vcap) == 48, "LightIOV vendor capability is 48 bytes");
-_Static_assert(__builtin_offsetof(struct lightiov_vcap, lba_start) == 16, "lba_start offset");
+/* C, the kernel, and C++ (gpu-fs is CUDA C++, and reaches this header through uapi.h) */
+#ifdef __cplusplus
+#define LIGHTIOV_VCAP_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define LIGHTIOV_VCAP_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+LIGHTIOV_VCAP_ASSERT(sizeof(struct lightiov_vcap) == 48, "LightIOV vendor capability is 48 bytes");
+LIGHTIOV_VCAP_ASSERT(__builtin_offsetof(struct lightiov_vcap, lba_start) == 16, "lba_start offset");
 
 #endif

@@ -222,25 +222,26 @@ static void mode_case(uint32_t mode, uint32_t flags, unsigned tag)
 
 START_TEST(test_isolated_poll_qmem)
 {
-	mode_case(LIO_MODE_ISOLATED, LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL, 1);
+	mode_case(LIGHTIOV_MODE_ISOLATED, LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL, 1);
 }
 END_TEST
 
 START_TEST(test_isolated_eventfd_guest_rings)
 {
-	mode_case(LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD | LIO_QP_IRQ_ENABLED, 2);
+	mode_case(LIGHTIOV_MODE_ISOLATED, LIO_QP_DB_EVENTFD | LIO_QP_IRQ_ENABLED, 2);
 }
 END_TEST
 
 START_TEST(test_passthrough_poll_guest_rings)
 {
-	mode_case(LIO_MODE_PASSTHROUGH, LIO_QP_DB_POLL, 3);
+	mode_case(LIGHTIOV_MODE_PASSTHROUGH, LIO_QP_DB_POLL, 3);
 }
 END_TEST
 
 START_TEST(test_passthrough_eventfd_sq_in_qmem)
 {
-	mode_case(LIO_MODE_PASSTHROUGH, LIO_QP_SQ_QMEM | LIO_QP_DB_EVENTFD | LIO_QP_IRQ_ENABLED, 4);
+	mode_case(LIGHTIOV_MODE_PASSTHROUGH,
+		  LIO_QP_SQ_QMEM | LIO_QP_DB_EVENTFD | LIO_QP_IRQ_ENABLED, 4);
 }
 END_TEST
 
@@ -250,7 +251,7 @@ START_TEST(test_zeroes_dsm_fua)
 {
 	struct lio_client *c = connect_ok("zeroes");
 	struct lio_vol_attach a = attach(c, NULL, LIO_ATTACH_ANON);
-	struct lio_drv *d = drv_open(c, &a, LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD, 1);
+	struct lio_drv *d = drv_open(c, &a, LIGHTIOV_MODE_ISOLATED, LIO_QP_DB_EVENTFD, 1);
 	uint64_t buf = lio_drv_alloc(d, 64 << 10), rng = lio_drv_alloc(d, 4096);
 	struct nvme_dsm_range *r = lio_drv_ptr(d, rng);
 	struct nvme_sqe s;
@@ -310,7 +311,7 @@ START_TEST(test_write_through)
 	struct lio_client *c = connect_ok("vwc"), *c2 = connect_ok("vwc-later");
 	struct lio_vol_attach a = attach(c, NULL, LIO_ATTACH_ANON),
 			      a2 = attach(c2, NULL, LIO_ATTACH_ANON);
-	struct lio_drv *d = drv_open(c, &a, LIO_MODE_ISOLATED, LIO_QP_DB_POLL, 2), *d2;
+	struct lio_drv *d = drv_open(c, &a, LIGHTIOV_MODE_ISOLATED, LIO_QP_DB_POLL, 2), *d2;
 	uint64_t buf = lio_drv_alloc(d, 64 << 10), buf2;
 	struct lio_session_set bad = {.mask = 1u << 7, .flags = 1u << 7};
 	const uint32_t wt = LIO_SESSION_WRITE_THROUGH;
@@ -350,7 +351,7 @@ START_TEST(test_write_through)
 	ck_assert_uint_eq(wt_set(c, 0, 0, 0), 3);
 	/* set before the queue pairs exist: they start write-through; the other session is not */
 	ck_assert_uint_eq(wt_set(c2, wt, wt, wt), 0);
-	d2 = drv_open(c2, &a2, LIO_MODE_PASSTHROUGH, LIO_QP_DB_EVENTFD, 1);
+	d2 = drv_open(c2, &a2, LIGHTIOV_MODE_PASSTHROUGH, LIO_QP_DB_EVENTFD, 1);
 	buf2 = lio_drv_alloc(d2, 4096);
 	fill(lio_drv_ptr(d2, buf2), 25, 0, 8);
 	ck_assert_uint_eq(lio_drv_io(d2, 0, NVME_CMD_WRITE, 0, 8, buf2), 0);
@@ -391,7 +392,7 @@ START_TEST(test_hostile_commands)
 {
 	struct lio_client *c = connect_ok("hostile");
 	struct lio_vol_attach a = attach(c, NULL, LIO_ATTACH_ANON);
-	struct lio_drv *d = drv_open(c, &a, LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD, 1);
+	struct lio_drv *d = drv_open(c, &a, LIGHTIOV_MODE_ISOLATED, LIO_QP_DB_EVENTFD, 1);
 	struct lio_drv *p;
 	uint64_t buf = lio_drv_alloc(d, 64 << 10), list = lio_drv_alloc(d, 4096);
 	uint64_t outside = LIO_DRV_GPA_BASE + d->mem_bytes + (1 << 20);
@@ -432,7 +433,7 @@ START_TEST(test_hostile_commands)
 
 	/* passthrough: trusted with LBAs, never with the volume table or past the device */
 	lio_drv_close(d);
-	p = drv_open(c, &a, LIO_MODE_PASSTHROUGH, LIO_QP_DB_POLL | LIO_QP_SQ_QMEM, 1);
+	p = drv_open(c, &a, LIGHTIOV_MODE_PASSTHROUGH, LIO_QP_DB_POLL | LIO_QP_SQ_QMEM, 1);
 	buf = lio_drv_alloc(p, 4096);
 	s = rw(NVME_CMD_WRITE, 0, 8, buf, 0); /* LBA 0: the volume table */
 	ck_assert_uint_eq(SC(raw(p, &s)), NVME_SC_LBA_RANGE);
@@ -470,10 +471,10 @@ START_TEST(test_hostile_requests)
 	struct lio_client *c = connect_ok("hostile-req"), *other = connect_ok("bystander");
 	struct lio_vol_attach a = attach(c, NULL, LIO_ATTACH_ANON);
 	struct lio_vol_attach oa = attach(other, NULL, LIO_ATTACH_ANON);
-	struct lio_drv *od = drv_open(other, &oa, LIO_MODE_ISOLATED, LIO_QP_DB_POLL, 1);
+	struct lio_drv *od = drv_open(other, &oa, LIGHTIOV_MODE_ISOLATED, LIO_QP_DB_POLL, 1);
 	struct lio_dma_window w = {.nr_regions = 1};
 	struct lio_qp_create q = {.vol_id = a.vol_id,
-				  .mode = LIO_MODE_ISOLATED,
+				  .mode = LIGHTIOV_MODE_ISOLATED,
 				  .flags = LIO_QP_DB_EVENTFD,
 				  .sqid = 1,
 				  .cqid = 1,
@@ -530,7 +531,7 @@ START_TEST(test_hostile_requests)
 	q.sq_depth = 16;
 	q.mode = 3;
 	expect(c, lio_client_qp_create(c, &q), -EINVAL, "mode 3");
-	q.mode = LIO_MODE_ISOLATED;
+	q.mode = LIGHTIOV_MODE_ISOLATED;
 	q.cq_gpa = 0x200000 - 4096 + 2048; /* past the window's end, unaligned */
 	expect(c, lio_client_qp_create(c, &q), -EINVAL, "cq_gpa");
 	q.cq_gpa = 0x101000;
@@ -631,7 +632,7 @@ static pid_t busy_client(int ready_fd, uint32_t flags)
 	if (!pid) {
 		struct lio_client *c = connect_ok("victim");
 		struct lio_vol_attach a = attach(c, NULL, LIO_ATTACH_ANON);
-		struct lio_drv *d = drv_open(c, &a, LIO_MODE_ISOLATED, flags, 1);
+		struct lio_drv *d = drv_open(c, &a, LIGHTIOV_MODE_ISOLATED, flags, 1);
 		uint64_t buf = lio_drv_alloc(d, 128 << 10);
 		struct nvme_cqe cqe[64];
 		uint64_t n = 0;
@@ -654,7 +655,7 @@ START_TEST(test_client_disconnects_mid_io)
 {
 	struct lio_client *c = connect_ok("survivor");
 	struct lio_vol_attach a = attach(c, "keep", LIO_ATTACH_CREATE);
-	struct lio_drv *d = drv_open(c, &a, LIO_MODE_ISOLATED, LIO_QP_DB_POLL, 1);
+	struct lio_drv *d = drv_open(c, &a, LIGHTIOV_MODE_ISOLATED, LIO_QP_DB_POLL, 1);
 	uint32_t vols = nr_volumes();
 	int p[2], round;
 	char ch;
@@ -709,7 +710,8 @@ START_TEST(test_ten_clients)
 			snprintf(name, sizeof(name), "vm%d", i);
 			cc = connect_ok(name);
 			a = attach(cc, name, LIO_ATTACH_CREATE);
-			d = drv_open(cc, &a, i % 3 ? LIO_MODE_ISOLATED : LIO_MODE_PASSTHROUGH,
+			d = drv_open(cc, &a,
+				     i % 3 ? LIGHTIOV_MODE_ISOLATED : LIGHTIOV_MODE_PASSTHROUGH,
 				     flags, 1);
 			buf = lio_drv_alloc(d, 128 << 10);
 			/* the whole volume, 64 KiB at a time, then read back */
@@ -781,7 +783,7 @@ START_TEST(test_daemon_crash_restart)
 {
 	struct lio_client *c = connect_ok("crash");
 	struct lio_vol_attach a = attach(c, "durable", LIO_ATTACH_CREATE), b;
-	struct lio_drv *d = drv_open(c, &a, LIO_MODE_ISOLATED, LIO_QP_DB_POLL, 1);
+	struct lio_drv *d = drv_open(c, &a, LIGHTIOV_MODE_ISOLATED, LIO_QP_DB_POLL, 1);
 	uint64_t buf = lio_drv_alloc(d, 64 << 10), lba;
 	struct lio_vol_list l1 = {0}, l2 = {0};
 	struct nvme_cqe cqe[64];
@@ -820,7 +822,7 @@ START_TEST(test_daemon_crash_restart)
 	ck_assert_uint_eq(l2.v[0].users, 0);
 	b = attach(c, "durable", 0);
 	ck_assert_uint_eq(b.lba_start, a.lba_start);
-	d = drv_open(c, &b, LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD, 1);
+	d = drv_open(c, &b, LIGHTIOV_MODE_ISOLATED, LIO_QP_DB_EVENTFD, 1);
 	buf = lio_drv_alloc(d, 64 << 10);
 	for (lba = 0; lba < 1024; lba += 128) {
 		ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_READ, lba, 128, buf), 0);
@@ -886,7 +888,7 @@ START_TEST(test_socket_and_limits)
 					 .lba_start = a.lba_start,
 					 .lba_count = a.lba_count,
 					 .lba_shift = LBA_SHIFT,
-					 .mode = LIO_MODE_ISOLATED,
+					 .mode = LIGHTIOV_MODE_ISOLATED,
 					 .qp_flags = LIO_QP_DB_POLL,
 					 .nr_qp = 2,
 					 .depth = 16};
@@ -895,7 +897,7 @@ START_TEST(test_socket_and_limits)
 		rc = lio_drv_open(&d, c[0], &o, err, sizeof(err));
 		ck_assert_int_eq(rc, -EMFILE); /* one queue pair per client here */
 		ck_assert_ptr_nonnull(strstr(err, "the limit"));
-		d = drv_open(c[0], &a, LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD, 1);
+		d = drv_open(c[0], &a, LIGHTIOV_MODE_ISOLATED, LIO_QP_DB_EVENTFD, 1);
 		rw_verify(d, 8);
 		lio_drv_close(d);
 	}
@@ -977,7 +979,7 @@ START_TEST(test_model_latency)
 	ck_assert_int_eq(lio_client_connect(&c, SSD, "model", &id, err, sizeof(err)), 0);
 	ck_assert_str_eq(id.model, "latency=3ms");
 	a = attach(c, NULL, LIO_ATTACH_ANON);
-	d = drv_open(c, &a, LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD, 1);
+	d = drv_open(c, &a, LIGHTIOV_MODE_ISOLATED, LIO_QP_DB_EVENTFD, 1);
 	buf = lio_drv_alloc(d, 4096);
 	t0 = testutil_now_s();
 	for (i = 0; i < 20; i++)
@@ -1106,7 +1108,7 @@ START_TEST(test_lba_4k)
 	const char *const extra[] = {"--lba-size", "4096", NULL};
 	struct lio_vol_attach a = {
 	    .size_bytes = VOL_BYTES, .name = "v4k", .flags = LIO_ATTACH_CREATE};
-	struct lio_drv_opts o = {.mode = LIO_MODE_ISOLATED,
+	struct lio_drv_opts o = {.mode = LIGHTIOV_MODE_ISOLATED,
 				 .qp_flags = LIO_QP_DB_POLL,
 				 .nr_qp = 1,
 				 .depth = 16,

@@ -114,8 +114,8 @@ START_TEST(test_passthrough_confined)
 	struct lio_client *a = connect_ok("victim"), *b = connect_ok("hostile");
 	struct lio_vol_attach va = attach_ok(a, NULL, LIO_ATTACH_ANON);
 	struct lio_vol_attach vb = attach_ok(b, NULL, LIO_ATTACH_ANON);
-	struct lio_drv *da = drv_open(a, &va, LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD);
-	struct lio_drv *db = drv_open(b, &vb, LIO_MODE_PASSTHROUGH, LIO_QP_DB_EVENTFD);
+	struct lio_drv *da = drv_open(a, &va, LIGHTIOV_MODE_ISOLATED, LIO_QP_DB_EVENTFD);
+	struct lio_drv *db = drv_open(b, &vb, LIGHTIOV_MODE_PASSTHROUGH, LIO_QP_DB_EVENTFD);
 	uint64_t bufa = lio_drv_alloc(da, 4096), bufb = lio_drv_alloc(db, 4096);
 	int64_t delta = (int64_t)(va.lba_start - vb.lba_start);
 	uint8_t *pb = lio_drv_ptr(db, bufb);
@@ -390,8 +390,8 @@ START_TEST(test_window_tricks_do_not_kill)
 	/* a proper window, then its pages punched away under I/O, and a shrink tried */
 	a = attach_ok(c, NULL, LIO_ATTACH_ANON);
 	b = attach_ok(other, NULL, LIO_ATTACH_ANON);
-	d = drv_open(c, &a, LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD);
-	od = drv_open(other, &b, LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD);
+	d = drv_open(c, &a, LIGHTIOV_MODE_ISOLATED, LIO_QP_DB_EVENTFD);
+	od = drv_open(other, &b, LIGHTIOV_MODE_ISOLATED, LIO_QP_DB_EVENTFD);
 	rng = lio_drv_alloc(d, 4096);
 	buf = lio_drv_alloc(d, 64 << 10);
 	for (i = 0; i < 50; i++) {
@@ -476,8 +476,8 @@ START_TEST(test_slow_zeroes_do_not_block_reads)
 	fc = connect_ok("flood");
 	va = attach_ok(vc, NULL, LIO_ATTACH_ANON);
 	fa = attach_ok(fc, NULL, LIO_ATTACH_ANON);
-	vd = drv_open(vc, &va, LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD);
-	fd = drv_open(fc, &fa, LIO_MODE_ISOLATED, LIO_QP_DB_EVENTFD);
+	vd = drv_open(vc, &va, LIGHTIOV_MODE_ISOLATED, LIO_QP_DB_EVENTFD);
+	fd = drv_open(fc, &fa, LIGHTIOV_MODE_ISOLATED, LIO_QP_DB_EVENTFD);
 	ck_assert_int_eq(lio_client_session_set(fc, &wt), 0);
 	rbuf = lio_drv_alloc(vd, 4096);
 	rng = lio_drv_alloc(fd, 4096);

@@ -56,7 +56,7 @@ static int submit_one(struct lio_drv *d, unsigned q, uint8_t opc, uint64_t block
 	struct nvme_sqe s = {.opcode = opc, .nsid = 1};
 	uint64_t lba = (rnd(seed) % blocks) * (BS >> lba_shift);
 
-	if (mode == LIO_MODE_PASSTHROUGH)
+	if (mode == LIGHTIOV_MODE_PASSTHROUGH)
 		lba += a->lba_start;
 	s.cdw10 = (uint32_t)lba;
 	s.cdw11 = (uint32_t)(lba >> 32);
@@ -84,7 +84,7 @@ int main(int argc, char **argv)
 	unsigned qd = 1, fillv = 0, nsamp = 0, i, nqp = 1, q, poll = 0;
 	uint64_t ms = 5000, writes = 0;
 	uint8_t opc = NVME_CMD_READ;
-	uint32_t mode = LIO_MODE_ISOLATED, db = LIO_QP_DB_POLL;
+	uint32_t mode = LIGHTIOV_MODE_ISOLATED, db = LIO_QP_DB_POLL;
 	struct lio_vol_attach a = {.flags = LIO_ATTACH_CREATE};
 	struct lio_identify id;
 	struct lio_drv_opts o = {0};
@@ -116,8 +116,8 @@ int main(int argc, char **argv)
 			poll = 1;
 			break;
 		case 'm':
-			mode = !strcmp(optarg, "passthrough") ? LIO_MODE_PASSTHROUGH
-							      : LIO_MODE_ISOLATED;
+			mode = !strcmp(optarg, "passthrough") ? LIGHTIOV_MODE_PASSTHROUGH
+							      : LIGHTIOV_MODE_ISOLATED;
 			break;
 		case 'd':
 			db = !strcmp(optarg, "eventfd") ? LIO_QP_DB_EVENTFD : LIO_QP_DB_POLL;

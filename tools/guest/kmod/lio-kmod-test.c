@@ -333,7 +333,7 @@ static void bad_args(int fd, int memfd)
 	expect_errno(fd, LIO_IOC_VOL_DETACH, &a, ENOENT, "vol-detach of an unknown id");
 
 	memset(&c, 0, sizeof(c));
-	c.mode = LIO_MODE_ISOLATED;
+	c.mode = LIGHTIOV_MODE_ISOLATED;
 	c.flags = LIO_QP_DB_EVENTFD;
 	c.sqid = c.cqid = 1;
 	c.sq_depth = c.cq_depth = DEPTH;
@@ -355,7 +355,7 @@ static void bad_qp_args(int fd, uint32_t vol_id)
 
 	memset(&c, 0, sizeof(c));
 	c.vol_id = vol_id;
-	c.mode = LIO_MODE_ISOLATED;
+	c.mode = LIGHTIOV_MODE_ISOLATED;
 	c.flags = LIO_QP_DB_EVENTFD;
 	c.sqid = c.cqid = 1;
 	c.sq_depth = c.cq_depth = DEPTH;
@@ -461,7 +461,7 @@ static void qmem_polled(int fd, uint32_t vol_id)
 	memset(&q, 0, sizeof(q));
 	memset(&c, 0, sizeof(c));
 	c.vol_id = vol_id;
-	c.mode = LIO_MODE_ISOLATED;
+	c.mode = LIGHTIOV_MODE_ISOLATED;
 	c.flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL | LIO_QP_IRQ_ENABLED;
 	c.sqid = c.cqid = 1;
 	c.sq_depth = c.cq_depth = DEPTH;
@@ -564,14 +564,14 @@ static void direct(int fd, uint32_t vol_id, uint64_t lba_start)
 	memset(&q, 0, sizeof(q));
 	memset(&c, 0, sizeof(c));
 	c.vol_id = vol_id;
-	c.mode = LIO_MODE_PASSTHROUGH;
+	c.mode = LIGHTIOV_MODE_PASSTHROUGH;
 	c.flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_DIRECT | LIO_QP_IRQ_ENABLED;
 	c.sqid = c.cqid = 1;
 	c.sq_depth = c.cq_depth = DEPTH;
 	c.db_fd = -1;
 	q.irq_fd = c.irq_fd = eventfd(0, EFD_CLOEXEC);
 	b = c;
-	b.mode = LIO_MODE_ISOLATED;
+	b.mode = LIGHTIOV_MODE_ISOLATED;
 	expect_errno(fd, LIO_IOC_QP_CREATE, &b, EINVAL, "qp-create DB_DIRECT isolated");
 	b = c;
 	b.flags &= ~LIO_QP_CQ_QMEM;
@@ -699,7 +699,7 @@ static void resize_moved(int fd, struct lio_vol_attach *a, uint64_t old_start)
 	       (unsigned long long)b.lba_start, (unsigned long long)b.lba_count);
 	if (r)
 		return;
-	r = qp_create(fd, &q, b.vol_id, LIO_MODE_ISOLATED);
+	r = qp_create(fd, &q, b.vol_id, LIGHTIOV_MODE_ISOLATED);
 	CHECK(r == 0, "qp-create on the moved volume: %d", r);
 	if (!r) {
 		struct nvme_sqe s;
@@ -845,10 +845,10 @@ static void limits(const char *path, int fd, uint32_t vol_id)
 	param_write("max_sessions", 64);
 
 	CHECK(!param_write("max_session_qpairs", 1), "max_session_qpairs=1");
-	r = qp_create(fd, &q1, vol_id, LIO_MODE_ISOLATED);
+	r = qp_create(fd, &q1, vol_id, LIGHTIOV_MODE_ISOLATED);
 	CHECK(r == 0, "qp-create under max_session_qpairs: %d", r);
 	if (!r) {
-		r = qp_create(fd, &q2, vol_id, LIO_MODE_ISOLATED);
+		r = qp_create(fd, &q2, vol_id, LIGHTIOV_MODE_ISOLATED);
 		CHECK(r == -ENOSPC, "qp-create over max_session_qpairs: %d", r);
 		if (!r) {
 			ref.qp_id = q2.id;
@@ -869,7 +869,7 @@ static void limits(const char *path, int fd, uint32_t vol_id)
 		return;
 	}
 	/* a queue pair of root's session for the child to be refused the counters of */
-	r = qp_create(fd, &q1, vol_id, LIO_MODE_ISOLATED);
+	r = qp_create(fd, &q1, vol_id, LIGHTIOV_MODE_ISOLATED);
 	CHECK(r == 0, "qp-create of root's queue pair for the non-root child: %d", r);
 	fflush(stdout);
 	pid = fork();
@@ -893,7 +893,7 @@ static void limits(const char *path, int fd, uint32_t vol_id)
  * memory, two polled queue pairs), and data goes round trip. Its anonymous volume ends zeroed. */
 static void client_transport(const char *name)
 {
-	struct lio_drv_opts o = {.mode = LIO_MODE_ISOLATED,
+	struct lio_drv_opts o = {.mode = LIGHTIOV_MODE_ISOLATED,
 				 .nr_qp = 2,
 				 .depth = 32,
 				 .qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL,
@@ -1024,7 +1024,7 @@ int main(int argc, char **argv)
 	bad_qp_args(fd, a.vol_id);
 
 	/* isolated: window-relative LBAs, every SQE checked */
-	r = qp_create(fd, &q, a.vol_id, LIO_MODE_ISOLATED);
+	r = qp_create(fd, &q, a.vol_id, LIGHTIOV_MODE_ISOLATED);
 	CHECK(r == 0, "qp-create isolated: %d", r);
 	if (!r) {
 		io_roundtrip(&q, "isolated", 0, XFER, 1);
@@ -1050,7 +1050,7 @@ int main(int argc, char **argv)
 	}
 
 	/* passthrough: the guest adds lba_start itself */
-	r = qp_create(fd, &q, a.vol_id, LIO_MODE_PASSTHROUGH);
+	r = qp_create(fd, &q, a.vol_id, LIGHTIOV_MODE_PASSTHROUGH);
 	CHECK(r == 0, "qp-create passthrough: %d", r);
 	if (!r) {
 		io_roundtrip(&q, "passthrough", lba_start + (XFER >> lba_shift), XFER, 3);
