@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define RAM_SIZE  (1u << 20)
 #define DISK_SIZE (1u << 20)
-#define DSTRD	  10 /* lvmm's stride for the file backend (vmm/devices.c) */
+#define DSTRD	  10 /* lvmm's stride for the file backend (devices/nvme-lightiov/vnvme_pci.c) */
 #define QS	  64
 #define ASQ_GPA	  0x1000ULL
 #define ACQ_GPA	  0x2000ULL

@@ -1,5 +1,6 @@
-/* libFuzzer target for the split virtqueue parser (vmm/virtqueue.c): random bytes as the guest
- * RAM holding the rings, the descriptors and the indirect tables a hostile driver wrote.
+/* libFuzzer target for the split virtqueue parser (devices/virtio/virtqueue.c): random bytes as
+ * the guest RAM holding the rings, the descriptors and the indirect tables a hostile driver
+ * wrote.
  *
  * Input: [0] queue size exponent (low 4 bits, size 1..32768 capped to what fits) and features
  * (bit 4: event index, bit 5: indirect descriptors); [1] how many chains to take; then the
