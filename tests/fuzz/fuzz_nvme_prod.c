@@ -12,8 +12,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* lvmm's vNVMe (devices/nvme-lightiov/vnvme_pci.c): doorbells a page apart, 1024-entry queues, a 2
- * MiB CMB. */
+/* lvmm's vNVMe (devices/nvme-lightiov/vnvme_pci.c): doorbells a page apart, 1024-entry queues,
+ * a 2 MiB CMB. */
 #define DSTRD	  10
 #define DB_STRIDE (4u << DSTRD)
 #define CMB_SIZE  (2u << 20)
