@@ -371,6 +371,15 @@ static void sweep_features(struct sweep *s)
 	T(s, 0x002, "set-feature-0x80", ADMIN(s, NVME_ADMIN_SET_FEATURES, 0, NULL, 0, 0x80, 1));
 }
 
+/* Reads 8 blocks at slba into a poisoned buffer; the data must be the pattern. */
+static void read_pattern(struct sweep *s, const char *name, const char *vname, uint64_t slba,
+			 uint16_t control, const char *why)
+{
+	memset(buf, 0xa5, sizeof(buf));
+	T(s, 0x000, name, rw(s, NVME_CMD_READ, slba, 7, control, buf));
+	value(s, vname, !memcmp(pat, buf, sizeof(pat)), "%s", why);
+}
+
 static int all_zero(const uint8_t *p, size_t n)
 {
 	while (n--)
@@ -399,15 +408,9 @@ static void sweep_io(struct sweep *s)
 	  ADMIN(s, NVME_ADMIN_SET_FEATURES, NSID_ALL, NULL, 0, NVME_FEAT_VOLATILE_WC, 1));
 	T(s, 0x000, "write", rw(s, NVME_CMD_WRITE, 8, 7, 0, pat));
 	T(s, 0x000, "write-fua", rw(s, NVME_CMD_WRITE, 16, 7, fua, pat));
-	memset(buf, 0xa5, sizeof(buf));
-	T(s, 0x000, "read", rw(s, NVME_CMD_READ, 8, 7, 0, buf));
-	value(s, "read-back-equal", !memcmp(pat, buf, sizeof(pat)), "read at 8 differs");
-	memset(buf, 0xa5, sizeof(buf));
-	T(s, 0x000, "read-fua-block", rw(s, NVME_CMD_READ, 16, 7, fua, buf));
-	value(s, "read-back-equal-fua", !memcmp(pat, buf, sizeof(pat)), "read at 16 differs");
-	memset(buf, 0xa5, sizeof(buf));
-	T(s, 0x000, "read-vwc-off-block", rw(s, NVME_CMD_READ, 0, 7, 0, buf));
-	value(s, "read-back-equal-2", !memcmp(pat, buf, sizeof(pat)), "read at 0 differs");
+	read_pattern(s, "read", "read-back-equal", 8, 0, "read at 8 differs");
+	read_pattern(s, "read-fua-block", "read-back-equal-fua", 16, fua, "read at 16 differs");
+	read_pattern(s, "read-vwc-off-block", "read-back-equal-2", 0, 0, "read at 0 differs");
 	T(s, 0x000, "flush", IO(s, NVME_CMD_FLUSH, 1, NULL, 0, 0));
 	/* the deprecated I/O ioctl on the controller node (nvme flush /dev/nvmeX) */
 	T(s, 0x000, "flush-ctrl",
@@ -416,9 +419,7 @@ static void sweep_io(struct sweep *s)
 	memset(buf, 0xa5, sizeof(buf));
 	T(s, 0x000, "read-zeroed", rw(s, NVME_CMD_READ, 8, 7, 0, buf));
 	value(s, "read-zeroed-is-zero", all_zero(buf, sizeof(buf)), "zeroed blocks not zero");
-	memset(buf, 0xa5, sizeof(buf));
-	T(s, 0x000, "read-neighbour-kept", rw(s, NVME_CMD_READ, 16, 7, 0, buf));
-	value(s, "neighbour-kept", !memcmp(pat, buf, sizeof(pat)), "write zeroes spilled");
+	read_pattern(s, "read-neighbour-kept", "neighbour-kept", 16, 0, "write zeroes spilled");
 
 	memset(buf, 0, sizeof(buf));
 	r->nlb = 8;
@@ -428,9 +429,7 @@ static void sweep_io(struct sweep *s)
 	r->nlb = 8;
 	r->slba = 0;
 	T(s, 0x000, "dsm-advisory", IO(s, NVME_CMD_DSM, 1, buf, 16, 0, 1 /* IDR */));
-	memset(buf, 0xa5, sizeof(buf));
-	T(s, 0x000, "read-after-advisory", rw(s, NVME_CMD_READ, 0, 7, 0, buf));
-	value(s, "advisory-kept-data", !memcmp(pat, buf, sizeof(pat)), "DSM IDR changed data");
+	read_pattern(s, "read-after-advisory", "advisory-kept-data", 0, 0, "DSM IDR changed data");
 
 	/* refusals past the end of the namespace */
 	memset(buf, 0, sizeof(buf));
@@ -490,9 +489,7 @@ static void sweep_admin(struct sweep *s)
 	T(s, 0x101, "create-cq-id-0", ADMIN(s, NVME_ADMIN_CREATE_CQ, 0, NULL, 0, 0x000f0000, 1));
 	T(s, 0x002, "dbbuf-config-null", ADMIN(s, NVME_ADMIN_DBBUF, 0, NULL, 0, 0));
 	/* and I/O still flows after all of it */
-	memset(buf, 0xa5, sizeof(buf));
-	T(s, 0x000, "read-after-admin", rw(s, NVME_CMD_READ, 0, 7, 0, buf));
-	value(s, "read-after-admin-data", !memcmp(pat, buf, sizeof(pat)), "read at 0 differs");
+	read_pattern(s, "read-after-admin", "read-after-admin-data", 0, 0, "read at 0 differs");
 }
 
 int main(int argc, char **argv)
