@@ -127,11 +127,6 @@ static int host_ioeventfd(void *vm, uint64_t gpa, unsigned len, int fd, bool ass
 	return vm_ioeventfd(vm, gpa, len, fd, assign);
 }
 
-static int host_io_thread(char *err, unsigned errlen)
-{
-	return seccomp_thread_install(SECCOMP_IO, err, errlen);
-}
-
 /* ---- instances ---- */
 
 static unsigned dev_slot(const struct dev_inst *d)
@@ -367,7 +362,7 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 	    .ioeventfd = host_ioeventfd,
 	    .map_host = plat_map_host,
 	    .unmap_host = plat_unmap_host,
-	    .io_thread = host_io_thread,
+	    .io_thread = seccomp_io_thread_install,
 	};
 	r = pci_bus_init(&ds->bus, &ops, vm_pio_bus(vm), vm_mmio_bus(vm), err, errlen);
 	if (r) {

@@ -415,3 +415,8 @@ int seccomp_thread_install(enum seccomp_kind kind, char *err, unsigned errlen)
 		return 0;
 	return seccomp_load_kind(kind, false, err, errlen);
 }
+
+int seccomp_io_thread_install(char *err, unsigned errlen)
+{
+	return seccomp_thread_install(SECCOMP_IO, err, errlen);
+}

@@ -33,6 +33,8 @@ const char *seccomp_kind_name(enum seccomp_kind kind);
 int seccomp_install(char *err, unsigned errlen);
 /* Stacks the filter of kind on the calling thread only (it keeps the MAIN one too). */
 int seccomp_thread_install(enum seccomp_kind kind, char *err, unsigned errlen);
+/* The same for SECCOMP_IO, in the shape of dev_host.io_thread (device.h). */
+int seccomp_io_thread_install(char *err, unsigned errlen);
 /* True when the mode is off. */
 bool seccomp_disabled(void);
 

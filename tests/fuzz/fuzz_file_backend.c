@@ -26,12 +26,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define IOCQ_GPA  0x4000ULL
 #define DATA_GPA  0x10000ULL /* transfers and PRP lists live in [DATA_GPA, RAM_SIZE) */
 #define WAIT_S	  30	     /* a command not completed by then is lost: a finding */
-
-/* The I/O thread under lvmm's device I/O filter, as in a VM (dev_host.io_thread). */
-static int fuzz_io_thread(char *err, unsigned errlen)
-{
-	return seccomp_thread_install(SECCOMP_IO, err, errlen);
-}
 static uint8_t *ram;
 static struct guest_mem gm;
 static int backing = -1;
@@ -287,7 +281,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	p.size = disk_size;
 	h.opaque = file;
 	if (nvme_ctrl_create(&p, &gm, &nvme_file_ops, file, &h, &f.c, err, sizeof(err)) ||
-	    nvme_file_start(file, f.c, fuzz_io_thread, err, sizeof(err))) {
+	    nvme_file_start(file, f.c, seccomp_io_thread_install, err, sizeof(err))) {
 		fprintf(stderr, "fuzz_file_backend: %s\n", err);
 		abort();
 	}

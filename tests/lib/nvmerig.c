@@ -11,12 +11,6 @@
 
 struct nvme_rig rig;
 
-/* The I/O thread runs under lvmm's device I/O filter, as in a VM (dev_host.io_thread). */
-static int nvmerig_io_thread(char *err, unsigned errlen)
-{
-	return seccomp_thread_install(SECCOMP_IO, err, errlen);
-}
-
 static const uint64_t sq_gpa[2] = {ASQ_GPA, IOSQ_GPA}, cq_gpa[2] = {ACQ_GPA, IOCQ_GPA};
 
 void rig_setup(void)
@@ -69,8 +63,9 @@ void rig_start(uint64_t size, bool ro)
 	ck_assert_msg(nvme_ctrl_create(&p, &rig.gm, &nvme_file_ops, rig.nf, &h, &rig.ctrl, err,
 				       sizeof(err)) == 0,
 		      "%s", err);
-	ck_assert_msg(nvme_file_start(rig.nf, rig.ctrl, nvmerig_io_thread, err, sizeof(err)) == 0,
-		      "%s", err);
+	ck_assert_msg(
+	    nvme_file_start(rig.nf, rig.ctrl, seccomp_io_thread_install, err, sizeof(err)) == 0,
+	    "%s", err);
 }
 
 void rig_w32(uint64_t off, uint32_t v)
