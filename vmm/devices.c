@@ -173,12 +173,15 @@ static int devices_create(struct devices *ds, const struct dev_model *m, const v
 	return 0;
 }
 
-static struct dev_inst *devices_find(struct devices *ds, const char *id, unsigned *idx)
+/* A device of model m by id: ids are unique among one model's devices only (a vNVMe may be
+ * called "rng0"), and the API removes and looks up vNVMe functions alone. */
+static struct dev_inst *devices_find(struct devices *ds, const struct dev_model *m, const char *id,
+				     unsigned *idx)
 {
 	unsigned i;
 
 	for (i = 0; i < ds->n; i++)
-		if (!strcmp(ds->dev[i].id, id)) {
+		if (ds->dev[i].model == m && !strcmp(ds->dev[i].id, id)) {
 			if (idx)
 				*idx = i;
 			return &ds->dev[i];
@@ -267,7 +270,7 @@ int devices_remove(struct vm *vm, const char *id, unsigned timeout_ms, char *err
 	pthread_mutex_lock(&devices_lock);
 	ds = devices_of(vm);
 	pthread_mutex_unlock(&devices_lock);
-	d = ds ? devices_find(ds, id, &i) : NULL;
+	d = ds ? devices_find(ds, &vnvme_model, id, &i) : NULL;
 	if (!d) {
 		snprintf(err, errlen, "device %s: no such device", id);
 		return -ENOENT;
@@ -305,7 +308,7 @@ bool devices_removing(struct vm *vm, const char *id)
 	pthread_mutex_lock(&devices_lock);
 	ds = devices_of(vm);
 	pthread_mutex_unlock(&devices_lock);
-	d = ds && ds->hp_up ? devices_find(ds, id, NULL) : NULL;
+	d = ds && ds->hp_up ? devices_find(ds, &vnvme_model, id, NULL) : NULL;
 	if (d)
 		s = hotplug_state(&ds->hp, dev_slot(d));
 	return s == HOTPLUG_REMOVING || s == HOTPLUG_EJECTED;
@@ -319,7 +322,7 @@ int devices_slot(struct vm *vm, const char *id, unsigned *slot)
 	pthread_mutex_lock(&devices_lock);
 	ds = devices_of(vm);
 	if (ds)
-		d = devices_find(ds, id, NULL);
+		d = devices_find(ds, &vnvme_model, id, NULL);
 	if (d)
 		*slot = dev_slot(d);
 	pthread_mutex_unlock(&devices_lock);
