@@ -5,6 +5,7 @@
 #include "lightiov/nvme.h"
 #include "lightiov/uapi.h"
 #include "lightiov/check.h"
+#include "lightiov/nvmeq.h"
 
 /* The sizes uapi.h pins hold in C++ too (its own asserts ran above, as static_assert). */
 static_assert(sizeof(struct lio_qp_create) == 112, "lio_qp_create as C++ sees it");
