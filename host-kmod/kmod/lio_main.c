@@ -62,6 +62,16 @@ void lio_err(struct lio_ssd *ssd, const char *fmt, ...)
 	va_end(args);
 }
 
+/* A refusal of the ABI's rules (common/abi.c), logged as lio_err logs; returns r. */
+int lio_abi_refuse(struct lio_ssd *ssd, const char *op, int r, const struct lio_abi_err *e)
+{
+	char msg[LIO_ERR_MAX];
+
+	lio_abi_msg(msg, sizeof(msg), op, e);
+	lio_err(ssd, "%s", msg);
+	return r;
+}
+
 static void lio_ssd_release(struct kref *ref)
 {
 	struct lio_ssd *ssd = container_of(ref, struct lio_ssd, ref);

@@ -488,30 +488,14 @@ static u32 lio_qp_new_id(struct lio_ssd *ssd)
 	return 0;
 }
 
-/* A guest ring or doorbell slot: align-aligned, wholly inside one region of the window. */
-static bool lio_qp_gpa_ok(struct lio_qp *qp, const char *what, u64 gpa, u64 len, u64 align)
-{
-	if (!(gpa % align) && lio_window_contains(&qp->chk, gpa, len))
-		return true;
-	lio_err(qp->ssd, "qp-create: %s 0x%llx (%llu bytes) is not %llu-aligned inside the DMA window",
-		what, gpa, len, align);
-	return false;
-}
-
-/* The paper's passthrough: what the controller and the platform must offer for it. */
+/* The paper's passthrough: what the controller and the platform must offer for it (its shape,
+ * passthrough with both rings in queue memory, is the ABI's: lio_abi_qp_create checked it).
+ */
 static int lio_qp_validate_direct(struct lio_ssd *ssd, const struct lio_qp_create *q)
 {
-	const u32 need = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM;
-
-	if (q->mode != LIGHTIOV_MODE_PASSTHROUGH || (q->flags & need) != need ||
-	    (q->flags & LIO_QP_READONLY)) {
-		lio_err(ssd, "qp-create: DB_DIRECT is passthrough with SQ_QMEM and CQ_QMEM, never READONLY (mode %u flags 0x%x)",
-			q->mode, q->flags);
-		return -EINVAL;
-	}
-	if (q->sq_depth != q->cq_depth || q->sq_depth > NVME_CAP_MQES(ssd->cap) + 1) {
-		lio_err(ssd, "qp-create: DB_DIRECT: sq_depth %u and cq_depth %u must be equal and at most the controller's %u",
-			q->sq_depth, q->cq_depth, NVME_CAP_MQES(ssd->cap) + 1);
+	if (q->sq_depth > NVME_CAP_MQES(ssd->cap) + 1) {
+		lio_err(ssd, "qp-create: DB_DIRECT: sq_depth %u is more than the controller's %u",
+			q->sq_depth, NVME_CAP_MQES(ssd->cap) + 1);
 		return -EINVAL;
 	}
 	/* the controller's own doorbells: no command passes the module, no LBA is checked */
@@ -535,59 +519,32 @@ static int lio_qp_validate_direct(struct lio_ssd *ssd, const struct lio_qp_creat
 	return 0;
 }
 
+/* The ABI's rules (common/abi.c), then the module's own in the order abi.h gives: DB_DIRECT's
+ * grants and controller, the limits (the session's queue pairs, then the SSD's). The volume and
+ * the resources follow in lio_qp_create and lio_qp_setup.
+ */
 static int lio_qp_validate(struct lio_session *ss, const struct lio_qp_create *q)
 {
-	const u32 known = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL | LIO_QP_DB_EVENTFD |
-			  LIO_QP_READONLY | LIO_QP_IRQ_ENABLED | LIO_QP_DB_DIRECT;
-	const u32 qmem = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL | LIO_QP_DB_DIRECT;
+	struct lio_abi_session as = lio_abi_session(ss);
 	struct lio_ssd *ssd = ss->ssd;
+	struct lio_abi_err e;
+	int r;
 
-	if (q->mode != LIGHTIOV_MODE_PASSTHROUGH && q->mode != LIGHTIOV_MODE_ISOLATED) {
-		lio_err(ssd, "qp-create: mode %u is neither passthrough (1) nor isolated (2)",
-			q->mode);
-		return -EINVAL;
-	}
-	if (q->flags & ~known) {
-		lio_err(ssd, "qp-create: unknown flags 0x%x", q->flags & ~known);
-		return -EINVAL;
-	}
-	if (!!(q->flags & LIO_QP_DB_POLL) + !!(q->flags & LIO_QP_DB_EVENTFD) +
-	    !!(q->flags & LIO_QP_DB_DIRECT) != 1) {
-		lio_err(ssd, "qp-create: flags 0x%x: exactly one of DB_POLL, DB_EVENTFD and DB_DIRECT",
-			q->flags);
-		return -EINVAL;
-	}
-	if ((q->flags & qmem) && !ss->qm) {
-		lio_err(ssd, "qp-create: flags 0x%x need queue memory (qmem-alloc first)",
-			q->flags);
-		return -ENOENT;
-	}
-	if (q->sq_depth < 2 || q->sq_depth > LIO_MAX_QDEPTH || q->cq_depth < 2 ||
-	    q->cq_depth > LIO_MAX_QDEPTH) {
-		lio_err(ssd, "qp-create: sq_depth %u / cq_depth %u outside 2..%u", q->sq_depth,
-			q->cq_depth, LIO_MAX_QDEPTH);
-		return -EINVAL;
-	}
-	if (!q->sqid || !q->cqid) {
-		lio_err(ssd, "qp-create: sqid %u / cqid %u: 0 is the admin queue", q->sqid,
-			q->cqid);
-		return -EINVAL;
-	}
-	if (!(q->flags & LIO_QP_IRQ_ENABLED) && q->irq_fd != -1) {
-		lio_err(ssd, "qp-create: irq_fd %d without IRQ_ENABLED (must be -1)", q->irq_fd);
-		return -EINVAL;
-	}
-	if (!ss->win.n && !(q->flags & LIO_QP_DB_DIRECT)) {
-		lio_err(ssd, "qp-create: no DMA window registered");
-		return -ENOENT;
+	/* the ioctl's fd fields are the fds themselves */
+	r = lio_abi_qp_create(q, &as, LIO_QP_FLAGS_ALL, true, &e);
+	if (r)
+		return lio_abi_refuse(ssd, "qp-create", r, &e);
+	if (q->flags & LIO_QP_DB_DIRECT) {
+		r = lio_qp_validate_direct(ssd, q);
+		if (r)
+			return r;
 	}
 	if (ss->nqps >= lio_max_session_qpairs) {
 		lio_err(ssd, "qp-create: the session has %u queue pairs, its limit (max_session_qpairs)",
 			ss->nqps);
 		return -ENOSPC;
 	}
-	if (q->flags & LIO_QP_DB_DIRECT)
-		return lio_qp_validate_direct(ssd, q);
+	/* DB_DIRECT ones too: each takes a controller queue like any other */
 	if (ssd->nqpairs >= lio_max_qpairs) {
 		lio_err(ssd, "qp-create: the SSD serves %u queue pairs, its limit", ssd->nqpairs);
 		return -ENOSPC;
@@ -749,18 +706,7 @@ static int lio_qp_setup(struct lio_qp *qp, const struct lio_qp_create *q,
 		return r;
 	if (q->flags & LIO_QP_DB_DIRECT)
 		return lio_qp_setup_direct(qp, q);
-
-	if ((!(q->flags & LIO_QP_SQ_QMEM) &&
-	     !lio_qp_gpa_ok(qp, "sq_gpa", q->sq_gpa, (u64)q->sq_depth * sizeof(struct nvme_sqe),
-			    LIO_PAGE_SIZE)) ||
-	    (!(q->flags & LIO_QP_CQ_QMEM) &&
-	     !lio_qp_gpa_ok(qp, "cq_gpa", q->cq_gpa, (u64)q->cq_depth * sizeof(struct nvme_cqe),
-			    LIO_PAGE_SIZE)) ||
-	    ((q->flags & LIO_QP_DB_EVENTFD) &&
-	     (!lio_qp_gpa_ok(qp, "shadow_db_gpa", q->shadow_db_gpa, 8, 4) ||
-	      (q->eventidx_gpa && !lio_qp_gpa_ok(qp, "eventidx_gpa", q->eventidx_gpa, 8, 4)))))
-		return -EINVAL;
-
+	/* the rings and doorbell slots in the window: lio_abi_qp_create checked them */
 	r = lio_qp_irq_ctx(qp, q);
 	if (r)
 		return r;

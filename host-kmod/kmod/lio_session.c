@@ -69,6 +69,15 @@ static int lio_open(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/* The session as the ABI's rules see it (common/abi.c). */
+struct lio_abi_session lio_abi_session(const struct lio_session *ss)
+{
+	return (struct lio_abi_session){ .regions = ss->win.cr,
+					 .nr_regions = ss->win.n,
+					 .qmem = !!ss->qm,
+					 .nqps = ss->nqps };
+}
+
 static void lio_session_end(struct lio_session *ss)
 {
 	struct lio_ssd *ssd = ss->ssd;
@@ -243,12 +252,13 @@ static void lio_session_list(struct lio_session *ss, struct lio_session_list *l)
  */
 static int lio_session_set(struct lio_session *ss, struct lio_session_set *st)
 {
+	struct lio_abi_err e;
 	struct lio_ctr t;
+	int r;
 
-	if (st->mask & ~LIO_SESSION_WRITE_THROUGH) {
-		lio_err(ss->ssd, "session-set: unknown flags in mask 0x%x", st->mask);
-		return -EINVAL;
-	}
+	r = lio_abi_session_set(st, &e);
+	if (r)
+		return lio_abi_refuse(ss->ssd, "session-set", r, &e);
 	WRITE_ONCE(ss->flags, (ss->flags & ~st->mask) | (st->flags & st->mask));
 	lio_session_ctr(ss, &t);
 	st->flags = ss->flags;

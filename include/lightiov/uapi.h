@@ -50,6 +50,7 @@ extern "C" {
 #define LIO_ERR_MAX	 160	/* error message in a socket reply */
 #define LIO_PAGE_SIZE	 4096u	/* NVMe memory page size of every queue pair (CC.MPS = 0) */
 #define LIO_MDTS_BYTES	 (128u << 10) /* largest transfer of one command */
+#define LIO_MAX_QMEM	 (64u << 20)  /* queue memory of one session */
 
 /* A queue pair's data-path mode is vcap.h's enum lightiov_vcap_mode: PASSTHROUGH (SQEs taken as
  * written, the guest adds lba_start: trusted) or ISOLATED (each SQE copied out of guest reach,
