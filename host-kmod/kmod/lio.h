@@ -41,9 +41,11 @@ extern unsigned int lio_max_sessions;
 extern unsigned int lio_max_session_qpairs;
 extern struct workqueue_struct *lio_wq;
 
+/* A queue pair's counters (lightiov/counters.h); syncs: writes sent with FUA for
+ * LIO_SESSION_WRITE_THROUGH, completed.
+ */
 struct lio_ctr {
-	u64 cmds, read_bytes, write_bytes, errors, rejected, polls, sleeps, irqs;
-	u64 syncs; /* writes sent with FUA for LIO_SESSION_WRITE_THROUGH, completed */
+	LIO_COUNTERS_KEPT(LIO_COUNTER_FIELD)
 };
 
 /* One queue pair on the controller: rings in coherent memory, doorbells in BAR0. */

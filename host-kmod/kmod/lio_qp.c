@@ -15,17 +15,10 @@
 
 #include "lio.h"
 
-void lio_ctr_add(struct lio_ctr *to, const struct lio_ctr *from)
+/* from's counters (updated by its work item meanwhile) added to to's. */
+void lio_ctr_add(struct lio_ctr *lio_to, const struct lio_ctr *lio_from)
 {
-	to->cmds += READ_ONCE(from->cmds);
-	to->read_bytes += READ_ONCE(from->read_bytes);
-	to->write_bytes += READ_ONCE(from->write_bytes);
-	to->errors += READ_ONCE(from->errors);
-	to->rejected += READ_ONCE(from->rejected);
-	to->polls += READ_ONCE(from->polls);
-	to->sleeps += READ_ONCE(from->sleeps);
-	to->irqs += READ_ONCE(from->irqs);
-	to->syncs += READ_ONCE(from->syncs);
+	LIO_COUNTERS_KEPT(LIO_COUNTER_ADD_ONCE)
 }
 
 static int lio_qp_read_prp(void *opaque, uint64_t gpa, uint64_t *out, unsigned int n)

@@ -167,33 +167,14 @@ static inline uint64_t ssd_clock_ns(struct ssd_worker *w)
 
 #define CTR_ADD(qp, f, v) __atomic_fetch_add(&(qp)->ctr.f, (v), __ATOMIC_RELAXED)
 
-void ssd_counters_read(struct ssd_counters *to, const struct ssd_counters *from)
+void ssd_counters_read(struct ssd_counters *lio_to, const struct ssd_counters *lio_from)
 {
-	to->cmds = __atomic_load_n(&from->cmds, __ATOMIC_RELAXED);
-	to->read_bytes = __atomic_load_n(&from->read_bytes, __ATOMIC_RELAXED);
-	to->write_bytes = __atomic_load_n(&from->write_bytes, __ATOMIC_RELAXED);
-	to->errors = __atomic_load_n(&from->errors, __ATOMIC_RELAXED);
-	to->rejected = __atomic_load_n(&from->rejected, __ATOMIC_RELAXED);
-	to->polls = __atomic_load_n(&from->polls, __ATOMIC_RELAXED);
-	to->sleeps = __atomic_load_n(&from->sleeps, __ATOMIC_RELAXED);
-	to->irqs = __atomic_load_n(&from->irqs, __ATOMIC_RELAXED);
-	to->syncs = __atomic_load_n(&from->syncs, __ATOMIC_RELAXED);
+	LIO_COUNTERS_KEPT(LIO_COUNTER_COPY_ONCE)
 }
 
-void ssd_counters_add(struct ssd_counters *to, const struct ssd_counters *from)
+void ssd_counters_add(struct ssd_counters *lio_to, const struct ssd_counters *lio_from)
 {
-	struct ssd_counters c;
-
-	ssd_counters_read(&c, from);
-	to->cmds += c.cmds;
-	to->read_bytes += c.read_bytes;
-	to->write_bytes += c.write_bytes;
-	to->errors += c.errors;
-	to->rejected += c.rejected;
-	to->polls += c.polls;
-	to->sleeps += c.sleeps;
-	to->irqs += c.irqs;
-	to->syncs += c.syncs;
+	LIO_COUNTERS_KEPT(LIO_COUNTER_ADD_ONCE)
 }
 
 void *ssd_window_ptr(const struct ssd_window *w, uint64_t gpa, uint64_t len)

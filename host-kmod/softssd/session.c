@@ -74,36 +74,23 @@ void ssd_session_counters(const struct ssd_session *ss, struct ssd_counters *t)
 
 static int ssd_op_ssd_stats(struct ssd_call *c)
 {
-	struct lio_ssd_stats *st = (void *)c->out;
+	struct lio_ssd_stats *lio_to = (void *)c->out;
 	struct ssd_counters t = c->s->retired;
+	const struct ssd_counters *lio_from = &t;
 	const struct ssd_session *ss;
 
 	for (ss = c->s->sessions; ss; ss = ss->next) {
 		struct ssd_counters x;
 
 		ssd_session_counters(ss, &x);
-		t.cmds += x.cmds;
-		t.read_bytes += x.read_bytes;
-		t.write_bytes += x.write_bytes;
-		t.errors += x.errors;
-		t.rejected += x.rejected;
-		t.polls += x.polls;
-		t.sleeps += x.sleeps;
-		t.irqs += x.irqs;
+		ssd_counters_add(&t, &x);
 	}
-	memset(st, 0, sizeof(*st));
-	st->cmds = t.cmds;
-	st->read_bytes = t.read_bytes;
-	st->write_bytes = t.write_bytes;
-	st->errors = t.errors;
-	st->rejected = t.rejected;
-	st->polls = t.polls;
-	st->sleeps = t.sleeps;
-	st->irqs = t.irqs;
-	st->sessions = c->s->nsessions;
-	st->qpairs = c->s->nqpairs;
-	st->uptime_ns = ssd_now_ns() - c->s->start_ns;
-	c->outlen = sizeof(*st);
+	memset(lio_to, 0, sizeof(*lio_to));
+	LIO_COUNTERS(LIO_COUNTER_COPY)
+	lio_to->sessions = c->s->nsessions;
+	lio_to->qpairs = c->s->nqpairs;
+	lio_to->uptime_ns = ssd_now_ns() - c->s->start_ns;
+	c->outlen = sizeof(*lio_to);
 	return 0;
 }
 
@@ -118,26 +105,23 @@ static int ssd_op_session_list(struct ssd_call *c)
 	l->first = first;
 	/* another user's sessions (pids, labels, traffic) are not a client's business */
 	for (ss = c->s->sessions; ss; ss = ss->next) {
-		struct lio_session_info *si;
+		struct lio_session_info *lio_to;
 		struct ssd_counters t;
+		const struct ssd_counters *lio_from = &t;
 
 		if (!c->ss->admin && ss->uid != c->ss->uid)
 			continue;
 		l->total++;
 		if (i++ < first || l->count >= LIO_SESSION_LIST_MAX)
 			continue;
-		si = &l->s[l->count++];
+		lio_to = &l->s[l->count++];
 		ssd_session_counters(ss, &t);
-		si->pid = ss->pid;
-		si->uid = ss->uid;
-		si->qpairs = ss->nqps;
-		si->volumes = ss->nvols;
-		si->cmds = t.cmds;
-		si->read_bytes = t.read_bytes;
-		si->write_bytes = t.write_bytes;
-		si->errors = t.errors;
-		si->rejected = t.rejected;
-		memcpy(si->label, ss->label, sizeof(si->label));
+		lio_to->pid = ss->pid;
+		lio_to->uid = ss->uid;
+		lio_to->qpairs = ss->nqps;
+		lio_to->volumes = ss->nvols;
+		LIO_COUNTERS_SESSION(LIO_COUNTER_COPY)
+		memcpy(lio_to->label, ss->label, sizeof(lio_to->label));
 	}
 	c->outlen = sizeof(*l);
 	return 0;
@@ -658,12 +642,12 @@ static int ssd_op_qp_destroy(struct ssd_call *c)
 static int ssd_op_qp_stats(struct ssd_call *c)
 {
 	const struct lio_qp_ref *ref = c->in;
-	struct lio_qp_stats *st = (void *)c->out;
+	struct lio_qp_stats *lio_to = (void *)c->out;
 	/* counters of any queue pair for root (`lvmm ssd stats`), of a session of its own uid for
 	 * another client: numbers, never data or addresses */
 	struct ssd_qp *qp =
 	    ref->qp_id && ref->qp_id <= LIO_MAX_QPAIRS ? c->s->qp_by_id[ref->qp_id] : NULL;
-	struct ssd_counters t;
+	const struct ssd_counters *lio_from;
 
 	if (qp && !c->ss->admin && ((const struct ssd_session *)qp->owner)->uid != c->ss->uid)
 		qp = NULL;
@@ -671,19 +655,12 @@ static int ssd_op_qp_stats(struct ssd_call *c)
 		ssd_err(c, "qp-stats: no queue pair %u on this SSD", ref->qp_id);
 		return -ENOENT;
 	}
-	ssd_counters_read(&t, &qp->ctr);
-	memset(st, 0, sizeof(*st));
-	st->qp_id = qp->id;
-	st->mode = qp->mode;
-	st->cmds = t.cmds;
-	st->read_bytes = t.read_bytes;
-	st->write_bytes = t.write_bytes;
-	st->errors = t.errors;
-	st->rejected = t.rejected;
-	st->polls = t.polls;
-	st->sleeps = t.sleeps;
-	st->irqs = t.irqs;
-	c->outlen = sizeof(*st);
+	lio_from = &qp->ctr;
+	memset(lio_to, 0, sizeof(*lio_to));
+	lio_to->qp_id = qp->id;
+	lio_to->mode = qp->mode;
+	LIO_COUNTERS(LIO_COUNTER_COPY_ONCE)
+	c->outlen = sizeof(*lio_to);
 	return 0;
 }
 
