@@ -22,6 +22,7 @@
 #include "lightiov/abi.h"
 #include "lightiov/check.h"
 #include "lightiov/nvme.h"
+#include "lightiov/nvmeq.h"
 #include "lightiov/uapi.h"
 #include "lightiov/voltable.h"
 
@@ -52,9 +53,9 @@ struct lio_ctr {
 struct lio_hwq {
 	u16 qid;
 	u16 depth;
-	u16 sq_tail;
-	u16 cq_head;
-	u8 cq_phase;
+	u32 sq_tail; /* indices and phase as nvmeq.h keeps them */
+	u32 cq_head;
+	u32 cq_phase;
 	struct nvme_sqe *sq;
 	struct nvme_cqe *cq;
 	dma_addr_t sq_dma, cq_dma;

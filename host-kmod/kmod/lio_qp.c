@@ -33,35 +33,35 @@ static int lio_qp_read_prp(void *opaque, uint64_t gpa, uint64_t *out, unsigned i
 	return 0;
 }
 
-/* One CQE into the guest CQ; the status word (with the phase tag) goes last. */
+/* One CQE into the guest CQ; the status word (with the phase tag) goes last. The fields are
+ * little-endian on the wire, as nvmeq.h's host-order words are on the little-endian hosts the
+ * module runs on.
+ */
 static void lio_qp_post(struct lio_qp *qp, u16 cid, u16 status, u32 dw0)
 {
 	struct nvme_cqe c = {};
 	u64 gpa = qp->cq_gpa + (u64)qp->g_cq_tail * sizeof(c);
-	__le16 st = cpu_to_le16(status << 1 | qp->g_phase);
+	__le16 st = cpu_to_le16(nvmeq_status_word(status, qp->g_phase));
 
 	c.dw0 = cpu_to_le32(dw0);
 	c.sq_head = cpu_to_le16(qp->g_sq_head);
 	c.sq_id = cpu_to_le16(qp->sqid);
 	c.cid = cpu_to_le16(cid);
+	c.status = status;
 	if (qp->cq_k) {
-		struct nvme_cqe *k = qp->cq_k + (u64)qp->g_cq_tail * sizeof(c);
-
-		memcpy(k, &c, offsetof(struct nvme_cqe, status));
-		/* the entry before its phase tag, as below */
-		smp_wmb();
-		WRITE_ONCE(k->status, st);
+		nvmeq_cqe_publish(qp->cq_k + (u64)qp->g_cq_tail * sizeof(c), &c, qp->g_phase);
 	} else {
+		/* guest memory is reached through lio_win_copy (pages of the window, mapped one at
+		 * a time), not a pointer nvmeq_cqe_publish could write: its fence and status word
+		 * by hand, so that a guest polling the tag sees a whole entry
+		 */
 		lio_win_copy(&qp->ss->win, gpa, &c, offsetof(struct nvme_cqe, status), true);
-		/* the entry before its phase tag: a guest polling the tag must see a whole entry */
-		smp_wmb();
+		nvmeq_publish_fence();
 		lio_win_copy(&qp->ss->win, gpa + offsetof(struct nvme_cqe, status), &st,
 			     sizeof(st), true);
 	}
-	if (++qp->g_cq_tail == qp->cq_depth) {
-		qp->g_cq_tail = 0;
+	if (nvmeq_step(&qp->g_cq_tail, qp->cq_depth))
 		qp->g_phase ^= 1;
-	}
 	WRITE_ONCE(qp->ctr.cmds, qp->ctr.cmds + 1);
 	if (status)
 		WRITE_ONCE(qp->ctr.errors, qp->ctr.errors + 1);
@@ -86,7 +86,7 @@ static void lio_qp_irq_flush(struct lio_qp *qp, bool force)
  */
 static u32 lio_qp_cq_room(struct lio_qp *qp)
 {
-	u32 head, used;
+	u32 head;
 
 	if (qp->db_k)
 		head = le32_to_cpu(READ_ONCE(qp->db_k[LIO_PAGE_SIZE / 4]));
@@ -94,8 +94,7 @@ static u32 lio_qp_cq_room(struct lio_qp *qp)
 		return 0;
 	if (head >= qp->cq_depth)
 		return 0;
-	used = (qp->g_cq_tail + qp->cq_depth - head) % qp->cq_depth;
-	return qp->cq_depth - 1 - used;
+	return nvmeq_room(head, qp->g_cq_tail, qp->cq_depth);
 }
 
 /* The device's PRP1/PRP2 (and list in the slot's page) for the checked segments: split at page
@@ -224,8 +223,7 @@ static u16 lio_qp_start(struct lio_qp *qp, const struct nvme_sqe *sqe)
 	s->kind = io->kind;
 	s->bytes = io->kind == LIO_IO_READ || io->kind == LIO_IO_WRITE ? io->bytes : 0;
 	memcpy(&qp->hw.sq[qp->hw.sq_tail], &cmd, sizeof(cmd));
-	if (++qp->hw.sq_tail == qp->hw.depth)
-		qp->hw.sq_tail = 0;
+	nvmeq_step(&qp->hw.sq_tail, qp->hw.depth);
 	qp->inflight++;
 	return 0;
 }
@@ -236,20 +234,18 @@ static unsigned int lio_qp_reap(struct lio_qp *qp)
 	unsigned int n = 0;
 
 	for (;;) {
-		struct nvme_cqe *c = &q->cq[q->cq_head];
-		u16 st = le16_to_cpu(READ_ONCE(c->status)), cid;
+		struct nvme_cqe c;
 		struct lio_slot *s;
+		u16 st, cid;
 		u32 dw0;
 
-		if ((st & 1) != q->cq_phase)
+		if (!nvmeq_cqe_take(&q->cq[q->cq_head], q->cq_phase, &c))
 			break;
-		dma_rmb();
-		cid = le16_to_cpu(c->cid);
-		dw0 = le32_to_cpu(c->dw0);
-		if (++q->cq_head == q->depth) {
-			q->cq_head = 0;
+		st = le16_to_cpu(c.status);
+		cid = le16_to_cpu(c.cid);
+		dw0 = le32_to_cpu(c.dw0);
+		if (nvmeq_step(&q->cq_head, q->depth))
 			q->cq_phase ^= 1;
-		}
 		n++;
 		if (cid >= q->depth - 1 || !qp->slots[cid].busy) {
 			lio_err(qp->ssd, "qp %u: controller completed unknown command %u",
@@ -325,8 +321,7 @@ static unsigned int lio_qp_fetch(struct lio_qp *qp)
 			break; /* the controller's completion kicks us again */
 		if (lio_qp_read_sqe(qp, qp->g_sq_head, &sqe))
 			break;
-		if (++qp->g_sq_head == qp->sq_depth)
-			qp->g_sq_head = 0;
+		nvmeq_step(&qp->g_sq_head, qp->sq_depth);
 		n++;
 		st = lio_qp_start(qp, &sqe);
 		if (st) {

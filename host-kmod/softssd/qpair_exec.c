@@ -16,20 +16,15 @@
 static void ssd_post(struct ssd_worker *w, struct ssd_req *req)
 {
 	struct ssd_qp *qp = req->qp;
-	volatile struct nvme_cqe *cqe = &qp->cq[qp->cq_tail];
-	uint16_t st = (uint16_t)(req->status << 1) | qp->phase;
+	const struct nvme_cqe c = {.sq_head = (uint16_t)qp->sq_head,
+				   .sq_id = qp->sqid,
+				   .cid = req->sqe.cid,
+				   .status = req->status};
 
-	cqe->dw0 = 0;
-	cqe->dw1 = 0;
-	cqe->sq_head = (uint16_t)qp->sq_head;
-	cqe->sq_id = qp->sqid;
-	cqe->cid = req->sqe.cid;
 	/* the phase tag last: the guest may consume the entry the moment it flips */
-	__atomic_store_n(&cqe->status, st, __ATOMIC_RELEASE);
-	if (++qp->cq_tail == qp->cq_depth) {
-		qp->cq_tail = 0;
+	nvmeq_cqe_publish(&qp->cq[qp->cq_tail], &c, qp->phase);
+	if (nvmeq_step(&qp->cq_tail, qp->cq_depth))
 		qp->phase ^= 1;
-	}
 	CTR_ADD(qp, cmds, 1);
 	if (req->status)
 		CTR_ADD(qp, errors, 1);

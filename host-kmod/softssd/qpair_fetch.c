@@ -23,12 +23,12 @@ unsigned ssd_qp_fetch(struct ssd_worker *w, struct ssd_qp *qp, uint64_t now)
 	qp->last_tail = tail;
 	qp->stalled = false;
 	while (qp->sq_head != tail && n < SSD_QP_BUDGET) {
-		uint32_t used = (qp->cq_tail + qp->cq_depth - qp->cq_head) % qp->cq_depth;
+		uint32_t room = nvmeq_room(qp->cq_head, qp->cq_tail, qp->cq_depth);
 		struct ssd_req *req;
 
-		if (used + qp->inflight >= qp->cq_depth - 1 || !qp->free_reqs) {
+		if (qp->inflight >= room || !qp->free_reqs) {
 			/* never overwrite an entry the guest has not consumed */
-			qp->stalled = used + qp->inflight >= qp->cq_depth - 1;
+			qp->stalled = qp->inflight >= room;
 			break;
 		}
 		if (w->ring_inflight >= SSD_RING_ENTRIES)
@@ -36,8 +36,7 @@ unsigned ssd_qp_fetch(struct ssd_worker *w, struct ssd_qp *qp, uint64_t now)
 		req = qp->free_reqs;
 		qp->free_reqs = req->next;
 		memcpy(&req->sqe, &qp->sq[qp->sq_head], sizeof(req->sqe));
-		if (++qp->sq_head == qp->sq_depth)
-			qp->sq_head = 0;
+		nvmeq_step(&qp->sq_head, qp->sq_depth);
 		qp->inflight++;
 		ssd_req_start(w, req, now);
 		n++;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "lightiov/nvmeq.h"
 #include "softssd/qpair.h"
 
 #define SSD_RING_ENTRIES    256 /* io_uring SQ size of one worker: its commands in flight */
