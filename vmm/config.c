@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "devices.h"
 #include "lightiov/size.h"
 #include "fsutil.h"
 #include "layout.h"
@@ -320,6 +321,11 @@ static int config_validate_vnvme(const struct vm_config *c, char *err, unsigned 
 		if (v->ssd[0] && v->size == 0 && !v->vol[0]) {
 			snprintf(err, errlen, "vnvme %s: ssd %s needs a size or a volume", a,
 				 v->ssd);
+			return -EINVAL;
+		}
+		if (devices_config_id_owner(c, a)) {
+			snprintf(err, errlen, "vnvme: id '%s' is the id of the VM's %s device", a,
+				 devices_config_id_owner(c, a));
 			return -EINVAL;
 		}
 		for (unsigned j = 0; j < i; j++) {

@@ -55,6 +55,22 @@ static const struct dev_entry {
     {&virtio_rng_model, rng_count, rng_cfg},
 };
 
+const char *devices_config_id_owner(const struct vm_config *c, const char *id)
+{
+	char other[64];
+
+	for (unsigned m = 0; m < sizeof(registry) / sizeof(registry[0]); m++) {
+		if (registry[m].model == &vnvme_model)
+			continue; /* config_validate() checks vNVMe ids among themselves */
+		for (unsigned i = 0; i < registry[m].count(c); i++) {
+			registry[m].config(c, i, other, sizeof(other));
+			if (!strcmp(other, id))
+				return registry[m].model->name;
+		}
+	}
+	return NULL;
+}
+
 /* One device of a VM. */
 struct dev_inst {
 	const struct dev_model *model;

@@ -9,6 +9,10 @@
 #include "vm.h"
 
 int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned errlen);
+/* Device ids are unique across every model of a VM (vm.counters and vm.remove-device know a
+ * device by id alone): the name of the non-vNVMe model whose instance in c is called id (the
+ * virtio-rng is "rng0"), or NULL. */
+const char *devices_config_id_owner(const struct vm_config *c, const char *id);
 void devices_exit(struct vm *vm);
 /* PCI hotplug (hotplug.h, ACPI in acpi.c), called from the API's thread. Add: creates the vNVMe
  * (idx: its controller id) on a free slot of bus 0 and tells the guest; *slot gets the slot.

@@ -1047,6 +1047,11 @@ int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigne
 			snprintf(err, errlen, "vnvme %s: the VM has a device with this id", nc.id);
 			return -EEXIST;
 		}
+	if (devices_config_id_owner(&vm->cfg, nc.id)) {
+		snprintf(err, errlen, "vnvme %s: the VM's %s device has this id", nc.id,
+			 devices_config_id_owner(&vm->cfg, nc.id));
+		return -EEXIST;
+	}
 	nc.root = vm->cfg.allowed_dir[0] ? vm->cfg.allowed_dir : NULL;
 	if (vm_vnvme_maps_ram(&nc)) {
 		r = vm_populate_ram(vm, err, errlen); /* not done at boot without such a device */

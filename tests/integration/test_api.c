@@ -461,6 +461,21 @@ START_TEST(test_errors)
 	expect_error("PUT", "vm.create", "{\"cpus\": {\"boot_vcpus\": \"one\"}}", 400);
 	expect_error("PUT", "vm.create", "{\"payload\": {\"kernel\": \"/nonexistent/vmlinux\"}}",
 		     400);
+	/* device ids are unique across models: a vNVMe may not take the virtio-rng's rng0 */
+	{
+		char body[1024];
+		json_t *j = NULL;
+
+		snprintf(
+		    body, sizeof(body),
+		    "{\"payload\": {\"kernel\": \"%s\"}, \"rng\": {\"src\": \"/dev/urandom\"},"
+		    " \"vnvme\": [{\"id\": \"rng0\", \"path\": \"%s/rng0.img\", \"size\": 4096}]}",
+		    guest, T.dir);
+		ck_assert_int_eq(curl("PUT", "vm.create", body, &j), 400);
+		ck_assert_msg(strstr(json_string_value(json_array_get(j, 0)) ?: "", "virtio-rng"),
+			      "%s", json_string_value(json_array_get(j, 0)));
+		json_decref(j);
+	}
 	/* wrong verb, unknown endpoint, oversized body */
 	expect_error("GET", "vm.create", NULL, 400);
 	expect_error("POST", "vm.pause", NULL, 400);
