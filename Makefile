@@ -1,7 +1,7 @@
 # lvmm: one entry point.  make | make test | make demo | make guest | make bench | make fuzz
 #
 # Found by the file tree (no list to edit):
-#   vmm/*.c vmm/api/*.c devices/{nvme-lightiov,virtio}/*.c host-kmod/{common,client,softssd}/*.c
+#   vmm/*.c vmm/api/*.c devices/{,nvme-lightiov,virtio}/*.c host-kmod/{common,client,softssd}/*.c
 #                             -> $(BUILD)/liblvmm.a (+ vmm/main.c -> lvmm)
 #   tests/unit/NAME.c         Check programs linked with liblvmm.a (no KVM)
 #   tests/integration/NAME.c  Check programs that drive $(BUILD)/lvmm with the test guest (fast)
@@ -39,7 +39,7 @@ INC_TESTS    := $(INC_VMM) -Itests/lib
 inc_for = $(if $(filter host-kmod/%,$(1)),$(INC_HOSTKMOD),$(if $(filter devices/%,$(1)),$(INC_DEVICES),$(if \
           $(filter vmm/%,$(1)),$(INC_VMM),$(INC_TESTS))))
 LIB_SRCS     := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard vmm/api/*.c) \
-                $(wildcard devices/nvme-lightiov/*.c) $(wildcard devices/virtio/*.c) \
+                $(wildcard devices/*.c devices/nvme-lightiov/*.c devices/virtio/*.c) \
                 $(wildcard host-kmod/common/*.c) $(wildcard host-kmod/client/*.c) \
                 $(wildcard host-kmod/softssd/*.c)
 BINS         :=
@@ -48,7 +48,7 @@ INTEG_TESTS  := $(call names,tests/integration)
 # The Linux suites run TEST_JOBS at a time, the longest first (one host core per 1-vCPU guest,
 # whose kernel is emulated on kvm_pvm hosts); the rest follow in name order.
 LINUX_LONG   := test_linux_nvme_user test_linux_boot test_linux_frontend test_linux_kmod \
-                test_linux_nvme test_linux_vnvme
+                test_linux_nvme test_linux_vnvme test_linux_vblk
 LINUX_TESTS  := $(foreach t,$(LINUX_LONG),$(filter $(t),$(call names,tests/linux))) \
                 $(filter-out $(LINUX_LONG),$(call names,tests/linux))
 TEST_JOBS    ?= $(shell nproc 2>/dev/null || echo 1)

@@ -94,6 +94,76 @@ static int vnvme_parse_bool(const char *key, const char *v, bool *out, char *err
 	return -EINVAL;
 }
 
+int config_parse_disk(const char *s, struct virtio_blk_config *out, char *err, unsigned errlen)
+{
+	char buf[CONFIG_PATH_MAX + 512], *tok, *save = NULL;
+	struct virtio_blk_config o;
+	int r = 0;
+
+	memset(&o, 0, sizeof(o));
+	if (!s || !*s || strlen(s) >= sizeof(buf)) {
+		snprintf(err, errlen, "disk: %s argument", s && *s ? "overlong" : "empty");
+		return -EINVAL;
+	}
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok && !r; tok = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(tok, '=');
+
+		if (!v) {
+			snprintf(err, errlen, "disk: '%s' is not KEY=VALUE", tok);
+			return -EINVAL;
+		}
+		*v++ = '\0';
+		if (!strcmp(tok, "path")) {
+			if (!*v || strlen(v) >= sizeof(o.path)) {
+				snprintf(err, errlen, "disk: path is %s",
+					 *v ? "too long" : "empty");
+				return -EINVAL;
+			}
+			strcpy(o.path, v);
+		} else if (!strcmp(tok, "readonly")) {
+			r = vnvme_parse_bool("readonly", v, &o.readonly, err, errlen);
+		} else if (!strcmp(tok, "direct")) {
+			r = vnvme_parse_bool("direct", v, &o.direct, err, errlen);
+		} else if (!strcmp(tok, "num_queues") || !strcmp(tok, "queue_size")) {
+			bool nq = tok[0] == 'n';
+
+			if (config_parse_count(v, nq ? 1 : 2,
+					       nq ? VIRTIO_BLK_MAX_QUEUES
+						  : VIRTIO_BLK_MAX_QUEUE_SIZE,
+					       nq ? &o.num_queues : &o.queue_size)) {
+				snprintf(err, errlen, "disk: %s '%s' is not a number in %u..%u",
+					 tok, v, nq ? 1 : 2,
+					 nq ? VIRTIO_BLK_MAX_QUEUES : VIRTIO_BLK_MAX_QUEUE_SIZE);
+				return -EINVAL;
+			}
+		} else if (!strcmp(tok, "id")) {
+			r = vnvme_copy_name(o.id, sizeof(o.id), "id", v, strlen(v), err, errlen);
+		} else if (!strcmp(tok, "serial")) {
+			if (strlen(v) >= sizeof(o.serial)) {
+				snprintf(err, errlen, "disk: serial '%s' is longer than %zu bytes",
+					 v, sizeof(o.serial) - 1);
+				return -EINVAL;
+			}
+			strcpy(o.serial, v);
+		} else {
+			snprintf(err, errlen,
+				 "disk: unknown option '%s' (path, readonly, direct, num_queues, "
+				 "queue_size, id, serial)",
+				 tok);
+			return -EINVAL;
+		}
+	}
+	if (r)
+		return r;
+	if (!o.path[0]) {
+		snprintf(err, errlen, "disk: '%s' has no path=IMG", s);
+		return -EINVAL;
+	}
+	*out = o;
+	return 0;
+}
+
 int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out)
 {
 	uint64_t n;
@@ -269,6 +339,43 @@ opts:
 	return 0;
 }
 
+static int config_validate_disks(const struct vm_config *c, char *err, unsigned errlen)
+{
+	char id[64];
+
+	if (c->ndisks > CONFIG_MAX_DISKS) {
+		snprintf(err, errlen, "disks: %u devices, at most %d are supported", c->ndisks,
+			 CONFIG_MAX_DISKS);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < c->ndisks; i++) {
+		const struct virtio_blk_config *d = &c->disks[i];
+		unsigned qs = d->queue_size;
+
+		virtio_blk_id(d, i, id, sizeof(id));
+		if (!memchr(d->path, 0, sizeof(d->path)) || !memchr(d->id, 0, sizeof(d->id)) ||
+		    !memchr(d->serial, 0, sizeof(d->serial))) {
+			snprintf(err, errlen, "disk %u: unterminated string field", i);
+			return -EINVAL;
+		}
+		if (!d->path[0]) {
+			snprintf(err, errlen, "disk %s: no path", id);
+			return -EINVAL;
+		}
+		if (d->num_queues > VIRTIO_BLK_MAX_QUEUES ||
+		    (qs && (qs < 2 || qs > VIRTIO_BLK_MAX_QUEUE_SIZE || (qs & (qs - 1))))) {
+			snprintf(
+			    err, errlen,
+			    "disk %s: num_queues %u, queue_size %u (1..%u queues, a power of two "
+			    "of 2..%u entries)",
+			    id, d->num_queues, qs, VIRTIO_BLK_MAX_QUEUES,
+			    VIRTIO_BLK_MAX_QUEUE_SIZE);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 static int config_validate_vnvme(const struct vm_config *c, char *err, unsigned errlen)
 {
 	char a[64], b[64];
@@ -321,11 +428,6 @@ static int config_validate_vnvme(const struct vm_config *c, char *err, unsigned 
 		if (v->ssd[0] && v->size == 0 && !v->vol[0]) {
 			snprintf(err, errlen, "vnvme %s: ssd %s needs a size or a volume", a,
 				 v->ssd);
-			return -EINVAL;
-		}
-		if (devices_config_id_owner(c, a)) {
-			snprintf(err, errlen, "vnvme: id '%s' is the id of the VM's %s device", a,
-				 devices_config_id_owner(c, a));
 			return -EINVAL;
 		}
 		for (unsigned j = 0; j < i; j++) {
@@ -493,5 +595,11 @@ int config_validate(const struct vm_config *c, char *err, unsigned errlen)
 		snprintf(err, errlen, "serial: mode %u is unknown", (unsigned)c->serial);
 		return -EINVAL;
 	}
-	return config_validate_vnvme(c, err, errlen);
+	int r = config_validate_vnvme(c, err, errlen);
+
+	if (!r)
+		r = config_validate_disks(c, err, errlen);
+	if (!r)
+		r = devices_config_check_ids(c, err, errlen);
+	return r;
 }

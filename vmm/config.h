@@ -8,8 +8,10 @@
 #include <stdint.h>
 
 #include "nvme-lightiov/vnvme.h"
+#include "virtio/virtio_blk.h"
 
 #define CONFIG_MAX_VNVME 8
+#define CONFIG_MAX_DISKS 8
 #define CONFIG_PATH_MAX	 4096
 
 enum serial_mode { SERIAL_STDIO, SERIAL_FILE, SERIAL_OFF, SERIAL_NULL };
@@ -32,6 +34,9 @@ struct vm_config {
 	/* virtio-rng's entropy source (cloud-hypervisor's rng.src); empty: no rng device. Only
 	 * the kernel's random character devices are taken (fsutil's FSUTIL_ENTROPY). */
 	char rng_src[CONFIG_PATH_MAX];
+	/* virtio-blk disks (cloud-hypervisor's disks / --disk) */
+	unsigned ndisks;
+	struct virtio_blk_config disks[CONFIG_MAX_DISKS];
 	/* platform.num_pci_segments: PCI segments the ACPI tables describe, 1..96; 0 reads as 1.
 	 * Every device sits on segment 0; the others are empty host bridges. */
 	unsigned num_pci_segments;
@@ -66,6 +71,10 @@ bool config_vnvme_name_ok(const char *s, size_t len, size_t max);
 /* --serial argument: "stdio", "off" or "file=PATH[,truncate=on|off][,limit=SIZE]" (options are
  * taken from the end, so a PATH may itself hold commas). limit=0 lifts the size limit. */
 int config_parse_serial(const char *s, struct vm_config *c, char *err, unsigned errlen);
+
+/* --disk argument, cloud-hypervisor's syntax: "path=IMG[,readonly=on][,direct=on]
+ * [,num_queues=N][,queue_size=N][,id=ID][,serial=S]" (a path with commas is not supported). */
+int config_parse_disk(const char *s, struct virtio_blk_config *out, char *err, unsigned errlen);
 
 /* --rng argument: "" (no value) or "src=PATH"; the source defaults to CONFIG_DEFAULT_RNG_SRC. */
 #define CONFIG_DEFAULT_RNG_SRC "/dev/urandom"

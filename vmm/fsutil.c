@@ -280,3 +280,19 @@ int fsutil_open_parent(const char *what, const char *path, const char **last, ch
 {
 	return walk_parent("/", what, path, last, err, errlen);
 }
+
+int fsutil_lock_image(int fd, bool write, const char *what, const char *path, char *err,
+		      unsigned errlen)
+{
+	struct flock fl = {.l_type = write ? F_WRLCK : F_RDLCK, .l_whence = SEEK_SET};
+
+	if (!fcntl(fd, F_OFD_SETLK, &fl))
+		return 0;
+	if (errno == EAGAIN || errno == EACCES) {
+		snprintf(err, errlen, "%s: %s is in use by another VM or process (%s lock refused)",
+			 what, path, write ? "write" : "read");
+		return -EBUSY;
+	}
+	snprintf(err, errlen, "%s: cannot lock %s: %s", what, path, strerror(errno));
+	return -errno;
+}

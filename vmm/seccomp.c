@@ -12,6 +12,8 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/ioctl.h>
+
+#include <linux/fs.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -165,6 +167,8 @@ static const unsigned long seccomp_kvm_io[] = {
     KVM_IRQ_LINE,  KVM_SIGNAL_MSI,	KVM_IRQFD,
     KVM_IOEVENTFD, KVM_SET_GSI_ROUTING, KVM_SET_USER_MEMORY_REGION,
 };
+/* virtio-blk's I/O thread on a block device: discard and write zeroes (docs/virtio.md). */
+static const unsigned long seccomp_blk_io[] = {BLKDISCARD, BLKZEROOUT};
 /* lightiov.ko's requests (a vNVMe whose SSD is /dev/lightiov/NAME): queue pairs are created and
  * destroyed by whichever thread runs the guest's admin commands (a vCPU, or the I/O thread with
  * shadow doorbells), the write cache's setting goes with them; the module confines every request
@@ -297,9 +301,13 @@ static int seccomp_rules_args(scmp_filter_ctx ctx, enum seccomp_kind kind)
 	if (kind == SECCOMP_VCPU)
 		return seccomp_allow_list(ctx, seccomp_kvm_vcpu,
 					  sizeof(seccomp_kvm_vcpu) / sizeof(seccomp_kvm_vcpu[0]));
-	if (kind == SECCOMP_IO)
-		return seccomp_allow_list(ctx, seccomp_kvm_io,
-					  sizeof(seccomp_kvm_io) / sizeof(seccomp_kvm_io[0]));
+	if (kind == SECCOMP_IO) {
+		r = seccomp_allow_list(ctx, seccomp_kvm_io,
+				       sizeof(seccomp_kvm_io) / sizeof(seccomp_kvm_io[0]));
+		return r ? r
+			 : seccomp_allow_list(ctx, seccomp_blk_io,
+					      sizeof(seccomp_blk_io) / sizeof(seccomp_blk_io[0]));
+	}
 	/* MAIN: every KVM request (type 0xAE), the console's terminal requests. */
 	r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 			     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, (scmp_datum_t)KVMIO << 8));

@@ -472,6 +472,8 @@ static int vm_build(struct vm *vm, char *err, unsigned errlen)
 	if (!ret) {
 		for (unsigned k = 0; k < vm->cfg.nvnvme; k++)
 			vm->cfg.vnvme[k].root = vm->cfg.allowed_dir[0] ? vm->cfg.allowed_dir : NULL;
+		for (unsigned k = 0; k < vm->cfg.ndisks && k < CONFIG_MAX_DISKS; k++)
+			vm->cfg.disks[k].root = vm->cfg.allowed_dir[0] ? vm->cfg.allowed_dir : NULL;
 		ret = devices_init(vm, &vm->cfg, err, errlen);
 		vm->devices_up = !ret;
 	}
@@ -1026,7 +1028,7 @@ static void vm_vnvme_forget(struct vm *vm, unsigned i)
 int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen)
 {
 	struct vnvme_config nc = *c;
-	unsigned i, slot;
+	unsigned slot;
 	int r;
 
 	if (vm->state != VM_RUNNING && vm->state != VM_PAUSED) {
@@ -1042,11 +1044,6 @@ int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigne
 	}
 	vm_vnvme_ids_fix(vm);
 	vnvme_id(c, vm->cfg.nvnvme, nc.id, sizeof(nc.id));
-	for (i = 0; i < vm->cfg.nvnvme; i++)
-		if (!strcmp(vm->cfg.vnvme[i].id, nc.id)) {
-			snprintf(err, errlen, "vnvme %s: the VM has a device with this id", nc.id);
-			return -EEXIST;
-		}
 	if (devices_config_id_owner(&vm->cfg, nc.id)) {
 		snprintf(err, errlen, "vnvme %s: the VM's %s device has this id", nc.id,
 			 devices_config_id_owner(&vm->cfg, nc.id));
@@ -1065,11 +1062,63 @@ int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigne
 	return 0;
 }
 
+/* Every disk's id written into the config, as vm_vnvme_ids_fix() does for vNVMe functions. */
+static void vm_disk_ids_fix(struct vm *vm)
+{
+	char id[sizeof(vm->cfg.disks[0].id)];
+
+	for (unsigned i = 0; i < vm->cfg.ndisks && i < CONFIG_MAX_DISKS; i++) {
+		virtio_blk_id(&vm->cfg.disks[i], i, id, sizeof(id));
+		memcpy(vm->cfg.disks[i].id, id, sizeof(id));
+	}
+}
+
+static void vm_disk_forget(struct vm *vm, unsigned i)
+{
+	memmove(&vm->cfg.disks[i], &vm->cfg.disks[i + 1],
+		(vm->cfg.ndisks - i - 1) * sizeof(vm->cfg.disks[0]));
+	vm->cfg.ndisks--;
+	memset(&vm->cfg.disks[vm->cfg.ndisks], 0, sizeof(vm->cfg.disks[0]));
+}
+
+/* vm.add-disk: as vm_add_vnvme(), for a virtio-blk disk. */
+int vm_add_disk(struct vm *vm, const struct virtio_blk_config *c, char *err, unsigned errlen)
+{
+	struct virtio_blk_config nc = *c;
+	unsigned slot;
+	int r;
+
+	if (vm->state != VM_RUNNING && vm->state != VM_PAUSED) {
+		snprintf(err, errlen, "disk %s: hot-add needs a running or paused VM, not %s",
+			 c->id, vm_state_name(vm->state));
+		return -EINVAL;
+	}
+	if (vm->cfg.ndisks >= CONFIG_MAX_DISKS) {
+		snprintf(err, errlen, "disk %s: the VM already has %u disks (at most %u)", c->id,
+			 vm->cfg.ndisks, CONFIG_MAX_DISKS);
+		return -ENOSPC;
+	}
+	vm_disk_ids_fix(vm);
+	vm_vnvme_ids_fix(vm);
+	virtio_blk_id(c, vm->cfg.ndisks, nc.id, sizeof(nc.id));
+	if (devices_config_id_owner(&vm->cfg, nc.id)) {
+		snprintf(err, errlen, "disk %s: the VM's %s device has this id", nc.id,
+			 devices_config_id_owner(&vm->cfg, nc.id));
+		return -EEXIST;
+	}
+	nc.root = vm->cfg.allowed_dir[0] ? vm->cfg.allowed_dir : NULL;
+	r = devices_add_disk(vm, &nc, vm->cfg.ndisks, &slot, err, errlen);
+	if (r)
+		return r;
+	vm->cfg.disks[vm->cfg.ndisks++] = nc;
+	return 0;
+}
+
 /* Hot-remove: the guest is asked to eject and given VM_HOTPLUG_EJECT_MS to do it. */
 int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 {
 	bool paused = vm->state == VM_PAUSED;
-	unsigned i;
+	unsigned i, disk;
 	int r;
 
 	if (vm->state != VM_RUNNING && !paused) {
@@ -1078,10 +1127,14 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 		return -EINVAL;
 	}
 	vm_vnvme_ids_fix(vm);
+	vm_disk_ids_fix(vm);
 	for (i = 0; i < vm->cfg.nvnvme; i++)
 		if (!strcmp(vm->cfg.vnvme[i].id, id))
 			break;
-	if (i == vm->cfg.nvnvme) {
+	for (disk = 0; disk < vm->cfg.ndisks; disk++)
+		if (!strcmp(vm->cfg.disks[disk].id, id))
+			break;
+	if (i == vm->cfg.nvnvme && disk == vm->cfg.ndisks) {
 		snprintf(err, errlen, "device %s: no such device", id);
 		return -ENOENT;
 	}
@@ -1093,7 +1146,10 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 			 id);
 	if (r)
 		return r;
-	vm_vnvme_forget(vm, i);
+	if (i < vm->cfg.nvnvme)
+		vm_vnvme_forget(vm, i);
+	else
+		vm_disk_forget(vm, disk);
 	return 0;
 }
 
@@ -1108,6 +1164,13 @@ static void vm_hotplug_reset(struct vm *vm)
 			fprintf(stderr, "lvmm: vnvme %s: removed by the reset\n",
 				vm->cfg.vnvme[i].id);
 			vm_vnvme_forget(vm, i);
+		}
+	vm_disk_ids_fix(vm);
+	for (i = vm->cfg.ndisks; i-- > 0;)
+		if (devices_removing(vm, vm->cfg.disks[i].id)) {
+			fprintf(stderr, "lvmm: disk %s: removed by the reset\n",
+				vm->cfg.disks[i].id);
+			vm_disk_forget(vm, i);
 		}
 }
 

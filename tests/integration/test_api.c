@@ -381,6 +381,51 @@ static void hotplug_without_eject(void)
 	}
 }
 
+/* Entries of vm.info's config.disks. */
+static unsigned info_disks(void)
+{
+	json_t *j;
+	unsigned n;
+
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, &j), 200);
+	n = (unsigned)json_array_size(json_object_get(json_object_get(j, "config"), "disks"));
+	json_decref(j);
+	return n;
+}
+
+/* vm.add-disk as vm.add-vnvme: the function joins at once, its id must be free across models,
+ * the image must exist; its removal asked while paused stays pending, the reset completes it,
+ * and its counters appear in vm.counters meanwhile. */
+static void hotplug_disk(void)
+{
+	char body[512], img[256];
+	json_t *j;
+
+	snprintf(img, sizeof(img), "%s/vblk.img", T.dir);
+	testutil_write_file(img, "", 0, 0600);
+	ck_assert_int_eq(truncate(img, 1 << 20), 0);
+	snprintf(body, sizeof(body), "{\"path\": \"%s/absent.img\"}", T.dir);
+	expect_error("PUT", "vm.add-disk", body, 400);
+	expect_error("PUT", "vm.add-disk", "{\"path\": \"/x\", \"vhost_user\": true}", 400);
+	snprintf(body, sizeof(body), "{\"path\": \"%s\", \"id\": \"auto\"}", img);
+	expect_error("PUT", "vm.add-disk", body, 400); /* the vNVMe's id */
+	snprintf(body, sizeof(body), "{\"path\": \"%s\", \"readonly\": true}", img);
+	ck_assert_int_eq(curl("PUT", "vm.add-disk", body, &j), 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "id")), "disk0");
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(j, "bdf")), "0000:00:"));
+	json_decref(j);
+	ck_assert_uint_eq(info_disks(), 1);
+	ck_assert_int_eq(curl("GET", "vm.counters", NULL, &j), 200);
+	ck_assert_msg(json_is_object(json_object_get(j, "disk0")), "no disk0 in vm.counters");
+	json_decref(j);
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	expect_error("PUT", "vm.remove-device", "{\"id\": \"disk0\"}", 500);
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_int_eq(put("vm.reboot", NULL), 204);
+	ck_assert_uint_eq(info_disks(), 0);
+	expect_error("PUT", "vm.remove-device", "{\"id\": \"disk0\"}", 404);
+}
+
 static long proc_fds(void)
 {
 	char cmd[96], *out = NULL;
@@ -499,6 +544,7 @@ START_TEST(test_errors)
 	ck_assert_str_eq(vm_state(), "Paused");
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
 	hotplug_without_eject();
+	hotplug_disk();
 	hotplug_cycles();
 	ck_assert_str_eq(vm_state(), "Running");
 	/* a paused VM is shut down and destroyed with the VMM */

@@ -366,7 +366,7 @@ START_TEST(validate_vnvme)
 	strcpy(c.vnvme[2].id, "rng0");
 	ck_assert_msg(config_validate(&c, err, sizeof(err)) == 0, "%s", err);
 	strcpy(c.rng_src, "/dev/urandom");
-	invalid(&c, "id 'rng0' is the id of the VM's virtio-rng device");
+	invalid(&c, "device id 'rng0' is used twice (vnvme and virtio-rng)");
 	strcpy(c.vnvme[2].id, "rng1");
 	ck_assert_msg(config_validate(&c, err, sizeof(err)) == 0, "%s", err);
 	c.rng_src[0] = 0;

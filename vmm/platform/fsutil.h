@@ -40,4 +40,11 @@ int fsutil_open(const char *root, const char *what, const char *path, int flags,
 int fsutil_check(const char *root, const char *what, const char *path, bool may_create,
 		 enum fsutil_kind kind, char *err, unsigned errlen);
 
+/* A disk image for one VM: an open-file-description lock on the whole file, shared for a
+ * read-only user, exclusive for a writer, so that a second lvmm (or QEMU, which takes the same
+ * kind of lock) writing the image is refused, and readers are refused while one writes. Held
+ * until fd is closed. 0, or -EBUSY (held elsewhere) / another negative errno with err set. */
+int fsutil_lock_image(int fd, bool write, const char *what, const char *path, char *err,
+		      unsigned errlen);
+
 #endif
