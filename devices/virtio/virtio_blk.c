@@ -54,7 +54,6 @@
 #define BLK_DISCARD_SEGS 32u	       /* segments of one discard/write-zeroes request */
 #define BLK_DISCARD_MAX	 (1u << 22)    /* sectors of one segment (2 GiB) */
 #define BLK_ZERO_CHUNK	 (256u * 1024) /* written-zeroes fallback, per write */
-#define BLK_NO_BAR	 (~(uint64_t)0)
 
 struct blk_req {
 	uint32_t gen;  /* device generation when taken */
@@ -86,9 +85,7 @@ struct virtio_blk {
 	bool readonly, block_dev;
 	uint64_t sectors;
 	unsigned nq;
-	int kick_fd[VIRTIO_BLK_MAX_QUEUES], stop_fd, ring_fd;
-	uint64_t notify_at; /* BAR 0's address while its notify ioeventfds are registered */
-	pthread_mutex_t bar_lock;
+	int stop_fd, ring_fd;
 	struct io_uring ring;
 	bool ring_up;
 	pthread_t thread;
@@ -134,24 +131,6 @@ static void blk_cfg_read(struct virtio_pci *vp, uint64_t off, void *data, unsign
 		memcpy(data, img + off, len < sizeof(img) - off ? len : sizeof(img) - off);
 }
 
-/* ---- kicks ---- */
-
-static void kick(int fd)
-{
-	uint64_t one = 1;
-
-	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		fprintf(stderr, "virtio-blk: kick: %s\n", strerror(errno));
-}
-
-/* A kick that reached the vCPU (no ioeventfd yet, or an access size KVM does not match). */
-static void blk_notify(struct virtio_pci *vp, unsigned q)
-{
-	struct virtio_blk *b = vp->opaque;
-
-	kick(b->kick_fd[q]);
-}
-
 /* The driver reset the device (vp.lock held): requests in flight are forgotten. */
 static void blk_reset(struct virtio_pci *vp)
 {
@@ -161,40 +140,9 @@ static void blk_reset(struct virtio_pci *vp)
 }
 
 static const struct virtio_dev_ops blk_ops = {
-    .notify = blk_notify,
     .reset = blk_reset,
     .cfg_read = blk_cfg_read,
 };
-
-/* Notify ioeventfds follow BAR 0 (the PCI remap worker calls this). */
-static void blk_notify_fds(struct virtio_blk *b, uint64_t at, bool on)
-{
-	for (unsigned q = 0; q < b->nq; q++) {
-		uint64_t gpa = at + VIRTIO_PCI_NOTIFY_OFF + (uint64_t)q * VIRTIO_PCI_NOTIFY_MULT;
-		int r = b->host.ioeventfd(b->host.opaque, gpa, 2, b->kick_fd[q], on);
-
-		if (r && on)
-			fprintf(stderr,
-				"virtio-blk %s: notify ioeventfd of queue %u: %s (kicks exit "
-				"to lvmm)\n",
-				b->name, q, strerror(-r));
-	}
-}
-
-static void blk_bar_moved(struct pci_dev *d, unsigned bar, uint64_t gpa)
-{
-	struct virtio_blk *b = ((struct virtio_pci *)d->priv)->opaque;
-
-	if (bar != VIRTIO_PCI_BAR || !b->host.ioeventfd)
-		return;
-	pthread_mutex_lock(&b->bar_lock);
-	if (b->notify_at != BLK_NO_BAR)
-		blk_notify_fds(b, b->notify_at, false);
-	b->notify_at = gpa;
-	if (gpa != BLK_NO_BAR)
-		blk_notify_fds(b, gpa, true);
-	pthread_mutex_unlock(&b->bar_lock);
-}
 
 /* ---- requests: parsing (vp.lock held) ---- */
 
@@ -586,14 +534,6 @@ static void blk_fetch(struct virtio_blk *b)
 		blk_finish(b, done, ndone);
 }
 
-static void drain(int fd)
-{
-	uint64_t v;
-
-	while (read(fd, &v, sizeof(v)) == sizeof(v))
-		;
-}
-
 static void *blk_thread(void *arg)
 {
 	struct virtio_blk *b = arg;
@@ -606,7 +546,7 @@ static void *blk_thread(void *arg)
 		unsigned n = 0;
 
 		for (unsigned q = 0; q < b->nq; q++)
-			p[n++] = (struct pollfd){.fd = b->kick_fd[q], .events = POLLIN};
+			p[n++] = (struct pollfd){.fd = b->vp.kick_fd[q], .events = POLLIN};
 		p[n++] = (struct pollfd){.fd = b->ring_fd, .events = POLLIN};
 		p[n++] = (struct pollfd){.fd = b->stop_fd, .events = POLLIN};
 		if (poll(p, n, -1) < 0 && errno != EINTR)
@@ -616,7 +556,7 @@ static void *blk_thread(void *arg)
 			break;
 		for (unsigned i = 0; i + 1 < n; i++)
 			if (p[i].revents)
-				drain(p[i].fd);
+				virtio_eventfd_take(p[i].fd);
 		blk_reap(b);
 		blk_fetch(b);
 	}
@@ -641,16 +581,11 @@ static void *blk_thread(void *arg)
 static void blk_free(struct virtio_blk *b)
 {
 	if (b->thread_up) {
-		kick(b->stop_fd);
+		virtio_eventfd_signal(b->stop_fd);
 		pthread_join(b->thread, NULL);
 	}
-	if (b->notify_at != BLK_NO_BAR)
-		blk_notify_fds(b, b->notify_at, false);
 	if (b->ring_up)
 		io_uring_queue_exit(&b->ring);
-	for (unsigned q = 0; q < VIRTIO_BLK_MAX_QUEUES; q++)
-		if (b->kick_fd[q] >= 0)
-			close(b->kick_fd[q]);
 	if (b->stop_fd >= 0)
 		close(b->stop_fd);
 	if (b->ring_fd >= 0)
@@ -660,7 +595,6 @@ static void blk_free(struct virtio_blk *b)
 	if (b->fd >= 0)
 		close(b->fd);
 	pthread_cond_destroy(&b->idle);
-	pthread_mutex_destroy(&b->bar_lock);
 	free(b->req);
 	free(b->free_req);
 	free(b);
@@ -735,12 +669,8 @@ static int blk_create(const struct dev_host *h, const void *cfg, const char *id,
 	memcpy(b->serial, c->serial[0] ? c->serial : id,
 	       strnlen(c->serial[0] ? c->serial : id, BLK_ID_BYTES));
 	b->fd = b->fd_direct = b->stop_fd = b->ring_fd = -1;
-	for (unsigned q = 0; q < VIRTIO_BLK_MAX_QUEUES; q++)
-		b->kick_fd[q] = -1;
-	b->notify_at = BLK_NO_BAR;
 	b->readonly = c->readonly;
 	b->nq = c->num_queues ? c->num_queues : 1;
-	pthread_mutex_init(&b->bar_lock, NULL);
 	pthread_cond_init(&b->idle, NULL);
 	if (b->nq > VIRTIO_BLK_MAX_QUEUES || qsize < 2 || qsize > VIRTIO_BLK_MAX_QUEUE_SIZE ||
 	    (qsize & (qsize - 1))) {
@@ -764,12 +694,9 @@ static int blk_create(const struct dev_host *h, const void *cfg, const char *id,
 	}
 	for (unsigned i = 0; i < nreq; i++)
 		b->free_req[b->nfree++] = nreq - 1 - i;
-	for (unsigned q = 0; q < b->nq; q++)
-		if ((b->kick_fd[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
-			break;
 	b->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	b->ring_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (b->stop_fd < 0 || b->ring_fd < 0 || b->kick_fd[b->nq - 1] < 0) {
+	if (b->stop_fd < 0 || b->ring_fd < 0) {
 		snprintf(err, errlen, "disk %s: eventfds: %s", id, strerror(errno));
 		r = -errno;
 		goto fail;
@@ -793,7 +720,11 @@ static int blk_create(const struct dev_host *h, const void *cfg, const char *id,
 			    &blk_ops, b, h->gm, err, errlen);
 	if (r)
 		goto fail;
-	b->vp.pci.bar[VIRTIO_PCI_BAR].moved = blk_bar_moved;
+	r = virtio_pci_kick_eventfds(&b->vp, h->ioeventfd, h->opaque, err, errlen);
+	if (r) {
+		virtio_pci_exit(&b->vp);
+		goto fail;
+	}
 	r = pthread_create(&b->thread, NULL, blk_thread, b);
 	if (r) {
 		snprintf(err, errlen, "disk %s: I/O thread: %s", id, strerror(r));
@@ -834,7 +765,7 @@ static void blk_resume(void *dev)
 	pthread_mutex_lock(&b->vp.lock);
 	b->paused = false;
 	pthread_mutex_unlock(&b->vp.lock);
-	kick(b->kick_fd[0]);
+	virtio_eventfd_signal(b->vp.kick_fd[0]);
 }
 
 static void blk_counters(void *dev, struct dev_counters *out)
@@ -861,7 +792,7 @@ static void blk_destroy(void *dev)
 		return;
 	/* the thread first: it finishes what is in flight, then the function goes */
 	if (b->thread_up) {
-		kick(b->stop_fd);
+		virtio_eventfd_signal(b->stop_fd);
 		pthread_join(b->thread, NULL);
 		b->thread_up = false;
 	}
