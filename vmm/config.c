@@ -164,6 +164,78 @@ int config_parse_disk(const char *s, struct virtio_blk_config *out, char *err, u
 	return 0;
 }
 
+int config_validate_vsock(const struct virtio_vsock_config *v, char *err, unsigned errlen)
+{
+	if (v->cid < VIRTIO_VSOCK_MIN_CID || v->cid >= UINT32_MAX) {
+		snprintf(err, errlen, "vsock: cid %llu is outside 3..4294967294",
+			 (unsigned long long)v->cid);
+		return -EINVAL;
+	}
+	if (!memchr(v->socket, 0, sizeof(v->socket)) || !memchr(v->id, 0, sizeof(v->id)) ||
+	    v->socket[0] != '/' || strlen(v->socket) + 12 > VIRTIO_VSOCK_PATH_MAX) {
+		snprintf(err, errlen,
+			 "vsock: socket must be an absolute path of at most %d characters (lvmm "
+			 "appends _<port> for the guest's connections)",
+			 VIRTIO_VSOCK_PATH_MAX - 12);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int config_parse_vsock(const char *s, struct virtio_vsock_config *out, char *err, unsigned errlen)
+{
+	char buf[512], *tok, *save = NULL;
+	struct virtio_vsock_config o;
+	bool cid = false;
+	int r = 0;
+
+	memset(&o, 0, sizeof(o));
+	if (!s || !*s || strlen(s) >= sizeof(buf)) {
+		snprintf(err, errlen, "vsock: %s argument", s && *s ? "overlong" : "empty");
+		return -EINVAL;
+	}
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok && !r; tok = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(tok, '='), *end;
+
+		if (!v) {
+			snprintf(err, errlen, "vsock: '%s' is not KEY=VALUE", tok);
+			return -EINVAL;
+		}
+		*v++ = '\0';
+		if (!strcmp(tok, "cid")) {
+			errno = 0;
+			o.cid = strtoull(v, &end, 10);
+			if (errno || *end || !*v || *v == '-') {
+				snprintf(err, errlen, "vsock: cid '%s' is not a number", v);
+				return -EINVAL;
+			}
+			cid = true;
+		} else if (!strcmp(tok, "socket")) {
+			if (strlen(v) >= sizeof(o.socket)) {
+				snprintf(err, errlen, "vsock: socket path is too long");
+				return -EINVAL;
+			}
+			strcpy(o.socket, v);
+		} else if (!strcmp(tok, "id")) {
+			r = vnvme_copy_name(o.id, sizeof(o.id), "id", v, strlen(v), err, errlen);
+		} else {
+			snprintf(err, errlen, "vsock: unknown option '%s' (cid, socket, id)", tok);
+			return -EINVAL;
+		}
+	}
+	if (r)
+		return r;
+	if (!cid || !o.socket[0]) {
+		snprintf(err, errlen, "vsock: '%s' needs cid=N and socket=PATH", s);
+		return -EINVAL;
+	}
+	r = config_validate_vsock(&o, err, errlen);
+	if (!r)
+		*out = o;
+	return r;
+}
+
 int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out)
 {
 	uint64_t n;
@@ -599,6 +671,8 @@ int config_validate(const struct vm_config *c, char *err, unsigned errlen)
 
 	if (!r)
 		r = config_validate_disks(c, err, errlen);
+	if (!r && c->has_vsock)
+		r = config_validate_vsock(&c->vsock, err, errlen);
 	if (!r)
 		r = devices_config_check_ids(c, err, errlen);
 	return r;

@@ -16,9 +16,10 @@
 #include "seccomp_filter.h"
 #include "virtio/virtio_blk.h"
 #include "virtio/virtio_rng.h"
+#include "virtio/virtio_vsock.h"
 
 /* Every vNVMe, one virtio-rng at most, every disk */
-#define DEVICES_MAX (CONFIG_MAX_VNVME + 1 + CONFIG_MAX_DISKS)
+#define DEVICES_MAX (CONFIG_MAX_VNVME + 1 + CONFIG_MAX_DISKS + 1)
 
 /* ---- the registry: each model and where a vm_config holds its instances ---- */
 
@@ -55,6 +56,18 @@ static const void *disk_cfg(const struct vm_config *c, unsigned i, char *id, siz
 	return &c->disks[i];
 }
 
+static unsigned vsock_count(const struct vm_config *c)
+{
+	return c->has_vsock ? 1 : 0;
+}
+
+static const void *vsock_cfg(const struct vm_config *c, unsigned i, char *id, size_t len)
+{
+	(void)i;
+	virtio_vsock_id(&c->vsock, id, len);
+	return &c->vsock;
+}
+
 /* In boot order: earlier entries take the lower PCI slots (the vNVMe functions keep the slots
  * they had before virtio-rng existed). */
 static const struct dev_entry {
@@ -68,6 +81,7 @@ static const struct dev_entry {
     {&vnvme_model, vnvme_count, vnvme_cfg, CONFIG_MAX_VNVME, true},
     {&virtio_rng_model, rng_count, rng_cfg, 1, false},
     {&virtio_blk_model, disk_count, disk_cfg, CONFIG_MAX_DISKS, true},
+    {&virtio_vsock_model, vsock_count, vsock_cfg, 1, true},
 };
 
 static const struct dev_entry *devices_entry(const struct dev_model *m)
@@ -307,6 +321,15 @@ int devices_add_vnvme(struct vm *vm, const struct vnvme_config *c, unsigned idx,
 	return devices_add(vm, &vnvme_model, c, id, idx, slot, err, errlen);
 }
 
+int devices_add_vsock(struct vm *vm, const struct virtio_vsock_config *c, unsigned *slot, char *err,
+		      unsigned errlen)
+{
+	char id[sizeof(c->id)];
+
+	virtio_vsock_id(c, id, sizeof(id));
+	return devices_add(vm, &virtio_vsock_model, c, id, 0, slot, err, errlen);
+}
+
 int devices_add_disk(struct vm *vm, const struct virtio_blk_config *c, unsigned idx, unsigned *slot,
 		     char *err, unsigned errlen)
 {
@@ -440,6 +463,7 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 	    .map_host = plat_map_host,
 	    .unmap_host = plat_unmap_host,
 	    .io_thread = seccomp_io_thread_install,
+	    .sock_thread = seccomp_sock_thread_install,
 	};
 	r = pci_bus_init(&ds->bus, &ops, vm_pio_bus(vm), vm_mmio_bus(vm), err, errlen);
 	if (r) {

@@ -182,6 +182,13 @@ static int check_kind(const char *what, const char *path, const struct stat *st,
 						: kind_name(st->st_mode));
 		return -EINVAL;
 	}
+	if (kind == FSUTIL_SOCKET) {
+		if (S_ISSOCK(st->st_mode))
+			return 0;
+		snprintf(err, errlen, "%s %s: is %s, not a socket", what, path,
+			 kind_name(st->st_mode));
+		return -EINVAL;
+	}
 	if (S_ISREG(st->st_mode) || (kind == FSUTIL_REGULAR_OR_BLOCK && S_ISBLK(st->st_mode)))
 		return 0;
 	snprintf(err, errlen, "%s %s: is %s, not a regular file", what, path,

@@ -672,6 +672,11 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 			 (unsigned)j.uid, (unsigned)j.gid);
 		return -EINVAL;
 	}
+	if (cfg->has_vsock) {
+		/* its socket and the guest's PATH_<port> targets live outside the jail's root */
+		snprintf(err, errlen, "jail: --vsock is not supported with --jail yet");
+		return -EINVAL;
+	}
 	r = jail_abs(&j, cfg->kernel, sizeof(cfg->kernel), "kernel");
 	if (!r)
 		r = jail_abs(&j, cfg->initramfs, sizeof(cfg->initramfs), "initramfs");

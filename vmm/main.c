@@ -61,6 +61,9 @@ static void usage_run(FILE *f)
 	    "  --disk SPEC          virtio-blk disk: path=IMG[,readonly=on][,direct=on]\n"
 	    "                       [,num_queues=N][,queue_size=N][,id=ID][,serial=S] (a raw\n"
 	    "                       image or block device; repeat for more disks)\n"
+	    "  --vsock SPEC         virtio-vsock: cid=N,socket=PATH[,id=ID] (host programs\n"
+	    "                       connect to PATH and write 'CONNECT <port>'; the guest's\n"
+	    "                       connections to host port P reach PATH_P)\n"
 	    "  --rng [src=PATH]     virtio-rng fed from PATH (default /dev/urandom; the\n"
 	    "                       kernel's random, urandom or hwrng device only)\n"
 	    "  --api-socket PATH    serve the REST API on this Unix socket\n"
@@ -137,6 +140,7 @@ enum {
 	OPT_SSD_AUTOSTART,
 	OPT_RNG,
 	OPT_DISK,
+	OPT_VSOCK,
 	OPT_HELP
 };
 
@@ -186,6 +190,7 @@ static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts
 	    {"ssd-autostart", no_argument, NULL, OPT_SSD_AUTOSTART},
 	    {"rng", optional_argument, NULL, OPT_RNG},
 	    {"disk", required_argument, NULL, OPT_DISK},
+	    {"vsock", required_argument, NULL, OPT_VSOCK},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
 	};
@@ -233,6 +238,13 @@ static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts
 				return -1;
 			}
 			c->nvnvme++;
+			break;
+		case OPT_VSOCK:
+			if (config_parse_vsock(optarg, &c->vsock, err, sizeof(err))) {
+				fprintf(stderr, "lvmm: --%s\n", err);
+				return -1;
+			}
+			c->has_vsock = true;
 			break;
 		case OPT_DISK:
 			if (c->ndisks >= CONFIG_MAX_DISKS) {

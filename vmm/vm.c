@@ -1114,11 +1114,47 @@ int vm_add_disk(struct vm *vm, const struct virtio_blk_config *c, char *err, uns
 	return 0;
 }
 
+/* vm.add-vsock: the VM's one vsock device. */
+int vm_add_vsock(struct vm *vm, const struct virtio_vsock_config *c, char *err, unsigned errlen)
+{
+	struct virtio_vsock_config nc = *c;
+	unsigned slot;
+	int r;
+
+	if (vm->state != VM_RUNNING && vm->state != VM_PAUSED) {
+		snprintf(err, errlen, "vsock: hot-add needs a running or paused VM, not %s",
+			 vm_state_name(vm->state));
+		return -EINVAL;
+	}
+	if (vm->cfg.has_vsock) {
+		snprintf(err, errlen, "vsock: the VM has one already (%s)", vm->cfg.vsock.id);
+		return -EEXIST;
+	}
+	vm_disk_ids_fix(vm);
+	vm_vnvme_ids_fix(vm);
+	virtio_vsock_id(c, nc.id, sizeof(nc.id));
+	if (devices_config_id_owner(&vm->cfg, nc.id)) {
+		snprintf(err, errlen, "vsock %s: the VM's %s device has this id", nc.id,
+			 devices_config_id_owner(&vm->cfg, nc.id));
+		return -EEXIST;
+	}
+	r = config_validate_vsock(&nc, err, errlen);
+	if (!r)
+		r = devices_add_vsock(vm, &nc, &slot, err, errlen);
+	if (r)
+		return r;
+	vm->cfg.vsock = nc;
+	vm->cfg.has_vsock = true;
+	return 0;
+}
+
 /* Hot-remove: the guest is asked to eject and given VM_HOTPLUG_EJECT_MS to do it. */
 int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 {
 	bool paused = vm->state == VM_PAUSED;
+	char vsock_id[sizeof(vm->cfg.vsock.id)] = "";
 	unsigned i, disk;
+	bool is_vsock;
 	int r;
 
 	if (vm->state != VM_RUNNING && !paused) {
@@ -1134,7 +1170,10 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 	for (disk = 0; disk < vm->cfg.ndisks; disk++)
 		if (!strcmp(vm->cfg.disks[disk].id, id))
 			break;
-	if (i == vm->cfg.nvnvme && disk == vm->cfg.ndisks) {
+	if (vm->cfg.has_vsock)
+		virtio_vsock_id(&vm->cfg.vsock, vsock_id, sizeof(vsock_id));
+	is_vsock = vm->cfg.has_vsock && !strcmp(vsock_id, id);
+	if (i == vm->cfg.nvnvme && disk == vm->cfg.ndisks && !is_vsock) {
 		snprintf(err, errlen, "device %s: no such device", id);
 		return -ENOENT;
 	}
@@ -1148,8 +1187,10 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 		return r;
 	if (i < vm->cfg.nvnvme)
 		vm_vnvme_forget(vm, i);
-	else
+	else if (disk < vm->cfg.ndisks)
 		vm_disk_forget(vm, disk);
+	else
+		vm->cfg.has_vsock = false;
 	return 0;
 }
 
@@ -1172,6 +1213,15 @@ static void vm_hotplug_reset(struct vm *vm)
 				vm->cfg.disks[i].id);
 			vm_disk_forget(vm, i);
 		}
+	if (vm->cfg.has_vsock) {
+		char id[sizeof(vm->cfg.vsock.id)];
+
+		virtio_vsock_id(&vm->cfg.vsock, id, sizeof(id));
+		if (devices_removing(vm, id)) {
+			fprintf(stderr, "lvmm: vsock %s: removed by the reset\n", id);
+			vm->cfg.has_vsock = false;
+		}
+	}
 }
 
 struct guest_mem *vm_guest_mem(struct vm *vm)

@@ -426,6 +426,47 @@ static void hotplug_disk(void)
 	expect_error("PUT", "vm.remove-device", "{\"id\": \"disk0\"}", 404);
 }
 
+/* vm.add-vsock: the VM's one vsock device, its socket listening at once; removed on reset. */
+static void hotplug_vsock(void)
+{
+	char body[512], sock[256];
+	json_t *j;
+
+	snprintf(sock, sizeof(sock), "%s/v.sock", T.dir);
+	expect_error("PUT", "vm.add-vsock", "{\"cid\": 2, \"socket\": \"/tmp/x.sock\"}", 400);
+	expect_error("PUT", "vm.add-vsock", "{\"cid\": 3, \"socket\": \"rel.sock\"}", 400);
+	snprintf(body, sizeof(body), "{\"cid\": 3, \"socket\": \"%s\"}", sock);
+	ck_assert_int_eq(curl("PUT", "vm.add-vsock", body, &j), 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "id")), "vsock0");
+	json_decref(j);
+	ck_assert_int_eq(access(sock, F_OK), 0);
+	expect_error("PUT", "vm.add-vsock", body, 400); /* one per VM */
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, &j), 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(
+			     json_object_get(json_object_get(j, "config"), "vsock"), "cid")),
+			 3);
+	json_decref(j);
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	expect_error("PUT", "vm.remove-device", "{\"id\": \"vsock0\"}", 500);
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_int_eq(put("vm.reboot", NULL), 204);
+	ck_assert_int_ne(access(sock, F_OK), 0); /* the socket went with the device */
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, &j), 200);
+	ck_assert_ptr_null(json_object_get(json_object_get(j, "config"), "vsock"));
+	json_decref(j);
+}
+
+/* vm.reboot answers 204; otherwise the failure names the API's reason. */
+static void reboot_ok(void)
+{
+	json_t *e = NULL;
+	int st = curl("PUT", "vm.reboot", NULL, &e);
+
+	ck_assert_msg(st == 204, "vm.reboot: %d: %s", st,
+		      json_string_value(json_array_get(e, 0)) ?: "(no message)");
+	json_decref(e);
+}
+
 static long proc_fds(void)
 {
 	char cmd[96], *out = NULL;
@@ -472,7 +513,7 @@ static void hotplug_cycles(void)
 		ck_assert_int_eq(put("vm.pause", NULL), 204);
 		expect_error("PUT", "vm.remove-device", "{\"id\": \"hpc\"}", 500);
 		ck_assert_int_eq(put("vm.resume", NULL), 204);
-		ck_assert_int_eq(put("vm.reboot", NULL), 204);
+		reboot_ok();
 		ck_assert_uint_eq(info_vnvme(), base);
 	}
 	ck_assert_int_eq(curl("PUT", "vm.add-vnvme", body, &j), 200);
@@ -545,6 +586,7 @@ START_TEST(test_errors)
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
 	hotplug_without_eject();
 	hotplug_disk();
+	hotplug_vsock();
 	hotplug_cycles();
 	ck_assert_str_eq(vm_state(), "Running");
 	/* a paused VM is shut down and destroyed with the VMM */

@@ -833,6 +833,54 @@ static int json_to_disk_list(const json_t *root, struct vm_config *cfg, char *er
 	return 0;
 }
 
+/* cloud-hypervisor's VsockConfig: cid, socket, id; iommu and pci_segment at their defaults. */
+int api_json_to_vsock(const json_t *obj, const char *where, struct virtio_vsock_config *c,
+		      char *err, unsigned errlen)
+{
+	static const struct json_rule rules[] = {
+	    {"iommu", JD_FALSE, "lvmm has no virtual IOMMU"},
+	    {"pci_segment", JD_ZERO, "lvmm places devices on PCI segment 0"},
+	    {NULL, 0, NULL},
+	};
+	static const char *const mine[] = {"cid", "socket", "id", NULL};
+	const char *keys[8];
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	if (!json_is_object(obj))
+		return json_fail(err, errlen, "'%s' must be an object", where);
+	json_keys_of(rules, mine, keys, 8);
+	json_note_keys(obj, where, keys);
+	r = json_check_rules(obj, where, rules, err, errlen);
+	if (!r && !json_field(obj, "cid"))
+		r = json_fail(err, errlen, "field '%s.cid' is required", where);
+	if (!r)
+		r = json_get_u64(obj, where, "cid", VIRTIO_VSOCK_MIN_CID, UINT32_MAX - 1, &c->cid,
+				 err, errlen);
+	if (!r)
+		r = json_get_str(obj, where, "socket", c->socket, sizeof(c->socket), err, errlen);
+	if (!r && !c->socket[0])
+		r = json_fail(err, errlen, "field '%s.socket' is required", where);
+	if (!r)
+		r = json_get_str(obj, where, "id", c->id, sizeof(c->id), err, errlen);
+	if (!r && c->id[0] && !config_vnvme_name_ok(c->id, strlen(c->id), sizeof(c->id)))
+		r = json_fail(err, errlen,
+			      "field '%s.id' '%s' is not 1-63 characters of [A-Za-z0-9_.-]", where,
+			      c->id);
+	if (!r && config_validate_vsock(c, err, errlen))
+		r = -EINVAL;
+	return r;
+}
+
+json_t *api_vsock_to_json(const struct virtio_vsock_config *c)
+{
+	char id[sizeof(c->id)];
+
+	virtio_vsock_id(c, id, sizeof(id));
+	return json_pack("{s:I, s:s, s:b, s:i, s:s}", "cid", (json_int_t)c->cid, "socket",
+			 c->socket, "iommu", 0, "pci_segment", 0, "id", id);
+}
+
 static const struct json_rule json_root_rules[] = {
     {"rate_limit_groups", JD_EMPTY, "lvmm has no rate-limited virtio devices"},
     {"net", JD_EMPTY, "lvmm has no virtio-net yet"},
@@ -843,7 +891,6 @@ static const struct json_rule json_root_rules[] = {
     {"devices", JD_EMPTY, "lvmm has no VFIO passthrough"},
     {"user_devices", JD_EMPTY, "lvmm has no vfio-user devices"},
     {"vdpa", JD_EMPTY, "lvmm has no vDPA devices"},
-    {"vsock", JD_ABSENT, "lvmm has no virtio-vsock yet"},
     {"numa", JD_EMPTY, "lvmm describes no NUMA nodes"},
     {"iommu", JD_FALSE, "lvmm has no virtual IOMMU"},
     {"watchdog", JD_FALSE, "lvmm has no watchdog device"},
@@ -892,7 +939,7 @@ int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, stru
 {
 	static const char *const mine[] = {"cpus",    "memory",	       "payload", "serial",
 					   "console", "debug_console", "rng",	  "platform",
-					   "vnvme",   "disks",	       NULL};
+					   "vnvme",   "disks",	       "vsock",	  NULL};
 	const char *keys[48];
 	json_t *extra = json_object();
 	unsigned nseg = 1;
@@ -933,6 +980,10 @@ int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, stru
 		r = json_to_vnvme_list(root, cfg, err, errlen);
 	if (!r)
 		r = json_to_disk_list(root, cfg, err, errlen);
+	if (!r && json_field(root, "vsock")) {
+		r = api_json_to_vsock(json_field(root, "vsock"), "vsock", &cfg->vsock, err, errlen);
+		cfg->has_vsock = !r;
+	}
 	if (!r && ops && ops->validate)
 		r = ops->validate(cfg, err, errlen);
 	if (!r && extra_out)
@@ -997,6 +1048,8 @@ json_t *api_config_to_json(const struct vm_config *cfg)
 		      "hugepages", 0, "shared", 1, "hotplug_method", "Acpi", "payload", payload,
 		      "serial", serial, "console", "mode", "Off", "iommu", 0, "watchdog", 0,
 		      "pvpanic", 0, "vnvme", list, "disks", disks);
+	if (o && cfg->has_vsock)
+		json_object_set_new(o, "vsock", api_vsock_to_json(&cfg->vsock));
 	return o;
 }
 

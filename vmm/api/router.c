@@ -156,6 +156,16 @@ static int route_check_disk(const struct api_vmm *vmm, const struct virtio_blk_c
 				    FSUTIL_REGULAR_OR_BLOCK, err, errlen);
 }
 
+/* The vsock socket lvmm will listen at: absent or a stale socket, beneath the allowed dir. */
+static int route_check_vsock(const struct api_vmm *vmm, const struct virtio_vsock_config *v,
+			     char *err, unsigned errlen)
+{
+	if (!vmm->ops->check_path)
+		return 0;
+	return vmm->ops->check_path(vmm->allowed_dir, "vsock socket", v->socket, true,
+				    FSUTIL_SOCKET, err, errlen);
+}
+
 static int route_check_paths(const struct api_vmm *vmm, const struct vm_config *cfg, char *err,
 			     unsigned errlen)
 {
@@ -176,6 +186,8 @@ static int route_check_paths(const struct api_vmm *vmm, const struct vm_config *
 		r = route_check_vnvme(vmm, &cfg->vnvme[i], err, errlen);
 	for (i = 0; !r && i < cfg->ndisks && i < CONFIG_MAX_DISKS; i++)
 		r = route_check_disk(vmm, &cfg->disks[i], err, errlen);
+	if (!r && cfg->has_vsock)
+		r = route_check_vsock(vmm, &cfg->vsock, err, errlen);
 	return r;
 }
 
@@ -577,6 +589,41 @@ out:
 	free(c);
 }
 
+static void route_vm_add_vsock(struct api_vmm *vmm, const struct api_request *req,
+			       struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "", id[64];
+	struct virtio_vsock_config c;
+	json_t *j;
+	int r;
+
+	if (!route_need_state(vmm, resp, "vm.add-vsock", ST(VM_RUNNING) | ST(VM_PAUSED)))
+		return;
+	if (!vmm->ops->add_vsock) {
+		api_response_error(resp, 500, "vm.add-vsock: not available");
+		return;
+	}
+	j = route_load_body(req, resp);
+	if (!j)
+		return;
+	r = api_json_to_vsock(j, "vsock", &c, err, sizeof(err));
+	json_decref(j);
+	if (!r)
+		r = route_check_vsock(vmm, &c, err, sizeof(err));
+	if (r) {
+		api_response_error(resp, 400, "vm.add-vsock: %s", err);
+		return;
+	}
+	virtio_vsock_id(&c, id, sizeof(id));
+	r = vmm->ops->add_vsock(vmm->vm, &c, err, sizeof(err));
+	if (r == -EEXIST)
+		api_response_error(resp, 400, "vm.add-vsock: %s", err);
+	else if (r)
+		route_op_error(resp, "vm.add-vsock", r, err);
+	else
+		route_device_info(vmm, resp, "vm.add-vsock", id);
+}
+
 static void route_vm_remove_device(struct api_vmm *vmm, const struct api_request *req,
 				   struct api_response *resp)
 {
@@ -722,7 +769,6 @@ static const struct route_missing route_missing[] = {
     {"vm.add-generic-vhost-user", "lvmm has no vhost-user devices"},
     {"vm.add-pmem", "lvmm has no virtio-pmem"},
     {"vm.add-net", "lvmm has no virtio-net yet"},
-    {"vm.add-vsock", "lvmm has no virtio-vsock yet"},
     {"vm.add-vdpa", "lvmm has no vDPA devices"},
     {"vm.add-user-device", "lvmm has no vfio-user devices"},
     {"vm.snapshot", "lvmm cannot snapshot a VM"},
@@ -772,6 +818,7 @@ static const struct route routes[] = {
     {"vm.counters", HTTP_GET, false, route_vm_counters},
     {"vm.add-vnvme", HTTP_PUT, true, route_vm_add_vnvme},
     {"vm.add-disk", HTTP_PUT, true, route_vm_add_disk},
+    {"vm.add-vsock", HTTP_PUT, true, route_vm_add_vsock},
     {"vm.remove-device", HTTP_PUT, true, route_vm_remove_device},
     {"vm.resize", HTTP_PUT, true, route_vm_resize},
 };

@@ -12,6 +12,7 @@ enum fsutil_kind {
 	/* virtio-rng's source: the kernel's random, urandom or hwrng character device only.
 	 * Any other file would hand the guest host data (a regular file, /dev/mem) as entropy. */
 	FSUTIL_ENTROPY,
+	FSUTIL_SOCKET, /* a Unix socket lvmm listens at (vsock): a stale one is replaced */
 };
 
 /* Holds root (an absolute directory) open for the process's life: every later fsutil_open and
