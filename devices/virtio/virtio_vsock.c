@@ -407,6 +407,33 @@ static void tx_packet(struct virtio_vsock *v, const struct vsock_hdr *h, const u
 	}
 }
 
+/* One packet the guest sent, its first got bytes copied to v->pkt (vp.lock held). */
+static void tx_bytes(struct virtio_vsock *v, uint32_t got)
+{
+	struct vsock_hdr h;
+
+	v->tx_pkts++;
+	if (got < HDR_LEN) {
+		v->errors++;
+		return;
+	}
+	hdr_decode(v->pkt, &h);
+	if (h.len > got - HDR_LEN || (h.op != OP_RW && h.len)) {
+		/* a length the buffer does not hold: the connection it names ends */
+		struct vsock_conn *c = h.src_cid == v->cid && h.dst_cid == VIRTIO_VSOCK_HOST_CID
+					   ? conn_find(v, h.dst_port, h.src_port)
+					   : NULL;
+
+		v->errors++;
+		if (c)
+			conn_abort(v, c, true);
+		else if (h.src_cid == v->cid && h.op != OP_RST)
+			rst_owed(v, h.dst_port, h.src_port);
+		return;
+	}
+	tx_packet(v, &h, v->pkt + HDR_LEN);
+}
+
 /* Takes every packet the guest queued (vp.lock held); true when chains were returned. */
 static bool tx_run(struct virtio_vsock *v)
 {
@@ -415,7 +442,6 @@ static bool tx_run(struct virtio_vsock *v)
 	bool pushed = false;
 
 	while (v->vp.q[VQ_TX].enabled) {
-		struct vsock_hdr h;
 		uint32_t got = 0;
 		int r = virtq_pop(q, &v->chain, err, sizeof(err));
 
@@ -439,29 +465,22 @@ static bool tx_run(struct virtio_vsock *v)
 		}
 		virtq_push(q, v->chain.head, 0);
 		pushed = true;
-		v->tx_pkts++;
-		if (got < HDR_LEN) {
-			v->errors++;
-			continue;
-		}
-		hdr_decode(v->pkt, &h);
-		if (h.len > got - HDR_LEN || (h.op != OP_RW && h.len)) {
-			/* a length the buffer does not hold: the connection it names ends */
-			struct vsock_conn *c =
-			    h.src_cid == v->cid && h.dst_cid == VIRTIO_VSOCK_HOST_CID
-				? conn_find(v, h.dst_port, h.src_port)
-				: NULL;
-
-			v->errors++;
-			if (c)
-				conn_abort(v, c, true);
-			else if (h.src_cid == v->cid && h.op != OP_RST)
-				rst_owed(v, h.dst_port, h.src_port);
-			continue;
-		}
-		tx_packet(v, &h, v->pkt + HDR_LEN);
+		tx_bytes(v, got);
 	}
 	return pushed;
+}
+
+void virtio_vsock_tx_packet(void *dev, const uint8_t *pkt, size_t len)
+{
+	struct virtio_vsock *v = dev;
+
+	pthread_mutex_lock(&v->vp.lock);
+	if (len > sizeof(v->pkt))
+		len = sizeof(v->pkt);
+	memcpy(v->pkt, pkt, len);
+	tx_bytes(v, (uint32_t)len);
+	pthread_mutex_unlock(&v->vp.lock);
+	virtio_eventfd_signal(v->vp.kick_fd[VQ_RX]); /* answers go out when rx buffers come */
 }
 
 /* ---- to the guest: the rx queue ---- */

@@ -7,6 +7,7 @@
 #ifndef LVMM_VIRTIO_VSOCK_H
 #define LVMM_VIRTIO_VSOCK_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -30,5 +31,9 @@ static inline void virtio_vsock_id(const struct virtio_vsock_config *c, char *bu
 /* The model (device.h): created from a struct virtio_vsock_config. Its thread runs under
  * dev_host.sock_thread (it accepts, connects and shuts down Unix sockets). */
 extern const struct dev_model virtio_vsock_model;
+
+/* One packet from the guest (header and payload, as the tx queue carries them) through the
+ * device's parser as if the guest had queued it: the packet fuzz target's entry. */
+void virtio_vsock_tx_packet(void *dev, const uint8_t *pkt, size_t len);
 
 #endif
