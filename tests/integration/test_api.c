@@ -524,6 +524,49 @@ static void hotplug_cycles(void)
 	ck_assert_int_le(proc_rss_kb(), rss + 16384);
 }
 
+/* 20 hot-add/remove cycles of a disk and of the vsock device: no fd or memory growth (each
+ * has an I/O thread, eventfds, an io_uring or sockets that must all go with it). */
+static void hotplug_virtio_cycles(void)
+{
+	char disk[512], vsock[512], img[256];
+	long fds = 0, rss = 0;
+	json_t *j;
+
+	snprintf(img, sizeof(img), "%s/cyc.img", T.dir);
+	testutil_write_file(img, "", 0, 0600);
+	ck_assert_int_eq(truncate(img, 1 << 20), 0);
+	snprintf(disk, sizeof(disk), "{\"id\": \"cdisk\", \"path\": \"%s\", \"num_queues\": 2}",
+		 img);
+	snprintf(vsock, sizeof(vsock), "{\"cid\": 9, \"socket\": \"%s/cyc.sock\"}", T.dir);
+	for (unsigned i = 0; i < 20; i++) {
+		ck_assert_int_eq(curl("PUT", "vm.add-disk", disk, &j), 200);
+		json_decref(j);
+		ck_assert_int_eq(curl("PUT", "vm.add-vsock", vsock, &j), 200);
+		json_decref(j);
+		if (i == 4) {
+			fds = proc_fds();
+			rss = proc_rss_kb();
+		}
+		ck_assert_int_eq(put("vm.pause", NULL), 204);
+		expect_error("PUT", "vm.remove-device", "{\"id\": \"cdisk\"}", 500);
+		expect_error("PUT", "vm.remove-device", "{\"id\": \"vsock0\"}", 500);
+		ck_assert_int_eq(put("vm.resume", NULL), 204);
+		reboot_ok();
+		ck_assert_uint_eq(info_disks(), 0);
+	}
+	ck_assert_int_eq(curl("PUT", "vm.add-disk", disk, &j), 200);
+	json_decref(j);
+	ck_assert_int_eq(curl("PUT", "vm.add-vsock", vsock, &j), 200);
+	json_decref(j);
+	ck_assert_int_le(proc_fds(), fds + 2);
+	ck_assert_int_le(proc_rss_kb(), rss + 16384);
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	expect_error("PUT", "vm.remove-device", "{\"id\": \"cdisk\"}", 500);
+	expect_error("PUT", "vm.remove-device", "{\"id\": \"vsock0\"}", 500);
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	reboot_ok();
+}
+
 START_TEST(test_errors)
 {
 	static char big[70 * 1024 + 64];
@@ -587,6 +630,7 @@ START_TEST(test_errors)
 	hotplug_without_eject();
 	hotplug_disk();
 	hotplug_vsock();
+	hotplug_virtio_cycles();
 	hotplug_cycles();
 	ck_assert_str_eq(vm_state(), "Running");
 	/* a paused VM is shut down and destroyed with the VMM */
