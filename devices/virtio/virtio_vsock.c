@@ -644,12 +644,12 @@ static void host_line(struct virtio_vsock *v, struct vsock_conn *c)
 		conn_free(c);
 		return;
 	}
-	/* a host port no other connection of this guest port uses */
-	do
+	/* a host port no other connection of this guest port uses (at most CONN_MAX tries) */
+	do {
+		if (v->next_host_port < HOST_PORT_FIRST)
+			v->next_host_port = HOST_PORT_FIRST; /* wrapped */
 		c->host_port = v->next_host_port++;
-	while (conn_find(v, c->host_port, (uint32_t)port) || c->host_port < HOST_PORT_FIRST);
-	if (v->next_host_port < HOST_PORT_FIRST)
-		v->next_host_port = HOST_PORT_FIRST;
+	} while (conn_find(v, c->host_port, (uint32_t)port));
 	c->guest_port = (uint32_t)port;
 	c->state = C_HOST_CONNECTING;
 	c->want_request = true;
@@ -769,21 +769,29 @@ static void vsock_free(struct virtio_vsock *v)
 	free(v);
 }
 
-/* The listening socket at path: a stale socket there is replaced, anything else refused. */
+/* The listening socket at path: a stale socket there (nobody accepts on it) is replaced; a
+ * live one (another VM's) or any other file is refused. */
 static int vsock_listen(struct virtio_vsock *v, char *err, unsigned errlen)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct stat st;
 
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", v->path);
 	if (!lstat(v->path, &st)) {
-		if (!S_ISSOCK(st.st_mode)) {
-			snprintf(err, errlen, "vsock %s: %s exists and is not a socket", v->name,
-				 v->path);
+		int probe =
+		    S_ISSOCK(st.st_mode) ? socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
+		bool live = probe >= 0 && !connect(probe, (struct sockaddr *)&sa, sizeof(sa));
+
+		if (probe >= 0)
+			close(probe);
+		if (!S_ISSOCK(st.st_mode) || live) {
+			snprintf(err, errlen, "vsock %s: %s %s", v->name, v->path,
+				 live ? "is in use by another process (a live socket)"
+				      : "exists and is not a socket");
 			return -EEXIST;
 		}
 		unlink(v->path);
 	}
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", v->path);
 	v->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (v->listen_fd < 0 || bind(v->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    listen(v->listen_fd, 64)) {

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ext4check.h"
 #include "linuxboot.h"
 #include "testutil.h"
 
@@ -243,30 +244,11 @@ static void hook(const char *console, void *arg)
 
 static void make_image(void)
 {
-	char root[128], path[256], cmd[512], prog[256];
-	static const char *const sub[] = {"bin", "dev", "proc", "sys"};
+	char prog[256];
+	const char *const extra[] = {prog, "bin/vsock-test", NULL};
 
-	snprintf(root, sizeof(root), "%s/root", dir);
-	ck_assert_int_eq(mkdir(root, 0755), 0);
-	for (unsigned i = 0; i < 4; i++) {
-		snprintf(path, sizeof(path), "%s/%s", root, sub[i]);
-		ck_assert_int_eq(mkdir(path, 0755), 0);
-	}
-	snprintf(cmd, sizeof(cmd), "cp /bin/busybox %s/bin/busybox", root);
-	ck_assert_msg(testutil_sh(cmd, NULL) == 0, "busybox-static is not installed");
 	linuxboot_guest_file(prog, sizeof(prog), "vsock-test");
-	snprintf(cmd, sizeof(cmd), "cp %s %s/bin/vsock-test", prog, root);
-	ck_assert_int_eq(testutil_sh(cmd, NULL), 0);
-	snprintf(path, sizeof(path), "%s/init", root);
-	testutil_write_file(path, init_script, strlen(init_script), 0755);
-	snprintf(cmd, sizeof(cmd), "mkfs.ext4 -q -F -d %s %s %dM 2>&1", root, img, IMG_MB);
-	ck_assert_msg(testutil_sh(cmd, NULL) == 0, "mkfs.ext4 failed");
-	snprintf(cmd, sizeof(cmd),
-		 "printf 'cd /dev\\nmknod console c 5 1\\nsif console mode 020600\\n"
-		 "mknod null c 1 3\\nsif null mode 020666\\n' | debugfs -w -f - %s >/dev/null 2>&1",
-		 img);
-	ck_assert_msg(testutil_sh(cmd, NULL) == 0, "debugfs mknod failed");
-	testutil_rmtree(root);
+	ext4check_make_root(dir, img, IMG_MB, init_script, extra);
 }
 
 static void setup(void)

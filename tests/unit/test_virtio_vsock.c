@@ -408,6 +408,35 @@ START_TEST(test_hostile_packets)
 }
 END_TEST
 
+/* A second device on the socket of a live one is refused (never steals it); a stale socket is
+ * replaced. */
+START_TEST(test_socket_in_use)
+{
+	struct dev_host h = {.gm = &gm, .cpus = 1};
+	struct virtio_vsock_config c = {.cid = GUEST + 1};
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char stale[128];
+	void *other;
+	int fd;
+
+	snprintf(c.socket, sizeof(c.socket), "%s", path);
+	ck_assert_int_eq(virtio_vsock_model.create(&h, &c, "vsock1", 0, &other, err, sizeof(err)),
+			 -EEXIST);
+	ck_assert_msg(strstr(err, "in use"), "%s", err);
+	/* a socket nobody listens on any more */
+	snprintf(stale, sizeof(stale), "%s/stale.sock", dir);
+	memcpy(sa.sun_path, stale, strlen(stale) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+	snprintf(c.socket, sizeof(c.socket), "%s", stale);
+	ck_assert_msg(virtio_vsock_model.create(&h, &c, "vsock1", 0, &other, err, sizeof(err)) == 0,
+		      "%s", err);
+	virtio_vsock_model.destroy(other);
+	ck_assert_int_ne(access(stale, F_OK), 0);
+}
+END_TEST
+
 START_TEST(test_vsock_flag)
 {
 	struct virtio_vsock_config c;
@@ -470,6 +499,7 @@ static Suite *virtio_vsock_suite(void)
 	tcase_add_test(tc, test_guest_connect);
 	tcase_add_test(tc, test_host_refusals);
 	tcase_add_test(tc, test_hostile_packets);
+	tcase_add_test(tc, test_socket_in_use);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("config");
 	tcase_add_test(tc, test_vsock_flag);
