@@ -1,7 +1,7 @@
 /* The lio backend against the in-process controller on one GVDK file: cold 4 KiB random reads,
  * cold 128 KiB sequential reads and whole-page writes with G_sync, GPU warps from 1 up. Built
  * with -DGM_LIO_PROFILE (bench_lio_prof) it also prints, per lio point, where a batch's time
- * went (gemini_device.cuh's GM_PROF_*) as "prof," CSV lines on stderr. */
+ * went (device/gm_lioq.cuh's GM_PROF_*) as "prof," CSV lines on stderr. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
