@@ -1,8 +1,8 @@
-/* libgemini device side: G_read/G_write/G_sync, the warp-level GPU page cache (sharded hash +
- * second-chance page lists) and the GPU NVMe queue drivers, every wait of it bounded in time.
- * Header-only: kernels inline it. Commands and completions are include/lightiov/nvme.h's.
- * The one header users include (through gemini.h): it defines the device struct and the
- * public calls, and includes the parts, each on top of the ones before it:
+/* libgemini device side: gemini_dev_read/gemini_dev_write/gemini_dev_sync, the warp-level GPU page
+ * cache (sharded hash + second-chance page lists) and the GPU NVMe queue drivers, every wait of it
+ * bounded in time. Header-only: kernels inline it. Commands and completions are
+ * include/lightiov/nvme.h's. The one header users include (through gemini.h): it defines the device
+ * struct and the public calls, and includes the parts, each on top of the ones before it:
  *   device/gm_sync.cuh   acquire/release atomics, the clock, bounded waits, the spin lock
  *   device/gm_queue.cuh  command batches, the in-process controller's GPU-driven queues
  *   device/gm_lioq.cuh   the queue pairs of a LightIOV backend (lio backend)
@@ -65,7 +65,7 @@ struct gemini_dev {
 	struct gm_queue *queues;
 	unsigned long long *stats; /* 64 * GM_NSTATS, summed by the host */
 	uint32_t *wb; /* per page: a write-back is in flight (the writer holds a ref) */
-	/* per file: failed write-backs [fd], and [16 + fd] the count a clean G_sync covered */
+	/* per file: failed write-backs [fd]; [16 + fd] the count a clean gemini_dev_sync covered */
 	uint32_t *wb_err;
 	uint64_t timeout_ns;  /* bound on every wait for the controller or another warp/process */
 	struct gm_lioq *lioq; /* lio backend: its queue pairs (NULL: the in-process controller) */
@@ -81,22 +81,22 @@ struct gemini_dev {
 #ifdef __CUDACC__
 
 /* Reads len bytes of file fd at off into buf through the page cache; bytes or -errno. */
-__device__ static inline int64_t G_read(struct gemini_dev *d, int fd, uint64_t off, uint64_t len,
-					void *buf)
+__device__ static inline int64_t gemini_dev_read(struct gemini_dev *d, int fd, uint64_t off,
+						 uint64_t len, void *buf)
 {
 	return gm_rw(d, fd, off, len, (uint8_t *)buf, false);
 }
 
-/* Writes into the page cache; data reaches the backing on eviction or G_sync. */
-__device__ static inline int64_t G_write(struct gemini_dev *d, int fd, uint64_t off, uint64_t len,
-					 const void *buf)
+/* Writes into the page cache; data reaches the backing on eviction or gemini_dev_sync. */
+__device__ static inline int64_t gemini_dev_write(struct gemini_dev *d, int fd, uint64_t off,
+						  uint64_t len, const void *buf)
 {
 	return gm_rw(d, fd, off, len, (uint8_t *)buf, true);
 }
 
 /* Reads straight from the backing into buf, bypassing the cache (one thread, block aligned). */
-__device__ static inline int G_read_direct(struct gemini_dev *d, int fd, uint64_t off, uint32_t len,
-					   void *buf)
+__device__ static inline int gemini_dev_read_direct(struct gemini_dev *d, int fd, uint64_t off,
+						    uint32_t len, void *buf)
 {
 	if (fd < 0 || fd >= 16 || !d->files[fd].open || off > d->files[fd].data_size ||
 	    len > d->files[fd].data_size - off || (off | len) & 511 || (uintptr_t)buf & 3)
@@ -105,10 +105,10 @@ __device__ static inline int G_read_direct(struct gemini_dev *d, int fd, uint64_
 }
 
 /*
- * G_sync(d, fd): makes fd's writes durable.
+ * gemini_dev_sync(d, fd): makes fd's writes durable.
  *
- * Covers every G_write to fd that completed before the call in the calling thread, or in any
- * thread whose completion is ordered before the call (an earlier kernel, a __syncthreads or a
+ * Covers every gemini_dev_write to fd that completed before the call in the calling thread, or in
+ * any thread whose completion is ordered before the call (an earlier kernel, a __syncthreads or a
  * grid sync before it); writes of other threads racing with the call may or may not be
  * covered. Who waits: every calling thread returns only after those pages are written and a
  * flush has completed. Any set of threads may call it (one thread, some warps, a whole grid,
@@ -118,11 +118,11 @@ __device__ static inline int G_read_direct(struct gemini_dev *d, int fd, uint64_
  * calls, so a partial grid leaves no state behind.
  *
  * Returns 0, -EINVAL (descriptor), -ETIMEDOUT (a wait ran past the bound) or -EIO: a write-back
- * of this file failed, in this call or earlier (an eviction's), and no G_sync has since written
- * the file's pages without error. Failed pages stay dirty, so a later G_sync retries them and
- * clears the error once they reach the backing.
+ * of this file failed, in this call or earlier (an eviction's), and no gemini_dev_sync has since
+ * written the file's pages without error. Failed pages stay dirty, so a later gemini_dev_sync
+ * retries them and clears the error once they reach the backing.
  */
-__device__ static inline int G_sync(struct gemini_dev *d, int fd)
+__device__ static inline int gemini_dev_sync(struct gemini_dev *d, int fd)
 {
 	const unsigned active = __activemask();
 	const int lane = threadIdx.x & 31;

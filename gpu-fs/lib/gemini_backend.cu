@@ -148,14 +148,14 @@ int gm_backend_open(struct gemini_ctx *c, int fd)
 			if (cudaHostAlloc((void **)&hf->mem, hf->hdr.file_size,
 					  cudaHostAllocDefault) != cudaSuccess)
 				return gm_err(c, -ENOMEM,
-					      "G_open %s: no %llu bytes of pinned memory "
+					      "gemini_open %s: no %llu bytes of pinned memory "
 					      "for the memory namespace",
 					      hf->path, (unsigned long long)hf->hdr.file_size);
 			if (gm_rw_all(hf->sysfd, hf->mem, hf->hdr.file_size, 0, false)) {
 				cudaFreeHost(hf->mem);
 				hf->mem = NULL;
 				return gm_err(c, -EIO,
-					      "G_open %s: loading the memory namespace "
+					      "gemini_open %s: loading the memory namespace "
 					      "failed",
 					      hf->path);
 			}
@@ -192,7 +192,7 @@ int gm_backend_open(struct gemini_ctx *c, int fd)
 		e = cuFileHandleRegister(&h, &d);
 		if (e.err != CU_FILE_SUCCESS)
 			return gm_err(c, -EIO,
-				      "G_open %s: cuFileHandleRegister failed: error %d "
+				      "gemini_open %s: cuFileHandleRegister failed: error %d "
 				      "(%s)%s",
 				      hf->path, (int)e.err, CUFILE_ERRSTR(e.err),
 				      c->cfg.direct ? "" : "; gds needs O_DIRECT (config.direct)");
@@ -201,10 +201,10 @@ int gm_backend_open(struct gemini_ctx *c, int fd)
 		return 0;
 	}
 #else
-		return gm_err(c, -ENOTSUP, "G_open: gds backend not built");
+		return gm_err(c, -ENOTSUP, "gemini_open: gds backend not built");
 #endif
 	}
-	return gm_err(c, -EINVAL, "G_open: backend %d unknown", (int)c->cfg.backend);
+	return gm_err(c, -EINVAL, "gemini_open: backend %d unknown", (int)c->cfg.backend);
 }
 
 void gm_backend_close(struct gemini_ctx *c, int fd)

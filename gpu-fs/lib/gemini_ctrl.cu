@@ -356,7 +356,7 @@ static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
 	w->nsegs = 0;
 	w->flush = 0;
 	/*
-	 * The run table's read lock is held until the batch is complete: G_close takes it for
+	 * The run table's read lock is held until the batch is complete: gemini_close takes it for
 	 * writing before it frees a file's namespace copy or closes its descriptor, so a batch
 	 * (of this process's kernels or an importer's) never uses a file being closed.
 	 */

@@ -109,7 +109,8 @@ static void gm_watch_cache(struct gemini_ctx *c, cudaStream_t s, uint8_t *buf)
 	fprintf(stderr, " (%u)\n", shown);
 	for (int f = 0; f < GEMINI_MAX_FILES; f++)
 		if (wbe[f] != wbe[16 + f])
-			fprintf(stderr, "  file %d: %u failed write-backs, G_sync covered %u\n", f,
+			fprintf(stderr,
+				"  file %d: %u failed write-backs, gemini_dev_sync covered %u\n", f,
 				wbe[f], wbe[16 + f]);
 	for (uint32_t i = 0; i < np; i++) {
 		loading += st[i] == GM_PAGE_LOADING;

@@ -100,7 +100,7 @@ __device__ static inline uint8_t *gm_page_data(struct gemini_dev *d, int i)
  * and other acquisitions of the shard go on meanwhile. A writer that changes the page during
  * the write sets it dirty again on release, so the newer bytes are written later. On failure
  * the page stays dirty (acknowledged data is never dropped) and the file's error count rises:
- * the next G_sync of the file reports it. Returns 0, -EIO or -ETIMEDOUT.
+ * the next gemini_dev_sync of the file reports it. Returns 0, -EIO or -ETIMEDOUT.
  */
 __device__ static inline int gm_writeback_unlock(struct gemini_dev *d, struct gm_shard *s, int i,
 						 unsigned long long k)
@@ -340,7 +340,7 @@ __device__ static inline int gm_page_errno(int r)
 }
 
 /*
- * After a leader-only step the other lanes may run ahead: the next G_read would then see a
+ * After a leader-only step the other lanes may run ahead: the next gemini_dev_read would then see a
  * partial __activemask() and one lane would copy a whole page alone (measured: about 1 ms per
  * 64 KiB acquisition at 64 warps, 20-25 thousand such partial-warp reads at 8192 warps).
  * Waiting for the leader here keeps the warp together.
@@ -368,10 +368,10 @@ __device__ static inline void gm_copy(uint8_t *dst, const uint8_t *src, uint32_t
 }
 
 /*
- * The body of G_read and G_write: every active lane passes its own request. Lanes wanting the
- * same page are served by one acquisition (the lowest lane takes the shard lock); when the whole
- * warp passes the same request, all lanes copy it together (coalesced).
- * Returns bytes transferred or a negative errno.
+ * The body of gemini_dev_read and gemini_dev_write: every active lane passes its own request. Lanes
+ * wanting the same page are served by one acquisition (the lowest lane takes the shard lock); when
+ * the whole warp passes the same request, all lanes copy it together (coalesced). Returns bytes
+ * transferred or a negative errno.
  */
 __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t off, uint64_t len,
 				       uint8_t *buf, bool write)
