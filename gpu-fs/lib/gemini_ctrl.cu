@@ -18,6 +18,7 @@
 #endif
 
 #include "gemini_ctrl.h"
+#include "lightiov/nvmeq.h"
 
 #define GM_STATUS(sct, sc) (NVME_STATUS(sct, sc) | NVME_STATUS_DNR)
 
@@ -317,20 +318,20 @@ static void gm_copy_batch(struct gm_worker *w, struct gm_op *ops, int n)
 		cudaMemcpyAsync(w->dsts[i], w->srcs[i], w->sizes[i], cudaMemcpyDefault, w->stream);
 }
 
+/* Posts the completion of the command at position pos of the queue's sequence (the doorbell is
+ * free running): its CQ slot, tagged with that position's phase, the status word last. */
 static void gm_complete(struct nvme_cqe *cq, uint32_t depth, uint32_t pos, uint16_t cid,
 			uint16_t status, uint32_t qid)
 {
-	struct nvme_cqe *e = &cq[pos & (depth - 1)];
-	uint16_t phase = ((pos / depth) & 1) ? 0 : 1;
+	uint32_t slot = pos & (depth - 1);
+	struct nvme_cqe e;
 
-	uint16_t *st = (uint16_t *)((uint8_t *)e + NVME_OFFSETOF(struct nvme_cqe, status));
-
-	e->dw0 = 0;
-	e->sq_head = (uint16_t)((pos + 1) & (depth - 1));
-	e->sq_id = (uint16_t)qid;
-	e->cid = cid;
-	/* the phase flips last: the GPU reads the entry once it sees the new phase */
-	__atomic_store_n(st, (uint16_t)((status << 1) | phase), __ATOMIC_RELEASE);
+	memset(&e, 0, sizeof(e));
+	e.sq_head = (uint16_t)nvmeq_next(slot, depth);
+	e.sq_id = (uint16_t)qid;
+	e.cid = cid;
+	e.status = status;
+	nvmeq_cqe_publish(&cq[slot], &e, nvmeq_pos_phase(pos, depth));
 }
 
 /* Serves SQ entries [head, tail) of queue qi; returns how many were completed. */

@@ -37,7 +37,7 @@ struct gm_lioq {
 	uint32_t free_mask; /* staging slots (= CIDs) free: min(GM_LIO_INFLIGHT, depth - 2) */
 	uint32_t posted;    /* slots whose command is in the rings (under lock) */
 	int owner;	    /* GM_LIO_SERIAL (profile builds): one batch per pair at a time */
-	uint32_t done[GM_LIO_INFLIGHT]; /* per slot: (status << 1) | 1 once reaped, else 0 */
+	uint32_t done[GM_LIO_INFLIGHT]; /* per slot: nvmeq_status_word(status, 1) once reaped */
 };
 
 #ifdef __CUDACC__
@@ -136,17 +136,15 @@ __device__ static inline bool gm_lio_reap(struct gm_lioq *q)
 		unsigned short st = gm_ld_status(e);
 		uint16_t cid;
 
-		if ((st & 1) != q->phase)
+		if (!nvmeq_phase_ok(st, q->phase))
 			break;
 		cid = *(volatile uint16_t *)&e->cid;
 		if (cid >= GM_LIO_INFLIGHT || !(q->posted & (1u << cid)))
 			return false;
 		q->posted &= ~(1u << cid);
-		gm_st_release((int *)&q->done[cid], (int)((st & 0xfffeu) | 1u));
-		if (++q->head == q->depth) {
-			q->head = 0;
+		gm_st_release((int *)&q->done[cid], (int)nvmeq_status_word(st >> 1, 1));
+		if (nvmeq_step(&q->head, q->depth))
 			q->phase ^= 1;
-		}
 		n++;
 	}
 	if (n) {
@@ -294,7 +292,7 @@ __device__ static inline void gm_lio_batch_run(struct gemini_dev *d, struct gm_b
 				}
 				for (int j = 0; j < 4; j++)
 					out[j] = u.v[j];
-				q->tail = q->tail + 1 == q->depth ? 0 : q->tail + 1;
+				q->tail = nvmeq_next(q->tail, q->depth);
 			}
 			q->posted |= mine;
 			__threadfence_system();

@@ -5,6 +5,7 @@
 #ifndef GM_QUEUE_CUH
 #define GM_QUEUE_CUH
 
+#include "lightiov/nvmeq.h"
 #include "gm_sync.cuh"
 
 #define GM_MAX_CMD (128u << 10) /* largest single command: LIO_MDTS_BYTES, the checker's MDTS */
@@ -60,20 +61,22 @@ __device__ static inline bool gm_q_dead(struct gm_queue *q)
 
 /*
  * Polls the completion of ticket t's slot; returns the NVMe status field (0 = success) and
- * hands the slot to the ticket one round later. Past the bound, or once another thread found
- * the queue dead, GM_SC_TIMEOUT: the queue is marked dead (its slots can no longer be trusted to
- * turn over) and every later command on it fails at once.
+ * hands the slot to the ticket one round later. Tickets are positions in the queue's endless
+ * sequence: the CQE of ticket t carries nvmeq_pos_phase(t) (the controller posts it so). Past the
+ * bound, or once another thread found the queue dead, GM_SC_TIMEOUT: the queue is marked dead (its
+ * slots can no longer be trusted to turn over) and every later command on it fails at once.
  */
 __device__ static inline int gm_wait(const struct gemini_dev *d, struct gm_queue *q, uint32_t t)
 {
 	uint32_t slot = t & (q->depth - 1), round = t / q->depth;
-	unsigned short phase = (round & 1) ? 0 : 1, st;
+	uint32_t phase = nvmeq_pos_phase(t, q->depth);
+	unsigned short st;
 	unsigned ns = 128;
 	uint64_t t0 = 0;
 
 	for (;;) {
 		st = gm_ld_status(&q->cq[slot]);
-		if ((st & 1) == phase)
+		if (nvmeq_phase_ok(st, phase))
 			break;
 		if (gm_q_dead(q) || gm_wait_step(d, &t0, &ns, 2048)) {
 			atomicExch(&q->ctl[GM_Q_DEAD], 1u);

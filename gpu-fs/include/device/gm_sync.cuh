@@ -100,6 +100,9 @@ __device__ static inline unsigned gm_ld_acquire_sys(const uint32_t *p)
 	return v;
 }
 
+/* A CQE's status word (nvmeq_cqe_status), loaded with acquire at system scope: what the
+ * controller wrote before it is visible to the loads that follow, without the system-wide fence
+ * per poll that nvmeq_consume_fence would add. */
 __device__ static inline unsigned short gm_ld_status(const struct nvme_cqe *c)
 {
 	const uint8_t *p = (const uint8_t *)c + NVME_OFFSETOF(struct nvme_cqe, status);
