@@ -134,7 +134,7 @@ static void route_vmm_shutdown(struct api_vmm *vmm, const struct api_request *re
 /* Every file a client names, checked before anything opens it: not a symlink, not a FIFO or
  * device where a regular file is meant, beneath the allowed directory when there is one. A FIFO
  * would otherwise block the only API thread in open(2). The serial file is opened at boot, under
- * the same rules (vm.c); a disk image or serial file may still be created. */
+ * the same rules (vm_console.c); a disk image or serial file may still be created. */
 static int route_check_vnvme(const struct api_vmm *vmm, const struct vnvme_config *v, char *err,
 			     unsigned errlen)
 {
