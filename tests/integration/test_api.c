@@ -456,12 +456,20 @@ static void hotplug_vsock(void)
 	json_decref(j);
 }
 
-/* vm.reboot answers 204; otherwise the failure names the API's reason. */
+/* vm.reboot answers 204; otherwise the failure names the API's reason and shows the log of
+ * the softssd the VMM started (its vNVMe reconnects to it across the reset). */
 static void reboot_ok(void)
 {
 	json_t *e = NULL;
 	int st = curl("PUT", "vm.reboot", NULL, &e);
+	char path[256], *log;
 
+	if (st != 204) {
+		snprintf(path, sizeof(path), "%s/ssd/hpauto.log", T.dir);
+		log = testutil_slurp(path);
+		fprintf(stderr, "softssd hpauto's log:\n%s\n", log ? log : "(none)");
+		free(log);
+	}
 	ck_assert_msg(st == 204, "vm.reboot: %d: %s", st,
 		      json_string_value(json_array_get(e, 0)) ?: "(no message)");
 	json_decref(e);

@@ -860,7 +860,7 @@ START_TEST(test_api_autostart)
 	free(o);
 	ck_assert_msg(api(sock, "delete", &o) == 0, "%s", o);
 	free(o);
-	for (i = 0; i < 400 && ssd_answers("auto3"); i++) /* it idles out after 3 s */
+	for (i = 0; i < 600 && ssd_answers("auto3"); i++) /* it idles out after 10 s */
 		testutil_sleep_ms(50);
 	ck_assert_msg(!ssd_answers("auto3"), "the softssd lvmm started is still serving");
 	ck_assert_msg(api(sock, "ping", &o) == 0, "%s", o);
