@@ -198,7 +198,7 @@ format:
 format-check:
 	$(Q)tests/run.sh --cmd "format" tools/format-check.sh
 include-check:
-	$(Q)tests/run.sh --cmd "include graph" tools/include-graph.sh --self-test
+	$(Q)tests/run.sh --cmd "include-graph" tools/include-graph.sh --self-test
 
 clean:
 	rm -rf $(BUILD)
