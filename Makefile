@@ -1,7 +1,7 @@
 # lvmm: one entry point.  make | make test | make demo | make guest | make bench | make fuzz
 #
 # Found by the file tree (no list to edit):
-#   vmm/*.c vmm/api/*.c devices/{nvme-lightiov,virtio}/*.c host-kmod/{common,client,softssd}/*.c
+#   vmm/*.c vmm/api/*.c devices/{,nvme-lightiov,virtio}/*.c host-kmod/{common,client,softssd}/*.c
 #                             -> $(BUILD)/liblvmm.a (+ vmm/main.c -> lvmm)
 #   tests/unit/NAME.c         Check programs linked with liblvmm.a (no KVM)
 #   tests/integration/NAME.c  Check programs that drive $(BUILD)/lvmm with the test guest (fast)
@@ -21,7 +21,7 @@ PKGS    := check jansson liburing libseccomp
 WARN    := -Wall -Wextra -Werror -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes -Wshadow \
            -Wundef -Wsign-compare -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Ivmm -Idevices -Ihost-kmod -Itests/lib -MMD -MP -pthread
+CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -MMD -MP -pthread
 LDLIBS  += -pthread $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lfdt -lm
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -29,8 +29,17 @@ LDFLAGS += -fsanitize=address,undefined
 endif
 
 names = $(patsubst $(1)/%.c,%,$(wildcard $(1)/*.c))
+
+# Include paths by folder: a folder sees only what it may use (docs/architecture.md, "Who may
+# include what"; make include-check checks the whole graph, tools/include-graph.sh).
+INC_HOSTKMOD := -Iinclude -Ihost-kmod
+INC_DEVICES  := $(INC_HOSTKMOD) -Ivmm/platform -Idevices
+INC_VMM      := $(INC_DEVICES) -Ivmm
+INC_TESTS    := $(INC_VMM) -Itests/lib
+inc_for = $(if $(filter host-kmod/%,$(1)),$(INC_HOSTKMOD),$(if $(filter devices/%,$(1)),$(INC_DEVICES),$(if \
+          $(filter vmm/%,$(1)),$(INC_VMM),$(INC_TESTS))))
 LIB_SRCS     := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard vmm/api/*.c) \
-                $(wildcard devices/nvme-lightiov/*.c) $(wildcard devices/virtio/*.c) \
+                $(wildcard devices/*.c devices/nvme-lightiov/*.c devices/virtio/*.c) \
                 $(wildcard host-kmod/common/*.c) $(wildcard host-kmod/client/*.c) \
                 $(wildcard host-kmod/softssd/*.c)
 BINS         :=
@@ -39,7 +48,7 @@ INTEG_TESTS  := $(call names,tests/integration)
 # The Linux suites run TEST_JOBS at a time, the longest first (one host core per 1-vCPU guest,
 # whose kernel is emulated on kvm_pvm hosts); the rest follow in name order.
 LINUX_LONG   := test_linux_nvme_user test_linux_boot test_linux_frontend test_linux_kmod \
-                test_linux_nvme test_linux_vnvme
+                test_linux_nvme test_linux_vnvme test_linux_vblk
 LINUX_TESTS  := $(foreach t,$(LINUX_LONG),$(filter $(t),$(call names,tests/linux))) \
                 $(filter-out $(LINUX_LONG),$(call names,tests/linux))
 TEST_JOBS    ?= $(shell nproc 2>/dev/null || echo 1)
@@ -62,7 +71,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(CFLAGS) $(call inc_for,$<) -c -o $@ $<
 
 $(BUILD)/liblvmm.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -94,7 +103,7 @@ $(BUILD)/ltests/%: $(BUILD)/obj/tests/linux/%.o $(BUILD)/libtest.a $(BUILD)/libl
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # libFuzzer targets: clang, ASan+UBSan, own object tree.
-FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Ivmm -Idevices -Ihost-kmod -pthread \
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -pthread \
                -MMD -MP -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 # libatomic: clang calls it for atomics on packed (unaligned) fields, e.g. lio_client's CQE status
 FUZZ_LDLIBS := -latomic
@@ -102,20 +111,21 @@ FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
 $(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CLANG   $<"
-	$(Q)clang $(FUZZ_CFLAGS:-fsanitize=fuzzer,%=-fsanitize=fuzzer-no-link,%) -c -o $@ $<
+	$(Q)clang $(FUZZ_CFLAGS:-fsanitize=fuzzer,%=-fsanitize=fuzzer-no-link,%) $(call inc_for,$<) -c \
+	    -o $@ $<
 $(BUILD)/fuzz/libfuzz.a: $(FUZZ_LIB_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(BUILD)/fuzz/libfuzz.a
 	@mkdir -p $(dir $@)
 	@echo "  FUZZ    $@"
-	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(BUILD)/fuzz/libfuzz.a $(LDLIBS) $(FUZZ_LDLIBS)
+	$(Q)clang $(FUZZ_CFLAGS) $(INC_TESTS) -o $@ $< $(BUILD)/fuzz/libfuzz.a $(LDLIBS) $(FUZZ_LDLIBS)
 
 UNIT_BINS  = $(UNIT_TESTS:%=$(BUILD)/tests/%)
 INTEG_BINS = $(INTEG_TESTS:%=$(BUILD)/itests/%)
 LINUX_BINS = $(LINUX_TESTS:%=$(BUILD)/ltests/%)
 FUZZ_BINS  = $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
 
-.PHONY: all deps deps-check test test-unit test-asan test-integ test-linux fuzz fuzz-short \
+.PHONY: all deps deps-check include-check test test-unit test-asan test-integ test-linux fuzz fuzz-short \
         demo bench clean format format-check install
 
 # Installs missing Debian packages (apt-get); a no-op when everything is present.
@@ -157,7 +167,7 @@ fuzz-short: $(FUZZ_BINS)
 
 # The guest is built first, so that no unit case that needs it is skipped; every suite runs even
 # after one failed, and the last line sums them all (tests/run-suites.sh).
-TEST_SUITES := format-check test-unit test-asan test-integ fuzz-short test-linux test-extra
+TEST_SUITES := format-check include-check test-unit test-asan test-integ fuzz-short test-linux test-extra
 test: deps
 	$(Q)$(MAKE) --no-print-directory all guest
 	$(Q)tests/run-suites.sh $(BUILD)/test-totals "$(MAKE)" $(TEST_SUITES)
@@ -187,6 +197,8 @@ format:
 	$(Q)git ls-files '*.c' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
 format-check:
 	$(Q)tests/run.sh --cmd "format" tools/format-check.sh
+include-check:
+	$(Q)tests/run.sh --cmd "include-graph" tools/include-graph.sh --self-test
 
 clean:
 	rm -rf $(BUILD)

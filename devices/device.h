@@ -28,6 +28,9 @@ struct dev_host {
 	 * (the VMM's seccomp filter for device I/O). A failure is logged; the thread goes on under
 	 * the process filter. */
 	int (*io_thread)(char *err, unsigned errlen);
+	/* The same for a device thread whose host end is Unix sockets it accepts and connects
+	 * (vsock): the device-I/O filter plus those calls. */
+	int (*sock_thread)(char *err, unsigned errlen);
 };
 
 /* Counters of one device for vm.counters: the device fills these, the API prints them. */

@@ -109,7 +109,8 @@ else
 		finish_one
 	done
 fi
-[ -n "${LVMM_TEST_TOTALS:-}" ] && echo "$label $passed $failed $skipped" >>"$LVMM_TEST_TOTALS"
+# one word per label: tests/run-suites.sh sums the fields after it
+[ -n "${LVMM_TEST_TOTALS:-}" ] && echo "${label// /-} $passed $failed $skipped" >>"$LVMM_TEST_TOTALS"
 echo "== $label: totals ($SECONDS s)"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ $failed -eq 0 ]

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "devices.h"
 #include "lightiov/size.h"
 #include "fsutil.h"
 #include "layout.h"
@@ -91,6 +92,148 @@ static int vnvme_parse_bool(const char *key, const char *v, bool *out, char *err
 	}
 	snprintf(err, errlen, "vnvme: %s '%s' is not on or off", key, v);
 	return -EINVAL;
+}
+
+int config_parse_disk(const char *s, struct virtio_blk_config *out, char *err, unsigned errlen)
+{
+	char buf[CONFIG_PATH_MAX + 512], *tok, *save = NULL;
+	struct virtio_blk_config o;
+	int r = 0;
+
+	memset(&o, 0, sizeof(o));
+	if (!s || !*s || strlen(s) >= sizeof(buf)) {
+		snprintf(err, errlen, "disk: %s argument", s && *s ? "overlong" : "empty");
+		return -EINVAL;
+	}
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok && !r; tok = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(tok, '=');
+
+		if (!v) {
+			snprintf(err, errlen, "disk: '%s' is not KEY=VALUE", tok);
+			return -EINVAL;
+		}
+		*v++ = '\0';
+		if (!strcmp(tok, "path")) {
+			if (!*v || strlen(v) >= sizeof(o.path)) {
+				snprintf(err, errlen, "disk: path is %s",
+					 *v ? "too long" : "empty");
+				return -EINVAL;
+			}
+			strcpy(o.path, v);
+		} else if (!strcmp(tok, "readonly")) {
+			r = vnvme_parse_bool("readonly", v, &o.readonly, err, errlen);
+		} else if (!strcmp(tok, "direct")) {
+			r = vnvme_parse_bool("direct", v, &o.direct, err, errlen);
+		} else if (!strcmp(tok, "num_queues") || !strcmp(tok, "queue_size")) {
+			bool nq = tok[0] == 'n';
+
+			if (config_parse_count(v, nq ? 1 : 2,
+					       nq ? VIRTIO_BLK_MAX_QUEUES
+						  : VIRTIO_BLK_MAX_QUEUE_SIZE,
+					       nq ? &o.num_queues : &o.queue_size)) {
+				snprintf(err, errlen, "disk: %s '%s' is not a number in %u..%u",
+					 tok, v, nq ? 1 : 2,
+					 nq ? VIRTIO_BLK_MAX_QUEUES : VIRTIO_BLK_MAX_QUEUE_SIZE);
+				return -EINVAL;
+			}
+		} else if (!strcmp(tok, "id")) {
+			r = vnvme_copy_name(o.id, sizeof(o.id), "id", v, strlen(v), err, errlen);
+		} else if (!strcmp(tok, "serial")) {
+			if (strlen(v) >= sizeof(o.serial)) {
+				snprintf(err, errlen, "disk: serial '%s' is longer than %zu bytes",
+					 v, sizeof(o.serial) - 1);
+				return -EINVAL;
+			}
+			strcpy(o.serial, v);
+		} else {
+			snprintf(err, errlen,
+				 "disk: unknown option '%s' (path, readonly, direct, num_queues, "
+				 "queue_size, id, serial)",
+				 tok);
+			return -EINVAL;
+		}
+	}
+	if (r)
+		return r;
+	if (!o.path[0]) {
+		snprintf(err, errlen, "disk: '%s' has no path=IMG", s);
+		return -EINVAL;
+	}
+	*out = o;
+	return 0;
+}
+
+int config_validate_vsock(const struct virtio_vsock_config *v, char *err, unsigned errlen)
+{
+	if (v->cid < VIRTIO_VSOCK_MIN_CID || v->cid >= UINT32_MAX) {
+		snprintf(err, errlen, "vsock: cid %llu is outside 3..4294967294",
+			 (unsigned long long)v->cid);
+		return -EINVAL;
+	}
+	if (!memchr(v->socket, 0, sizeof(v->socket)) || !memchr(v->id, 0, sizeof(v->id)) ||
+	    v->socket[0] != '/' || strlen(v->socket) + 12 > VIRTIO_VSOCK_PATH_MAX) {
+		snprintf(err, errlen,
+			 "vsock: socket must be an absolute path of at most %d characters (lvmm "
+			 "appends _<port> for the guest's connections)",
+			 VIRTIO_VSOCK_PATH_MAX - 12);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int config_parse_vsock(const char *s, struct virtio_vsock_config *out, char *err, unsigned errlen)
+{
+	char buf[512], *tok, *save = NULL;
+	struct virtio_vsock_config o;
+	bool cid = false;
+	int r = 0;
+
+	memset(&o, 0, sizeof(o));
+	if (!s || !*s || strlen(s) >= sizeof(buf)) {
+		snprintf(err, errlen, "vsock: %s argument", s && *s ? "overlong" : "empty");
+		return -EINVAL;
+	}
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok && !r; tok = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(tok, '='), *end;
+
+		if (!v) {
+			snprintf(err, errlen, "vsock: '%s' is not KEY=VALUE", tok);
+			return -EINVAL;
+		}
+		*v++ = '\0';
+		if (!strcmp(tok, "cid")) {
+			errno = 0;
+			o.cid = strtoull(v, &end, 10);
+			if (errno || *end || !*v || *v == '-') {
+				snprintf(err, errlen, "vsock: cid '%s' is not a number", v);
+				return -EINVAL;
+			}
+			cid = true;
+		} else if (!strcmp(tok, "socket")) {
+			if (strlen(v) >= sizeof(o.socket)) {
+				snprintf(err, errlen, "vsock: socket path is too long");
+				return -EINVAL;
+			}
+			strcpy(o.socket, v);
+		} else if (!strcmp(tok, "id")) {
+			r = vnvme_copy_name(o.id, sizeof(o.id), "id", v, strlen(v), err, errlen);
+		} else {
+			snprintf(err, errlen, "vsock: unknown option '%s' (cid, socket, id)", tok);
+			return -EINVAL;
+		}
+	}
+	if (r)
+		return r;
+	if (!cid || !o.socket[0]) {
+		snprintf(err, errlen, "vsock: '%s' needs cid=N and socket=PATH", s);
+		return -EINVAL;
+	}
+	r = config_validate_vsock(&o, err, errlen);
+	if (!r)
+		*out = o;
+	return r;
 }
 
 int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out)
@@ -265,6 +408,43 @@ opts:
 		return -EINVAL;
 	}
 	*out = o;
+	return 0;
+}
+
+static int config_validate_disks(const struct vm_config *c, char *err, unsigned errlen)
+{
+	char id[64];
+
+	if (c->ndisks > CONFIG_MAX_DISKS) {
+		snprintf(err, errlen, "disks: %u devices, at most %d are supported", c->ndisks,
+			 CONFIG_MAX_DISKS);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < c->ndisks; i++) {
+		const struct virtio_blk_config *d = &c->disks[i];
+		unsigned qs = d->queue_size;
+
+		virtio_blk_id(d, i, id, sizeof(id));
+		if (!memchr(d->path, 0, sizeof(d->path)) || !memchr(d->id, 0, sizeof(d->id)) ||
+		    !memchr(d->serial, 0, sizeof(d->serial))) {
+			snprintf(err, errlen, "disk %u: unterminated string field", i);
+			return -EINVAL;
+		}
+		if (!d->path[0]) {
+			snprintf(err, errlen, "disk %s: no path", id);
+			return -EINVAL;
+		}
+		if (d->num_queues > VIRTIO_BLK_MAX_QUEUES ||
+		    (qs && (qs < 2 || qs > VIRTIO_BLK_MAX_QUEUE_SIZE || (qs & (qs - 1))))) {
+			snprintf(
+			    err, errlen,
+			    "disk %s: num_queues %u, queue_size %u (1..%u queues, a power of two "
+			    "of 2..%u entries)",
+			    id, d->num_queues, qs, VIRTIO_BLK_MAX_QUEUES,
+			    VIRTIO_BLK_MAX_QUEUE_SIZE);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 
@@ -487,5 +667,13 @@ int config_validate(const struct vm_config *c, char *err, unsigned errlen)
 		snprintf(err, errlen, "serial: mode %u is unknown", (unsigned)c->serial);
 		return -EINVAL;
 	}
-	return config_validate_vnvme(c, err, errlen);
+	int r = config_validate_vnvme(c, err, errlen);
+
+	if (!r)
+		r = config_validate_disks(c, err, errlen);
+	if (!r && c->has_vsock)
+		r = config_validate_vsock(&c->vsock, err, errlen);
+	if (!r)
+		r = devices_config_check_ids(c, err, errlen);
+	return r;
 }

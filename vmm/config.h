@@ -8,8 +8,11 @@
 #include <stdint.h>
 
 #include "nvme-lightiov/vnvme.h"
+#include "virtio/virtio_blk.h"
+#include "virtio/virtio_vsock.h"
 
 #define CONFIG_MAX_VNVME 8
+#define CONFIG_MAX_DISKS 8
 #define CONFIG_PATH_MAX	 4096
 
 enum serial_mode { SERIAL_STDIO, SERIAL_FILE, SERIAL_OFF, SERIAL_NULL };
@@ -32,6 +35,12 @@ struct vm_config {
 	/* virtio-rng's entropy source (cloud-hypervisor's rng.src); empty: no rng device. Only
 	 * the kernel's random character devices are taken (fsutil's FSUTIL_ENTROPY). */
 	char rng_src[CONFIG_PATH_MAX];
+	/* virtio-blk disks (cloud-hypervisor's disks / --disk) */
+	unsigned ndisks;
+	struct virtio_blk_config disks[CONFIG_MAX_DISKS];
+	/* virtio-vsock (cloud-hypervisor's vsock / --vsock), one at most */
+	bool has_vsock;
+	struct virtio_vsock_config vsock;
 	/* platform.num_pci_segments: PCI segments the ACPI tables describe, 1..96; 0 reads as 1.
 	 * Every device sits on segment 0; the others are empty host bridges. */
 	unsigned num_pci_segments;
@@ -66,6 +75,15 @@ bool config_vnvme_name_ok(const char *s, size_t len, size_t max);
 /* --serial argument: "stdio", "off" or "file=PATH[,truncate=on|off][,limit=SIZE]" (options are
  * taken from the end, so a PATH may itself hold commas). limit=0 lifts the size limit. */
 int config_parse_serial(const char *s, struct vm_config *c, char *err, unsigned errlen);
+
+/* --disk argument, cloud-hypervisor's syntax: "path=IMG[,readonly=on][,direct=on]
+ * [,num_queues=N][,queue_size=N][,id=ID][,serial=S]" (a path with commas is not supported). */
+int config_parse_disk(const char *s, struct virtio_blk_config *out, char *err, unsigned errlen);
+
+/* --vsock argument, cloud-hypervisor's syntax: "cid=N,socket=PATH[,id=ID]". */
+int config_parse_vsock(const char *s, struct virtio_vsock_config *out, char *err, unsigned errlen);
+/* The checks of a vsock configuration the command line, vm.create and vm.add-vsock share. */
+int config_validate_vsock(const struct virtio_vsock_config *v, char *err, unsigned errlen);
 
 /* --rng argument: "" (no value) or "src=PATH"; the source defaults to CONFIG_DEFAULT_RNG_SRC. */
 #define CONFIG_DEFAULT_RNG_SRC "/dev/urandom"

@@ -14,10 +14,12 @@
 #include "nvme-lightiov/vnvme_pci.h"
 #include "pci.h"
 #include "seccomp_filter.h"
+#include "virtio/virtio_blk.h"
 #include "virtio/virtio_rng.h"
+#include "virtio/virtio_vsock.h"
 
-/* Every vNVMe and one virtio-rng at most */
-#define DEVICES_MAX (CONFIG_MAX_VNVME + 1)
+/* Every vNVMe, one virtio-rng at most, every disk */
+#define DEVICES_MAX (CONFIG_MAX_VNVME + 1 + CONFIG_MAX_DISKS + 1)
 
 /* ---- the registry: each model and where a vm_config holds its instances ---- */
 
@@ -43,6 +45,29 @@ static const void *rng_cfg(const struct vm_config *c, unsigned i, char *id, size
 	return c->rng_src;
 }
 
+static unsigned disk_count(const struct vm_config *c)
+{
+	return c->ndisks < CONFIG_MAX_DISKS ? c->ndisks : CONFIG_MAX_DISKS;
+}
+
+static const void *disk_cfg(const struct vm_config *c, unsigned i, char *id, size_t len)
+{
+	virtio_blk_id(&c->disks[i], i, id, len);
+	return &c->disks[i];
+}
+
+static unsigned vsock_count(const struct vm_config *c)
+{
+	return c->has_vsock ? 1 : 0;
+}
+
+static const void *vsock_cfg(const struct vm_config *c, unsigned i, char *id, size_t len)
+{
+	(void)i;
+	virtio_vsock_id(&c->vsock, id, len);
+	return &c->vsock;
+}
+
 /* In boot order: earlier entries take the lower PCI slots (the vNVMe functions keep the slots
  * they had before virtio-rng existed). */
 static const struct dev_entry {
@@ -50,10 +75,56 @@ static const struct dev_entry {
 	unsigned (*count)(const struct vm_config *c);
 	/* instance i's configuration, its id written to id */
 	const void *(*config)(const struct vm_config *c, unsigned i, char *id, size_t len);
+	unsigned max; /* instances a VM may have */
+	bool hot;     /* hot-added and hot-removed through the API */
 } registry[] = {
-    {&vnvme_model, vnvme_count, vnvme_cfg},
-    {&virtio_rng_model, rng_count, rng_cfg},
+    {&vnvme_model, vnvme_count, vnvme_cfg, CONFIG_MAX_VNVME, true},
+    {&virtio_rng_model, rng_count, rng_cfg, 1, false},
+    {&virtio_blk_model, disk_count, disk_cfg, CONFIG_MAX_DISKS, true},
+    {&virtio_vsock_model, vsock_count, vsock_cfg, 1, true},
 };
+
+static const struct dev_entry *devices_entry(const struct dev_model *m)
+{
+	for (unsigned i = 0; i < sizeof(registry) / sizeof(registry[0]); i++)
+		if (registry[i].model == m)
+			return &registry[i];
+	return NULL;
+}
+
+const char *devices_config_id_owner(const struct vm_config *c, const char *id)
+{
+	char other[64];
+
+	for (unsigned m = 0; m < sizeof(registry) / sizeof(registry[0]); m++)
+		for (unsigned i = 0; i < registry[m].count(c); i++) {
+			registry[m].config(c, i, other, sizeof(other));
+			if (!strcmp(other, id))
+				return registry[m].model->name;
+		}
+	return NULL;
+}
+
+int devices_config_check_ids(const struct vm_config *c, char *err, unsigned errlen)
+{
+	char a[64], b[64];
+
+	for (unsigned m = 0; m < sizeof(registry) / sizeof(registry[0]); m++)
+		for (unsigned i = 0; i < registry[m].count(c); i++) {
+			registry[m].config(c, i, a, sizeof(a));
+			for (unsigned n = 0; n <= m; n++)
+				for (unsigned k = 0; k < (n == m ? i : registry[n].count(c)); k++) {
+					registry[n].config(c, k, b, sizeof(b));
+					if (strcmp(a, b))
+						continue;
+					snprintf(err, errlen,
+						 "device id '%s' is used twice (%s and %s)", a,
+						 registry[n].model->name, registry[m].model->name);
+					return -EINVAL;
+				}
+		}
+	return 0;
+}
 
 /* One device of a VM. */
 struct dev_inst {
@@ -173,15 +244,14 @@ static int devices_create(struct devices *ds, const struct dev_model *m, const v
 	return 0;
 }
 
-/* A device of model m by id: ids are unique among one model's devices only (a vNVMe may be
- * called "rng0"), and the API removes and looks up vNVMe functions alone. */
-static struct dev_inst *devices_find(struct devices *ds, const struct dev_model *m, const char *id,
-				     unsigned *idx)
+/* A hot-pluggable device by id (ids are unique across models: devices_config_check_ids); the
+ * API removes and looks up only those. */
+static struct dev_inst *devices_find(struct devices *ds, const char *id, unsigned *idx)
 {
 	unsigned i;
 
 	for (i = 0; i < ds->n; i++)
-		if (ds->dev[i].model == m && !strcmp(ds->dev[i].id, id)) {
+		if (devices_entry(ds->dev[i].model)->hot && !strcmp(ds->dev[i].id, id)) {
 			if (idx)
 				*idx = i;
 			return &ds->dev[i];
@@ -202,44 +272,71 @@ static void devices_ged_notify(void *opaque)
 			strerror(-r));
 }
 
-int devices_add_vnvme(struct vm *vm, const struct vnvme_config *c, unsigned idx, unsigned *slot,
-		      char *err, unsigned errlen)
+/* Hot-add: a device of model m from cfg on a free slot of bus 0, the guest told at once. */
+static int devices_add(struct vm *vm, const struct dev_model *m, const void *cfg, const char *id,
+		       unsigned idx, unsigned *slot, char *err, unsigned errlen)
 {
+	const struct dev_entry *e = devices_entry(m);
 	struct devices *ds;
 	struct dev_inst *d;
-	char id[sizeof(c->id)];
 	int r;
 
 	pthread_mutex_lock(&devices_lock);
 	ds = devices_of(vm);
 	pthread_mutex_unlock(&devices_lock);
 	if (!ds || !ds->hp_up) {
-		snprintf(err, errlen, "vnvme %s: the VM has no PCI hotplug controller", c->id);
+		snprintf(err, errlen, "%s %s: the VM has no PCI hotplug controller", m->name, id);
 		return -ENODEV;
 	}
-	if (devices_count(ds, &vnvme_model) >= CONFIG_MAX_VNVME) {
+	if (!e || !e->hot || devices_count(ds, m) >= e->max) {
 		snprintf(err, errlen,
-			 "vnvme %s: the VM already has %u vNVMe functions, the most it takes",
-			 c->id, devices_count(ds, &vnvme_model));
+			 "%s %s: the VM already has %u such devices, the most it takes", m->name,
+			 id, devices_count(ds, m));
 		return -ENOSPC;
 	}
-	vnvme_id(c, idx, id, sizeof(id));
-	r = devices_create(ds, &vnvme_model, c, id, idx, err, errlen);
+	r = devices_create(ds, m, cfg, id, idx, err, errlen);
 	if (r)
 		return r;
 	d = &ds->dev[ds->n - 1];
 	*slot = dev_slot(d);
 	r = hotplug_plug(&ds->hp, *slot);
 	if (r) {
-		snprintf(err, errlen, "vnvme %s: PCI slot %u: %s", id, *slot, strerror(-r));
+		snprintf(err, errlen, "%s %s: PCI slot %u: %s", m->name, id, *slot, strerror(-r));
 		pthread_mutex_lock(&devices_lock);
 		ds->n--;
 		pthread_mutex_unlock(&devices_lock);
 		d->model->destroy(d->dev);
 		return r;
 	}
-	fprintf(stderr, "lvmm: vnvme %s: hot-added at PCI 0000:00:%02x.0\n", id, *slot);
+	fprintf(stderr, "lvmm: %s %s: hot-added at PCI 0000:00:%02x.0\n", m->name, id, *slot);
 	return 0;
+}
+
+int devices_add_vnvme(struct vm *vm, const struct vnvme_config *c, unsigned idx, unsigned *slot,
+		      char *err, unsigned errlen)
+{
+	char id[sizeof(c->id)];
+
+	vnvme_id(c, idx, id, sizeof(id));
+	return devices_add(vm, &vnvme_model, c, id, idx, slot, err, errlen);
+}
+
+int devices_add_vsock(struct vm *vm, const struct virtio_vsock_config *c, unsigned *slot, char *err,
+		      unsigned errlen)
+{
+	char id[sizeof(c->id)];
+
+	virtio_vsock_id(c, id, sizeof(id));
+	return devices_add(vm, &virtio_vsock_model, c, id, 0, slot, err, errlen);
+}
+
+int devices_add_disk(struct vm *vm, const struct virtio_blk_config *c, unsigned idx, unsigned *slot,
+		     char *err, unsigned errlen)
+{
+	char id[sizeof(c->id)];
+
+	virtio_blk_id(c, idx, id, sizeof(id));
+	return devices_add(vm, &virtio_blk_model, c, id, idx, slot, err, errlen);
 }
 
 /* The guest ejected the device (or the VM is being reset): the model frees what it holds (for
@@ -270,7 +367,7 @@ int devices_remove(struct vm *vm, const char *id, unsigned timeout_ms, char *err
 	pthread_mutex_lock(&devices_lock);
 	ds = devices_of(vm);
 	pthread_mutex_unlock(&devices_lock);
-	d = ds ? devices_find(ds, &vnvme_model, id, &i) : NULL;
+	d = ds ? devices_find(ds, id, &i) : NULL;
 	if (!d) {
 		snprintf(err, errlen, "device %s: no such device", id);
 		return -ENOENT;
@@ -308,7 +405,7 @@ bool devices_removing(struct vm *vm, const char *id)
 	pthread_mutex_lock(&devices_lock);
 	ds = devices_of(vm);
 	pthread_mutex_unlock(&devices_lock);
-	d = ds && ds->hp_up ? devices_find(ds, &vnvme_model, id, NULL) : NULL;
+	d = ds && ds->hp_up ? devices_find(ds, id, NULL) : NULL;
 	if (d)
 		s = hotplug_state(&ds->hp, dev_slot(d));
 	return s == HOTPLUG_REMOVING || s == HOTPLUG_EJECTED;
@@ -322,7 +419,7 @@ int devices_slot(struct vm *vm, const char *id, unsigned *slot)
 	pthread_mutex_lock(&devices_lock);
 	ds = devices_of(vm);
 	if (ds)
-		d = devices_find(ds, &vnvme_model, id, NULL);
+		d = devices_find(ds, id, NULL);
 	if (d)
 		*slot = dev_slot(d);
 	pthread_mutex_unlock(&devices_lock);
@@ -366,6 +463,7 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 	    .map_host = plat_map_host,
 	    .unmap_host = plat_unmap_host,
 	    .io_thread = seccomp_io_thread_install,
+	    .sock_thread = seccomp_sock_thread_install,
 	};
 	r = pci_bus_init(&ds->bus, &ops, vm_pio_bus(vm), vm_mmio_bus(vm), err, errlen);
 	if (r) {

@@ -9,14 +9,23 @@
 #include "vm.h"
 
 int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned errlen);
+/* Device ids are unique across every model of a VM (vm.counters and vm.remove-device know a
+ * device by id alone). The name of the model whose instance in c is called id (the virtio-rng
+ * is "rng0", disks "disk<N>" without an id), or NULL; and the check of a whole config. */
+const char *devices_config_id_owner(const struct vm_config *c, const char *id);
+int devices_config_check_ids(const struct vm_config *c, char *err, unsigned errlen);
 void devices_exit(struct vm *vm);
-/* PCI hotplug (hotplug.h, ACPI in acpi.c), called from the API's thread. Add: creates the vNVMe
- * (idx: its controller id) on a free slot of bus 0 and tells the guest; *slot gets the slot.
+/* PCI hotplug (hotplug.h, ACPI in acpi_hotplug.c), called from the API's thread. Add: creates the
+ * vNVMe (idx: its controller id) on a free slot of bus 0 and tells the guest; *slot gets the slot.
  * Remove: asks the guest to eject the device and waits up to timeout_ms for its _EJ0, then
  * tears the device down; -ENOENT for an unknown id, -ETIMEDOUT while the guest has not ejected
  * it (the request stays; calling again waits again, and an eject since then completes it). */
 int devices_add_vnvme(struct vm *vm, const struct vnvme_config *c, unsigned idx, unsigned *slot,
 		      char *err, unsigned errlen);
+int devices_add_disk(struct vm *vm, const struct virtio_blk_config *c, unsigned idx, unsigned *slot,
+		     char *err, unsigned errlen);
+int devices_add_vsock(struct vm *vm, const struct virtio_vsock_config *c, unsigned *slot, char *err,
+		      unsigned errlen);
 int devices_remove(struct vm *vm, const char *id, unsigned timeout_ms, char *err, unsigned errlen);
 /* Whether the device's removal was requested (ejected or not): a reset completes it. */
 bool devices_removing(struct vm *vm, const char *id);

@@ -182,6 +182,13 @@ static int check_kind(const char *what, const char *path, const struct stat *st,
 						: kind_name(st->st_mode));
 		return -EINVAL;
 	}
+	if (kind == FSUTIL_SOCKET) {
+		if (S_ISSOCK(st->st_mode))
+			return 0;
+		snprintf(err, errlen, "%s %s: is %s, not a socket", what, path,
+			 kind_name(st->st_mode));
+		return -EINVAL;
+	}
 	if (S_ISREG(st->st_mode) || (kind == FSUTIL_REGULAR_OR_BLOCK && S_ISBLK(st->st_mode)))
 		return 0;
 	snprintf(err, errlen, "%s %s: is %s, not a regular file", what, path,
@@ -279,4 +286,20 @@ int fsutil_open_parent(const char *what, const char *path, const char **last, ch
 		       unsigned errlen)
 {
 	return walk_parent("/", what, path, last, err, errlen);
+}
+
+int fsutil_lock_image(int fd, bool write, const char *what, const char *path, char *err,
+		      unsigned errlen)
+{
+	struct flock fl = {.l_type = write ? F_WRLCK : F_RDLCK, .l_whence = SEEK_SET};
+
+	if (!fcntl(fd, F_OFD_SETLK, &fl))
+		return 0;
+	if (errno == EAGAIN || errno == EACCES) {
+		snprintf(err, errlen, "%s: %s is in use by another VM or process (%s lock refused)",
+			 what, path, write ? "write" : "read");
+		return -EBUSY;
+	}
+	snprintf(err, errlen, "%s: cannot lock %s: %s", what, path, strerror(errno));
+	return -errno;
 }

@@ -8,7 +8,7 @@
 
 #define GSI_ALLOC_MAX 1024 /* KVM_MAX_IRQ_ROUTES is 4096; our routing table holds 1024 */
 
-/* Not locked: the owner serializes (vm.c holds route_lock). */
+/* Not locked: the owner serializes (the VM's services in gsi.c hold route_lock). */
 struct gsi_alloc {
 	unsigned first, limit; /* [first, limit) may be handed out */
 	unsigned used;

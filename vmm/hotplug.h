@@ -9,7 +9,7 @@
 
 #include "bus.h"
 
-/* Registers, 32 bits each, at LAYOUT_HOTPLUG_PORT. acpi.c's AML and this file agree on them. */
+/* Registers, 32 bits each, at LAYOUT_HOTPLUG_PORT. acpi_hotplug.c's AML agrees on them. */
 #define HOTPLUG_REG_PCIU 0x0 /* R: slots added since the last read; the read clears it */
 #define HOTPLUG_REG_PCID 0x4 /* R: slots lvmm asks the guest to eject; the read clears it */
 #define HOTPLUG_REG_B0EJ 0x8 /* W: the slot the guest's _EJ0 ejects, as a one-bit mask */

@@ -27,7 +27,7 @@
 #include "client/lio_client.h"
 
 #define JAIL_NOFILE   4096
-#define JAIL_MAX_SRC  (4 + 2 * CONFIG_MAX_VNVME)
+#define JAIL_MAX_SRC  (4 + 2 * CONFIG_MAX_VNVME + CONFIG_MAX_DISKS)
 #define JAIL_MNT_FLAG (MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
 
 struct jail_src {
@@ -672,6 +672,11 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 			 (unsigned)j.uid, (unsigned)j.gid);
 		return -EINVAL;
 	}
+	if (cfg->has_vsock) {
+		/* its socket and the guest's PATH_<port> targets live outside the jail's root */
+		snprintf(err, errlen, "jail: --vsock is not supported with --jail yet");
+		return -EINVAL;
+	}
 	r = jail_abs(&j, cfg->kernel, sizeof(cfg->kernel), "kernel");
 	if (!r)
 		r = jail_abs(&j, cfg->initramfs, sizeof(cfg->initramfs), "initramfs");
@@ -687,6 +692,8 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 		if (!r && v->path[0] && v->size && !v->readonly)
 			r = jail_precreate(&j, v->path, "vnvme backing");
 	}
+	for (i = 0; i < cfg->ndisks && i < CONFIG_MAX_DISKS && !r; i++)
+		r = jail_abs(&j, cfg->disks[i].path, sizeof(cfg->disks[i].path), "disk image");
 	if (r) {
 		if (!err[0])
 			snprintf(err, errlen, "jail: preparing files: %s", strerror(-r));
@@ -698,6 +705,8 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 		jail_add(&j, cfg->serial_file, true, "serial file");
 	for (i = 0; i < cfg->nvnvme; i++)
 		jail_add(&j, cfg->vnvme[i].path, !cfg->vnvme[i].readonly, "vnvme backing");
+	for (i = 0; i < cfg->ndisks && i < CONFIG_MAX_DISKS; i++)
+		jail_add(&j, cfg->disks[i].path, !cfg->disks[i].readonly, "disk image");
 	/* Each SSD's socket, not the directory of all of them (path sockets work across network
 	 * namespaces); only an SSD served now can be reached. */
 	for (i = 0; i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++) {

@@ -58,6 +58,12 @@ static void usage_run(FILE *f)
 	    "                       or NAME[:SIZE][,vol=NAME][,mode=isolated|passthrough]\n"
 	    "                       [,doorbell=poll|eventfd]: a volume on the SSD NAME (anonymous\n"
 	    "                       without vol=; a softssd is started when none serves NAME)\n"
+	    "  --disk SPEC          virtio-blk disk: path=IMG[,readonly=on][,direct=on]\n"
+	    "                       [,num_queues=N][,queue_size=N][,id=ID][,serial=S] (a raw\n"
+	    "                       image or block device; repeat for more disks)\n"
+	    "  --vsock SPEC         virtio-vsock: cid=N,socket=PATH[,id=ID] (host programs\n"
+	    "                       connect to PATH and write 'CONNECT <port>'; the guest's\n"
+	    "                       connections to host port P reach PATH_P)\n"
 	    "  --rng [src=PATH]     virtio-rng fed from PATH (default /dev/urandom; the\n"
 	    "                       kernel's random, urandom or hwrng device only)\n"
 	    "  --api-socket PATH    serve the REST API on this Unix socket\n"
@@ -133,6 +139,8 @@ enum {
 	OPT_JAIL_UID,
 	OPT_SSD_AUTOSTART,
 	OPT_RNG,
+	OPT_DISK,
+	OPT_VSOCK,
 	OPT_HELP
 };
 
@@ -181,6 +189,8 @@ static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts
 	    {"jail-uid", required_argument, NULL, OPT_JAIL_UID},
 	    {"ssd-autostart", no_argument, NULL, OPT_SSD_AUTOSTART},
 	    {"rng", optional_argument, NULL, OPT_RNG},
+	    {"disk", required_argument, NULL, OPT_DISK},
+	    {"vsock", required_argument, NULL, OPT_VSOCK},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
 	};
@@ -228,6 +238,25 @@ static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts
 				return -1;
 			}
 			c->nvnvme++;
+			break;
+		case OPT_VSOCK:
+			if (config_parse_vsock(optarg, &c->vsock, err, sizeof(err))) {
+				fprintf(stderr, "lvmm: --%s\n", err);
+				return -1;
+			}
+			c->has_vsock = true;
+			break;
+		case OPT_DISK:
+			if (c->ndisks >= CONFIG_MAX_DISKS) {
+				fprintf(stderr, "lvmm: --disk: at most %d disks\n",
+					CONFIG_MAX_DISKS);
+				return -1;
+			}
+			if (config_parse_disk(optarg, &c->disks[c->ndisks], err, sizeof(err))) {
+				fprintf(stderr, "lvmm: --%s\n", err);
+				return -1;
+			}
+			c->ndisks++;
 			break;
 		case OPT_API:
 			ro->api_sock = optarg;
@@ -326,6 +355,24 @@ static void crash_handlers_install(void)
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
 	atexit(serial_term_restore);
+}
+
+/* LVMM_STATS=1: each device's counters at exit, as vm.counters gives them. */
+static void print_device_stats(struct vm *vm)
+{
+	enum { MAX = CONFIG_MAX_VNVME + CONFIG_MAX_DISKS + 1 };
+	struct dev_counters c[MAX];
+	unsigned n = vm_get_counters(vm, c, MAX);
+
+	for (unsigned i = 0; i < n; i++)
+		fprintf(stderr,
+			"lvmm: device %s: reads %llu writes %llu read_bytes %llu write_bytes %llu "
+			"flushes %llu kicks %llu irqs %llu wakeups %llu errors %llu\n",
+			c[i].id, (unsigned long long)c[i].reads, (unsigned long long)c[i].writes,
+			(unsigned long long)c[i].read_bytes, (unsigned long long)c[i].write_bytes,
+			(unsigned long long)c[i].flushes, (unsigned long long)c[i].doorbells,
+			(unsigned long long)c[i].irqs, (unsigned long long)c[i].wakeups,
+			(unsigned long long)c[i].backend_errors);
 }
 
 static double now_s(void)
@@ -511,6 +558,7 @@ static int cmd_run(int argc, char **argv)
 				(unsigned long long)e[VCPU_EXIT_INTR],
 				(unsigned long long)e[VCPU_EXIT_EMUL]);
 		}
+		print_device_stats(vm);
 	}
 	sw.done = 1;
 	pthread_kill(st, SIGHUP);

@@ -12,6 +12,8 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/ioctl.h>
+
+#include <linux/fs.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -21,7 +23,8 @@
 /* A thread kind's calls: the kinds it applies to as a bit mask of (1 << kind). */
 #define K_MAIN (1u << SECCOMP_MAIN)
 #define K_VCPU (1u << SECCOMP_VCPU)
-#define K_IO   (1u << SECCOMP_IO)
+#define K_SOCK (1u << SECCOMP_SOCK)
+#define K_IO   ((1u << SECCOMP_IO) | K_SOCK) /* what I/O threads may, socket threads may too */
 #define K_DEV  (K_VCPU | K_IO)
 #define K_ALL  (K_MAIN | K_VCPU | K_IO)
 
@@ -123,9 +126,10 @@ static const struct seccomp_call seccomp_calls[] = {
     /* REST API and backend sockets (AF_UNIX only, see socket below); SCM_RIGHTS fds */
     {"bind", K_MAIN},
     {"listen", K_MAIN},
-    {"accept4", K_MAIN},
-    {"connect", K_MAIN},
-    {"shutdown", K_MAIN},
+    /* vsock's thread: host programs connect to it, it connects to them (AF_UNIX only) */
+    {"accept4", K_MAIN | K_SOCK},
+    {"connect", K_MAIN | K_SOCK},
+    {"shutdown", K_MAIN | K_SOCK},
     {"getsockopt", K_MAIN},
     {"setsockopt", K_MAIN},
     {"getsockname", K_MAIN},
@@ -165,6 +169,8 @@ static const unsigned long seccomp_kvm_io[] = {
     KVM_IRQ_LINE,  KVM_SIGNAL_MSI,	KVM_IRQFD,
     KVM_IOEVENTFD, KVM_SET_GSI_ROUTING, KVM_SET_USER_MEMORY_REGION,
 };
+/* virtio-blk's I/O thread on a block device: discard and write zeroes (docs/virtio.md). */
+static const unsigned long seccomp_blk_io[] = {BLKDISCARD, BLKZEROOUT};
 /* lightiov.ko's requests (a vNVMe whose SSD is /dev/lightiov/NAME): queue pairs are created and
  * destroyed by whichever thread runs the guest's admin commands (a vCPU, or the I/O thread with
  * shadow doorbells), the write cache's setting goes with them; the module confines every request
@@ -212,7 +218,7 @@ static const bool seccomp_sanitized = true;
 static const bool seccomp_sanitized = false;
 #endif
 
-static const char *const seccomp_kind_names[SECCOMP_NKINDS] = {"main", "vcpu", "io"};
+static const char *const seccomp_kind_names[SECCOMP_NKINDS] = {"main", "vcpu", "io", "sock"};
 
 const char *seccomp_kind_name(enum seccomp_kind kind)
 {
@@ -297,9 +303,17 @@ static int seccomp_rules_args(scmp_filter_ctx ctx, enum seccomp_kind kind)
 	if (kind == SECCOMP_VCPU)
 		return seccomp_allow_list(ctx, seccomp_kvm_vcpu,
 					  sizeof(seccomp_kvm_vcpu) / sizeof(seccomp_kvm_vcpu[0]));
-	if (kind == SECCOMP_IO)
-		return seccomp_allow_list(ctx, seccomp_kvm_io,
-					  sizeof(seccomp_kvm_io) / sizeof(seccomp_kvm_io[0]));
+	if (kind == SECCOMP_IO || kind == SECCOMP_SOCK) {
+		r = seccomp_allow_list(ctx, seccomp_kvm_io,
+				       sizeof(seccomp_kvm_io) / sizeof(seccomp_kvm_io[0]));
+		if (!r)
+			r = seccomp_allow_list(ctx, seccomp_blk_io,
+					       sizeof(seccomp_blk_io) / sizeof(seccomp_blk_io[0]));
+		if (!r && kind == SECCOMP_SOCK)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+					     SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+		return r;
+	}
 	/* MAIN: every KVM request (type 0xAE), the console's terminal requests. */
 	r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 			     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, (scmp_datum_t)KVMIO << 8));
@@ -419,4 +433,9 @@ int seccomp_thread_install(enum seccomp_kind kind, char *err, unsigned errlen)
 int seccomp_io_thread_install(char *err, unsigned errlen)
 {
 	return seccomp_thread_install(SECCOMP_IO, err, errlen);
+}
+
+int seccomp_sock_thread_install(char *err, unsigned errlen)
+{
+	return seccomp_thread_install(SECCOMP_SOCK, err, errlen);
 }

@@ -11,6 +11,7 @@ enum seccomp_kind {
 	SECCOMP_MAIN,
 	SECCOMP_VCPU, /* KVM_RUN and the device models it calls into */
 	SECCOMP_IO,   /* vNVMe file I/O, console output, BAR remapping, console input */
+	SECCOMP_SOCK, /* IO's calls plus accepting and connecting Unix sockets (vsock) */
 	SECCOMP_NKINDS,
 };
 
@@ -35,6 +36,8 @@ int seccomp_install(char *err, unsigned errlen);
 int seccomp_thread_install(enum seccomp_kind kind, char *err, unsigned errlen);
 /* The same for SECCOMP_IO, in the shape of dev_host.io_thread (device.h). */
 int seccomp_io_thread_install(char *err, unsigned errlen);
+/* The same for SECCOMP_SOCK (dev_host.sock_thread). */
+int seccomp_sock_thread_install(char *err, unsigned errlen);
 /* True when the mode is off. */
 bool seccomp_disabled(void);
 

@@ -1,5 +1,6 @@
-/* Inside of struct vm, shared by the runtime files (vm.c, vcpu.c, smp.c) and the CLI only.
- * Devices and the API use vm.h; nothing here is a contract beyond vmm/. */
+/* Inside of struct vm, shared by the runtime files (vm.c, vm_mem.c, gsi.c, vm_console.c,
+ * vm_debug.c, vm_hotplug.c, vcpu.c, smp.c) and the CLI only. Devices and the API use vm.h;
+ * nothing here is a contract beyond vmm/. */
 #ifndef LVMM_VM_INTERNAL_H
 #define LVMM_VM_INTERNAL_H
 
@@ -124,6 +125,28 @@ void vm_request_stop(struct vm *vm, enum vm_exit_reason why, const char *fmt, ..
     __attribute__((format(printf, 3, 4)));
 /* Makes every vCPU leave KVM_RUN soon; call with vm->lock held. */
 void vm_kick_all(struct vm *vm);
+
+/* The parts vm.c builds a VM from and starts; those with err return 0 or -errno and a message. */
+/* vm_mem.c: guest RAM (created once, zeroed by a reboot) and its KVM memory slots. */
+int vm_create_memory(struct vm *vm, char *err, unsigned errlen);
+/* Whether vNVMe function v maps guest RAM into its SSD backend, which then needs all of it
+ * faulted in by vm_populate_ram(). */
+bool vm_vnvme_maps_ram(const struct vnvme_config *v);
+int vm_populate_ram(struct vm *vm, char *err, unsigned errlen);
+/* gsi.c: KVM's GSI routing table with the default pin routes, and the MSI GSI allocator. */
+int vm_routes_init(struct vm *vm, char *err, unsigned errlen);
+/* vm_console.c: COM1 on the PIO bus (where its output goes is settled once, kept by a reboot);
+ * the serial file, which vm_boot() opens; the console input thread. */
+int vm_open_serial(struct vm *vm, char *err, unsigned errlen);
+int vm_open_serial_file(struct vm *vm, char *err, unsigned errlen);
+void *vm_input_thread(void *arg);
+/* vm_debug.c: LVMM_DEBUG_VCPU's thread; LVMM_PROFILE's file (vm->prof_fp stays NULL when not
+ * profiling) and sampling thread. */
+void *vm_dump_thread(void *arg);
+void vm_profile_open(struct vm *vm);
+void *vm_profile_thread(void *arg);
+/* vm_hotplug.c: forgets the devices whose removal the guest was asked for (before a reboot). */
+void vm_hotplug_reset(struct vm *vm);
 
 /* vcpu.c */
 int vcpu_create(struct vm *vm, unsigned id, char *err, unsigned errlen);

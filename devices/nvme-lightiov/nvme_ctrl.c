@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lightiov/nvmeq.h"
 #include "nvme_int.h"
 
 static inline uint32_t db_stride(const struct nvme_ctrl *c)
@@ -97,14 +98,9 @@ static void ctrl_irq(struct nvme_ctrl *c, unsigned vector)
 		c->hooks.irq(c->hooks.opaque, vector);
 }
 
-static uint32_t cq_used(const struct nvme_cq *cq)
-{
-	return (cq->tail + cq->size - cq->head) % cq->size;
-}
-
 static uint32_t cq_free(const struct nvme_cq *cq)
 {
-	return cq->size - 1 - cq_used(cq);
+	return nvmeq_room(cq->head, cq->tail, cq->size);
 }
 
 uint64_t nvme_now_ns(void)
@@ -190,20 +186,13 @@ static void cq_write(struct nvme_ctrl *c, struct nvme_cq *cq, uint16_t sqid, uin
 		     uint16_t cid, uint16_t status, uint32_t dw0)
 {
 	struct nvme_cqe *e = (struct nvme_cqe *)(cq->host + (uint64_t)cq->tail * sizeof(*e));
+	struct nvme_cqe v = {
+	    .dw0 = dw0, .sq_head = sqhead, .sq_id = sqid, .cid = cid, .status = status};
 
-	e->dw0 = dw0;
-	e->dw1 = 0;
-	e->sq_head = sqhead;
-	e->sq_id = sqid;
-	e->cid = cid;
-	/* The phase tag publishes the entry: it must become visible last. CQ bases are page
-	 * aligned, so the status word is naturally aligned. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	*(volatile uint16_t *)((uint8_t *)e + 14) = (uint16_t)((status << 1) | cq->phase);
-	if (++cq->tail == cq->size) {
-		cq->tail = 0;
+	/* the phase tag publishes the entry: it becomes visible last */
+	nvmeq_cqe_publish(e, &v, cq->phase);
+	if (nvmeq_step(&cq->tail, cq->size))
 		cq->phase ^= 1;
-	}
 	if (cq->ien && !(c->intms & (1u << (cq->vector & 31))))
 		cq_signal(c, cq);
 }
@@ -401,7 +390,7 @@ static void doorbell_write(struct nvme_ctrl *c, uint64_t off, uint32_t val)
 		struct nvme_cq *cq = &c->cqs[qid];
 
 		/* The new head may only consume entries the controller has posted. */
-		if (val >= cq->size || (val + cq->size - cq->head) % cq->size > cq_used(cq)) {
+		if (!nvmeq_head_ok(val, cq->head, cq->tail, cq->size)) {
 			nvme_raise_event(c, NVME_AER_TYPE_ERROR, NVME_AER_ERR_INVALID_DB_VALUE,
 					 NVME_LOG_ERROR);
 			return;
@@ -631,7 +620,7 @@ static void cq_refresh_shadow(struct nvme_ctrl *c, struct nvme_cq *cq, unsigned 
 	if (!db || qid == 0)
 		return;
 	head = __atomic_load_n(db, __ATOMIC_ACQUIRE);
-	if (head < cq->size && (head + cq->size - cq->head) % cq->size <= cq_used(cq))
+	if (nvmeq_head_ok(head, cq->head, cq->tail, cq->size))
 		cq->head = head;
 }
 
@@ -660,7 +649,7 @@ static unsigned sq_run(struct nvme_ctrl *c, struct nvme_sq *sq, unsigned budget)
 		uint16_t st;
 
 		memcpy(&cmd, sq->host + (uint64_t)sq->head * sizeof(cmd), sizeof(cmd));
-		sq->head = (sq->head + 1) % sq->size;
+		nvmeq_step(&sq->head, sq->size);
 		cq->reserved++;
 		n++;
 		if (sq->qid == 0)

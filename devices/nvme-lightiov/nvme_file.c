@@ -17,8 +17,11 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "dev_ring.h"
 #include "nvme_file.h"
 #include "nvme_int.h"
+
+static const uint8_t ring_ops[] = {IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_FSYNC};
 
 #define NVME_FILE_RING	    256
 #define NVME_FILE_ALIGN	    512
@@ -219,8 +222,16 @@ int nvme_file_open(const struct vnvme_config *cfg, struct nvme_file **out, uint6
 		nvme_file_close(f);
 		return r;
 	}
-	/* Disabled until restricted: nothing is ever submitted on an unrestricted ring. */
-	r = io_uring_queue_init(NVME_FILE_RING, &f->ring, IORING_SETUP_R_DISABLED);
+	f->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	f->ring_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (f->kick_fd < 0 || f->ring_fd < 0) {
+		snprintf(err, errlen, "vnvme %s: eventfd set-up failed: %s", f->name,
+			 strerror(errno));
+		nvme_file_close(f);
+		return -EIO;
+	}
+	/* read, write and flush the fds lvmm hands the ring, nothing else */
+	r = dev_ring_init(&f->ring, NVME_FILE_RING, f->ring_fd, ring_ops, sizeof(ring_ops));
 	if (r < 0) {
 		snprintf(err, errlen, "vnvme %s: io_uring set-up failed: %s", f->name,
 			 strerror(-r));
@@ -228,44 +239,9 @@ int nvme_file_open(const struct vnvme_config *cfg, struct nvme_file **out, uint6
 		return r;
 	}
 	f->ring_ok = true;
-	f->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	f->ring_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (f->kick_fd < 0 || f->ring_fd < 0 || io_uring_register_eventfd(&f->ring, f->ring_fd)) {
-		snprintf(err, errlen, "vnvme %s: eventfd set-up failed: %s", f->name,
-			 strerror(errno));
-		nvme_file_close(f);
-		return -EIO;
-	}
-	r = nvme_file_ring_restrict(&f->ring);
-	if (r) {
-		snprintf(err, errlen, "vnvme %s: io_uring restrictions: %s", f->name, strerror(-r));
-		nvme_file_close(f);
-		return r;
-	}
 	nvme_file_faults_init(f);
 	*size = f->size;
 	*out = f;
-	return 0;
-}
-
-int nvme_file_ring_restrict(struct io_uring *ring)
-{
-	/* The ring's operations bypass seccomp: it may only read, write and flush the fds
-	 * lvmm hands it, with no SQE flags (no fixed files, no links). No register opcode is
-	 * allowed once enabled: no new files, buffers or personalities. */
-	struct io_uring_restriction res[] = {
-	    {.opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READV},
-	    {.opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITEV},
-	    {.opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_FSYNC},
-	    {.opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED, .sqe_flags = 0},
-	};
-	/* Through the system call: Debian's liburing 2.3 declares io_uring_register_restrictions
-	 * and io_uring_enable_rings but its shared library does not export them. */
-	if (syscall(__NR_io_uring_register, ring->ring_fd, IORING_REGISTER_RESTRICTIONS, res,
-		    sizeof(res) / sizeof(res[0])) < 0 ||
-	    syscall(__NR_io_uring_register, ring->ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0) <
-		0)
-		return -errno;
 	return 0;
 }
 

@@ -48,11 +48,6 @@ void nvme_file_close(struct nvme_file *f);
 void nvme_file_set_zero_hook(struct nvme_file *f, void (*hook)(struct nvme_file *f, void *opaque),
 			     void *opaque);
 
-/* Restricts a ring created with IORING_SETUP_R_DISABLED to the opcodes the backend submits
- * (readv, writev, fsync) and enables it. 0 or a negative errno. */
-struct io_uring;
-int nvme_file_ring_restrict(struct io_uring *ring);
-
 extern const struct nvme_backend_ops nvme_file_ops;
 
 #endif

@@ -6,7 +6,7 @@
 #include "vnvme.h"
 
 #define SSD_AUTO_BACKING_MIN (64ULL << 30) /* sparse: costs only what volumes write */
-#define SSD_AUTO_IDLE_MS     3000	   /* no VM session this long: the daemon stops */
+#define SSD_AUTO_IDLE_MS     10000	   /* no VM session this long: the daemon stops */
 #define SSD_AUTO_WAIT_MS     30000	   /* lvmm run: a loaded host starts processes slowly */
 /* An API VMM's (--ssd-autostart) request: waits at most this long in all, so the API thread
  * is never held longer, and asks for at most SSD_AUTO_API_MAX of volumes per SSD. */

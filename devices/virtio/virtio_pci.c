@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "virtio_pci.h"
 
@@ -63,6 +65,9 @@ int virtio_pci_init(struct virtio_pci *vp, const char *name, uint16_t device_id,
 	int r;
 
 	memset(vp, 0, sizeof(*vp));
+	for (unsigned i = 0; i < VIRTIO_PCI_MAX_QUEUES; i++)
+		vp->kick_fd[i] = -1;
+	vp->notify_at = ~(uint64_t)0;
 	if (!nqueues || nqueues > VIRTIO_PCI_MAX_QUEUES || !queue_max ||
 	    (queue_max & (queue_max - 1)) || queue_max > VIRTQ_MAX_SIZE) {
 		snprintf(err, errlen,
@@ -72,6 +77,7 @@ int virtio_pci_init(struct virtio_pci *vp, const char *name, uint16_t device_id,
 		return -EINVAL;
 	}
 	pthread_mutex_init(&vp->lock, NULL);
+	pthread_mutex_init(&vp->bar_lock, NULL);
 	vp->gm = gm;
 	vp->ops = ops;
 	vp->opaque = opaque;
@@ -107,14 +113,88 @@ int virtio_pci_init(struct virtio_pci *vp, const char *name, uint16_t device_id,
 	if (r) {
 		pci_dev_exit(&vp->pci);
 		pthread_mutex_destroy(&vp->lock);
+		pthread_mutex_destroy(&vp->bar_lock);
 	}
 	return r;
 }
 
+static void virtio_pci_notify_fds(struct virtio_pci *vp, uint64_t at, bool on)
+{
+	for (unsigned q = 0; q < vp->nqueues; q++) {
+		uint64_t gpa = at + VIRTIO_PCI_NOTIFY_OFF + (uint64_t)q * VIRTIO_PCI_NOTIFY_MULT;
+		int r = vp->ioeventfd(vp->ioeventfd_opaque, gpa, 2, vp->kick_fd[q], on);
+
+		if (r && on)
+			fprintf(stderr,
+				"virtio %s: notify ioeventfd of queue %u: %s (its kicks exit to "
+				"lvmm)\n",
+				vp->pci.name, q, strerror(-r));
+	}
+}
+
+/* BAR 0 moved (the PCI remap worker): the notify ioeventfds follow it. */
+static void virtio_pci_bar_moved(struct pci_dev *d, unsigned bar, uint64_t gpa)
+{
+	struct virtio_pci *vp = d->priv;
+
+	if (bar != VIRTIO_PCI_BAR)
+		return;
+	pthread_mutex_lock(&vp->bar_lock);
+	if (vp->notify_at != ~(uint64_t)0)
+		virtio_pci_notify_fds(vp, vp->notify_at, false);
+	vp->notify_at = gpa;
+	if (gpa != ~(uint64_t)0)
+		virtio_pci_notify_fds(vp, gpa, true);
+	pthread_mutex_unlock(&vp->bar_lock);
+}
+
+int virtio_pci_kick_eventfds(struct virtio_pci *vp, virtio_ioeventfd_fn ioeventfd, void *opaque,
+			     char *err, unsigned errlen)
+{
+	for (unsigned q = 0; q < vp->nqueues; q++) {
+		vp->kick_fd[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (vp->kick_fd[q] < 0) {
+			snprintf(err, errlen, "virtio %s: eventfd: %s", vp->pci.name,
+				 strerror(errno));
+			return -errno;
+		}
+	}
+	if (ioeventfd) {
+		vp->ioeventfd = ioeventfd;
+		vp->ioeventfd_opaque = opaque;
+		vp->pci.bar[VIRTIO_PCI_BAR].moved = virtio_pci_bar_moved;
+	}
+	return 0;
+}
+
+bool virtio_eventfd_take(int fd)
+{
+	uint64_t v;
+
+	return read(fd, &v, sizeof(v)) == sizeof(v);
+}
+
+void virtio_eventfd_signal(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		fprintf(stderr, "virtio: eventfd write: %s\n", strerror(errno));
+}
+
 void virtio_pci_exit(struct virtio_pci *vp)
 {
+	pthread_mutex_lock(&vp->bar_lock);
+	if (vp->ioeventfd && vp->notify_at != ~(uint64_t)0)
+		virtio_pci_notify_fds(vp, vp->notify_at, false);
+	vp->notify_at = ~(uint64_t)0;
+	pthread_mutex_unlock(&vp->bar_lock);
 	pci_dev_exit(&vp->pci);
+	for (unsigned q = 0; q < VIRTIO_PCI_MAX_QUEUES; q++)
+		if (vp->kick_fd[q] >= 0)
+			close(vp->kick_fd[q]);
 	pthread_mutex_destroy(&vp->lock);
+	pthread_mutex_destroy(&vp->bar_lock);
 }
 
 static void virtio_pci_msix(struct virtio_pci *vp, uint16_t vector)
@@ -328,8 +408,12 @@ void virtio_pci_bar_write(void *opaque, uint64_t off, const void *data, unsigned
 		vp->kicks++;
 		/* kicks before DRIVER_OK, or of a queue not enabled, are dropped */
 		if (q < vp->nqueues && vp->q[q].enabled && (vp->status & VIRTIO_STATUS_DRIVER_OK) &&
-		    !(vp->status & VIRTIO_STATUS_NEEDS_RESET) && vp->ops->notify)
-			vp->ops->notify(vp, q);
+		    !(vp->status & VIRTIO_STATUS_NEEDS_RESET)) {
+			if (vp->kick_fd[q] >= 0)
+				virtio_eventfd_signal(vp->kick_fd[q]);
+			else if (vp->ops->notify)
+				vp->ops->notify(vp, q);
+		}
 	} else if (off >= VIRTIO_PCI_DEVCFG_OFF &&
 		   off + len <= VIRTIO_PCI_DEVCFG_OFF + VIRTIO_PCI_DEVCFG_LEN) {
 		if (vp->ops->cfg_write)

@@ -84,6 +84,9 @@ struct virtio_pci_queue {
 	struct virtq vq;
 };
 
+/* KVM ioeventfd registration (dev_host's): a guest write of len bytes at gpa signals fd. */
+typedef int (*virtio_ioeventfd_fn)(void *opaque, uint64_t gpa, unsigned len, int fd, bool assign);
+
 struct virtio_pci {
 	struct pci_dev pci;
 	const struct guest_mem *gm;
@@ -98,6 +101,12 @@ struct virtio_pci {
 	unsigned nqueues;
 	struct virtio_pci_queue q[VIRTIO_PCI_MAX_QUEUES];
 	uint64_t kicks, interrupts, ring_errors; /* counters */
+	/* kicks by eventfd (virtio_pci_kick_eventfds), -1 while the ops->notify path is used */
+	int kick_fd[VIRTIO_PCI_MAX_QUEUES];
+	virtio_ioeventfd_fn ioeventfd;
+	void *ioeventfd_opaque;
+	uint64_t notify_at; /* BAR 0 while its notify ioeventfds are registered, else ~0 */
+	pthread_mutex_t bar_lock;
 };
 
 /* Sets up the PCI function (IDs, capabilities, BAR 0, MSI-X with nqueues + 1 vectors in BAR 2);
@@ -108,6 +117,18 @@ int virtio_pci_init(struct virtio_pci *vp, const char *name, uint16_t device_id,
 		    const struct virtio_dev_ops *ops, void *opaque, const struct guest_mem *gm,
 		    char *err, unsigned errlen);
 void virtio_pci_exit(struct virtio_pci *vp);
+
+/* For a device with an I/O thread: queue q's kicks signal kick_fd[q] (non-blocking eventfds the
+ * transport makes) instead of calling ops->notify on the vCPU. With ioeventfd (may be NULL) they
+ * are KVM ioeventfds at the notify addresses (2-byte writes, Linux's), following BAR 0, so a
+ * kick costs no exit; a kick of another size exits and the vCPU signals the same eventfd. The
+ * thread checks DRIVER_OK and NEEDS_RESET itself. 0 or a negative errno with err set; the fds
+ * close in virtio_pci_exit(). */
+int virtio_pci_kick_eventfds(struct virtio_pci *vp, virtio_ioeventfd_fn ioeventfd, void *opaque,
+			     char *err, unsigned errlen);
+/* Reads and clears an eventfd (a kick or a stop); true when it had been signalled. */
+bool virtio_eventfd_take(int fd);
+void virtio_eventfd_signal(int fd);
 
 /* After pushes to queue q (vp->lock held): interrupts the driver if it asked for one. */
 void virtio_pci_queue_interrupt(struct virtio_pci *vp, unsigned q);

@@ -72,14 +72,14 @@ static struct gemini_ctx *open_ctx(const char *backend, size_t page, size_t cach
 		fprintf(stderr, "bench: backend %s unknown\n", backend);
 		exit(2);
 	}
-	if (Geminifs_init(&c, &k)) {
-		fprintf(stderr, "bench: Geminifs_init failed\n");
+	if (gemini_init(&c, &k)) {
+		fprintf(stderr, "bench: gemini_init failed\n");
 		exit(1);
 	}
-	*fd = G_open(c, file, O_RDONLY);
+	*fd = gemini_open(c, file, O_RDONLY);
 	if (*fd < 0) {
 		fprintf(stderr, "bench: %s\n", gemini_last_error(c));
-		Geminifs_exit(c);
+		gemini_exit(c);
 		return NULL;
 	}
 	fprintf(stderr, "bench: %s: %s\n", backend, gemini_backend_desc(c));
@@ -87,9 +87,9 @@ static struct gemini_ctx *open_ctx(const char *backend, size_t page, size_t cach
 }
 
 /*
- * Each thread reads reqs random 4 KiB blocks. raw 0: G_read_direct (the map, then the device:
- * no page cache); 1: device offsets precomputed (no map lookup either); 2: G_read through the
- * page cache (4 KiB pages; a miss loads the page, then the bytes are copied out of it).
+ * Each thread reads reqs random 4 KiB blocks. raw 0: gemini_dev_read_direct (the map, then the
+ * device: no page cache); 1: device offsets precomputed (no map lookup either); 2: gemini_dev_read
+ * through the page cache (4 KiB pages; a miss loads the page, then the bytes are copied out of it).
  */
 __global__ static void k_randread(struct gemini_dev *d, int fd, const uint64_t *offs, int raw,
 				  int reqs, uint8_t *buf, unsigned long long *lat_ns,
@@ -107,9 +107,9 @@ __global__ static void k_randread(struct gemini_dev *d, int fd, const uint64_t *
 		if (raw == 1) {
 			rc = gm_raw_cmd(d, NVME_CMD_READ, o, 4096, b);
 		} else if (raw == 2) {
-			rc = G_read(d, fd, o, 4096, b) != 4096;
+			rc = gemini_dev_read(d, fd, o, 4096, b) != 4096;
 		} else {
-			rc = G_read_direct(d, fd, o, 4096, b);
+			rc = gemini_dev_read_direct(d, fd, o, 4096, b);
 		}
 		lat += gtime() - t0;
 		if (rc)
@@ -187,8 +187,8 @@ static void bench_randread(const char *file, const char *backend, unsigned hthre
 	gvdk_map_free(&m);
 	cudaFree(buf);
 	cudaFree(doffs);
-	G_close(c, fd);
-	Geminifs_exit(c);
+	gemini_close(c, fd);
+	gemini_exit(c);
 }
 
 struct cpu_arg {
@@ -471,7 +471,7 @@ __global__ static void k_hit(struct gemini_dev *d, int fd, const uint8_t *raw, u
 
 			for (uint32_t k = threadIdx.x & 31; k < len / 16; k += 32)
 				dst[k] = src[k];
-		} else if (G_read(d, fd, o, len, b) != len && (threadIdx.x & 31) == 0) {
+		} else if (gemini_dev_read(d, fd, o, len, b) != len && (threadIdx.x & 31) == 0) {
 			atomicAdd(errs, 1);
 		}
 	}
@@ -486,7 +486,7 @@ __global__ static void k_seq(struct gemini_dev *d, int fd, uint64_t size, uint32
 	uint8_t *b = out + warp * chunk;
 
 	for (uint64_t o = warp * per; o < (warp + 1) * per; o += chunk)
-		if (G_read(d, fd, o, chunk, b) != chunk && (threadIdx.x & 31) == 0)
+		if (gemini_dev_read(d, fd, o, chunk, b) != chunk && (threadIdx.x & 31) == 0)
 			atomicAdd(errs, 1);
 }
 
@@ -521,7 +521,7 @@ static void bench_hit(const char *file, size_t page, const std::vector<int> &war
 	if (!c)
 		return;
 	size = gemini_file_size(c, fd);
-	Geminifs_exit(c);
+	gemini_exit(c);
 	/* four times the file: the sharded LRU needs headroom so that no shard overflows */
 	c = open_ctx("nvme-mem", page, (size_t)size * 4, 0, 4, file, &fd);
 	CK(cudaMalloc((void **)&raw, size));
@@ -558,15 +558,15 @@ static void bench_hit(const char *file, size_t page, const std::vector<int> &war
 	cudaFree(raw);
 	cudaFree(out);
 	cudaFree(de);
-	G_close(c, fd);
-	Geminifs_exit(c);
+	gemini_close(c, fd);
+	gemini_exit(c);
 }
 
 /*
  * Hit-path ablation: each warp's leader does only part of an acquisition on random resident
  * pages (stage 0: shard lock + unlock; 1: + hash walk; 2: gm_acquire + gm_release, i.e. + ref
- * and LRU updates; 3: the whole G_read, copy included), so differences between stages place
- * the time. div counts G_read calls that began with a partial warp.
+ * and LRU updates; 3: the whole gemini_dev_read, copy included), so differences between stages
+ * place the time. div counts gemini_dev_read calls that began with a partial warp.
  */
 __global__ static void k_ablate(struct gemini_dev *d, int fd, uint64_t size, uint32_t len,
 				int iters, int stage, uint8_t *out, unsigned long long *div)
@@ -586,7 +586,7 @@ __global__ static void k_ablate(struct gemini_dev *d, int fd, uint64_t size, uin
 		if (stage == 3) {
 			if (__activemask() != 0xffffffffu && lane == __ffs(__activemask()) - 1)
 				atomicAdd(div, 1);
-			G_read(d, fd, o, len, b);
+			gemini_dev_read(d, fd, o, len, b);
 			continue;
 		}
 		if (lane == 0) {
@@ -627,7 +627,7 @@ static void bench_ablate(const char *file, size_t page, const std::vector<int> &
 	if (!c)
 		return;
 	size = gemini_file_size(c, fd);
-	Geminifs_exit(c);
+	gemini_exit(c);
 	c = open_ctx("nvme-mem", page, (size_t)size * 4, 0, 4, file, &fd);
 	CK(cudaMalloc((void **)&out, (size_t)8192 * len));
 	CK(cudaMalloc((void **)&dv, 8));
@@ -667,8 +667,8 @@ static void bench_ablate(const char *file, size_t page, const std::vector<int> &
 		}
 	cudaFree(out);
 	cudaFree(dv);
-	G_close(c, fd);
-	Geminifs_exit(c);
+	gemini_close(c, fd);
+	gemini_exit(c);
 }
 
 /* Cold sequential scan through the cache: page size and prefetch. */
@@ -701,8 +701,8 @@ static void bench_seq(const char *file, const char *backend, size_t page, unsign
 	fflush(stdout);
 	cudaFree(out);
 	cudaFree(de);
-	G_close(c, fd);
-	Geminifs_exit(c);
+	gemini_close(c, fd);
+	gemini_exit(c);
 }
 
 /*
@@ -805,8 +805,8 @@ static void bench_map(const char *file)
 	/* one warp, dependent chain of translations: the latency a single request pays */
 	printf("map,%.1f,%.1f\n", ms[0] * 1e6 / 100000, ms[1] * 1e6 / 100000);
 	cudaFree(sink);
-	G_close(c, fd);
-	Geminifs_exit(c);
+	gemini_close(c, fd);
+	gemini_exit(c);
 }
 
 static std::vector<int> parse_list(const char *s)
@@ -847,7 +847,8 @@ int main(int argc, char **argv)
 		fprintf(
 		    stderr,
 		    "usage: bench_gemini randread FILE BACKEND HOSTTHREADS RAW T1,T2.. [REQS]\n"
-		    "         RAW 0: G_read_direct, 1: raw device offsets, 2: G_read (cache)\n"
+		    "         RAW 0: gemini_dev_read_direct, 1: raw device offsets, 2: "
+		    "gemini_dev_read (cache)\n"
 		    "       bench_gemini cpu FILE buffered|direct|gds T1,T2.. [REQS]\n"
 		    "       bench_gemini cpu-batched FILE buffered|direct T1,T2.. [REQS [BATCH]]\n"
 		    "       bench_gemini hit FILE PAGESIZE W1,W2..\n"

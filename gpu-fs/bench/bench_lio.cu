@@ -1,7 +1,7 @@
 /* The lio backend against the in-process controller on one GVDK file: cold 4 KiB random reads,
- * cold 128 KiB sequential reads and whole-page writes with G_sync, GPU warps from 1 up. Built
- * with -DGM_LIO_PROFILE (bench_lio_prof) it also prints, per lio point, where a batch's time
- * went (gemini_device.cuh's GM_PROF_*) as "prof," CSV lines on stderr. */
+ * cold 128 KiB sequential reads and whole-page writes with gemini_dev_sync, GPU warps from 1 up.
+ * Built with -DGM_LIO_PROFILE (bench_lio_prof) it also prints, per lio point, where a batch's time
+ * went (device/gm_lioq.cuh's GM_PROF_*) as "prof," CSV lines on stderr. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -51,7 +51,8 @@ __global__ static void k_read(struct gemini_dev *d, int fd, uint64_t size, uint3
 		} else {
 			p = (w * (pages / nw) + i) % pages;
 		}
-		if (G_read(d, fd, p * len, len, buf) != (int64_t)len && (threadIdx.x & 31) == 0)
+		if (gemini_dev_read(d, fd, p * len, len, buf) != (int64_t)len &&
+		    (threadIdx.x & 31) == 0)
 			atomicAdd(bad, 1);
 	}
 }
@@ -66,7 +67,8 @@ __global__ static void k_write(struct gemini_dev *d, int fd, uint64_t size, uint
 	for (int i = 0; i < n; i++) {
 		uint64_t p = (w * (pages / nw) + i) % pages;
 
-		if (G_write(d, fd, p * len, len, buf) != (int64_t)len && (threadIdx.x & 31) == 0)
+		if (gemini_dev_write(d, fd, p * len, len, buf) != (int64_t)len &&
+		    (threadIdx.x & 31) == 0)
 			atomicAdd(bad, 1);
 	}
 }
@@ -107,11 +109,11 @@ static void run(const char *name, struct gemini_config *k, const char *file, uin
 	uint8_t *scratch;
 	int fd;
 
-	if (Geminifs_init(&c, k)) {
+	if (gemini_init(&c, k)) {
 		fprintf(stderr, "bench_lio: %s: bad configuration\n", name);
 		exit(1);
 	}
-	fd = G_open(c, file, O_RDWR);
+	fd = gemini_open(c, file, O_RDWR);
 	if (fd < 0) {
 		fprintf(stderr, "bench_lio: %s: %s\n", name, gemini_last_error(c));
 		exit(1);
@@ -161,8 +163,8 @@ static void run(const char *name, struct gemini_config *k, const char *file, uin
 #endif
 		}
 	}
-	G_close(c, fd);
-	Geminifs_exit(c);
+	gemini_close(c, fd);
+	gemini_exit(c);
 	cudaFree(scratch);
 	cudaFree(bad);
 }

@@ -1,6 +1,6 @@
 // ctypes entry points for the PyTorch offload workload (bench/gpt2_offload.py): one libgemini
-// context per process, tensors moved to and from gpu-fs files by G_write/G_read kernels on the
-// caller's CUDA stream, so they order with the framework's own kernels.
+// context per process, tensors moved to and from gpu-fs files by gemini_dev_write/gemini_dev_read
+// kernels on the caller's CUDA stream, so they order with the framework's own kernels.
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,8 +20,8 @@ __global__ static void gt_xfer(struct gemini_dev *d, int fd, uint64_t off, uint6
 
 	for (uint64_t k = warp; k < nchunks; k += nw) {
 		uint64_t n = len - k * page < page ? len - k * page : page;
-		int64_t r = write ? G_write(d, fd, off + k * page, n, buf + k * page)
-				  : G_read(d, fd, off + k * page, n, buf + k * page);
+		int64_t r = write ? gemini_dev_write(d, fd, off + k * page, n, buf + k * page)
+				  : gemini_dev_read(d, fd, off + k * page, n, buf + k * page);
 
 		if (r != (int64_t)n && (threadIdx.x & 31) == 0)
 			atomicExch(err, 1);
@@ -30,7 +30,7 @@ __global__ static void gt_xfer(struct gemini_dev *d, int fd, uint64_t off, uint6
 
 __global__ static void gt_sync_kernel(struct gemini_dev *d, int fd, int *err)
 {
-	if (G_sync(d, fd))
+	if (gemini_dev_sync(d, fd))
 		atomicExch(err, 1);
 }
 
@@ -50,12 +50,12 @@ int gt_init(int backend, size_t page, size_t cache, unsigned host_threads)
 	k.qdepth = 64;
 	k.host_threads = host_threads;
 	gt_page = page;
-	return Geminifs_init(&gt_ctx, &k);
+	return gemini_init(&gt_ctx, &k);
 }
 
 int gt_open(const char *path, int writable)
 {
-	int fd = G_open(gt_ctx, path, writable ? O_RDWR : O_RDONLY);
+	int fd = gemini_open(gt_ctx, path, writable ? O_RDWR : O_RDONLY);
 
 	if (fd < 0)
 		fprintf(stderr, "gemini_torch: %s\n", gemini_last_error(gt_ctx));
@@ -94,7 +94,8 @@ int gt_xfer_async(int fd, unsigned long long off, unsigned long long len, void *
 
 int gt_sync(int fd, void *stream, void *err)
 {
-	/* every warp of a G_sync scans the whole cache and sends a flush: one block is enough */
+	/* every warp of a gemini_dev_sync scans the whole cache and sends a flush: one block is
+	 * enough */
 	gt_sync_kernel<<<1, 256, 0, (cudaStream_t)stream>>>(gemini_device(gt_ctx), fd, (int *)err);
 	if (cudaGetLastError() != cudaSuccess)
 		return -5;
@@ -116,7 +117,7 @@ void gt_stats(unsigned long long *out)
 
 void gt_exit(void)
 {
-	Geminifs_exit(gt_ctx);
+	gemini_exit(gt_ctx);
 	gt_ctx = NULL;
 }
 }

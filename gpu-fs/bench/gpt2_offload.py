@@ -4,8 +4,9 @@ sequence 1024, vocabulary 50257, random initial weights) takes training steps wh
 batches are read from a GVDK token file and whose saved activations are offloaded after each
 layer's forward and reloaded by its backward (saved_tensors_hooks). Modes:
   hbm          everything stays in HBM
-  gpufs        G_write/G_read kernels into a GVDK file through libgemini (--backend mem: the
-               controller's namespace in host memory; disk: the file's blocks on the disk)
+  gpufs        gemini_dev_write/gemini_dev_read kernels into a GVDK file through libgemini
+               (--backend mem: the controller's namespace in host memory; disk: the file's
+               blocks on the disk)
   posix        .cpu() + pwrite, pread + .cuda() (a file, through the OS page cache)
   pinned       the plain host-memory hook a practitioner writes: the same >= 1 MiB tensors
                copied into pinned host buffers with non_blocking copies, and back
@@ -152,7 +153,7 @@ class Offload:
             if self.lib.gt_xfer_async(self.fd, off, n, ctypes.c_void_p(t.data_ptr()), 1,
                                       ctypes.c_void_p(s), ctypes.c_void_p(self.err.data_ptr()),
                                       1024):
-                raise RuntimeError('G_write launch failed')
+                raise RuntimeError('gemini_dev_write launch failed')
         else:
             h = t.view(-1).view(torch.uint8).cpu().numpy()
             os.pwrite(self.posix_fd, memoryview(h), self.data_off + off)
@@ -168,7 +169,7 @@ class Offload:
             if self.lib.gt_xfer_async(self.fd, off, n, ctypes.c_void_p(t.data_ptr()), 0,
                                       ctypes.c_void_p(s), ctypes.c_void_p(self.err.data_ptr()),
                                       1024):
-                raise RuntimeError('G_read launch failed')
+                raise RuntimeError('gemini_dev_read launch failed')
             return t
         h = np.empty(n, dtype=np.uint8)
         if os.preadv(self.posix_fd, [h], self.data_off + off) != n:
@@ -236,7 +237,7 @@ def main():
     tfd = lib.gt_open(tok_path.encode(), 0)
     afd = lib.gt_open(act_path.encode(), 1)
     if tfd < 0 or afd < 0:
-        sys.exit('G_open failed')
+        sys.exit('gemini_open failed')
     pfd_tok = os.open(tok_path, os.O_RDONLY)
     pfd_act = os.open(act_path, os.O_RDWR)
 
@@ -304,7 +305,7 @@ def main():
         print('gpt2 %s losses by step: %s' % (mode, ' '.join('%.4f' % v for v in losses)),
               flush=True)
         if int(err.item()) or (hasattr(off, 'err') and int(off.err.item())):
-            sys.exit('%s: a G_read/G_write failed' % mode)
+            sys.exit('%s: a gemini_dev_read/gemini_dev_write failed' % mode)
         peak = torch.cuda.max_memory_allocated() / 2**30
         st = (ctypes.c_ulonglong * 6)()
         lib.gt_stats(st)

@@ -80,7 +80,7 @@ if plt and hit:
     plt.yscale('log')
     plt.xlabel('warps')
     plt.ylabel('GB/s')
-    plt.title('page-cache hit bandwidth (warp-uniform G_read)')
+    plt.title('page-cache hit bandwidth (warp-uniform gemini_dev_read)')
     plt.grid(True, which='both', alpha=0.3)
     plt.legend(fontsize=7)
     plt.tight_layout()
@@ -119,7 +119,7 @@ if plt and seq:
 
 if plt and abl:
     names = {'0': 'shard lock + unlock', '1': '+ hash walk', '2': 'acquire + release (no copy)',
-             '3': 'whole G_read (copy included)'}
+             '3': 'whole gemini_dev_read (copy included)'}
     pages = sorted({int(r['page_size']) for r in abl})
     fig, ax = plt.subplots(1, len(pages), figsize=(5.5 * len(pages), 4.5), squeeze=False)
     for k, pg in enumerate(pages):
@@ -134,9 +134,9 @@ if plt and abl:
                           label=names.get(st, st) + ('' if bld == 'bench_gemini' else ' (' + bld + ')'))
         # the same stages measured before the lock-free hit path (shard lock on every hit)
         for st, bld, sty, what in (('2', 'bench_gemini', 's--', 'acquire + release, shard lock'),
-                                   ('3', 'bench_gemini', 'd--', 'whole G_read, shard lock'),
+                                   ('3', 'bench_gemini', 'd--', 'whole gemini_dev_read, shard lock'),
                                    ('3', 'bench_gemini_noreconv', 'x:',
-                                    'whole G_read, shard lock, no reconvergence')):
+                                    'whole gemini_dev_read, shard lock, no reconvergence')):
             v = sorted([r for r in abl_old if int(r['page_size']) == pg and r['stage'] == st and
                         r['build'] == bld], key=lambda r: int(r['warps']))
             if v:

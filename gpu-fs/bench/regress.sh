@@ -5,13 +5,13 @@
 # (.carry/check and .carry/uring, when present, stand in for missing Check/liburing packages)
 out=$1 W=$2
 cd "$(dirname "$0")/.."
-mk() { # name, python edit of (device header, test source)
+mk() { # name, python edit of (the page cache's device header, test source)
 	local d=/tmp/regress-$1
 	rm -rf $d && mkdir -p $d && cp -r include lib tests gvdk Makefile $d/
 	python3 - "$d" "$2" <<'PY'
 import sys
 d, what = sys.argv[1], sys.argv[2]
-h = open(d + '/include/gemini_device.cuh').read()
+h = open(d + '/include/device/gm_cache.cuh').read()
 t = open(d + '/tests/test_gpu.cu').read()
 def rep(s, a, b):
     assert a in s, a
@@ -22,7 +22,7 @@ elif what == 'wbdrop':
     h = rep(h, '\t\t\tif (rc)\n\t\t\t\treturn prefetching ? -16 : rc;', '\t\t\tif (rc)\n\t\t\t\tatomicExch(&d->dirty[i], 0u);')
 elif what == 'unbounded':
     t = rep(t, 't.timeout_ms = 1000;', 't.timeout_ms = 3600000;')
-open(d + '/include/gemini_device.cuh', 'w').write(h)
+open(d + '/include/device/gm_cache.cuh', 'w').write(h)
 open(d + '/tests/test_gpu.cu', 'w').write(t)
 PY
 	mkdir -p /tmp/include && cp -r ../include/lightiov /tmp/include/ # the copy's ../include

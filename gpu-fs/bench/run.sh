@@ -35,7 +35,8 @@ C=1,4,16,64,128,256,512
 rr=$out/randread.csv
 if has randread; then
 	echo "kind,backend,host_threads,threads,iops,mbps,lat_us,errors" >"$rr"
-	# kind "nvme-mem": G_read_direct, around the page cache; "-cached": G_read through it
+	# kind "nvme-mem": gemini_dev_read_direct, around the page cache; "-cached": gemini_dev_read
+	# through it
 	"$bench" randread "$f" nvme-mem 1 0 $T 64 >>"$rr" || true
 	"$bench" randread "$f" nvme-mem 1 2 $T 64 >>"$rr" || true
 	"$bench" randread "$f" nvme-mem 4 2 $T 64 >>"$rr" || true

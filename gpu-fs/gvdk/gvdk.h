@@ -1,5 +1,5 @@
 /* libgvdk: builds, loads and checks GVDK files (header + L1/L2 block map from FIEMAP).
- * Host-only C; used by the gvdk tool, libgemini's G_open and the host tests. */
+ * Host-only C; used by the gvdk tool, libgemini's gemini_open and the host tests. */
 #ifndef GVDK_H
 #define GVDK_H
 

@@ -1,5 +1,6 @@
-/* libgemini public API: host calls (Geminifs_init, G_open, G_close, ...) and, when compiled by
- * nvcc, the device calls G_read/G_write/G_sync over the GPU page cache. */
+/* libgemini public API: host calls (gemini_init, gemini_open, gemini_close, ...) and, when compiled
+ * by nvcc, the device calls gemini_dev_read/gemini_dev_write/gemini_dev_sync over the GPU page
+ * cache. */
 #ifndef GEMINI_H
 #define GEMINI_H
 
@@ -56,20 +57,21 @@ struct gemini_ipc_handle {
 	unsigned char bytes[512];
 };
 
-int Geminifs_init(struct gemini_ctx **ctx, const struct gemini_config *cfg);
-void Geminifs_exit(struct gemini_ctx *ctx);
+int gemini_init(struct gemini_ctx **ctx, const struct gemini_config *cfg);
+void gemini_exit(struct gemini_ctx *ctx);
 /* Returns a descriptor >= 0 or a negative errno; flags: O_RDONLY or O_RDWR. */
-int G_open(struct gemini_ctx *ctx, const char *path, int flags);
-int G_close(struct gemini_ctx *ctx, int fd);
+int gemini_open(struct gemini_ctx *ctx, const char *path, int flags);
+int gemini_close(struct gemini_ctx *ctx, int fd);
 const char *gemini_last_error(const struct gemini_ctx *ctx);
-/* Device pointer passed to kernels that call G_read/G_write/G_sync. */
+/* Device pointer passed to kernels that call gemini_dev_read/gemini_dev_write/gemini_dev_sync. */
 struct gemini_dev *gemini_device(struct gemini_ctx *ctx);
 int64_t gemini_file_size(struct gemini_ctx *ctx, int fd);
-/* Lets G_read_direct move data into this GPU buffer (the controller's DMA window check). */
+/* Lets gemini_dev_read_direct move data into this GPU buffer (the controller's DMA window
+ * check). */
 int gemini_register_buffer(struct gemini_ctx *ctx, void *gpu_ptr, size_t len);
 /* One line on where the backend's data comes from (namespace, raw disk or file, gds state). */
 const char *gemini_backend_desc(const struct gemini_ctx *ctx);
-/* Host-side G_sync: writes back every dirty page of fd and flushes the backing. */
+/* Host-side gemini_dev_sync: writes back every dirty page of fd and flushes the backing. */
 int gemini_sync(struct gemini_ctx *ctx, int fd);
 /* Drops every clean, unreferenced page (tests and cold-cache benchmarks). */
 int gemini_cache_drop(struct gemini_ctx *ctx);

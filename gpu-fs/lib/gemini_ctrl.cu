@@ -1,14 +1,11 @@
-// libgemini backends: the host controller threads that serve the GPU-built NVMe queues (software
-// NVMe controller over host memory or the disk, posix proxy, cuFile proxy). The GPU side is
-// untrusted: every SQE goes through the shared checker, lio_sqe_check, as softssd's do.
+// libgemini's in-process controller: the host threads that serve the GPU-built NVMe queues
+// (software NVMe controller over host memory or the disk, posix proxy, cuFile proxy). The GPU
+// side is untrusted: every SQE goes through the shared checker, lio_sqe_check, as softssd's do.
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,73 +17,10 @@
 #include <liburing.h>
 #endif
 
-#include "gemini_backend.h"
-#include "lightiov/check.h"
+#include "gemini_ctrl.h"
+#include "lightiov/nvmeq.h"
 
-#define GM_BOUNCE	   (32u << 20)
-#define GM_BATCH	   4096
-#define GM_SEGS		   (2 * GM_BATCH) /* data segments of one batch (a contiguous buffer is one) */
 #define GM_STATUS(sct, sc) (NVME_STATUS(sct, sc) | NVME_STATUS_DNR)
-
-struct gm_op {
-	uint32_t pos;
-	uint16_t cid;
-	uint16_t status;
-	uint8_t opcode;
-	int io_fd; /* >= 0: file I/O at io_off (pread before the copy, pwrite after) */
-	uint64_t io_off;
-	uint8_t *bounce;
-	uint8_t *host; /* the namespace's bytes: the memory image or the bounce buffer */
-	size_t len;
-	uint32_t seg0; /* the checker's data segments: worker segs[seg0, seg0 + nsegs) */
-	uint32_t nsegs;
-};
-
-struct gm_worker {
-	struct gemini_ctx *c;
-	int id;
-	cudaStream_t stream;
-	uint8_t *bounce;
-	size_t used;
-	struct gm_op ops[GM_BATCH];
-	struct lio_seg segs[GM_SEGS];
-	uint32_t nsegs;
-	void *dsts[GM_SEGS];
-	const void *srcs[GM_SEGS];
-	size_t sizes[GM_SEGS];
-	/* the checker's view of this context: DMA window (arena pages, registered buffers, PRP
-	 * lists), LBA window (up to the end of the last open file's blocks) */
-	struct lio_check_region regions[2 + 16];
-	struct lio_check_ctx chk;
-	int flush;
-	/* read by the watchdog: what this thread does since when, and how much it has served */
-	volatile int phase;
-	volatile uint64_t phase_ns;
-	volatile unsigned long long served;
-#ifdef GEMINI_HAVE_URING
-	struct io_uring ring;
-	int ring_ok;
-#endif
-};
-
-enum { GM_PH_POLL, GM_PH_DISK_READ, GM_PH_COPY, GM_PH_DISK_WRITE, GM_PH_FLUSH };
-static const char *const gm_phase_name[] = {"polling the queues", "reading the disk",
-					    "waiting for its copies", "writing the disk",
-					    "flushing"};
-
-static uint64_t gm_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void gm_phase(struct gm_worker *w, int ph)
-{
-	w->phase_ns = gm_now_ns();
-	w->phase = ph;
-}
 
 int gemini_register_buffer(struct gemini_ctx *c, void *p, size_t len)
 {
@@ -98,11 +32,6 @@ int gemini_register_buffer(struct gemini_ctx *c, void *p, size_t len)
 	c->win[c->nwin].len = len;
 	__atomic_store_n(&c->nwin, c->nwin + 1, __ATOMIC_RELEASE);
 	return 0;
-}
-
-const char *gemini_backend_desc(const struct gemini_ctx *c)
-{
-	return c->ns_desc;
 }
 
 /* The run holding [dev, dev+len), or NULL: a command may only touch blocks of an open file. */
@@ -125,7 +54,7 @@ static const struct gm_run *gm_run_find(struct gemini_ctx *c, uint64_t dev, uint
 }
 
 /* The whole of [off, off+len) read into buf, or written from it; 0 or -1. */
-static int gm_rw_all(int fd, void *buf, size_t len, uint64_t off, bool write)
+int gm_rw_all(int fd, void *buf, size_t len, uint64_t off, bool write)
 {
 	char *p = (char *)buf;
 
@@ -389,20 +318,20 @@ static void gm_copy_batch(struct gm_worker *w, struct gm_op *ops, int n)
 		cudaMemcpyAsync(w->dsts[i], w->srcs[i], w->sizes[i], cudaMemcpyDefault, w->stream);
 }
 
+/* Posts the completion of the command at position pos of the queue's sequence (the doorbell is
+ * free running): its CQ slot, tagged with that position's phase, the status word last. */
 static void gm_complete(struct nvme_cqe *cq, uint32_t depth, uint32_t pos, uint16_t cid,
 			uint16_t status, uint32_t qid)
 {
-	struct nvme_cqe *e = &cq[pos & (depth - 1)];
-	uint16_t phase = ((pos / depth) & 1) ? 0 : 1;
+	uint32_t slot = pos & (depth - 1);
+	struct nvme_cqe e;
 
-	uint16_t *st = (uint16_t *)((uint8_t *)e + NVME_OFFSETOF(struct nvme_cqe, status));
-
-	e->dw0 = 0;
-	e->sq_head = (uint16_t)((pos + 1) & (depth - 1));
-	e->sq_id = (uint16_t)qid;
-	e->cid = cid;
-	/* the phase flips last: the GPU reads the entry once it sees the new phase */
-	__atomic_store_n(st, (uint16_t)((status << 1) | phase), __ATOMIC_RELEASE);
+	memset(&e, 0, sizeof(e));
+	e.sq_head = (uint16_t)nvmeq_next(slot, depth);
+	e.sq_id = (uint16_t)qid;
+	e.cid = cid;
+	e.status = status;
+	nvmeq_cqe_publish(&cq[slot], &e, nvmeq_pos_phase(pos, depth));
 }
 
 /* Serves SQ entries [head, tail) of queue qi; returns how many were completed. */
@@ -428,7 +357,7 @@ static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
 	w->nsegs = 0;
 	w->flush = 0;
 	/*
-	 * The run table's read lock is held until the batch is complete: G_close takes it for
+	 * The run table's read lock is held until the batch is complete: gemini_close takes it for
 	 * writing before it frees a file's namespace copy or closes its descriptor, so a batch
 	 * (of this process's kernels or an importer's) never uses a file being closed.
 	 */
@@ -480,192 +409,7 @@ static uint32_t gm_serve_queue(struct gm_worker *w, uint32_t qi)
 	return done;
 }
 
-/*
- * GEMINI_WATCHDOG=S (seconds), a diagnostic for hangs, off by default: every S seconds it
- * prints how many commands were served, or, when none were, where every controller thread is,
- * each busy queue as the host sees it (doorbell against served) and as the GPU does (slots
- * reserved, doorbell rung, the next slot's turn), and the page cache (held shard locks, loading
- * and referenced pages, broken hash chains).
- */
-static void gm_watch_report(struct gemini_ctx *c, const uint32_t *snap, int have_snap,
-			    unsigned secs)
-{
-	uint32_t depth = c->cfg.qdepth;
-	uint64_t now = gm_now_ns();
-
-	fprintf(stderr, "gemini watchdog: no command completed for %u s\n", secs);
-	for (int i = 0; i < c->nthreads; i++) {
-		struct gm_worker *w = (struct gm_worker *)c->workers[i];
-
-		fprintf(stderr, "  controller %d: %s for %llu ms, %llu commands served\n", i,
-			gm_phase_name[w->phase],
-			(unsigned long long)((now - w->phase_ns) / 1000000), w->served);
-	}
-	for (uint32_t qi = 0; qi < c->cfg.nqueues; qi++) {
-		const uint32_t *db = gm_qpair_at(c->qmem, depth, qi).db;
-		uint32_t tail = __atomic_load_n(db, __ATOMIC_ACQUIRE);
-		uint32_t head = __atomic_load_n(&c->qhead[qi], __ATOMIC_ACQUIRE);
-		const uint32_t *turn = snap + (size_t)qi * (depth + GM_CTL_WORDS),
-			       *ctl = turn + depth;
-
-		if (tail == head && (!have_snap || (ctl[0] == ctl[1] && ctl[1] == tail)))
-			continue;
-		fprintf(stderr, "  queue %u: doorbell %u, served %u", qi + 1, tail, head);
-		if (have_snap) {
-			uint32_t nx = ctl[1], slot = nx & (depth - 1);
-
-			fprintf(
-			    stderr,
-			    "; GPU: %u slots reserved, doorbell rung to %u; slot %u (ticket %u) "
-			    "has turn %u, wants %u%s",
-			    ctl[0], ctl[1], slot, nx, turn[slot], 2 * (nx / depth),
-			    ctl[GM_Q_DEAD] ? "; dead (a GPU wait ran past the bound)" : "");
-		}
-		fputc('\n', stderr);
-	}
-}
-
-/* Copies n bytes of device memory on stream s into pinned dst, waiting at most a second. */
-static int gm_watch_copy(void *dst, const void *src, size_t n, cudaStream_t s)
-{
-	if (cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s) != cudaSuccess)
-		return -1;
-	for (int k = 0; k < 100; k++) {
-		cudaError_t e = cudaStreamQuery(s);
-
-		if (e == cudaSuccess)
-			return 0;
-		if (e != cudaErrorNotReady)
-			return -1;
-		usleep(10000);
-	}
-	return -1;
-}
-
-/*
- * The page cache as the GPU has it now: held shard locks, loading and referenced pages, and
- * hash chains that loop or share pages (a walk under a shard lock would never end). buf:
- * pinned, large enough for every array copied (gm_watch_bytes).
- */
-static size_t gm_watch_bytes(const struct gemini_dev *h)
-{
-	return (size_t)h->nshards * (sizeof(struct gm_shard) + 4ull * h->nbuckets) +
-	       16ull * h->npages + 32 * 4;
-}
-
-static void gm_watch_cache(struct gemini_ctx *c, cudaStream_t s, uint8_t *buf)
-{
-	const struct gemini_dev *h = &c->hdev;
-	uint32_t np = h->npages, ns = h->nshards, nb = h->nbuckets * h->nshards;
-	uint32_t shown = 0, loading = 0, held = 0, err = 0, bad = 0;
-	struct gm_shard *sh = (struct gm_shard *)buf;
-	uint32_t *st = (uint32_t *)(sh + ns);
-	int *ref = (int *)(st + np), *hn = ref + np, *bk = hn + np;
-	uint32_t *seen = (uint32_t *)(bk + nb), *wbe = seen + np;
-
-	if (gm_watch_copy(sh, h->shards, ns * sizeof(*sh), s) ||
-	    gm_watch_copy(st, h->state, np * 4ull, s) || gm_watch_copy(ref, h->ref, np * 4ull, s) ||
-	    gm_watch_copy(hn, h->hnext, np * 4ull, s) ||
-	    gm_watch_copy(bk, h->bucket, nb * 4ull, s) ||
-	    gm_watch_copy(wbe, h->wb_err, 32 * 4, s)) {
-		fprintf(stderr, "  cache: the snapshot did not complete within a second\n");
-		return;
-	}
-	fprintf(stderr, "  cache: %u pages in %u shards; locked shards:", np, ns);
-	for (uint32_t k = 0; k < ns; k++)
-		if (sh[k].lock && shown++ < 16)
-			fprintf(stderr, " %u", k);
-	fprintf(stderr, " (%u)\n", shown);
-	for (int f = 0; f < GEMINI_MAX_FILES; f++)
-		if (wbe[f] != wbe[16 + f])
-			fprintf(stderr, "  file %d: %u failed write-backs, G_sync covered %u\n", f,
-				wbe[f], wbe[16 + f]);
-	for (uint32_t i = 0; i < np; i++) {
-		loading += st[i] == GM_PAGE_LOADING;
-		err += st[i] == GM_PAGE_ERROR;
-		held += ref[i] != 0;
-		seen[i] = 0;
-	}
-	fprintf(stderr, "  pages: %u loading, %u failed, %u referenced\n", loading, err, held);
-	for (uint32_t k = 0; k < nb; k++) {
-		uint32_t steps = 0;
-
-		for (int i = bk[k]; i >= 0 && (uint32_t)i < np && steps <= np; i = hn[i], steps++)
-			if (seen[i]++ && bad++ < 8)
-				fprintf(stderr, "    bucket %u (shard %u): page %d met twice\n", k,
-					k / h->nbuckets, i);
-	}
-	if (bad)
-		fprintf(stderr, "    %u hash-chain anomalies\n", bad);
-	shown = 0;
-	for (uint32_t i = 0; i < np && shown < 8; i++)
-		if (ref[i] || st[i] == GM_PAGE_LOADING) {
-			shown++;
-			fprintf(stderr, "    page %u (shard %u): state %u, %d references\n", i,
-				i / h->per_shard, st[i], ref[i]);
-		}
-	for (uint32_t k = 0, full; k < ns; k++) {
-		full = 0;
-		for (uint32_t i = k * h->per_shard; i < (k + 1) * h->per_shard; i++)
-			full += ref[i] != 0;
-		if (full == h->per_shard && shown++ < 16)
-			fprintf(stderr, "    shard %u: every page referenced\n", k);
-	}
-}
-
-static void *gm_watchdog(void *arg)
-{
-	struct gemini_ctx *c = (struct gemini_ctx *)arg;
-	size_t bytes = (size_t)c->cfg.nqueues * (c->cfg.qdepth + GM_CTL_WORDS) * 4;
-	size_t cbytes = gm_watch_bytes(&c->hdev);
-	unsigned long long last = 0;
-	cudaStream_t s = NULL;
-	uint32_t *snap = NULL;
-	uint8_t *cbuf = NULL;
-	uint64_t since = gm_now_ns();
-
-	cudaSetDevice(c->cfg.device);
-	if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
-	    cudaHostAlloc((void **)&snap, bytes, cudaHostAllocDefault) != cudaSuccess ||
-	    (cbytes < (1ull << 30) &&
-	     cudaHostAlloc((void **)&cbuf, cbytes, cudaHostAllocDefault) != cudaSuccess)) {
-		fprintf(stderr, "gemini watchdog: no stream or snapshot buffer, not started\n");
-		return NULL;
-	}
-	while (!c->stop) {
-		unsigned long long total = 0;
-		int have;
-
-		usleep(100000);
-		if (gm_now_ns() - since < c->watchdog_s * 1000000000ull)
-			continue;
-		since = gm_now_ns();
-		for (int i = 0; i < c->nthreads; i++)
-			total += ((struct gm_worker *)c->workers[i])->served;
-		if (total != last) {
-			/* a heartbeat: slow progress and a hang look alike from outside */
-			fprintf(stderr, "gemini watchdog: %llu commands served in the last %u s\n",
-				total - last, c->watchdog_s);
-			last = total;
-			continue;
-		}
-		/* the GPU's ticket counters, copied on a stream of our own */
-		have = gm_watch_copy(snap, c->turn_dev, bytes, s) == 0;
-		if (!have)
-			fprintf(stderr, "gemini watchdog: the GPU ticket snapshot did not complete "
-					"within 1 s\n");
-		gm_watch_report(c, snap, have, c->watchdog_s);
-		if (cbuf)
-			gm_watch_cache(c, s, cbuf);
-	}
-	cudaStreamSynchronize(s);
-	cudaStreamDestroy(s);
-	cudaFreeHost(snap);
-	cudaFreeHost(cbuf);
-	return NULL;
-}
-
-static void *gm_ctrl_thread(void *arg)
+void *gm_ctrl_thread(void *arg)
 {
 	struct gm_worker *w = (struct gm_worker *)arg;
 	struct gemini_ctx *c = w->c;
@@ -693,212 +437,4 @@ static void *gm_ctrl_thread(void *arg)
 		}
 	}
 	return NULL;
-}
-
-/* The whole disk holding the file system of the file (the map's offsets are disk relative). */
-static int gm_open_raw(const struct gvdk_header *h, char *why, size_t n)
-{
-	char path[160], line[128], name[64] = "";
-	FILE *f;
-	int fd;
-
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%suevent", h->dev_major, h->dev_minor,
-		 h->part_start ? "../" : "");
-	f = fopen(path, "r");
-	if (!f) {
-		snprintf(why, n, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "DEVNAME=", 8))
-			snprintf(name, sizeof(name), "/dev/%.*s", (int)strcspn(line + 8, "\n"),
-				 line + 8);
-	fclose(f);
-	fd = open(name, O_RDWR | O_DIRECT | O_CLOEXEC);
-	if (fd < 0)
-		snprintf(why, n, "%s: %s", name, strerror(errno));
-	else
-		snprintf(why, n, "%s", name);
-	return fd;
-}
-
-int gm_backend_start(struct gemini_ctx *c)
-{
-	c->rawfd = -1;
-	if (c->cfg.backend == GEMINI_BACKEND_LIO)
-		return gm_lio_start(c); /* softssd serves the queues: no controller thread */
-	c->qhead = (uint32_t *)calloc(c->cfg.nqueues, sizeof(uint32_t));
-	if (!c->qhead)
-		return gm_err(c, -ENOMEM, "gemini: out of memory for queue heads");
-#ifdef GEMINI_HAVE_CUFILE
-	if (c->cfg.backend == GEMINI_BACKEND_GDS) {
-		CUfileError_t e = cuFileDriverOpen();
-
-		if (e.err != CU_FILE_SUCCESS)
-			return gm_err(c, -EIO, "gemini: cuFileDriverOpen failed: error %d (%s)",
-				      (int)e.err, CUFILE_ERRSTR(e.err));
-		c->gds_open = 1;
-	}
-#else
-	if (c->cfg.backend == GEMINI_BACKEND_GDS)
-		return gm_err(c, -ENOTSUP, "gemini: gds backend not built (no cufile.h here)");
-#endif
-	c->stop = 0;
-	c->nthreads = (int)c->cfg.host_threads;
-	for (int i = 0; i < c->nthreads; i++) {
-		struct gm_worker *w = (struct gm_worker *)calloc(1, sizeof(*w));
-
-		if (!w)
-			return gm_err(c, -ENOMEM, "gemini: out of memory for controller %d", i);
-		w->c = c;
-		w->id = i;
-		if (cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking) != cudaSuccess ||
-		    cudaHostAlloc((void **)&w->bounce, GM_BOUNCE, cudaHostAllocDefault) !=
-			cudaSuccess)
-			return gm_err(c, -ENOMEM, "gemini: controller %d: no stream or bounce", i);
-#ifdef GEMINI_HAVE_URING
-		w->ring_ok = io_uring_queue_init(256, &w->ring, 0) == 0;
-#endif
-		c->workers[i] = w;
-		gm_phase(w, GM_PH_POLL);
-		if (pthread_create(&c->threads[i], NULL, gm_ctrl_thread, w))
-			return gm_err(c, -EAGAIN, "gemini: cannot start controller thread %d", i);
-	}
-	{
-		const char *e = getenv("GEMINI_WATCHDOG");
-		char *end = (char *)"";
-		unsigned long v = e ? strtoul(e, &end, 10) : 0;
-
-		if (e && (*end || v > 3600))
-			fprintf(stderr, "gemini: GEMINI_WATCHDOG=%s is not 0..3600 seconds\n", e);
-		c->watchdog_s = (unsigned)v;
-		if (v && v <= 3600 && !*end)
-			c->watchdog_on = !pthread_create(&c->watchdog, NULL, gm_watchdog, c);
-	}
-	return 0;
-}
-
-void gm_backend_stop(struct gemini_ctx *c)
-{
-	c->stop = 1;
-	if (c->cfg.backend == GEMINI_BACKEND_LIO)
-		gm_lio_stop(c);
-	if (c->watchdog_on)
-		pthread_join(c->watchdog, NULL);
-	c->watchdog_on = 0;
-	for (int i = 0; i < c->nthreads; i++) {
-		struct gm_worker *w = (struct gm_worker *)c->workers[i];
-
-		pthread_join(c->threads[i], NULL);
-		cudaStreamDestroy(w->stream);
-		cudaFreeHost(w->bounce);
-#ifdef GEMINI_HAVE_URING
-		if (w->ring_ok)
-			io_uring_queue_exit(&w->ring);
-#endif
-		free(w);
-		c->workers[i] = NULL;
-	}
-	c->nthreads = 0;
-	if (c->rawfd >= 0)
-		close(c->rawfd);
-#ifdef GEMINI_HAVE_CUFILE
-	if (c->gds_open)
-		cuFileDriverClose();
-#endif
-	free(c->qhead);
-}
-
-int gm_backend_open(struct gemini_ctx *c, int fd)
-{
-	struct gm_hfile *hf = &c->files[fd];
-	char why[256] = "";
-
-	switch (c->cfg.backend) {
-	case GEMINI_BACKEND_LIO:
-		return gm_lio_open(c, fd);
-	case GEMINI_BACKEND_NVME:
-		if (c->cfg.memory_namespace) {
-			if (cudaHostAlloc((void **)&hf->mem, hf->hdr.file_size,
-					  cudaHostAllocDefault) != cudaSuccess)
-				return gm_err(c, -ENOMEM,
-					      "G_open %s: no %llu bytes of pinned memory "
-					      "for the memory namespace",
-					      hf->path, (unsigned long long)hf->hdr.file_size);
-			if (gm_rw_all(hf->sysfd, hf->mem, hf->hdr.file_size, 0, false)) {
-				cudaFreeHost(hf->mem);
-				hf->mem = NULL;
-				return gm_err(c, -EIO,
-					      "G_open %s: loading the memory namespace "
-					      "failed",
-					      hf->path);
-			}
-			snprintf(c->ns_desc, sizeof(c->ns_desc),
-				 "nvme: software controller, namespace in host memory");
-			return 0;
-		}
-		if (c->rawfd < 0)
-			c->rawfd = gm_open_raw(&hf->hdr, why, sizeof(why));
-		if (c->rawfd >= 0)
-			snprintf(c->ns_desc, sizeof(c->ns_desc),
-				 "nvme: software controller, namespace = raw disk %s (O_DIRECT)",
-				 why);
-		else
-			snprintf(c->ns_desc, sizeof(c->ns_desc),
-				 "nvme: software controller, namespace = the file's extents%s "
-				 "(raw disk unavailable: %s)",
-				 c->cfg.direct ? " (O_DIRECT)" : "", why);
-		return 0;
-	case GEMINI_BACKEND_POSIX:
-		snprintf(c->ns_desc, sizeof(c->ns_desc), "posix proxy: pread/pwrite%s + cudaMemcpy",
-			 c->cfg.direct ? " (O_DIRECT)" : "");
-		return 0;
-	case GEMINI_BACKEND_GDS:
-#ifdef GEMINI_HAVE_CUFILE
-	{
-		CUfileDescr_t d;
-		CUfileHandle_t h;
-		CUfileError_t e;
-
-		memset(&d, 0, sizeof(d));
-		d.handle.fd = hf->sysfd;
-		d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-		e = cuFileHandleRegister(&h, &d);
-		if (e.err != CU_FILE_SUCCESS)
-			return gm_err(c, -EIO,
-				      "G_open %s: cuFileHandleRegister failed: error %d "
-				      "(%s)%s",
-				      hf->path, (int)e.err, CUFILE_ERRSTR(e.err),
-				      c->cfg.direct ? "" : "; gds needs O_DIRECT (config.direct)");
-		hf->cufile = h;
-		snprintf(c->ns_desc, sizeof(c->ns_desc), "gds proxy: cuFileRead/cuFileWrite");
-		return 0;
-	}
-#else
-		return gm_err(c, -ENOTSUP, "G_open: gds backend not built");
-#endif
-	}
-	return gm_err(c, -EINVAL, "G_open: backend %d unknown", (int)c->cfg.backend);
-}
-
-void gm_backend_close(struct gemini_ctx *c, int fd)
-{
-	struct gm_hfile *hf = &c->files[fd];
-
-	if (c->cfg.backend == GEMINI_BACKEND_LIO)
-		gm_lio_close(c, fd);
-	if (hf->mem) {
-		/* the memory namespace is volatile: closing a writable file stores it back */
-		if (hf->writable && !c->stop)
-			gm_rw_all(hf->sysfd, hf->mem + hf->hdr.data_offset, hf->hdr.data_size,
-				  hf->hdr.data_offset, true);
-		cudaFreeHost(hf->mem);
-		hf->mem = NULL;
-	}
-#ifdef GEMINI_HAVE_CUFILE
-	if (hf->cufile) {
-		cuFileHandleDeregister((CUfileHandle_t)hf->cufile);
-		hf->cufile = NULL;
-	}
-#endif
 }

@@ -1,5 +1,5 @@
-// libgemini host side: context and page-cache arena setup, G_open/G_close over validated GVDK
-// files, the host controller threads that serve the GPU's NVMe queues, and CUDA IPC sharing.
+// libgemini host side: context and page-cache arena setup, gemini_open/gemini_close over validated
+// GVDK files, the host controller threads that serve the GPU's NVMe queues, and CUDA IPC sharing.
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -52,7 +52,7 @@ static uint32_t gm_log2(uint64_t v)
 	return s;
 }
 
-int Geminifs_init(struct gemini_ctx **out, const struct gemini_config *cfg)
+int gemini_init(struct gemini_ctx **out, const struct gemini_config *cfg)
 {
 	struct gemini_ctx *c;
 	struct gemini_config k = {};
@@ -113,7 +113,7 @@ int Geminifs_init(struct gemini_ctx **out, const struct gemini_config *cfg)
 	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
 	c->cfg = k;
 	{
-		/* G_close must get the write lock while controller threads keep reading */
+		/* gemini_close must get the write lock while controller threads keep reading */
 		pthread_rwlockattr_t a;
 
 		pthread_rwlockattr_init(&a);
@@ -410,7 +410,7 @@ static size_t gm_map_alloc(struct gemini_ctx *c, size_t len)
 	return best;
 }
 
-int G_open(struct gemini_ctx *c, const char *path, int flags)
+int gemini_open(struct gemini_ctx *c, const char *path, int flags)
 {
 	char err[GVDK_ERRLEN] = "";
 	struct gvdk_map m;
@@ -422,18 +422,18 @@ int G_open(struct gemini_ctx *c, const char *path, int flags)
 	cudaError_t e;
 
 	if (acc != O_RDONLY && acc != O_RDWR)
-		return gm_err(c, -EINVAL, "G_open %s: flags %#x: only O_RDONLY or O_RDWR", path,
-			      flags);
+		return gm_err(c, -EINVAL, "gemini_open %s: flags %#x: only O_RDONLY or O_RDWR",
+			      path, flags);
 	/* validate before any GPU work: a corrupt file is refused even without a device */
 	rc = gvdk_load(path, &m, 0, err);
 	if (rc)
-		return gm_err(c, rc, "G_open %s", err);
+		return gm_err(c, rc, "gemini_open %s", err);
 	rc = gm_setup(c);
 	if (rc) {
 		char why[sizeof(c->err)];
 
 		snprintf(why, sizeof(why), "%s", c->err);
-		gm_err(c, rc, "G_open %s: %s", path, why);
+		gm_err(c, rc, "gemini_open %s: %s", path, why);
 		goto out;
 	}
 	for (int i = 0; i < GEMINI_MAX_FILES; i++)
@@ -442,7 +442,7 @@ int G_open(struct gemini_ctx *c, const char *path, int flags)
 			break;
 		}
 	if (fd < 0) {
-		rc = gm_err(c, -EMFILE, "G_open %s: all %d descriptors in use", path,
+		rc = gm_err(c, -EMFILE, "gemini_open %s: all %d descriptors in use", path,
 			    GEMINI_MAX_FILES);
 		goto out;
 	}
@@ -452,16 +452,17 @@ int G_open(struct gemini_ctx *c, const char *path, int flags)
 	mapbytes = (mapbytes + 255) & ~(size_t)255;
 	map_off = gm_map_alloc(c, mapbytes);
 	if (map_off == (size_t)-1) {
-		rc = gm_err(c, -ENOSPC,
-			    "G_open %s: map of %zu bytes does not fit in the %llu-byte map region "
-			    "beside the maps of the open files",
-			    path, mapbytes, (unsigned long long)GM_MAP_REGION);
+		rc = gm_err(
+		    c, -ENOSPC,
+		    "gemini_open %s: map of %zu bytes does not fit in the %llu-byte map region "
+		    "beside the maps of the open files",
+		    path, mapbytes, (unsigned long long)GM_MAP_REGION);
 		goto out;
 	}
 	hf->sysfd = open(path, (acc == O_RDWR ? O_RDWR : O_RDONLY) | O_CLOEXEC |
 				   (c->cfg.direct ? O_DIRECT : 0));
 	if (hf->sysfd < 0) {
-		rc = gm_err(c, -errno, "G_open %s: %s", path, strerror(errno));
+		rc = gm_err(c, -errno, "gemini_open %s: %s", path, strerror(errno));
 		goto out;
 	}
 	snprintf(hf->path, sizeof(hf->path), "%s", path);
@@ -470,7 +471,7 @@ int G_open(struct gemini_ctx *c, const char *path, int flags)
 	/* L1 as entry indices into the L2 array on the GPU: one add per level at lookup */
 	l1 = (uint64_t *)malloc(m.hdr.l2_tables * 8ull);
 	if (!l1) {
-		rc = gm_err(c, -ENOMEM, "G_open %s: out of memory", path);
+		rc = gm_err(c, -ENOMEM, "gemini_open %s: out of memory", path);
 		goto out_close;
 	}
 	for (uint32_t i = 0; i < m.hdr.l2_tables; i++)
@@ -486,8 +487,8 @@ int G_open(struct gemini_ctx *c, const char *path, int flags)
 			       cudaMemcpyHostToDevice);
 	free(l1);
 	if (e) {
-		rc = gm_err(c, -EIO, "G_open %s: uploading the %zu-byte map: %s", path, mapbytes,
-			    cudaGetErrorString(e));
+		rc = gm_err(c, -EIO, "gemini_open %s: uploading the %zu-byte map: %s", path,
+			    mapbytes, cudaGetErrorString(e));
 		goto out_close;
 	}
 	f.data_size = m.hdr.data_size;
@@ -504,7 +505,7 @@ int G_open(struct gemini_ctx *c, const char *path, int flags)
 	pthread_rwlock_unlock(&c->runs_lock);
 	if (rc) {
 		gm_backend_close(c, fd);
-		rc = gm_err(c, rc, "G_open %s: out of memory for the run table", path);
+		rc = gm_err(c, rc, "gemini_open %s: out of memory for the run table", path);
 		goto out_close;
 	}
 	{
@@ -523,7 +524,7 @@ int G_open(struct gemini_ctx *c, const char *path, int flags)
 		gm_runs_remove(c, fd);
 		pthread_rwlock_unlock(&c->runs_lock);
 		gm_backend_close(c, fd);
-		rc = gm_err(c, -EIO, "G_open %s: publishing descriptor %d: %s", path, fd,
+		rc = gm_err(c, -EIO, "gemini_open %s: publishing descriptor %d: %s", path, fd,
 			    cudaGetErrorString(e));
 		goto out_close;
 	}
@@ -545,7 +546,7 @@ out:
 
 __global__ static void gm_sync_kernel(struct gemini_dev *d, int fd, int *rc)
 {
-	int r = G_sync(d, fd);
+	int r = gemini_dev_sync(d, fd);
 
 	if (r)
 		atomicExch(rc, r);
@@ -590,7 +591,8 @@ int gemini_sync(struct gemini_ctx *c, int fd)
 		return gm_err(c, -EIO, "gemini_sync: descriptor %d: clearing the result failed",
 			      fd);
 	}
-	/* each warp of a G_sync scans the whole cache: one block of 8 warps splits the writes */
+	/* each warp of a gemini_dev_sync scans the whole cache: one block of 8 warps splits the
+	 * writes */
 	gm_sync_kernel<<<1, 256>>>(c->ddev, fd, drc);
 	if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
 	    cudaMemcpy(&hrc, drc, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) {
@@ -615,24 +617,25 @@ int gemini_cache_drop(struct gemini_ctx *c)
 	return 0;
 }
 
-int G_close(struct gemini_ctx *c, int fd)
+int gemini_close(struct gemini_ctx *c, int fd)
 {
 	struct gm_file f = {};
 	int rc = 0;
 
 	if (fd < 0 || fd >= GEMINI_MAX_FILES || !c->files[fd].open)
-		return gm_err(c, -EBADF, "G_close: descriptor %d not open", fd);
+		return gm_err(c, -EBADF, "gemini_close: descriptor %d not open", fd);
 	if (c->files[fd].writable)
 		rc = gemini_sync(c, fd);
 	/* this process's kernels stop seeing the file first, then its pages go */
 	if (cudaMemcpy(&c->ddev->files[fd], &f, sizeof(f), cudaMemcpyHostToDevice) != cudaSuccess &&
 	    !rc)
-		rc = gm_err(c, -EIO, "G_close: descriptor %d: unpublishing the file failed", fd);
+		rc = gm_err(c, -EIO, "gemini_close: descriptor %d: unpublishing the file failed",
+			    fd);
 	c->hdev.files[fd] = f;
 	/* a later file on this descriptor must not see these pages */
 	gm_drop_kernel<<<(c->hdev.nshards + 127) / 128, 128>>>(c->ddev, fd);
 	if (cudaDeviceSynchronize() != cudaSuccess && !rc)
-		rc = gm_err(c, -EIO, "G_close: descriptor %d: dropping its pages failed", fd);
+		rc = gm_err(c, -EIO, "gemini_close: descriptor %d: dropping its pages failed", fd);
 	/*
 	 * The controller refuses the file's LBAs from here on; the write lock waits for every batch
 	 * in service (an importer's too) to complete, so its buffers are freed only once nobody
@@ -674,13 +677,13 @@ int gemini_stats(struct gemini_ctx *c, struct gemini_stats *st)
 	return 0;
 }
 
-void Geminifs_exit(struct gemini_ctx *c)
+void gemini_exit(struct gemini_ctx *c)
 {
 	if (!c)
 		return;
 	for (int i = 0; i < GEMINI_MAX_FILES; i++)
 		if (c->files[i].open)
-			G_close(c, i);
+			gemini_close(c, i);
 	if (c->ready || c->lio) /* a lio session opened before a later set-up step failed */
 		gm_backend_stop(c);
 	if (c->qmem) {
@@ -734,7 +737,7 @@ int gemini_ipc_export(struct gemini_ctx *c, struct gemini_ipc_handle *h)
 
 	static_assert(sizeof(b) <= sizeof(h->bytes), "ipc blob fits the handle");
 	if (!c->ready)
-		return gm_err(c, -EINVAL, "gemini_ipc_export: nothing to share before G_open");
+		return gm_err(c, -EINVAL, "gemini_ipc_export: nothing to share before gemini_open");
 	if (c->cfg.backend == GEMINI_BACKEND_LIO)
 		return gm_err(c, -EOPNOTSUPP,
 			      "gemini_ipc_export: the lio backend's queue pairs belong to this "

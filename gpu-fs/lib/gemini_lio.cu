@@ -106,7 +106,7 @@ int gm_lio_start(struct gemini_ctx *c)
 	o.mode =
 	    LIGHTIOV_MODE_ISOLATED; /* every GPU command checked by the daemon (lio_sqe_check) */
 	o.qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL;
-	o.nr_qp = nq + 1; /* the last one is the host's (the volume check at G_open) */
+	o.nr_qp = nq + 1; /* the last one is the host's (the volume check at gemini_open) */
 	o.depth = k->qdepth;
 	/* lio_drv's PRP pages (depth per pair), then per GPU pair staging and PRP-list pages, then
 	 * the host's bounce */
@@ -226,21 +226,24 @@ int gm_lio_open(struct gemini_ctx *c, int fd)
 	uint16_t st;
 
 	if (c->lio_fd >= 0)
-		return gm_err(c, -EBUSY,
-			      "G_open %s: the lio backend serves one file (volume %s holds %s)",
-			      hf->path, c->cfg.lio_volume, c->files[c->lio_fd].path);
+		return gm_err(
+		    c, -EBUSY,
+		    "gemini_open %s: the lio backend serves one file (volume %s holds %s)",
+		    hf->path, c->cfg.lio_volume, c->files[c->lio_fd].path);
 	if (hf->hdr.file_size > c->lio_vol_bytes)
-		return gm_err(c, -EFBIG, "G_open %s: %llu bytes do not fit volume %s (%llu bytes)",
+		return gm_err(c, -EFBIG,
+			      "gemini_open %s: %llu bytes do not fit volume %s (%llu bytes)",
 			      hf->path, (unsigned long long)hf->hdr.file_size, c->cfg.lio_volume,
 			      (unsigned long long)c->lio_vol_bytes);
 	st = lio_drv_io(d, c->cfg.nqueues, NVME_CMD_READ, 0, nlb, c->lio_bounce);
 	if (st)
-		return gm_err(c, -EIO, "G_open %s: reading volume %s's header: NVMe status %#x",
+		return gm_err(c, -EIO,
+			      "gemini_open %s: reading volume %s's header: NVMe status %#x",
 			      hf->path, c->cfg.lio_volume, st);
 	if (memcmp(lio_drv_ptr(d, c->lio_bounce), &hf->hdr, sizeof(hf->hdr)))
 		return gm_err(
 		    c, -ESTALE,
-		    "G_open %s: volume %s does not hold this file (import it: lvmm ssd vol "
+		    "gemini_open %s: volume %s does not hold this file (import it: lvmm ssd vol "
 		    "import %s %s %s)",
 		    hf->path, c->cfg.lio_volume, c->cfg.lio_ssd, c->cfg.lio_volume, hf->path);
 	c->lio_fd = fd;

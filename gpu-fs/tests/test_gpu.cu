@@ -1,6 +1,6 @@
 // GPU tests of libgemini: thousands of threads reading and writing through the page cache against
-// a reference copy (byte-exact), eviction under pressure, G_sync durability seen from a fresh
-// process (whole and partial grids, two files), cross-process sharing through CUDA IPC, one
+// a reference copy (byte-exact), eviction under pressure, gemini_dev_sync durability seen from a
+// fresh process (whole and partial grids, two files), cross-process sharing through CUDA IPC, one
 // process at a time and both at once, failed write-backs, whole-page writes racing readers, a
 // controller that stops mid-run, bounds and hostile NVMe commands.
 #include <check.h>
@@ -118,7 +118,7 @@ __global__ static void k_read_check(struct gemini_dev *d, int fd, const uint8_t 
 		}
 		if (len > size - off)
 			len = size - off;
-		int64_t r = G_read(d, fd, off, len, buf);
+		int64_t r = gemini_dev_read(d, fd, off, len, buf);
 
 		__syncwarp();
 		if (r != (int64_t)len) {
@@ -155,14 +155,14 @@ __global__ static void k_write(struct gemini_dev *d, int fd, uint8_t *ref, uint6
 			buf[i] = (uint8_t)rnd(&s);
 			ref[base + a + i] = buf[i];
 		}
-		if (G_write(d, fd, base + a, len, buf) != (int64_t)len)
+		if (gemini_dev_write(d, fd, base + a, len, buf) != (int64_t)len)
 			atomicAdd(bad, 1);
 	}
 }
 
 __global__ static void k_sync(struct gemini_dev *d, int fd, int *rc)
 {
-	int r = G_sync(d, fd);
+	int r = gemini_dev_sync(d, fd);
 
 	if (r)
 		atomicExch(rc, r);
@@ -186,9 +186,9 @@ static struct gemini_ctx *ctx_open(enum gemini_backend b, int memns, size_t page
 		k.nqueues = 32;
 		k.qdepth = 64;
 	}
-	ck_assert_int_eq(Geminifs_init(&c, &k), 0);
-	*fd = G_open(c, tfile, flags);
-	ck_assert_msg(*fd >= 0, "G_open: %s", gemini_last_error(c));
+	ck_assert_int_eq(gemini_init(&c, &k), 0);
+	*fd = gemini_open(c, tfile, flags);
+	ck_assert_msg(*fd >= 0, "gemini_open: %s", gemini_last_error(c));
 	printf("  backend: %s\n", gemini_backend_desc(c));
 	return c;
 }
@@ -239,8 +239,8 @@ static void rw_roundtrip(enum gemini_backend b, int memns, size_t page, size_t c
 		ck_assert_uint_gt(st.evictions, 0);
 	fprintf(stderr, "  phase: sync and close\n");
 	ck_assert_int_eq(gemini_sync(c, fd), 0);
-	ck_assert_int_eq(G_close(c, fd), 0);
-	Geminifs_exit(c);
+	ck_assert_int_eq(gemini_close(c, fd), 0);
+	gemini_exit(c);
 	CK_CUDA(cudaMemcpy(ref, dref, size, cudaMemcpyDeviceToHost));
 	disk = read_back(tfile, size);
 	for (uint64_t i = 0; i < size; i++)
@@ -316,10 +316,11 @@ __global__ static void k_bulk(struct gemini_dev *d, int fd, const uint8_t *src, 
 	uint64_t nw = (gridDim.x * (uint64_t)blockDim.x) / 32;
 
 	for (uint64_t o = warp * 8192; o < len; o += nw * 8192)
-		G_write(d, fd, o, 8192, src + o);
+		gemini_dev_write(d, fd, o, 8192, src + o);
 }
 
-/* child: overwrite the first 4 MiB with pat(.., 77), then G_sync or not, and die without closing */
+/* child: overwrite the first 4 MiB with pat(.., 77), then gemini_dev_sync or not, and die without
+ * closing */
 static int child_write(const char *path, int sync)
 {
 	struct gemini_config k;
@@ -332,7 +333,7 @@ static int child_write(const char *path, int sync)
 	memset(&k, 0, sizeof(k));
 	k.page_size = 65536;
 	k.cache_size = 64 << 20;
-	if (Geminifs_init(&c, &k) || (fd = G_open(c, path, O_RDWR)) < 0)
+	if (gemini_init(&c, &k) || (fd = gemini_open(c, path, O_RDWR)) < 0)
 		return 10;
 	for (int i = 0; i < (4 << 20); i++)
 		h[i] = pat((uint64_t)i, 77);
@@ -352,7 +353,8 @@ static int child_write(const char *path, int sync)
 		if (hrc)
 			return 13;
 	}
-	_exit(0); /* no G_close, no exit handlers: only what G_sync made durable survives */
+	_exit(0); /* no gemini_close, no exit handlers: only what gemini_dev_sync made durable
+		     survives */
 }
 
 START_TEST(sync_durability_across_processes)
@@ -361,7 +363,8 @@ START_TEST(sync_durability_across_processes)
 	uint64_t i, diff = 0;
 
 	free(make_file(tfile, 8 << 20, 1));
-	/* without G_sync the process dies with the data only in HBM: the disk keeps the old bytes
+	/* without gemini_dev_sync the process dies with the data only in HBM: the disk keeps the
+	 * old bytes
 	 */
 	ck_assert_int_eq(spawn_self("--child-write", "nosync"), 0);
 	disk = read_back(tfile, 8 << 20);
@@ -369,7 +372,7 @@ START_TEST(sync_durability_across_processes)
 		diff += disk[i] != pat(i, 1);
 	ck_assert_uint_eq(diff, 0);
 	free(disk);
-	/* with G_sync (a device call from 1024 threads) the new bytes are on the disk */
+	/* with gemini_dev_sync (a device call from 1024 threads) the new bytes are on the disk */
 	ck_assert_int_eq(spawn_self("--child-write", "sync"), 0);
 	disk = read_back(tfile, 8 << 20);
 	for (i = 0; i < (4 << 20); i++)
@@ -391,7 +394,7 @@ __global__ static void k_check_region(struct gemini_dev *d, int fd, uint64_t off
 	uint8_t *buf = scratch + warp * 4096;
 
 	for (uint64_t o = warp * 4096; o < len; o += nw * 4096) {
-		if (G_read(d, fd, off + o, 4096, buf) != 4096) {
+		if (gemini_dev_read(d, fd, off + o, 4096, buf) != 4096) {
 			if ((threadIdx.x & 31) == 0)
 				atomicAdd(bad, 1ull << 32);
 			continue;
@@ -415,7 +418,7 @@ __global__ static void k_fill_region(struct gemini_dev *d, int fd, uint64_t off,
 		for (int i = threadIdx.x & 31; i < 4096; i += 32)
 			buf[i] = pat(off + o + i, seed);
 		__syncwarp();
-		G_write(d, fd, off + o, 4096, buf);
+		gemini_dev_write(d, fd, off + o, 4096, buf);
 		__syncwarp();
 	}
 }
@@ -480,8 +483,8 @@ START_TEST(cross_process_sharing)
 	CK_CUDA(cudaDeviceSynchronize());
 	CK_CUDA(cudaMemcpy(&hbad, bad, 8, cudaMemcpyDeviceToHost));
 	ck_assert_msg(hbad == 0, "region B: %llu bad", hbad);
-	ck_assert_int_eq(G_close(c, fd), 0);
-	Geminifs_exit(c);
+	ck_assert_int_eq(gemini_close(c, fd), 0);
+	gemini_exit(c);
 	cudaFree(scratch);
 	cudaFree(bad);
 }
@@ -490,13 +493,13 @@ END_TEST
 __global__ static void k_bounds(struct gemini_dev *d, int rw, int ro, uint64_t size, uint8_t *buf,
 				uint8_t *foreign, long long *out)
 {
-	out[0] = G_read(d, ro, size - 10, 20, buf);
-	out[1] = G_write(d, ro, 0, 16, buf);
-	out[2] = G_read(d, 9, 0, 16, buf);
-	out[3] = G_read(d, -1, 0, 16, buf);
-	out[4] = G_read_direct(d, rw, 100, 4096, buf);
-	out[5] = G_read(d, ro, size - 10, 10, buf);
-	out[6] = G_read(d, rw, UINT64_MAX - 5, 10, buf);
+	out[0] = gemini_dev_read(d, ro, size - 10, 20, buf);
+	out[1] = gemini_dev_write(d, ro, 0, 16, buf);
+	out[2] = gemini_dev_read(d, 9, 0, 16, buf);
+	out[3] = gemini_dev_read(d, -1, 0, 16, buf);
+	out[4] = gemini_dev_read_direct(d, rw, 100, 4096, buf);
+	out[5] = gemini_dev_read(d, ro, size - 10, 10, buf);
+	out[6] = gemini_dev_read(d, rw, UINT64_MAX - 5, 10, buf);
 	/* hostile commands straight into a queue: the controller (lio_sqe_check, then its
 	 * namespace) must refuse each */
 	out[7] = gm_raw_cmd(d, NVME_CMD_READ, 1ull << 50, 4096, d->data);
@@ -522,7 +525,7 @@ START_TEST(bounds_and_hostile_commands)
 	snprintf(second, sizeof(second), "%s/ro.gvdk", tdir);
 	free(make_file(second, 1 << 20, 2));
 	c = ctx_open(GEMINI_BACKEND_NVME, 0, 4096, 1 << 20, O_RDWR, &rw, NULL);
-	ro = G_open(c, second, O_RDONLY);
+	ro = gemini_open(c, second, O_RDONLY);
 	ck_assert_int_ge(ro, 0);
 	CK_CUDA(cudaMalloc((void **)&buf, 1 << 16));
 	CK_CUDA(cudaMalloc((void **)&foreign, 1 << 16));
@@ -555,15 +558,15 @@ START_TEST(bounds_and_hostile_commands)
 	ck_assert_int_eq(h[13],
 			 NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR) | NVME_STATUS_DNR);
 	ck_assert_int_eq(h[14], 0); /* and the controller still serves good commands */
-	ck_assert_int_eq(G_close(c, ro), 0);
-	ck_assert_int_eq(G_close(c, rw), 0);
-	ck_assert_int_eq(G_close(c, rw), -EBADF);
-	Geminifs_exit(c);
+	ck_assert_int_eq(gemini_close(c, ro), 0);
+	ck_assert_int_eq(gemini_close(c, rw), 0);
+	ck_assert_int_eq(gemini_close(c, rw), -EBADF);
+	gemini_exit(c);
 }
 END_TEST
 
-/* ---- section: failure and concurrency cases (write-back errors, publish order, G_sync, bounded
- * waits, two processes at once) ---- */
+/* ---- section: failure and concurrency cases (write-back errors, publish order, gemini_dev_sync,
+ * bounded waits, two processes at once) ---- */
 
 /* One 8-byte word of a tagged file: who wrote it, which generation, and where it lives. Torn or
  * foreign words (another file, another offset) fail the check; old or new generations pass. */
@@ -591,7 +594,8 @@ static void make_tag_file(const char *path, uint64_t size, uint32_t who)
 	free(w);
 }
 
-/* One warp writes pages [0, npages) of fd in order, whole pages; ack[p] = 1 where G_write said so.
+/* One warp writes pages [0, npages) of fd in order, whole pages; ack[p] = 1 where gemini_dev_write
+ * said so.
  */
 __global__ static void k_write_pages(struct gemini_dev *d, int fd, uint32_t page, uint32_t npages,
 				     uint32_t seed, uint8_t *buf, int *ack, long long *last)
@@ -600,7 +604,7 @@ __global__ static void k_write_pages(struct gemini_dev *d, int fd, uint32_t page
 		for (uint32_t i = threadIdx.x; i < page; i += 32)
 			buf[i] = pat((uint64_t)p * page + i, seed);
 		__syncwarp();
-		int64_t r = G_write(d, fd, (uint64_t)p * page, page, buf);
+		int64_t r = gemini_dev_write(d, fd, (uint64_t)p * page, page, buf);
 
 		__syncwarp();
 		if (threadIdx.x == 0) {
@@ -614,9 +618,9 @@ __global__ static void k_write_pages(struct gemini_dev *d, int fd, uint32_t page
 /*
  * The controller refuses every write while the cache is full of dirty pages: an eviction's
  * write-back fails. The page must stay in the cache, dirty (the writer that needed the slot gets
- * the error), G_sync must report -EIO, and once the device takes writes again a G_sync must put
- * every acknowledged page on the disk. (Before: the failed write-back was ignored, the page
- * evicted and its acknowledged bytes lost.)
+ * the error), gemini_dev_sync must report -EIO, and once the device takes writes again a
+ * gemini_dev_sync must put every acknowledged page on the disk. (Before: the failed write-back was
+ * ignored, the page evicted and its acknowledged bytes lost.)
  */
 START_TEST(writeback_failure_keeps_data)
 {
@@ -662,8 +666,8 @@ START_TEST(writeback_failure_keeps_data)
 	CK_CUDA(cudaDeviceSynchronize());
 	CK_CUDA(cudaMemcpy(&hrc, rc, 4, cudaMemcpyDeviceToHost));
 	ck_assert_int_eq(hrc, 0);
-	ck_assert_int_eq(G_close(c, fd), 0);
-	Geminifs_exit(c);
+	ck_assert_int_eq(gemini_close(c, fd), 0);
+	gemini_exit(c);
 	disk = read_back(tfile, 1 << 20);
 	for (uint32_t p = 0; p < npages; p++) {
 		uint32_t seed = hack[p] ? 55 : 1; /* refused writes leave the old bytes */
@@ -704,10 +708,10 @@ __global__ static void k_race(struct gemini_dev *d, int fa, int fb, uint32_t pag
 			for (uint32_t i = lane; i < page / 8; i += 32)
 				buf[i] = tag_word(f + 1, it + 1, off + i * 8);
 			__syncwarp();
-			if (G_write(d, fd, off, page, buf) != (int64_t)page && lane == 0)
+			if (gemini_dev_write(d, fd, off, page, buf) != (int64_t)page && lane == 0)
 				atomicAdd(bad, 1ull << 32);
 		} else {
-			int64_t n = G_read(d, fd, off, page, buf);
+			int64_t n = gemini_dev_read(d, fd, off, page, buf);
 
 			__syncwarp();
 			if (n != (int64_t)page) {
@@ -743,7 +747,7 @@ START_TEST(full_page_writes_race_readers)
 	snprintf(second, sizeof(second), "%s/b.gvdk", tdir);
 	make_tag_file(second, (uint64_t)page * npages, 2);
 	c = ctx_open(GEMINI_BACKEND_NVME, 1, page, 8 * page, O_RDWR, &fa, NULL);
-	fb = G_open(c, second, O_RDWR);
+	fb = gemini_open(c, second, O_RDWR);
 	ck_assert_int_ge(fb, 0);
 	CK_CUDA(cudaMalloc((void **)&scratch, (size_t)256 * page));
 	CK_CUDA(cudaMalloc((void **)&bad, 8));
@@ -757,22 +761,22 @@ START_TEST(full_page_writes_race_readers)
 	ck_assert_msg(hbad == 0, "%llu calls failed, %llu reads saw foreign bytes", hbad >> 32,
 		      hbad & 0xffffffff);
 	ck_assert_uint_gt(st.evictions, 1000);
-	ck_assert_int_eq(G_close(c, fb), 0);
-	ck_assert_int_eq(G_close(c, fa), 0);
-	Geminifs_exit(c);
+	ck_assert_int_eq(gemini_close(c, fb), 0);
+	ck_assert_int_eq(gemini_close(c, fa), 0);
+	gemini_exit(c);
 	cudaFree(scratch);
 	cudaFree(bad);
 }
 END_TEST
 
-/* Only some threads of each block call G_sync, block 0 for fa and block 1 for fb. */
+/* Only some threads of each block call gemini_dev_sync, block 0 for fa and block 1 for fb. */
 __global__ static void k_sync_partial(struct gemini_dev *d, int fa, int fb, int *rc, int *calls)
 {
 	int r;
 
 	if (threadIdx.x % 96 >= 50)
 		return; /* partial warps, partial blocks */
-	r = G_sync(d, blockIdx.x ? fb : fa);
+	r = gemini_dev_sync(d, blockIdx.x ? fb : fa);
 	atomicAdd(calls, 1);
 	if (r)
 		atomicExch(rc, r);
@@ -789,8 +793,8 @@ static int child_sync2(const char *path, const char *second)
 	memset(&k, 0, sizeof(k));
 	k.page_size = 16384;
 	k.cache_size = 32 << 20;
-	if (Geminifs_init(&c, &k) || (fa = G_open(c, path, O_RDWR)) < 0 ||
-	    (fb = G_open(c, second, O_RDWR)) < 0)
+	if (gemini_init(&c, &k) || (fa = gemini_open(c, path, O_RDWR)) < 0 ||
+	    (fb = gemini_open(c, second, O_RDWR)) < 0)
 		return 10;
 	cudaMalloc((void **)&scratch, 4 << 20);
 	cudaMalloc((void **)&rc, 4);
@@ -819,7 +823,7 @@ static int child_sync2(const char *path, const char *second)
 	cudaMemcpy(&hrc, rc, 4, cudaMemcpyDeviceToHost);
 	if (hrc)
 		return 15;
-	_exit(0); /* no G_close: only what G_sync made durable survives */
+	_exit(0); /* no gemini_close: only what gemini_dev_sync made durable survives */
 }
 
 START_TEST(sync_partial_grid_two_files)
@@ -869,7 +873,7 @@ __global__ static void k_read_until(struct gemini_dev *d, int fd, uint64_t size,
 		uint64_t off = (uint64_t)(rnd(&s) % (uint32_t)(size / 4096)) * 4096;
 
 		off = __shfl_sync(0xffffffff, off, 0);
-		int64_t r = G_read(d, fd, off, 4096, buf);
+		int64_t r = gemini_dev_read(d, fd, off, 4096, buf);
 
 		if ((threadIdx.x & 31) == 0) {
 			if (r == 4096) {
@@ -894,8 +898,8 @@ static double now_s(void)
 /*
  * The controller stops serving in the middle of a read-heavy kernel (a dead controller). Every
  * GPU-side wait is bounded (1 s here), so the kernel must end by itself with its calls failing
- * (-ETIMEDOUT or -EIO), and a G_sync must fail too instead of hanging. (Before: the kernel spun
- * for ever on completions, queue slots and page states.)
+ * (-ETIMEDOUT or -EIO), and a gemini_dev_sync must fail too instead of hanging. (Before: the kernel
+ * spun for ever on completions, queue slots and page states.)
  */
 START_TEST(controller_stopped_mid_run)
 {
@@ -937,17 +941,18 @@ START_TEST(controller_stopped_mid_run)
 	ck_assert_uint_gt(herr, 0);
 	ck_assert(hlast == -ETIMEDOUT || hlast == -EIO);
 	ck_assert_double_lt(t1 - t0, 60);
-	/* a dirty page and a G_sync against the dead controller: an error, not a hang */
+	/* a dirty page and a gemini_dev_sync against the dead controller: an error, not a hang */
 	k_bulk<<<1, 32>>>(gemini_device(c), fd, scratch, 8192);
 	CK_CUDA(cudaDeviceSynchronize());
 	t0 = now_s();
 	k_sync<<<1, 32>>>(gemini_device(c), fd, rc);
 	CK_CUDA(cudaDeviceSynchronize());
 	CK_CUDA(cudaMemcpy(&hrc, rc, 4, cudaMemcpyDeviceToHost));
-	printf("  G_sync with the controller stopped: %d after %.1f s\n", hrc, now_s() - t0);
+	printf("  gemini_dev_sync with the controller stopped: %d after %.1f s\n", hrc,
+	       now_s() - t0);
 	ck_assert(hrc == -ETIMEDOUT || hrc == -EIO);
-	ck_assert(G_close(c, fd) < 0); /* its sync fails the same way */
-	Geminifs_exit(c);
+	ck_assert(gemini_close(c, fd) < 0); /* its sync fails the same way */
+	gemini_exit(c);
 	cudaFree(scratch);
 	cudaFree(ok);
 	cudaFree(err);
@@ -977,7 +982,8 @@ __global__ static void k_share(struct gemini_dev *d, int fd, uint64_t mine, uint
 				for (uint32_t i = lane; i < 512; i += 32)
 					buf[i] = tag_word(who, g, mine + o + i * 8);
 				__syncwarp();
-				if (G_write(d, fd, mine + o, 4096, buf) != 4096 && lane == 0)
+				if (gemini_dev_write(d, fd, mine + o, 4096, buf) != 4096 &&
+				    lane == 0)
 					atomicAdd(bad, 1ull << 32);
 				__syncwarp();
 			}
@@ -987,7 +993,7 @@ __global__ static void k_share(struct gemini_dev *d, int fd, uint64_t mine, uint
 
 	for (int round = 0; round < gens; round++)
 		for (uint64_t o = (warp - nw / 2) * 4096; o < len; o += (nw / 2) * 4096) {
-			if (G_read(d, fd, peer + o, 4096, buf) != 4096) {
+			if (gemini_dev_read(d, fd, peer + o, 4096, buf) != 4096) {
 				if (lane == 0)
 					atomicAdd(bad, 1ull << 32);
 				continue;
@@ -1023,7 +1029,7 @@ __global__ static void k_expect(struct gemini_dev *d, int fd, uint64_t off, uint
 	uint64_t *buf = (uint64_t *)(scratch + warp * 4096);
 
 	for (uint64_t o = warp * 4096; o < len; o += nw * 4096) {
-		if (G_read(d, fd, off + o, 4096, buf) != 4096) {
+		if (gemini_dev_read(d, fd, off + o, 4096, buf) != 4096) {
 			if ((threadIdx.x & 31) == 0)
 				atomicAdd(bad, 1ull << 32);
 			continue;
@@ -1170,8 +1176,8 @@ START_TEST(concurrent_two_processes)
 	CK_CUDA(cudaMemcpy(&hbad, bad, 8, cudaMemcpyDeviceToHost));
 	ck_assert_msg(hbad == 0, "region B after both: %llu failed, %llu bad", hbad >> 32,
 		      hbad & 0xffffffff);
-	ck_assert_int_eq(G_close(c, fd), 0);
-	Geminifs_exit(c);
+	ck_assert_int_eq(gemini_close(c, fd), 0);
+	gemini_exit(c);
 	cudaFree(scratch);
 	cudaFree(bad);
 }

@@ -1,4 +1,4 @@
-// libgemini host API without a GPU: configuration checks, G_open refusing corrupt, truncated
+// libgemini host API without a GPU: configuration checks, gemini_open refusing corrupt, truncated
 // and stale GVDK files before any device work, and the lio mapping against a softssd (the CPU in
 // the GPU's place). Runs in CI (no GPU there).
 #include <check.h>
@@ -47,28 +47,28 @@ START_TEST(config_checks)
 
 	memset(&k, 0, sizeof(k));
 	k.page_size = 3000;
-	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
+	ck_assert_int_eq(gemini_init(&c, &k), -EINVAL);
 	ck_assert_ptr_null(c);
 	k.page_size = 2 << 20;
-	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
+	ck_assert_int_eq(gemini_init(&c, &k), -EINVAL);
 	k.page_size = 4096;
 	k.cache_size = 8192; /* two pages */
-	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
+	ck_assert_int_eq(gemini_init(&c, &k), -EINVAL);
 	k.cache_size = 1 << 20;
 	k.qdepth = 48;
-	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
+	ck_assert_int_eq(gemini_init(&c, &k), -EINVAL);
 	k.qdepth = 64;
 	k.prefetch = 100;
-	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
+	ck_assert_int_eq(gemini_init(&c, &k), -EINVAL);
 	k.prefetch = 2;
 	k.backend = (enum gemini_backend)7;
-	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
+	ck_assert_int_eq(gemini_init(&c, &k), -EINVAL);
 	k.backend = GEMINI_BACKEND_NVME;
-	ck_assert_int_eq(Geminifs_init(&c, &k), 0);
+	ck_assert_int_eq(gemini_init(&c, &k), 0);
 	ck_assert_ptr_nonnull(c);
-	Geminifs_exit(c);
-	ck_assert_int_eq(Geminifs_init(&c, NULL), 0); /* defaults */
-	Geminifs_exit(c);
+	gemini_exit(c);
+	ck_assert_int_eq(gemini_init(&c, NULL), 0); /* defaults */
+	gemini_exit(c);
 }
 END_TEST
 
@@ -80,28 +80,28 @@ START_TEST(lio_config_checks)
 
 	memset(&k, 0, sizeof(k));
 	k.backend = GEMINI_BACKEND_LIO;
-	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL); /* no SSD, no volume */
+	ck_assert_int_eq(gemini_init(&c, &k), -EINVAL); /* no SSD, no volume */
 	k.lio_ssd = "/nonexistent/ssd.sock";
-	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
+	ck_assert_int_eq(gemini_init(&c, &k), -EINVAL);
 	k.lio_volume = "a-volume-name-of-thirty-two-bytes";
-	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
+	ck_assert_int_eq(gemini_init(&c, &k), -EINVAL);
 	k.lio_volume = "gv";
 	k.nqueues = GEMINI_LIO_MAX_QP + 1;
-	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
+	ck_assert_int_eq(gemini_init(&c, &k), -EINVAL);
 	k.nqueues = 4;
 	k.qdepth = 2; /* rounds of depth - 2 commands: none */
-	ck_assert_int_eq(Geminifs_init(&c, &k), -EINVAL);
+	ck_assert_int_eq(gemini_init(&c, &k), -EINVAL);
 	ck_assert_ptr_null(c);
 	k.qdepth = 4;
-	ck_assert_int_eq(Geminifs_init(&c, &k), 0);
-	Geminifs_exit(c);
+	ck_assert_int_eq(gemini_init(&c, &k), 0);
+	gemini_exit(c);
 	k.nqueues = 0; /* default: 8 queue pairs */
-	ck_assert_int_eq(Geminifs_init(&c, &k), 0);
-	Geminifs_exit(c);
+	ck_assert_int_eq(gemini_init(&c, &k), 0);
+	gemini_exit(c);
 }
 END_TEST
 
-/* No daemon at the socket: G_open fails with the socket named (no GPU: -ENODEV first). */
+/* No daemon at the socket: gemini_open fails with the socket named (no GPU: -ENODEV first). */
 START_TEST(lio_open_without_daemon)
 {
 	struct gemini_ctx *c;
@@ -113,15 +113,15 @@ START_TEST(lio_open_without_daemon)
 	k.backend = GEMINI_BACKEND_LIO;
 	k.lio_ssd = "/nonexistent/ssd.sock";
 	k.lio_volume = "gv";
-	ck_assert_int_eq(Geminifs_init(&c, &k), 0);
-	fd = G_open(c, tfile, O_RDONLY);
+	ck_assert_int_eq(gemini_init(&c, &k), 0);
+	fd = gemini_open(c, tfile, O_RDONLY);
 	if (has_gpu()) {
 		ck_assert_int_lt(fd, 0);
 		ck_assert_ptr_nonnull(strstr(gemini_last_error(c), "/nonexistent/ssd.sock"));
 	} else {
 		ck_assert_int_eq(fd, -ENODEV);
 	}
-	Geminifs_exit(c);
+	gemini_exit(c);
 }
 END_TEST
 
@@ -208,13 +208,13 @@ static int try_open(int flags)
 	struct gemini_ctx *c;
 	int fd;
 
-	ck_assert_int_eq(Geminifs_init(&c, NULL), 0);
-	fd = G_open(c, tfile, flags);
+	ck_assert_int_eq(gemini_init(&c, NULL), 0);
+	fd = gemini_open(c, tfile, flags);
 	if (fd < 0)
 		ck_assert_ptr_nonnull(strstr(gemini_last_error(c), tfile));
 	else
-		ck_assert_int_eq(G_close(c, fd), 0);
-	Geminifs_exit(c);
+		ck_assert_int_eq(gemini_close(c, fd), 0);
+	gemini_exit(c);
 	return fd;
 }
 
@@ -251,13 +251,13 @@ START_TEST(open_refuses_stale_copy)
 	snprintf(copy, sizeof(copy), "%s/copy", tdir);
 	snprintf(cmd, sizeof(cmd), "cp --reflink=never '%s' '%s'", tfile, copy);
 	ck_assert_int_eq(system(cmd), 0);
-	ck_assert_int_eq(Geminifs_init(&c, NULL), 0);
-	ck_assert_int_eq(G_open(c, copy, O_RDONLY), -ESTALE);
+	ck_assert_int_eq(gemini_init(&c, NULL), 0);
+	ck_assert_int_eq(gemini_open(c, copy, O_RDONLY), -ESTALE);
 	ck_assert_ptr_nonnull(strstr(gemini_last_error(c), "inode"));
-	ck_assert_int_eq(G_open(c, "/nonexistent/x", O_RDONLY), -ENOENT);
-	ck_assert_int_eq(G_close(c, 3), -EBADF);
+	ck_assert_int_eq(gemini_open(c, "/nonexistent/x", O_RDONLY), -ENOENT);
+	ck_assert_int_eq(gemini_close(c, 3), -EBADF);
 	ck_assert_int_eq(gemini_sync(c, 0), -EBADF);
-	Geminifs_exit(c);
+	gemini_exit(c);
 }
 END_TEST
 

@@ -1,5 +1,6 @@
-/* GPU tests of the lio backend: G_read/G_write/G_sync on a GVDK file held by a softssd volume,
- * the GPU driving NVMe queue pairs of the LightIOV ABI and softssd checking every command. */
+/* GPU tests of the lio backend: gemini_dev_read/gemini_dev_write/gemini_dev_sync on a GVDK file
+ * held by a softssd volume, the GPU driving NVMe queue pairs of the LightIOV ABI and softssd
+ * checking every command. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -126,7 +127,7 @@ __global__ static void k_read_check(struct gemini_dev *d, int fd, const uint8_t 
 		}
 		if (len > size - off)
 			len = size - off;
-		int64_t r = G_read(d, fd, off, len, buf);
+		int64_t r = gemini_dev_read(d, fd, off, len, buf);
 
 		__syncwarp();
 		if (r != (int64_t)len) {
@@ -163,7 +164,7 @@ __global__ static void k_write(struct gemini_dev *d, int fd, uint8_t *ref, uint6
 			buf[i] = (uint8_t)rnd(&s);
 			ref[base + a + i] = buf[i];
 		}
-		if (G_write(d, fd, base + a, len, buf) != (int64_t)len)
+		if (gemini_dev_write(d, fd, base + a, len, buf) != (int64_t)len)
 			atomicAdd(bad, 1);
 	}
 }
@@ -183,7 +184,7 @@ static struct gemini_ctx *lio_ctx(const char *vol, size_t page, size_t cache, un
 	k.qdepth = depth;
 	k.lio_ssd = fx.sock;
 	k.lio_volume = vol;
-	ck_assert_int_eq(Geminifs_init(&c, &k), 0);
+	ck_assert_int_eq(gemini_init(&c, &k), 0);
 	return c;
 }
 
@@ -208,8 +209,8 @@ static void lio_roundtrip(size_t page, size_t cache, unsigned prefetch, uint64_t
 	memcpy(orig, ref, size);
 	ck_assert_int_eq(lio_fx_import(&fx, "gv", ((h.file_size >> 20) + 2) << 20, tfile), 0);
 	c = lio_ctx("gv", page, cache, prefetch, nq, depth);
-	fd = G_open(c, tfile, O_RDWR);
-	ck_assert_msg(fd >= 0, "G_open: %s", gemini_last_error(c));
+	fd = gemini_open(c, tfile, O_RDWR);
+	ck_assert_msg(fd >= 0, "gemini_open: %s", gemini_last_error(c));
 	printf("  backend: %s\n", gemini_backend_desc(c));
 	CK_CUDA(cudaMalloc((void **)&dref, size));
 	CK_CUDA(
@@ -242,8 +243,8 @@ static void lio_roundtrip(size_t page, size_t cache, unsigned prefetch, uint64_t
 	if (cache < size)
 		ck_assert_uint_gt(st.evictions, 0);
 	ck_assert_int_eq(gemini_sync(c, fd), 0);
-	ck_assert_int_eq(G_close(c, fd), 0);
-	Geminifs_exit(c);
+	ck_assert_int_eq(gemini_close(c, fd), 0);
+	gemini_exit(c);
 	CK_CUDA(cudaMemcpy(ref, dref, size, cudaMemcpyDeviceToHost));
 	snprintf(out, sizeof(out), "%s/vol.out", tdir);
 	ck_assert_int_eq(lio_fx_export(&fx, "gv", out), 0);
@@ -294,7 +295,7 @@ __global__ static void k_hostile(struct gemini_dev *d, uint64_t vol_bytes, uint8
 
 /* Commands the GPU sends outside the volume are refused by softssd, counted as rejected, and
  * the queue pair keeps serving; a volume that does not hold the file and a second file are
- * refused at G_open. */
+ * refused at gemini_open. */
 START_TEST(lio_daemon_checks_gpu_commands)
 {
 	const uint64_t size = 4 << 20, vbytes = 8 << 20;
@@ -312,11 +313,11 @@ START_TEST(lio_daemon_checks_gpu_commands)
 	free(make_file(other, size, 2, &hb));
 	ck_assert_int_eq(lio_fx_import(&fx, "gv", vbytes, tfile), 0);
 	c = lio_ctx("gv", 65536, 1 << 20, 0, 2, 16);
-	ck_assert_int_eq(G_open(c, other, O_RDONLY), -ESTALE);
+	ck_assert_int_eq(gemini_open(c, other, O_RDONLY), -ESTALE);
 	printf("  other file: %s\n", gemini_last_error(c));
-	fd = G_open(c, tfile, O_RDWR);
-	ck_assert_msg(fd >= 0, "G_open: %s", gemini_last_error(c));
-	ck_assert_int_eq(G_open(c, tfile, O_RDONLY), -EBUSY);
+	fd = gemini_open(c, tfile, O_RDWR);
+	ck_assert_msg(fd >= 0, "gemini_open: %s", gemini_last_error(c));
+	ck_assert_int_eq(gemini_open(c, tfile, O_RDONLY), -EBUSY);
 	CK_CUDA(cudaMalloc((void **)&buf, 8192));
 	CK_CUDA(cudaMalloc((void **)&st, sizeof(hst)));
 	k_hostile<<<1, 1>>>(gemini_device(c), vbytes, buf, st);
@@ -337,14 +338,14 @@ START_TEST(lio_daemon_checks_gpu_commands)
 	       (unsigned long long)ss.rejected);
 	ck_assert_uint_ge(ss.rejected, 2);
 	lio_client_close(cl);
-	ck_assert_int_eq(G_close(c, fd), 0);
-	Geminifs_exit(c);
+	ck_assert_int_eq(gemini_close(c, fd), 0);
+	gemini_exit(c);
 	cudaFree(buf);
 	cudaFree(st);
 }
 END_TEST
 
-/* No daemon at the socket: G_open fails naming it, it does not hang or abort. */
+/* No daemon at the socket: gemini_open fails naming it, it does not hang or abort. */
 START_TEST(lio_no_daemon)
 {
 	struct gvdk_header h;
@@ -358,11 +359,11 @@ START_TEST(lio_no_daemon)
 	k.backend = GEMINI_BACKEND_LIO;
 	k.lio_ssd = fx.sock;
 	k.lio_volume = "gv";
-	ck_assert_int_eq(Geminifs_init(&c, &k), 0);
-	ck_assert_int_lt(G_open(c, tfile, O_RDONLY), 0);
+	ck_assert_int_eq(gemini_init(&c, &k), 0);
+	ck_assert_int_lt(gemini_open(c, tfile, O_RDONLY), 0);
 	printf("  %s\n", gemini_last_error(c));
 	ck_assert_ptr_nonnull(strstr(gemini_last_error(c), fx.sock));
-	Geminifs_exit(c);
+	gemini_exit(c);
 }
 END_TEST
 

@@ -2,6 +2,7 @@
  * one SOCK_SEQPACKET message per request and per reply, fds as SCM_RIGHTS; lightiov.ko's device
  * /dev/lightiov/NAME: one ioctl per request, fds in the struct fields), one function per
  * operation, and the lio_drv polled driver. */
+#include "lightiov/nvmeq.h"
 #include "lio_client.h"
 
 #include <errno.h>
@@ -903,7 +904,7 @@ void lio_drv_close(struct lio_drv *d)
 int lio_drv_submit(struct lio_drv *d, unsigned qi, struct nvme_sqe *sqe)
 {
 	struct lio_drv_qp *q = &d->qp[qi];
-	uint32_t next = (q->sq_tail + 1) % q->depth;
+	uint32_t next = nvmeq_next(q->sq_tail, q->depth);
 	uint16_t cid;
 
 	if (q->outstanding >= q->depth - 1)
@@ -934,23 +935,10 @@ int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned 
 	unsigned n = 0, spins = 0;
 
 	for (;;) {
-		while (n < max) {
-			volatile struct nvme_cqe *e = &q->cq[q->cq_head];
-			uint16_t st = __atomic_load_n(&e->status, __ATOMIC_ACQUIRE);
-
-			if ((st & 1) != q->phase)
-				break;
-			out[n].dw0 = e->dw0;
-			out[n].dw1 = e->dw1;
-			out[n].sq_head = e->sq_head;
-			out[n].sq_id = e->sq_id;
-			out[n].cid = e->cid;
-			out[n].status = st;
+		while (n < max && nvmeq_cqe_take(&q->cq[q->cq_head], q->phase, &out[n])) {
 			n++;
-			if (++q->cq_head == q->depth) {
-				q->cq_head = 0;
+			if (nvmeq_step(&q->cq_head, q->depth))
 				q->phase ^= 1;
-			}
 			if (q->outstanding)
 				q->outstanding--;
 		}

@@ -203,8 +203,8 @@ def main():
         assert c.call("PUT", "vm.delete", None, "Shutdown")[0] == 204
         sweep(c, "")
 
-        # a body asking for a virtio-fs share or a vsock: 400 naming it
-        for key, val in (("fs", bad["fs"]), ("vsock", {"cid": 3, "socket": "/k.sock"})):
+        # a body asking for a virtio-fs share or a network: 400 naming it
+        for key, val in (("fs", bad["fs"]), ("net", [{"tap": "tap0"}])):
             st, err = c.call("PUT", "vm.create", dict(body, **{key: val}), "none")
             if st != 400 or "'%s' is unsupported" % key not in (err or [""])[0]:
                 c.fail("vm.create with %s: %d %r" % (key, st, err))

@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define DSTRD	  10
 #define DB_STRIDE (4u << DSTRD)
 #define CMB_SIZE  (2u << 20)
-/* RAM as vm.c lays out a 3 GiB + 64 MiB guest: [0, 3 GiB) and [4 GiB, 4 GiB + 64 MiB). */
+/* RAM as vm_mem.c lays out a 3 GiB + 64 MiB guest: [0, 3 GiB) and [4 GiB, 4 GiB + 64 MiB). */
 #define LOW_SIZE  LAYOUT_MMIO32_START
 #define HIGH_SIZE (64u << 20)
 #define HIGH_END  (LAYOUT_RAM_HIGH + HIGH_SIZE)

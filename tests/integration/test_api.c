@@ -381,6 +381,100 @@ static void hotplug_without_eject(void)
 	}
 }
 
+/* Entries of vm.info's config.disks. */
+static unsigned info_disks(void)
+{
+	json_t *j;
+	unsigned n;
+
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, &j), 200);
+	n = (unsigned)json_array_size(json_object_get(json_object_get(j, "config"), "disks"));
+	json_decref(j);
+	return n;
+}
+
+/* vm.add-disk as vm.add-vnvme: the function joins at once, its id must be free across models,
+ * the image must exist; its removal asked while paused stays pending, the reset completes it,
+ * and its counters appear in vm.counters meanwhile. */
+static void hotplug_disk(void)
+{
+	char body[512], img[256];
+	json_t *j;
+
+	snprintf(img, sizeof(img), "%s/vblk.img", T.dir);
+	testutil_write_file(img, "", 0, 0600);
+	ck_assert_int_eq(truncate(img, 1 << 20), 0);
+	snprintf(body, sizeof(body), "{\"path\": \"%s/absent.img\"}", T.dir);
+	expect_error("PUT", "vm.add-disk", body, 400);
+	expect_error("PUT", "vm.add-disk", "{\"path\": \"/x\", \"vhost_user\": true}", 400);
+	snprintf(body, sizeof(body), "{\"path\": \"%s\", \"id\": \"auto\"}", img);
+	expect_error("PUT", "vm.add-disk", body, 400); /* the vNVMe's id */
+	snprintf(body, sizeof(body), "{\"path\": \"%s\", \"readonly\": true}", img);
+	ck_assert_int_eq(curl("PUT", "vm.add-disk", body, &j), 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "id")), "disk0");
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(j, "bdf")), "0000:00:"));
+	json_decref(j);
+	ck_assert_uint_eq(info_disks(), 1);
+	ck_assert_int_eq(curl("GET", "vm.counters", NULL, &j), 200);
+	ck_assert_msg(json_is_object(json_object_get(j, "disk0")), "no disk0 in vm.counters");
+	json_decref(j);
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	expect_error("PUT", "vm.remove-device", "{\"id\": \"disk0\"}", 500);
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_int_eq(put("vm.reboot", NULL), 204);
+	ck_assert_uint_eq(info_disks(), 0);
+	expect_error("PUT", "vm.remove-device", "{\"id\": \"disk0\"}", 404);
+}
+
+/* vm.add-vsock: the VM's one vsock device, its socket listening at once; removed on reset. */
+static void hotplug_vsock(void)
+{
+	char body[512], sock[256];
+	json_t *j;
+
+	snprintf(sock, sizeof(sock), "%s/v.sock", T.dir);
+	expect_error("PUT", "vm.add-vsock", "{\"cid\": 2, \"socket\": \"/tmp/x.sock\"}", 400);
+	expect_error("PUT", "vm.add-vsock", "{\"cid\": 3, \"socket\": \"rel.sock\"}", 400);
+	snprintf(body, sizeof(body), "{\"cid\": 3, \"socket\": \"%s\"}", sock);
+	ck_assert_int_eq(curl("PUT", "vm.add-vsock", body, &j), 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "id")), "vsock0");
+	json_decref(j);
+	ck_assert_int_eq(access(sock, F_OK), 0);
+	expect_error("PUT", "vm.add-vsock", body, 400); /* one per VM */
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, &j), 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(
+			     json_object_get(json_object_get(j, "config"), "vsock"), "cid")),
+			 3);
+	json_decref(j);
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	expect_error("PUT", "vm.remove-device", "{\"id\": \"vsock0\"}", 500);
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_int_eq(put("vm.reboot", NULL), 204);
+	ck_assert_int_ne(access(sock, F_OK), 0); /* the socket went with the device */
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, &j), 200);
+	ck_assert_ptr_null(json_object_get(json_object_get(j, "config"), "vsock"));
+	json_decref(j);
+}
+
+/* vm.reboot answers 204; otherwise the failure names the API's reason and shows the log of
+ * the softssd the VMM started (its vNVMe reconnects to it across the reset). */
+static void reboot_ok(void)
+{
+	json_t *e = NULL;
+	int st = curl("PUT", "vm.reboot", NULL, &e);
+	char path[256], *log;
+
+	if (st != 204) {
+		snprintf(path, sizeof(path), "%s/ssd/hpauto.log", T.dir);
+		log = testutil_slurp(path);
+		fprintf(stderr, "softssd hpauto's log:\n%s\n", log ? log : "(none)");
+		free(log);
+	}
+	ck_assert_msg(st == 204, "vm.reboot: %d: %s", st,
+		      json_string_value(json_array_get(e, 0)) ?: "(no message)");
+	json_decref(e);
+}
+
 static long proc_fds(void)
 {
 	char cmd[96], *out = NULL;
@@ -427,7 +521,7 @@ static void hotplug_cycles(void)
 		ck_assert_int_eq(put("vm.pause", NULL), 204);
 		expect_error("PUT", "vm.remove-device", "{\"id\": \"hpc\"}", 500);
 		ck_assert_int_eq(put("vm.resume", NULL), 204);
-		ck_assert_int_eq(put("vm.reboot", NULL), 204);
+		reboot_ok();
 		ck_assert_uint_eq(info_vnvme(), base);
 	}
 	ck_assert_int_eq(curl("PUT", "vm.add-vnvme", body, &j), 200);
@@ -436,6 +530,49 @@ static void hotplug_cycles(void)
 	ck_assert_str_eq(vm_state(), "Running");
 	ck_assert_int_le(proc_fds(), fds + 2);
 	ck_assert_int_le(proc_rss_kb(), rss + 16384);
+}
+
+/* 20 hot-add/remove cycles of a disk and of the vsock device: no fd or memory growth (each
+ * has an I/O thread, eventfds, an io_uring or sockets that must all go with it). */
+static void hotplug_virtio_cycles(void)
+{
+	char disk[512], vsock[512], img[256];
+	long fds = 0, rss = 0;
+	json_t *j;
+
+	snprintf(img, sizeof(img), "%s/cyc.img", T.dir);
+	testutil_write_file(img, "", 0, 0600);
+	ck_assert_int_eq(truncate(img, 1 << 20), 0);
+	snprintf(disk, sizeof(disk), "{\"id\": \"cdisk\", \"path\": \"%s\", \"num_queues\": 2}",
+		 img);
+	snprintf(vsock, sizeof(vsock), "{\"cid\": 9, \"socket\": \"%s/cyc.sock\"}", T.dir);
+	for (unsigned i = 0; i < 20; i++) {
+		ck_assert_int_eq(curl("PUT", "vm.add-disk", disk, &j), 200);
+		json_decref(j);
+		ck_assert_int_eq(curl("PUT", "vm.add-vsock", vsock, &j), 200);
+		json_decref(j);
+		if (i == 4) {
+			fds = proc_fds();
+			rss = proc_rss_kb();
+		}
+		ck_assert_int_eq(put("vm.pause", NULL), 204);
+		expect_error("PUT", "vm.remove-device", "{\"id\": \"cdisk\"}", 500);
+		expect_error("PUT", "vm.remove-device", "{\"id\": \"vsock0\"}", 500);
+		ck_assert_int_eq(put("vm.resume", NULL), 204);
+		reboot_ok();
+		ck_assert_uint_eq(info_disks(), 0);
+	}
+	ck_assert_int_eq(curl("PUT", "vm.add-disk", disk, &j), 200);
+	json_decref(j);
+	ck_assert_int_eq(curl("PUT", "vm.add-vsock", vsock, &j), 200);
+	json_decref(j);
+	ck_assert_int_le(proc_fds(), fds + 2);
+	ck_assert_int_le(proc_rss_kb(), rss + 16384);
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	expect_error("PUT", "vm.remove-device", "{\"id\": \"cdisk\"}", 500);
+	expect_error("PUT", "vm.remove-device", "{\"id\": \"vsock0\"}", 500);
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	reboot_ok();
 }
 
 START_TEST(test_errors)
@@ -461,6 +598,21 @@ START_TEST(test_errors)
 	expect_error("PUT", "vm.create", "{\"cpus\": {\"boot_vcpus\": \"one\"}}", 400);
 	expect_error("PUT", "vm.create", "{\"payload\": {\"kernel\": \"/nonexistent/vmlinux\"}}",
 		     400);
+	/* device ids are unique across models: a vNVMe may not take the virtio-rng's rng0 */
+	{
+		char body[1024];
+		json_t *j = NULL;
+
+		snprintf(
+		    body, sizeof(body),
+		    "{\"payload\": {\"kernel\": \"%s\"}, \"rng\": {\"src\": \"/dev/urandom\"},"
+		    " \"vnvme\": [{\"id\": \"rng0\", \"path\": \"%s/rng0.img\", \"size\": 4096}]}",
+		    guest, T.dir);
+		ck_assert_int_eq(curl("PUT", "vm.create", body, &j), 400);
+		ck_assert_msg(strstr(json_string_value(json_array_get(j, 0)) ?: "", "virtio-rng"),
+			      "%s", json_string_value(json_array_get(j, 0)));
+		json_decref(j);
+	}
 	/* wrong verb, unknown endpoint, oversized body */
 	expect_error("GET", "vm.create", NULL, 400);
 	expect_error("POST", "vm.pause", NULL, 400);
@@ -484,6 +636,9 @@ START_TEST(test_errors)
 	ck_assert_str_eq(vm_state(), "Paused");
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
 	hotplug_without_eject();
+	hotplug_disk();
+	hotplug_vsock();
+	hotplug_virtio_cycles();
 	hotplug_cycles();
 	ck_assert_str_eq(vm_state(), "Running");
 	/* a paused VM is shut down and destroyed with the VMM */

@@ -513,7 +513,7 @@ START_TEST(test_autostart)
 	ck_assert_int_eq(stat(img, &st), 0);
 	ck_assert_msg((uint64_t)st.st_blocks * 512 < (64ULL << 20), "backing not sparse: %lld",
 		      (long long)st.st_blocks);
-	for (i = 0; i < 200 && ssd_answers("auto0"); i++)
+	for (i = 0; i < 600 && ssd_answers("auto0"); i++)
 		testutil_sleep_ms(50);
 	ck_assert_msg(!ssd_answers("auto0"), "the softssd lvmm started is still serving");
 }
@@ -549,7 +549,7 @@ START_TEST(test_default_guest)
 	ck_assert_msg(strstr(r.out, "bench: hello from ring 3"), "%s", r.out);
 	ck_assert_msg(strstr(r.err, "started softssd auto1"), "%s", r.err);
 	ck_assert_msg(strstr(r.err, "isolated volume anon"), "%s", r.err);
-	for (unsigned i = 0; i < 200 && ssd_answers("auto1"); i++)
+	for (unsigned i = 0; i < 600 && ssd_answers("auto1"); i++)
 		testutil_sleep_ms(50);
 	ck_assert_msg(!ssd_answers("auto1"), "the softssd lvmm started is still serving");
 }
@@ -860,7 +860,7 @@ START_TEST(test_api_autostart)
 	free(o);
 	ck_assert_msg(api(sock, "delete", &o) == 0, "%s", o);
 	free(o);
-	for (i = 0; i < 400 && ssd_answers("auto3"); i++) /* it idles out after 3 s */
+	for (i = 0; i < 600 && ssd_answers("auto3"); i++) /* it idles out after 10 s */
 		testutil_sleep_ms(50);
 	ck_assert_msg(!ssd_answers("auto3"), "the softssd lvmm started is still serving");
 	ck_assert_msg(api(sock, "ping", &o) == 0, "%s", o);

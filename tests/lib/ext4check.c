@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ext4check.h"
 #include "testutil.h"
@@ -58,4 +59,34 @@ void ext4check_after_boot(const char *img, int boot, char *last_mount, size_t le
 	snprintf(want, sizeof(want), "written by the guest, boot %d", boot);
 	ck_assert_msg(strstr(out, want), "/guest-was-here on the image: '%s'", out);
 	free(out);
+}
+
+void ext4check_make_root(const char *dir, const char *img, unsigned mb, const char *init_script,
+			 const char *const *extra)
+{
+	static const char *const sub[] = {"bin", "dev", "proc", "sys"};
+	char root[256], path[512], cmd[1024];
+
+	snprintf(root, sizeof(root), "%s/rootfs", dir);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	for (unsigned i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, sub[i]);
+		ck_assert_int_eq(mkdir(path, 0755), 0);
+	}
+	snprintf(cmd, sizeof(cmd), "cp /bin/busybox %s/bin/busybox", root);
+	ck_assert_msg(testutil_sh(cmd, NULL) == 0, "busybox-static is not installed");
+	for (unsigned i = 0; extra && extra[i] && extra[i + 1]; i += 2) {
+		snprintf(cmd, sizeof(cmd), "cp %s %s/%s", extra[i], root, extra[i + 1]);
+		ck_assert_msg(testutil_sh(cmd, NULL) == 0, "%s", cmd);
+	}
+	snprintf(path, sizeof(path), "%s/init", root);
+	testutil_write_file(path, init_script, strlen(init_script), 0755);
+	snprintf(cmd, sizeof(cmd), "mkfs.ext4 -q -F -d %s %s %uM 2>&1", root, img, mb);
+	ck_assert_msg(testutil_sh(cmd, NULL) == 0, "mkfs.ext4 failed");
+	snprintf(cmd, sizeof(cmd),
+		 "printf 'cd /dev\\nmknod console c 5 1\\nsif console mode 020600\\n"
+		 "mknod null c 1 3\\nsif null mode 020666\\n' | debugfs -w -f - %s >/dev/null 2>&1",
+		 img);
+	ck_assert_msg(testutil_sh(cmd, NULL) == 0, "debugfs mknod failed");
+	testutil_rmtree(root);
 }

@@ -5,6 +5,14 @@
 
 #include <stddef.h>
 
+/* A root file system image of mb MiB at img, built in dir (a scratch subdirectory is made and
+ * removed): /bin/busybox (busybox-static), init_script as /init (0755), each extra[i] (pairs of
+ * host path and image path, NULL-terminated, may be NULL) copied in, and the /dev/console and
+ * /dev/null nodes (by debugfs: the test needs no privilege for mknod; the test kernel mounts no
+ * devtmpfs). Fails the test when a step does. */
+void ext4check_make_root(const char *dir, const char *img, unsigned mb, const char *init_script,
+			 const char *const *extra);
+
 /* Mount count and last mount time ("n/a" when never) from img's superblock. */
 int ext4check_mounts(const char *img, char *when, size_t len);
 /* The file at path on img (debugfs cat), malloc'd; fails the test when debugfs does. */

@@ -37,6 +37,13 @@ static void linuxboot_marks(struct linuxboot *b, const char *const marks[], cons
 void linuxboot_run(struct linuxboot *b, char *const args[], const char *const marks[],
 		   unsigned int limit_s, unsigned int stall_s)
 {
+	linuxboot_run_hook(b, args, marks, limit_s, stall_s, NULL, NULL);
+}
+
+void linuxboot_run_hook(struct linuxboot *b, char *const args[], const char *const marks[],
+			unsigned int limit_s, unsigned int stall_s,
+			void (*hook)(const char *console, void *arg), void *arg)
+{
 	const char *lvmm = testutil_lvmm();
 	char serial[] = "/tmp/lvmm-linuxboot-serial-XXXXXX";
 	char logpath[] = "/tmp/lvmm-linuxboot-log-XXXXXX";
@@ -80,6 +87,8 @@ void linuxboot_run(struct linuxboot *b, char *const args[], const char *const ma
 
 		/* Read once more after the exit: the last markers land just before it. */
 		linuxboot_marks(b, marks, con, t);
+		if (hook && !done)
+			hook(con, arg);
 		if (strlen(con) != console_len) {
 			console_len = strlen(con);
 			t_progress = testutil_now_s();

@@ -29,6 +29,11 @@ const char *linuxboot_guest_file(char *buf, size_t len, const char *name);
  */
 void linuxboot_run(struct linuxboot *b, char *const args[], const char *const marks[],
 		   unsigned int limit_s, unsigned int stall_s);
+/* The same, calling hook(console so far, arg) at every poll of the console while lvmm runs:
+ * a test's host side acts on the guest's markers there (or starts a thread that does). */
+void linuxboot_run_hook(struct linuxboot *b, char *const args[], const char *const marks[],
+			unsigned int limit_s, unsigned int stall_s,
+			void (*hook)(const char *console, void *arg), void *arg);
 /* Kernel timestamp ("[  12.345678] ") of the first console line containing what, or -1. */
 double linuxboot_printk_time(const char *console, const char *what);
 /* lvmm's output and the last tail bytes of the console on stderr: what tells why a boot failed. */

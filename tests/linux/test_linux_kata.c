@@ -1,7 +1,8 @@
 /* Kata Containers' clh driver replayed on the Linux guest kernel: `lvmm -v --api-socket` as Kata
  * launches its hypervisor, then ping, create with the full default body of Kata's generated
  * client for an initrd sandbox, info, boot, /init running, info, resize, pause, resume,
- * shutdown, vmm.shutdown; vCPU threads named as Kata pins them; virtio-fs and vsock refused.
+ * shutdown, vmm.shutdown; vCPU threads named as Kata pins them; virtio-fs refused; the hybrid
+ * vsock in the create body answering on its socket, and a block volume hot-added.
  * The guest (lvmm.test=kata) reads /dev/hwrng from the virtio-rng that rng asks for and lists
  * the PCI root buses of the two segments platform asks for. */
 #include <check.h>
@@ -14,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -198,9 +201,41 @@ static void check_guest_devices(void)
 	ck_assert_msg(strstr(line, "devices=0000:00:"), "guest PCI: '%s'", line);
 }
 
+/* The guest has the vsock device; the host side answers (a port no agent listens on is
+ * refused by the guest's stack); a container's block volume is hot-added as Kata does. */
+static void kata_vsock_and_disk(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char line[256], img[256], body[512], buf[64];
+	struct timeval tv = {.tv_sec = 60};
+	int fd;
+	json_t *j;
+
+	console_line("LVMM-KATA-VSOCK ", line, sizeof(line));
+	ck_assert_msg(strstr(line, "misc=yes"), "guest vsock: '%s'", line);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/kata.sock", T.dir);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ck_assert_int_eq(write(fd, "CONNECT 1024\n", 13), 13);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 0); /* reset by the guest: nobody listens */
+	close(fd);
+	snprintf(img, sizeof(img), "%s/volume.img", T.dir);
+	testutil_write_file(img, "", 0, 0600);
+	ck_assert_int_eq(truncate(img, 8 << 20), 0);
+	snprintf(body, sizeof(body),
+		 "{\"path\": \"%s\", \"readonly\": false, \"direct\": false,"
+		 " \"iommu\": false, \"num_queues\": 1, \"queue_size\": 128, \"id\": \"_disk0\"}",
+		 img);
+	ck_assert_int_eq(curl("PUT", "vm.add-disk", body, &j), 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "id")), "_disk0");
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(j, "bdf")), "0000:00:"));
+	json_decref(j);
+}
+
 START_TEST(test_kata_sequence)
 {
-	char body[12000];
+	char body[12000], vsock[512];
 	json_t *j, *cfg, *plat;
 
 	launch_like_kata();
@@ -208,19 +243,20 @@ START_TEST(test_kata_sequence)
 	ck_assert(json_is_string(json_object_get(j, "version")));
 	json_decref(j);
 
-	/* what a Kata sandbox with a shared file system or a vsock asks for: refused, named */
+	/* what a Kata sandbox with a shared file system asks for: refused, named */
 	kata_body(body, sizeof(body),
 		  ", \"fs\": [{\"tag\": \"kataShared\", \"socket\": \"/run/v.sock\","
 		  " \"num_queues\": 1, \"queue_size\": 1024}]");
 	ck_assert_int_eq(curl("PUT", "vm.create", body, &j), 400);
 	ck_assert_ptr_nonnull(strstr(json_string_value(json_array_get(j, 0)), "'fs'"));
 	json_decref(j);
-	kata_body(body, sizeof(body), ", \"vsock\": {\"cid\": 3, \"socket\": \"/run/kata.sock\"}");
-	ck_assert_int_eq(curl("PUT", "vm.create", body, &j), 400);
-	ck_assert_ptr_nonnull(strstr(json_string_value(json_array_get(j, 0)), "'vsock'"));
-	json_decref(j);
 
-	kata_body(body, sizeof(body), "");
+	/* the agent's channel: the hybrid vsock Kata's clh driver configures */
+	snprintf(vsock, sizeof(vsock),
+		 ", \"vsock\": {\"cid\": 3, \"socket\": \"%s/kata.sock\","
+		 " \"iommu\": false, \"id\": \"_vsock0\"}",
+		 T.dir);
+	kata_body(body, sizeof(body), vsock);
 	ck_assert_int_eq(curl("PUT", "vm.create", body, NULL), 204);
 	ck_assert_int_eq(curl("GET", "vm.info", NULL, &j), 200);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "state")), "Created");
@@ -233,6 +269,8 @@ START_TEST(test_kata_sequence)
 			 "/dev/urandom");
 	plat = json_object_get(cfg, "platform");
 	ck_assert_int_eq(json_integer_value(json_object_get(plat, "num_pci_segments")), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(cfg, "vsock"), "cid")),
+			 3);
 	json_decref(j);
 
 	ck_assert_int_eq(curl("PUT", "vm.boot", NULL, NULL), 204);
@@ -246,6 +284,7 @@ START_TEST(test_kata_sequence)
 	/* the guest's report, then it waits for the host as a sandbox does */
 	ck_assert_msg(console_shows("LVMM-KATA-WAIT", 120), "lvmm.test=kata did not report");
 	check_guest_devices();
+	kata_vsock_and_disk();
 
 	/* Kata resizes on every container: the size the VM has is a no-op */
 	ck_assert_int_eq(curl("PUT", "vm.resize", "{\"desired_vcpus\": 1}", NULL), 204);

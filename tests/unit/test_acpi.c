@@ -1,6 +1,7 @@
-/* Unit tests for vmm/acpi.c: a small table dumper finds the RSDP the way Linux does, follows
- * XSDT, verifies every checksum and field, and decodes the DSDT's AML (and runs iasl if present);
- * the PCI hotplug AML is run by ACPICA's acpiexec when it is installed. */
+/* Unit tests for the ACPI tables (vmm/acpi.c, aml.c, acpi_hotplug.c): a small table dumper finds
+ * the RSDP the way Linux does, follows XSDT, verifies every checksum and field, and decodes the
+ * DSDT's AML (and runs iasl if present); the PCI hotplug AML is run by ACPICA's acpiexec when it is
+ * installed. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>

@@ -246,8 +246,12 @@ static const struct {
     {"{\"fs\": [{\"tag\": \"kataShared\", \"socket\": \"/v.sock\", \"num_queues\": 1,"
      " \"queue_size\": 1024}]}",
      "'fs' is unsupported: lvmm has no virtio-fs"},
-    {"{\"vsock\": {\"cid\": 3, \"socket\": \"/k.sock\"}}", "'vsock' is unsupported"},
-    {"{\"disks\": [{\"path\": \"/d\"}]}", "'disks' is unsupported"},
+    {"{\"vsock\": {\"cid\": 3, \"socket\": \"/k.sock\", \"iommu\": true}}",
+     "'vsock.iommu' is unsupported"},
+    {"{\"vsock\": {\"cid\": 2, \"socket\": \"/k.sock\"}}", "vsock.cid"},
+    {"{\"disks\": [{\"path\": \"/d\", \"vhost_user\": true}]}",
+     "'disks[0].vhost_user' is unsupported"},
+    {"{\"disks\": [{\"readonly\": true}]}", "disks[0].path"},
     {"{\"net\": [{\"tap\": \"tap0\"}]}", "'net' is unsupported"},
     {"{\"pmem\": [{\"file\": \"/img\"}]}", "'pmem'"},
     {"{\"balloon\": {\"size\": 0}}", "'balloon'"},
@@ -583,9 +587,8 @@ END_TEST
 /* cloud-hypervisor endpoints lvmm lacks: 404 without a VM as there, then 501 naming why. */
 START_TEST(test_not_implemented)
 {
-	static const char *const eps[] = {"vm.add-fs",	"vm.add-vsock", "vm.add-disk",
-					  "vm.add-net", "vm.snapshot",	"vm.power-button",
-					  NULL};
+	static const char *const eps[] = {"vm.add-fs", "vm.add-net", "vm.snapshot",
+					  "vm.power-button", NULL};
 
 	for (int i = 0; eps[i]; i++)
 		ck_assert_int_eq(put(eps[i], "{}"), 404);

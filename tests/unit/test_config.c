@@ -362,6 +362,15 @@ START_TEST(validate_vnvme)
 	strcpy(c.vnvme[1].id, "fast");
 	invalid(&c, "id 'fast' is used twice");
 	c.vnvme[1].id[0] = 0;
+	/* ids are unique across models: the virtio-rng is rng0 (only when the VM has one) */
+	strcpy(c.vnvme[2].id, "rng0");
+	ck_assert_msg(config_validate(&c, err, sizeof(err)) == 0, "%s", err);
+	strcpy(c.rng_src, "/dev/urandom");
+	invalid(&c, "device id 'rng0' is used twice (vnvme and virtio-rng)");
+	strcpy(c.vnvme[2].id, "rng1");
+	ck_assert_msg(config_validate(&c, err, sizeof(err)) == 0, "%s", err);
+	c.rng_src[0] = 0;
+	strcpy(c.vnvme[2].id, "fast");
 
 	c.nvnvme = CONFIG_MAX_VNVME + 1;
 	invalid(&c, "9 devices");

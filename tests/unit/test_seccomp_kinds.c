@@ -244,6 +244,20 @@ START_TEST(test_io_refuses)
 }
 END_TEST
 
+/* The socket kind (vsock's thread): AF_UNIX sockets it may create, the rest as IO. */
+START_TEST(test_sock_kind)
+{
+	expect_allowed(SECCOMP_SOCK, P_NONE);
+	expect_allowed(SECCOMP_SOCK, P_SOCKET_UNIX);
+	expect_killed(SECCOMP_SOCK, P_SOCKET_INET);
+	expect_killed(SECCOMP_SOCK, P_OPENAT);
+	expect_killed(SECCOMP_SOCK, P_THREAD);
+	expect_killed(SECCOMP_SOCK, P_KVM_RUN);
+	expect_killed(SECCOMP_SOCK, P_LIO_VOL_CREATE);
+	ck_assert_str_eq(seccomp_kind_name(SECCOMP_SOCK), "sock");
+}
+END_TEST
+
 /* What an I/O thread does: eventfds, memory, an io_uring ring's entry, signals to itself. */
 START_TEST(test_io_allows)
 {
@@ -353,6 +367,7 @@ int main(void)
 	tcase_add_test(tc, test_vcpu_allows);
 	tcase_add_test(tc, test_io_refuses);
 	tcase_add_test(tc, test_io_allows);
+	tcase_add_test(tc, test_sock_kind);
 	tcase_add_test(tc, test_log_mode);
 	tcase_add_test(tc, test_thread_needs_process_filter);
 	tcase_set_timeout(tc, 60);

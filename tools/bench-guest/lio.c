@@ -2,8 +2,8 @@
  * or isolated mode (a softssd volume). lio writes, reads back and verifies a seeded pattern, then
  * times a QD1 loop; hostile (isolated mode) throws out-of-window and malformed commands at it. */
 #include "bench.h"
-#include "lightiov/nvme.h"
 #include "lightiov/vcap.h"
+#include "nvme_drv.h"
 
 #define LIO_BAR_GPA 0xc0000000ULL /* LAYOUT_MMIO32_START */
 #define LIO_CMB_GPA 0xd0000000ULL
@@ -24,14 +24,8 @@ static uint8_t rbuf[XFER] __attribute__((aligned(PAGE)));
 static uint8_t dbs_buf[4 * PAGE] __attribute__((aligned(PAGE)));
 static uint8_t eis_buf[4 * PAGE] __attribute__((aligned(PAGE)));
 
-static volatile uint8_t *regs;
-static volatile struct nvme_sqe *sqs[2];
-static volatile struct nvme_cqe *cqs[2];
-static unsigned dstrd, failures;
-static uint32_t sq_tail[2], cq_head[2];
-static uint8_t phase[2] = {1, 1};
-static uint16_t next_cid;
-static bool shadow;
+static struct nvme_drv drv = {.dbs = dbs_buf, .eis = eis_buf};
+static unsigned failures;
 static uint32_t vmode;
 static uint64_t lba_start, lba_size, dma_size, nsze;
 static unsigned lba_bytes = 512, nvme_devfn;
@@ -56,36 +50,6 @@ static bool param_is(const char *name, const char *want)
 	return bench_param(name, buf, sizeof(buf)) && !bench_strcmp(buf, want);
 }
 
-static uint32_t cfg_read(unsigned devfn, unsigned reg)
-{
-	outl(0xcf8, 0x80000000u | devfn << 8 | (reg & 0xfc));
-	return inl(0xcfc);
-}
-
-static void cfg_write(unsigned devfn, unsigned reg, uint32_t v)
-{
-	outl(0xcf8, 0x80000000u | devfn << 8 | (reg & 0xfc));
-	outl(0xcfc, v);
-}
-
-static uint32_t rd32(unsigned off)
-{
-	return *(volatile uint32_t *)(regs + off);
-}
-
-static void wr32(unsigned off, uint32_t v)
-{
-	*(volatile uint32_t *)(regs + off) = v;
-}
-
-static void zero(void *p, size_t n)
-{
-	volatile uint8_t *b = p;
-
-	while (n--)
-		*b++ = 0;
-}
-
 static void check(bool ok, const char *what)
 {
 	if (!ok) {
@@ -94,102 +58,26 @@ static void check(bool ok, const char *what)
 	}
 }
 
-static bool need_event(uint32_t ei, uint32_t new_idx, uint32_t old)
+static void submit(unsigned q, struct nvme_sqe *c)
 {
-	return (uint16_t)(new_idx - ei - 1) < (uint16_t)(new_idx - old);
-}
-
-/* Doorbell: a plain store into a doorbell page (polled by the backend, no exit), or with shadow
- * doorbells the shadow slot, and the register (an ioeventfd) only when the event index asks. */
-static void ring(unsigned q, bool cq, uint32_t v)
-{
-	unsigned off = (2 * q + cq) * (4u << dstrd);
-
-	if (shadow && q) {
-		volatile uint32_t *db = (volatile uint32_t *)(dbs_buf + off);
-		volatile uint32_t *ei = (volatile uint32_t *)(eis_buf + off);
-		uint32_t old = *db;
-
-		*db = v;
-		__asm__ volatile("mfence" ::: "memory");
-		if (!need_event(*ei, v, old))
-			return;
-	}
-	wr32(NVME_REG_DBS + off, v);
-}
-
-static uint16_t submit(unsigned q, struct nvme_sqe *c)
-{
-	volatile uint8_t *dst = (volatile uint8_t *)&sqs[q][sq_tail[q]];
-	const uint8_t *src = (const uint8_t *)c;
-	unsigned i;
-
-	c->cid = next_cid++;
-	for (i = 0; i < sizeof(*c); i++)
-		dst[i] = src[i];
-	sq_tail[q] = (sq_tail[q] + 1) % QD;
-	__asm__ volatile("mfence" ::: "memory");
-	ring(q, false, sq_tail[q]);
-	return c->cid;
+	ndrv_submit(&drv, q, c);
 }
 
 /* The next completion's status field (no phase bit, DNR kept), 0xffff after timeout_ms. */
 static uint16_t reap_ms(unsigned q, uint32_t *dw0, uint64_t timeout_ms)
 {
-	volatile struct nvme_cqe *e = &cqs[q][cq_head[q]];
-	uint64_t deadline = bench_ns() + timeout_ms * 1000000ULL;
-	uint16_t st;
-
-	while ((e->status & 1) != phase[q])
-		if (bench_ns() > deadline)
-			return 0xffff;
-	__asm__ volatile("" ::: "memory");
-	st = e->status >> 1;
-	if (dw0)
-		*dw0 = e->dw0;
-	if (++cq_head[q] == QD) {
-		cq_head[q] = 0;
-		phase[q] ^= 1;
-	}
-	ring(q, true, cq_head[q]);
-	return st;
+	return ndrv_reap(&drv, q, dw0, timeout_ms);
 }
 
 static uint16_t run(unsigned q, struct nvme_sqe *c, uint32_t *dw0)
 {
-	submit(q, c);
-	return reap_ms(q, dw0, 5000) & 0x7ff;
-}
-
-static struct nvme_sqe cmd(uint8_t op)
-{
-	struct nvme_sqe c;
-
-	zero(&c, sizeof(c));
-	c.opcode = op;
-	return c;
-}
-
-static void fill_prps(struct nvme_sqe *c, uint8_t *buf, unsigned len)
-{
-	unsigned i;
-
-	c->prp1 = (uint64_t)buf;
-	if (len <= PAGE) {
-		c->prp2 = 0;
-	} else if (len <= 2 * PAGE) {
-		c->prp2 = (uint64_t)buf + PAGE;
-	} else {
-		for (i = 1; i * PAGE < len; i++)
-			prplist[i - 1] = (uint64_t)buf + i * PAGE;
-		c->prp2 = (uint64_t)prplist;
-	}
+	return ndrv_run(&drv, q, c, dw0);
 }
 
 /* A read or write of len bytes at window-relative slba: passthrough adds lba_start itself. */
 static struct nvme_sqe rw(uint8_t op, uint64_t slba, unsigned len, uint8_t *buf)
 {
-	struct nvme_sqe c = cmd(op);
+	struct nvme_sqe c = ndrv_cmd(op);
 
 	if (vmode == LIGHTIOV_MODE_PASSTHROUGH)
 		slba += lba_start;
@@ -197,7 +85,7 @@ static struct nvme_sqe rw(uint8_t op, uint64_t slba, unsigned len, uint8_t *buf)
 	c.cdw10 = (uint32_t)slba;
 	c.cdw11 = (uint32_t)(slba >> 32);
 	c.cdw12 = len / LBA - 1;
-	fill_prps(&c, buf, len);
+	ndrv_prps(&c, (uint64_t)buf, len, prplist);
 	return c;
 }
 
@@ -208,70 +96,27 @@ static uint8_t pattern(uint64_t seed, uint64_t lba, unsigned i)
 	return (uint8_t)(x >> 56);
 }
 
-static bool find_nvme(unsigned *devfn)
-{
-	unsigned slot;
-
-	for (slot = 0; slot < 32; slot++) {
-		uint32_t id = cfg_read(slot << 3, 0), cls = cfg_read(slot << 3, 8) >> 8;
-
-		if (id != 0xffffffff && cls == 0x010802) {
-			*devfn = slot << 3;
-			return true;
-		}
-	}
-	return false;
-}
-
 /* The LightIOV capability: mode, LBA window, DMA window. */
 static bool read_vcap(unsigned devfn)
 {
-	unsigned ptr = cfg_read(devfn, 0x34) & 0xfc, n = 0;
+	struct ndrv_vcap v;
 
-	while (ptr && n++ < 16) {
-		uint32_t hdr = cfg_read(devfn, ptr);
-
-		if ((hdr & 0xff) == LIGHTIOV_VCAP_ID &&
-		    cfg_read(devfn, ptr + 4) == LIGHTIOV_VCAP_MAGIC) {
-			vmode = cfg_read(devfn, ptr + 8);
-			lba_start = cfg_read(devfn, ptr + 16) | (uint64_t)cfg_read(devfn, ptr + 20)
-								    << 32;
-			lba_size = cfg_read(devfn, ptr + 24) | (uint64_t)cfg_read(devfn, ptr + 28)
-								   << 32;
-			dma_size = cfg_read(devfn, ptr + 40) | (uint64_t)cfg_read(devfn, ptr + 44)
-								   << 32;
-			bench_printf(
-			    "bench: lio vcap mode %u lba_start %lu lba_size %lu dma_size %lx\n",
-			    vmode, lba_start, lba_size, dma_size);
-			return true;
-		}
-		ptr = (hdr >> 8) & 0xfc;
-	}
-	return false;
+	if (!ndrv_read_vcap(&drv, devfn, &v))
+		return false;
+	vmode = v.mode;
+	lba_start = v.lba_start;
+	lba_size = v.lba_size;
+	dma_size = v.dma_size;
+	bench_printf("bench: lio vcap mode %u lba_start %lu lba_size %lu dma_size %lx\n", vmode,
+		     lba_start, lba_size, dma_size);
+	return true;
 }
 
 static bool ctrl_init(void)
 {
-	uint64_t cap, deadline;
-
-	cap = rd32(NVME_REG_CAP) | (uint64_t)rd32(NVME_REG_CAP + 4) << 32;
-	dstrd = NVME_CAP_DSTRD(cap);
-	bench_printf("bench: lio cap dstrd %u cmbsz %x\n", dstrd, rd32(NVME_REG_CMBSZ));
-	wr32(NVME_REG_CC, 0);
-	deadline = bench_ns() + 2000000000ULL;
-	while (rd32(NVME_REG_CSTS) & NVME_CSTS_RDY)
-		if (bench_ns() > deadline)
-			return false;
-	wr32(NVME_REG_AQA, (QD - 1) << 16 | (QD - 1));
-	wr32(NVME_REG_ASQ, (uint32_t)(uint64_t)asq);
-	wr32(NVME_REG_ASQ + 4, 0);
-	wr32(NVME_REG_ACQ, (uint32_t)(uint64_t)acq);
-	wr32(NVME_REG_ACQ + 4, 0);
-	wr32(NVME_REG_CC, NVME_CC_EN | NVME_SQES_LOG2 << 16 | NVME_CQES_LOG2 << 20);
-	while (!(rd32(NVME_REG_CSTS) & NVME_CSTS_RDY))
-		if (bench_ns() > deadline || (rd32(NVME_REG_CSTS) & NVME_CSTS_CFS))
-			return false;
-	return true;
+	bench_printf("bench: lio cap dstrd %u cmbsz %x\n", NVME_CAP_DSTRD(ndrv_cap(&drv)),
+		     ndrv_rd32(&drv, NVME_REG_CMBSZ));
+	return ndrv_enable(&drv, asq, acq, QD);
 }
 
 /* Finds the controller, moves its BARs below 4 GiB, enables it, identifies the namespace and
@@ -283,33 +128,30 @@ static bool lio_setup(void)
 	unsigned devfn;
 	struct nvme_sqe c;
 
-	sqs[0] = (volatile struct nvme_sqe *)asq;
-	cqs[0] = (volatile struct nvme_cqe *)acq;
-	if (!find_nvme(&devfn)) {
+	if (!ndrv_find(&drv, &devfn, 0)) {
 		bench_puts("bench: lio FAIL no controller\n");
 		return false;
 	}
 	nvme_devfn = devfn;
 	check(read_vcap(devfn), "LightIOV vendor capability");
-	cfg_write(devfn, 4, 0);
-	cfg_write(devfn, 0x10, (uint32_t)LIO_BAR_GPA);
-	cfg_write(devfn, 0x14, 0);
-	cfg_write(devfn, 0x18, (uint32_t)LIO_CMB_GPA);
-	cfg_write(devfn, 0x1c, 0);
-	cfg_write(devfn, 4, 0x6);
-	regs = (volatile uint8_t *)LIO_BAR_GPA;
+	ndrv_cfg_write(&drv, devfn, 4, 0);
+	ndrv_cfg_write(&drv, devfn, 0x18, (uint32_t)LIO_CMB_GPA);
+	ndrv_cfg_write(&drv, devfn, 0x1c, 0);
+	ndrv_place_bar0(&drv, devfn, LIO_BAR_GPA);
 	/* NVMe 1.4 (CAP.CMBS): CMBSZ shows once CMBMSC.CRE is set, SQs go in once the controller
 	 * memory space is enabled at the BAR's address */
-	if (rd32(NVME_REG_CAP + 4) & (uint32_t)(NVME_CAP_CMBS >> 32)) {
-		wr32(NVME_REG_CMBMSC + 4, 0);
-		wr32(NVME_REG_CMBMSC, (uint32_t)(NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | LIO_CMB_GPA));
-		check(!(rd32(NVME_REG_CMBSTS) & NVME_CMBSTS_CBAI), "CMB base address accepted");
+	if (ndrv_rd32(&drv, NVME_REG_CAP + 4) & (uint32_t)(NVME_CAP_CMBS >> 32)) {
+		ndrv_wr32(&drv, NVME_REG_CMBMSC + 4, 0);
+		ndrv_wr32(&drv, NVME_REG_CMBMSC,
+			  (uint32_t)(NVME_CMBMSC_CRE | NVME_CMBMSC_CMSE | LIO_CMB_GPA));
+		check(!(ndrv_rd32(&drv, NVME_REG_CMBSTS) & NVME_CMBSTS_CBAI),
+		      "CMB base address accepted");
 	}
 	if (!ctrl_init()) {
-		bench_printf("bench: lio FAIL enable, csts %x\n", rd32(NVME_REG_CSTS));
+		bench_printf("bench: lio FAIL enable, csts %x\n", ndrv_rd32(&drv, NVME_REG_CSTS));
 		return false;
 	}
-	c = cmd(NVME_ADMIN_IDENTIFY);
+	c = ndrv_cmd(NVME_ADMIN_IDENTIFY);
 	c.nsid = 1;
 	c.prp1 = (uint64_t)idbuf;
 	check(run(0, &c, NULL) == 0, "identify namespace");
@@ -327,30 +169,27 @@ static bool lio_setup(void)
 /* Doorbell Buffer Config when asked (bench.dbbuf=on), then I/O queue pair 1 from scratch. */
 static bool lio_queues(void)
 {
+	volatile void *sq = param_is("bench.sq", "cmb") ? (volatile void *)LIO_CMB_GPA : iosq;
 	struct nvme_sqe c;
 
-	sq_tail[1] = cq_head[1] = 0;
-	phase[1] = 1;
-	zero(iocq, sizeof(iocq));
+	ndrv_queue(&drv, 1, sq, iocq, QD);
 	if (param_is("bench.dbbuf", "on")) {
-		c = cmd(NVME_ADMIN_DBBUF);
+		c = ndrv_cmd(NVME_ADMIN_DBBUF);
 		c.prp1 = (uint64_t)dbs_buf;
 		c.prp2 = (uint64_t)eis_buf;
 		check(run(0, &c, NULL) == 0, "doorbell buffer config");
-		shadow = true;
+		drv.shadow = true;
 	}
-	c = cmd(NVME_ADMIN_CREATE_CQ);
+	c = ndrv_cmd(NVME_ADMIN_CREATE_CQ);
 	c.prp1 = (uint64_t)iocq;
 	c.cdw10 = (QD - 1) << 16 | 1;
 	c.cdw11 = 1; /* contiguous, interrupts off: this driver polls */
 	check(run(0, &c, NULL) == 0, "create CQ");
-	cqs[1] = (volatile struct nvme_cqe *)iocq;
-	c = cmd(NVME_ADMIN_CREATE_SQ);
+	c = ndrv_cmd(NVME_ADMIN_CREATE_SQ);
 	c.prp1 = param_is("bench.sq", "cmb") ? LIO_CMB_GPA : (uint64_t)iosq;
 	c.cdw10 = (QD - 1) << 16 | 1;
 	c.cdw11 = 1 << 16 | 1;
 	check(run(0, &c, NULL) == 0, "create SQ");
-	sqs[1] = (volatile struct nvme_sqe *)c.prp1;
 	bench_printf("bench: lio SQ 1 in %s\n", c.prp1 == LIO_CMB_GPA ? "the CMB" : "RAM");
 	return !failures;
 }
@@ -373,12 +212,12 @@ static void lio_rw(uint64_t seed, uint64_t lba0, uint64_t n, bool write)
 			return;
 		}
 	}
-	c = cmd(NVME_CMD_FLUSH);
+	c = ndrv_cmd(NVME_CMD_FLUSH);
 	c.nsid = 1;
 	check(run(1, &c, NULL) == 0, "flush");
 	for (lba = lba0; lba < lba0 + n; lba += XFER / LBA) {
 		k = (lba0 + n - lba) * LBA < XFER ? (unsigned)((lba0 + n - lba) * LBA) : XFER;
-		zero(rbuf, k);
+		ndrv_zero(rbuf, k);
 		c = rw(NVME_CMD_READ, lba, k, rbuf);
 		if (run(1, &c, NULL)) {
 			check(false, "read");
@@ -399,24 +238,20 @@ static void lio_again(uint64_t seed, uint64_t lba0, uint64_t n)
 	struct nvme_sqe c;
 	uint64_t deadline;
 
-	c = cmd(NVME_ADMIN_DELETE_SQ);
+	c = ndrv_cmd(NVME_ADMIN_DELETE_SQ);
 	c.cdw10 = 1;
 	check(run(0, &c, NULL) == 0, "delete SQ 1");
-	c = cmd(NVME_ADMIN_DELETE_CQ);
+	c = ndrv_cmd(NVME_ADMIN_DELETE_CQ);
 	c.cdw10 = 1;
 	check(run(0, &c, NULL) == 0, "delete CQ 1");
 	if (!lio_queues())
 		return;
 	lio_rw(seed, lba0, n, false);
 	/* reset with the queue pair bound: the backend lets go of it with the admin queue */
-	wr32(NVME_REG_CC, 0);
+	ndrv_wr32(&drv, NVME_REG_CC, 0);
 	deadline = bench_ns() + 2000000000ULL;
-	while ((rd32(NVME_REG_CSTS) & NVME_CSTS_RDY) && bench_ns() < deadline)
+	while ((ndrv_rd32(&drv, NVME_REG_CSTS) & NVME_CSTS_RDY) && bench_ns() < deadline)
 		;
-	sq_tail[0] = cq_head[0] = 0;
-	phase[0] = 1;
-	zero(acq, sizeof(acq));
-	shadow = false;
 	if (!ctrl_init()) {
 		check(false, "enable after reset");
 		return;
@@ -433,35 +268,26 @@ static void lio_again(uint64_t seed, uint64_t lba0, uint64_t n)
  * disabled), the backend's queue pair is gone, and a fresh set-up reads the pattern back. */
 static void lio_flr(uint64_t seed, uint64_t lba0, uint64_t n)
 {
-	unsigned ptr = cfg_read(nvme_devfn, 0x34) & 0xfc, pcie = 0, msix = 0, k = 0;
+	unsigned pcie = ndrv_find_cap(&drv, nvme_devfn, 0x10);
+	unsigned msix = ndrv_find_cap(&drv, nvme_devfn, 0x11);
 
-	while (ptr && k++ < 16) {
-		uint32_t hdr = cfg_read(nvme_devfn, ptr);
-
-		if ((hdr & 0xff) == 0x10)
-			pcie = ptr;
-		if ((hdr & 0xff) == 0x11)
-			msix = ptr;
-		ptr = (hdr >> 8) & 0xfc;
-	}
-	check(pcie && (cfg_read(nvme_devfn, pcie + 4) & (1u << 28)), "PCIe capability with FLR");
+	check(pcie && (ndrv_cfg_read(&drv, nvme_devfn, pcie + 4) & (1u << 28)),
+	      "PCIe capability with FLR");
 	check(msix != 0, "MSI-X capability");
 	if (failures)
 		return;
 	/* MSI-X on with the function masked (this driver polls): FLR must turn both off */
-	cfg_write(nvme_devfn, msix, cfg_read(nvme_devfn, msix) | 0xc000u << 16);
-	cfg_write(nvme_devfn, pcie + 8, cfg_read(nvme_devfn, pcie + 8) | 0x8000);
-	check((cfg_read(nvme_devfn, 4) & 0x7) == 0, "command register cleared by FLR");
-	check((cfg_read(nvme_devfn, 0x10) & ~0xfu) == 0, "BAR0 unassigned by FLR");
-	check(!(cfg_read(nvme_devfn, msix) >> 16 & 0xc000), "MSI-X disabled by FLR");
-	check(!(cfg_read(nvme_devfn, pcie + 8) & 0x8000), "Initiate FLR reads 0");
-	sq_tail[0] = cq_head[0] = 0;
-	phase[0] = 1;
-	zero(acq, sizeof(acq));
-	shadow = false;
+	ndrv_cfg_write(&drv, nvme_devfn, msix,
+		       ndrv_cfg_read(&drv, nvme_devfn, msix) | 0xc000u << 16);
+	ndrv_cfg_write(&drv, nvme_devfn, pcie + 8,
+		       ndrv_cfg_read(&drv, nvme_devfn, pcie + 8) | 0x8000);
+	check((ndrv_cfg_read(&drv, nvme_devfn, 4) & 0x7) == 0, "command register cleared by FLR");
+	check((ndrv_cfg_read(&drv, nvme_devfn, 0x10) & ~0xfu) == 0, "BAR0 unassigned by FLR");
+	check(!(ndrv_cfg_read(&drv, nvme_devfn, msix) >> 16 & 0xc000), "MSI-X disabled by FLR");
+	check(!(ndrv_cfg_read(&drv, nvme_devfn, pcie + 8) & 0x8000), "Initiate FLR reads 0");
 	if (!lio_setup())
 		return;
-	check(rd32(NVME_REG_CSTS) & NVME_CSTS_RDY, "enabled again after FLR");
+	check(ndrv_rd32(&drv, NVME_REG_CSTS) & NVME_CSTS_RDY, "enabled again after FLR");
 	lio_rw(seed, lba0, n, false);
 	if (!failures)
 		bench_puts("bench: lio flr ok\n");
@@ -482,10 +308,10 @@ static void lio_ring3(void)
 		/* volatile write cache off: the backend must make each write durable */
 		uint32_t dw0 = ~0u;
 
-		c = cmd(NVME_ADMIN_SET_FEATURES);
+		c = ndrv_cmd(NVME_ADMIN_SET_FEATURES);
 		c.cdw10 = NVME_FEAT_VOLATILE_WC;
 		check(run(0, &c, NULL) == 0, "set features: volatile write cache off");
-		c = cmd(NVME_ADMIN_GET_FEATURES);
+		c = ndrv_cmd(NVME_ADMIN_GET_FEATURES);
 		c.cdw10 = NVME_FEAT_VOLATILE_WC;
 		check(run(0, &c, &dw0) == 0 && dw0 == 0, "volatile write cache reads off");
 		bench_puts("bench: lio volatile write cache off\n");
@@ -512,7 +338,7 @@ static void lio_ring3(void)
 	bench_printf("bench: lio qd1 4k read: %lu I/Os, %lu ns/io\n", i, (t1 - t0) / (i ? i : 1));
 	if (i < ios) {
 		/* the backend is gone, or stalled: CSTS tells a driver which */
-		bench_printf("bench: lio csts %x\n", rd32(NVME_REG_CSTS));
+		bench_printf("bench: lio csts %x\n", ndrv_rd32(&drv, NVME_REG_CSTS));
 		goto out;
 	}
 	lio_again(seed, lba0, n);
@@ -589,32 +415,31 @@ static void hostile_ring3(void)
 	/* an SQE rewritten after the doorbell: whichever copy the backend took, it stays inside */
 	c = rw(NVME_CMD_WRITE, 8, PAGE, wbuf);
 	submit(1, &c);
-	((volatile struct nvme_sqe *)&sqs[1][(sq_tail[1] + QD - 1) % QD])->cdw10 =
-	    (uint32_t)(nsze + 100);
-	((volatile struct nvme_sqe *)&sqs[1][(sq_tail[1] + QD - 1) % QD])->prp1 = outside;
+	drv.q[1].sq[(drv.q[1].sq_tail + QD - 1) % QD].cdw10 = (uint32_t)(nsze + 100);
+	drv.q[1].sq[(drv.q[1].sq_tail + QD - 1) % QD].prp1 = outside;
 	bench_printf("bench: hostile rewritten SQE: status %x\n", reap_ms(1, NULL, 2000));
 	/* admin: queues that do not exist */
-	c = cmd(NVME_ADMIN_CREATE_SQ);
+	c = ndrv_cmd(NVME_ADMIN_CREATE_SQ);
 	c.prp1 = (uint64_t)iosq + PAGE;
 	c.cdw10 = (QD - 1) << 16 | 60000;
 	c.cdw11 = 1 << 16 | 1;
 	check(run(0, &c, NULL) != 0, "create SQ 60000 refused");
 	c.cdw10 = (QD - 1) << 16 | 2;
 	check(run(0, &c, NULL) != 0, "a second SQ on the bound CQ refused");
-	c = cmd(NVME_ADMIN_CREATE_CQ);
+	c = ndrv_cmd(NVME_ADMIN_CREATE_CQ);
 	c.prp1 = outside;
 	c.cdw10 = (QD - 1) << 16 | 2;
 	c.cdw11 = 1;
 	check(run(0, &c, NULL) != 0, "CQ outside RAM refused");
 	/* doorbells of queues that do not exist, and a bogus tail on our own */
-	wr32(NVME_REG_DBS + (2 * 5) * (4u << dstrd), 3);
-	wr32(NVME_REG_DBS + (2 * 9 + 1) * (4u << dstrd), 1);
+	ndrv_wr32(&drv, NVME_REG_DBS + (2 * 5) * (4u << drv.dstrd), 3);
+	ndrv_wr32(&drv, NVME_REG_DBS + (2 * 9 + 1) * (4u << drv.dstrd), 1);
 	/* the window is still usable: a pattern written and read inside it */
 	lio_rw(seed, 16, 256, true);
 	if (!failures)
 		bench_puts("bench: hostile contained\n");
 	/* last: a tail beyond the SQ; the backend must neither crash nor run stale entries */
-	ring(1, false, QD + 7);
+	ndrv_ring(&drv, 1, false, QD + 7);
 	bench_printf("bench: hostile bogus tail: status %x\n", reap_ms(1, NULL, 500));
 out:
 	bench_printf("bench: hostile %s (%u failures)\n", failures ? "FAILED" : "passed", failures);

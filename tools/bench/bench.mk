@@ -12,7 +12,7 @@ bench: bench-lvmm
 
 $(BENCH_CLIENT): tools/bench/softssd_bench.c $(BUILD)/liblvmm.a
 	@echo "  CC      $@"
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/liblvmm.a $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(INC_HOSTKMOD) -o $@ $< $(BUILD)/liblvmm.a $(LDLIBS)
 
 bench-lvmm: $(BUILD)/lvmm $(BENCH_GUEST) $(BENCH_CLIENT)
 	$(Q)tools/install-deps.sh tools/debian-packages.txt tools/bench/bench-packages.txt

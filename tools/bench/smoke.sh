@@ -27,7 +27,7 @@ cp "$here/../../docs/benchmarks.md" "$tmp/doc.md"
 SMOKE=1 ROUNDS=1 BENCH_TIME=0.3 VOL_MB=16 SCALE=2 BOOT_RUNS=1 DIR=$tmp \
 	/usr/bin/python3 "$here/storage.py" "$build" "$tmp/res" >"$tmp/log" 2>&1
 check "storage.py ran (log: $(tail -5 "$tmp/log"))" '[ -s "$tmp/res/storage-host.json" ]'
-systems=("native" "lvmm passthrough" "lvmm isolated" "lvmm emulate")
+systems=("native" "lvmm passthrough" "lvmm isolated" "lvmm emulate" "lvmm virtio-blk")
 command -v qemu-system-x86_64 >/dev/null && systems+=("QEMU nvme" "QEMU virtio-blk")
 for s in "${systems[@]}"; do
 	check "$s: both workloads measured" \

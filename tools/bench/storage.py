@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # Storage benchmarks side by side (a benchmark, not a test): the bench guest's workload engine
-# (bench.mode=work, vblk) in lvmm's emulate, isolated and passthrough modes, the native softssd
+# (bench.mode=work, vblk) in lvmm's emulate, isolated and passthrough modes and its virtio-blk, the native softssd
 # client, QEMU's emulated NVMe (plain, shadow doorbells, SQs in its CMB) and virtio-blk on
 # microvm; then N lvmm VMs on one softssd; then boot time and memory of lvmm and QEMU. Rows are
 # interleaved round by round.
@@ -111,6 +111,17 @@ class Bench:
                 d["backend_us"] = d["vmm_us"]
         return res, d, text
 
+    def run_lvmm_vblk(self, rw, qd, qp, seed):
+        """lvmm's virtio-blk on the image QEMU's rows read, driven by the same vblk loop."""
+        argv = [self.lvmm, "run", "--kernel", self.guest, "--memory", "64M", "--disk",
+                f"path={self.img},num_queues={qp},queue_size=1024", "--cmdline",
+                self.cmdline(rw, qd, qp, seed, "", "vblk")]
+        res, d, text = vms.run_guest(argv, None, self.secs + 90, self.perf_out)
+        if res:
+            d["backend_us"] = d["vmm_us"]  # the disk's I/O thread is lvmm's
+            d["wakeups"] = None
+        return res, d, text
+
     def run_qemu(self, variant, rw, qd, qp, seed):
         dev = "nvme,drive=d0,serial=bench,max_ioqpairs=8"
         extra, mode = "", "work"
@@ -162,6 +173,7 @@ class Bench:
         s = [("native", lambda *a: self.run_native(*a))]
         for m in ("passthrough", "isolated", "emulate"):
             s.append((f"lvmm {m}", lambda *a, m=m: self.run_lvmm(m, *a)))
+        s.append(("lvmm virtio-blk", lambda *a: self.run_lvmm_vblk(*a)))
         if QEMU:
             s.append(("QEMU nvme", lambda *a: self.run_qemu("plain", *a)))
             s.append(("QEMU virtio-blk", lambda *a: self.run_qemu("vblk", *a)))

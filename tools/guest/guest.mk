@@ -5,13 +5,14 @@ GUEST_DIR       := $(BUILD)/guest
 GUEST_KERNEL    := $(GUEST_DIR)/vmlinux
 GUEST_INITRAMFS := $(GUEST_DIR)/initramfs.cpio
 GUEST_SWEEP     := $(GUEST_DIR)/nvme-sweep
+GUEST_VSOCK     := $(GUEST_DIR)/vsock-test
 GUEST_SRC       := tools/guest
 
 BINS += $(BUILD)/extract-vmlinux
 
 .PHONY: guest guest-kernel guest-debian
 
-guest: $(GUEST_KERNEL) $(GUEST_INITRAMFS) $(GUEST_SWEEP)
+guest: $(GUEST_KERNEL) $(GUEST_INITRAMFS) $(GUEST_SWEEP) $(GUEST_VSOCK)
 
 # build-kernel.sh keeps its own stamp (fragment, patches, source package version) and returns at
 # once when nothing changed, so running it on every `make guest` is cheap and never stale.
@@ -30,6 +31,11 @@ $(GUEST_SWEEP): $(GUEST_SRC)/nvme-sweep.c include/lightiov/nvme.h
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@ (static)"
 	$(Q)$(CC) -static -O2 -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -o $@ $<
+
+$(GUEST_VSOCK): $(GUEST_SRC)/vsock-test.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@ (static)"
+	$(Q)$(CC) -static -O2 -std=gnu11 $(WARN) -D_GNU_SOURCE -o $@ $<
 
 $(BUILD)/extract-vmlinux: $(GUEST_SRC)/extract-vmlinux.c
 	@mkdir -p $(dir $@)

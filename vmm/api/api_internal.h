@@ -44,6 +44,10 @@ struct api_vm_ops {
 	/* Console byte counters (may be NULL: vm.counters then has no "console"). */
 	void (*console_stats)(struct vm *vm, struct serial_stats *st);
 	int (*add_vnvme)(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen);
+	int (*add_disk)(struct vm *vm, const struct virtio_blk_config *c, char *err,
+			unsigned errlen); /* may be NULL: vm.add-disk is then refused */
+	int (*add_vsock)(struct vm *vm, const struct virtio_vsock_config *c, char *err,
+			 unsigned errlen); /* may be NULL likewise */
 	int (*remove_device)(struct vm *vm, const char *id, char *err, unsigned errlen);
 	/* PCI slot (device number on bus 0) of a device by id: 0, or -ENOENT; may be NULL. */
 	int (*device_slot)(struct vm *vm, const char *id, unsigned *slot);
@@ -140,6 +144,13 @@ char *api_http_format(const struct api_response *r, bool keep_alive, size_t *len
 /* json.c */
 int api_json_to_config(const json_t *root, const struct api_vm_ops *ops, struct vm_config *cfg,
 		       char *err, unsigned errlen);
+/* A DiskConfig object (where names it in errors) into c; 0 or -EINVAL with err set. */
+int api_json_to_disk(const json_t *obj, const char *where, struct virtio_blk_config *c, char *err,
+		     unsigned errlen);
+json_t *api_disk_to_json(const struct virtio_blk_config *c);
+int api_json_to_vsock(const json_t *obj, const char *where, struct virtio_vsock_config *c,
+		      char *err, unsigned errlen);
+json_t *api_vsock_to_json(const struct virtio_vsock_config *c);
 int api_json_to_vnvme(const json_t *obj, const char *where, struct vnvme_config *c, char *err,
 		      unsigned errlen);
 /* The same, keeping in *extra (when not NULL; the caller owns it) what vm.info reports beyond

@@ -16,7 +16,7 @@
 #define CLIENT_TIMEOUT_S  120 /* vm.create/boot load a kernel: allow slow disks */
 #define CLIENT_MAX_ANSWER (1 << 20)
 
-enum client_body { BODY_NONE, BODY_JSON, BODY_VNVME, BODY_DEVICE_ID };
+enum client_body { BODY_NONE, BODY_JSON, BODY_VNVME, BODY_DISK, BODY_VSOCK, BODY_DEVICE_ID };
 
 struct client_verb {
 	const char *verb;
@@ -39,6 +39,10 @@ static const struct client_verb client_verbs[] = {
     {"delete", "PUT", "vm.delete", BODY_NONE, "shut down and forget the VM"},
     {"resize", "PUT", "vm.resize", BODY_JSON, "VmResize JSON (desired_vcpus, desired_ram)"},
     {"add-vnvme", "PUT", "vm.add-vnvme", BODY_VNVME, "hot-add a vNVMe (JSON or --vnvme syntax)"},
+    {"add-disk", "PUT", "vm.add-disk", BODY_DISK,
+     "hot-add a virtio-blk disk (JSON or --disk syntax)"},
+    {"add-vsock", "PUT", "vm.add-vsock", BODY_VSOCK,
+     "hot-add the vsock device (JSON or --vsock syntax)"},
     {"remove-device", "PUT", "vm.remove-device", BODY_DEVICE_ID, "hot-remove a device by id"},
     {"shutdown-vmm", "PUT", "vmm.shutdown", BODY_NONE, "stop lvmm itself"},
 };
@@ -55,6 +59,7 @@ static void client_usage(FILE *f)
 	fprintf(f, "\nexamples:\n"
 		   "  lvmm api --socket vm.sock create @vm.json\n"
 		   "  lvmm api --socket vm.sock add-vnvme file=disk.img,size=1G\n"
+		   "  lvmm api --socket vm.sock add-disk path=data.img,readonly=on\n"
 		   "  lvmm api --socket vm.sock remove-device nvme1\n");
 }
 
@@ -105,6 +110,8 @@ static char *client_body(const struct client_verb *v, const char *arg)
 	if (!arg) {
 		fprintf(stderr, "lvmm api: %s needs an argument (JSON, @FILE%s)\n", v->verb,
 			v->body == BODY_VNVME	    ? " or file=PATH,..."
+			: v->body == BODY_DISK	    ? " or path=IMG,..."
+			: v->body == BODY_VSOCK	    ? " or cid=N,socket=PATH"
 			: v->body == BODY_DEVICE_ID ? " or a device id"
 						    : "");
 		return NULL;
@@ -120,6 +127,23 @@ static char *client_body(const struct client_verb *v, const char *arg)
 			return NULL;
 		if (config_parse_vnvme(arg, c, err, sizeof(err)) == 0)
 			j = api_vnvme_to_json(c);
+		else
+			fprintf(stderr, "lvmm api: %s\n", err);
+		free(c);
+	} else if (v->body == BODY_VSOCK) {
+		struct virtio_vsock_config c;
+
+		if (config_parse_vsock(arg, &c, err, sizeof(err)) == 0)
+			j = api_vsock_to_json(&c);
+		else
+			fprintf(stderr, "lvmm api: %s\n", err);
+	} else if (v->body == BODY_DISK) {
+		struct virtio_blk_config *c = calloc(1, sizeof(*c));
+
+		if (!c)
+			return NULL;
+		if (config_parse_disk(arg, c, err, sizeof(err)) == 0)
+			j = api_disk_to_json(c);
 		else
 			fprintf(stderr, "lvmm api: %s\n", err);
 		free(c);

@@ -736,9 +736,153 @@ static int json_to_platform(const json_t *root, unsigned *nseg, json_t *extra, c
 	return 0;
 }
 
+/* cloud-hypervisor's DiskConfig; what lvmm's virtio-blk lacks is refused by name. */
+int api_json_to_disk(const json_t *obj, const char *where, struct virtio_blk_config *c, char *err,
+		     unsigned errlen)
+{
+	static const struct json_rule rules[] = {
+	    {"iommu", JD_FALSE, "lvmm has no virtual IOMMU"},
+	    {"vhost_user", JD_FALSE, "lvmm serves disks itself, not through vhost-user"},
+	    {"vhost_socket", JD_ABSENT, "lvmm serves disks itself, not through vhost-user"},
+	    {"rate_limit_group", JD_ABSENT, "lvmm has no rate-limited virtio devices"},
+	    {"rate_limiter_config", JD_ABSENT, "lvmm has no rate-limited virtio devices"},
+	    {"disable_io_uring", JD_FALSE, "lvmm's virtio-blk always runs on io_uring"},
+	    {"disable_aio", JD_ANYBOOL, ""},
+	    {"queue_affinity", JD_EMPTY, "lvmm's virtio-blk has one I/O thread per disk"},
+	    {"pci_segment", JD_ZERO, "lvmm places devices on PCI segment 0"},
+	    {NULL, 0, NULL},
+	};
+	static const char *const mine[] = {"path",	 "readonly", "direct", "num_queues",
+					   "queue_size", "id",	     "serial", NULL};
+	const char *keys[24];
+	uint64_t nq = 0, qs = 0;
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	if (!json_is_object(obj))
+		return json_fail(err, errlen, "'%s' must be an object", where);
+	json_keys_of(rules, mine, keys, 24);
+	json_note_keys(obj, where, keys);
+	r = json_check_rules(obj, where, rules, err, errlen);
+	if (!r)
+		r = json_get_str(obj, where, "path", c->path, sizeof(c->path), err, errlen);
+	if (!r && !c->path[0])
+		r = json_fail(err, errlen, "field '%s.path' is required", where);
+	if (!r)
+		r = json_get_bool(obj, where, "readonly", &c->readonly, err, errlen);
+	if (!r)
+		r = json_get_bool(obj, where, "direct", &c->direct, err, errlen);
+	if (!r)
+		r = json_get_u64(obj, where, "num_queues", 1, VIRTIO_BLK_MAX_QUEUES, &nq, err,
+				 errlen);
+	if (!r)
+		r = json_get_u64(obj, where, "queue_size", 2, VIRTIO_BLK_MAX_QUEUE_SIZE, &qs, err,
+				 errlen);
+	if (!r && qs & (qs - 1))
+		r = json_fail(err, errlen, "field '%s.queue_size' %llu is not a power of two",
+			      where, (unsigned long long)qs);
+	if (!r)
+		r = json_get_str(obj, where, "id", c->id, sizeof(c->id), err, errlen);
+	if (!r && c->id[0] && !config_vnvme_name_ok(c->id, strlen(c->id), sizeof(c->id)))
+		r = json_fail(err, errlen,
+			      "field '%s.id' '%s' is not 1-63 characters of [A-Za-z0-9_.-]", where,
+			      c->id);
+	if (!r)
+		r = json_get_str(obj, where, "serial", c->serial, sizeof(c->serial), err, errlen);
+	c->num_queues = (unsigned)nq;
+	c->queue_size = (unsigned)qs;
+	return r;
+}
+
+json_t *api_disk_to_json(const struct virtio_blk_config *c)
+{
+	json_t *o = json_pack("{s:s, s:s, s:b, s:b, s:i, s:i}", "id", c->id, "path", c->path,
+			      "readonly", c->readonly, "direct", c->direct, "num_queues",
+			      (int)(c->num_queues ? c->num_queues : 1), "queue_size",
+			      (int)(c->queue_size ? c->queue_size : VIRTIO_BLK_QUEUE_SIZE));
+
+	if (o && c->serial[0])
+		json_object_set_new(o, "serial", json_string(c->serial));
+	return o;
+}
+
+static int json_to_disk_list(const json_t *root, struct vm_config *cfg, char *err, unsigned errlen)
+{
+	const json_t *a = json_field(root, "disks");
+	size_t i;
+	int r;
+
+	if (!a)
+		return 0;
+	if (!json_is_array(a))
+		return json_fail(err, errlen, "field 'disks' must be an array");
+	if (json_array_size(a) > CONFIG_MAX_DISKS)
+		return json_fail(err, errlen, "field 'disks' has %zu devices, max %d",
+				 json_array_size(a), CONFIG_MAX_DISKS);
+	for (i = 0; i < json_array_size(a); i++) {
+		char where[32];
+
+		snprintf(where, sizeof(where), "disks[%zu]", i);
+		r = api_json_to_disk(json_array_get(a, i), where, &cfg->disks[i], err, errlen);
+		if (r)
+			return r;
+		if (!cfg->disks[i].id[0])
+			snprintf(cfg->disks[i].id, sizeof(cfg->disks[i].id), "disk%zu", i);
+	}
+	cfg->ndisks = (unsigned)i;
+	return 0;
+}
+
+/* cloud-hypervisor's VsockConfig: cid, socket, id; iommu and pci_segment at their defaults. */
+int api_json_to_vsock(const json_t *obj, const char *where, struct virtio_vsock_config *c,
+		      char *err, unsigned errlen)
+{
+	static const struct json_rule rules[] = {
+	    {"iommu", JD_FALSE, "lvmm has no virtual IOMMU"},
+	    {"pci_segment", JD_ZERO, "lvmm places devices on PCI segment 0"},
+	    {NULL, 0, NULL},
+	};
+	static const char *const mine[] = {"cid", "socket", "id", NULL};
+	const char *keys[8];
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	if (!json_is_object(obj))
+		return json_fail(err, errlen, "'%s' must be an object", where);
+	json_keys_of(rules, mine, keys, 8);
+	json_note_keys(obj, where, keys);
+	r = json_check_rules(obj, where, rules, err, errlen);
+	if (!r && !json_field(obj, "cid"))
+		r = json_fail(err, errlen, "field '%s.cid' is required", where);
+	if (!r)
+		r = json_get_u64(obj, where, "cid", VIRTIO_VSOCK_MIN_CID, UINT32_MAX - 1, &c->cid,
+				 err, errlen);
+	if (!r)
+		r = json_get_str(obj, where, "socket", c->socket, sizeof(c->socket), err, errlen);
+	if (!r && !c->socket[0])
+		r = json_fail(err, errlen, "field '%s.socket' is required", where);
+	if (!r)
+		r = json_get_str(obj, where, "id", c->id, sizeof(c->id), err, errlen);
+	if (!r && c->id[0] && !config_vnvme_name_ok(c->id, strlen(c->id), sizeof(c->id)))
+		r = json_fail(err, errlen,
+			      "field '%s.id' '%s' is not 1-63 characters of [A-Za-z0-9_.-]", where,
+			      c->id);
+	if (!r && config_validate_vsock(c, err, errlen))
+		r = -EINVAL;
+	return r;
+}
+
+json_t *api_vsock_to_json(const struct virtio_vsock_config *c)
+{
+	char id[sizeof(c->id)];
+
+	virtio_vsock_id(c, id, sizeof(id));
+	return json_pack("{s:I, s:s, s:b, s:i, s:s}", "cid", (json_int_t)c->cid, "socket",
+			 c->socket, "iommu", 0, "pci_segment", 0, "id", id);
+}
+
 static const struct json_rule json_root_rules[] = {
     {"rate_limit_groups", JD_EMPTY, "lvmm has no rate-limited virtio devices"},
-    {"disks", JD_EMPTY, "lvmm has no virtio-blk yet (use 'vnvme')"},
     {"net", JD_EMPTY, "lvmm has no virtio-net yet"},
     {"balloon", JD_ABSENT, "lvmm has no virtio-balloon"},
     {"fs", JD_EMPTY, "lvmm has no virtio-fs yet"},
@@ -747,7 +891,6 @@ static const struct json_rule json_root_rules[] = {
     {"devices", JD_EMPTY, "lvmm has no VFIO passthrough"},
     {"user_devices", JD_EMPTY, "lvmm has no vfio-user devices"},
     {"vdpa", JD_EMPTY, "lvmm has no vDPA devices"},
-    {"vsock", JD_ABSENT, "lvmm has no virtio-vsock yet"},
     {"numa", JD_EMPTY, "lvmm describes no NUMA nodes"},
     {"iommu", JD_FALSE, "lvmm has no virtual IOMMU"},
     {"watchdog", JD_FALSE, "lvmm has no watchdog device"},
@@ -794,9 +937,9 @@ static int json_to_vnvme_list(const json_t *root, struct vm_config *cfg, char *e
 int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, struct vm_config *cfg,
 			  json_t **extra_out, char *err, unsigned errlen)
 {
-	static const char *const mine[] = {
-	    "cpus",	     "memory", "payload",  "serial", "console",
-	    "debug_console", "rng",    "platform", "vnvme",  NULL};
+	static const char *const mine[] = {"cpus",    "memory",	       "payload", "serial",
+					   "console", "debug_console", "rng",	  "platform",
+					   "vnvme",   "disks",	       "vsock",	  NULL};
 	const char *keys[48];
 	json_t *extra = json_object();
 	unsigned nseg = 1;
@@ -835,6 +978,12 @@ int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, stru
 		r = json_to_rng(root, nseg, cfg, extra, err, errlen);
 	if (!r)
 		r = json_to_vnvme_list(root, cfg, err, errlen);
+	if (!r)
+		r = json_to_disk_list(root, cfg, err, errlen);
+	if (!r && json_field(root, "vsock")) {
+		r = api_json_to_vsock(json_field(root, "vsock"), "vsock", &cfg->vsock, err, errlen);
+		cfg->has_vsock = !r;
+	}
 	if (!r && ops && ops->validate)
 		r = ops->validate(cfg, err, errlen);
 	if (!r && extra_out)
@@ -876,11 +1025,13 @@ json_t *api_vnvme_to_json(const struct vnvme_config *c)
 
 json_t *api_config_to_json(const struct vm_config *cfg)
 {
-	json_t *list = json_array(), *o, *payload, *serial;
+	json_t *list = json_array(), *disks = json_array(), *o, *payload, *serial;
 	unsigned i;
 
 	for (i = 0; list && i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++)
 		json_array_append_new(list, api_vnvme_to_json(&cfg->vnvme[i]));
+	for (i = 0; disks && i < cfg->ndisks && i < CONFIG_MAX_DISKS; i++)
+		json_array_append_new(disks, api_disk_to_json(&cfg->disks[i]));
 	payload = json_pack("{s:s, s:s}", "kernel", cfg->kernel, "cmdline", cfg->cmdline);
 	json_set_str(payload, "initramfs", cfg->initramfs);
 	serial = json_pack("{s:s}", "mode", api_serial_mode_name(cfg->serial));
@@ -891,12 +1042,14 @@ json_t *api_config_to_json(const struct vm_config *cfg)
 	}
 	/* What lvmm builds for the fields it only accepts at their defaults. */
 	o = json_pack("{s:{s:i, s:i, s:b}, s:{s:I, s:b, s:b, s:b, s:s}, s:o, s:o, s:{s:s},"
-		      " s:b, s:b, s:b, s:o}",
+		      " s:b, s:b, s:b, s:o, s:o}",
 		      "cpus", "boot_vcpus", (int)cfg->cpus, "max_vcpus", (int)cfg->max_cpus,
 		      "kvm_hyperv", 0, "memory", "size", (json_int_t)cfg->memory, "mergeable", 0,
 		      "hugepages", 0, "shared", 1, "hotplug_method", "Acpi", "payload", payload,
 		      "serial", serial, "console", "mode", "Off", "iommu", 0, "watchdog", 0,
-		      "pvpanic", 0, "vnvme", list);
+		      "pvpanic", 0, "vnvme", list, "disks", disks);
+	if (o && cfg->has_vsock)
+		json_object_set_new(o, "vsock", api_vsock_to_json(&cfg->vsock));
 	return o;
 }
 

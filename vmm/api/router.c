@@ -134,7 +134,7 @@ static void route_vmm_shutdown(struct api_vmm *vmm, const struct api_request *re
 /* Every file a client names, checked before anything opens it: not a symlink, not a FIFO or
  * device where a regular file is meant, beneath the allowed directory when there is one. A FIFO
  * would otherwise block the only API thread in open(2). The serial file is opened at boot, under
- * the same rules (vm.c); a disk image or serial file may still be created. */
+ * the same rules (vm_console.c); a disk image or serial file may still be created. */
 static int route_check_vnvme(const struct api_vmm *vmm, const struct vnvme_config *v, char *err,
 			     unsigned errlen)
 {
@@ -144,6 +144,26 @@ static int route_check_vnvme(const struct api_vmm *vmm, const struct vnvme_confi
 		return 0;
 	return vmm->ops->check_path(vmm->allowed_dir, "vnvme file", v->path, true,
 				    FSUTIL_REGULAR_OR_BLOCK, err, errlen);
+}
+
+/* A disk image must exist (virtio-blk never creates one). */
+static int route_check_disk(const struct api_vmm *vmm, const struct virtio_blk_config *d, char *err,
+			    unsigned errlen)
+{
+	if (!vmm->ops->check_path)
+		return 0;
+	return vmm->ops->check_path(vmm->allowed_dir, "disk image", d->path, false,
+				    FSUTIL_REGULAR_OR_BLOCK, err, errlen);
+}
+
+/* The vsock socket lvmm will listen at: absent or a stale socket, beneath the allowed dir. */
+static int route_check_vsock(const struct api_vmm *vmm, const struct virtio_vsock_config *v,
+			     char *err, unsigned errlen)
+{
+	if (!vmm->ops->check_path)
+		return 0;
+	return vmm->ops->check_path(vmm->allowed_dir, "vsock socket", v->socket, true,
+				    FSUTIL_SOCKET, err, errlen);
 }
 
 static int route_check_paths(const struct api_vmm *vmm, const struct vm_config *cfg, char *err,
@@ -164,6 +184,10 @@ static int route_check_paths(const struct api_vmm *vmm, const struct vm_config *
 					 FSUTIL_REGULAR, err, errlen);
 	for (i = 0; !r && i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++)
 		r = route_check_vnvme(vmm, &cfg->vnvme[i], err, errlen);
+	for (i = 0; !r && i < cfg->ndisks && i < CONFIG_MAX_DISKS; i++)
+		r = route_check_disk(vmm, &cfg->disks[i], err, errlen);
+	if (!r && cfg->has_vsock)
+		r = route_check_vsock(vmm, &cfg->vsock, err, errlen);
 	return r;
 }
 
@@ -434,14 +458,28 @@ static void route_vm_counters(struct api_vmm *vmm, const struct api_request *req
 	route_json(resp, o);
 }
 
+/* cloud-hypervisor's PciDeviceInfo for a device just hot-added; Kata parses bdf as 0000:00:SS.0 */
+static void route_device_info(struct api_vmm *vmm, struct api_response *resp, const char *what,
+			      const char *id)
+{
+	unsigned slot = 0;
+	char bdf[16];
+
+	if (!vmm->ops->device_slot || vmm->ops->device_slot(vmm->vm, id, &slot)) {
+		api_response_error(resp, 500, "%s: %s: added but its PCI slot is unknown", what,
+				   id);
+		return;
+	}
+	snprintf(bdf, sizeof(bdf), "0000:00:%02x.0", slot & 0x1f);
+	route_json(resp, json_pack("{s:s, s:s}", "id", id, "bdf", bdf));
+}
+
 static void route_vm_add_vnvme(struct api_vmm *vmm, const struct api_request *req,
 			       struct api_response *resp)
 {
 	char err[API_ERR_LEN] = "";
 	const struct vm_config *cfg;
 	struct vnvme_config *c;
-	unsigned slot = 0;
-	char bdf[16];
 	json_t *j;
 	int r;
 
@@ -489,16 +527,101 @@ static void route_vm_add_vnvme(struct api_vmm *vmm, const struct api_request *re
 		route_op_error(resp, "vm.add-vnvme", r, err);
 		goto out;
 	}
-	/* cloud-hypervisor's PciDeviceInfo; Kata parses bdf as 0000:00:SS.0 */
-	if (!vmm->ops->device_slot || vmm->ops->device_slot(vmm->vm, c->id, &slot)) {
-		api_response_error(resp, 500, "vm.add-vnvme: %s: added but its PCI slot is unknown",
-				   c->id);
-		goto out;
-	}
-	snprintf(bdf, sizeof(bdf), "0000:00:%02x.0", slot & 0x1f);
-	route_json(resp, json_pack("{s:s, s:s}", "id", c->id, "bdf", bdf));
+	route_device_info(vmm, resp, "vm.add-vnvme", c->id);
 out:
 	free(c);
+}
+
+static void route_vm_add_disk(struct api_vmm *vmm, const struct api_request *req,
+			      struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "";
+	const struct vm_config *cfg;
+	struct virtio_blk_config *c;
+	json_t *j;
+	int r;
+
+	if (!route_need_state(vmm, resp, "vm.add-disk", ST(VM_RUNNING) | ST(VM_PAUSED)))
+		return;
+	if (!vmm->ops->add_disk) {
+		api_response_error(resp, 500, "vm.add-disk: not available");
+		return;
+	}
+	j = route_load_body(req, resp);
+	if (!j)
+		return;
+	c = malloc(sizeof(*c));
+	if (!c) {
+		json_decref(j);
+		api_response_error(resp, 500, "vm.add-disk: out of memory");
+		return;
+	}
+	r = api_json_to_disk(j, "disk", c, err, sizeof(err));
+	json_decref(j);
+	if (!r)
+		r = route_check_disk(vmm, c, err, sizeof(err));
+	if (r) {
+		api_response_error(resp, 400, "vm.add-disk: %s", err);
+		goto out;
+	}
+	/* the first free "disk<N>" when the body names none */
+	cfg = vmm->ops->get_config(vmm->vm);
+	for (unsigned k = 0; !*c->id && k <= CONFIG_MAX_DISKS; k++) {
+		snprintf(c->id, sizeof(c->id), "disk%u", k);
+		for (unsigned i = 0; i < cfg->ndisks && i < CONFIG_MAX_DISKS; i++) {
+			char other[sizeof(c->id)];
+
+			virtio_blk_id(&cfg->disks[i], i, other, sizeof(other));
+			if (!strcmp(other, c->id)) {
+				c->id[0] = 0;
+				break;
+			}
+		}
+	}
+	r = vmm->ops->add_disk(vmm->vm, c, err, sizeof(err));
+	if (r == -EEXIST)
+		api_response_error(resp, 400, "vm.add-disk: %s", err); /* the body's id is taken */
+	else if (r)
+		route_op_error(resp, "vm.add-disk", r, err);
+	else
+		route_device_info(vmm, resp, "vm.add-disk", c->id);
+out:
+	free(c);
+}
+
+static void route_vm_add_vsock(struct api_vmm *vmm, const struct api_request *req,
+			       struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "", id[64];
+	struct virtio_vsock_config c;
+	json_t *j;
+	int r;
+
+	if (!route_need_state(vmm, resp, "vm.add-vsock", ST(VM_RUNNING) | ST(VM_PAUSED)))
+		return;
+	if (!vmm->ops->add_vsock) {
+		api_response_error(resp, 500, "vm.add-vsock: not available");
+		return;
+	}
+	j = route_load_body(req, resp);
+	if (!j)
+		return;
+	r = api_json_to_vsock(j, "vsock", &c, err, sizeof(err));
+	json_decref(j);
+	if (!r)
+		r = route_check_vsock(vmm, &c, err, sizeof(err));
+	if (r) {
+		api_response_error(resp, 400, "vm.add-vsock: %s", err);
+		return;
+	}
+	virtio_vsock_id(&c, id, sizeof(id));
+	r = vmm->ops->add_vsock(vmm->vm, &c, err, sizeof(err));
+	if (r == -EEXIST)
+		api_response_error(resp, 400, "vm.add-vsock: %s", err);
+	else if (r)
+		route_op_error(resp, "vm.add-vsock", r, err);
+	else
+		route_device_info(vmm, resp, "vm.add-vsock", id);
 }
 
 static void route_vm_remove_device(struct api_vmm *vmm, const struct api_request *req,
@@ -639,15 +762,13 @@ struct route_missing {
 
 static const struct route_missing route_missing[] = {
     {"vm.power-button", "lvmm has no ACPI power button (use vm.shutdown)"},
-    {"vm.resize-disk", "lvmm has no virtio-blk disks"},
+    {"vm.resize-disk", "lvmm cannot resize a disk"},
     {"vm.resize-zone", "lvmm has no memory zones"},
     {"vm.add-device", "lvmm has no VFIO passthrough"},
-    {"vm.add-disk", "lvmm has no virtio-blk yet (use vm.add-vnvme)"},
     {"vm.add-fs", "lvmm has no virtio-fs yet"},
     {"vm.add-generic-vhost-user", "lvmm has no vhost-user devices"},
     {"vm.add-pmem", "lvmm has no virtio-pmem"},
     {"vm.add-net", "lvmm has no virtio-net yet"},
-    {"vm.add-vsock", "lvmm has no virtio-vsock yet"},
     {"vm.add-vdpa", "lvmm has no vDPA devices"},
     {"vm.add-user-device", "lvmm has no vfio-user devices"},
     {"vm.snapshot", "lvmm cannot snapshot a VM"},
@@ -696,6 +817,8 @@ static const struct route routes[] = {
     {"vm.delete", HTTP_PUT, false, route_vm_delete},
     {"vm.counters", HTTP_GET, false, route_vm_counters},
     {"vm.add-vnvme", HTTP_PUT, true, route_vm_add_vnvme},
+    {"vm.add-disk", HTTP_PUT, true, route_vm_add_disk},
+    {"vm.add-vsock", HTTP_PUT, true, route_vm_add_vsock},
     {"vm.remove-device", HTTP_PUT, true, route_vm_remove_device},
     {"vm.resize", HTTP_PUT, true, route_vm_resize},
 };

@@ -14,6 +14,9 @@ for b in /sys/class/pci_bus/*; do buses="$buses ${b##*/}"; done
 devs=
 for d in /sys/bus/pci/devices/*; do devs="$devs ${d##*/}"; done
 echo "LVMM-KATA-PCI buses=${buses# } devices=${devs# }"
+vs=no
+[ -e /sys/class/misc/vsock ] && vs=yes
+echo "LVMM-KATA-VSOCK misc=$vs"
 echo "LVMM-KATA-WAIT"
 busybox sleep 100000
 return 0

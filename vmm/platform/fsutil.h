@@ -12,6 +12,7 @@ enum fsutil_kind {
 	/* virtio-rng's source: the kernel's random, urandom or hwrng character device only.
 	 * Any other file would hand the guest host data (a regular file, /dev/mem) as entropy. */
 	FSUTIL_ENTROPY,
+	FSUTIL_SOCKET, /* a Unix socket lvmm listens at (vsock): a stale one is replaced */
 };
 
 /* Holds root (an absolute directory) open for the process's life: every later fsutil_open and
@@ -39,5 +40,12 @@ int fsutil_open(const char *root, const char *what, const char *path, int flags,
  * must. 0 or a negative errno with err set. */
 int fsutil_check(const char *root, const char *what, const char *path, bool may_create,
 		 enum fsutil_kind kind, char *err, unsigned errlen);
+
+/* A disk image for one VM: an open-file-description lock on the whole file, shared for a
+ * read-only user, exclusive for a writer, so that a second lvmm (or QEMU, which takes the same
+ * kind of lock) writing the image is refused, and readers are refused while one writes. Held
+ * until fd is closed. 0, or -EBUSY (held elsewhere) / another negative errno with err set. */
+int fsutil_lock_image(int fd, bool write, const char *what, const char *path, char *err,
+		      unsigned errlen);
 
 #endif

@@ -1,0 +1,39 @@
+/* virtio-vsock (virtio 1.x, 5.10) with the hybrid host side cloud-hypervisor and Firecracker
+ * implement over a Unix socket: a host program connects to PATH and writes "CONNECT <port>\n"
+ * to reach the guest's port, and is answered "OK <host port>\n"; a guest connection to the
+ * host (CID 2) port P reaches the program listening at "PATH_P". Kata's agent protocol runs on
+ * it. Configuration: `lvmm run --vsock cid=N,socket=PATH`, the API's vm.create "vsock" and
+ * vm.add-vsock (cloud-hypervisor's VsockConfig). */
+#ifndef LVMM_VIRTIO_VSOCK_H
+#define LVMM_VIRTIO_VSOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "device.h"
+
+#define VIRTIO_VSOCK_PATH_MAX 108 /* sun_path, with "_<port>" appended for guest connections */
+#define VIRTIO_VSOCK_HOST_CID 2
+#define VIRTIO_VSOCK_MIN_CID  3 /* 0-2 are reserved, -1 is "any" */
+
+struct virtio_vsock_config {
+	char id[64];			    /* device id, default "vsock0" */
+	uint64_t cid;			    /* the guest's context id, 3..2^32-2 */
+	char socket[VIRTIO_VSOCK_PATH_MAX]; /* the host side's Unix socket */
+};
+
+static inline void virtio_vsock_id(const struct virtio_vsock_config *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", c->id[0] ? c->id : "vsock0");
+}
+
+/* The model (device.h): created from a struct virtio_vsock_config. Its thread runs under
+ * dev_host.sock_thread (it accepts, connects and shuts down Unix sockets). */
+extern const struct dev_model virtio_vsock_model;
+
+/* One packet from the guest (header and payload, as the tx queue carries them) through the
+ * device's parser as if the guest had queued it: the packet fuzz target's entry. */
+void virtio_vsock_tx_packet(void *dev, const uint8_t *pkt, size_t len);
+
+#endif

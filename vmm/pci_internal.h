@@ -1,0 +1,58 @@
+/* Inside of the PCI platform (pci.h), shared by pci.c (bus, config space, FLR), pci_bar.c (BAR
+ * placement and decoding) and pci_msix.c (MSI-X); nothing here is a contract beyond them. */
+#ifndef LVMM_PCI_INTERNAL_H
+#define LVMM_PCI_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "pci.h"
+
+/* 16- and 32-bit config space fields at any offset. */
+static inline void put16(uint8_t *p, uint16_t v)
+{
+	memcpy(p, &v, 2);
+}
+
+static inline void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static inline uint16_t get16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return v;
+}
+
+static inline uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* pci_bar.c */
+/* Places every BAR of d that has no address yet (pci_bus_add()): 0, or -ENOSPC with a message in
+ * err when one does not fit its window. */
+int bars_place(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen);
+/* Gives the window space of d's placed BARs back to b (pci_dev_exit()). */
+void bars_release(struct pci_bus *b, struct pci_dev *d);
+/* Makes each BAR of d decode where config space says, or nowhere; without d->lock. */
+void bars_update(struct pci_dev *d);
+/* The bus's remap worker (pci_bus_init() starts it unless ops->remap_inline). */
+void *pci_remap_thread(void *opaque);
+
+/* pci_msix.c. msix_update() and msix_ctrl_changed() run with d->lock held. */
+/* Programs vector v's route and irqfd from its table entry and the enable bits. */
+void msix_update(struct pci_dev *d, unsigned v);
+/* After the Message Control word or the bus-master bit may have changed: every vector. */
+void msix_ctrl_changed(struct pci_dev *d);
+/* The MSI-X parts of pci_bus_add() and pci_dev_exit(): each vector's GSI and eventfd. */
+int msix_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen);
+void msix_exit(struct pci_bus *b, struct pci_dev *d);
+
+#endif

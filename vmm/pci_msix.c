@@ -1,0 +1,278 @@
+/* PCI MSI-X (pci.h): the capability, its table and PBA in a BAR of their own, and the vector
+ * routes they program: a vector's eventfd is KVM's irqfd while it is unmasked, and what it
+ * signals while masked becomes its pending bit. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "pci_internal.h"
+
+static bool msix_masked(const struct pci_dev *d, unsigned v)
+{
+	return !d->msix.enabled || d->msix.maskall || !d->msix.master ||
+	       (d->msix.table[v].ctrl & PCI_MSIX_ENTRY_CTRL_MASKBIT);
+}
+
+static void msix_fire(struct pci_dev *d, unsigned v)
+{
+	uint64_t one = 1;
+
+	d->msix.fired++;
+	if (d->msix.efd[v] >= 0 && write(d->msix.efd[v], &one, sizeof(one)) < 0)
+		perror("pci: msi-x irqfd");
+}
+
+static bool msix_bit(const uint64_t *map, unsigned v)
+{
+	return map[v / 64] & (1ULL << (v % 64));
+}
+
+/* A backend signals a vector's eventfd straight (the SSD's interrupt, no lvmm hop). While the
+ * vector is masked the eventfd is out of KVM's hands and its count is the interrupt pending:
+ * moved to the PBA bit here, when the guest reads the PBA or unmasks. d->lock held. */
+static void msix_drain(struct pci_dev *d, unsigned v)
+{
+	struct pci_msix *m = &d->msix;
+	uint64_t n = 0;
+
+	if (m->efd[v] < 0 || msix_bit(m->live, v))
+		return;
+	if (read(m->efd[v], &n, sizeof(n)) == sizeof(n) && n) {
+		m->pba[v / 64] |= 1ULL << (v % 64);
+		m->pended++;
+	}
+}
+
+/* Programs vector v's route from its table entry. Masking takes the irqfd out of KVM (a signal
+ * on a GSI without a route would be dropped); unmasking routes it first, gives the eventfd back
+ * and delivers what pended meanwhile. Nothing here runs per interrupt while unmasked. */
+void msix_update(struct pci_dev *d, unsigned v)
+{
+	struct pci_msix *m = &d->msix;
+	const struct pci_platform_ops *ops = &d->bus->ops;
+	struct pci_msix_entry *e = &m->table[v];
+	bool masked = msix_masked(d, v);
+	int r;
+
+	if (masked && msix_bit(m->live, v)) {
+		if (ops->irqfd && m->gsi[v] >= 0)
+			ops->irqfd(ops->opaque, (unsigned)m->gsi[v], m->efd[v], false);
+		m->live[v / 64] &= ~(1ULL << (v % 64));
+	}
+	if (ops->set_msi_route && m->gsi[v] >= 0)
+		ops->set_msi_route(ops->opaque, (unsigned)m->gsi[v],
+				   (uint64_t)e->addr_hi << 32 | e->addr_lo, e->data, masked);
+	if (masked)
+		return;
+	if (!msix_bit(m->live, v) && m->efd[v] >= 0) {
+		msix_drain(d, v);
+		r = ops->irqfd && m->gsi[v] >= 0
+			? ops->irqfd(ops->opaque, (unsigned)m->gsi[v], m->efd[v], true)
+			: 0;
+		if (r)
+			fprintf(stderr, "pci %s: irqfd for MSI-X vector %u (GSI %d): %s\n", d->name,
+				v, m->gsi[v], strerror(-r));
+		else
+			m->live[v / 64] |= 1ULL << (v % 64);
+	}
+	if (msix_bit(m->pba, v)) {
+		m->pba[v / 64] &= ~(1ULL << (v % 64));
+		msix_fire(d, v);
+	}
+}
+
+void pci_msix_notify(struct pci_dev *d, unsigned v)
+{
+	pthread_mutex_lock(&d->lock);
+	if (v < d->msix.nvec) {
+		if (msix_masked(d, v)) {
+			d->msix.pba[v / 64] |= 1ULL << (v % 64);
+			d->msix.pended++;
+		} else {
+			msix_fire(d, v);
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void msix_mmio_read(void *opaque, uint64_t off, void *data, unsigned len)
+{
+	struct pci_dev *d = opaque;
+	struct pci_msix *m = &d->msix;
+	uint8_t buf[8] = {0};
+
+	pthread_mutex_lock(&d->lock);
+	if ((len == 4 || len == 8) && !(off & (len - 1))) {
+		if (off >= m->table_off && off + len <= m->table_off + m->nvec * 16ULL)
+			memcpy(buf, (uint8_t *)m->table + (off - m->table_off), len);
+		else if (off >= m->pba_off &&
+			 off + len <= m->pba_off + ((m->nvec + 63) / 64) * 8ULL) {
+			unsigned v, first = (unsigned)(off - m->pba_off) * 8;
+
+			for (v = first; v < first + len * 8 && v < m->nvec; v++)
+				msix_drain(d, v);
+			memcpy(buf, (uint8_t *)m->pba + (off - m->pba_off), len);
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	memcpy(data, buf, len > 8 ? 8 : len);
+}
+
+static void msix_mmio_write(void *opaque, uint64_t off, const void *data, unsigned len)
+{
+	struct pci_dev *d = opaque;
+	struct pci_msix *m = &d->msix;
+	uint64_t rel;
+	unsigned v, i;
+
+	/* Only dword/qword aligned table writes count; the PBA is read-only. */
+	if ((len != 4 && len != 8) || (off & (len - 1)) || off < m->table_off)
+		return;
+	rel = off - m->table_off;
+	if (rel + len > m->nvec * 16ULL)
+		return;
+	pthread_mutex_lock(&d->lock);
+	v = (unsigned)(rel / 16);
+	for (i = 0; i < len; i += 4) {
+		uint32_t val;
+		unsigned field = (unsigned)((rel + i) % 16) / 4;
+
+		memcpy(&val, (const uint8_t *)data + i, 4);
+		switch (field) {
+		case 0:
+			m->table[v].addr_lo = val & ~3u;
+			break;
+		case 1:
+			m->table[v].addr_hi = val;
+			break;
+		case 2:
+			m->table[v].data = val;
+			break;
+		default:
+			m->table[v].ctrl = val & PCI_MSIX_ENTRY_CTRL_MASKBIT;
+			break;
+		}
+	}
+	msix_update(d, v);
+	pthread_mutex_unlock(&d->lock);
+}
+
+static const struct bus_ops msix_mmio_ops = {.read = msix_mmio_read, .write = msix_mmio_write};
+
+int pci_dev_add_msix(struct pci_dev *d, unsigned nvec, unsigned bar, char *err, unsigned errlen)
+{
+	struct pci_msix *m = &d->msix;
+	uint8_t cap[12] = {PCI_CAP_ID_MSIX, 0};
+	uint64_t size = 4096;
+	unsigned v;
+	int off;
+
+	if (nvec < 1 || nvec > 2048) {
+		snprintf(err, errlen, "pci %s: %u MSI-X vectors is outside 1..2048", d->name, nvec);
+		return -EINVAL;
+	}
+	m->nvec = nvec;
+	m->bar = bar;
+	m->table_off = 0;
+	m->pba_off = (nvec * 16 + 4095) & ~4095u;
+	while (size < m->pba_off + 4096)
+		size <<= 1;
+	m->table = calloc(nvec, sizeof(*m->table));
+	m->pba = calloc((nvec + 63) / 64, sizeof(uint64_t));
+	m->gsi = calloc(nvec, sizeof(int));
+	m->efd = calloc(nvec, sizeof(int));
+	m->live = calloc((nvec + 63) / 64, sizeof(uint64_t));
+	if (!m->table || !m->pba || !m->gsi || !m->efd || !m->live) {
+		snprintf(err, errlen, "pci %s: out of memory for %u MSI-X vectors", d->name, nvec);
+		return -ENOMEM;
+	}
+	for (v = 0; v < nvec; v++) {
+		m->table[v].ctrl = PCI_MSIX_ENTRY_CTRL_MASKBIT; /* masked after reset */
+		m->gsi[v] = m->efd[v] = -1;
+	}
+	put16(cap + PCI_MSIX_FLAGS, (uint16_t)(nvec - 1));
+	put32(cap + 4, m->table_off | bar);
+	put32(cap + 8, m->pba_off | bar);
+	off = pci_dev_add_cap(d, cap, sizeof(cap));
+	if (off < 0 || pci_dev_add_bar(d, bar, size, true, false, &msix_mmio_ops, d, NULL)) {
+		snprintf(err, errlen, "pci %s: no room for the MSI-X capability / BAR %u", d->name,
+			 bar);
+		return -ENOSPC;
+	}
+	m->cap = (uint8_t)off;
+	put16(d->wmask + off + PCI_MSIX_FLAGS, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
+	return 0;
+}
+
+/* Called with d->lock held after the Message Control word or the bus-master bit may have
+ * changed: vectors pended while mastering was off are delivered once it is back on. */
+void msix_ctrl_changed(struct pci_dev *d)
+{
+	struct pci_msix *m = &d->msix;
+	uint16_t flags = get16(d->cfg + m->cap + PCI_MSIX_FLAGS);
+	bool en = flags & PCI_MSIX_FLAGS_ENABLE, mask = flags & PCI_MSIX_FLAGS_MASKALL;
+	bool master = get16(d->cfg + PCI_COMMAND) & PCI_COMMAND_MASTER;
+	unsigned v;
+
+	if (!m->cap || (en == m->enabled && mask == m->maskall && master == m->master))
+		return;
+	m->enabled = en;
+	m->maskall = mask;
+	m->master = master;
+	for (v = 0; v < m->nvec; v++)
+		msix_update(d, v);
+}
+
+/* The MSI-X part of pci_bus_add(): a GSI and an eventfd for every vector of d. */
+int msix_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen)
+{
+	struct pci_msix *m = &d->msix;
+	unsigned v;
+
+	for (v = 0; v < m->nvec; v++) {
+		int gsi = b->ops.alloc_gsi ? b->ops.alloc_gsi(b->ops.opaque) : -1;
+
+		if (b->ops.alloc_gsi && gsi < 0) {
+			snprintf(err, errlen, "pci %s: no GSI for MSI-X vector %u: %s", d->name, v,
+				 strerror(-gsi));
+			return gsi;
+		}
+		m->gsi[v] = gsi;
+		/* Handed to KVM as an irqfd while the vector is unmasked (msix_update). */
+		m->efd[v] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (m->efd[v] < 0) {
+			snprintf(err, errlen, "pci %s: eventfd for MSI-X vector %u: %s", d->name, v,
+				 strerror(errno));
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+/* The MSI-X part of pci_dev_exit(): every vector's irqfd, eventfd and GSI given back (b NULL:
+ * d never joined a bus), the table and PBA freed. */
+void msix_exit(struct pci_bus *b, struct pci_dev *d)
+{
+	struct pci_msix *m = &d->msix;
+	unsigned v;
+
+	for (v = 0; m->efd && v < m->nvec; v++) {
+		if (m->efd[v] >= 0) {
+			if (b && b->ops.irqfd && m->gsi[v] >= 0 && msix_bit(m->live, v))
+				b->ops.irqfd(b->ops.opaque, (unsigned)m->gsi[v], m->efd[v], false);
+			close(m->efd[v]);
+		}
+		/* After the irqfd went: the next function added may get this GSI. */
+		if (b && b->ops.free_gsi && m->gsi[v] >= 0)
+			b->ops.free_gsi(b->ops.opaque, (unsigned)m->gsi[v]);
+	}
+	free(m->table);
+	free(m->pba);
+	free(m->gsi);
+	free(m->efd);
+	free(m->live);
+	memset(m, 0, sizeof(*m));
+}

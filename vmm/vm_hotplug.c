@@ -1,0 +1,235 @@
+/* Hot-add and hot-remove bookkeeping of a VM (vm.h): vm.add-vnvme, vm.add-disk, vm.add-vsock and
+ * vm.remove-device keep the VM's config in step with its devices (devices.c plugs and unplugs
+ * them), so vm.info lists what the guest has and a reset rebuilds it; the reset also completes
+ * the removals the guest was asked for. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "devices.h"
+#include "vm_internal.h"
+
+/* How long vm.remove-device waits for the guest's eject (an emulated guest kernel is slow). */
+#define VM_HOTPLUG_EJECT_MS 30000
+
+/* Every vNVMe's id written into the config, so that removing one never renames the ones after
+ * it (an entry without an id is known by its index). */
+static void vm_vnvme_ids_fix(struct vm *vm)
+{
+	char id[sizeof(vm->cfg.vnvme[0].id)];
+	unsigned i;
+
+	for (i = 0; i < vm->cfg.nvnvme && i < CONFIG_MAX_VNVME; i++) {
+		vnvme_id(&vm->cfg.vnvme[i], i, id, sizeof(id));
+		memcpy(vm->cfg.vnvme[i].id, id, sizeof(id));
+	}
+}
+
+static void vm_vnvme_forget(struct vm *vm, unsigned i)
+{
+	memmove(&vm->cfg.vnvme[i], &vm->cfg.vnvme[i + 1],
+		(vm->cfg.nvnvme - i - 1) * sizeof(vm->cfg.vnvme[0]));
+	vm->cfg.nvnvme--;
+	memset(&vm->cfg.vnvme[vm->cfg.nvnvme], 0, sizeof(vm->cfg.vnvme[0]));
+}
+
+/* Hot-add through ACPI PCI hotplug (devices.c, hotplug.c): the device joins the config, so
+ * vm.info lists it and a reset rebuilds it. */
+int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen)
+{
+	struct vnvme_config nc = *c;
+	unsigned slot;
+	int r;
+
+	if (vm->state != VM_RUNNING && vm->state != VM_PAUSED) {
+		snprintf(err, errlen, "vnvme %s: hot-add needs a running or paused VM, not %s",
+			 c->id, vm_state_name(vm->state));
+		return -EINVAL;
+	}
+	if (vm->cfg.nvnvme >= CONFIG_MAX_VNVME) {
+		snprintf(err, errlen,
+			 "vnvme %s: the VM already has %u vNVMe functions (at most %u)", c->id,
+			 vm->cfg.nvnvme, CONFIG_MAX_VNVME);
+		return -ENOSPC;
+	}
+	vm_vnvme_ids_fix(vm);
+	vnvme_id(c, vm->cfg.nvnvme, nc.id, sizeof(nc.id));
+	if (devices_config_id_owner(&vm->cfg, nc.id)) {
+		snprintf(err, errlen, "vnvme %s: the VM's %s device has this id", nc.id,
+			 devices_config_id_owner(&vm->cfg, nc.id));
+		return -EEXIST;
+	}
+	nc.root = vm->cfg.allowed_dir[0] ? vm->cfg.allowed_dir : NULL;
+	if (vm_vnvme_maps_ram(&nc)) {
+		r = vm_populate_ram(vm, err, errlen); /* not done at boot without such a device */
+		if (r)
+			return r;
+	}
+	r = devices_add_vnvme(vm, &nc, vm->cfg.nvnvme, &slot, err, errlen);
+	if (r)
+		return r;
+	vm->cfg.vnvme[vm->cfg.nvnvme++] = nc;
+	return 0;
+}
+
+/* Every disk's id written into the config, as vm_vnvme_ids_fix() does for vNVMe functions. */
+static void vm_disk_ids_fix(struct vm *vm)
+{
+	char id[sizeof(vm->cfg.disks[0].id)];
+
+	for (unsigned i = 0; i < vm->cfg.ndisks && i < CONFIG_MAX_DISKS; i++) {
+		virtio_blk_id(&vm->cfg.disks[i], i, id, sizeof(id));
+		memcpy(vm->cfg.disks[i].id, id, sizeof(id));
+	}
+}
+
+static void vm_disk_forget(struct vm *vm, unsigned i)
+{
+	memmove(&vm->cfg.disks[i], &vm->cfg.disks[i + 1],
+		(vm->cfg.ndisks - i - 1) * sizeof(vm->cfg.disks[0]));
+	vm->cfg.ndisks--;
+	memset(&vm->cfg.disks[vm->cfg.ndisks], 0, sizeof(vm->cfg.disks[0]));
+}
+
+/* vm.add-disk: as vm_add_vnvme(), for a virtio-blk disk. */
+int vm_add_disk(struct vm *vm, const struct virtio_blk_config *c, char *err, unsigned errlen)
+{
+	struct virtio_blk_config nc = *c;
+	unsigned slot;
+	int r;
+
+	if (vm->state != VM_RUNNING && vm->state != VM_PAUSED) {
+		snprintf(err, errlen, "disk %s: hot-add needs a running or paused VM, not %s",
+			 c->id, vm_state_name(vm->state));
+		return -EINVAL;
+	}
+	if (vm->cfg.ndisks >= CONFIG_MAX_DISKS) {
+		snprintf(err, errlen, "disk %s: the VM already has %u disks (at most %u)", c->id,
+			 vm->cfg.ndisks, CONFIG_MAX_DISKS);
+		return -ENOSPC;
+	}
+	vm_disk_ids_fix(vm);
+	vm_vnvme_ids_fix(vm);
+	virtio_blk_id(c, vm->cfg.ndisks, nc.id, sizeof(nc.id));
+	if (devices_config_id_owner(&vm->cfg, nc.id)) {
+		snprintf(err, errlen, "disk %s: the VM's %s device has this id", nc.id,
+			 devices_config_id_owner(&vm->cfg, nc.id));
+		return -EEXIST;
+	}
+	nc.root = vm->cfg.allowed_dir[0] ? vm->cfg.allowed_dir : NULL;
+	r = devices_add_disk(vm, &nc, vm->cfg.ndisks, &slot, err, errlen);
+	if (r)
+		return r;
+	vm->cfg.disks[vm->cfg.ndisks++] = nc;
+	return 0;
+}
+
+/* vm.add-vsock: the VM's one vsock device. */
+int vm_add_vsock(struct vm *vm, const struct virtio_vsock_config *c, char *err, unsigned errlen)
+{
+	struct virtio_vsock_config nc = *c;
+	unsigned slot;
+	int r;
+
+	if (vm->state != VM_RUNNING && vm->state != VM_PAUSED) {
+		snprintf(err, errlen, "vsock: hot-add needs a running or paused VM, not %s",
+			 vm_state_name(vm->state));
+		return -EINVAL;
+	}
+	if (vm->cfg.has_vsock) {
+		snprintf(err, errlen, "vsock: the VM has one already (%s)", vm->cfg.vsock.id);
+		return -EEXIST;
+	}
+	vm_disk_ids_fix(vm);
+	vm_vnvme_ids_fix(vm);
+	virtio_vsock_id(c, nc.id, sizeof(nc.id));
+	if (devices_config_id_owner(&vm->cfg, nc.id)) {
+		snprintf(err, errlen, "vsock %s: the VM's %s device has this id", nc.id,
+			 devices_config_id_owner(&vm->cfg, nc.id));
+		return -EEXIST;
+	}
+	r = config_validate_vsock(&nc, err, errlen);
+	if (!r)
+		r = devices_add_vsock(vm, &nc, &slot, err, errlen);
+	if (r)
+		return r;
+	vm->cfg.vsock = nc;
+	vm->cfg.has_vsock = true;
+	return 0;
+}
+
+/* Hot-remove: the guest is asked to eject and given VM_HOTPLUG_EJECT_MS to do it. */
+int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
+{
+	bool paused = vm->state == VM_PAUSED;
+	char vsock_id[sizeof(vm->cfg.vsock.id)] = "";
+	unsigned i, disk;
+	bool is_vsock;
+	int r;
+
+	if (vm->state != VM_RUNNING && !paused) {
+		snprintf(err, errlen, "device %s: hot-remove needs a running or paused VM, not %s",
+			 id, vm_state_name(vm->state));
+		return -EINVAL;
+	}
+	vm_vnvme_ids_fix(vm);
+	vm_disk_ids_fix(vm);
+	for (i = 0; i < vm->cfg.nvnvme; i++)
+		if (!strcmp(vm->cfg.vnvme[i].id, id))
+			break;
+	for (disk = 0; disk < vm->cfg.ndisks; disk++)
+		if (!strcmp(vm->cfg.disks[disk].id, id))
+			break;
+	if (vm->cfg.has_vsock)
+		virtio_vsock_id(&vm->cfg.vsock, vsock_id, sizeof(vsock_id));
+	is_vsock = vm->cfg.has_vsock && !strcmp(vsock_id, id);
+	if (i == vm->cfg.nvnvme && disk == vm->cfg.ndisks && !is_vsock) {
+		snprintf(err, errlen, "device %s: no such device", id);
+		return -ENOENT;
+	}
+	r = devices_remove(vm, id, paused ? 0 : VM_HOTPLUG_EJECT_MS, err, errlen);
+	if (r == -ETIMEDOUT && paused)
+		snprintf(err, errlen,
+			 "device %s: removal requested while the VM is paused: the guest ejects it "
+			 "after vm.resume, and a vm.remove-device then completes it",
+			 id);
+	if (r)
+		return r;
+	if (i < vm->cfg.nvnvme)
+		vm_vnvme_forget(vm, i);
+	else if (disk < vm->cfg.ndisks)
+		vm_disk_forget(vm, disk);
+	else
+		vm->cfg.has_vsock = false;
+	return 0;
+}
+
+/* A reset completes the removals the guest was asked for: those devices are not rebuilt. */
+void vm_hotplug_reset(struct vm *vm)
+{
+	unsigned i;
+
+	vm_vnvme_ids_fix(vm);
+	for (i = vm->cfg.nvnvme; i-- > 0;)
+		if (devices_removing(vm, vm->cfg.vnvme[i].id)) {
+			fprintf(stderr, "lvmm: vnvme %s: removed by the reset\n",
+				vm->cfg.vnvme[i].id);
+			vm_vnvme_forget(vm, i);
+		}
+	vm_disk_ids_fix(vm);
+	for (i = vm->cfg.ndisks; i-- > 0;)
+		if (devices_removing(vm, vm->cfg.disks[i].id)) {
+			fprintf(stderr, "lvmm: disk %s: removed by the reset\n",
+				vm->cfg.disks[i].id);
+			vm_disk_forget(vm, i);
+		}
+	if (vm->cfg.has_vsock) {
+		char id[sizeof(vm->cfg.vsock.id)];
+
+		virtio_vsock_id(&vm->cfg.vsock, id, sizeof(id));
+		if (devices_removing(vm, id)) {
+			fprintf(stderr, "lvmm: vsock %s: removed by the reset\n", id);
+			vm->cfg.has_vsock = false;
+		}
+	}
+}
