@@ -124,8 +124,8 @@ static int vhu_recv(struct vhost_user *u, uint8_t *buf, size_t len, uint64_t dea
 			for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
 				if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 					continue;
-				for (size_t i = 0;
-				     i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+				for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+				     i++) {
 					int fd;
 
 					memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
@@ -150,7 +150,9 @@ static int vhu_recv(struct vhost_user *u, uint8_t *buf, size_t len, uint64_t dea
 
 static const char *vhu_errname(int r)
 {
-	return r == -ETIMEDOUT ? "no reply in time" : r == -EPIPE ? "back end hung up" : strerror(-r);
+	return r == -ETIMEDOUT ? "no reply in time"
+	       : r == -EPIPE   ? "back end hung up"
+			       : strerror(-r);
 }
 
 int vhost_user_parse_reply(const uint8_t *buf, size_t len, uint32_t req, uint64_t *val, char *err,
@@ -170,8 +172,8 @@ int vhost_user_parse_reply(const uint8_t *buf, size_t len, uint32_t req, uint64_
 		return -EPROTO;
 	}
 	if ((h[1] & VHOST_USER_VERSION_MASK) != VHOST_USER_VERSION || !(h[1] & VHOST_USER_REPLY)) {
-		snprintf(err, errlen, "reply to request %u: flags 0x%x (version 1 and REPLY wanted)",
-			 req, h[1]);
+		snprintf(err, errlen,
+			 "reply to request %u: flags 0x%x (version 1 and REPLY wanted)", req, h[1]);
 		return -EPROTO;
 	}
 	if (h[2] != 8 || len != VHOST_USER_HDR_SIZE + 8) {
@@ -275,8 +277,8 @@ int vhost_user_set_mem_table(struct vhost_user *u, const struct guest_mem *gm)
 	return vhost_user_call(u, VHOST_USER_SET_MEM_TABLE, p, 8 + 32 * n, fds, n, NULL);
 }
 
-int vhost_user_open_fd(struct vhost_user *u, const char *name, int fd, unsigned nqueues,
-		       char *err, unsigned errlen)
+int vhost_user_open_fd(struct vhost_user *u, const char *name, int fd, unsigned nqueues, char *err,
+		       unsigned errlen)
 {
 	uint64_t pf = 0, qn = 0;
 	int r;

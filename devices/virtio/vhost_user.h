@@ -29,21 +29,21 @@ enum vhost_user_req {
 	VHOST_USER_RESET_DEVICE = 34,
 };
 
-#define VHOST_USER_VERSION	  0x1u
-#define VHOST_USER_VERSION_MASK	  0x3u
-#define VHOST_USER_REPLY	  0x4u
-#define VHOST_USER_NEED_REPLY	  0x8u
-#define VHOST_USER_HDR_SIZE	  12u
-#define VHOST_USER_MAX_REGIONS	  8u
-#define VHOST_USER_PAYLOAD_MAX	  (8u + 32u * VHOST_USER_MAX_REGIONS) /* the memory table */
-#define VHOST_USER_VRING_NOFD	  0x100u /* SET_VRING_KICK/CALL/ERR without an fd */
-#define VHOST_USER_F_PROTOCOL	  30	 /* the feature bit that enables protocol features */
-#define VHOST_USER_PROTO_MQ	  0
+#define VHOST_USER_VERSION	   0x1u
+#define VHOST_USER_VERSION_MASK	   0x3u
+#define VHOST_USER_REPLY	   0x4u
+#define VHOST_USER_NEED_REPLY	   0x8u
+#define VHOST_USER_HDR_SIZE	   12u
+#define VHOST_USER_MAX_REGIONS	   8u
+#define VHOST_USER_PAYLOAD_MAX	   (8u + 32u * VHOST_USER_MAX_REGIONS) /* the memory table */
+#define VHOST_USER_VRING_NOFD	   0x100u /* SET_VRING_KICK/CALL/ERR without an fd */
+#define VHOST_USER_F_PROTOCOL	   30	  /* the feature bit that enables protocol features */
+#define VHOST_USER_PROTO_MQ	   0
 #define VHOST_USER_PROTO_REPLY_ACK 3
-#define VHOST_USER_PROTO_RESET	  13
+#define VHOST_USER_PROTO_RESET	   13
 /* what lvmm speaks of the protocol features */
 #define VHOST_USER_PROTO_OURS                                                                      \
-	((1ULL << VHOST_USER_PROTO_MQ) | (1ULL << VHOST_USER_PROTO_REPLY_ACK) |                   \
+	((1ULL << VHOST_USER_PROTO_MQ) | (1ULL << VHOST_USER_PROTO_REPLY_ACK) |                    \
 	 (1ULL << VHOST_USER_PROTO_RESET))
 #define VHOST_USER_TIMEOUT_MS 2000 /* a reply later than this breaks the connection */
 
@@ -64,8 +64,8 @@ struct vhost_user {
 int vhost_user_connect(struct vhost_user *u, const char *name, const char *path, unsigned nqueues,
 		       char *err, unsigned errlen);
 /* Takes over a connected socket (tests) and negotiates as vhost_user_connect. */
-int vhost_user_open_fd(struct vhost_user *u, const char *name, int fd, unsigned nqueues,
-		       char *err, unsigned errlen);
+int vhost_user_open_fd(struct vhost_user *u, const char *name, int fd, unsigned nqueues, char *err,
+		       unsigned errlen);
 void vhost_user_close(struct vhost_user *u);
 
 /* One request with an optional payload and fds; with REPLY_ACK negotiated (or a request that

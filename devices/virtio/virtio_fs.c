@@ -24,8 +24,8 @@ struct virtio_fs {
 	char name[64];
 	char tag[VIRTIO_FS_TAG_MAX];
 	unsigned nreq;
-	bool started;		      /* the back end holds the queues */
-	bool dead;		      /* the back end failed: lvmm answers the queues itself */
+	bool started;			   /* the back end holds the queues */
+	bool dead;			   /* the back end failed: lvmm answers the queues itself */
 	bool taken[VIRTIO_PCI_MAX_QUEUES]; /* queue q taken back after the back end died */
 	int err_fd[VIRTIO_PCI_MAX_QUEUES];
 	int stop_fd, wake_fd;
@@ -131,12 +131,13 @@ static void fs_stop(struct virtio_fs *f)
 	uint64_t st;
 
 	for (unsigned q = 0; q < f->vp.nqueues && !f->vu.broken; q++) {
-		if (vhost_user_call(&f->vu, VHOST_USER_GET_VRING_BASE, (uint32_t[2]){q, 0}, 8,
-				    NULL, 0, &st))
+		if (vhost_user_call(&f->vu, VHOST_USER_GET_VRING_BASE, (uint32_t[2]){q, 0}, 8, NULL,
+				    0, &st))
 			break;
 		if ((uint32_t)st != q) {
 			f->vu.broken = true;
-			fprintf(stderr, "virtio-fs %s: GET_VRING_BASE of queue %u answered for %u\n",
+			fprintf(stderr,
+				"virtio-fs %s: GET_VRING_BASE of queue %u answered for %u\n",
 				f->name, q, (uint32_t)st);
 		}
 	}
@@ -255,7 +256,8 @@ static void *fs_thread(void *arg)
 		p[n++] = (struct pollfd){.fd = dead ? -1 : f->vu.fd, .events = POLLRDHUP};
 		for (unsigned q = 0; q < nq; q++) {
 			p[n++] = (struct pollfd){.fd = dead ? -1 : f->err_fd[q], .events = POLLIN};
-			p[n++] = (struct pollfd){.fd = dead ? f->vp.kick_fd[q] : -1, .events = POLLIN};
+			p[n++] =
+			    (struct pollfd){.fd = dead ? f->vp.kick_fd[q] : -1, .events = POLLIN};
 		}
 		p[n] = (struct pollfd){.fd = f->wake_fd, .events = POLLIN};
 		if (ppoll(p, n + 1, NULL, NULL) < 0) {
@@ -343,8 +345,9 @@ static int fs_create(const struct dev_host *h, const void *cfg, const char *id, 
 	if (r)
 		goto fail;
 	if ((f->vu.features & need) != need) {
-		snprintf(err, errlen, "fs %s: the back end lacks VIRTIO_F_VERSION_1 (features 0x%llx)",
-			 id, (unsigned long long)f->vu.features);
+		snprintf(err, errlen,
+			 "fs %s: the back end lacks VIRTIO_F_VERSION_1 (features 0x%llx)", id,
+			 (unsigned long long)f->vu.features);
 		r = -EINVAL;
 		goto fail;
 	}

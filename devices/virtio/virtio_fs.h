@@ -12,11 +12,11 @@
 
 #include "device.h"
 
-#define VIRTIO_FS_TAG_MAX	36  /* the configuration's tag field, not NUL-terminated */
-#define VIRTIO_FS_PATH_MAX	108 /* sun_path */
-#define VIRTIO_FS_MAX_QUEUES	7   /* request queues; with hiprio the transport's 8 */
-#define VIRTIO_FS_QUEUE_SIZE	1024u
-#define VIRTIO_FS_QUEUE_MAX	32768u
+#define VIRTIO_FS_TAG_MAX    36	 /* the configuration's tag field, not NUL-terminated */
+#define VIRTIO_FS_PATH_MAX   108 /* sun_path */
+#define VIRTIO_FS_MAX_QUEUES 7	 /* request queues; with hiprio the transport's 8 */
+#define VIRTIO_FS_QUEUE_SIZE 1024u
+#define VIRTIO_FS_QUEUE_MAX  32768u
 
 struct virtio_fs_config {
 	char id[64];			 /* device id, default "fs<N>" */
