@@ -36,7 +36,7 @@
 #define USED(q)	 (0x3000 + (q)*0x3000)
 #define REQBUF	 0x20000
 #define FEATURES                                                                                   \
-	((1ULL << 32) | (1ULL << VHOST_USER_F_PROTOCOL) | (1ULL << VIRTIO_RING_F_EVENT_IDX) |     \
+	((1ULL << 32) | (1ULL << VHOST_USER_F_PROTOCOL) | (1ULL << VIRTIO_RING_F_EVENT_IDX) |      \
 	 (1ULL << VIRTIO_RING_F_INDIRECT_DESC))
 #define PROTOCOL ((1ULL << 0) | (1ULL << 3) | (1ULL << 13) | (1ULL << 15))
 
@@ -116,8 +116,7 @@ static bool read_full(int fd, void *buf, size_t len, int *fds, unsigned *nfds)
 	return true;
 }
 
-static void reply(int fd, uint32_t req, uint32_t flags, uint32_t size, uint64_t v,
-		  size_t sendlen)
+static void reply(int fd, uint32_t req, uint32_t flags, uint32_t size, uint64_t v, size_t sendlen)
 {
 	uint8_t b[20];
 	uint32_t h[3] = {req, flags, size};
@@ -573,8 +572,7 @@ START_TEST(test_no_backend)
 	ck_assert_ptr_null(dev);
 	ck_assert_msg(strstr(err, "connect"), "%s", err);
 	c.tag[0] = 0;
-	ck_assert_int_eq(virtio_fs_model.create(&h, &c, "fs0", 0, &dev, err, sizeof(err)),
-			 -EINVAL);
+	ck_assert_int_eq(virtio_fs_model.create(&h, &c, "fs0", 0, &dev, err, sizeof(err)), -EINVAL);
 	/* the fake thread of teardown: one that is gone already */
 	fake_start(H_HANGUP);
 	shutdown(fk.listen_fd, SHUT_RDWR);
