@@ -806,30 +806,73 @@ json_t *api_disk_to_json(const struct virtio_blk_config *c)
 	return o;
 }
 
-static int json_to_disk_list(const json_t *root, struct vm_config *cfg, char *err, unsigned errlen)
+/* Parses one entry of a device list into its slot (list[i]; the earlier ones are filled). */
+typedef int (*json_item_fn)(const json_t *item, const char *where, void *list, size_t i, char *err,
+			    unsigned errlen);
+
+/* root's key, an array of at most max devices, entry by entry through fn into list; *count
+ * gets how many (untouched when the key is absent). */
+static int json_to_list(const json_t *root, const char *key, size_t max, json_item_fn fn,
+			void *list, unsigned *count, char *err, unsigned errlen)
 {
-	const json_t *a = json_field(root, "disks");
+	const json_t *a = json_field(root, key);
 	size_t i;
 	int r;
 
 	if (!a)
 		return 0;
 	if (!json_is_array(a))
-		return json_fail(err, errlen, "field 'disks' must be an array");
-	if (json_array_size(a) > CONFIG_MAX_DISKS)
-		return json_fail(err, errlen, "field 'disks' has %zu devices, max %d",
-				 json_array_size(a), CONFIG_MAX_DISKS);
+		return json_fail(err, errlen, "field '%s' must be an array", key);
+	if (json_array_size(a) > max)
+		return json_fail(err, errlen, "field '%s' has %zu devices, max %zu", key,
+				 json_array_size(a), max);
 	for (i = 0; i < json_array_size(a); i++) {
 		char where[32];
 
-		snprintf(where, sizeof(where), "disks[%zu]", i);
-		r = api_json_to_disk(json_array_get(a, i), where, &cfg->disks[i], err, errlen);
+		snprintf(where, sizeof(where), "%s[%zu]", key, i);
+		r = fn(json_array_get(a, i), where, list, i, err, errlen);
 		if (r)
 			return r;
-		if (!cfg->disks[i].id[0])
-			snprintf(cfg->disks[i].id, sizeof(cfg->disks[i].id), "disk%zu", i);
 	}
-	cfg->ndisks = (unsigned)i;
+	*count = (unsigned)i;
+	return 0;
+}
+
+static int json_disk_item(const json_t *item, const char *where, void *list, size_t i, char *err,
+			  unsigned errlen)
+{
+	struct virtio_blk_config *c = (struct virtio_blk_config *)list + i;
+	int r = api_json_to_disk(item, where, c, err, errlen);
+
+	if (!r && !c->id[0])
+		snprintf(c->id, sizeof(c->id), "disk%zu", i);
+	return r;
+}
+
+static int json_fs_item(const json_t *item, const char *where, void *list, size_t i, char *err,
+			unsigned errlen)
+{
+	struct virtio_fs_config *c = (struct virtio_fs_config *)list + i;
+	int r = api_json_to_fs(item, where, c, err, errlen);
+
+	if (!r && !c->id[0])
+		snprintf(c->id, sizeof(c->id), "fs%zu", i);
+	return r;
+}
+
+static int json_vnvme_item(const json_t *item, const char *where, void *list, size_t i, char *err,
+			   unsigned errlen)
+{
+	struct vnvme_config *c = (struct vnvme_config *)list + i;
+	int r = api_json_to_vnvme(item, where, c, err, errlen);
+
+	if (r)
+		return r;
+	if (!*c->id)
+		snprintf(c->id, sizeof(c->id), "nvme%zu", i);
+	for (size_t j = 0; j < i; j++)
+		if (!strcmp(((struct vnvme_config *)list)[j].id, c->id))
+			return json_fail(err, errlen, "vnvme id '%s' used twice", c->id);
 	return 0;
 }
 
@@ -941,33 +984,6 @@ json_t *api_fs_to_json(const struct virtio_fs_config *c, unsigned idx)
 			 0, "id", id);
 }
 
-static int json_to_fs_list(const json_t *root, struct vm_config *cfg, char *err, unsigned errlen)
-{
-	const json_t *a = json_field(root, "fs");
-	size_t i;
-	int r;
-
-	if (!a)
-		return 0;
-	if (!json_is_array(a))
-		return json_fail(err, errlen, "field 'fs' must be an array");
-	if (json_array_size(a) > CONFIG_MAX_FS)
-		return json_fail(err, errlen, "field 'fs' has %zu shares, max %d",
-				 json_array_size(a), CONFIG_MAX_FS);
-	for (i = 0; i < json_array_size(a); i++) {
-		char where[32];
-
-		snprintf(where, sizeof(where), "fs[%zu]", i);
-		r = api_json_to_fs(json_array_get(a, i), where, &cfg->fs[i], err, errlen);
-		if (r)
-			return r;
-		if (!cfg->fs[i].id[0])
-			snprintf(cfg->fs[i].id, sizeof(cfg->fs[i].id), "fs%zu", i);
-	}
-	cfg->nfs = (unsigned)i;
-	return 0;
-}
-
 static const struct json_rule json_root_rules[] = {
     {"rate_limit_groups", JD_EMPTY, "lvmm has no rate-limited virtio devices"},
     {"net", JD_EMPTY, "lvmm has no virtio-net yet"},
@@ -988,37 +1004,6 @@ static const struct json_rule json_root_rules[] = {
     {"landlock_rules", JD_EMPTY, "lvmm confines itself with seccomp, not Landlock"},
     {NULL, 0, NULL},
 };
-
-static int json_to_vnvme_list(const json_t *root, struct vm_config *cfg, char *err, unsigned errlen)
-{
-	const json_t *a = json_field(root, "vnvme");
-	size_t i, j;
-	int r;
-
-	if (!a)
-		return 0;
-	if (!json_is_array(a))
-		return json_fail(err, errlen, "field 'vnvme' must be an array");
-	if (json_array_size(a) > CONFIG_MAX_VNVME)
-		return json_fail(err, errlen, "field 'vnvme' has %zu devices, max %d",
-				 json_array_size(a), CONFIG_MAX_VNVME);
-	for (i = 0; i < json_array_size(a); i++) {
-		struct vnvme_config *c = &cfg->vnvme[i];
-		char where[32];
-
-		snprintf(where, sizeof(where), "vnvme[%zu]", i);
-		r = api_json_to_vnvme(json_array_get(a, i), where, c, err, errlen);
-		if (r)
-			return r;
-		if (!*c->id)
-			snprintf(c->id, sizeof(c->id), "nvme%zu", i);
-		for (j = 0; j < i; j++)
-			if (!strcmp(cfg->vnvme[j].id, c->id))
-				return json_fail(err, errlen, "vnvme id '%s' used twice", c->id);
-	}
-	cfg->nvnvme = i;
-	return 0;
-}
 
 int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, struct vm_config *cfg,
 			  json_t **extra_out, char *err, unsigned errlen)
@@ -1063,11 +1048,14 @@ int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, stru
 	if (!r)
 		r = json_to_rng(root, nseg, cfg, extra, err, errlen);
 	if (!r)
-		r = json_to_vnvme_list(root, cfg, err, errlen);
+		r = json_to_list(root, "vnvme", CONFIG_MAX_VNVME, json_vnvme_item, cfg->vnvme,
+				 &cfg->nvnvme, err, errlen);
 	if (!r)
-		r = json_to_disk_list(root, cfg, err, errlen);
+		r = json_to_list(root, "disks", CONFIG_MAX_DISKS, json_disk_item, cfg->disks,
+				 &cfg->ndisks, err, errlen);
 	if (!r)
-		r = json_to_fs_list(root, cfg, err, errlen);
+		r = json_to_list(root, "fs", CONFIG_MAX_FS, json_fs_item, cfg->fs, &cfg->nfs, err,
+				 errlen);
 	if (!r && json_field(root, "vsock")) {
 		r = api_json_to_vsock(json_field(root, "vsock"), "vsock", &cfg->vsock, err, errlen);
 		cfg->has_vsock = !r;
