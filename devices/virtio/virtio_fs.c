@@ -342,6 +342,14 @@ static int fs_create(const struct dev_host *h, const void *cfg, const char *id, 
 	memcpy(f->tag, c->tag, strnlen(c->tag, VIRTIO_FS_TAG_MAX));
 	f->nreq = c->num_queues ? c->num_queues : 1;
 	r = vhost_user_connect(&f->vu, id, c->socket, 1 + f->nreq, err, errlen);
+	if (r && c->rebuilt) {
+		/* a reboot goes on without the share: DRIVER_OK will fail, requests get ENOTCONN */
+		fprintf(stderr, "virtio-fs %s: %s; the share stays unavailable\n", id, err);
+		f->vu.fd = -1;
+		f->vu.features = need;
+		f->dead = true;
+		r = 0;
+	}
 	if (r)
 		goto fail;
 	if ((f->vu.features & need) != need) {

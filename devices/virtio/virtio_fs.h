@@ -6,6 +6,7 @@
 #ifndef LVMM_VIRTIO_FS_H
 #define LVMM_VIRTIO_FS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +25,10 @@ struct virtio_fs_config {
 	char socket[VIRTIO_FS_PATH_MAX]; /* the back end's Unix socket */
 	unsigned num_queues;		 /* request queues, 1..7 (0 reads as 1) */
 	unsigned queue_size;		 /* a power of two, 2..32768 (0 reads as 1024) */
+	/* Set by the VMM when it rebuilds the device at a reboot: a back end that cannot be
+	 * reached then leaves the device failed (the guest's requests answered ENOTCONN) rather
+	 * than failing the reboot. */
+	bool rebuilt;
 };
 
 static inline void virtio_fs_id(const struct virtio_fs_config *c, unsigned idx, char *buf,

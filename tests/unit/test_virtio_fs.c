@@ -579,6 +579,27 @@ START_TEST(test_no_backend)
 }
 END_TEST
 
+/* A reboot rebuilds the device; a back end gone meanwhile leaves the share failed, not the
+ * reboot. */
+START_TEST(test_rebuilt_without_backend)
+{
+	struct dev_host h = {.cpus = 1, .gm = &gm};
+	struct virtio_fs_config c = {.tag = "share", .queue_size = QSIZE, .rebuilt = true};
+
+	snprintf(c.socket, sizeof(c.socket), "%s/none.sock", dir);
+	ck_assert_msg(virtio_fs_model.create(&h, &c, "fs0", 0, &dev, err, sizeof(err)) == 0, "%s",
+		      err);
+	vp = virtio_fs_model.pci(dev)->priv;
+	driver_up();
+	ck_assert(needs_reset(100));
+	fuse_request(42);
+	ck_assert(used_reaches(1, 2000));
+	check_enotconn(0, 42);
+	fake_start(H_HANGUP); /* for teardown's join */
+	shutdown(fk.listen_fd, SHUT_RDWR);
+}
+END_TEST
+
 START_TEST(test_reply_parser)
 {
 	uint8_t b[24] = {0};
@@ -659,6 +680,7 @@ static Suite *virtio_fs_suite(void)
 	tcase_add_test(tc, test_hostile_hangup);
 	tcase_add_test(tc, test_hangup_running);
 	tcase_add_test(tc, test_no_backend);
+	tcase_add_test(tc, test_rebuilt_without_backend);
 	suite_add_tcase(s, tc);
 	tcase_add_test(tp, test_reply_parser);
 	tcase_add_test(tp, test_parse);
