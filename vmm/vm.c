@@ -583,6 +583,8 @@ int vm_reboot(struct vm *vm, char *err, unsigned errlen)
 	vm->ap_requests = 0;
 	vm->nparked = vm->nthreads = 0;
 	memset(&vm->paused_clock, 0, sizeof(vm->paused_clock));
+	for (i = 0; i < vm->cfg.nfs && i < CONFIG_MAX_FS; i++)
+		vm->cfg.fs[i].rebuilt = true; /* a back end gone meanwhile fails the share only */
 	ret = vm_build(vm, err, errlen);
 
 	pthread_mutex_lock(&vm->lock);

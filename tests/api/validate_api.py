@@ -203,10 +203,14 @@ def main():
         assert c.call("PUT", "vm.delete", None, "Shutdown")[0] == 204
         sweep(c, "")
 
-        # a body asking for a virtio-fs share or a network: 400 naming it
-        for key, val in (("fs", bad["fs"]), ("net", [{"tap": "tap0"}])):
+        # a network, a virtio-fs share on another PCI segment, one whose back end's socket is
+        # absent: 400 naming the field
+        seg = [dict(bad["fs"][0], pci_segment=1)]
+        for key, val, want in (("net", [{"tap": "tap0"}], "'net' is unsupported"),
+                               ("fs", seg, "'fs[0].pci_segment' is unsupported"),
+                               ("fs", bad["fs"], "fs socket")):
             st, err = c.call("PUT", "vm.create", dict(body, **{key: val}), "none")
-            if st != 400 or "'%s' is unsupported" % key not in (err or [""])[0]:
+            if st != 400 or want not in (err or [""])[0]:
                 c.fail("vm.create with %s: %d %r" % (key, st, err))
         assert c.call("PUT", "vmm.shutdown")[0] == 204
         if proc.wait(timeout=20) != 0:

@@ -16,7 +16,15 @@
 #define CLIENT_TIMEOUT_S  120 /* vm.create/boot load a kernel: allow slow disks */
 #define CLIENT_MAX_ANSWER (1 << 20)
 
-enum client_body { BODY_NONE, BODY_JSON, BODY_VNVME, BODY_DISK, BODY_VSOCK, BODY_DEVICE_ID };
+enum client_body {
+	BODY_NONE,
+	BODY_JSON,
+	BODY_VNVME,
+	BODY_DISK,
+	BODY_VSOCK,
+	BODY_FS,
+	BODY_DEVICE_ID
+};
 
 struct client_verb {
 	const char *verb;
@@ -41,6 +49,7 @@ static const struct client_verb client_verbs[] = {
     {"add-vnvme", "PUT", "vm.add-vnvme", BODY_VNVME, "hot-add a vNVMe (JSON or --vnvme syntax)"},
     {"add-disk", "PUT", "vm.add-disk", BODY_DISK,
      "hot-add a virtio-blk disk (JSON or --disk syntax)"},
+    {"add-fs", "PUT", "vm.add-fs", BODY_FS, "hot-add a virtio-fs share (JSON or --fs syntax)"},
     {"add-vsock", "PUT", "vm.add-vsock", BODY_VSOCK,
      "hot-add the vsock device (JSON or --vsock syntax)"},
     {"remove-device", "PUT", "vm.remove-device", BODY_DEVICE_ID, "hot-remove a device by id"},
@@ -112,6 +121,7 @@ static char *client_body(const struct client_verb *v, const char *arg)
 			v->body == BODY_VNVME	    ? " or file=PATH,..."
 			: v->body == BODY_DISK	    ? " or path=IMG,..."
 			: v->body == BODY_VSOCK	    ? " or cid=N,socket=PATH"
+			: v->body == BODY_FS	    ? " or tag=TAG,socket=PATH,.."
 			: v->body == BODY_DEVICE_ID ? " or a device id"
 						    : "");
 		return NULL;
@@ -130,6 +140,16 @@ static char *client_body(const struct client_verb *v, const char *arg)
 		else
 			fprintf(stderr, "lvmm api: %s\n", err);
 		free(c);
+	} else if (v->body == BODY_FS) {
+		struct virtio_fs_config c;
+
+		if (config_parse_fs(arg, &c, err, sizeof(err)) == 0) {
+			j = api_fs_to_json(&c, 0);
+			if (j && !c.id[0])
+				json_object_del(j, "id"); /* the VM picks the first free fs<N> */
+		} else {
+			fprintf(stderr, "lvmm api: %s\n", err);
+		}
 	} else if (v->body == BODY_VSOCK) {
 		struct virtio_vsock_config c;
 
