@@ -131,7 +131,13 @@ static int vm_open_kvm(struct vm *vm, char *err, unsigned errlen)
 		if (vm->kvm_fd < 0)
 			return vm->kvm_fd;
 	}
-	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+	/* A signal to any thread can interrupt the VM's creation (seen in test_faults' hundred
+	 * create/delete cycles): that is not a failure, try again. */
+	for (int tries = 0; tries < 100; tries++) {
+		vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+		if (vm->vm_fd >= 0 || errno != EINTR)
+			break;
+	}
 	if (vm->vm_fd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "/dev/kvm: KVM_CREATE_VM: %s", strerror(errno));
