@@ -19,17 +19,18 @@
 #include "devices.h"
 #include "guest_mem.h"
 #include "testutil.h"
+#include "vdrv.h"
 #include "virtio/virtio_blk.h"
 #include "virtio/virtio_pci.h"
 
 #define RAM_SIZE  (4u << 20)
-#define DESC_GPA  0x1000
-#define AVAIL_GPA 0x2000
-#define USED_GPA  0x3000
+#define DESC_GPA  VDRV_DESC(0)
+#define AVAIL_GPA VDRV_AVAIL(0)
+#define USED_GPA  VDRV_USED(0)
 #define HDR_GPA	  0x8000
 #define STAT_GPA  0x9000
 #define BUF_GPA	  0x10000
-#define QSIZE	  16
+#define QSIZE	  VDRV_QSIZE
 #define IMG_BYTES (1u << 20)
 
 #define T_IN	       0
@@ -47,20 +48,6 @@ static struct guest_mem gm;
 static char dir[64], img[128], err[512];
 static void *dev;
 static struct virtio_pci *vp;
-static uint16_t avail_idx, used_seen;
-
-static void bar_w(uint64_t off, uint64_t v, unsigned len)
-{
-	virtio_pci_bar_write(vp, off, &v, len);
-}
-
-static uint64_t bar_r(uint64_t off, unsigned len)
-{
-	uint64_t v = 0;
-
-	virtio_pci_bar_read(vp, off, &v, len);
-	return v;
-}
 
 static int blk_open(const char *path, bool readonly, void **out)
 {
@@ -76,28 +63,23 @@ static void driver_init(void)
 {
 	uint64_t f = 1ULL << 32 | 1ULL << 29 | 1ULL << 12 | 1ULL << 13 | 1ULL << 14 | 1ULL << 9;
 
-	bar_w(VIRTIO_PCI_STATUS, 0, 1);
-	bar_w(VIRTIO_PCI_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER, 1);
-	bar_w(VIRTIO_PCI_DFSELECT, 0, 4);
-	f &= bar_r(VIRTIO_PCI_DF, 4) | (uint64_t)1 << 32 | 1ULL << 29;
-	bar_w(VIRTIO_PCI_GFSELECT, 0, 4);
-	bar_w(VIRTIO_PCI_GF, f & 0xffffffff, 4);
-	bar_w(VIRTIO_PCI_GFSELECT, 1, 4);
-	bar_w(VIRTIO_PCI_GF, f >> 32, 4);
-	bar_w(VIRTIO_PCI_STATUS,
-	      VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK, 1);
-	ck_assert(bar_r(VIRTIO_PCI_STATUS, 1) & VIRTIO_STATUS_FEATURES_OK);
-	bar_w(VIRTIO_PCI_Q_SELECT, 0, 2);
-	bar_w(VIRTIO_PCI_Q_SIZE, QSIZE, 2);
-	bar_w(VIRTIO_PCI_Q_DESC, DESC_GPA, 8);
-	bar_w(VIRTIO_PCI_Q_DRIVER, AVAIL_GPA, 8);
-	bar_w(VIRTIO_PCI_Q_DEVICE, USED_GPA, 8);
-	bar_w(VIRTIO_PCI_Q_ENABLE, 1, 2);
-	bar_w(VIRTIO_PCI_STATUS,
-	      VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK |
-		  VIRTIO_STATUS_DRIVER_OK,
-	      1);
-	avail_idx = used_seen = 0;
+	vdrv_attach(vp, ram); /* the driver's ring indexes start from 0 */
+	vdrv_bar_w(VIRTIO_PCI_STATUS, 0, 1);
+	vdrv_bar_w(VIRTIO_PCI_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER, 1);
+	vdrv_bar_w(VIRTIO_PCI_DFSELECT, 0, 4);
+	f &= vdrv_bar_r(VIRTIO_PCI_DF, 4) | (uint64_t)1 << 32 | 1ULL << 29;
+	vdrv_bar_w(VIRTIO_PCI_GFSELECT, 0, 4);
+	vdrv_bar_w(VIRTIO_PCI_GF, f & 0xffffffff, 4);
+	vdrv_bar_w(VIRTIO_PCI_GFSELECT, 1, 4);
+	vdrv_bar_w(VIRTIO_PCI_GF, f >> 32, 4);
+	vdrv_bar_w(VIRTIO_PCI_STATUS,
+		   VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK, 1);
+	ck_assert(vdrv_bar_r(VIRTIO_PCI_STATUS, 1) & VIRTIO_STATUS_FEATURES_OK);
+	vdrv_queue_init(0);
+	vdrv_bar_w(VIRTIO_PCI_STATUS,
+		   VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK |
+		       VIRTIO_STATUS_DRIVER_OK,
+		   1);
 }
 
 static void setup_rw(bool readonly)
@@ -135,38 +117,16 @@ static void teardown(void)
 	free(ram);
 }
 
-static void set_desc(unsigned i, uint64_t addr, uint32_t len, uint16_t flags, uint16_t next)
-{
-	struct virtq_desc d = {addr, len, flags, next};
-
-	memcpy(ram + DESC_GPA + 16 * i, &d, sizeof(d));
-}
-
-static uint16_t get16(uint64_t gpa)
-{
-	uint16_t v;
-
-	memcpy(&v, ram + gpa, 2);
-	return v;
-}
-
 /* Offers the chain at descriptor 0, kicks queue 0 and waits for it to come back: its used len. */
 static uint32_t run_chain(void)
 {
-	uint32_t len;
-	uint16_t idx = avail_idx;
+	uint16_t before = vdrv_used_idx(0);
+	uint32_t id, len;
 
-	memcpy(ram + AVAIL_GPA + 4 + 2 * (idx % QSIZE), &(uint16_t){0}, 2);
-	avail_idx++;
-	__atomic_store_n((uint16_t *)(ram + AVAIL_GPA + 2), avail_idx, __ATOMIC_RELEASE);
-	bar_w(VIRTIO_PCI_NOTIFY_OFF, 0, 2);
-	for (int i = 0; i < 5000 && __atomic_load_n((uint16_t *)(ram + USED_GPA + 2),
-						    __ATOMIC_ACQUIRE) == used_seen;
-	     i++)
-		usleep(1000);
-	ck_assert_uint_eq(get16(USED_GPA + 2), (uint16_t)(used_seen + 1));
-	memcpy(&len, ram + USED_GPA + 4 + 8 * (used_seen % QSIZE) + 4, 4);
-	used_seen++;
+	vdrv_offer(0, 0);
+	ck_assert(vdrv_used_next(0, &id, &len));
+	ck_assert_uint_eq(vdrv_used_idx(0), (uint16_t)(before + 1));
+	ck_assert_uint_eq(id, 0);
 	return len;
 }
 
@@ -181,12 +141,13 @@ static uint8_t request(uint32_t type, uint64_t sector, uint32_t len, uint32_t *u
 	memcpy(ram + HDR_GPA + 8, &sector, 8);
 	ram[STAT_GPA] = 0xee;
 	if (len) {
-		set_desc(0, HDR_GPA, 16, VIRTQ_DESC_F_NEXT, 1);
-		set_desc(1, BUF_GPA, len, VIRTQ_DESC_F_NEXT | (in ? VIRTQ_DESC_F_WRITE : 0), 2);
-		set_desc(2, STAT_GPA, 1, VIRTQ_DESC_F_WRITE, 0);
+		vdrv_set_desc(0, 0, HDR_GPA, 16, VIRTQ_DESC_F_NEXT, 1);
+		vdrv_set_desc(0, 1, BUF_GPA, len, VIRTQ_DESC_F_NEXT | (in ? VIRTQ_DESC_F_WRITE : 0),
+			      2);
+		vdrv_set_desc(0, 2, STAT_GPA, 1, VIRTQ_DESC_F_WRITE, 0);
 	} else {
-		set_desc(0, HDR_GPA, 16, VIRTQ_DESC_F_NEXT, 1);
-		set_desc(1, STAT_GPA, 1, VIRTQ_DESC_F_WRITE, 0);
+		vdrv_set_desc(0, 0, HDR_GPA, 16, VIRTQ_DESC_F_NEXT, 1);
+		vdrv_set_desc(0, 1, STAT_GPA, 1, VIRTQ_DESC_F_WRITE, 0);
 	}
 	u = run_chain();
 	if (used)
@@ -207,20 +168,21 @@ static uint8_t *image(void)
 
 START_TEST(test_config_space)
 {
-	uint64_t cap = bar_r(VIRTIO_PCI_DEVCFG_OFF, 8);
+	uint64_t cap = vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF, 8);
 
 	ck_assert_uint_eq(cap, IMG_BYTES / 512);
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_DEVCFG_OFF + 20, 4), 512); /* blk_size */
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_DEVCFG_OFF + 34, 2), 2);   /* num_queues */
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_DEVCFG_OFF + 12, 4), VIRTQ_MAX_SEGS - 2); /* seg_max */
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_NUM_QUEUES, 2), 2);
-	bar_w(VIRTIO_PCI_DFSELECT, 0, 4);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + 20, 4), 512); /* blk_size */
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + 34, 2), 2);   /* num_queues */
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + 12, 4),
+			  VIRTQ_MAX_SEGS - 2); /* seg_max */
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_NUM_QUEUES, 2), 2);
+	vdrv_bar_w(VIRTIO_PCI_DFSELECT, 0, 4);
 	/* MQ, FLUSH, DISCARD, WRITE_ZEROES offered, RO not */
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_DF, 4) & (1u << 12 | 1u << 9 | 1u << 13 | 1u << 14),
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DF, 4) & (1u << 12 | 1u << 9 | 1u << 13 | 1u << 14),
 			  1u << 12 | 1u << 9 | 1u << 13 | 1u << 14);
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_DF, 4) & 1u << 5, 0);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DF, 4) & 1u << 5, 0);
 	/* reads past the structure are zero */
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_DEVCFG_OFF + 60, 4), 0);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + 60, 4), 0);
 }
 END_TEST
 
@@ -280,17 +242,17 @@ START_TEST(test_hostile_requests)
 	ck_assert_uint_eq(request(99, 0, 0, NULL), S_UNSUPP);
 	ck_assert_uint_eq(request(0x100 | T_IN, 0, 512, NULL), S_UNSUPP);
 	/* a header shorter than 16 bytes */
-	set_desc(0, HDR_GPA, 8, VIRTQ_DESC_F_NEXT, 1);
-	set_desc(1, STAT_GPA, 1, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_set_desc(0, 0, HDR_GPA, 8, VIRTQ_DESC_F_NEXT, 1);
+	vdrv_set_desc(0, 1, STAT_GPA, 1, VIRTQ_DESC_F_WRITE, 0);
 	ram[STAT_GPA] = 0xee;
 	run_chain();
 	ck_assert_uint_eq(ram[STAT_GPA], S_IOERR);
 	/* no writable byte for a status: returned with nothing written */
-	set_desc(0, HDR_GPA, 16, 0, 0);
+	vdrv_set_desc(0, 0, HDR_GPA, 16, 0, 0);
 	ck_assert_uint_eq(run_chain(), 0);
 	/* the device still serves after all that */
 	ck_assert_uint_eq(request(T_IN, 0, 512, NULL), S_OK);
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_STATUS, 1) & VIRTIO_STATUS_NEEDS_RESET, 0);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_STATUS, 1) & VIRTIO_STATUS_NEEDS_RESET, 0);
 }
 END_TEST
 
@@ -330,8 +292,8 @@ START_TEST(test_read_only)
 {
 	uint8_t *b;
 
-	bar_w(VIRTIO_PCI_DFSELECT, 0, 4);
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_DF, 4) & (1u << 5 | 1u << 13 | 1u << 14), 1u << 5);
+	vdrv_bar_w(VIRTIO_PCI_DFSELECT, 0, 4);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DF, 4) & (1u << 5 | 1u << 13 | 1u << 14), 1u << 5);
 	memset(ram + BUF_GPA, 0x11, 4096);
 	ck_assert_uint_eq(request(T_OUT, 0, 4096, NULL), S_IOERR);
 	put_seg(0, 0, 8, 0);
@@ -350,8 +312,8 @@ END_TEST
 START_TEST(test_reset)
 {
 	ck_assert_uint_eq(request(T_IN, 0, 512, NULL), S_OK);
-	bar_w(VIRTIO_PCI_STATUS, 0, 1);
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_STATUS, 1), 0);
+	vdrv_bar_w(VIRTIO_PCI_STATUS, 0, 1);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_STATUS, 1), 0);
 	memset(ram + USED_GPA, 0, 4 + 8 * QSIZE);
 	driver_init();
 	ck_assert_uint_eq(request(T_IN, 0, 512, NULL), S_OK);

@@ -24,16 +24,17 @@
 #include "config.h"
 #include "guest_mem.h"
 #include "testutil.h"
+#include "vdrv.h"
 #include "virtio/vhost_user.h"
 #include "virtio/virtio_fs.h"
 #include "virtio/virtio_pci.h"
 
 #define RAM_SIZE (4u << 20)
-#define QSIZE	 16
+#define QSIZE	 VDRV_QSIZE
 #define NQ	 2 /* hiprio and one request queue */
-#define DESC(q)	 (0x1000 + (q)*0x3000)
-#define AVAIL(q) (0x2000 + (q)*0x3000)
-#define USED(q)	 (0x3000 + (q)*0x3000)
+#define DESC(q)	 VDRV_DESC(q)
+#define AVAIL(q) VDRV_AVAIL(q)
+#define USED(q)	 VDRV_USED(q)
 #define REQBUF	 0x20000
 #define FEATURES                                                                                   \
 	((1ULL << 32) | (1ULL << VHOST_USER_F_PROTOCOL) | (1ULL << VIRTIO_RING_F_EVENT_IDX) |      \
@@ -66,19 +67,6 @@ static void *dev;
 static struct virtio_pci *vp;
 static struct fake fk;
 static uint16_t avail[NQ];
-
-static void bar_w(uint64_t off, uint64_t v, unsigned len)
-{
-	virtio_pci_bar_write(vp, off, &v, len);
-}
-
-static uint64_t bar_r(uint64_t off, unsigned len)
-{
-	uint64_t v = 0;
-
-	virtio_pci_bar_read(vp, off, &v, len);
-	return v;
-}
 
 static bool read_full(int fd, void *buf, size_t len, int *fds, unsigned *nfds)
 {
@@ -267,6 +255,7 @@ static void device_create(void)
 	ck_assert_msg(virtio_fs_model.create(&h, &c, "fs0", 0, &dev, err, sizeof(err)) == 0, "%s",
 		      err);
 	vp = virtio_fs_model.pci(dev)->priv;
+	vdrv_attach(vp, ram);
 	/* the MSI-X vectors' eventfds pci_bus_add() would make */
 	for (unsigned v = 0; v < vp->pci.msix.nvec; v++)
 		vp->pci.msix.efd[v] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -301,27 +290,27 @@ static void teardown(void)
 
 static void queue_init(unsigned q, uint16_t vector)
 {
-	bar_w(VIRTIO_PCI_Q_SELECT, q, 2);
-	bar_w(VIRTIO_PCI_Q_SIZE, QSIZE, 2);
-	bar_w(VIRTIO_PCI_Q_MSIX, vector, 2);
-	bar_w(VIRTIO_PCI_Q_DESC, DESC(q), 8);
-	bar_w(VIRTIO_PCI_Q_DRIVER, AVAIL(q), 8);
-	bar_w(VIRTIO_PCI_Q_DEVICE, USED(q), 8);
-	bar_w(VIRTIO_PCI_Q_ENABLE, 1, 2);
+	vdrv_bar_w(VIRTIO_PCI_Q_SELECT, q, 2);
+	vdrv_bar_w(VIRTIO_PCI_Q_SIZE, QSIZE, 2);
+	vdrv_bar_w(VIRTIO_PCI_Q_MSIX, vector, 2);
+	vdrv_bar_w(VIRTIO_PCI_Q_DESC, DESC(q), 8);
+	vdrv_bar_w(VIRTIO_PCI_Q_DRIVER, AVAIL(q), 8);
+	vdrv_bar_w(VIRTIO_PCI_Q_DEVICE, USED(q), 8);
+	vdrv_bar_w(VIRTIO_PCI_Q_ENABLE, 1, 2);
 }
 
 /* The driver's bring-up to DRIVER_OK. */
 static void driver_up(void)
 {
-	bar_w(VIRTIO_PCI_STATUS, 0, 1);
-	bar_w(VIRTIO_PCI_STATUS, 3, 1);
-	bar_w(VIRTIO_PCI_GFSELECT, 1, 4);
-	bar_w(VIRTIO_PCI_GF, 1, 4); /* VERSION_1 */
-	bar_w(VIRTIO_PCI_STATUS, 3 | VIRTIO_STATUS_FEATURES_OK, 1);
-	bar_w(VIRTIO_PCI_MSIX_CONFIG, 0, 2);
+	vdrv_bar_w(VIRTIO_PCI_STATUS, 0, 1);
+	vdrv_bar_w(VIRTIO_PCI_STATUS, 3, 1);
+	vdrv_bar_w(VIRTIO_PCI_GFSELECT, 1, 4);
+	vdrv_bar_w(VIRTIO_PCI_GF, 1, 4); /* VERSION_1 */
+	vdrv_bar_w(VIRTIO_PCI_STATUS, 3 | VIRTIO_STATUS_FEATURES_OK, 1);
+	vdrv_bar_w(VIRTIO_PCI_MSIX_CONFIG, 0, 2);
 	for (unsigned q = 0; q < NQ; q++)
 		queue_init(q, (uint16_t)(q + 1));
-	bar_w(VIRTIO_PCI_STATUS, 3 | VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK, 1);
+	vdrv_bar_w(VIRTIO_PCI_STATUS, 3 | VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK, 1);
 }
 
 static bool has_req(uint32_t r)
@@ -354,7 +343,7 @@ static void fuse_request(uint64_t unique)
 	__atomic_store_n((uint16_t *)(ram + AVAIL(1) + 2), avail[1], __ATOMIC_RELEASE);
 	/* a 4-byte kick exits to the transport; Linux's 2-byte one is KVM's ioeventfd, which
 	 * signals the kick eventfd straight (as here) */
-	bar_w(VIRTIO_PCI_NOTIFY_OFF + 4, 1, 4);
+	vdrv_bar_w(VIRTIO_PCI_NOTIFY_OFF + 4, 1, 4);
 	virtio_eventfd_signal(vp->kick_fd[1]);
 }
 
@@ -390,7 +379,7 @@ static void check_enotconn(unsigned i, uint64_t unique)
 static bool needs_reset(unsigned ms)
 {
 	for (unsigned t = 0; t <= ms; t += 10) {
-		if (bar_r(VIRTIO_PCI_STATUS, 1) & VIRTIO_STATUS_NEEDS_RESET)
+		if (vdrv_bar_r(VIRTIO_PCI_STATUS, 1) & VIRTIO_STATUS_NEEDS_RESET)
 			return true;
 		testutil_sleep_ms(10);
 	}
@@ -412,18 +401,18 @@ START_TEST(test_negotiation)
 	ck_assert_uint_eq(fk.set_protocol & (1ULL << 15), 0);
 	/* the configuration: tag and one request queue */
 	for (unsigned i = 0; i < VIRTIO_FS_TAG_MAX; i++)
-		tag[i] = (char)bar_r(VIRTIO_PCI_DEVCFG_OFF + i, 1);
+		tag[i] = (char)vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + i, 1);
 	ck_assert_str_eq(tag, "share");
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_DEVCFG_OFF + 36, 4), 1);
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_NUM_QUEUES, 2), NQ);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + 36, 4), 1);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_NUM_QUEUES, 2), NQ);
 	/* what the guest is offered: VERSION_1 and the ring features, never the protocol bit */
-	bar_w(VIRTIO_PCI_DFSELECT, 0, 4);
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_DF, 4) & (1u << VHOST_USER_F_PROTOCOL), 0);
-	ck_assert(bar_r(VIRTIO_PCI_DF, 4) & (1u << VIRTIO_RING_F_EVENT_IDX));
+	vdrv_bar_w(VIRTIO_PCI_DFSELECT, 0, 4);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DF, 4) & (1u << VHOST_USER_F_PROTOCOL), 0);
+	ck_assert(vdrv_bar_r(VIRTIO_PCI_DF, 4) & (1u << VIRTIO_RING_F_EVENT_IDX));
 	ck_assert(!has_req(VHOST_USER_SET_MEM_TABLE));
 
 	driver_up();
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_STATUS, 1) & VIRTIO_STATUS_NEEDS_RESET, 0);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_STATUS, 1) & VIRTIO_STATUS_NEEDS_RESET, 0);
 	ck_assert_uint_eq(fk.set_features, (1ULL << 32) | (1ULL << VHOST_USER_F_PROTOCOL));
 	/* the memory table: all RAM, and the fd maps the same pages */
 	ck_assert_uint_eq(fk.regions, 1);
@@ -454,15 +443,15 @@ START_TEST(test_negotiation)
 	fuse_request(7);
 	ck_assert_int_eq(read(fk.kick_fd[1], &n, 8), 8);
 	/* a vector change is passed on: the back end's call fd for queue 1 is vector 2's */
-	bar_w(VIRTIO_PCI_Q_SELECT, 1, 2);
-	bar_w(VIRTIO_PCI_Q_MSIX, 0, 2);
+	vdrv_bar_w(VIRTIO_PCI_Q_SELECT, 1, 2);
+	vdrv_bar_w(VIRTIO_PCI_Q_MSIX, 0, 2);
 	ck_assert_int_eq(write(fk.call_fd[1], &one, 8), 8);
 	ck_assert_int_eq(read(vp->pci.msix.efd[0], &n, 8), 8);
 	/* a driver reset stops both rings and resets the back end */
-	bar_w(VIRTIO_PCI_STATUS, 0, 1);
+	vdrv_bar_w(VIRTIO_PCI_STATUS, 0, 1);
 	ck_assert_uint_eq(fk.base_asked, NQ);
 	ck_assert(has_req(VHOST_USER_RESET_DEVICE));
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_STATUS, 1), 0);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_STATUS, 1), 0);
 	for (unsigned q = 0; q < NQ; q++) {
 		close(fk.kick_fd[q]);
 		close(fk.call_fd[q]);
@@ -482,7 +471,7 @@ static void hostile(enum hostile m)
 	device_create();
 	driver_up();
 	ck_assert_msg(needs_reset(100), "hostile mode %d: no NEEDS_RESET", m);
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_ISR_OFF, 1) & 2, 2); /* a configuration change */
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_ISR_OFF, 1) & 2, 2); /* a configuration change */
 	fuse_request(0x1234);
 	ck_assert(used_reaches(1, 2000));
 	check_enotconn(0, 0x1234);
@@ -547,7 +536,7 @@ START_TEST(test_hangup_running)
 	fake_start(H_NONE);
 	device_create();
 	driver_up();
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_STATUS, 1) & VIRTIO_STATUS_NEEDS_RESET, 0);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_STATUS, 1) & VIRTIO_STATUS_NEEDS_RESET, 0);
 	pthread_mutex_lock(&fk.lock);
 	shutdown(fk.fd, SHUT_RDWR);
 	pthread_mutex_unlock(&fk.lock);
@@ -556,8 +545,8 @@ START_TEST(test_hangup_running)
 	ck_assert(used_reaches(1, 2000));
 	check_enotconn(0, 99);
 	/* a reset then is quick: nothing more is sent */
-	bar_w(VIRTIO_PCI_STATUS, 0, 1);
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_STATUS, 1), 0);
+	vdrv_bar_w(VIRTIO_PCI_STATUS, 0, 1);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_STATUS, 1), 0);
 }
 END_TEST
 
@@ -590,6 +579,7 @@ START_TEST(test_rebuilt_without_backend)
 	ck_assert_msg(virtio_fs_model.create(&h, &c, "fs0", 0, &dev, err, sizeof(err)) == 0, "%s",
 		      err);
 	vp = virtio_fs_model.pci(dev)->priv;
+	vdrv_attach(vp, ram);
 	driver_up();
 	ck_assert(needs_reset(100));
 	fuse_request(42);

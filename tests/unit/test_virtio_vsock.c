@@ -20,21 +20,19 @@
 #include "config.h"
 #include "guest_mem.h"
 #include "testutil.h"
+#include "vdrv.h"
 #include "virtio/virtio_pci.h"
 #include "virtio/virtio_vsock.h"
 
 #define RAM_SIZE (4u << 20)
-#define QSIZE	 16
+#define QSIZE	 VDRV_QSIZE
 #define RX	 0
 #define TX	 1
-/* per queue: descriptors, avail, used; rx buffers; tx buffers */
-#define DESC(q)	 (0x1000 + (q)*0x3000)
-#define AVAIL(q) (0x2000 + (q)*0x3000)
-#define USED(q)	 (0x3000 + (q)*0x3000)
-#define RXBUF	 0x20000 /* QSIZE buffers of 0x1000 */
-#define TXBUF	 0x40000 /* QSIZE buffers of 0x2000 */
-#define GUEST	 7
-#define HDR	 44
+/* rx buffers; tx buffers (the rings: vdrv.h) */
+#define RXBUF 0x20000 /* QSIZE buffers of 0x1000 */
+#define TXBUF 0x40000 /* QSIZE buffers of 0x2000 */
+#define GUEST 7
+#define HDR   44
 
 enum { OP_REQUEST = 1, OP_RESPONSE, OP_RST, OP_SHUTDOWN, OP_RW, OP_CREDIT_UPDATE };
 
@@ -43,7 +41,6 @@ static struct guest_mem gm;
 static char dir[64], path[96], err[512];
 static void *dev;
 static struct virtio_pci *vp;
-static uint16_t avail[2], used_seen[2];
 
 struct pkt {
 	uint64_t src_cid, dst_cid;
@@ -52,44 +49,6 @@ struct pkt {
 	uint32_t flags, buf_alloc, fwd_cnt;
 	uint8_t data[0x1000];
 };
-
-static void bar_w(uint64_t off, uint64_t v, unsigned len)
-{
-	virtio_pci_bar_write(vp, off, &v, len);
-}
-
-static uint64_t bar_r(uint64_t off, unsigned len)
-{
-	uint64_t v = 0;
-
-	virtio_pci_bar_read(vp, off, &v, len);
-	return v;
-}
-
-static void set_desc(unsigned q, unsigned i, uint64_t addr, uint32_t len, uint16_t flags)
-{
-	struct virtq_desc d = {addr, len, flags, 0};
-
-	memcpy(ram + DESC(q) + 16 * i, &d, sizeof(d));
-}
-
-static void offer(unsigned q, uint16_t head)
-{
-	memcpy(ram + AVAIL(q) + 4 + 2 * (avail[q] % QSIZE), &head, 2);
-	avail[q]++;
-	__atomic_store_n((uint16_t *)(ram + AVAIL(q) + 2), avail[q], __ATOMIC_RELEASE);
-	bar_w(VIRTIO_PCI_NOTIFY_OFF + 4 * q, q, 2);
-}
-
-static void queue_init(unsigned q)
-{
-	bar_w(VIRTIO_PCI_Q_SELECT, q, 2);
-	bar_w(VIRTIO_PCI_Q_SIZE, QSIZE, 2);
-	bar_w(VIRTIO_PCI_Q_DESC, DESC(q), 8);
-	bar_w(VIRTIO_PCI_Q_DRIVER, AVAIL(q), 8);
-	bar_w(VIRTIO_PCI_Q_DEVICE, USED(q), 8);
-	bar_w(VIRTIO_PCI_Q_ENABLE, 1, 2);
-}
 
 static void setup(void)
 {
@@ -105,19 +64,12 @@ static void setup(void)
 	ck_assert_msg(virtio_vsock_model.create(&h, &c, "vsock0", 0, &dev, err, sizeof(err)) == 0,
 		      "%s", err);
 	vp = virtio_vsock_model.pci(dev)->priv;
-	avail[0] = avail[1] = used_seen[0] = used_seen[1] = 0;
-	bar_w(VIRTIO_PCI_STATUS, 0, 1);
-	bar_w(VIRTIO_PCI_STATUS, 3, 1);
-	bar_w(VIRTIO_PCI_GFSELECT, 1, 4);
-	bar_w(VIRTIO_PCI_GF, 1, 4); /* VERSION_1 */
-	bar_w(VIRTIO_PCI_STATUS, 3 | VIRTIO_STATUS_FEATURES_OK, 1);
-	queue_init(RX);
-	queue_init(TX);
-	bar_w(VIRTIO_PCI_STATUS, 3 | VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK, 1);
+	vdrv_attach(vp, ram);
+	vdrv_start(0, 2);
 	/* rx buffers for everything the device sends */
 	for (unsigned i = 0; i < QSIZE; i++) {
-		set_desc(RX, i, RXBUF + 0x1000 * i, 0x1000, VIRTQ_DESC_F_WRITE);
-		offer(RX, (uint16_t)i);
+		vdrv_set_desc(RX, i, RXBUF + 0x1000 * i, 0x1000, VIRTQ_DESC_F_WRITE, 0);
+		vdrv_offer(RX, (uint16_t)i);
 	}
 }
 
@@ -149,15 +101,8 @@ static bool rx_next(struct pkt *p)
 	uint32_t id, len;
 	const uint8_t *b;
 
-	for (int i = 0; i < 5000 && __atomic_load_n((uint16_t *)(ram + USED(RX) + 2),
-						    __ATOMIC_ACQUIRE) == used_seen[RX];
-	     i++)
-		usleep(1000);
-	if (*(uint16_t *)(ram + USED(RX) + 2) == used_seen[RX])
+	if (!vdrv_used_next(RX, &id, &len))
 		return false;
-	memcpy(&id, ram + USED(RX) + 4 + 8 * (used_seen[RX] % QSIZE), 4);
-	memcpy(&len, ram + USED(RX) + 8 + 8 * (used_seen[RX] % QSIZE), 4);
-	used_seen[RX]++;
 	b = ram + RXBUF + 0x1000 * id;
 	p->src_cid = le(b, 8);
 	p->dst_cid = le(b + 8, 8);
@@ -171,7 +116,7 @@ static bool rx_next(struct pkt *p)
 	p->fwd_cnt = (uint32_t)le(b + 40, 4);
 	ck_assert_uint_eq(len, HDR + p->len);
 	memcpy(p->data, b + HDR, p->len < sizeof(p->data) ? p->len : sizeof(p->data));
-	offer(RX, (uint16_t)id);
+	vdrv_offer(RX, (uint16_t)id);
 	return true;
 }
 
@@ -206,15 +151,11 @@ static void tx_raw(uint64_t src_cid, uint32_t src_port, uint32_t dst_port, uint1
 	put(b + 40, 0, 4);
 	if (len)
 		memcpy(b + HDR, data, len);
-	set_desc(TX, slot % QSIZE, TXBUF + 0x2000 * (slot % QSIZE), buf_len, 0);
-	offer(TX, (uint16_t)(slot % QSIZE));
+	vdrv_set_desc(TX, slot % QSIZE, TXBUF + 0x2000 * (slot % QSIZE), buf_len, 0, 0);
+	vdrv_offer(TX, (uint16_t)(slot % QSIZE));
 	slot++;
 	/* as a driver does: a slot is used again only once the device returned it */
-	for (int i = 0; i < 5000 && __atomic_load_n((uint16_t *)(ram + USED(TX) + 2),
-						    __ATOMIC_ACQUIRE) != avail[TX];
-	     i++)
-		usleep(1000);
-	ck_assert_uint_eq(*(uint16_t *)(ram + USED(TX) + 2), avail[TX]);
+	ck_assert(vdrv_wait_used(TX, vdrv_avail_idx(TX)));
 }
 
 static void tx(uint32_t src_port, uint32_t dst_port, uint16_t op, const void *data, uint32_t len)
@@ -261,8 +202,8 @@ static int established(uint32_t *hport)
 
 START_TEST(test_config_cid)
 {
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_DEVCFG_OFF, 8), GUEST);
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_NUM_QUEUES, 2), 3);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF, 8), GUEST);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_NUM_QUEUES, 2), 3);
 }
 END_TEST
 
@@ -404,7 +345,7 @@ START_TEST(test_hostile_packets)
 	tx(80, hport, OP_RW, "ok", 2);
 	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 2);
 	close(fd);
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_STATUS, 1) & VIRTIO_STATUS_NEEDS_RESET, 0);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_STATUS, 1) & VIRTIO_STATUS_NEEDS_RESET, 0);
 }
 END_TEST
 
