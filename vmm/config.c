@@ -241,8 +241,8 @@ int config_parse_net(const char *s, struct virtio_net_config *out, char *err, un
 		*v++ = '\0';
 		if (!strcmp(tok, "tap")) {
 			if (!*v || strlen(v) >= sizeof(o.tap)) {
-				snprintf(err, errlen, "net: tap '%s' is not a name of 1-15 characters",
-					 v);
+				snprintf(err, errlen,
+					 "net: tap '%s' is not a name of 1-15 characters", v);
 				return -EINVAL;
 			}
 			strcpy(o.tap, v);
@@ -255,8 +255,8 @@ int config_parse_net(const char *s, struct virtio_net_config *out, char *err, un
 
 				if (o.nfds == VIRTIO_NET_MAX_PAIRS ||
 				    config_parse_count(f, 0, 1 << 20, &fd)) {
-					snprintf(err, errlen, "net: fd '%s' (at most %d numbers)", f,
-						 VIRTIO_NET_MAX_PAIRS);
+					snprintf(err, errlen, "net: fd '%s' (at most %d numbers)",
+						 f, VIRTIO_NET_MAX_PAIRS);
 					return -EINVAL;
 				}
 				o.fds[o.nfds++] = (int)fd;
@@ -280,10 +280,11 @@ int config_parse_net(const char *s, struct virtio_net_config *out, char *err, un
 			r = vnvme_copy_name(o.id, sizeof(o.id), "id", v, strlen(v), err, errlen);
 		} else if (!strcmp(tok, "ip") || !strcmp(tok, "mask") || !strcmp(tok, "host_mac") ||
 			   !strcmp(tok, "vhost_user") || !strcmp(tok, "iommu")) {
-			snprintf(err, errlen,
-				 "net: '%s' is not supported (lvmm leaves the tap's host side to the "
-				 "host: set its address with ip(8))",
-				 tok);
+			snprintf(
+			    err, errlen,
+			    "net: '%s' is not supported (lvmm leaves the tap's host side to the "
+			    "host: set its address with ip(8))",
+			    tok);
 			return -EINVAL;
 		} else {
 			snprintf(err, errlen,

@@ -253,7 +253,8 @@ static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts
 			break;
 		case OPT_NET:
 			if (c->nnets >= CONFIG_MAX_NETS) {
-				fprintf(stderr, "lvmm: --net: at most %d devices\n", CONFIG_MAX_NETS);
+				fprintf(stderr, "lvmm: --net: at most %d devices\n",
+					CONFIG_MAX_NETS);
 				return -1;
 			}
 			if (config_parse_net(optarg, &c->nets[c->nnets], err, sizeof(err))) {

@@ -183,7 +183,8 @@ int vm_add_net(struct vm *vm, const struct virtio_net_config *c, char *err, unsi
 		nc.fds[k] = fcntl(c->fds[k], F_DUPFD_CLOEXEC, 3);
 		if (nc.fds[k] < 0) {
 			r = -errno;
-			snprintf(err, errlen, "net %s: fd %d: %s", nc.id, c->fds[k], strerror(errno));
+			snprintf(err, errlen, "net %s: fd %d: %s", nc.id, c->fds[k],
+				 strerror(errno));
 			break;
 		}
 	}

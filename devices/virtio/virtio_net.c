@@ -50,19 +50,19 @@
 #define GSO_ECN		 0x80
 
 /* control queue (5.1.6.5) */
-#define CTRL_RX		    0
-#define CTRL_MAC	    1
-#define CTRL_MQ		    4
-#define CTRL_MAC_TABLE_SET  0
-#define CTRL_MAC_ADDR_SET   1
-#define CTRL_MQ_PAIRS_SET   0
-#define CTRL_OK		    0
-#define CTRL_ERR	    1
-#define CTRL_CMD_MAX	    4096 /* the largest command taken: a MAC table of ~680 entries */
-#define ETH_HLEN	    14
-#define FRAME_MAX	    (65536 + ETH_HLEN + 4) /* a 64 KiB GSO frame with a VLAN tag */
-#define RX_CHAINS_MAX	    64			   /* mergeable buffers one frame may take */
-#define DEFAULT_QUEUE_SIZE  256
+#define CTRL_RX		   0
+#define CTRL_MAC	   1
+#define CTRL_MQ		   4
+#define CTRL_MAC_TABLE_SET 0
+#define CTRL_MAC_ADDR_SET  1
+#define CTRL_MQ_PAIRS_SET  0
+#define CTRL_OK		   0
+#define CTRL_ERR	   1
+#define CTRL_CMD_MAX	   4096 /* the largest command taken: a MAC table of ~680 entries */
+#define ETH_HLEN	   14
+#define FRAME_MAX	   (65536 + ETH_HLEN + 4) /* a 64 KiB GSO frame with a VLAN tag */
+#define RX_CHAINS_MAX	   64			  /* mergeable buffers one frame may take */
+#define DEFAULT_QUEUE_SIZE 256
 
 struct net_pair {
 	int fd;
@@ -180,8 +180,7 @@ static bool tx_hdr_ok(const struct virtio_net *n, const uint8_t *h, uint64_t len
 	if (flags & ~(HDR_F_NEEDS_CSUM | HDR_F_DATA_VALID))
 		return false;
 	if (flags & HDR_F_NEEDS_CSUM) {
-		if (!negotiated(n, F_CSUM) ||
-		    (uint32_t)csum_start + csum_off + 2 > frame)
+		if (!negotiated(n, F_CSUM) || (uint32_t)csum_start + csum_off + 2 > frame)
 			return false;
 	}
 	switch (gso) {
@@ -222,13 +221,13 @@ static void tx_chain(struct virtio_net *n, unsigned p, const struct virtq_chain 
 	/* the header copied out of the guest's reach, checked, and sent from the copy */
 	for (i = 0; i < c->nseg && got < VIRTIO_NET_HDR_LEN; i++) {
 		uint32_t t = c->seg[i].len < VIRTIO_NET_HDR_LEN - got ? c->seg[i].len
-								       : VIRTIO_NET_HDR_LEN - got;
+								      : VIRTIO_NET_HDR_LEN - got;
 
 		memcpy(hdr + got, c->seg[i].host, t);
 		got += t;
 		if (t < c->seg[i].len) {
-			iov[niov++] = (struct iovec){(uint8_t *)c->seg[i].host + t,
-						     c->seg[i].len - t};
+			iov[niov++] =
+			    (struct iovec){(uint8_t *)c->seg[i].host + t, c->seg[i].len - t};
 		}
 		k = i + 1;
 	}
@@ -677,8 +676,8 @@ static uint64_t net_features(struct virtio_net *n, const struct virtio_net_confi
 {
 	uint64_t tso = BIT(F_GUEST_TSO4) | BIT(F_GUEST_TSO6) | BIT(F_HOST_TSO4) | BIT(F_HOST_TSO6);
 	uint64_t ufo = BIT(F_GUEST_UFO) | BIT(F_HOST_UFO);
-	uint64_t f = BIT(F_MAC) | BIT(F_STATUS) | BIT(F_MRG_RXBUF) | BIT(F_CTRL_VQ) |
-		     BIT(F_CTRL_MAC_ADDR);
+	uint64_t f =
+	    BIT(F_MAC) | BIT(F_STATUS) | BIT(F_MRG_RXBUF) | BIT(F_CTRL_VQ) | BIT(F_CTRL_MAC_ADDR);
 
 	if (n->pairs > 1)
 		f |= BIT(F_MQ);

@@ -13,20 +13,20 @@
 
 #include "device.h"
 
-#define VIRTIO_NET_MAX_PAIRS  3 /* 2 * pairs + the control queue within the transport's 8 */
+#define VIRTIO_NET_MAX_PAIRS  3	 /* 2 * pairs + the control queue within the transport's 8 */
 #define VIRTIO_NET_TAP_NAMESZ 16 /* IFNAMSIZ */
 #define VIRTIO_NET_HDR_LEN    12 /* virtio_net_hdr_v1 (with num_buffers) */
 
 struct virtio_net_config {
-	char id[64];			   /* device id, default "net<N>" */
-	char tap[VIRTIO_NET_TAP_NAMESZ];   /* tap to open (or create) when no fds are given */
-	uint8_t mac[6];			   /* the guest's address; all zero: one is made up */
-	unsigned num_queues;		   /* rx + tx queues (cloud-hypervisor's count), 2..6 */
-	unsigned queue_size;		   /* a power of two, 2..1024 */
-	unsigned mtu;			   /* 0: none offered (1500 in the guest) */
-	bool no_csum, no_tso, no_ufo;	   /* offloads the guest is not offered (all on: 0) */
-	unsigned nfds;			   /* taps handed over, one per queue pair (or 0) */
-	int fds[VIRTIO_NET_MAX_PAIRS];	   /* the device uses duplicates; the owner closes these */
+	char id[64];			 /* device id, default "net<N>" */
+	char tap[VIRTIO_NET_TAP_NAMESZ]; /* tap to open (or create) when no fds are given */
+	uint8_t mac[6];			 /* the guest's address; all zero: one is made up */
+	unsigned num_queues;		 /* rx + tx queues (cloud-hypervisor's count), 2..6 */
+	unsigned queue_size;		 /* a power of two, 2..1024 */
+	unsigned mtu;			 /* 0: none offered (1500 in the guest) */
+	bool no_csum, no_tso, no_ufo;	 /* offloads the guest is not offered (all on: 0) */
+	unsigned nfds;			 /* taps handed over, one per queue pair (or 0) */
+	int fds[VIRTIO_NET_MAX_PAIRS];	 /* the device uses duplicates; the owner closes these */
 };
 
 static inline void virtio_net_id(const struct virtio_net_config *c, unsigned idx, char *buf,

@@ -16,8 +16,15 @@
 #define CLIENT_TIMEOUT_S  120 /* vm.create/boot load a kernel: allow slow disks */
 #define CLIENT_MAX_ANSWER (1 << 20)
 
-enum client_body { BODY_NONE, BODY_JSON, BODY_VNVME, BODY_DISK, BODY_VSOCK, BODY_NET,
-		   BODY_DEVICE_ID };
+enum client_body {
+	BODY_NONE,
+	BODY_JSON,
+	BODY_VNVME,
+	BODY_DISK,
+	BODY_VSOCK,
+	BODY_NET,
+	BODY_DEVICE_ID
+};
 
 struct client_verb {
 	const char *verb;
@@ -408,7 +415,8 @@ int api_client_main(int argc, char **argv)
 		case 'f': {
 			unsigned fd;
 
-			if (config_parse_count(optarg, 0, 1 << 20, &fd) || client_nfds == API_MAX_FDS) {
+			if (config_parse_count(optarg, 0, 1 << 20, &fd) ||
+			    client_nfds == API_MAX_FDS) {
 				fprintf(stderr, "lvmm api: --fd %s: an open fd (at most %d)\n",
 					optarg, API_MAX_FDS);
 				return 2;

@@ -852,9 +852,9 @@ int api_json_to_net(const json_t *obj, const char *where, struct virtio_net_conf
 	    {"pci_segment", JD_ZERO, "lvmm places devices on PCI segment 0"},
 	    {NULL, 0, NULL},
 	};
-	static const char *const mine[] = {"tap", "ip", "mask", "mac", "mtu", "num_queues",
-					   "queue_size", "id", "fds", "offload_tso",
-					   "offload_ufo", "offload_csum", NULL};
+	static const char *const mine[] = {
+	    "tap", "ip",  "mask",	 "mac",		"mtu",		"num_queues", "queue_size",
+	    "id",  "fds", "offload_tso", "offload_ufo", "offload_csum", NULL};
 	const char *keys[32];
 	char mac[24] = "", ip[48] = "", mask[48] = "";
 	uint64_t nq = 0, qs = 0, mtu = 0;
@@ -897,15 +897,16 @@ int api_json_to_net(const json_t *obj, const char *where, struct virtio_net_conf
 	fds = json_field(obj, "fds");
 	if (!r && fds) {
 		if (!json_is_array(fds) || json_array_size(fds) > VIRTIO_NET_MAX_PAIRS)
-			r = json_fail(err, errlen, "field '%s.fds' must be an array of at most %d fds",
-				      where, VIRTIO_NET_MAX_PAIRS);
+			r = json_fail(err, errlen,
+				      "field '%s.fds' must be an array of at most %d fds", where,
+				      VIRTIO_NET_MAX_PAIRS);
 		for (size_t i = 0; !r && i < json_array_size(fds); i++) {
 			const json_t *f = json_array_get(fds, i);
 
 			if (!json_is_integer(f) || json_integer_value(f) < 0 ||
 			    json_integer_value(f) > INT32_MAX)
-				r = json_fail(err, errlen, "field '%s.fds[%zu]' is not an fd", where,
-					      i);
+				r = json_fail(err, errlen, "field '%s.fds[%zu]' is not an fd",
+					      where, i);
 			else
 				c->fds[c->nfds++] = (int)json_integer_value(f);
 		}
@@ -939,8 +940,8 @@ json_t *api_net_to_json(const struct virtio_net_config *c, unsigned idx)
 	json_t *o;
 
 	virtio_net_id(c, idx, id, sizeof(id));
-	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", c->mac[0], c->mac[1],
-		 c->mac[2], c->mac[3], c->mac[4], c->mac[5]);
+	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", c->mac[0], c->mac[1], c->mac[2],
+		 c->mac[3], c->mac[4], c->mac[5]);
 	o = json_pack("{s:s, s:i, s:i, s:b, s:b, s:b, s:b, s:b, s:i}", "id", id, "num_queues",
 		      (int)(c->num_queues ? c->num_queues : 2), "queue_size",
 		      (int)(c->queue_size ? c->queue_size : 256), "offload_tso", !c->no_tso,
@@ -1090,10 +1091,9 @@ static int json_to_vnvme_list(const json_t *root, struct vm_config *cfg, char *e
 int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, struct vm_config *cfg,
 			  json_t **extra_out, char *err, unsigned errlen)
 {
-	static const char *const mine[] = {"cpus",    "memory",	       "payload", "serial",
-					   "console", "debug_console", "rng",	  "platform",
-					   "vnvme",   "disks",	       "vsock",	  "net",
-					   NULL};
+	static const char *const mine[] = {
+	    "cpus",  "memory", "payload", "serial", "console", "debug_console", "rng", "platform",
+	    "vnvme", "disks",  "vsock",	  "net",    NULL};
 	const char *keys[48];
 	json_t *extra = json_object();
 	unsigned nseg = 1;

@@ -440,6 +440,18 @@ static void route_vm_counters(struct api_vmm *vmm, const struct api_request *req
 			json_object_set_new(d, "ssd", json_string(c[i].ssd));
 			json_object_set_new(d, "volume", json_string(c[i].volume));
 			json_object_set_new(d, "queues", qs ? qs : json_array());
+			if (c[i].net) {
+				json_t *nc = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+						       "rx_frames", (json_int_t)c[i].rx_frames,
+						       "rx_bytes", (json_int_t)c[i].rx_bytes,
+						       "rx_dropped", (json_int_t)c[i].rx_dropped,
+						       "tx_frames", (json_int_t)c[i].tx_frames,
+						       "tx_bytes", (json_int_t)c[i].tx_bytes,
+						       "tx_dropped", (json_int_t)c[i].tx_dropped);
+
+				json_object_update(d, nc);
+				json_decref(nc);
+			}
 		} else {
 			json_decref(qs);
 		}
