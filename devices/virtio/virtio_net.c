@@ -530,8 +530,12 @@ static void *net_thread(void *arg)
 	struct virtio_net *n = arg;
 	struct pollfd pf[1 + VIRTIO_PCI_MAX_QUEUES + VIRTIO_NET_MAX_PAIRS];
 	unsigned nq = n->vp.nqueues;
-	char err[256];
+	char err[256], tname[16];
 
+	/* lvmm-<id>: what a profile of the data path looks for */
+	memcpy(tname, "lvmm-", 5);
+	snprintf(tname + 5, sizeof(tname) - 5, "%.10s", n->name);
+	pthread_setname_np(pthread_self(), tname);
 	if (n->host.io_thread && n->host.io_thread(err, sizeof(err)))
 		fprintf(stderr, "net %s: %s\n", n->name, err);
 	for (;;) {
