@@ -203,10 +203,12 @@ def main():
         assert c.call("PUT", "vm.delete", None, "Shutdown")[0] == 204
         sweep(c, "")
 
-        # a body asking for a virtio-fs share or a network: 400 naming it
-        for key, val in (("fs", bad["fs"]), ("net", [{"tap": "tap0"}])):
+        # a body asking for a virtio-fs share or a vhost-user network: 400 naming it
+        for key, val, name in (("fs", bad["fs"], "fs"),
+                               ("net", [{"tap": "tap0", "vhost_user": True}],
+                                "net[0].vhost_user")):
             st, err = c.call("PUT", "vm.create", dict(body, **{key: val}), "none")
-            if st != 400 or "'%s' is unsupported" % key not in (err or [""])[0]:
+            if st != 400 or "'%s' is unsupported" % name not in (err or [""])[0]:
                 c.fail("vm.create with %s: %d %r" % (key, st, err))
         assert c.call("PUT", "vmm.shutdown")[0] == 204
         if proc.wait(timeout=20) != 0:

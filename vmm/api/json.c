@@ -979,6 +979,8 @@ static int json_to_net_list(const json_t *root, struct vm_config *cfg, char *err
 				      "field '%s.fds' is unsupported in vm.create: hand tap fds "
 				      "over with vm.add-net",
 				      where);
+		if (!r && !cfg->nets[i].tap[0])
+			r = json_fail(err, errlen, "field '%s.tap' is required", where);
 		if (r)
 			return r;
 		if (!cfg->nets[i].id[0])
