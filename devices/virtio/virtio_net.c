@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -78,7 +80,7 @@ struct virtio_net {
 	uint8_t mac[6];
 	uint16_t mtu;
 	unsigned pairs, active, ctrl_q;
-	bool is_tap, ufo;
+	bool is_tap, is_sock, ufo;
 	int stop_fd;
 	pthread_t thread;
 	bool thread_up, paused;
@@ -244,7 +246,14 @@ static void tx_chain(struct virtio_net *n, unsigned p, const struct virtq_chain 
 		n->tx_frames++; /* the fuzz entry: checked, nowhere to go */
 		return;
 	}
-	w = writev(n->pair[p].fd, iov, (int)niov);
+	if (n->is_sock) {
+		/* a socket whose peer went away fails the send, never raises SIGPIPE */
+		struct msghdr m = {.msg_iov = iov, .msg_iovlen = niov};
+
+		w = sendmsg(n->pair[p].fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} else {
+		w = writev(n->pair[p].fd, iov, (int)niov);
+	}
 	if (w != (ssize_t)c->out_len) {
 		n->tx_dropped++; /* the tap refused it (down, full, a header it rejects) */
 		return;
@@ -631,6 +640,7 @@ int virtio_net_tap_open(const char *name, unsigned pairs, int *fds, char *err, u
 static int net_take_fd(struct virtio_net *n, unsigned p, int fd, char *err, unsigned errlen)
 {
 	struct ifreq ifr;
+	struct stat st;
 	int hs = VIRTIO_NET_HDR_LEN, d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 
 	if (d < 0)
@@ -638,6 +648,8 @@ static int net_take_fd(struct virtio_net *n, unsigned p, int fd, char *err, unsi
 	n->pair[p].fd = d;
 	if (fcntl(d, F_SETFL, fcntl(d, F_GETFL) | O_NONBLOCK) < 0)
 		return tap_fail(err, errlen, n->name, "O_NONBLOCK");
+	if (!fstat(d, &st) && S_ISSOCK(st.st_mode))
+		n->is_sock = true;
 	memset(&ifr, 0, sizeof(ifr));
 	if (ioctl(d, TUNGETIFF, &ifr) < 0) {
 		if (p && n->is_tap) {

@@ -1,6 +1,7 @@
 # lvmm.test=kata: what a Kata sandbox's kernel sees of the devices its default VmConfig asks for.
 # The hwrng core names the virtio-rng device it reads; 64 bytes from /dev/hwrng (lvmm's rng.src);
-# the PCI root buses, one per platform.num_pci_segments, and the PCI functions. Sourced by /init
+# the PCI root buses, one per platform.num_pci_segments, and the PCI functions; the network
+# interfaces (the one vm.add-net gave it). Sourced by /init
 # (one fork, for od); then the guest stays up until the host shuts it down, as a sandbox does.
 rng=none
 read -r rng </sys/class/misc/hw_random/rng_current
@@ -17,6 +18,9 @@ echo "LVMM-KATA-PCI buses=${buses# } devices=${devs# }"
 vs=no
 [ -e /sys/class/misc/vsock ] && vs=yes
 echo "LVMM-KATA-VSOCK misc=$vs"
+nets=
+for n in /sys/class/net/*; do nets="$nets ${n##*/}"; done
+echo "LVMM-KATA-NET${nets}"
 echo "LVMM-KATA-WAIT"
 busybox sleep 100000
 return 0
