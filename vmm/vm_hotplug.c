@@ -188,7 +188,8 @@ int vm_add_net(struct vm *vm, const struct virtio_net_config *c, char *err, unsi
 			break;
 		}
 	}
-	if (!r && vm->state != VM_CREATED)
+	/* before vm.boot too: the VM's bus exists from vm.create, the guest finds it at boot */
+	if (!r)
 		r = devices_add_net(vm, &nc, vm->cfg.nnets, &slot, err, errlen);
 	if (r) {
 		while (k--)

@@ -161,6 +161,28 @@ static void net_set_offloads(struct virtio_net *n)
 	n->offloads_set = true;
 }
 
+/* The next chain of queue qi (vp.lock held): 1, 0 when none waits (or the queue is off), -1
+ * when the driver broke the ring. */
+static int net_pop(struct virtio_net *n, unsigned qi, struct virtq_chain *c)
+{
+	struct virtq *q = &n->vp.q[qi].vq;
+	char err[160];
+
+	while (n->vp.q[qi].enabled) {
+		int r = virtq_pop(q, c, err, sizeof(err));
+
+		if (r < 0) {
+			virtio_pci_ring_error(&n->vp, qi, err);
+			return -1;
+		}
+		if (r)
+			return 1;
+		if (!virtq_has_avail(q))
+			return 0;
+	}
+	return 0;
+}
+
 /* ---- from the guest: transmit ---- */
 
 static uint16_t le16(const uint8_t *p)
@@ -265,24 +287,11 @@ static void tx_chain(struct virtio_net *n, unsigned p, const struct virtq_chain 
 static bool tx_run(struct virtio_net *n, unsigned p)
 {
 	unsigned qi = 2 * p + 1;
-	struct virtq *q = &n->vp.q[qi].vq;
-	char err[160];
 	bool pushed = false;
 
-	while (n->vp.q[qi].enabled) {
-		int r = virtq_pop(q, &n->chain, err, sizeof(err));
-
-		if (r < 0) {
-			virtio_pci_ring_error(&n->vp, qi, err);
-			break;
-		}
-		if (!r) {
-			if (!virtq_has_avail(q))
-				break;
-			continue;
-		}
+	while (net_pop(n, qi, &n->chain) > 0) {
 		tx_chain(n, p, &n->chain);
-		virtq_push(q, n->chain.head, 0);
+		virtq_push(&n->vp.q[qi].vq, n->chain.head, 0);
 		pushed = true;
 	}
 	return pushed;
@@ -294,27 +303,16 @@ static bool tx_run(struct virtio_net *n, unsigned p)
  * are returned empty and counted. 1, 0 when none is left, -1 when the ring broke. */
 static int rx_pop(struct virtio_net *n, unsigned qi, struct virtq_chain *c, bool *pushed)
 {
-	struct virtq *q = &n->vp.q[qi].vq;
-	char err[160];
+	int r;
 
-	for (;;) {
-		int r = virtq_pop(q, c, err, sizeof(err));
-
-		if (r < 0) {
-			virtio_pci_ring_error(&n->vp, qi, err);
-			return -1;
-		}
-		if (!r) {
-			if (!virtq_has_avail(q))
-				return 0;
-			continue;
-		}
+	while ((r = net_pop(n, qi, c)) > 0) {
 		if (!c->out_len && c->in_len >= VIRTIO_NET_HDR_LEN)
 			return 1;
-		virtq_push(q, c->head, 0);
+		virtq_push(&n->vp.q[qi].vq, c->head, 0);
 		*pushed = true;
 		n->rx_dropped++;
 	}
+	return r;
 }
 
 /* Gives pair p's pending frame to the guest: true when it left (delivered or dropped), false
@@ -471,24 +469,13 @@ static bool ctrl_run(struct virtio_net *n)
 {
 	unsigned qi = n->ctrl_q;
 	struct virtq *q = &n->vp.q[qi].vq;
-	char err[160];
+	struct virtq_chain *c = &n->chain;
 	bool pushed = false;
 
-	while (n->vp.q[qi].enabled) {
-		struct virtq_chain *c = &n->chain;
+	while (net_pop(n, qi, c) > 0) {
 		uint32_t got = 0;
 		uint8_t ack;
-		int r = virtq_pop(q, c, err, sizeof(err));
 
-		if (r < 0) {
-			virtio_pci_ring_error(&n->vp, qi, err);
-			break;
-		}
-		if (!r) {
-			if (!virtq_has_avail(q))
-				break;
-			continue;
-		}
 		pushed = true;
 		if (!c->in_len || c->out_len > CTRL_CMD_MAX) {
 			/* nowhere to put the ack, or a command larger than any there is */

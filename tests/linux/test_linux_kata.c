@@ -235,8 +235,7 @@ static void kata_vsock_and_disk(void)
 
 /* Kata's clh driver hands each tap over with vm.add-net between vm.create and vm.boot, its fd
  * by SCM_RIGHTS; here one end of a socket pair stands in for the tap (no host interface is
- * made), sent by `lvmm api --fd`. The device joins the configuration (204), the guest finds
- * it at boot. */
+ * made), sent by `lvmm api --fd`. The answer is 204, the guest finds the device at boot. */
 static void kata_add_net(void)
 {
 	char cmd[1024], *out = NULL;

@@ -808,19 +808,27 @@ json_t *api_disk_to_json(const struct virtio_blk_config *c)
 	return o;
 }
 
+/* A device list of the root (absent: NULL, *a stays NULL): an array of at most max entries. */
+static int json_device_list(const json_t *root, const char *key, size_t max, const json_t **a,
+			    char *err, unsigned errlen)
+{
+	*a = json_field(root, key);
+	if (*a && !json_is_array(*a))
+		return json_fail(err, errlen, "field '%s' must be an array", key);
+	if (*a && json_array_size(*a) > max)
+		return json_fail(err, errlen, "field '%s' has %zu devices, max %zu", key,
+				 json_array_size(*a), max);
+	return 0;
+}
+
 static int json_to_disk_list(const json_t *root, struct vm_config *cfg, char *err, unsigned errlen)
 {
-	const json_t *a = json_field(root, "disks");
+	const json_t *a;
 	size_t i;
-	int r;
+	int r = json_device_list(root, "disks", CONFIG_MAX_DISKS, &a, err, errlen);
 
-	if (!a)
-		return 0;
-	if (!json_is_array(a))
-		return json_fail(err, errlen, "field 'disks' must be an array");
-	if (json_array_size(a) > CONFIG_MAX_DISKS)
-		return json_fail(err, errlen, "field 'disks' has %zu devices, max %d",
-				 json_array_size(a), CONFIG_MAX_DISKS);
+	if (r || !a)
+		return r;
 	for (i = 0; i < json_array_size(a); i++) {
 		char where[32];
 
@@ -958,17 +966,12 @@ json_t *api_net_to_json(const struct virtio_net_config *c, unsigned idx)
 
 static int json_to_net_list(const json_t *root, struct vm_config *cfg, char *err, unsigned errlen)
 {
-	const json_t *a = json_field(root, "net");
+	const json_t *a;
 	size_t i;
-	int r;
+	int r = json_device_list(root, "net", CONFIG_MAX_NETS, &a, err, errlen);
 
-	if (!a)
-		return 0;
-	if (!json_is_array(a))
-		return json_fail(err, errlen, "field 'net' must be an array");
-	if (json_array_size(a) > CONFIG_MAX_NETS)
-		return json_fail(err, errlen, "field 'net' has %zu devices, max %d",
-				 json_array_size(a), CONFIG_MAX_NETS);
+	if (r || !a)
+		return r;
 	for (i = 0; i < json_array_size(a); i++) {
 		char where[32];
 
