@@ -71,6 +71,7 @@ struct net_pair {
 	uint8_t buf[VIRTIO_NET_HDR_LEN + FRAME_MAX]; /* a frame read from the tap, not yet given */
 	uint32_t pend;				     /* its length, 0 when none */
 	bool rx_wait;				     /* too few rx buffers: wait for a kick */
+	bool eof; /* the fd's peer went away (a socket): nothing more to read from it */
 };
 
 struct virtio_net {
@@ -371,7 +372,7 @@ static bool rx_run(struct virtio_net *n, unsigned p)
 	struct net_pair *np = &n->pair[p];
 	bool pushed = false;
 
-	if (!n->vp.q[2 * p].enabled)
+	if (!n->vp.q[2 * p].enabled || np->eof)
 		return false;
 	np->rx_wait = false;
 	for (;;) {
@@ -380,6 +381,10 @@ static bool rx_run(struct virtio_net *n, unsigned p)
 
 			if (r < 0)
 				break; /* EAGAIN: drained */
+			if (!r) {
+				np->eof = true; /* a tap never ends; a socket's peer did */
+				break;
+			}
 			if (r < VIRTIO_NET_HDR_LEN + ETH_HLEN) {
 				n->rx_dropped++;
 				continue;
@@ -548,7 +553,9 @@ static void *net_thread(void *arg)
 		/* a tap is read while its pair is active and the guest has buffers */
 		for (unsigned p = 0; p < n->pairs; p++)
 			pf[k++] = (struct pollfd){
-			    .fd = live && p < n->active && !n->pair[p].rx_wait ? n->pair[p].fd : -1,
+			    .fd = live && p < n->active && !n->pair[p].rx_wait && !n->pair[p].eof
+				      ? n->pair[p].fd
+				      : -1,
 			    .events = POLLIN};
 		pthread_mutex_unlock(&n->vp.lock);
 		if (poll(pf, k, -1) < 0 && errno != EINTR)

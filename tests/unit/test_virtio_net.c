@@ -517,6 +517,23 @@ START_TEST(test_reset)
 }
 END_TEST
 
+/* The fd's peer goes away (a socket; a tap never does): the device stops reading it instead of
+ * spinning, drops what the guest sends, and still stops cleanly. */
+START_TEST(test_peer_gone)
+{
+	uint8_t hdr[HLEN] = {0};
+
+	rx_offer(0, 0, 2, 0x1000);
+	close(sv[0][1]);
+	sv[0][1] = -1;
+	usleep(50 * 1000);
+	tx_frame(1, hdr, 60, 1);
+	ck_assert_uint_eq(counters().tx_dropped, 1);
+	ck_assert_uint_eq(used_idx(0), 0);
+	ck_assert_uint_lt(counters().wakeups, 20);
+}
+END_TEST
+
 START_TEST(test_pause)
 {
 	uint32_t id, len;
@@ -633,6 +650,7 @@ static Suite *virtio_net_suite(void)
 	tcase_add_test(tc, test_ctrl);
 	tcase_add_test(tc, test_reset);
 	tcase_add_test(tc, test_pause);
+	tcase_add_test(tc, test_peer_gone);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("mq");
 	tcase_add_checked_fixture(tc, setup2, teardown);
