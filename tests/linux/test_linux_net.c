@@ -46,7 +46,8 @@ static const char init_script[] =
     "for d in /sys/bus/virtio/devices/*; do\n"
     "  [ \"$($b cat $d/device)\" = 0x0001 ] && echo \"LVMM-NET-FEATURES $($b cat $d/features)\"\n"
     "done\n"
-    "$b ping -c 2 -W 5 " HOST_IP " >/dev/null && echo LVMM-NET-PING-OK\n"
+    "$b ping -c 5 -i 0.2 -W 5 " HOST_IP " >/ping && echo LVMM-NET-PING-OK\n"
+    "echo \"LVMM-NET-RTT $($b tail -1 /ping)\"\n"
     "t0=$($b cut -d' ' -f1 /proc/uptime)\n"
     "$b wget -q -O /blob http://" HOST_IP ":8080/blob && echo LVMM-NET-WGET-OK\n"
     "t1=$($b cut -d' ' -f1 /proc/uptime)\n"
@@ -291,6 +292,9 @@ START_TEST(test_net)
 			ck_assert_msg((feat >> bit) & 1, "feature bit %u not negotiated (%#llx)",
 				      bit, feat);
 	ck_assert_msg(strstr(b.console, "LVMM-NET-PING-OK"), "the guest's ping failed");
+	f = strstr(b.console, "LVMM-NET-RTT ");
+	if (f)
+		printf("linux net: guest ping %.*s\n", (int)strcspn(f + 13, "\r\n"), f + 13);
 	ck_assert_msg(strstr(b.console, "LVMM-NET-WGET-OK"), "the guest's fetch failed");
 	f = strstr(b.console, "LVMM-NET-MD5 ");
 	ck_assert_msg(f && !strncmp(f + 13, md5, 32), "the guest's copy differs (host %s)", md5);
