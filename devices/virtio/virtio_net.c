@@ -502,6 +502,15 @@ static bool ctrl_run(struct virtio_net *n)
 	return pushed;
 }
 
+void virtio_net_tx_chain(void *dev, const struct virtq_chain *c)
+{
+	struct virtio_net *n = dev;
+
+	pthread_mutex_lock(&n->vp.lock);
+	tx_chain(n, 0, c);
+	pthread_mutex_unlock(&n->vp.lock);
+}
+
 bool virtio_net_tx_check(void *dev, const uint8_t *frame, size_t len)
 {
 	struct virtio_net *n = dev;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "device.h"
+#include "virtqueue.h"
 
 #define VIRTIO_NET_MAX_PAIRS  3	 /* 2 * pairs + the control queue within the transport's 8 */
 #define VIRTIO_NET_TAP_NAMESZ 16 /* IFNAMSIZ */
@@ -49,6 +50,9 @@ extern const struct dev_model virtio_net_model;
 /* A frame from the guest (header included) through the transmit checks as if queued on pair 0:
  * true when it would reach the tap. The fuzz target's entry. */
 bool virtio_net_tx_check(void *dev, const uint8_t *frame, size_t len);
+/* A chain as virtq_pop() hands it (readable segments first) through the transmit path of pair
+ * 0, header copy, checks and the write to the fd included: the fuzz target's entry. */
+void virtio_net_tx_chain(void *dev, const struct virtq_chain *c);
 /* A control-queue command (class, command, data) as the guest would send it: the ack byte. */
 uint8_t virtio_net_ctrl_cmd(void *dev, const uint8_t *cmd, size_t len);
 
