@@ -738,6 +738,19 @@ static int json_to_platform(const json_t *root, unsigned *nseg, json_t *extra, c
 	return 0;
 }
 
+/* A device's "id": a name of 1-63 characters of [A-Za-z0-9_.-], or absent. */
+static int json_get_id(const json_t *obj, const char *where, char *id, size_t size, char *err,
+		       unsigned errlen)
+{
+	int r = json_get_str(obj, where, "id", id, size, err, errlen);
+
+	if (!r && id[0] && !config_vnvme_name_ok(id, strlen(id), size))
+		r = json_fail(err, errlen,
+			      "field '%s.id' '%s' is not 1-63 characters of [A-Za-z0-9_.-]", where,
+			      id);
+	return r;
+}
+
 /* cloud-hypervisor's DiskConfig; what lvmm's virtio-blk lacks is refused by name. */
 int api_json_to_disk(const json_t *obj, const char *where, struct virtio_blk_config *c, char *err,
 		     unsigned errlen)
@@ -784,11 +797,7 @@ int api_json_to_disk(const json_t *obj, const char *where, struct virtio_blk_con
 		r = json_fail(err, errlen, "field '%s.queue_size' %llu is not a power of two",
 			      where, (unsigned long long)qs);
 	if (!r)
-		r = json_get_str(obj, where, "id", c->id, sizeof(c->id), err, errlen);
-	if (!r && c->id[0] && !config_vnvme_name_ok(c->id, strlen(c->id), sizeof(c->id)))
-		r = json_fail(err, errlen,
-			      "field '%s.id' '%s' is not 1-63 characters of [A-Za-z0-9_.-]", where,
-			      c->id);
+		r = json_get_id(obj, where, c->id, sizeof(c->id), err, errlen);
 	if (!r)
 		r = json_get_str(obj, where, "serial", c->serial, sizeof(c->serial), err, errlen);
 	c->num_queues = (unsigned)nq;
@@ -808,39 +817,46 @@ json_t *api_disk_to_json(const struct virtio_blk_config *c)
 	return o;
 }
 
-/* A device list of the root (absent: NULL, *a stays NULL): an array of at most max entries. */
-static int json_device_list(const json_t *root, const char *key, size_t max, const json_t **a,
-			    char *err, unsigned errlen)
+/* One entry of a device list of vm.create, at index i of cfg's array. */
+typedef int (*json_device_fn)(const json_t *item, const char *where, struct vm_config *cfg,
+			      size_t i, char *err, unsigned errlen);
+
+/* The root's device list key (absent: nothing): an array of at most max entries, each given to
+ * fn; *count gets their number. */
+static int json_device_list(const json_t *root, const char *key, size_t max, struct vm_config *cfg,
+			    json_device_fn fn, unsigned *count, char *err, unsigned errlen)
 {
-	*a = json_field(root, key);
-	if (*a && !json_is_array(*a))
+	const json_t *a = json_field(root, key);
+	size_t i;
+
+	if (!a)
+		return 0;
+	if (!json_is_array(a))
 		return json_fail(err, errlen, "field '%s' must be an array", key);
-	if (*a && json_array_size(*a) > max)
+	if (json_array_size(a) > max)
 		return json_fail(err, errlen, "field '%s' has %zu devices, max %zu", key,
-				 json_array_size(*a), max);
+				 json_array_size(a), max);
+	for (i = 0; i < json_array_size(a); i++) {
+		char where[32];
+		int r;
+
+		snprintf(where, sizeof(where), "%s[%zu]", key, i);
+		r = fn(json_array_get(a, i), where, cfg, i, err, errlen);
+		if (r)
+			return r;
+	}
+	*count = (unsigned)i;
 	return 0;
 }
 
-static int json_to_disk_list(const json_t *root, struct vm_config *cfg, char *err, unsigned errlen)
+static int json_disk_item(const json_t *item, const char *where, struct vm_config *cfg, size_t i,
+			  char *err, unsigned errlen)
 {
-	const json_t *a;
-	size_t i;
-	int r = json_device_list(root, "disks", CONFIG_MAX_DISKS, &a, err, errlen);
+	int r = api_json_to_disk(item, where, &cfg->disks[i], err, errlen);
 
-	if (r || !a)
-		return r;
-	for (i = 0; i < json_array_size(a); i++) {
-		char where[32];
-
-		snprintf(where, sizeof(where), "disks[%zu]", i);
-		r = api_json_to_disk(json_array_get(a, i), where, &cfg->disks[i], err, errlen);
-		if (r)
-			return r;
-		if (!cfg->disks[i].id[0])
-			snprintf(cfg->disks[i].id, sizeof(cfg->disks[i].id), "disk%zu", i);
-	}
-	cfg->ndisks = (unsigned)i;
-	return 0;
+	if (!r && !cfg->disks[i].id[0])
+		snprintf(cfg->disks[i].id, sizeof(cfg->disks[i].id), "disk%zu", i);
+	return r;
 }
 
 /* cloud-hypervisor's NetConfig. ip and mask address the host side of a tap cloud-hypervisor
@@ -891,11 +907,7 @@ int api_json_to_net(const json_t *obj, const char *where, struct virtio_net_conf
 	if (!r)
 		r = json_get_u64(obj, where, "queue_size", 2, 1024, &qs, err, errlen);
 	if (!r)
-		r = json_get_str(obj, where, "id", c->id, sizeof(c->id), err, errlen);
-	if (!r && c->id[0] && !config_vnvme_name_ok(c->id, strlen(c->id), sizeof(c->id)))
-		r = json_fail(err, errlen,
-			      "field '%s.id' '%s' is not 1-63 characters of [A-Za-z0-9_.-]", where,
-			      c->id);
+		r = json_get_id(obj, where, c->id, sizeof(c->id), err, errlen);
 	if (!r)
 		r = json_get_bool(obj, where, "offload_tso", &tso, err, errlen);
 	if (!r)
@@ -964,33 +976,22 @@ json_t *api_net_to_json(const struct virtio_net_config *c, unsigned idx)
 	return o;
 }
 
-static int json_to_net_list(const json_t *root, struct vm_config *cfg, char *err, unsigned errlen)
+static int json_net_item(const json_t *item, const char *where, struct vm_config *cfg, size_t i,
+			 char *err, unsigned errlen)
 {
-	const json_t *a;
-	size_t i;
-	int r = json_device_list(root, "net", CONFIG_MAX_NETS, &a, err, errlen);
+	struct virtio_net_config *n = &cfg->nets[i];
+	int r = api_json_to_net(item, where, n, err, errlen);
 
-	if (r || !a)
-		return r;
-	for (i = 0; i < json_array_size(a); i++) {
-		char where[32];
-
-		snprintf(where, sizeof(where), "net[%zu]", i);
-		r = api_json_to_net(json_array_get(a, i), where, &cfg->nets[i], err, errlen);
-		if (!r && cfg->nets[i].nfds)
-			r = json_fail(err, errlen,
-				      "field '%s.fds' is unsupported in vm.create: hand tap fds "
-				      "over with vm.add-net",
-				      where);
-		if (!r && !cfg->nets[i].tap[0])
-			r = json_fail(err, errlen, "field '%s.tap' is required", where);
-		if (r)
-			return r;
-		if (!cfg->nets[i].id[0])
-			snprintf(cfg->nets[i].id, sizeof(cfg->nets[i].id), "net%zu", i);
-	}
-	cfg->nnets = (unsigned)i;
-	return 0;
+	if (!r && n->nfds)
+		r = json_fail(err, errlen,
+			      "field '%s.fds' is unsupported in vm.create: hand tap fds over with "
+			      "vm.add-net",
+			      where);
+	if (!r && !n->tap[0])
+		r = json_fail(err, errlen, "field '%s.tap' is required", where);
+	if (!r && !n->id[0])
+		snprintf(n->id, sizeof(n->id), "net%zu", i);
+	return r;
 }
 
 /* cloud-hypervisor's VsockConfig: cid, socket, id; iommu and pci_segment at their defaults. */
@@ -1022,11 +1023,7 @@ int api_json_to_vsock(const json_t *obj, const char *where, struct virtio_vsock_
 	if (!r && !c->socket[0])
 		r = json_fail(err, errlen, "field '%s.socket' is required", where);
 	if (!r)
-		r = json_get_str(obj, where, "id", c->id, sizeof(c->id), err, errlen);
-	if (!r && c->id[0] && !config_vnvme_name_ok(c->id, strlen(c->id), sizeof(c->id)))
-		r = json_fail(err, errlen,
-			      "field '%s.id' '%s' is not 1-63 characters of [A-Za-z0-9_.-]", where,
-			      c->id);
+		r = json_get_id(obj, where, c->id, sizeof(c->id), err, errlen);
 	if (!r && config_validate_vsock(c, err, errlen))
 		r = -EINVAL;
 	return r;
@@ -1138,9 +1135,11 @@ int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, stru
 	if (!r)
 		r = json_to_vnvme_list(root, cfg, err, errlen);
 	if (!r)
-		r = json_to_disk_list(root, cfg, err, errlen);
+		r = json_device_list(root, "disks", CONFIG_MAX_DISKS, cfg, json_disk_item,
+				     &cfg->ndisks, err, errlen);
 	if (!r)
-		r = json_to_net_list(root, cfg, err, errlen);
+		r = json_device_list(root, "net", CONFIG_MAX_NETS, cfg, json_net_item, &cfg->nnets,
+				     err, errlen);
 	if (!r && json_field(root, "vsock")) {
 		r = api_json_to_vsock(json_field(root, "vsock"), "vsock", &cfg->vsock, err, errlen);
 		cfg->has_vsock = !r;
