@@ -1,5 +1,6 @@
 /* VM configuration: defaults, size and --vnvme argument parsing, whole-config validation.
  * Every error names the offending value so the CLI and the API can print it as is. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,18 +279,25 @@ int config_parse_net(const char *s, struct virtio_net_config *out, char *err, un
 			}
 		} else if (!strcmp(tok, "id")) {
 			r = vnvme_copy_name(o.id, sizeof(o.id), "id", v, strlen(v), err, errlen);
-		} else if (!strcmp(tok, "ip") || !strcmp(tok, "mask") || !strcmp(tok, "host_mac") ||
-			   !strcmp(tok, "vhost_user") || !strcmp(tok, "iommu")) {
-			snprintf(
-			    err, errlen,
-			    "net: '%s' is not supported (lvmm leaves the tap's host side to the "
-			    "host: set its address with ip(8))",
-			    tok);
+		} else if (!strcmp(tok, "ip") || !strcmp(tok, "mask")) {
+			/* the host side's address, set when lvmm opens the tap (cloud-hypervisor's)
+			 */
+			struct in_addr a;
+
+			if (inet_pton(AF_INET, v, &a) != 1) {
+				snprintf(err, errlen, "net: %s '%s' is not an IPv4 address", tok,
+					 v);
+				return -EINVAL;
+			}
+			*(tok[0] == 'i' ? &o.host_ip : &o.host_mask) = a.s_addr;
+		} else if (!strcmp(tok, "host_mac") || !strcmp(tok, "vhost_user") ||
+			   !strcmp(tok, "iommu")) {
+			snprintf(err, errlen, "net: '%s' is not supported", tok);
 			return -EINVAL;
 		} else {
 			snprintf(err, errlen,
-				 "net: unknown option '%s' (tap, fd, mac, num_queues, queue_size, "
-				 "mtu, id)",
+				 "net: unknown option '%s' (tap, fd, mac, ip, mask, num_queues, "
+				 "queue_size, mtu, id)",
 				 tok);
 			return -EINVAL;
 		}
@@ -300,6 +308,12 @@ int config_parse_net(const char *s, struct virtio_net_config *out, char *err, un
 		snprintf(err, errlen, "net: '%s' needs tap=NAME (or fd=N)", s);
 		return -EINVAL;
 	}
+	if ((o.host_ip || o.host_mask) && (o.nfds || !o.host_ip)) {
+		snprintf(err, errlen, "net: ip= (and mask=) address a tap lvmm opens by name");
+		return -EINVAL;
+	}
+	if (o.host_ip && !o.host_mask)
+		o.host_mask = htonl(0xffffff00u); /* cloud-hypervisor's default 255.255.255.0 */
 	r = config_validate_net(&o, err, errlen);
 	if (!r)
 		*out = o;

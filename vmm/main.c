@@ -447,7 +447,9 @@ static int run_open_taps(struct vm_config *cfg)
 
 		if (n->nfds)
 			continue;
-		if (virtio_net_tap_open(n->tap, pairs, n->fds, err, sizeof(err))) {
+		if (virtio_net_tap_open(n->tap, pairs, n->fds, err, sizeof(err)) ||
+		    (n->host_ip &&
+		     virtio_net_tap_addr(n->tap, n->host_ip, n->host_mask, err, sizeof(err)))) {
 			fprintf(stderr, "lvmm: %s\n", err);
 			return -1;
 		}

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -636,6 +637,31 @@ int virtio_net_tap_open(const char *name, unsigned pairs, int *fds, char *err, u
 		fds[p] = fd;
 	}
 	return 0;
+}
+
+int virtio_net_tap_addr(const char *name, uint32_t ip, uint32_t mask, char *err, unsigned errlen)
+{
+	struct ifreq ifr;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), r = 0;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = ip;
+	if (fd < 0 || ioctl(fd, SIOCSIFADDR, &ifr) < 0)
+		r = tap_fail(err, errlen, name, "SIOCSIFADDR");
+	sin->sin_addr.s_addr = mask;
+	if (!r && ioctl(fd, SIOCSIFNETMASK, &ifr) < 0)
+		r = tap_fail(err, errlen, name, "SIOCSIFNETMASK");
+	if (!r && ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		r = tap_fail(err, errlen, name, "SIOCGIFFLAGS");
+	ifr.ifr_flags |= IFF_UP;
+	if (!r && ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+		r = tap_fail(err, errlen, name, "SIOCSIFFLAGS");
+	if (fd >= 0)
+		close(fd);
+	return r;
 }
 
 /* Takes a duplicate of fd for pair p: a tap gets the 12-byte vnet header; any other fd (a

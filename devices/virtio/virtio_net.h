@@ -26,6 +26,7 @@ struct virtio_net_config {
 	unsigned queue_size;		 /* a power of two, 2..1024 */
 	unsigned mtu;			 /* 0: none offered (1500 in the guest) */
 	bool no_csum, no_tso, no_ufo;	 /* offloads the guest is not offered (all on: 0) */
+	uint32_t host_ip, host_mask;	 /* --net ip=,mask=: the tap's address (network order) */
 	unsigned nfds;			 /* taps handed over, one per queue pair (or 0) */
 	int fds[VIRTIO_NET_MAX_PAIRS];	 /* the device uses duplicates; the owner closes these */
 };
@@ -43,6 +44,10 @@ static inline void virtio_net_id(const struct virtio_net_config *c, unsigned idx
  * (IFF_MULTI_QUEUE above one): fds[0..pairs). 0, or a negative errno with err set. For the
  * command line, before the jail and the seccomp filter. */
 int virtio_net_tap_open(const char *name, unsigned pairs, int *fds, char *err, unsigned errlen);
+
+/* Gives tap name the IPv4 address ip/mask (network order) and sets it up: what --net's ip= and
+ * mask= do, from a process that may still make AF_INET sockets. 0 or a negative errno. */
+int virtio_net_tap_addr(const char *name, uint32_t ip, uint32_t mask, char *err, unsigned errlen);
 
 /* The model (device.h): created from a struct virtio_net_config. */
 extern const struct dev_model virtio_net_model;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -573,8 +574,19 @@ START_TEST(test_net_flag)
 	ck_assert_int_eq(config_parse_net("tap=t,mac=01:00:00:00:00:01", &c, err, sizeof(err)),
 			 -EINVAL);
 	ck_assert_int_eq(config_parse_net("tap=t,mac=zz", &c, err, sizeof(err)), -EINVAL);
-	ck_assert_int_eq(config_parse_net("tap=t,ip=10.0.0.1", &c, err, sizeof(err)), -EINVAL);
-	ck_assert_ptr_nonnull(strstr(err, "'ip' is not supported"));
+	/* the host side's address, for a tap lvmm opens by name */
+	ck_assert_int_eq(config_parse_net("tap=t,ip=10.0.0.1", &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.host_ip, htonl(0x0a000001));
+	ck_assert_uint_eq(c.host_mask, htonl(0xffffff00));
+	ck_assert_int_eq(config_parse_net("tap=t,ip=10.0.0.1,mask=255.0.0.0", &c, err, sizeof(err)),
+			 0);
+	ck_assert_uint_eq(c.host_mask, htonl(0xff000000));
+	ck_assert_int_eq(config_parse_net("fd=3,ip=10.0.0.1", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(config_parse_net("tap=t,mask=255.0.0.0", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(config_parse_net("tap=t,ip=10.0.0.300", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(config_parse_net("tap=t,host_mac=52:54:00:00:00:01", &c, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "'host_mac' is not supported"));
 	ck_assert_int_eq(config_parse_net("tap=0123456789abcdefg", &c, err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(config_parse_net("mac=52:54:00:00:00:01", &c, err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(config_parse_net("tap=t,bogus=1", &c, err, sizeof(err)), -EINVAL);

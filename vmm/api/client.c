@@ -169,7 +169,9 @@ static char *client_body(const struct client_verb *v, const char *arg)
 		if (!c.nfds) {
 			unsigned pairs = c.num_queues ? c.num_queues / 2 : 1;
 
-			if (virtio_net_tap_open(c.tap, pairs, c.fds, err, sizeof(err))) {
+			if (virtio_net_tap_open(c.tap, pairs, c.fds, err, sizeof(err)) ||
+			    (c.host_ip && virtio_net_tap_addr(c.tap, c.host_ip, c.host_mask, err,
+							      sizeof(err)))) {
 				fprintf(stderr, "lvmm api: %s\n", err);
 				return NULL;
 			}
