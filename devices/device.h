@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "guest_mem.h"
+#include "lightiov/counters.h"
 #include "pci.h"
 
 /* What the VMM lends a device for its lifetime. */
@@ -35,9 +36,11 @@ struct dev_host {
 /* Counters of one device for vm.counters: the device fills these, the API prints them. */
 #define DEV_MAX_QUEUES 8 /* per-queue counters reported per device */
 
+/* A backend queue pair's: the session counters of lightiov/counters.h, then its interrupts. */
 struct dev_queue_counters {
 	uint16_t qid;
-	uint64_t cmds, read_bytes, write_bytes, errors, rejected, irqs;
+	LIO_COUNTERS_SESSION(LIO_COUNTER_FIELD)
+	uint64_t irqs;
 };
 
 struct dev_counters {

@@ -11,17 +11,17 @@ KMOD_GUEST    := $(KMOD_DIR)/guest
 KMOD_GUEST_KO := $(KMOD_GUEST)/host-kmod/lightiov.ko
 KMOD_TESTPROG := $(KMOD_DIR)/lio-kmod-test
 KMOD_CPIO     := $(KMOD_DIR)/initramfs.cpio
-KMOD_SRCS     := $(wildcard host-kmod/kmod/*.[ch]) host-kmod/common/check.c \
-                 host-kmod/common/voltable.c host-kmod/Kbuild host-kmod/Makefile \
+KMOD_COMMON   := check.c voltable.c abi.c
+KMOD_SRCS     := $(wildcard host-kmod/kmod/*.[ch]) $(KMOD_COMMON:%=host-kmod/common/%) \
+                 host-kmod/Kbuild host-kmod/Makefile \
                  $(wildcard include/lightiov/*.h)
 KMOD_GUEST_KDIR = $(abspath $(GUEST_DIR)/linux)
 
 # $(call kmod_stage,DIR): the symlink tree kbuild builds in (one shell command)
 kmod_stage = rm -rf $(1) && mkdir -p $(1)/host-kmod/common $(1)/include && \
 	cp -rs $(CURDIR)/host-kmod/kmod $(1)/host-kmod/kmod && \
-	ln -s $(CURDIR)/host-kmod/common/check.c $(CURDIR)/host-kmod/common/voltable.c \
-	      $(CURDIR)/host-kmod/Kbuild $(CURDIR)/host-kmod/Makefile $(1)/host-kmod/ && \
-	mv $(1)/host-kmod/check.c $(1)/host-kmod/voltable.c $(1)/host-kmod/common/ && \
+	ln -s $(KMOD_COMMON:%=$(CURDIR)/host-kmod/common/%) $(1)/host-kmod/common/ && \
+	ln -s $(CURDIR)/host-kmod/Kbuild $(CURDIR)/host-kmod/Makefile $(1)/host-kmod/ && \
 	cp -rs $(CURDIR)/include/lightiov $(1)/include/lightiov
 
 .PHONY: kmod kmod-host kmod-checkpatch

@@ -392,6 +392,98 @@ int config_parse_vsock(const char *s, struct virtio_vsock_config *out, char *err
 	return r;
 }
 
+int config_validate_fs(const struct virtio_fs_config *f, char *err, unsigned errlen)
+{
+	unsigned qs = f->queue_size;
+
+	if (!memchr(f->tag, 0, sizeof(f->tag)) || !memchr(f->socket, 0, sizeof(f->socket)) ||
+	    !memchr(f->id, 0, sizeof(f->id))) {
+		snprintf(err, errlen, "fs: unterminated string field");
+		return -EINVAL;
+	}
+	if (!f->tag[0]) {
+		snprintf(err, errlen, "fs: a tag of 1..%d bytes is required", VIRTIO_FS_TAG_MAX);
+		return -EINVAL;
+	}
+	if (f->socket[0] != '/') {
+		snprintf(err, errlen,
+			 "fs %s: socket must be an absolute path of at most %d characters", f->tag,
+			 VIRTIO_FS_PATH_MAX - 1);
+		return -EINVAL;
+	}
+	if (f->num_queues > VIRTIO_FS_MAX_QUEUES ||
+	    (qs && (qs < 2 || qs > VIRTIO_FS_QUEUE_MAX || (qs & (qs - 1))))) {
+		snprintf(err, errlen,
+			 "fs %s: num_queues %u, queue_size %u (1..%d request queues, a power of "
+			 "two of 2..%u entries)",
+			 f->tag, f->num_queues, qs, VIRTIO_FS_MAX_QUEUES, VIRTIO_FS_QUEUE_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int config_parse_fs(const char *s, struct virtio_fs_config *out, char *err, unsigned errlen)
+{
+	char buf[512], *tok, *save = NULL;
+	struct virtio_fs_config o;
+	int r = 0;
+
+	memset(&o, 0, sizeof(o));
+	if (!s || !*s || strlen(s) >= sizeof(buf)) {
+		snprintf(err, errlen, "fs: %s argument", s && *s ? "overlong" : "empty");
+		return -EINVAL;
+	}
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok && !r; tok = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(tok, '=');
+
+		if (!v) {
+			snprintf(err, errlen, "fs: '%s' is not KEY=VALUE", tok);
+			return -EINVAL;
+		}
+		*v++ = '\0';
+		if (!strcmp(tok, "tag") || !strcmp(tok, "socket")) {
+			char *dst = tok[0] == 't' ? o.tag : o.socket;
+			size_t max = tok[0] == 't' ? sizeof(o.tag) : sizeof(o.socket);
+
+			if (!*v || strlen(v) >= max) {
+				snprintf(err, errlen, "fs: %s is %s (1..%zu characters)", tok,
+					 *v ? "too long" : "empty", max - 1);
+				return -EINVAL;
+			}
+			strcpy(dst, v);
+		} else if (!strcmp(tok, "num_queues") || !strcmp(tok, "queue_size")) {
+			bool nq = tok[0] == 'n';
+			unsigned lo = nq ? 1 : 2,
+				 hi = nq ? VIRTIO_FS_MAX_QUEUES : VIRTIO_FS_QUEUE_MAX;
+
+			if (config_parse_count(v, lo, hi, nq ? &o.num_queues : &o.queue_size)) {
+				snprintf(err, errlen, "fs: %s '%s' is not a number in %u..%u", tok,
+					 v, lo, hi);
+				return -EINVAL;
+			}
+		} else if (!strcmp(tok, "id")) {
+			r = vnvme_copy_name(o.id, sizeof(o.id), "id", v, strlen(v), err, errlen);
+		} else {
+			snprintf(
+			    err, errlen,
+			    "fs: unknown option '%s' (tag, socket, num_queues, queue_size, id)",
+			    tok);
+			return -EINVAL;
+		}
+	}
+	if (r)
+		return r;
+	if (!o.tag[0] || !o.socket[0]) {
+		snprintf(err, errlen, "fs: '%s' needs tag=TAG and socket=PATH", s);
+		return -EINVAL;
+	}
+	r = config_validate_fs(&o, err, errlen);
+	if (!r)
+		*out = o;
+	return r;
+}
+
 int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out)
 {
 	uint64_t n;
@@ -836,6 +928,13 @@ int config_validate(const struct vm_config *c, char *err, unsigned errlen)
 		r = config_validate_net(&c->nets[i], err, errlen);
 	if (!r && c->has_vsock)
 		r = config_validate_vsock(&c->vsock, err, errlen);
+	if (!r && c->nfs > CONFIG_MAX_FS) {
+		snprintf(err, errlen, "fs: %u shares, at most %d are supported", c->nfs,
+			 CONFIG_MAX_FS);
+		r = -EINVAL;
+	}
+	for (unsigned i = 0; !r && i < c->nfs; i++)
+		r = config_validate_fs(&c->fs[i], err, errlen);
 	if (!r)
 		r = devices_config_check_ids(c, err, errlen);
 	return r;

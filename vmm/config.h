@@ -9,12 +9,14 @@
 
 #include "nvme-lightiov/vnvme.h"
 #include "virtio/virtio_blk.h"
+#include "virtio/virtio_fs.h"
 #include "virtio/virtio_net.h"
 #include "virtio/virtio_vsock.h"
 
 #define CONFIG_MAX_VNVME 8
 #define CONFIG_MAX_DISKS 8
 #define CONFIG_MAX_NETS	 4
+#define CONFIG_MAX_FS	 4
 #define CONFIG_PATH_MAX	 4096
 
 enum serial_mode { SERIAL_STDIO, SERIAL_FILE, SERIAL_OFF, SERIAL_NULL };
@@ -47,6 +49,9 @@ struct vm_config {
 	/* virtio-vsock (cloud-hypervisor's vsock / --vsock), one at most */
 	bool has_vsock;
 	struct virtio_vsock_config vsock;
+	/* virtio-fs shares (cloud-hypervisor's fs / --fs) */
+	unsigned nfs;
+	struct virtio_fs_config fs[CONFIG_MAX_FS];
 	/* platform.num_pci_segments: PCI segments the ACPI tables describe, 1..96; 0 reads as 1.
 	 * Every device sits on segment 0; the others are empty host bridges. */
 	unsigned num_pci_segments;
@@ -99,6 +104,12 @@ int config_parse_mac(const char *s, uint8_t mac[6]);
 int config_parse_vsock(const char *s, struct virtio_vsock_config *out, char *err, unsigned errlen);
 /* The checks of a vsock configuration the command line, vm.create and vm.add-vsock share. */
 int config_validate_vsock(const struct virtio_vsock_config *v, char *err, unsigned errlen);
+
+/* --fs argument, cloud-hypervisor's syntax: "tag=TAG,socket=PATH[,num_queues=N][,queue_size=N]
+ * [,id=ID]". */
+int config_parse_fs(const char *s, struct virtio_fs_config *out, char *err, unsigned errlen);
+/* The checks of one share the command line, vm.create and vm.add-fs share. */
+int config_validate_fs(const struct virtio_fs_config *f, char *err, unsigned errlen);
 
 /* --rng argument: "" (no value) or "src=PATH"; the source defaults to CONFIG_DEFAULT_RNG_SRC. */
 #define CONFIG_DEFAULT_RNG_SRC "/dev/urandom"

@@ -15,12 +15,14 @@
 #include "pci.h"
 #include "seccomp_filter.h"
 #include "virtio/virtio_blk.h"
+#include "virtio/virtio_fs.h"
 #include "virtio/virtio_net.h"
 #include "virtio/virtio_rng.h"
 #include "virtio/virtio_vsock.h"
 
-/* Every vNVMe, one virtio-rng at most, every disk */
-#define DEVICES_MAX (CONFIG_MAX_VNVME + 1 + CONFIG_MAX_DISKS + 1 + CONFIG_MAX_NETS)
+/* Every vNVMe, one virtio-rng at most, every disk, one vsock, every net device, every virtio-fs
+ * share */
+#define DEVICES_MAX (CONFIG_MAX_VNVME + 1 + CONFIG_MAX_DISKS + 1 + CONFIG_MAX_NETS + CONFIG_MAX_FS)
 
 /* ---- the registry: each model and where a vm_config holds its instances ---- */
 
@@ -80,6 +82,17 @@ static const void *vsock_cfg(const struct vm_config *c, unsigned i, char *id, si
 	return &c->vsock;
 }
 
+static unsigned fs_count(const struct vm_config *c)
+{
+	return c->nfs < CONFIG_MAX_FS ? c->nfs : CONFIG_MAX_FS;
+}
+
+static const void *fs_cfg(const struct vm_config *c, unsigned i, char *id, size_t len)
+{
+	virtio_fs_id(&c->fs[i], i, id, len);
+	return &c->fs[i];
+}
+
 /* In boot order: earlier entries take the lower PCI slots (the vNVMe functions keep the slots
  * they had before virtio-rng existed). */
 static const struct dev_entry {
@@ -95,6 +108,7 @@ static const struct dev_entry {
     {&virtio_blk_model, disk_count, disk_cfg, CONFIG_MAX_DISKS, true},
     {&virtio_vsock_model, vsock_count, vsock_cfg, 1, true},
     {&virtio_net_model, net_count, net_cfg, CONFIG_MAX_NETS, true},
+    {&virtio_fs_model, fs_count, fs_cfg, CONFIG_MAX_FS, true},
 };
 
 static const struct dev_entry *devices_entry(const struct dev_model *m)
@@ -350,6 +364,15 @@ int devices_add_net(struct vm *vm, const struct virtio_net_config *c, unsigned i
 
 	virtio_net_id(c, idx, id, sizeof(id));
 	return devices_add(vm, &virtio_net_model, c, id, idx, slot, err, errlen);
+}
+
+int devices_add_fs(struct vm *vm, const struct virtio_fs_config *c, unsigned idx, unsigned *slot,
+		   char *err, unsigned errlen)
+{
+	char id[sizeof(c->id)];
+
+	virtio_fs_id(c, idx, id, sizeof(id));
+	return devices_add(vm, &virtio_fs_model, c, id, idx, slot, err, errlen);
 }
 
 int devices_add_disk(struct vm *vm, const struct virtio_blk_config *c, unsigned idx, unsigned *slot,

@@ -677,6 +677,12 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 		snprintf(err, errlen, "jail: --vsock is not supported with --jail yet");
 		return -EINVAL;
 	}
+	if (cfg->nfs) {
+		/* the back end's socket lies outside the jail's root, and vm.add-fs would have to
+		 * connect from inside it */
+		snprintf(err, errlen, "jail: --fs is not supported with --jail yet");
+		return -EINVAL;
+	}
 	r = jail_abs(&j, cfg->kernel, sizeof(cfg->kernel), "kernel");
 	if (!r)
 		r = jail_abs(&j, cfg->initramfs, sizeof(cfg->initramfs), "initramfs");

@@ -67,6 +67,9 @@ static void usage_run(FILE *f)
 	    "  --vsock SPEC         virtio-vsock: cid=N,socket=PATH[,id=ID] (host programs\n"
 	    "                       connect to PATH and write 'CONNECT <port>'; the guest's\n"
 	    "                       connections to host port P reach PATH_P)\n"
+	    "  --fs SPEC            virtio-fs share served by a vhost-user back end (virtiofsd):\n"
+	    "                       tag=TAG,socket=PATH[,num_queues=N][,queue_size=N][,id=ID]\n"
+	    "                       (repeat for more shares)\n"
 	    "  --rng [src=PATH]     virtio-rng fed from PATH (default /dev/urandom; the\n"
 	    "                       kernel's random, urandom or hwrng device only)\n"
 	    "  --api-socket PATH    serve the REST API on this Unix socket\n"
@@ -145,6 +148,7 @@ enum {
 	OPT_DISK,
 	OPT_VSOCK,
 	OPT_NET,
+	OPT_FS,
 	OPT_HELP
 };
 
@@ -196,6 +200,7 @@ static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts
 	    {"disk", required_argument, NULL, OPT_DISK},
 	    {"vsock", required_argument, NULL, OPT_VSOCK},
 	    {"net", required_argument, NULL, OPT_NET},
+	    {"fs", required_argument, NULL, OPT_FS},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
 	};
@@ -262,6 +267,17 @@ static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts
 				return -1;
 			}
 			c->nnets++;
+			break;
+		case OPT_FS:
+			if (c->nfs >= CONFIG_MAX_FS) {
+				fprintf(stderr, "lvmm: --fs: at most %d shares\n", CONFIG_MAX_FS);
+				return -1;
+			}
+			if (config_parse_fs(optarg, &c->fs[c->nfs], err, sizeof(err))) {
+				fprintf(stderr, "lvmm: --%s\n", err);
+				return -1;
+			}
+			c->nfs++;
 			break;
 		case OPT_DISK:
 			if (c->ndisks >= CONFIG_MAX_DISKS) {

@@ -131,7 +131,13 @@ static int vm_open_kvm(struct vm *vm, char *err, unsigned errlen)
 		if (vm->kvm_fd < 0)
 			return vm->kvm_fd;
 	}
-	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+	/* A signal to any thread can interrupt the VM's creation (seen in test_faults' hundred
+	 * create/delete cycles): that is not a failure, try again. */
+	for (int tries = 0; tries < 100; tries++) {
+		vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+		if (vm->vm_fd >= 0 || errno != EINTR)
+			break;
+	}
 	if (vm->vm_fd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "/dev/kvm: KVM_CREATE_VM: %s", strerror(errno));
@@ -583,6 +589,8 @@ int vm_reboot(struct vm *vm, char *err, unsigned errlen)
 	vm->ap_requests = 0;
 	vm->nparked = vm->nthreads = 0;
 	memset(&vm->paused_clock, 0, sizeof(vm->paused_clock));
+	for (i = 0; i < vm->cfg.nfs && i < CONFIG_MAX_FS; i++)
+		vm->cfg.fs[i].rebuilt = true; /* a back end gone meanwhile fails the share only */
 	ret = vm_build(vm, err, errlen);
 
 	pthread_mutex_lock(&vm->lock);

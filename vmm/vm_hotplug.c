@@ -1,7 +1,7 @@
-/* Hot-add and hot-remove bookkeeping of a VM (vm.h): vm.add-vnvme, vm.add-disk, vm.add-vsock and
- * vm.remove-device keep the VM's config in step with its devices (devices.c plugs and unplugs
- * them), so vm.info lists what the guest has and a reset rebuilds it; the reset also completes
- * the removals the guest was asked for. */
+/* Hot-add and hot-remove bookkeeping of a VM (vm.h): vm.add-vnvme, vm.add-disk, vm.add-net,
+ * vm.add-fs, vm.add-vsock and vm.remove-device keep the VM's config in step with its devices
+ * (devices.c plugs and unplugs them), so vm.info lists what the guest has and a reset rebuilds it;
+ * the reset also completes the removals the guest was asked for. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -200,6 +200,59 @@ int vm_add_net(struct vm *vm, const struct virtio_net_config *c, char *err, unsi
 	return 0;
 }
 
+/* Every share's id written into the config, as vm_disk_ids_fix() does for disks. */
+static void vm_fs_ids_fix(struct vm *vm)
+{
+	char id[sizeof(vm->cfg.fs[0].id)];
+
+	for (unsigned i = 0; i < vm->cfg.nfs && i < CONFIG_MAX_FS; i++) {
+		virtio_fs_id(&vm->cfg.fs[i], i, id, sizeof(id));
+		memcpy(vm->cfg.fs[i].id, id, sizeof(id));
+	}
+}
+
+static void vm_fs_forget(struct vm *vm, unsigned i)
+{
+	memmove(&vm->cfg.fs[i], &vm->cfg.fs[i + 1], (vm->cfg.nfs - i - 1) * sizeof(vm->cfg.fs[0]));
+	vm->cfg.nfs--;
+	memset(&vm->cfg.fs[vm->cfg.nfs], 0, sizeof(vm->cfg.fs[0]));
+}
+
+/* vm.add-fs: a virtio-fs share, its back end connected before the guest hears of it. */
+int vm_add_fs(struct vm *vm, const struct virtio_fs_config *c, char *err, unsigned errlen)
+{
+	struct virtio_fs_config nc = *c;
+	unsigned slot;
+	int r;
+
+	if (vm->state != VM_RUNNING && vm->state != VM_PAUSED) {
+		snprintf(err, errlen, "fs %s: hot-add needs a running or paused VM, not %s", c->tag,
+			 vm_state_name(vm->state));
+		return -EINVAL;
+	}
+	if (vm->cfg.nfs >= CONFIG_MAX_FS) {
+		snprintf(err, errlen, "fs %s: the VM already has %u shares (at most %u)", c->tag,
+			 vm->cfg.nfs, CONFIG_MAX_FS);
+		return -ENOSPC;
+	}
+	vm_fs_ids_fix(vm);
+	vm_disk_ids_fix(vm);
+	vm_vnvme_ids_fix(vm);
+	virtio_fs_id(c, vm->cfg.nfs, nc.id, sizeof(nc.id));
+	if (devices_config_id_owner(&vm->cfg, nc.id)) {
+		snprintf(err, errlen, "fs %s: the VM's %s device has this id", nc.id,
+			 devices_config_id_owner(&vm->cfg, nc.id));
+		return -EEXIST;
+	}
+	r = config_validate_fs(&nc, err, errlen);
+	if (!r)
+		r = devices_add_fs(vm, &nc, vm->cfg.nfs, &slot, err, errlen);
+	if (r)
+		return r;
+	vm->cfg.fs[vm->cfg.nfs++] = nc;
+	return 0;
+}
+
 /* vm.add-vsock: the VM's one vsock device. */
 int vm_add_vsock(struct vm *vm, const struct virtio_vsock_config *c, char *err, unsigned errlen)
 {
@@ -239,7 +292,7 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 {
 	bool paused = vm->state == VM_PAUSED;
 	char vsock_id[sizeof(vm->cfg.vsock.id)] = "";
-	unsigned i, disk, net;
+	unsigned i, disk, net, fs;
 	bool is_vsock;
 	int r;
 
@@ -260,10 +313,15 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 	for (disk = 0; disk < vm->cfg.ndisks; disk++)
 		if (!strcmp(vm->cfg.disks[disk].id, id))
 			break;
+	vm_fs_ids_fix(vm);
+	for (fs = 0; fs < vm->cfg.nfs; fs++)
+		if (!strcmp(vm->cfg.fs[fs].id, id))
+			break;
 	if (vm->cfg.has_vsock)
 		virtio_vsock_id(&vm->cfg.vsock, vsock_id, sizeof(vsock_id));
 	is_vsock = vm->cfg.has_vsock && !strcmp(vsock_id, id);
-	if (i == vm->cfg.nvnvme && disk == vm->cfg.ndisks && !is_vsock && net == vm->cfg.nnets) {
+	if (i == vm->cfg.nvnvme && disk == vm->cfg.ndisks && net == vm->cfg.nnets &&
+	    fs == vm->cfg.nfs && !is_vsock) {
 		snprintf(err, errlen, "device %s: no such device", id);
 		return -ENOENT;
 	}
@@ -281,6 +339,8 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 		vm_disk_forget(vm, disk);
 	else if (net < vm->cfg.nnets)
 		vm_net_forget(vm, net);
+	else if (fs < vm->cfg.nfs)
+		vm_fs_forget(vm, fs);
 	else
 		vm->cfg.has_vsock = false;
 	return 0;
@@ -310,6 +370,12 @@ void vm_hotplug_reset(struct vm *vm)
 		if (devices_removing(vm, vm->cfg.nets[i].id)) {
 			fprintf(stderr, "lvmm: net %s: removed by the reset\n", vm->cfg.nets[i].id);
 			vm_net_forget(vm, i);
+		}
+	vm_fs_ids_fix(vm);
+	for (i = vm->cfg.nfs; i-- > 0;)
+		if (devices_removing(vm, vm->cfg.fs[i].id)) {
+			fprintf(stderr, "lvmm: fs %s: removed by the reset\n", vm->cfg.fs[i].id);
+			vm_fs_forget(vm, i);
 		}
 	if (vm->cfg.has_vsock) {
 		char id[sizeof(vm->cfg.vsock.id)];

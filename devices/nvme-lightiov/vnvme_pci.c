@@ -241,6 +241,12 @@ static uint16_t hook_bind(void *opaque, const struct nvme_qp_bind *b, uint32_t *
 	return 0;
 }
 
+/* A queue pair's backend counters added to a sum of them (lightiov/counters.h). */
+static void vnvme_stats_add(struct lio_qp_stats *lio_to, const struct lio_qp_stats *lio_from)
+{
+	LIO_COUNTERS(LIO_COUNTER_ADD)
+}
+
 static void hook_unbind(void *opaque, uint16_t sqid, uint32_t handle)
 {
 	struct vnvme *v = opaque;
@@ -250,14 +256,8 @@ static void hook_unbind(void *opaque, uint16_t sqid, uint32_t handle)
 
 	pthread_mutex_lock(&v->db_lock);
 	vnvme_qp_doorbells(v, sqid, false);
-	if (!nvme_lio_qp_stats(v->lio, handle, &st)) {
-		v->gone.cmds += st.cmds;
-		v->gone.read_bytes += st.read_bytes;
-		v->gone.write_bytes += st.write_bytes;
-		v->gone.errors += st.errors;
-		v->gone.rejected += st.rejected;
-		v->gone.irqs += st.irqs;
-	}
+	if (!nvme_lio_qp_stats(v->lio, handle, &st))
+		vnvme_stats_add(&v->gone, &st);
 	nvme_lio_unbind(v->lio, handle);
 	if (q->db_fd >= 0)
 		close(q->db_fd);
@@ -568,6 +568,7 @@ static void vnvme_lio_counters(struct vnvme *v, struct dev_counters *o)
 	static const char *const modes[] = {"emulate", "passthrough", "isolated"};
 	uint16_t qid[DEV_MAX_QUEUES];
 	uint32_t h[DEV_MAX_QUEUES];
+	struct lio_qp_stats sum;
 	unsigned i, n;
 
 	snprintf(o->mode, sizeof(o->mode), "%s", modes[v->cfg.mode <= 2 ? v->cfg.mode : 0]);
@@ -579,35 +580,28 @@ static void vnvme_lio_counters(struct vnvme *v, struct dev_counters *o)
 	}
 	snprintf(o->volume, sizeof(o->volume), "%s", nvme_lio_vol_name(v->lio));
 	pthread_mutex_lock(&v->db_lock);
-	o->backend_cmds = v->gone.cmds;
-	o->backend_errors = v->gone.errors;
-	o->backend_rejected = v->gone.rejected;
-	o->read_bytes = v->gone.read_bytes;
-	o->write_bytes = v->gone.write_bytes;
-	o->irqs = v->gone.irqs;
+	sum = v->gone;
 	pthread_mutex_unlock(&v->db_lock);
 	n = nvme_ctrl_bound(v->ctrl, qid, h, DEV_MAX_QUEUES);
 	for (i = 0; i < n; i++) {
 		struct lio_qp_stats s;
-		struct dev_queue_counters *q = &o->q[o->nqueues];
+		const struct lio_qp_stats *lio_from = &s;
+		struct dev_queue_counters *lio_to = &o->q[o->nqueues];
 
 		if (nvme_lio_qp_stats(v->lio, h[i], &s))
 			continue;
-		q->qid = qid[i];
-		q->cmds = s.cmds;
-		q->read_bytes = s.read_bytes;
-		q->write_bytes = s.write_bytes;
-		q->errors = s.errors;
-		q->rejected = s.rejected;
-		q->irqs = s.irqs;
-		o->read_bytes += s.read_bytes;
-		o->write_bytes += s.write_bytes;
-		o->irqs += s.irqs;
-		o->backend_cmds += s.cmds;
-		o->backend_errors += s.errors;
-		o->backend_rejected += s.rejected;
+		lio_to->qid = qid[i];
+		LIO_COUNTERS_SESSION(LIO_COUNTER_COPY)
+		lio_to->irqs = s.irqs;
+		vnvme_stats_add(&sum, &s);
 		o->nqueues++;
 	}
+	o->backend_cmds = sum.cmds;
+	o->backend_errors = sum.errors;
+	o->backend_rejected = sum.rejected;
+	o->read_bytes = sum.read_bytes;
+	o->write_bytes = sum.write_bytes;
+	o->irqs = sum.irqs;
 }
 
 static void vnvme_print_counters(struct vnvme *v)

@@ -272,6 +272,7 @@ static void virtio_pci_common_image(struct virtio_pci *vp, uint8_t img[VIRTIO_PC
 static void virtio_pci_set_status(struct virtio_pci *vp, uint8_t v)
 {
 	uint64_t need = 1ULL << VIRTIO_F_VERSION_1;
+	uint8_t old;
 
 	if (!v) {
 		virtio_pci_reset(vp);
@@ -281,7 +282,10 @@ static void virtio_pci_set_status(struct virtio_pci *vp, uint8_t v)
 	if ((v & VIRTIO_STATUS_FEATURES_OK) && !(vp->status & VIRTIO_STATUS_FEATURES_OK) &&
 	    ((vp->driver_features & ~vp->features) || !(vp->driver_features & need)))
 		v &= (uint8_t)~VIRTIO_STATUS_FEATURES_OK;
+	old = vp->status;
 	vp->status = (uint8_t)(v | (vp->status & VIRTIO_STATUS_NEEDS_RESET));
+	if (vp->ops->status)
+		vp->ops->status(vp, old);
 }
 
 static void virtio_pci_enable_queue(struct virtio_pci *vp, struct virtio_pci_queue *q)
@@ -344,8 +348,13 @@ static void virtio_pci_common_write(struct virtio_pci *vp, uint64_t off, const v
 			q->size = v <= q->max_size ? (uint16_t)v : q->max_size;
 		return;
 	case VIRTIO_PCI_Q_MSIX:
-		if (len == 2 && q)
+		if (len == 2 && q) {
+			uint16_t was = q->msix_vector;
+
 			q->msix_vector = v < vp->nqueues + 1 ? (uint16_t)v : VIRTIO_NO_VECTOR;
+			if (q->msix_vector != was && vp->ops->vector)
+				vp->ops->vector(vp, vp->queue_select);
+		}
 		return;
 	case VIRTIO_PCI_Q_ENABLE:
 		if (len == 2 && q && v == 1)

@@ -19,6 +19,7 @@
 #define VIRTIO_NO_VECTOR       0xffff
 
 #define VIRTIO_ID_RNG 4
+#define VIRTIO_ID_FS  26
 
 #define VIRTIO_F_VERSION_1 32
 
@@ -75,6 +76,11 @@ struct virtio_dev_ops {
 	/* Device-specific configuration space; NULL reads as zeros, ignores writes. */
 	void (*cfg_read)(struct virtio_pci *vp, uint64_t off, void *data, unsigned len);
 	void (*cfg_write)(struct virtio_pci *vp, uint64_t off, const void *data, unsigned len);
+	/* Optional: the driver wrote a non-zero status (vp->lock held); old is what it was. A
+	 * device whose queues another process serves (vhost-user) starts them at DRIVER_OK. */
+	void (*status)(struct virtio_pci *vp, uint8_t old);
+	/* Optional: queue q's MSI-X vector changed (vp->lock held). */
+	void (*vector)(struct virtio_pci *vp, unsigned q);
 };
 
 struct virtio_pci_queue {

@@ -19,8 +19,10 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
+#include "lightiov/abi.h"
 #include "lightiov/check.h"
 #include "lightiov/nvme.h"
+#include "lightiov/nvmeq.h"
 #include "lightiov/uapi.h"
 #include "lightiov/voltable.h"
 
@@ -28,7 +30,6 @@
 #define LIO_IOQ_DEPTH	64 /* entries of each controller queue the module creates */
 #define LIO_INTERNAL_QID 1  /* polled queue for the volume table */
 #define LIO_CMD_TIMEOUT_MS 5000
-#define LIO_QMEM_MAX	(64u << 20) /* queue memory per session (the ABI's limit) */
 #define LIO_QMEM_CHUNK	SZ_1M	    /* one coherent allocation; nothing carved straddles two */
 
 /* Module parameters (lio_main.c). */
@@ -41,18 +42,20 @@ extern unsigned int lio_max_sessions;
 extern unsigned int lio_max_session_qpairs;
 extern struct workqueue_struct *lio_wq;
 
+/* A queue pair's counters (lightiov/counters.h); syncs: writes sent with FUA for
+ * LIO_SESSION_WRITE_THROUGH, completed.
+ */
 struct lio_ctr {
-	u64 cmds, read_bytes, write_bytes, errors, rejected, polls, sleeps, irqs;
-	u64 syncs; /* writes sent with FUA for LIO_SESSION_WRITE_THROUGH, completed */
+	LIO_COUNTERS_KEPT(LIO_COUNTER_FIELD)
 };
 
 /* One queue pair on the controller: rings in coherent memory, doorbells in BAR0. */
 struct lio_hwq {
 	u16 qid;
 	u16 depth;
-	u16 sq_tail;
-	u16 cq_head;
-	u8 cq_phase;
+	u32 sq_tail; /* indices and phase as nvmeq.h keeps them */
+	u32 cq_head;
+	u32 cq_phase;
 	struct nvme_sqe *sq;
 	struct nvme_cqe *cq;
 	dma_addr_t sq_dma, cq_dma;
@@ -255,9 +258,11 @@ int lio_qp_mmap(struct lio_session *ss, struct vm_area_struct *vma);
 /* lio_session.c: the misc device */
 extern const struct file_operations lio_fops;
 void lio_ssd_put(struct lio_ssd *ssd);
+struct lio_abi_session lio_abi_session(const struct lio_session *ss);
 
 /* lio_main.c: a refused request, logged (rate-limited) with the SSD's name */
 __printf(2, 3) void lio_err(struct lio_ssd *ssd, const char *fmt, ...);
+int lio_abi_refuse(struct lio_ssd *ssd, const char *op, int r, const struct lio_abi_err *e);
 void lio_ssd_kill_sessions(struct lio_ssd *ssd);
 void lio_ssd_ctr(struct lio_ssd *ssd, struct lio_ctr *t);
 

@@ -60,8 +60,7 @@ void lio_hwq_free(struct lio_ssd *ssd, struct lio_hwq *q)
 static void lio_hwq_submit(struct lio_hwq *q, const struct nvme_sqe *sqe)
 {
 	memcpy(&q->sq[q->sq_tail], sqe, sizeof(*sqe));
-	if (++q->sq_tail == q->depth)
-		q->sq_tail = 0;
+	nvmeq_step(&q->sq_tail, q->depth);
 	writel(q->sq_tail, q->sq_db);
 }
 
@@ -74,20 +73,14 @@ static int lio_hwq_wait(struct lio_ssd *ssd, struct lio_hwq *q, u16 cid, u32 *re
 	unsigned long end = jiffies + msecs_to_jiffies(LIO_CMD_TIMEOUT_MS);
 
 	for (;;) {
-		struct nvme_cqe *c = &q->cq[q->cq_head];
-		u16 st = le16_to_cpu(READ_ONCE(c->status));
+		struct nvme_cqe c;
 
-		if ((st & 1) == q->cq_phase) {
-			u16 ccid;
-			u32 dw0;
+		if (nvmeq_cqe_take(&q->cq[q->cq_head], q->cq_phase, &c)) {
+			u16 st = le16_to_cpu(c.status), ccid = le16_to_cpu(c.cid);
+			u32 dw0 = le32_to_cpu(c.dw0);
 
-			dma_rmb();
-			ccid = le16_to_cpu(c->cid);
-			dw0 = le32_to_cpu(c->dw0);
-			if (++q->cq_head == q->depth) {
-				q->cq_head = 0;
+			if (nvmeq_step(&q->cq_head, q->depth))
 				q->cq_phase ^= 1;
-			}
 			writel(q->cq_head, q->cq_db);
 			if (ccid != cid)
 				continue;

@@ -146,47 +146,19 @@ out:
 
 int lio_win_register(struct lio_session *ss, const struct lio_dma_window *w)
 {
+	struct lio_abi_session as = lio_abi_session(ss);
 	struct lio_ssd *ssd = ss->ssd;
 	struct lio_window nw = {};
+	struct lio_abi_err e;
 	u64 total = 0;
-	unsigned int i, j;
+	unsigned int i;
 	int r;
 
-	if (ss->nqps) {
-		lio_err(ssd, "dma-register: %u queue pairs exist; destroy them first", ss->nqps);
-		return -EBUSY;
-	}
-	if (w->nr_regions < 1 || w->nr_regions > LIO_MAX_REGIONS) {
-		lio_err(ssd, "dma-register: nr_regions %u outside 1..%u", w->nr_regions,
-			LIO_MAX_REGIONS);
-		return -EINVAL;
-	}
-	for (i = 0; i < w->nr_regions; i++) {
-		const struct lio_dma_region *d = &w->r[i];
-
-		/* page-aligned GPAs too: the controller sees the window page by page */
-		if (!d->size || d->size % LIO_PAGE_SIZE || d->fd_offset % LIO_PAGE_SIZE ||
-		    d->gpa % LIO_PAGE_SIZE || d->gpa + d->size < d->gpa ||
-		    d->fd_offset + d->size < d->fd_offset) {
-			lio_err(ssd, "dma-register: region %u: gpa 0x%llx size 0x%llx offset 0x%llx (page multiples, no wrap)",
-				i, d->gpa, d->size, d->fd_offset);
-			return -EINVAL;
-		}
-		total += d->size;
-		if (total < d->size || total > (u64)lio_max_window_mb << 20) {
-			lio_err(ssd, "dma-register: %llu MiB exceeds the %u MiB limit per session",
-				total >> 20, lio_max_window_mb);
-			return -E2BIG;
-		}
-		for (j = 0; j < i; j++) {
-			const struct lio_dma_region *o = &w->r[j];
-
-			if (d->gpa < o->gpa + o->size && o->gpa < d->gpa + d->size) {
-				lio_err(ssd, "dma-register: regions %u and %u overlap", j, i);
-				return -EINVAL;
-			}
-		}
-	}
+	r = lio_abi_dma_window(w, &as, (u64)lio_max_window_mb << 20, &e);
+	if (r)
+		return lio_abi_refuse(ssd, "dma-register", r, &e);
+	for (i = 0; i < w->nr_regions; i++)
+		total += w->r[i].size;
 	r = lio_win_charge(ssd, &nw, total >> PAGE_SHIFT);
 	if (r)
 		return r;

@@ -62,6 +62,16 @@ void lio_err(struct lio_ssd *ssd, const char *fmt, ...)
 	va_end(args);
 }
 
+/* A refusal of the ABI's rules (common/abi.c), logged as lio_err logs; returns r. */
+int lio_abi_refuse(struct lio_ssd *ssd, const char *op, int r, const struct lio_abi_err *e)
+{
+	char msg[LIO_ERR_MAX];
+
+	lio_abi_msg(msg, sizeof(msg), op, e);
+	lio_err(ssd, "%s", msg);
+	return r;
+}
+
 static void lio_ssd_release(struct kref *ref)
 {
 	struct lio_ssd *ssd = container_of(ref, struct lio_ssd, ref);
@@ -84,21 +94,30 @@ static struct lio_ssd *lio_dev_ssd(struct device *dev)
 	return container_of(misc, struct lio_ssd, misc);
 }
 
+/* "NAME VALUE" per counter a queue pair keeps (lightiov/counters.h), then sessions, qpairs. */
+#define LIO_COUNTER_T struct lio_ctr
+static const struct {
+	const char *name;
+	size_t off;
+} lio_ctr_names[] = { LIO_COUNTERS_KEPT(LIO_COUNTER_NAME) };
+#undef LIO_COUNTER_T
+
 static ssize_t counters_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	struct lio_ssd *ssd = lio_dev_ssd(dev);
-	unsigned int sessions, qpairs;
+	unsigned int sessions, qpairs, i;
 	struct lio_ctr t;
+	int n = 0;
 
 	mutex_lock(&ssd->lock);
 	lio_ssd_ctr(ssd, &t);
 	sessions = ssd->nsessions;
 	qpairs = ssd->nqpairs;
 	mutex_unlock(&ssd->lock);
-	return sysfs_emit(buf,
-			  "cmds %llu\nread_bytes %llu\nwrite_bytes %llu\nerrors %llu\nrejected %llu\nirqs %llu\nsessions %u\nqpairs %u\n",
-			  t.cmds, t.read_bytes, t.write_bytes, t.errors, t.rejected, t.irqs,
-			  sessions, qpairs);
+	for (i = 0; i < ARRAY_SIZE(lio_ctr_names); i++)
+		n += sysfs_emit_at(buf, n, "%s %llu\n", lio_ctr_names[i].name,
+				   *(u64 *)((char *)&t + lio_ctr_names[i].off));
+	return n + sysfs_emit_at(buf, n, "sessions %u\nqpairs %u\n", sessions, qpairs);
 }
 static DEVICE_ATTR_RO(counters);
 

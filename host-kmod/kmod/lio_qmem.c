@@ -111,21 +111,17 @@ static const struct file_operations lio_qmem_fops = {
 
 int lio_qmem_alloc(struct lio_session *ss, struct lio_qmem *q)
 {
+	struct lio_abi_session as = lio_abi_session(ss);
 	struct lio_ssd *ssd = ss->ssd;
 	struct lio_qmem_area *qm;
+	struct lio_abi_err e;
 	unsigned int i;
 	u64 len;
-	int fd;
+	int fd, r;
 
-	if (ss->qm) {
-		lio_err(ssd, "qmem-alloc: this session has its queue memory already (%llu bytes)",
-			ss->qm->size);
-		return -EEXIST;
-	}
-	if (!q->size || q->size % LIO_PAGE_SIZE || q->size > LIO_QMEM_MAX) {
-		lio_err(ssd, "qmem-alloc: size %llu not a page multiple in 4K..64M", q->size);
-		return -EINVAL;
-	}
+	r = lio_abi_qmem(q, &as, &e);
+	if (r)
+		return lio_abi_refuse(ssd, "qmem-alloc", r, &e);
 	qm = kzalloc(sizeof(*qm), GFP_KERNEL);
 	if (!qm)
 		return -ENOMEM;

@@ -15,17 +15,10 @@
 
 #include "lio.h"
 
-void lio_ctr_add(struct lio_ctr *to, const struct lio_ctr *from)
+/* from's counters (updated by its work item meanwhile) added to to's. */
+void lio_ctr_add(struct lio_ctr *lio_to, const struct lio_ctr *lio_from)
 {
-	to->cmds += READ_ONCE(from->cmds);
-	to->read_bytes += READ_ONCE(from->read_bytes);
-	to->write_bytes += READ_ONCE(from->write_bytes);
-	to->errors += READ_ONCE(from->errors);
-	to->rejected += READ_ONCE(from->rejected);
-	to->polls += READ_ONCE(from->polls);
-	to->sleeps += READ_ONCE(from->sleeps);
-	to->irqs += READ_ONCE(from->irqs);
-	to->syncs += READ_ONCE(from->syncs);
+	LIO_COUNTERS_KEPT(LIO_COUNTER_ADD_ONCE)
 }
 
 static int lio_qp_read_prp(void *opaque, uint64_t gpa, uint64_t *out, unsigned int n)
@@ -40,35 +33,35 @@ static int lio_qp_read_prp(void *opaque, uint64_t gpa, uint64_t *out, unsigned i
 	return 0;
 }
 
-/* One CQE into the guest CQ; the status word (with the phase tag) goes last. */
+/* One CQE into the guest CQ; the status word (with the phase tag) goes last. The fields are
+ * little-endian on the wire, as nvmeq.h's host-order words are on the little-endian hosts the
+ * module runs on.
+ */
 static void lio_qp_post(struct lio_qp *qp, u16 cid, u16 status, u32 dw0)
 {
 	struct nvme_cqe c = {};
 	u64 gpa = qp->cq_gpa + (u64)qp->g_cq_tail * sizeof(c);
-	__le16 st = cpu_to_le16(status << 1 | qp->g_phase);
+	__le16 st = cpu_to_le16(nvmeq_status_word(status, qp->g_phase));
 
 	c.dw0 = cpu_to_le32(dw0);
 	c.sq_head = cpu_to_le16(qp->g_sq_head);
 	c.sq_id = cpu_to_le16(qp->sqid);
 	c.cid = cpu_to_le16(cid);
+	c.status = status;
 	if (qp->cq_k) {
-		struct nvme_cqe *k = qp->cq_k + (u64)qp->g_cq_tail * sizeof(c);
-
-		memcpy(k, &c, offsetof(struct nvme_cqe, status));
-		/* the entry before its phase tag, as below */
-		smp_wmb();
-		WRITE_ONCE(k->status, st);
+		nvmeq_cqe_publish(qp->cq_k + (u64)qp->g_cq_tail * sizeof(c), &c, qp->g_phase);
 	} else {
+		/* guest memory is reached through lio_win_copy (pages of the window, mapped one at
+		 * a time), not a pointer nvmeq_cqe_publish could write: its fence and status word
+		 * by hand, so that a guest polling the tag sees a whole entry
+		 */
 		lio_win_copy(&qp->ss->win, gpa, &c, offsetof(struct nvme_cqe, status), true);
-		/* the entry before its phase tag: a guest polling the tag must see a whole entry */
-		smp_wmb();
+		nvmeq_publish_fence();
 		lio_win_copy(&qp->ss->win, gpa + offsetof(struct nvme_cqe, status), &st,
 			     sizeof(st), true);
 	}
-	if (++qp->g_cq_tail == qp->cq_depth) {
-		qp->g_cq_tail = 0;
+	if (nvmeq_step(&qp->g_cq_tail, qp->cq_depth))
 		qp->g_phase ^= 1;
-	}
 	WRITE_ONCE(qp->ctr.cmds, qp->ctr.cmds + 1);
 	if (status)
 		WRITE_ONCE(qp->ctr.errors, qp->ctr.errors + 1);
@@ -93,7 +86,7 @@ static void lio_qp_irq_flush(struct lio_qp *qp, bool force)
  */
 static u32 lio_qp_cq_room(struct lio_qp *qp)
 {
-	u32 head, used;
+	u32 head;
 
 	if (qp->db_k)
 		head = le32_to_cpu(READ_ONCE(qp->db_k[LIO_PAGE_SIZE / 4]));
@@ -101,8 +94,7 @@ static u32 lio_qp_cq_room(struct lio_qp *qp)
 		return 0;
 	if (head >= qp->cq_depth)
 		return 0;
-	used = (qp->g_cq_tail + qp->cq_depth - head) % qp->cq_depth;
-	return qp->cq_depth - 1 - used;
+	return nvmeq_room(head, qp->g_cq_tail, qp->cq_depth);
 }
 
 /* The device's PRP1/PRP2 (and list in the slot's page) for the checked segments: split at page
@@ -231,8 +223,7 @@ static u16 lio_qp_start(struct lio_qp *qp, const struct nvme_sqe *sqe)
 	s->kind = io->kind;
 	s->bytes = io->kind == LIO_IO_READ || io->kind == LIO_IO_WRITE ? io->bytes : 0;
 	memcpy(&qp->hw.sq[qp->hw.sq_tail], &cmd, sizeof(cmd));
-	if (++qp->hw.sq_tail == qp->hw.depth)
-		qp->hw.sq_tail = 0;
+	nvmeq_step(&qp->hw.sq_tail, qp->hw.depth);
 	qp->inflight++;
 	return 0;
 }
@@ -243,20 +234,18 @@ static unsigned int lio_qp_reap(struct lio_qp *qp)
 	unsigned int n = 0;
 
 	for (;;) {
-		struct nvme_cqe *c = &q->cq[q->cq_head];
-		u16 st = le16_to_cpu(READ_ONCE(c->status)), cid;
+		struct nvme_cqe c;
 		struct lio_slot *s;
+		u16 st, cid;
 		u32 dw0;
 
-		if ((st & 1) != q->cq_phase)
+		if (!nvmeq_cqe_take(&q->cq[q->cq_head], q->cq_phase, &c))
 			break;
-		dma_rmb();
-		cid = le16_to_cpu(c->cid);
-		dw0 = le32_to_cpu(c->dw0);
-		if (++q->cq_head == q->depth) {
-			q->cq_head = 0;
+		st = le16_to_cpu(c.status);
+		cid = le16_to_cpu(c.cid);
+		dw0 = le32_to_cpu(c.dw0);
+		if (nvmeq_step(&q->cq_head, q->depth))
 			q->cq_phase ^= 1;
-		}
 		n++;
 		if (cid >= q->depth - 1 || !qp->slots[cid].busy) {
 			lio_err(qp->ssd, "qp %u: controller completed unknown command %u",
@@ -332,8 +321,7 @@ static unsigned int lio_qp_fetch(struct lio_qp *qp)
 			break; /* the controller's completion kicks us again */
 		if (lio_qp_read_sqe(qp, qp->g_sq_head, &sqe))
 			break;
-		if (++qp->g_sq_head == qp->sq_depth)
-			qp->g_sq_head = 0;
+		nvmeq_step(&qp->g_sq_head, qp->sq_depth);
 		n++;
 		st = lio_qp_start(qp, &sqe);
 		if (st) {
@@ -488,30 +476,14 @@ static u32 lio_qp_new_id(struct lio_ssd *ssd)
 	return 0;
 }
 
-/* A guest ring or doorbell slot: align-aligned, wholly inside one region of the window. */
-static bool lio_qp_gpa_ok(struct lio_qp *qp, const char *what, u64 gpa, u64 len, u64 align)
-{
-	if (!(gpa % align) && lio_window_contains(&qp->chk, gpa, len))
-		return true;
-	lio_err(qp->ssd, "qp-create: %s 0x%llx (%llu bytes) is not %llu-aligned inside the DMA window",
-		what, gpa, len, align);
-	return false;
-}
-
-/* The paper's passthrough: what the controller and the platform must offer for it. */
+/* The paper's passthrough: what the controller and the platform must offer for it (its shape,
+ * passthrough with both rings in queue memory, is the ABI's: lio_abi_qp_create checked it).
+ */
 static int lio_qp_validate_direct(struct lio_ssd *ssd, const struct lio_qp_create *q)
 {
-	const u32 need = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM;
-
-	if (q->mode != LIGHTIOV_MODE_PASSTHROUGH || (q->flags & need) != need ||
-	    (q->flags & LIO_QP_READONLY)) {
-		lio_err(ssd, "qp-create: DB_DIRECT is passthrough with SQ_QMEM and CQ_QMEM, never READONLY (mode %u flags 0x%x)",
-			q->mode, q->flags);
-		return -EINVAL;
-	}
-	if (q->sq_depth != q->cq_depth || q->sq_depth > NVME_CAP_MQES(ssd->cap) + 1) {
-		lio_err(ssd, "qp-create: DB_DIRECT: sq_depth %u and cq_depth %u must be equal and at most the controller's %u",
-			q->sq_depth, q->cq_depth, NVME_CAP_MQES(ssd->cap) + 1);
+	if (q->sq_depth > NVME_CAP_MQES(ssd->cap) + 1) {
+		lio_err(ssd, "qp-create: DB_DIRECT: sq_depth %u is more than the controller's %u",
+			q->sq_depth, NVME_CAP_MQES(ssd->cap) + 1);
 		return -EINVAL;
 	}
 	/* the controller's own doorbells: no command passes the module, no LBA is checked */
@@ -535,59 +507,32 @@ static int lio_qp_validate_direct(struct lio_ssd *ssd, const struct lio_qp_creat
 	return 0;
 }
 
+/* The ABI's rules (common/abi.c), then the module's own in the order abi.h gives: DB_DIRECT's
+ * grants and controller, the limits (the session's queue pairs, then the SSD's). The volume and
+ * the resources follow in lio_qp_create and lio_qp_setup.
+ */
 static int lio_qp_validate(struct lio_session *ss, const struct lio_qp_create *q)
 {
-	const u32 known = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL | LIO_QP_DB_EVENTFD |
-			  LIO_QP_READONLY | LIO_QP_IRQ_ENABLED | LIO_QP_DB_DIRECT;
-	const u32 qmem = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL | LIO_QP_DB_DIRECT;
+	struct lio_abi_session as = lio_abi_session(ss);
 	struct lio_ssd *ssd = ss->ssd;
+	struct lio_abi_err e;
+	int r;
 
-	if (q->mode != LIGHTIOV_MODE_PASSTHROUGH && q->mode != LIGHTIOV_MODE_ISOLATED) {
-		lio_err(ssd, "qp-create: mode %u is neither passthrough (1) nor isolated (2)",
-			q->mode);
-		return -EINVAL;
-	}
-	if (q->flags & ~known) {
-		lio_err(ssd, "qp-create: unknown flags 0x%x", q->flags & ~known);
-		return -EINVAL;
-	}
-	if (!!(q->flags & LIO_QP_DB_POLL) + !!(q->flags & LIO_QP_DB_EVENTFD) +
-	    !!(q->flags & LIO_QP_DB_DIRECT) != 1) {
-		lio_err(ssd, "qp-create: flags 0x%x: exactly one of DB_POLL, DB_EVENTFD and DB_DIRECT",
-			q->flags);
-		return -EINVAL;
-	}
-	if ((q->flags & qmem) && !ss->qm) {
-		lio_err(ssd, "qp-create: flags 0x%x need queue memory (qmem-alloc first)",
-			q->flags);
-		return -ENOENT;
-	}
-	if (q->sq_depth < 2 || q->sq_depth > LIO_MAX_QDEPTH || q->cq_depth < 2 ||
-	    q->cq_depth > LIO_MAX_QDEPTH) {
-		lio_err(ssd, "qp-create: sq_depth %u / cq_depth %u outside 2..%u", q->sq_depth,
-			q->cq_depth, LIO_MAX_QDEPTH);
-		return -EINVAL;
-	}
-	if (!q->sqid || !q->cqid) {
-		lio_err(ssd, "qp-create: sqid %u / cqid %u: 0 is the admin queue", q->sqid,
-			q->cqid);
-		return -EINVAL;
-	}
-	if (!(q->flags & LIO_QP_IRQ_ENABLED) && q->irq_fd != -1) {
-		lio_err(ssd, "qp-create: irq_fd %d without IRQ_ENABLED (must be -1)", q->irq_fd);
-		return -EINVAL;
-	}
-	if (!ss->win.n && !(q->flags & LIO_QP_DB_DIRECT)) {
-		lio_err(ssd, "qp-create: no DMA window registered");
-		return -ENOENT;
+	/* the ioctl's fd fields are the fds themselves */
+	r = lio_abi_qp_create(q, &as, LIO_QP_FLAGS_ALL, true, &e);
+	if (r)
+		return lio_abi_refuse(ssd, "qp-create", r, &e);
+	if (q->flags & LIO_QP_DB_DIRECT) {
+		r = lio_qp_validate_direct(ssd, q);
+		if (r)
+			return r;
 	}
 	if (ss->nqps >= lio_max_session_qpairs) {
 		lio_err(ssd, "qp-create: the session has %u queue pairs, its limit (max_session_qpairs)",
 			ss->nqps);
 		return -ENOSPC;
 	}
-	if (q->flags & LIO_QP_DB_DIRECT)
-		return lio_qp_validate_direct(ssd, q);
+	/* DB_DIRECT ones too: each takes a controller queue like any other */
 	if (ssd->nqpairs >= lio_max_qpairs) {
 		lio_err(ssd, "qp-create: the SSD serves %u queue pairs, its limit", ssd->nqpairs);
 		return -ENOSPC;
@@ -749,18 +694,7 @@ static int lio_qp_setup(struct lio_qp *qp, const struct lio_qp_create *q,
 		return r;
 	if (q->flags & LIO_QP_DB_DIRECT)
 		return lio_qp_setup_direct(qp, q);
-
-	if ((!(q->flags & LIO_QP_SQ_QMEM) &&
-	     !lio_qp_gpa_ok(qp, "sq_gpa", q->sq_gpa, (u64)q->sq_depth * sizeof(struct nvme_sqe),
-			    LIO_PAGE_SIZE)) ||
-	    (!(q->flags & LIO_QP_CQ_QMEM) &&
-	     !lio_qp_gpa_ok(qp, "cq_gpa", q->cq_gpa, (u64)q->cq_depth * sizeof(struct nvme_cqe),
-			    LIO_PAGE_SIZE)) ||
-	    ((q->flags & LIO_QP_DB_EVENTFD) &&
-	     (!lio_qp_gpa_ok(qp, "shadow_db_gpa", q->shadow_db_gpa, 8, 4) ||
-	      (q->eventidx_gpa && !lio_qp_gpa_ok(qp, "eventidx_gpa", q->eventidx_gpa, 8, 4)))))
-		return -EINVAL;
-
+	/* the rings and doorbell slots in the window: lio_abi_qp_create checked them */
 	r = lio_qp_irq_ctx(qp, q);
 	if (r)
 		return r;

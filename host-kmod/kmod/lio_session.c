@@ -69,6 +69,15 @@ static int lio_open(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/* The session as the ABI's rules see it (common/abi.c). */
+struct lio_abi_session lio_abi_session(const struct lio_session *ss)
+{
+	return (struct lio_abi_session){ .regions = ss->win.cr,
+					 .nr_regions = ss->win.n,
+					 .qmem = !!ss->qm,
+					 .nqps = ss->nqps };
+}
+
 static void lio_session_end(struct lio_session *ss)
 {
 	struct lio_ssd *ssd = ss->ssd;
@@ -151,7 +160,8 @@ static int lio_qp_stats(struct lio_session *ss, struct lio_qp_stats *st)
 	/* counters of a queue pair the opener may see: numbers, never addresses */
 	struct lio_ssd *ssd = ss->ssd;
 	struct lio_qp *qp = lio_qp_find(ssd, st->qp_id);
-	struct lio_ctr t = {};
+	const struct lio_ctr *lio_from;
+	struct lio_qp_stats *lio_to = st;
 
 	if (qp && !lio_session_visible(ss, qp->ss))
 		qp = NULL;
@@ -159,18 +169,11 @@ static int lio_qp_stats(struct lio_session *ss, struct lio_qp_stats *st)
 		lio_err(ssd, "qp-stats: no queue pair %u on this SSD", st->qp_id);
 		return -ENOENT;
 	}
-	lio_ctr_add(&t, &qp->ctr);
+	lio_from = &qp->ctr;
 	memset(st, 0, sizeof(*st));
 	st->qp_id = qp->id;
 	st->mode = qp->mode;
-	st->cmds = t.cmds;
-	st->read_bytes = t.read_bytes;
-	st->write_bytes = t.write_bytes;
-	st->errors = t.errors;
-	st->rejected = t.rejected;
-	st->polls = t.polls;
-	st->sleeps = t.sleeps;
-	st->irqs = t.irqs;
+	LIO_COUNTERS(LIO_COUNTER_COPY_ONCE)
 	return 0;
 }
 
@@ -188,18 +191,14 @@ void lio_ssd_ctr(struct lio_ssd *ssd, struct lio_ctr *t)
 
 static void lio_ssd_stats(struct lio_ssd *ssd, struct lio_ssd_stats *st)
 {
+	const struct lio_ctr *lio_from;
+	struct lio_ssd_stats *lio_to = st;
 	struct lio_ctr t;
 
 	lio_ssd_ctr(ssd, &t);
+	lio_from = &t;
 	memset(st, 0, sizeof(*st));
-	st->cmds = t.cmds;
-	st->read_bytes = t.read_bytes;
-	st->write_bytes = t.write_bytes;
-	st->errors = t.errors;
-	st->rejected = t.rejected;
-	st->polls = t.polls;
-	st->sleeps = t.sleeps;
-	st->irqs = t.irqs;
+	LIO_COUNTERS(LIO_COUNTER_COPY)
 	st->sessions = ssd->nsessions;
 	st->qpairs = ssd->nqpairs;
 	st->uptime_ns = ktime_get_ns() - ssd->start_ns;
@@ -213,7 +212,8 @@ static void lio_session_list(struct lio_session *ss, struct lio_session_list *l)
 	l->total = 0;
 	l->count = 0;
 	list_for_each_entry(s, &ss->ssd->sessions, node) {
-		struct lio_session_info *o;
+		const struct lio_ctr *lio_from;
+		struct lio_session_info *lio_to;
 		struct lio_ctr t;
 
 		if (!lio_session_visible(ss, s))
@@ -221,19 +221,16 @@ static void lio_session_list(struct lio_session *ss, struct lio_session_list *l)
 		l->total++;
 		if (i++ < l->first || l->count >= LIO_SESSION_LIST_MAX)
 			continue;
-		o = &l->s[l->count++];
+		lio_to = &l->s[l->count++];
 		lio_session_ctr(s, &t);
-		memset(o, 0, sizeof(*o));
-		o->pid = s->pid;
-		o->uid = s->uid;
-		o->qpairs = s->nqps;
-		o->volumes = s->nvols;
-		o->cmds = t.cmds;
-		o->read_bytes = t.read_bytes;
-		o->write_bytes = t.write_bytes;
-		o->errors = t.errors;
-		o->rejected = t.rejected;
-		strscpy(o->label, s->label, sizeof(o->label));
+		lio_from = &t;
+		memset(lio_to, 0, sizeof(*lio_to));
+		lio_to->pid = s->pid;
+		lio_to->uid = s->uid;
+		lio_to->qpairs = s->nqps;
+		lio_to->volumes = s->nvols;
+		LIO_COUNTERS_SESSION(LIO_COUNTER_COPY)
+		strscpy(lio_to->label, s->label, sizeof(lio_to->label));
 	}
 }
 
@@ -243,12 +240,13 @@ static void lio_session_list(struct lio_session *ss, struct lio_session_list *l)
  */
 static int lio_session_set(struct lio_session *ss, struct lio_session_set *st)
 {
+	struct lio_abi_err e;
 	struct lio_ctr t;
+	int r;
 
-	if (st->mask & ~LIO_SESSION_WRITE_THROUGH) {
-		lio_err(ss->ssd, "session-set: unknown flags in mask 0x%x", st->mask);
-		return -EINVAL;
-	}
+	r = lio_abi_session_set(st, &e);
+	if (r)
+		return lio_abi_refuse(ss->ssd, "session-set", r, &e);
 	WRITE_ONCE(ss->flags, (ss->flags & ~st->mask) | (st->flags & st->mask));
 	lio_session_ctr(ss, &t);
 	st->flags = ss->flags;

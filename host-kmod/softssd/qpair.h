@@ -31,13 +31,13 @@ struct ssd_window {
 /* Host pointer of [gpa, gpa + len) when it lies inside one region, else NULL. */
 void *ssd_window_ptr(const struct ssd_window *w, uint64_t gpa, uint64_t len);
 
-/* Counters, updated by the serving worker, read by anyone (relaxed atomics). */
+/* Counters (lightiov/counters.h; syncs: writes made durable because the session is
+ * write-through), updated by the serving worker, read by anyone (relaxed atomics). */
 struct ssd_counters {
-	uint64_t cmds, read_bytes, write_bytes, errors, rejected, polls, sleeps, irqs;
-	uint64_t syncs; /* writes made durable because the session is write-through */
+	LIO_COUNTERS_KEPT(LIO_COUNTER_FIELD)
 };
-void ssd_counters_add(struct ssd_counters *to, const struct ssd_counters *from);
-void ssd_counters_read(struct ssd_counters *to, const struct ssd_counters *from);
+void ssd_counters_add(struct ssd_counters *lio_to, const struct ssd_counters *lio_from);
+void ssd_counters_read(struct ssd_counters *lio_to, const struct ssd_counters *lio_from);
 
 enum ssd_qp_state { SSD_QP_NEW, SSD_QP_ACTIVE, SSD_QP_DYING, SSD_QP_DEAD };
 

@@ -12,7 +12,6 @@
 #define SSD_DEF_MAX_CLIENTS   64
 #define SSD_DEF_MAX_QP_CLIENT 256	    /* queue pairs of one session */
 #define SSD_DEF_MAX_MEM	      (64ull << 30) /* registered DMA window of one session */
-#define SSD_MAX_QMEM	      (64ull << 20) /* queue memory of one session (uapi.h) */
 
 enum ssd_seccomp_mode { SSD_SECCOMP_KILL, SSD_SECCOMP_LOG, SSD_SECCOMP_OFF };
 

@@ -12,6 +12,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "lightiov/abi.h"
 #include "lightiov/check.h"
 #include "lightiov/voltable.h"
 #include "softssd/server_int.h"
@@ -24,6 +25,22 @@ static int ssd_take_fd(struct ssd_call *c, unsigned i)
 
 	c->fds[i] = -1;
 	return fd;
+}
+
+/* The session as the shared request rules see it. */
+static struct lio_abi_session ssd_abi_session(const struct ssd_session *ss)
+{
+	return (struct lio_abi_session){.regions = ss->win.cr,
+					.nr_regions = ss->win.n,
+					.qmem = ss->qmem != NULL,
+					.nqps = ss->nqps};
+}
+
+/* A refusal of the shared rules into the reply: its errno. */
+static int ssd_abi_err(struct ssd_call *c, const char *op, int r, const struct lio_abi_err *e)
+{
+	lio_abi_msg(c->err, sizeof(c->err), op, e);
+	return r;
 }
 
 /* ---- identify, stats ---- */
@@ -57,36 +74,23 @@ void ssd_session_counters(const struct ssd_session *ss, struct ssd_counters *t)
 
 static int ssd_op_ssd_stats(struct ssd_call *c)
 {
-	struct lio_ssd_stats *st = (void *)c->out;
+	struct lio_ssd_stats *lio_to = (void *)c->out;
 	struct ssd_counters t = c->s->retired;
+	const struct ssd_counters *lio_from = &t;
 	const struct ssd_session *ss;
 
 	for (ss = c->s->sessions; ss; ss = ss->next) {
 		struct ssd_counters x;
 
 		ssd_session_counters(ss, &x);
-		t.cmds += x.cmds;
-		t.read_bytes += x.read_bytes;
-		t.write_bytes += x.write_bytes;
-		t.errors += x.errors;
-		t.rejected += x.rejected;
-		t.polls += x.polls;
-		t.sleeps += x.sleeps;
-		t.irqs += x.irqs;
+		ssd_counters_add(&t, &x);
 	}
-	memset(st, 0, sizeof(*st));
-	st->cmds = t.cmds;
-	st->read_bytes = t.read_bytes;
-	st->write_bytes = t.write_bytes;
-	st->errors = t.errors;
-	st->rejected = t.rejected;
-	st->polls = t.polls;
-	st->sleeps = t.sleeps;
-	st->irqs = t.irqs;
-	st->sessions = c->s->nsessions;
-	st->qpairs = c->s->nqpairs;
-	st->uptime_ns = ssd_now_ns() - c->s->start_ns;
-	c->outlen = sizeof(*st);
+	memset(lio_to, 0, sizeof(*lio_to));
+	LIO_COUNTERS(LIO_COUNTER_COPY)
+	lio_to->sessions = c->s->nsessions;
+	lio_to->qpairs = c->s->nqpairs;
+	lio_to->uptime_ns = ssd_now_ns() - c->s->start_ns;
+	c->outlen = sizeof(*lio_to);
 	return 0;
 }
 
@@ -101,26 +105,23 @@ static int ssd_op_session_list(struct ssd_call *c)
 	l->first = first;
 	/* another user's sessions (pids, labels, traffic) are not a client's business */
 	for (ss = c->s->sessions; ss; ss = ss->next) {
-		struct lio_session_info *si;
+		struct lio_session_info *lio_to;
 		struct ssd_counters t;
+		const struct ssd_counters *lio_from = &t;
 
 		if (!c->ss->admin && ss->uid != c->ss->uid)
 			continue;
 		l->total++;
 		if (i++ < first || l->count >= LIO_SESSION_LIST_MAX)
 			continue;
-		si = &l->s[l->count++];
+		lio_to = &l->s[l->count++];
 		ssd_session_counters(ss, &t);
-		si->pid = ss->pid;
-		si->uid = ss->uid;
-		si->qpairs = ss->nqps;
-		si->volumes = ss->nvols;
-		si->cmds = t.cmds;
-		si->read_bytes = t.read_bytes;
-		si->write_bytes = t.write_bytes;
-		si->errors = t.errors;
-		si->rejected = t.rejected;
-		memcpy(si->label, ss->label, sizeof(si->label));
+		lio_to->pid = ss->pid;
+		lio_to->uid = ss->uid;
+		lio_to->qpairs = ss->nqps;
+		lio_to->volumes = ss->nvols;
+		LIO_COUNTERS_SESSION(LIO_COUNTER_COPY)
+		memcpy(lio_to->label, ss->label, sizeof(lio_to->label));
 	}
 	c->outlen = sizeof(*l);
 	return 0;
@@ -212,53 +213,24 @@ static int ssd_op_dma_register(struct ssd_call *c)
 {
 	const struct lio_dma_window *w = c->in;
 	struct ssd_session *ss = c->ss;
+	struct lio_abi_session as = ssd_abi_session(ss);
 	struct ssd_window nw = {0};
+	struct lio_abi_err e;
 	int nfd[LIO_MAX_REGIONS];
 	uint64_t total = 0, nonres = 0;
 	unsigned i, j;
 	int r;
 
-	if (ss->nqps) {
-		ssd_err(c, "dma-register: %u queue pairs exist; destroy them first", ss->nqps);
-		return -EBUSY;
-	}
-	if (w->nr_regions < 1 || w->nr_regions > LIO_MAX_REGIONS) {
-		ssd_err(c, "dma-register: nr_regions %u outside 1..%u", w->nr_regions,
-			LIO_MAX_REGIONS);
-		return -EINVAL;
-	}
+	r = lio_abi_dma_window(w, &as, c->s->cfg->max_mem_client, &e);
+	if (r)
+		return ssd_abi_err(c, "dma-register", r, &e);
 	if (c->nfds != w->nr_regions) {
 		ssd_err(c, "dma-register: %u fds for %u regions", c->nfds, w->nr_regions);
 		return -EINVAL;
 	}
 	for (i = 0; i < w->nr_regions; i++) {
-		const struct lio_dma_region *r0 = &w->r[i];
-
-		if (!r0->size || r0->size % LIO_PAGE_SIZE || r0->fd_offset % LIO_PAGE_SIZE ||
-		    r0->gpa + r0->size < r0->gpa || r0->fd_offset + r0->size < r0->fd_offset) {
-			ssd_err(c,
-				"dma-register: region %u: gpa 0x%" PRIx64 " size 0x%" PRIx64
-				" offset 0x%" PRIx64 " (page multiples, no wrap)",
-				i, r0->gpa, r0->size, r0->fd_offset);
-			return -EINVAL;
-		}
-		total += r0->size;
-		if (total > c->s->cfg->max_mem_client || total < r0->size) {
-			ssd_err(c,
-				"dma-register: %" PRIu64 " MiB exceeds the %" PRIu64
-				" MiB limit per client",
-				total >> 20, c->s->cfg->max_mem_client >> 20);
-			return -E2BIG;
-		}
-		for (j = 0; j < i; j++) {
-			const struct lio_dma_region *o = &w->r[j];
-
-			if (r0->gpa < o->gpa + o->size && o->gpa < r0->gpa + r0->size) {
-				ssd_err(c, "dma-register: regions %u and %u overlap", j, i);
-				return -EINVAL;
-			}
-		}
-		r = ssd_check_memfd(c, i, c->fds[i], r0->fd_offset + r0->size);
+		total += w->r[i].size;
+		r = ssd_check_memfd(c, i, c->fds[i], w->r[i].fd_offset + w->r[i].size);
 		if (r)
 			return r;
 	}
@@ -314,16 +286,13 @@ static int ssd_op_qmem_alloc(struct ssd_call *c)
 	struct lio_qmem *q = (void *)c->out;
 	const struct lio_qmem *in = c->in;
 	struct ssd_session *ss = c->ss;
+	struct lio_abi_session as = ssd_abi_session(ss);
+	struct lio_abi_err e;
 	int fd, r;
 
-	if (ss->qmem) {
-		ssd_err(c, "qmem-alloc: this session has its queue memory already");
-		return -EEXIST;
-	}
-	if (!in->size || in->size % LIO_PAGE_SIZE || in->size > SSD_MAX_QMEM) {
-		ssd_err(c, "qmem-alloc: size %" PRIu64 " not a page multiple in 4K..64M", in->size);
-		return -EINVAL;
-	}
+	r = lio_abi_qmem(in, &as, &e);
+	if (r)
+		return ssd_abi_err(c, "qmem-alloc", r, &e);
 	fd = memfd_create("lio-qmem", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	/* sealed: the client maps it but can never resize it under the daemon */
 	if (fd < 0 || ftruncate(fd, (off_t)in->size) ||
@@ -412,17 +381,15 @@ static bool ssd_is_eventfd(int fd)
 	return !strcmp(l, "anon_inode:[eventfd]");
 }
 
-/* Guest-memory ring or slot: [gpa, gpa + len) in the window, aligned to align. */
-static void *ssd_gpa(struct ssd_call *c, const char *what, uint64_t gpa, uint64_t len,
-		     uint64_t align)
+/* The host address of a guest-memory ring or slot lio_abi_qp_create found in the window. */
+static void *ssd_gpa(struct ssd_call *c, const char *what, uint64_t gpa, uint64_t len)
 {
-	void *p = gpa % align ? NULL : ssd_window_ptr(&c->ss->win, gpa, len);
+	void *p = ssd_window_ptr(&c->ss->win, gpa, len);
 
 	if (!p)
 		ssd_err(c,
-			"qp-create: %s 0x%" PRIx64 " (%" PRIu64 " bytes) is not %" PRIu64
-			"-aligned inside the DMA window",
-			what, gpa, len, align);
+			"qp-create: %s 0x%" PRIx64 " (%" PRIu64 " bytes) is outside the DMA window",
+			what, gpa, len);
 	return p;
 }
 
@@ -455,44 +422,21 @@ static void ssd_qp_release(struct ssd_server *s, struct ssd_session *ss, struct 
 	ssd_qp_free(&x->qp); /* x->qp is the first member: frees x */
 }
 
+/* The shared rules, then softssd's own in the order abi.h gives: the fds' count, the limits
+ * (this client's queue pairs, then the SSD's). The volume and the resources follow in
+ * ssd_op_qp_create. */
 static int ssd_qp_validate(struct ssd_call *c, const struct lio_qp_create *q)
 {
-	const uint32_t known = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL |
-			       LIO_QP_DB_EVENTFD | LIO_QP_READONLY | LIO_QP_IRQ_ENABLED;
-	unsigned want = 0;
+	const uint32_t served = LIO_QP_FLAGS_ALL & ~LIO_QP_DB_DIRECT;
+	struct lio_abi_session as = ssd_abi_session(c->ss);
+	struct lio_abi_err e;
+	unsigned want;
+	int r;
 
-	if (q->mode != LIGHTIOV_MODE_PASSTHROUGH && q->mode != LIGHTIOV_MODE_ISOLATED) {
-		ssd_err(c, "qp-create: mode %u is neither passthrough (1) nor isolated (2)",
-			q->mode);
-		return -EINVAL;
-	}
-	if (q->flags & ~known) {
-		ssd_err(c, "qp-create: unknown flags 0x%x", q->flags & ~known);
-		return -EINVAL;
-	}
-	if (!(q->flags & LIO_QP_DB_POLL) == !(q->flags & LIO_QP_DB_EVENTFD)) {
-		ssd_err(c, "qp-create: flags 0x%x: exactly one of DB_POLL and DB_EVENTFD",
-			q->flags);
-		return -EINVAL;
-	}
-	if (q->sq_depth < 2 || q->sq_depth > LIO_MAX_QDEPTH || q->cq_depth < 2 ||
-	    q->cq_depth > LIO_MAX_QDEPTH) {
-		ssd_err(c, "qp-create: sq_depth %u / cq_depth %u outside 2..%u", q->sq_depth,
-			q->cq_depth, LIO_MAX_QDEPTH);
-		return -EINVAL;
-	}
-	if (!q->sqid || !q->cqid) {
-		ssd_err(c, "qp-create: sqid %u / cqid %u: 0 is the admin queue", q->sqid, q->cqid);
-		return -EINVAL;
-	}
-	if (!c->ss->win.n) {
-		ssd_err(c, "qp-create: no DMA window registered");
-		return -ENOENT;
-	}
-	if ((q->flags & (LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL)) && !c->ss->qmem) {
-		ssd_err(c, "qp-create: flags 0x%x need queue memory (qmem-alloc first)", q->flags);
-		return -ENOENT;
-	}
+	/* the fds travel beside the struct (SCM_RIGHTS): its fd fields are not looked at */
+	r = lio_abi_qp_create(q, &as, served, false, &e);
+	if (r)
+		return ssd_abi_err(c, "qp-create", r, &e);
 	want = !!(q->flags & LIO_QP_DB_EVENTFD) + !!(q->flags & LIO_QP_IRQ_ENABLED);
 	if (c->nfds != want) {
 		ssd_err(c,
@@ -500,12 +444,6 @@ static int ssd_qp_validate(struct ssd_call *c, const struct lio_qp_create *q)
 			"eventfd if IRQ_ENABLED)",
 			c->nfds, want);
 		return -EINVAL;
-	}
-	for (unsigned i = 0; i < c->nfds; i++) {
-		if (!ssd_is_eventfd(c->fds[i])) {
-			ssd_err(c, "qp-create: fd %u is not an eventfd", i);
-			return -EBADF;
-		}
 	}
 	if (c->ss->nqps >= c->s->cfg->max_qp_client) {
 		ssd_err(c, "qp-create: this client has %u queue pairs, the limit", c->ss->nqps);
@@ -562,13 +500,13 @@ static int ssd_op_qp_create(struct ssd_call *c)
 		x->sq_off = ssd_qmem_carve(ss, sqb);
 		qp->sq = x->sq_off < 0 ? NULL : (void *)(ss->qmem + x->sq_off);
 	} else {
-		qp->sq = ssd_gpa(c, "sq_gpa", q->sq_gpa, sqb, LIO_PAGE_SIZE);
+		qp->sq = ssd_gpa(c, "sq_gpa", q->sq_gpa, sqb);
 	}
 	if (q->flags & LIO_QP_CQ_QMEM) {
 		x->cq_off = ssd_qmem_carve(ss, cqb);
 		qp->cq = x->cq_off < 0 ? NULL : (void *)(ss->qmem + x->cq_off);
 	} else if (qp->sq) {
-		qp->cq = ssd_gpa(c, "cq_gpa", q->cq_gpa, cqb, LIO_PAGE_SIZE);
+		qp->cq = ssd_gpa(c, "cq_gpa", q->cq_gpa, cqb);
 	}
 	if (!qp->sq || !qp->cq)
 		goto fail_space;
@@ -579,16 +517,24 @@ static int ssd_op_qp_create(struct ssd_call *c)
 		qp->sq_tail_db = (uint32_t *)(ss->qmem + x->db_off);
 		qp->cq_head_db = (uint32_t *)(ss->qmem + x->db_off + LIO_PAGE_SIZE);
 	} else {
-		qp->sq_tail_db = ssd_gpa(c, "shadow_db_gpa", q->shadow_db_gpa, 8, 4);
+		qp->sq_tail_db = ssd_gpa(c, "shadow_db_gpa", q->shadow_db_gpa, 8);
 		if (!qp->sq_tail_db)
 			goto fail;
 		qp->cq_head_db = qp->sq_tail_db + 1;
 		if (q->eventidx_gpa) {
-			qp->eventidx = ssd_gpa(c, "eventidx_gpa", q->eventidx_gpa, 8, 4);
+			qp->eventidx = ssd_gpa(c, "eventidx_gpa", q->eventidx_gpa, 8);
 			if (!qp->eventidx)
 				goto fail;
 		}
 	}
+	for (fi = 0; fi < c->nfds; fi++) {
+		if (!ssd_is_eventfd(c->fds[fi])) {
+			ssd_err(c, "qp-create: fd %u is not an eventfd", fi);
+			r = -EBADF;
+			goto fail;
+		}
+	}
+	fi = 0;
 	/* the daemon's own file status flags: a client that stops draining its irq eventfd, or
 	 * empties the doorbell one first, never blocks a worker */
 	if (q->flags & LIO_QP_DB_EVENTFD)
@@ -696,12 +642,12 @@ static int ssd_op_qp_destroy(struct ssd_call *c)
 static int ssd_op_qp_stats(struct ssd_call *c)
 {
 	const struct lio_qp_ref *ref = c->in;
-	struct lio_qp_stats *st = (void *)c->out;
+	struct lio_qp_stats *lio_to = (void *)c->out;
 	/* counters of any queue pair for root (`lvmm ssd stats`), of a session of its own uid for
 	 * another client: numbers, never data or addresses */
 	struct ssd_qp *qp =
 	    ref->qp_id && ref->qp_id <= LIO_MAX_QPAIRS ? c->s->qp_by_id[ref->qp_id] : NULL;
-	struct ssd_counters t;
+	const struct ssd_counters *lio_from;
 
 	if (qp && !c->ss->admin && ((const struct ssd_session *)qp->owner)->uid != c->ss->uid)
 		qp = NULL;
@@ -709,19 +655,12 @@ static int ssd_op_qp_stats(struct ssd_call *c)
 		ssd_err(c, "qp-stats: no queue pair %u on this SSD", ref->qp_id);
 		return -ENOENT;
 	}
-	ssd_counters_read(&t, &qp->ctr);
-	memset(st, 0, sizeof(*st));
-	st->qp_id = qp->id;
-	st->mode = qp->mode;
-	st->cmds = t.cmds;
-	st->read_bytes = t.read_bytes;
-	st->write_bytes = t.write_bytes;
-	st->errors = t.errors;
-	st->rejected = t.rejected;
-	st->polls = t.polls;
-	st->sleeps = t.sleeps;
-	st->irqs = t.irqs;
-	c->outlen = sizeof(*st);
+	lio_from = &qp->ctr;
+	memset(lio_to, 0, sizeof(*lio_to));
+	lio_to->qp_id = qp->id;
+	lio_to->mode = qp->mode;
+	LIO_COUNTERS(LIO_COUNTER_COPY_ONCE)
+	c->outlen = sizeof(*lio_to);
 	return 0;
 }
 
@@ -733,12 +672,13 @@ static int ssd_op_session_set(struct ssd_call *c)
 	struct lio_session_set *out = (void *)c->out;
 	struct ssd_session *ss = c->ss;
 	struct ssd_counters t;
+	struct lio_abi_err e;
 	struct ssd_qp *qp;
+	int r;
 
-	if (in->mask & ~LIO_SESSION_WRITE_THROUGH) {
-		ssd_err(c, "session-set: unknown flags in mask 0x%x", in->mask);
-		return -EINVAL;
-	}
+	r = lio_abi_session_set(in, &e);
+	if (r)
+		return ssd_abi_err(c, "session-set", r, &e);
 	ss->flags = (ss->flags & ~in->mask) | (in->flags & in->mask);
 	for (qp = ss->qps; qp; qp = qp->next_in_owner)
 		__atomic_store_n(&qp->write_through, !!(ss->flags & LIO_SESSION_WRITE_THROUGH),

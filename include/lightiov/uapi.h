@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #endif
 
+#include "counters.h"
 #include "vcap.h"
 
 /* Usable from C and C++ (gpu-fs is CUDA C++): C++ spells C11's _Static_assert static_assert. */
@@ -50,6 +51,7 @@ extern "C" {
 #define LIO_ERR_MAX	 160	/* error message in a socket reply */
 #define LIO_PAGE_SIZE	 4096u	/* NVMe memory page size of every queue pair (CC.MPS = 0) */
 #define LIO_MDTS_BYTES	 (128u << 10) /* largest transfer of one command */
+#define LIO_MAX_QMEM	 (64u << 20)  /* queue memory of one session */
 
 /* A queue pair's data-path mode is vcap.h's enum lightiov_vcap_mode: PASSTHROUGH (SQEs taken as
  * written, the guest adds lba_start: trusted) or ISOLATED (each SQE copied out of guest reach,
@@ -174,17 +176,12 @@ struct lio_qp_ref {
 	uint32_t rsvd;
 };
 
+/* The counters (cmds, read_bytes, write_bytes, errors, rejected, polls, sleeps, irqs: each a
+ * uint64_t) are listed with their meaning in counters.h. */
 struct lio_qp_stats {
 	uint32_t qp_id;
 	uint32_t mode;
-	uint64_t cmds; /* commands completed */
-	uint64_t read_bytes;
-	uint64_t write_bytes;
-	uint64_t errors;   /* completions with a non-zero status */
-	uint64_t rejected; /* isolated mode: commands the checker refused */
-	uint64_t polls;	   /* doorbell polls that found work */
-	uint64_t sleeps;   /* times the serving worker went idle on this queue */
-	uint64_t irqs;	   /* irq_fd signals */
+	LIO_COUNTERS(LIO_COUNTER_FIELD)
 };
 
 /* LIO_OP_VOL_CREATE / DELETE / RESIZE */
@@ -233,8 +230,7 @@ struct lio_vol_attach {
 
 /* LIO_OP_SSD_STATS */
 struct lio_ssd_stats {
-	uint64_t cmds, read_bytes, write_bytes, errors, rejected;
-	uint64_t polls, sleeps, irqs;
+	LIO_COUNTERS(LIO_COUNTER_FIELD) /* of every queue pair the SSD served */
 	uint32_t sessions, qpairs;
 	uint64_t uptime_ns;
 };
@@ -246,7 +242,7 @@ struct lio_session_info {
 	uint32_t uid;
 	uint32_t qpairs;
 	uint32_t volumes;
-	uint64_t cmds, read_bytes, write_bytes, errors, rejected;
+	LIO_COUNTERS_SESSION(LIO_COUNTER_FIELD)
 	char label[LIO_NAME_MAX]; /* what the client called itself (the VM id) */
 };
 struct lio_session_list {
@@ -308,6 +304,13 @@ struct lio_msg_reply {
 LIO_STATIC_ASSERT(sizeof(struct lio_identify) == 128, "lio_identify");
 LIO_STATIC_ASSERT(sizeof(struct lio_dma_region) == 32, "lio_dma_region");
 LIO_STATIC_ASSERT(sizeof(struct lio_qp_create) == 112, "lio_qp_create");
+LIO_STATIC_ASSERT(sizeof(struct lio_qp_stats) == 72, "lio_qp_stats");
+LIO_STATIC_ASSERT(__builtin_offsetof(struct lio_qp_stats, cmds) == 8, "lio_qp_stats.cmds");
+LIO_STATIC_ASSERT(__builtin_offsetof(struct lio_qp_stats, irqs) == 64, "lio_qp_stats.irqs");
+LIO_STATIC_ASSERT(sizeof(struct lio_ssd_stats) == 80, "lio_ssd_stats");
+LIO_STATIC_ASSERT(__builtin_offsetof(struct lio_ssd_stats, sessions) == 64, "ssd_stats.sessions");
+LIO_STATIC_ASSERT(sizeof(struct lio_session_info) == 88, "lio_session_info");
+LIO_STATIC_ASSERT(__builtin_offsetof(struct lio_session_info, label) == 56, "session_info.label");
 LIO_STATIC_ASSERT(sizeof(struct lio_vol_info) == 56, "lio_vol_info");
 LIO_STATIC_ASSERT(sizeof(struct lio_vol_attach) == 64, "lio_vol_attach");
 LIO_STATIC_ASSERT(sizeof(struct lio_msg_hdr) == 48, "lio_msg_hdr");

@@ -203,12 +203,15 @@ def main():
         assert c.call("PUT", "vm.delete", None, "Shutdown")[0] == 204
         sweep(c, "")
 
-        # a body asking for a virtio-fs share or a vhost-user network: 400 naming it
-        for key, val, name in (("fs", bad["fs"], "fs"),
-                               ("net", [{"tap": "tap0", "vhost_user": True}],
-                                "net[0].vhost_user")):
+        # a vhost-user network, a virtio-fs share on another PCI segment, one whose back end's
+        # socket is absent: 400 naming the field
+        seg = [dict(bad["fs"][0], pci_segment=1)]
+        for key, val, want in (("net", [{"tap": "tap0", "vhost_user": True}],
+                                "'net[0].vhost_user' is unsupported"),
+                               ("fs", seg, "'fs[0].pci_segment' is unsupported"),
+                               ("fs", bad["fs"], "fs socket")):
             st, err = c.call("PUT", "vm.create", dict(body, **{key: val}), "none")
-            if st != 400 or "'%s' is unsupported" % name not in (err or [""])[0]:
+            if st != 400 or want not in (err or [""])[0]:
                 c.fail("vm.create with %s: %d %r" % (key, st, err))
         assert c.call("PUT", "vmm.shutdown")[0] == 204
         if proc.wait(timeout=20) != 0:

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -544,6 +546,117 @@ static void reboot_ok(void)
 	json_decref(e);
 }
 
+/* ---- a fake vhost-user back end for vm.add-fs: answers the negotiation of every connection
+ * (VERSION_1, REPLY_ACK, 8 queues) until the connection closes; silent when told ---- */
+
+static struct {
+	int listen_fd;
+	bool silent;
+	pthread_t thread;
+	unsigned conns;
+} fsd = {.listen_fd = -1};
+
+static void *fsd_conn(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	uint32_t h[3];
+	uint8_t p[512];
+
+	while (read(fd, h, 12) == 12 && h[2] <= sizeof(p) &&
+	       (h[2] == 0 || read(fd, p, h[2]) == (ssize_t)h[2])) {
+		uint64_t v = h[0] == 1	  ? (1ULL << 32) | (1ULL << 30)
+			     : h[0] == 15 ? 9
+			     : h[0] == 17 ? 8
+					  : 0;
+		bool reply = h[0] == 1 || h[0] == 15 || h[0] == 17 || h[0] == 11 || (h[1] & 8);
+		uint8_t b[20];
+
+		if (!reply || fsd.silent)
+			continue;
+		memcpy(b, (uint32_t[]){h[0], 5, 8}, 12);
+		memcpy(b + 12, &v, 8);
+		if (write(fd, b, 20) != 20)
+			break;
+	}
+	close(fd);
+	return NULL;
+}
+
+static void *fsd_accept(void *arg)
+{
+	int fd;
+
+	(void)arg;
+	while ((fd = accept(fsd.listen_fd, NULL, NULL)) >= 0) {
+		pthread_t t;
+
+		fsd.conns++;
+		if (pthread_create(&t, NULL, fsd_conn, (void *)(intptr_t)fd) == 0)
+			pthread_detach(t);
+		else
+			close(fd);
+	}
+	return NULL;
+}
+
+static void fsd_start(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+	ck_assert_uint_lt(strlen(path), sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fsd.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fsd.listen_fd, 0);
+	ck_assert_int_eq(bind(fsd.listen_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(fsd.listen_fd, 8), 0);
+	ck_assert_int_eq(pthread_create(&fsd.thread, NULL, fsd_accept, NULL), 0);
+}
+
+/* vm.add-fs: refusals, a share added and listed, a silent back end answered 500 in time,
+ * removal on reset. */
+static void hotplug_fs(void)
+{
+	char body[512], sock[256];
+	double t0;
+	json_t *j, *fs;
+
+	snprintf(sock, sizeof(sock), "%s/fsd.sock", T.dir);
+	snprintf(body, sizeof(body), "{\"tag\": \"share\", \"socket\": \"%s\"}", sock);
+	expect_error("PUT", "vm.add-fs", body, 400); /* no socket there yet */
+	expect_error("PUT", "vm.add-fs", "{\"tag\": \"t\", \"socket\": \"rel.sock\"}", 400);
+	expect_error("PUT", "vm.add-fs", "{\"socket\": \"/tmp/x.sock\"}", 400);
+	fsd_start(sock);
+	ck_assert_int_eq(curl("PUT", "vm.add-fs", body, &j), 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "id")), "fs0");
+	json_decref(j);
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, &j), 200);
+	fs = json_object_get(json_object_get(j, "config"), "fs");
+	ck_assert_uint_eq(json_array_size(fs), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(fs, 0), "tag")), "share");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(fs, 0), "queue_size")),
+			 1024);
+	json_decref(j);
+	ck_assert_int_eq(curl("GET", "vm.counters", NULL, &j), 200);
+	ck_assert_ptr_nonnull(json_object_get(j, "fs0"));
+	json_decref(j);
+	/* a back end that never answers: 500 within the reply deadline, nothing added */
+	fsd.silent = true;
+	t0 = testutil_now_s();
+	expect_error("PUT", "vm.add-fs", body, 500);
+	ck_assert(testutil_now_s() - t0 < 10);
+	fsd.silent = false;
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, &j), 200);
+	ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(j, "config"), "fs")), 1);
+	json_decref(j);
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	expect_error("PUT", "vm.remove-device", "{\"id\": \"fs0\"}", 500);
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	reboot_ok();
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, &j), 200);
+	ck_assert_ptr_null(json_object_get(json_object_get(j, "config"), "fs"));
+	json_decref(j);
+}
+
 static long proc_fds(void)
 {
 	char cmd[96], *out = NULL;
@@ -601,12 +714,12 @@ static void hotplug_cycles(void)
 	ck_assert_int_le(proc_rss_kb(), rss + 16384);
 }
 
-/* 20 hot-add/remove cycles of a disk, the vsock device and a net device: no fd or memory
- * growth (each has an I/O thread, eventfds, an io_uring, sockets or tap fds that must all go
- * with it). */
+/* 20 hot-add/remove cycles of a disk, the vsock device, a net device and a virtio-fs share: no
+ * fd or memory growth (each has an I/O thread, eventfds, an io_uring, sockets or tap fds that
+ * must all go with it). */
 static void hotplug_virtio_cycles(void)
 {
-	char disk[512], vsock[512], img[256];
+	char disk[512], vsock[512], fs[512], img[256];
 	const char *net = "{\"id\": \"cnet\", \"fds\": [0]}";
 	long fds = 0, rss = 0;
 	json_t *j;
@@ -617,12 +730,16 @@ static void hotplug_virtio_cycles(void)
 	snprintf(disk, sizeof(disk), "{\"id\": \"cdisk\", \"path\": \"%s\", \"num_queues\": 2}",
 		 img);
 	snprintf(vsock, sizeof(vsock), "{\"cid\": 9, \"socket\": \"%s/cyc.sock\"}", T.dir);
+	snprintf(fs, sizeof(fs), "{\"tag\": \"cyc\", \"socket\": \"%s/fsd.sock\", \"id\": \"cfs\"}",
+		 T.dir);
 	for (unsigned i = 0; i < 20; i++) {
 		ck_assert_int_eq(curl("PUT", "vm.add-disk", disk, &j), 200);
 		json_decref(j);
 		ck_assert_int_eq(curl("PUT", "vm.add-vsock", vsock, &j), 200);
 		json_decref(j);
 		ck_assert_int_eq(add_net_fd(net, NULL), 0);
+		ck_assert_int_eq(curl("PUT", "vm.add-fs", fs, &j), 200);
+		json_decref(j);
 		if (i == 4) {
 			fds = proc_fds();
 			rss = proc_rss_kb();
@@ -631,6 +748,7 @@ static void hotplug_virtio_cycles(void)
 		expect_error("PUT", "vm.remove-device", "{\"id\": \"cdisk\"}", 500);
 		expect_error("PUT", "vm.remove-device", "{\"id\": \"vsock0\"}", 500);
 		expect_error("PUT", "vm.remove-device", "{\"id\": \"cnet\"}", 500);
+		expect_error("PUT", "vm.remove-device", "{\"id\": \"cfs\"}", 500);
 		ck_assert_int_eq(put("vm.resume", NULL), 204);
 		reboot_ok();
 		ck_assert_uint_eq(info_disks(), 0);
@@ -641,12 +759,15 @@ static void hotplug_virtio_cycles(void)
 	ck_assert_int_eq(curl("PUT", "vm.add-vsock", vsock, &j), 200);
 	json_decref(j);
 	ck_assert_int_eq(add_net_fd(net, NULL), 0);
+	ck_assert_int_eq(curl("PUT", "vm.add-fs", fs, &j), 200);
+	json_decref(j);
 	ck_assert_int_le(proc_fds(), fds + 2);
 	ck_assert_int_le(proc_rss_kb(), rss + 16384);
 	ck_assert_int_eq(put("vm.pause", NULL), 204);
 	expect_error("PUT", "vm.remove-device", "{\"id\": \"cdisk\"}", 500);
 	expect_error("PUT", "vm.remove-device", "{\"id\": \"vsock0\"}", 500);
 	expect_error("PUT", "vm.remove-device", "{\"id\": \"cnet\"}", 500);
+	expect_error("PUT", "vm.remove-device", "{\"id\": \"cfs\"}", 500);
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
 	reboot_ok();
 	ck_assert_uint_eq(info_nets(), 0);
@@ -716,6 +837,7 @@ START_TEST(test_errors)
 	hotplug_disk();
 	hotplug_vsock();
 	hotplug_net();
+	hotplug_fs();
 	hotplug_virtio_cycles();
 	hotplug_cycles();
 	ck_assert_str_eq(vm_state(), "Running");

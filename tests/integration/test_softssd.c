@@ -505,7 +505,7 @@ START_TEST(test_hostile_requests)
 	w.r[0].size = 2 << 20;
 	expect(c, lio_client_dma_register(c, &w), -EINVAL, "region ends");
 	w.r[0].size = 1ull << 40;
-	expect(c, lio_client_dma_register(c, &w), -E2BIG, "limit per client");
+	expect(c, lio_client_dma_register(c, &w), -E2BIG, "limit per session");
 	w.r[0].size = 4097;
 	expect(c, lio_client_dma_register(c, &w), -EINVAL, "size 0x1001");
 	w.nr_regions = 2;
@@ -519,13 +519,13 @@ START_TEST(test_hostile_requests)
 	close(w.r[0].fd);
 	/* queue memory beyond 64 MiB; queue pairs with bad depth, mode, rings, fds */
 	expect(c, lio_client_qmem_alloc(c, &qm), -EINVAL, "size");
-	q.db_fd = memfd_sized(4096, true); /* not an eventfd */
-	expect(c, lio_client_qp_create(c, &q), -EBADF, "not an eventfd");
-	close(q.db_fd);
-	q.db_fd = eventfd(0, EFD_CLOEXEC);
 	q.sq_gpa = 0x100000;
 	q.cq_gpa = 0x101000;
 	q.shadow_db_gpa = 0x102000;
+	q.db_fd = memfd_sized(4096, true); /* not an eventfd: checked after the rings */
+	expect(c, lio_client_qp_create(c, &q), -EBADF, "not an eventfd");
+	close(q.db_fd);
+	q.db_fd = eventfd(0, EFD_CLOEXEC);
 	q.sq_depth = 5000;
 	expect(c, lio_client_qp_create(c, &q), -EINVAL, "sq_depth 5000");
 	q.sq_depth = 16;

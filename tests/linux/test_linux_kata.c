@@ -1,8 +1,9 @@
 /* Kata Containers' clh driver replayed on the Linux guest kernel: `lvmm -v --api-socket` as Kata
  * launches its hypervisor, then ping, create with the full default body of Kata's generated
  * client for an initrd sandbox, info, boot, /init running, info, resize, pause, resume,
- * shutdown, vmm.shutdown; vCPU threads named as Kata pins them; virtio-fs refused; the hybrid
- * vsock in the create body answering on its socket, and a block volume hot-added.
+ * shutdown, vmm.shutdown; vCPU threads named as Kata pins them; the shared file system (fs,
+ * served by a running virtiofsd) mounted by the guest; the hybrid vsock in the create body
+ * answering on its socket, and a block volume hot-added.
  * The guest (lvmm.test=kata) reads /dev/hwrng from the virtio-rng that rng asks for and lists
  * the PCI root buses of the two segments platform asks for. */
 #include <check.h>
@@ -28,8 +29,11 @@
 #define INIT_LIMIT_S	500
 #define TCASE_TIMEOUT_S 600
 
+#define VIRTIOFSD "/usr/lib/qemu/virtiofsd"
+
 static struct apitest T;
 static char kernel[4096], initramfs[4096];
+static pid_t fsd = -1;
 
 static int curl(const char *method, const char *endpoint, const char *data, json_t **body)
 {
@@ -53,7 +57,41 @@ static void setup(void)
 
 static void teardown(void)
 {
+	if (fsd > 0) {
+		kill(fsd, SIGKILL);
+		waitpid(fsd, NULL, 0);
+		fsd = -1;
+	}
 	apitest_fini(&T);
+}
+
+/* virtiofsd sharing T.dir/shared (one file) at T.dir/vfs.sock, as Kata starts it before the VM;
+ * false when it is not installed. */
+static bool start_virtiofsd(void)
+{
+	char dir[256], file[300], sp[300], src[300];
+
+	if (access(VIRTIOFSD, X_OK))
+		return false;
+	snprintf(dir, sizeof(dir), "%s/shared", T.dir);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	snprintf(file, sizeof(file), "%s/kata-hello.txt", dir);
+	testutil_write_file(file, "shared-from-host\n", 17, 0644);
+	snprintf(sp, sizeof(sp), "--socket-path=%s/vfs.sock", T.dir);
+	snprintf(src, sizeof(src), "source=%s", dir);
+	fsd = fork();
+	ck_assert_int_ge(fsd, 0);
+	if (!fsd) {
+		if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
+			_exit(126);
+		execl(VIRTIOFSD, VIRTIOFSD, sp, "-o", src, "-o", "cache=none", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(file, sizeof(file), "%s/vfs.sock", T.dir);
+	for (int i = 0; i < 100 && access(file, F_OK); i++)
+		testutil_sleep_ms(50);
+	ck_assert_msg(access(file, F_OK) == 0, "virtiofsd made no socket at %s", file);
+	return true;
 }
 
 /* `lvmm -v --api-socket SOCK`, the command line Kata's launchClh() builds. */
@@ -264,28 +302,37 @@ static void kata_add_net(void)
 
 START_TEST(test_kata_sequence)
 {
-	char body[12000], vsock[512], line[512];
+	char body[12000], extra[1024], line[512];
 	json_t *j, *cfg, *plat;
+	bool fs = start_virtiofsd();
 
 	launch_like_kata();
 	ck_assert_int_eq(curl("GET", "vmm.ping", NULL, &j), 200);
 	ck_assert(json_is_string(json_object_get(j, "version")));
 	json_decref(j);
 
-	/* what a Kata sandbox with a shared file system asks for: refused, named */
+	/* a shared file system whose virtiofsd is not there: refused, named */
 	kata_body(body, sizeof(body),
-		  ", \"fs\": [{\"tag\": \"kataShared\", \"socket\": \"/run/v.sock\","
+		  ", \"fs\": [{\"tag\": \"kataShared\", \"socket\": \"/run/none/v.sock\","
 		  " \"num_queues\": 1, \"queue_size\": 1024}]");
 	ck_assert_int_eq(curl("PUT", "vm.create", body, &j), 400);
-	ck_assert_ptr_nonnull(strstr(json_string_value(json_array_get(j, 0)), "'fs'"));
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_array_get(j, 0)), "fs socket"));
 	json_decref(j);
 
-	/* the agent's channel: the hybrid vsock Kata's clh driver configures */
-	snprintf(vsock, sizeof(vsock),
+	/* the agent's channel: the hybrid vsock Kata's clh driver configures; the shared file
+	 * system as clh.go adds it (tag, socket, num_queues, queue_size) */
+	snprintf(extra, sizeof(extra),
 		 ", \"vsock\": {\"cid\": 3, \"socket\": \"%s/kata.sock\","
 		 " \"iommu\": false, \"id\": \"_vsock0\"}",
 		 T.dir);
-	kata_body(body, sizeof(body), vsock);
+	if (fs)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+			 ", \"fs\": [{\"tag\": \"kataShared\", \"socket\": \"%s/vfs.sock\","
+			 " \"num_queues\": 1, \"queue_size\": 1024}]",
+			 T.dir);
+	else
+		printf("linux kata: %s is absent: no shared file system\n", VIRTIOFSD);
+	kata_body(body, sizeof(body), extra);
 	ck_assert_int_eq(curl("PUT", "vm.create", body, NULL), 204);
 	ck_assert_int_eq(curl("GET", "vm.info", NULL, &j), 200);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "state")), "Created");
@@ -300,6 +347,10 @@ START_TEST(test_kata_sequence)
 	ck_assert_int_eq(json_integer_value(json_object_get(plat, "num_pci_segments")), 2);
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(cfg, "vsock"), "cid")),
 			 3);
+	if (fs)
+		ck_assert_str_eq(json_string_value(json_object_get(
+				     json_array_get(json_object_get(cfg, "fs"), 0), "tag")),
+				 "kataShared");
 	json_decref(j);
 	kata_add_net();
 
@@ -316,6 +367,11 @@ START_TEST(test_kata_sequence)
 	check_guest_devices();
 	console_line("LVMM-KATA-NET", line, sizeof(line));
 	ck_assert_msg(strstr(line, " eth0"), "guest network interfaces: '%s'", line);
+	if (fs) {
+		console_line("LVMM-KATA-FS ", line, sizeof(line));
+		ck_assert_msg(!strcmp(line, "shared-from-host"), "guest's shared file system: '%s'",
+			      line);
+	}
 	kata_vsock_and_disk();
 
 	/* Kata resizes on every container: the size the VM has is a no-op */

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/kvm.h>
 #include <liburing.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -278,6 +279,74 @@ START_TEST(test_tun_requests)
 }
 END_TEST
 
+/* virtio-fs: the vCPU thread's vhost-user messages (sendmsg with SCM_RIGHTS, ppoll, recvmsg on
+ * a socket it holds) and the watcher's hangup poll (device I/O kind: ppoll with POLLRDHUP, an
+ * eventfd read). */
+static int fs_calls(enum seccomp_kind kind)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm;
+	uint64_t v = 1;
+	struct iovec iov = {&v, sizeof(v)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct pollfd p;
+	struct timespec ts = {1, 0};
+	char err[256];
+	int sv[2], efd;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return 10;
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	seccomp_mode_set(SECCOMP_MODE_KILL);
+	if (efd < 0 || seccomp_install(err, sizeof(err)) ||
+	    seccomp_thread_install(kind, err, sizeof(err)))
+		return 11;
+	memset(&cm, 0, sizeof(cm));
+	m.msg_control = cm.b;
+	m.msg_controllen = sizeof(cm.b);
+	cm.h.cmsg_level = SOL_SOCKET;
+	cm.h.cmsg_type = SCM_RIGHTS;
+	cm.h.cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(&cm.h), &efd, sizeof(int));
+	if (sendmsg(sv[0], &m, MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(v))
+		return 12;
+	p = (struct pollfd){.fd = sv[1], .events = POLLIN};
+	if (ppoll(&p, 1, &ts, NULL) != 1)
+		return 13;
+	m.msg_controllen = sizeof(cm.b);
+	if (recvmsg(sv[1], &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != sizeof(v))
+		return 14;
+	close(sv[0]);
+	p = (struct pollfd){.fd = sv[1], .events = POLLRDHUP};
+	if (ppoll(&p, 1, &ts, NULL) != 1 || !(p.revents & (POLLRDHUP | POLLHUP)))
+		return 15;
+	if (write(efd, &v, 8) != 8 || read(efd, &v, 8) != 8)
+		return 16;
+	return 0;
+}
+
+START_TEST(test_fs_kinds)
+{
+	static const enum seccomp_kind kinds[] = {SECCOMP_VCPU, SECCOMP_IO};
+
+	for (unsigned i = 0; i < 2; i++) {
+		pid_t pid = fork();
+		int st;
+
+		ck_assert_int_ge(pid, 0);
+		if (!pid) {
+			alarm(10);
+			_exit(fs_calls(kinds[i]));
+		}
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: fs calls refused: 0x%x",
+			      seccomp_kind_name(kinds[i]), st);
+	}
+}
+END_TEST
+
 /* What an I/O thread does: eventfds, memory, an io_uring ring's entry, signals to itself. */
 START_TEST(test_io_allows)
 {
@@ -389,6 +458,7 @@ int main(void)
 	tcase_add_test(tc, test_io_allows);
 	tcase_add_test(tc, test_sock_kind);
 	tcase_add_test(tc, test_tun_requests);
+	tcase_add_test(tc, test_fs_kinds);
 	tcase_add_test(tc, test_log_mode);
 	tcase_add_test(tc, test_thread_needs_process_filter);
 	tcase_set_timeout(tc, 60);

@@ -46,6 +46,8 @@ struct api_vm_ops {
 	int (*add_vnvme)(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen);
 	int (*add_disk)(struct vm *vm, const struct virtio_blk_config *c, char *err,
 			unsigned errlen); /* may be NULL: vm.add-disk is then refused */
+	int (*add_fs)(struct vm *vm, const struct virtio_fs_config *c, char *err,
+		      unsigned errlen); /* may be NULL likewise */
 	int (*add_vsock)(struct vm *vm, const struct virtio_vsock_config *c, char *err,
 			 unsigned errlen); /* may be NULL likewise */
 	int (*add_net)(struct vm *vm, const struct virtio_net_config *c, char *err,
@@ -159,6 +161,9 @@ json_t *api_disk_to_json(const struct virtio_blk_config *c);
 int api_json_to_net(const json_t *obj, const char *where, struct virtio_net_config *c, char *err,
 		    unsigned errlen);
 json_t *api_net_to_json(const struct virtio_net_config *c, unsigned idx);
+int api_json_to_fs(const json_t *obj, const char *where, struct virtio_fs_config *c, char *err,
+		   unsigned errlen);
+json_t *api_fs_to_json(const struct virtio_fs_config *c, unsigned idx);
 int api_json_to_vsock(const json_t *obj, const char *where, struct virtio_vsock_config *c,
 		      char *err, unsigned errlen);
 json_t *api_vsock_to_json(const struct virtio_vsock_config *c);

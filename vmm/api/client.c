@@ -23,6 +23,7 @@ enum client_body {
 	BODY_DISK,
 	BODY_VSOCK,
 	BODY_NET,
+	BODY_FS,
 	BODY_DEVICE_ID
 };
 
@@ -49,6 +50,7 @@ static const struct client_verb client_verbs[] = {
     {"add-vnvme", "PUT", "vm.add-vnvme", BODY_VNVME, "hot-add a vNVMe (JSON or --vnvme syntax)"},
     {"add-disk", "PUT", "vm.add-disk", BODY_DISK,
      "hot-add a virtio-blk disk (JSON or --disk syntax)"},
+    {"add-fs", "PUT", "vm.add-fs", BODY_FS, "hot-add a virtio-fs share (JSON or --fs syntax)"},
     {"add-vsock", "PUT", "vm.add-vsock", BODY_VSOCK,
      "hot-add the vsock device (JSON or --vsock syntax)"},
     {"add-net", "PUT", "vm.add-net", BODY_NET,
@@ -132,6 +134,7 @@ static char *client_body(const struct client_verb *v, const char *arg)
 			: v->body == BODY_DISK	    ? " or path=IMG,..."
 			: v->body == BODY_VSOCK	    ? " or cid=N,socket=PATH"
 			: v->body == BODY_NET	    ? " or tap=NAME,..."
+			: v->body == BODY_FS	    ? " or tag=TAG,socket=PATH,.."
 			: v->body == BODY_DEVICE_ID ? " or a device id"
 						    : "");
 		return NULL;
@@ -150,6 +153,16 @@ static char *client_body(const struct client_verb *v, const char *arg)
 		else
 			fprintf(stderr, "lvmm api: %s\n", err);
 		free(c);
+	} else if (v->body == BODY_FS) {
+		struct virtio_fs_config c;
+
+		if (config_parse_fs(arg, &c, err, sizeof(err)) == 0) {
+			j = api_fs_to_json(&c, 0);
+			if (j && !c.id[0])
+				json_object_del(j, "id"); /* the VM picks the first free fs<N> */
+		} else {
+			fprintf(stderr, "lvmm api: %s\n", err);
+		}
 	} else if (v->body == BODY_VSOCK) {
 		struct virtio_vsock_config c;
 

@@ -849,6 +849,33 @@ static int json_device_list(const json_t *root, const char *key, size_t max, str
 	return 0;
 }
 
+static int json_fs_item(const json_t *item, const char *where, struct vm_config *cfg, size_t i,
+			char *err, unsigned errlen)
+{
+	struct virtio_fs_config *c = &cfg->fs[i];
+	int r = api_json_to_fs(item, where, c, err, errlen);
+
+	if (!r && !c->id[0])
+		snprintf(c->id, sizeof(c->id), "fs%zu", i);
+	return r;
+}
+
+static int json_vnvme_item(const json_t *item, const char *where, struct vm_config *cfg, size_t i,
+			   char *err, unsigned errlen)
+{
+	struct vnvme_config *c = &cfg->vnvme[i];
+	int r = api_json_to_vnvme(item, where, c, err, errlen);
+
+	if (r)
+		return r;
+	if (!*c->id)
+		snprintf(c->id, sizeof(c->id), "nvme%zu", i);
+	for (size_t j = 0; j < i; j++)
+		if (!strcmp(cfg->vnvme[j].id, c->id))
+			return json_fail(err, errlen, "vnvme id '%s' used twice", c->id);
+	return 0;
+}
+
 static int json_disk_item(const json_t *item, const char *where, struct vm_config *cfg, size_t i,
 			  char *err, unsigned errlen)
 {
@@ -1038,10 +1065,65 @@ json_t *api_vsock_to_json(const struct virtio_vsock_config *c)
 			 c->socket, "iommu", 0, "pci_segment", 0, "id", id);
 }
 
+/* cloud-hypervisor's FsConfig: tag, socket, num_queues, queue_size, id; pci_segment 0 (and the
+ * DAX fields of older releases at their off values). */
+int api_json_to_fs(const json_t *obj, const char *where, struct virtio_fs_config *c, char *err,
+		   unsigned errlen)
+{
+	static const struct json_rule rules[] = {
+	    {"pci_segment", JD_ZERO, "lvmm places devices on PCI segment 0"},
+	    {"dax", JD_FALSE, "lvmm has no DAX window for virtio-fs"},
+	    {"cache_size", JD_ZERO, "lvmm has no DAX window for virtio-fs"},
+	    {NULL, 0, NULL},
+	};
+	static const char *const mine[] = {"tag", "socket", "num_queues", "queue_size", "id", NULL};
+	const char *keys[12];
+	uint64_t nq = 0, qs = 0;
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	if (!json_is_object(obj))
+		return json_fail(err, errlen, "'%s' must be an object", where);
+	json_keys_of(rules, mine, keys, 12);
+	json_note_keys(obj, where, keys);
+	r = json_check_rules(obj, where, rules, err, errlen);
+	if (!r)
+		r = json_get_str(obj, where, "tag", c->tag, sizeof(c->tag), err, errlen);
+	if (!r && !c->tag[0])
+		r = json_fail(err, errlen, "field '%s.tag' is required", where);
+	if (!r)
+		r = json_get_str(obj, where, "socket", c->socket, sizeof(c->socket), err, errlen);
+	if (!r && !c->socket[0])
+		r = json_fail(err, errlen, "field '%s.socket' is required", where);
+	if (!r)
+		r = json_get_u64(obj, where, "num_queues", 1, VIRTIO_FS_MAX_QUEUES, &nq, err,
+				 errlen);
+	if (!r)
+		r = json_get_u64(obj, where, "queue_size", 2, VIRTIO_FS_QUEUE_MAX, &qs, err,
+				 errlen);
+	c->num_queues = (unsigned)nq;
+	c->queue_size = (unsigned)qs;
+	if (!r)
+		r = json_get_id(obj, where, c->id, sizeof(c->id), err, errlen);
+	if (!r && config_validate_fs(c, err, errlen))
+		r = -EINVAL;
+	return r;
+}
+
+json_t *api_fs_to_json(const struct virtio_fs_config *c, unsigned idx)
+{
+	char id[sizeof(c->id)];
+
+	virtio_fs_id(c, idx, id, sizeof(id));
+	return json_pack("{s:s, s:s, s:i, s:i, s:i, s:s}", "tag", c->tag, "socket", c->socket,
+			 "num_queues", (int)(c->num_queues ? c->num_queues : 1), "queue_size",
+			 (int)(c->queue_size ? c->queue_size : VIRTIO_FS_QUEUE_SIZE), "pci_segment",
+			 0, "id", id);
+}
+
 static const struct json_rule json_root_rules[] = {
     {"rate_limit_groups", JD_EMPTY, "lvmm has no rate-limited virtio devices"},
     {"balloon", JD_ABSENT, "lvmm has no virtio-balloon"},
-    {"fs", JD_EMPTY, "lvmm has no virtio-fs yet"},
     {"generic_vhost_user", JD_EMPTY, "lvmm has no vhost-user devices"},
     {"pmem", JD_EMPTY, "lvmm has no virtio-pmem"},
     {"devices", JD_EMPTY, "lvmm has no VFIO passthrough"},
@@ -1059,43 +1141,13 @@ static const struct json_rule json_root_rules[] = {
     {NULL, 0, NULL},
 };
 
-static int json_to_vnvme_list(const json_t *root, struct vm_config *cfg, char *err, unsigned errlen)
-{
-	const json_t *a = json_field(root, "vnvme");
-	size_t i, j;
-	int r;
-
-	if (!a)
-		return 0;
-	if (!json_is_array(a))
-		return json_fail(err, errlen, "field 'vnvme' must be an array");
-	if (json_array_size(a) > CONFIG_MAX_VNVME)
-		return json_fail(err, errlen, "field 'vnvme' has %zu devices, max %d",
-				 json_array_size(a), CONFIG_MAX_VNVME);
-	for (i = 0; i < json_array_size(a); i++) {
-		struct vnvme_config *c = &cfg->vnvme[i];
-		char where[32];
-
-		snprintf(where, sizeof(where), "vnvme[%zu]", i);
-		r = api_json_to_vnvme(json_array_get(a, i), where, c, err, errlen);
-		if (r)
-			return r;
-		if (!*c->id)
-			snprintf(c->id, sizeof(c->id), "nvme%zu", i);
-		for (j = 0; j < i; j++)
-			if (!strcmp(cfg->vnvme[j].id, c->id))
-				return json_fail(err, errlen, "vnvme id '%s' used twice", c->id);
-	}
-	cfg->nvnvme = i;
-	return 0;
-}
-
 int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, struct vm_config *cfg,
 			  json_t **extra_out, char *err, unsigned errlen)
 {
 	static const char *const mine[] = {
-	    "cpus",  "memory", "payload", "serial", "console", "debug_console", "rng", "platform",
-	    "vnvme", "disks",  "vsock",	  "net",    NULL};
+	    "cpus",	     "memory", "payload",  "serial", "console",
+	    "debug_console", "rng",    "platform", "vnvme",  "disks",
+	    "vsock",	     "net",    "fs",	   NULL};
 	const char *keys[48];
 	json_t *extra = json_object();
 	unsigned nseg = 1;
@@ -1133,13 +1185,17 @@ int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, stru
 	if (!r)
 		r = json_to_rng(root, nseg, cfg, extra, err, errlen);
 	if (!r)
-		r = json_to_vnvme_list(root, cfg, err, errlen);
+		r = json_device_list(root, "vnvme", CONFIG_MAX_VNVME, cfg, json_vnvme_item,
+				     &cfg->nvnvme, err, errlen);
 	if (!r)
 		r = json_device_list(root, "disks", CONFIG_MAX_DISKS, cfg, json_disk_item,
 				     &cfg->ndisks, err, errlen);
 	if (!r)
 		r = json_device_list(root, "net", CONFIG_MAX_NETS, cfg, json_net_item, &cfg->nnets,
 				     err, errlen);
+	if (!r)
+		r = json_device_list(root, "fs", CONFIG_MAX_FS, cfg, json_fs_item, &cfg->nfs, err,
+				     errlen);
 	if (!r && json_field(root, "vsock")) {
 		r = api_json_to_vsock(json_field(root, "vsock"), "vsock", &cfg->vsock, err, errlen);
 		cfg->has_vsock = !r;
@@ -1217,6 +1273,13 @@ json_t *api_config_to_json(const struct vm_config *cfg)
 		json_object_set_new(o, "net", nets);
 	else
 		json_decref(nets);
+	if (o && cfg->nfs) {
+		json_t *fs = json_array();
+
+		for (i = 0; fs && i < cfg->nfs && i < CONFIG_MAX_FS; i++)
+			json_array_append_new(fs, api_fs_to_json(&cfg->fs[i], i));
+		json_object_set_new(o, "fs", fs);
+	}
 	return o;
 }
 

@@ -166,6 +166,16 @@ static int route_check_vsock(const struct api_vmm *vmm, const struct virtio_vsoc
 				    FSUTIL_SOCKET, err, errlen);
 }
 
+/* A virtio-fs back end's socket: present, a socket, beneath the allowed dir. */
+static int route_check_fs(const struct api_vmm *vmm, const struct virtio_fs_config *f, char *err,
+			  unsigned errlen)
+{
+	if (!vmm->ops->check_path)
+		return 0;
+	return vmm->ops->check_path(vmm->allowed_dir, "fs socket", f->socket, false, FSUTIL_SOCKET,
+				    err, errlen);
+}
+
 static int route_check_paths(const struct api_vmm *vmm, const struct vm_config *cfg, char *err,
 			     unsigned errlen)
 {
@@ -188,6 +198,8 @@ static int route_check_paths(const struct api_vmm *vmm, const struct vm_config *
 		r = route_check_disk(vmm, &cfg->disks[i], err, errlen);
 	if (!r && cfg->has_vsock)
 		r = route_check_vsock(vmm, &cfg->vsock, err, errlen);
+	for (i = 0; !r && i < cfg->nfs && i < CONFIG_MAX_FS; i++)
+		r = route_check_fs(vmm, &cfg->fs[i], err, errlen);
 	return r;
 }
 
@@ -709,6 +721,53 @@ static void route_vm_add_vsock(struct api_vmm *vmm, const struct api_request *re
 		route_device_info(vmm, resp, "vm.add-vsock", id);
 }
 
+static void route_vm_add_fs(struct api_vmm *vmm, const struct api_request *req,
+			    struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "", id[64];
+	const struct vm_config *cfg;
+	struct virtio_fs_config c;
+	json_t *j;
+	int r;
+
+	if (!route_need_state(vmm, resp, "vm.add-fs", ST(VM_RUNNING) | ST(VM_PAUSED)))
+		return;
+	if (!vmm->ops->add_fs) {
+		api_response_error(resp, 500, "vm.add-fs: not available");
+		return;
+	}
+	j = route_load_body(req, resp);
+	if (!j)
+		return;
+	r = api_json_to_fs(j, "fs", &c, err, sizeof(err));
+	json_decref(j);
+	if (!r)
+		r = route_check_fs(vmm, &c, err, sizeof(err));
+	if (r) {
+		api_response_error(resp, 400, "vm.add-fs: %s", err);
+		return;
+	}
+	/* the first free "fs<N>" when the body names none */
+	cfg = vmm->ops->get_config(vmm->vm);
+	for (unsigned k = 0; !*c.id && k <= CONFIG_MAX_FS; k++) {
+		snprintf(c.id, sizeof(c.id), "fs%u", k);
+		for (unsigned i = 0; i < cfg->nfs && i < CONFIG_MAX_FS; i++) {
+			virtio_fs_id(&cfg->fs[i], i, id, sizeof(id));
+			if (!strcmp(id, c.id)) {
+				c.id[0] = 0;
+				break;
+			}
+		}
+	}
+	r = vmm->ops->add_fs(vmm->vm, &c, err, sizeof(err));
+	if (r == -EEXIST || r == -ENOSPC)
+		api_response_error(resp, 400, "vm.add-fs: %s", err);
+	else if (r)
+		route_op_error(resp, "vm.add-fs", r, err);
+	else
+		route_device_info(vmm, resp, "vm.add-fs", c.id);
+}
+
 static void route_vm_remove_device(struct api_vmm *vmm, const struct api_request *req,
 				   struct api_response *resp)
 {
@@ -850,7 +909,6 @@ static const struct route_missing route_missing[] = {
     {"vm.resize-disk", "lvmm cannot resize a disk"},
     {"vm.resize-zone", "lvmm has no memory zones"},
     {"vm.add-device", "lvmm has no VFIO passthrough"},
-    {"vm.add-fs", "lvmm has no virtio-fs yet"},
     {"vm.add-generic-vhost-user", "lvmm has no vhost-user devices"},
     {"vm.add-pmem", "lvmm has no virtio-pmem"},
     {"vm.add-vdpa", "lvmm has no vDPA devices"},
@@ -904,6 +962,7 @@ static const struct route routes[] = {
     {"vm.add-disk", HTTP_PUT, true, route_vm_add_disk},
     {"vm.add-vsock", HTTP_PUT, true, route_vm_add_vsock},
     {"vm.add-net", HTTP_PUT, true, route_vm_add_net},
+    {"vm.add-fs", HTTP_PUT, true, route_vm_add_fs},
     {"vm.remove-device", HTTP_PUT, true, route_vm_remove_device},
     {"vm.resize", HTTP_PUT, true, route_vm_resize},
 };

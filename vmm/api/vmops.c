@@ -19,6 +19,7 @@ const struct api_vm_ops api_vm_ops_kvm = {
     .console_stats = vm_console_stats,
     .add_vnvme = vm_add_vnvme,
     .add_disk = vm_add_disk,
+    .add_fs = vm_add_fs,
     .add_vsock = vm_add_vsock,
     .add_net = vm_add_net,
     .remove_device = vm_remove_device,

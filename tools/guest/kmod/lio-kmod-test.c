@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "lightiov/nvme.h"
+#include "lightiov/nvmeq.h"
 #include "lightiov/uapi.h"
 #include "client/lio_client.h"
 
@@ -73,9 +74,9 @@ struct qp {
 	struct nvme_sqe *sq;
 	volatile struct nvme_cqe *cq;
 	volatile uint32_t *sq_db, *cq_db; /* shadow slots, polled doorbell page or the real ones */
-	uint16_t sq_tail, cq_head, cid;
+	uint32_t sq_tail, cq_head, phase; /* as nvmeq.h keeps them */
+	uint16_t cid;
 	uint16_t sqid; /* what CQEs must carry (0: any, DB_DIRECT carries the controller's) */
-	uint8_t phase;
 	unsigned irqs, cmds;
 };
 
@@ -122,32 +123,29 @@ static int qp_run(struct qp *q, struct nvme_sqe *sqe, uint16_t *cid_out)
 
 	sqe->cid = ++q->cid;
 	memcpy(&q->sq[q->sq_tail], sqe, sizeof(*sqe));
-	q->sq_tail = (q->sq_tail + 1) % DEPTH;
+	nvmeq_step(&q->sq_tail, DEPTH);
 	__atomic_store_n(q->sq_db, q->sq_tail, __ATOMIC_RELEASE);
 	if (q->db_fd >= 0 && write(q->db_fd, &one, sizeof(one)) != sizeof(one))
 		return -1;
 	for (;;) {
-		volatile struct nvme_cqe *c = &q->cq[q->cq_head];
 		struct pollfd p = {.fd = q->irq_fd, .events = POLLIN};
-		uint16_t st;
+		struct nvme_cqe c;
 
 		if (poll(&p, 1, 20000) <= 0)
 			return -1;
 		if (read(q->irq_fd, &v, sizeof(v)) == sizeof(v))
 			q->irqs++;
-		st = __atomic_load_n(&c->status, __ATOMIC_ACQUIRE);
-		if ((st & 1) != q->phase)
+		if (!nvmeq_cqe_take(&q->cq[q->cq_head], q->phase, &c))
 			continue;
 		if (cid_out)
-			*cid_out = c->cid;
-		if (q->sqid && c->sq_id != q->sqid)
+			*cid_out = c.cid;
+		if (q->sqid && c.sq_id != q->sqid)
 			return -2;
-		q->cq_head = (q->cq_head + 1) % DEPTH;
-		if (!q->cq_head)
+		if (nvmeq_step(&q->cq_head, DEPTH))
 			q->phase ^= 1;
 		__atomic_store_n(q->cq_db, q->cq_head, __ATOMIC_RELEASE);
 		q->cmds++;
-		return st >> 1;
+		return c.status >> 1;
 	}
 }
 
