@@ -53,6 +53,10 @@ struct dev_counters {
 	char volume[32];
 	uint64_t backend_cmds, backend_errors, backend_rejected; /* all queue pairs, also gone */
 	unsigned nqueues; /* bound queue pairs (backend counters in q[]) */
+	/* a network device: frames and bytes toward the guest (rx) and from it (tx), and what
+	 * was dropped each way */
+	bool net;
+	uint64_t rx_frames, rx_bytes, rx_dropped, tx_frames, tx_bytes, tx_dropped;
 	struct dev_queue_counters q[DEV_MAX_QUEUES];
 };
 

@@ -1,5 +1,6 @@
 /* VM configuration: defaults, size and --vnvme argument parsing, whole-config validation.
  * Every error names the offending value so the CLI and the API can print it as is. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,161 @@ int config_parse_disk(const char *s, struct virtio_blk_config *out, char *err, u
 	}
 	*out = o;
 	return 0;
+}
+
+int config_parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned b[6];
+	char end;
+
+	if (strlen(s) != 17 || sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
+				      &b[4], &b[5], &end) != 6)
+		return -EINVAL;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)b[i];
+	return 0;
+}
+
+int config_validate_net(const struct virtio_net_config *n, char *err, unsigned errlen)
+{
+	const char *id = n->id[0] ? n->id : "net";
+	unsigned qs = n->queue_size, pairs = n->num_queues ? n->num_queues / 2 : 1;
+
+	if (!memchr(n->id, 0, sizeof(n->id)) || !memchr(n->tap, 0, sizeof(n->tap))) {
+		snprintf(err, errlen, "net: unterminated string field");
+		return -EINVAL;
+	}
+	if ((n->num_queues && (n->num_queues < 2 || n->num_queues > 2 * VIRTIO_NET_MAX_PAIRS ||
+			       (n->num_queues & 1))) ||
+	    (qs && (qs < 2 || qs > 1024 || (qs & (qs - 1))))) {
+		snprintf(err, errlen,
+			 "net %s: num_queues %u, queue_size %u (an even count of 2..%u queues, "
+			 "rx and tx of each pair; a power of two of 2..1024 entries)",
+			 id, n->num_queues, qs, 2 * VIRTIO_NET_MAX_PAIRS);
+		return -EINVAL;
+	}
+	if (n->mtu && (n->mtu < 68 || n->mtu > 65535)) {
+		snprintf(err, errlen, "net %s: mtu %u is outside 68..65535", id, n->mtu);
+		return -EINVAL;
+	}
+	if (n->mac[0] & 1) {
+		snprintf(err, errlen, "net %s: mac %02x:%02x:%02x:%02x:%02x:%02x is multicast", id,
+			 n->mac[0], n->mac[1], n->mac[2], n->mac[3], n->mac[4], n->mac[5]);
+		return -EINVAL;
+	}
+	if (n->nfds > VIRTIO_NET_MAX_PAIRS || (n->nfds && n->nfds != pairs) ||
+	    (!n->nfds && !n->tap[0])) {
+		snprintf(err, errlen,
+			 "net %s: %u fds for %u queue pairs (a tap name, or one tap fd per pair)",
+			 id, n->nfds, pairs);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < n->nfds; i++)
+		if (n->fds[i] < 0) {
+			snprintf(err, errlen, "net %s: fd %d", id, n->fds[i]);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+int config_parse_net(const char *s, struct virtio_net_config *out, char *err, unsigned errlen)
+{
+	char buf[512], *tok, *save = NULL;
+	struct virtio_net_config o;
+	int r = 0;
+
+	memset(&o, 0, sizeof(o));
+	if (!s || !*s || strlen(s) >= sizeof(buf)) {
+		snprintf(err, errlen, "net: %s argument", s && *s ? "overlong" : "empty");
+		return -EINVAL;
+	}
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok && !r; tok = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(tok, '=');
+
+		if (!v) {
+			snprintf(err, errlen, "net: '%s' is not KEY=VALUE", tok);
+			return -EINVAL;
+		}
+		*v++ = '\0';
+		if (!strcmp(tok, "tap")) {
+			if (!*v || strlen(v) >= sizeof(o.tap)) {
+				snprintf(err, errlen,
+					 "net: tap '%s' is not a name of 1-15 characters", v);
+				return -EINVAL;
+			}
+			strcpy(o.tap, v);
+		} else if (!strcmp(tok, "fd")) {
+			/* fd=N or fd=N:N:... (one per queue pair), for a caller that opened them */
+			char *f, *fs = NULL;
+
+			for (f = strtok_r(v, ":", &fs); f; f = strtok_r(NULL, ":", &fs)) {
+				unsigned fd;
+
+				if (o.nfds == VIRTIO_NET_MAX_PAIRS ||
+				    config_parse_count(f, 0, 1 << 20, &fd)) {
+					snprintf(err, errlen, "net: fd '%s' (at most %d numbers)",
+						 f, VIRTIO_NET_MAX_PAIRS);
+					return -EINVAL;
+				}
+				o.fds[o.nfds++] = (int)fd;
+			}
+		} else if (!strcmp(tok, "mac")) {
+			if (config_parse_mac(v, o.mac)) {
+				snprintf(err, errlen, "net: mac '%s' is not xx:xx:xx:xx:xx:xx", v);
+				return -EINVAL;
+			}
+		} else if (!strcmp(tok, "num_queues") || !strcmp(tok, "queue_size") ||
+			   !strcmp(tok, "mtu")) {
+			unsigned *dst = tok[0] == 'n'	? &o.num_queues
+					: tok[0] == 'q' ? &o.queue_size
+							: &o.mtu;
+
+			if (config_parse_count(v, 1, 65535, dst)) {
+				snprintf(err, errlen, "net: %s '%s' is not a number", tok, v);
+				return -EINVAL;
+			}
+		} else if (!strcmp(tok, "id")) {
+			r = vnvme_copy_name(o.id, sizeof(o.id), "id", v, strlen(v), err, errlen);
+		} else if (!strcmp(tok, "ip") || !strcmp(tok, "mask")) {
+			/* the host side's address, set when lvmm opens the tap (cloud-hypervisor's)
+			 */
+			struct in_addr a;
+
+			if (inet_pton(AF_INET, v, &a) != 1) {
+				snprintf(err, errlen, "net: %s '%s' is not an IPv4 address", tok,
+					 v);
+				return -EINVAL;
+			}
+			*(tok[0] == 'i' ? &o.host_ip : &o.host_mask) = a.s_addr;
+		} else if (!strcmp(tok, "host_mac") || !strcmp(tok, "vhost_user") ||
+			   !strcmp(tok, "iommu")) {
+			snprintf(err, errlen, "net: '%s' is not supported", tok);
+			return -EINVAL;
+		} else {
+			snprintf(err, errlen,
+				 "net: unknown option '%s' (tap, fd, mac, ip, mask, num_queues, "
+				 "queue_size, mtu, id)",
+				 tok);
+			return -EINVAL;
+		}
+	}
+	if (r)
+		return r;
+	if (!o.tap[0] && !o.nfds) {
+		snprintf(err, errlen, "net: '%s' needs tap=NAME (or fd=N)", s);
+		return -EINVAL;
+	}
+	if ((o.host_ip || o.host_mask) && (o.nfds || !o.host_ip)) {
+		snprintf(err, errlen, "net: ip= (and mask=) address a tap lvmm opens by name");
+		return -EINVAL;
+	}
+	if (o.host_ip && !o.host_mask)
+		o.host_mask = htonl(0xffffff00u); /* cloud-hypervisor's default 255.255.255.0 */
+	r = config_validate_net(&o, err, errlen);
+	if (!r)
+		*out = o;
+	return r;
 }
 
 int config_validate_vsock(const struct virtio_vsock_config *v, char *err, unsigned errlen)
@@ -763,6 +919,13 @@ int config_validate(const struct vm_config *c, char *err, unsigned errlen)
 
 	if (!r)
 		r = config_validate_disks(c, err, errlen);
+	if (!r && c->nnets > CONFIG_MAX_NETS) {
+		snprintf(err, errlen, "net: %u devices, at most %d are supported", c->nnets,
+			 CONFIG_MAX_NETS);
+		r = -EINVAL;
+	}
+	for (unsigned i = 0; !r && i < c->nnets; i++)
+		r = config_validate_net(&c->nets[i], err, errlen);
 	if (!r && c->has_vsock)
 		r = config_validate_vsock(&c->vsock, err, errlen);
 	if (!r && c->nfs > CONFIG_MAX_FS) {

@@ -10,10 +10,12 @@
 #include "nvme-lightiov/vnvme.h"
 #include "virtio/virtio_blk.h"
 #include "virtio/virtio_fs.h"
+#include "virtio/virtio_net.h"
 #include "virtio/virtio_vsock.h"
 
 #define CONFIG_MAX_VNVME 8
 #define CONFIG_MAX_DISKS 8
+#define CONFIG_MAX_NETS	 4
 #define CONFIG_MAX_FS	 4
 #define CONFIG_PATH_MAX	 4096
 
@@ -40,6 +42,10 @@ struct vm_config {
 	/* virtio-blk disks (cloud-hypervisor's disks / --disk) */
 	unsigned ndisks;
 	struct virtio_blk_config disks[CONFIG_MAX_DISKS];
+	/* virtio-net devices (cloud-hypervisor's net / --net); their fds belong to whoever
+	 * opened them (main.c for --net, the VM for vm.add-net's) */
+	unsigned nnets;
+	struct virtio_net_config nets[CONFIG_MAX_NETS];
 	/* virtio-vsock (cloud-hypervisor's vsock / --vsock), one at most */
 	bool has_vsock;
 	struct virtio_vsock_config vsock;
@@ -84,6 +90,15 @@ int config_parse_serial(const char *s, struct vm_config *c, char *err, unsigned 
 /* --disk argument, cloud-hypervisor's syntax: "path=IMG[,readonly=on][,direct=on]
  * [,num_queues=N][,queue_size=N][,id=ID][,serial=S]" (a path with commas is not supported). */
 int config_parse_disk(const char *s, struct virtio_blk_config *out, char *err, unsigned errlen);
+
+/* --net argument, cloud-hypervisor's syntax: "tap=NAME[,mac=MAC][,num_queues=N]
+ * [,queue_size=N][,mtu=N][,id=ID]" or "fd=N[:N...]" in place of tap= (taps opened by the
+ * caller). */
+int config_parse_net(const char *s, struct virtio_net_config *out, char *err, unsigned errlen);
+/* The checks of one net configuration the command line, vm.create and vm.add-net share. */
+int config_validate_net(const struct virtio_net_config *n, char *err, unsigned errlen);
+/* "52:54:00:12:34:56" -> 6 bytes: 0, or -EINVAL. */
+int config_parse_mac(const char *s, uint8_t mac[6]);
 
 /* --vsock argument, cloud-hypervisor's syntax: "cid=N,socket=PATH[,id=ID]". */
 int config_parse_vsock(const char *s, struct virtio_vsock_config *out, char *err, unsigned errlen);

@@ -16,11 +16,13 @@
 #include "seccomp_filter.h"
 #include "virtio/virtio_blk.h"
 #include "virtio/virtio_fs.h"
+#include "virtio/virtio_net.h"
 #include "virtio/virtio_rng.h"
 #include "virtio/virtio_vsock.h"
 
-/* Every vNVMe, one virtio-rng at most, every disk, one vsock, every virtio-fs share */
-#define DEVICES_MAX (CONFIG_MAX_VNVME + 1 + CONFIG_MAX_DISKS + 1 + CONFIG_MAX_FS)
+/* Every vNVMe, one virtio-rng at most, every disk, one vsock, every net device, every virtio-fs
+ * share */
+#define DEVICES_MAX (CONFIG_MAX_VNVME + 1 + CONFIG_MAX_DISKS + 1 + CONFIG_MAX_NETS + CONFIG_MAX_FS)
 
 /* ---- the registry: each model and where a vm_config holds its instances ---- */
 
@@ -55,6 +57,17 @@ static const void *disk_cfg(const struct vm_config *c, unsigned i, char *id, siz
 {
 	virtio_blk_id(&c->disks[i], i, id, len);
 	return &c->disks[i];
+}
+
+static unsigned net_count(const struct vm_config *c)
+{
+	return c->nnets < CONFIG_MAX_NETS ? c->nnets : CONFIG_MAX_NETS;
+}
+
+static const void *net_cfg(const struct vm_config *c, unsigned i, char *id, size_t len)
+{
+	virtio_net_id(&c->nets[i], i, id, len);
+	return &c->nets[i];
 }
 
 static unsigned vsock_count(const struct vm_config *c)
@@ -94,6 +107,7 @@ static const struct dev_entry {
     {&virtio_rng_model, rng_count, rng_cfg, 1, false},
     {&virtio_blk_model, disk_count, disk_cfg, CONFIG_MAX_DISKS, true},
     {&virtio_vsock_model, vsock_count, vsock_cfg, 1, true},
+    {&virtio_net_model, net_count, net_cfg, CONFIG_MAX_NETS, true},
     {&virtio_fs_model, fs_count, fs_cfg, CONFIG_MAX_FS, true},
 };
 
@@ -341,6 +355,15 @@ int devices_add_vsock(struct vm *vm, const struct virtio_vsock_config *c, unsign
 
 	virtio_vsock_id(c, id, sizeof(id));
 	return devices_add(vm, &virtio_vsock_model, c, id, 0, slot, err, errlen);
+}
+
+int devices_add_net(struct vm *vm, const struct virtio_net_config *c, unsigned idx, unsigned *slot,
+		    char *err, unsigned errlen)
+{
+	char id[sizeof(c->id)];
+
+	virtio_net_id(c, idx, id, sizeof(id));
+	return devices_add(vm, &virtio_net_model, c, id, idx, slot, err, errlen);
 }
 
 int devices_add_fs(struct vm *vm, const struct virtio_fs_config *c, unsigned idx, unsigned *slot,

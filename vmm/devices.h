@@ -24,6 +24,8 @@ int devices_add_vnvme(struct vm *vm, const struct vnvme_config *c, unsigned idx,
 		      char *err, unsigned errlen);
 int devices_add_disk(struct vm *vm, const struct virtio_blk_config *c, unsigned idx, unsigned *slot,
 		     char *err, unsigned errlen);
+int devices_add_net(struct vm *vm, const struct virtio_net_config *c, unsigned idx, unsigned *slot,
+		    char *err, unsigned errlen);
 int devices_add_vsock(struct vm *vm, const struct virtio_vsock_config *c, unsigned *slot, char *err,
 		      unsigned errlen);
 int devices_add_fs(struct vm *vm, const struct virtio_fs_config *c, unsigned idx, unsigned *slot,

@@ -61,6 +61,9 @@ static void usage_run(FILE *f)
 	    "  --disk SPEC          virtio-blk disk: path=IMG[,readonly=on][,direct=on]\n"
 	    "                       [,num_queues=N][,queue_size=N][,id=ID][,serial=S] (a raw\n"
 	    "                       image or block device; repeat for more disks)\n"
+	    "  --net SPEC           virtio-net on a tap: tap=NAME[,mac=MAC][,num_queues=N]\n"
+	    "                       [,queue_size=N][,mtu=N][,id=ID], or fd=N[:N..] for taps\n"
+	    "                       opened by the caller (one per queue pair); repeatable\n"
 	    "  --vsock SPEC         virtio-vsock: cid=N,socket=PATH[,id=ID] (host programs\n"
 	    "                       connect to PATH and write 'CONNECT <port>'; the guest's\n"
 	    "                       connections to host port P reach PATH_P)\n"
@@ -144,6 +147,7 @@ enum {
 	OPT_RNG,
 	OPT_DISK,
 	OPT_VSOCK,
+	OPT_NET,
 	OPT_FS,
 	OPT_HELP
 };
@@ -195,6 +199,7 @@ static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts
 	    {"rng", optional_argument, NULL, OPT_RNG},
 	    {"disk", required_argument, NULL, OPT_DISK},
 	    {"vsock", required_argument, NULL, OPT_VSOCK},
+	    {"net", required_argument, NULL, OPT_NET},
 	    {"fs", required_argument, NULL, OPT_FS},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
@@ -250,6 +255,18 @@ static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts
 				return -1;
 			}
 			c->has_vsock = true;
+			break;
+		case OPT_NET:
+			if (c->nnets >= CONFIG_MAX_NETS) {
+				fprintf(stderr, "lvmm: --net: at most %d devices\n",
+					CONFIG_MAX_NETS);
+				return -1;
+			}
+			if (config_parse_net(optarg, &c->nets[c->nnets], err, sizeof(err))) {
+				fprintf(stderr, "lvmm: --%s\n", err);
+				return -1;
+			}
+			c->nnets++;
 			break;
 		case OPT_FS:
 			if (c->nfs >= CONFIG_MAX_FS) {
@@ -403,8 +420,13 @@ static double now_s(void)
  * host's, and the VM process keeps the fd), then the confinement itself. */
 static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allowed_dir, int *lfd)
 {
-	int keep[2], n = 0;
+	int keep[2 + CONFIG_MAX_NETS * VIRTIO_NET_MAX_PAIRS], n = 0;
 	char err[512] = "";
+
+	/* the taps, opened out here (run_open_taps), go in with the VM */
+	for (unsigned i = 0; i < cfg->nnets && i < CONFIG_MAX_NETS; i++)
+		for (unsigned k = 0; k < cfg->nets[i].nfds; k++)
+			keep[n++] = cfg->nets[i].fds[k];
 
 	if (ro->api_sock) {
 		*lfd = api_socket_listen(ro->api_sock, err, sizeof(err));
@@ -425,6 +447,29 @@ static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allo
 	if (jail_enter(cfg, &ro->jail, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		return -1;
+	}
+	return 0;
+}
+
+/* --net tap=NAME: the taps are opened before the jail and the seccomp filter (both forbid
+ * /dev/net/tun's set-up); the VM takes duplicates, these stay open for the process's life. */
+static int run_open_taps(struct vm_config *cfg)
+{
+	char err[256];
+
+	for (unsigned i = 0; i < cfg->nnets && i < CONFIG_MAX_NETS; i++) {
+		struct virtio_net_config *n = &cfg->nets[i];
+		unsigned pairs = n->num_queues ? n->num_queues / 2 : 1;
+
+		if (n->nfds)
+			continue;
+		if (virtio_net_tap_open(n->tap, pairs, n->fds, err, sizeof(err)) ||
+		    (n->host_ip &&
+		     virtio_net_tap_addr(n->tap, n->host_ip, n->host_mask, err, sizeof(err)))) {
+			fprintf(stderr, "lvmm: %s\n", err);
+			return -1;
+		}
+		n->nfds = pairs;
 	}
 	return 0;
 }
@@ -502,6 +547,8 @@ static int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	close(kvm_fd);
+	if (run_open_taps(&cfg))
+		return 1;
 	/* Before the seccomp filter: a softssd for an SSD nobody serves is a fork and an exec. */
 	if (ssd_autostart(cfg.vnvme, cfg.nvnvme < CONFIG_MAX_VNVME ? cfg.nvnvme : CONFIG_MAX_VNVME,
 			  err, sizeof(err))) {

@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 
 #include <linux/fs.h>
+#include <linux/if_tun.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -191,6 +192,12 @@ static const unsigned long seccomp_lio_session[] = {
 static const unsigned long seccomp_tty[] = {TCGETS,  TCSETS,	TCSETSW,
 					    TCSETSF, TIOCGPGRP, TIOCGWINSZ};
 
+/* virtio-net: a tap opened by name (vm.create, a hot-added net without fds) and checked, and
+ * its offloads, which the device's I/O thread sets once the guest has chosen its features. */
+static const unsigned long seccomp_tun_main[] = {TUNSETIFF, TUNGETIFF, TUNSETVNETHDRSZ,
+						 TUNSETOFFLOAD};
+static const unsigned long seccomp_tun_io[] = {TUNSETOFFLOAD};
+
 /* pthread_create's flags; anything else (a fork, a namespace) is refused. */
 #define SECCOMP_THREAD_FLAGS                                                                       \
 	(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |        \
@@ -309,6 +316,9 @@ static int seccomp_rules_args(scmp_filter_ctx ctx, enum seccomp_kind kind)
 		if (!r)
 			r = seccomp_allow_list(ctx, seccomp_blk_io,
 					       sizeof(seccomp_blk_io) / sizeof(seccomp_blk_io[0]));
+		if (!r)
+			r = seccomp_allow_list(ctx, seccomp_tun_io,
+					       sizeof(seccomp_tun_io) / sizeof(seccomp_tun_io[0]));
 		if (!r && kind == SECCOMP_SOCK)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
 					     SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
@@ -320,6 +330,9 @@ static int seccomp_rules_args(scmp_filter_ctx ctx, enum seccomp_kind kind)
 	if (!r)
 		r = seccomp_allow_list(ctx, seccomp_tty,
 				       sizeof(seccomp_tty) / sizeof(seccomp_tty[0]));
+	if (!r)
+		r = seccomp_allow_list(ctx, seccomp_tun_main,
+				       sizeof(seccomp_tun_main) / sizeof(seccomp_tun_main[0]));
 	if (!r)
 		r = seccomp_allow_list(ctx, seccomp_lio_session,
 				       sizeof(seccomp_lio_session) /

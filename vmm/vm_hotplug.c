@@ -1,10 +1,12 @@
-/* Hot-add and hot-remove bookkeeping of a VM (vm.h): vm.add-vnvme, vm.add-disk, vm.add-fs,
- * vm.add-vsock and vm.remove-device keep the VM's config in step with its devices (devices.c plugs
- * and unplugs them), so vm.info lists what the guest has and a reset rebuilds it; the reset also
- * completes the removals the guest was asked for. */
+/* Hot-add and hot-remove bookkeeping of a VM (vm.h): vm.add-vnvme, vm.add-disk, vm.add-net,
+ * vm.add-fs, vm.add-vsock and vm.remove-device keep the VM's config in step with its devices
+ * (devices.c plugs and unplugs them), so vm.info lists what the guest has and a reset rebuilds it;
+ * the reset also completes the removals the guest was asked for. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "devices.h"
 #include "vm_internal.h"
@@ -124,6 +126,80 @@ int vm_add_disk(struct vm *vm, const struct virtio_blk_config *c, char *err, uns
 	return 0;
 }
 
+static void vm_net_ids_fix(struct vm *vm)
+{
+	char id[sizeof(vm->cfg.nets[0].id)];
+
+	for (unsigned i = 0; i < vm->cfg.nnets && i < CONFIG_MAX_NETS; i++) {
+		virtio_net_id(&vm->cfg.nets[i], i, id, sizeof(id));
+		memcpy(vm->cfg.nets[i].id, id, sizeof(id));
+	}
+}
+
+/* The configuration's duplicates of a hot-added net's tap fds go with it. */
+static void vm_net_forget(struct vm *vm, unsigned i)
+{
+	for (unsigned k = 0; k < vm->cfg.nets[i].nfds; k++)
+		close(vm->cfg.nets[i].fds[k]);
+	memmove(&vm->cfg.nets[i], &vm->cfg.nets[i + 1],
+		(vm->cfg.nnets - i - 1) * sizeof(vm->cfg.nets[0]));
+	vm->cfg.nnets--;
+	memset(&vm->cfg.nets[vm->cfg.nnets], 0, sizeof(vm->cfg.nets[0]));
+}
+
+int vm_add_net(struct vm *vm, const struct virtio_net_config *c, char *err, unsigned errlen)
+{
+	struct virtio_net_config nc = *c;
+	unsigned slot, k;
+	int r = 0;
+
+	if (vm->state == VM_SHUTDOWN) {
+		snprintf(err, errlen, "net %s: the VM is shut down", c->id);
+		return -EINVAL;
+	}
+	if (vm->cfg.nnets >= CONFIG_MAX_NETS) {
+		snprintf(err, errlen, "net %s: the VM already has %u net devices (at most %u)",
+			 c->id, vm->cfg.nnets, CONFIG_MAX_NETS);
+		return -ENOSPC;
+	}
+	vm_net_ids_fix(vm);
+	vm_disk_ids_fix(vm);
+	vm_vnvme_ids_fix(vm);
+	/* the first free net<N> when no id is given */
+	for (k = vm->cfg.nnets; !c->id[0]; k++) {
+		virtio_net_id(c, k, nc.id, sizeof(nc.id));
+		if (!devices_config_id_owner(&vm->cfg, nc.id))
+			break;
+	}
+	if (devices_config_id_owner(&vm->cfg, nc.id)) {
+		snprintf(err, errlen, "net %s: the VM's %s device has this id", nc.id,
+			 devices_config_id_owner(&vm->cfg, nc.id));
+		return -EEXIST;
+	}
+	r = config_validate_net(&nc, err, errlen);
+	if (r)
+		return r;
+	for (k = 0; k < c->nfds; k++) {
+		nc.fds[k] = fcntl(c->fds[k], F_DUPFD_CLOEXEC, 3);
+		if (nc.fds[k] < 0) {
+			r = -errno;
+			snprintf(err, errlen, "net %s: fd %d: %s", nc.id, c->fds[k],
+				 strerror(errno));
+			break;
+		}
+	}
+	/* before vm.boot too: the VM's bus exists from vm.create, the guest finds it at boot */
+	if (!r)
+		r = devices_add_net(vm, &nc, vm->cfg.nnets, &slot, err, errlen);
+	if (r) {
+		while (k--)
+			close(nc.fds[k]);
+		return r;
+	}
+	vm->cfg.nets[vm->cfg.nnets++] = nc;
+	return 0;
+}
+
 /* Every share's id written into the config, as vm_disk_ids_fix() does for disks. */
 static void vm_fs_ids_fix(struct vm *vm)
 {
@@ -216,7 +292,7 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 {
 	bool paused = vm->state == VM_PAUSED;
 	char vsock_id[sizeof(vm->cfg.vsock.id)] = "";
-	unsigned i, disk, fs;
+	unsigned i, disk, net, fs;
 	bool is_vsock;
 	int r;
 
@@ -227,6 +303,10 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 	}
 	vm_vnvme_ids_fix(vm);
 	vm_disk_ids_fix(vm);
+	vm_net_ids_fix(vm);
+	for (net = 0; net < vm->cfg.nnets; net++)
+		if (!strcmp(vm->cfg.nets[net].id, id))
+			break;
 	for (i = 0; i < vm->cfg.nvnvme; i++)
 		if (!strcmp(vm->cfg.vnvme[i].id, id))
 			break;
@@ -240,7 +320,8 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 	if (vm->cfg.has_vsock)
 		virtio_vsock_id(&vm->cfg.vsock, vsock_id, sizeof(vsock_id));
 	is_vsock = vm->cfg.has_vsock && !strcmp(vsock_id, id);
-	if (i == vm->cfg.nvnvme && disk == vm->cfg.ndisks && fs == vm->cfg.nfs && !is_vsock) {
+	if (i == vm->cfg.nvnvme && disk == vm->cfg.ndisks && net == vm->cfg.nnets &&
+	    fs == vm->cfg.nfs && !is_vsock) {
 		snprintf(err, errlen, "device %s: no such device", id);
 		return -ENOENT;
 	}
@@ -256,6 +337,8 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 		vm_vnvme_forget(vm, i);
 	else if (disk < vm->cfg.ndisks)
 		vm_disk_forget(vm, disk);
+	else if (net < vm->cfg.nnets)
+		vm_net_forget(vm, net);
 	else if (fs < vm->cfg.nfs)
 		vm_fs_forget(vm, fs);
 	else
@@ -281,6 +364,12 @@ void vm_hotplug_reset(struct vm *vm)
 			fprintf(stderr, "lvmm: disk %s: removed by the reset\n",
 				vm->cfg.disks[i].id);
 			vm_disk_forget(vm, i);
+		}
+	vm_net_ids_fix(vm);
+	for (i = vm->cfg.nnets; i-- > 0;)
+		if (devices_removing(vm, vm->cfg.nets[i].id)) {
+			fprintf(stderr, "lvmm: net %s: removed by the reset\n", vm->cfg.nets[i].id);
+			vm_net_forget(vm, i);
 		}
 	vm_fs_ids_fix(vm);
 	for (i = vm->cfg.nfs; i-- > 0;)

@@ -235,6 +235,18 @@ bool virtq_has_avail(struct virtq *q)
 	return virtq_load16(&q->avail[AVAIL_IDX]) != q->last_avail;
 }
 
+void virtq_unpop(struct virtq *q, uint16_t n)
+{
+	if (!q->ready || q->broken)
+		return;
+	q->last_avail -= n;
+	/* the chains are there already: the driver's next addition is what must kick */
+	if (q->event_idx) {
+		virtq_store16(q->used, USED_AVAIL_EVENT_OFF(q), virtq_load16(&q->avail[AVAIL_IDX]));
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
+}
+
 uint32_t virtq_chain_write(const struct virtq_chain *c, const void *src, uint32_t len)
 {
 	const uint8_t *s = src;

@@ -84,6 +84,10 @@ bool virtq_should_notify(struct virtq *q);
  * kick at the next entry (avail_event), so a device that drains the ring misses none. */
 bool virtq_has_avail(struct virtq *q);
 
+/* Gives back the last n chains popped and not pushed (a device that found too few buffers for
+ * what it holds): they are taken again later, and the driver's next buffer kicks the device. */
+void virtq_unpop(struct virtq *q, uint16_t n);
+
 /* Copies up to len bytes into the chain's writable segments; returns bytes written. */
 uint32_t virtq_chain_write(const struct virtq_chain *c, const void *src, uint32_t len);
 

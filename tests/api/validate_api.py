@@ -203,10 +203,11 @@ def main():
         assert c.call("PUT", "vm.delete", None, "Shutdown")[0] == 204
         sweep(c, "")
 
-        # a network, a virtio-fs share on another PCI segment, one whose back end's socket is
-        # absent: 400 naming the field
+        # a vhost-user network, a virtio-fs share on another PCI segment, one whose back end's
+        # socket is absent: 400 naming the field
         seg = [dict(bad["fs"][0], pci_segment=1)]
-        for key, val, want in (("net", [{"tap": "tap0"}], "'net' is unsupported"),
+        for key, val, want in (("net", [{"tap": "tap0", "vhost_user": True}],
+                                "'net[0].vhost_user' is unsupported"),
                                ("fs", seg, "'fs[0].pci_segment' is unsupported"),
                                ("fs", bad["fs"], "fs socket")):
             st, err = c.call("PUT", "vm.create", dict(body, **{key: val}), "none")

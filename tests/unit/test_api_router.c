@@ -255,7 +255,12 @@ static const struct {
     {"{\"disks\": [{\"path\": \"/d\", \"vhost_user\": true}]}",
      "'disks[0].vhost_user' is unsupported"},
     {"{\"disks\": [{\"readonly\": true}]}", "disks[0].path"},
-    {"{\"net\": [{\"tap\": \"tap0\"}]}", "'net' is unsupported"},
+    {"{\"net\": [{\"tap\": \"tap0\", \"vhost_user\": true}]}",
+     "'net[0].vhost_user' is unsupported"},
+    {"{\"net\": [{\"tap\": \"tap0\", \"host_mac\": \"52:54:00:00:00:01\"}]}",
+     "'net[0].host_mac' is unsupported"},
+    {"{\"net\": [{\"tap\": \"tap0\", \"fds\": [3]}]}", "hand tap fds over with vm.add-net"},
+    {"{\"net\": [{\"mac\": \"52:54:00:00:00:01\"}]}", "'net[0].tap' is required"},
     {"{\"pmem\": [{\"file\": \"/img\"}]}", "'pmem'"},
     {"{\"balloon\": {\"size\": 0}}", "'balloon'"},
     {"{\"iommu\": true}", "'iommu' is unsupported"},
@@ -590,7 +595,7 @@ END_TEST
 /* cloud-hypervisor endpoints lvmm lacks: 404 without a VM as there, then 501 naming why. */
 START_TEST(test_not_implemented)
 {
-	static const char *const eps[] = {"vm.add-net", "vm.snapshot", "vm.power-button", NULL};
+	static const char *const eps[] = {"vm.snapshot", "vm.power-button", NULL};
 
 	for (int i = 0; eps[i]; i++)
 		ck_assert_int_eq(put(eps[i], "{}"), 404);

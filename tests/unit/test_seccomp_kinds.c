@@ -1,6 +1,7 @@
 /* lvmm's seccomp filters per thread kind, each in a forked child: a forbidden call kills the
  * process with SIGSYS, the calls that kind makes pass, and log mode lets a forbidden call by. */
 #include <check.h>
+#include <linux/if_tun.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
@@ -43,6 +44,8 @@ enum probe {
 	P_LIO_QP_CREATE,
 	P_LIO_VOL_CREATE,
 	P_LIO_FOREIGN,
+	P_TUNSETIFF,
+	P_TUNSETOFFLOAD,
 };
 
 static void *thread_noop(void *arg)
@@ -108,6 +111,12 @@ static void probe_run(enum probe p)
 		/* allowed calls still fail on a bad fd: the point is that they return */
 		if (ioctl(-1, KVM_RUN, 0) != -1 || errno != EBADF)
 			_exit(4);
+		break;
+	case P_TUNSETIFF:
+		ioctl(-1, TUNSETIFF, NULL);
+		break;
+	case P_TUNSETOFFLOAD:
+		ioctl(-1, TUNSETOFFLOAD, 0);
 		break;
 	case P_TCGETS: {
 		struct termios tio;
@@ -256,6 +265,17 @@ START_TEST(test_sock_kind)
 	expect_killed(SECCOMP_SOCK, P_KVM_RUN);
 	expect_killed(SECCOMP_SOCK, P_LIO_VOL_CREATE);
 	ck_assert_str_eq(seccomp_kind_name(SECCOMP_SOCK), "sock");
+}
+END_TEST
+
+/* virtio-net: the main thread sets a tap up; its I/O thread only changes the offloads. */
+START_TEST(test_tun_requests)
+{
+	expect_allowed(SECCOMP_MAIN, P_TUNSETIFF);
+	expect_allowed(SECCOMP_MAIN, P_TUNSETOFFLOAD);
+	expect_allowed(SECCOMP_IO, P_TUNSETOFFLOAD);
+	expect_killed(SECCOMP_IO, P_TUNSETIFF);
+	expect_killed(SECCOMP_VCPU, P_TUNSETOFFLOAD);
 }
 END_TEST
 
@@ -437,6 +457,7 @@ int main(void)
 	tcase_add_test(tc, test_io_refuses);
 	tcase_add_test(tc, test_io_allows);
 	tcase_add_test(tc, test_sock_kind);
+	tcase_add_test(tc, test_tun_requests);
 	tcase_add_test(tc, test_fs_kinds);
 	tcase_add_test(tc, test_log_mode);
 	tcase_add_test(tc, test_thread_needs_process_filter);

@@ -22,6 +22,7 @@
 
 #include "api/api_internal.h"
 #include "config.h"
+#include "devices.h"
 #include "guest_mem.h"
 #include "testutil.h"
 #include "vdrv.h"
@@ -653,6 +654,37 @@ START_TEST(test_parse)
 }
 END_TEST
 
+/* vm.create's fs list beside its net list (one reader for both): each gets its default id, and
+ * an id is unique across the two models. */
+START_TEST(test_with_net)
+{
+	struct vm_config *cfg = calloc(1, sizeof(*cfg));
+	json_t *j;
+
+	ck_assert_ptr_nonnull(cfg);
+	j = json_loads("{\"payload\": {\"kernel\": \"/k\"}, \"net\": [{\"tap\": \"tap0\"}],"
+		       " \"fs\": [{\"tag\": \"a\", \"socket\": \"/s\"}, {\"tag\": \"b\","
+		       " \"socket\": \"/s\", \"id\": \"net0\"}]}",
+		       0, NULL);
+	ck_assert_int_eq(api_json_to_config_ch(j, NULL, cfg, NULL, err, sizeof(err)), 0);
+	json_decref(j);
+	ck_assert_uint_eq(cfg->nnets, 1);
+	ck_assert_uint_eq(cfg->nfs, 2);
+	ck_assert_str_eq(cfg->nets[0].id, "net0");
+	ck_assert_str_eq(cfg->fs[0].id, "fs0");
+	ck_assert_int_eq(devices_config_check_ids(cfg, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "device id 'net0' is used twice (virtio-net and virtio-fs)"),
+		      "%s", err);
+	snprintf(cfg->fs[1].id, sizeof(cfg->fs[1].id), "fs1");
+	ck_assert_msg(devices_config_check_ids(cfg, err, sizeof(err)) == 0, "%s", err);
+	j = json_loads("{\"payload\": {\"kernel\": \"/k\"}, \"fs\": {\"tag\": \"a\"}}", 0, NULL);
+	ck_assert_int_ne(api_json_to_config_ch(j, NULL, cfg, NULL, err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "field 'fs' must be an array"), "%s", err);
+	json_decref(j);
+	free(cfg);
+}
+END_TEST
+
 static Suite *virtio_fs_suite(void)
 {
 	Suite *s = suite_create("virtio_fs");
@@ -674,6 +706,7 @@ static Suite *virtio_fs_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_add_test(tp, test_reply_parser);
 	tcase_add_test(tp, test_parse);
+	tcase_add_test(tp, test_with_net);
 	suite_add_tcase(s, tp);
 	return s;
 }

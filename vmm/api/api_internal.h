@@ -50,6 +50,8 @@ struct api_vm_ops {
 		      unsigned errlen); /* may be NULL likewise */
 	int (*add_vsock)(struct vm *vm, const struct virtio_vsock_config *c, char *err,
 			 unsigned errlen); /* may be NULL likewise */
+	int (*add_net)(struct vm *vm, const struct virtio_net_config *c, char *err,
+		       unsigned errlen); /* may be NULL likewise */
 	int (*remove_device)(struct vm *vm, const char *id, char *err, unsigned errlen);
 	/* PCI slot (device number on bus 0) of a device by id: 0, or -ENOENT; may be NULL. */
 	int (*device_slot)(struct vm *vm, const char *id, unsigned *slot);
@@ -90,11 +92,17 @@ void api_vmm_unwatch(struct api_vmm *vmm);
 void api_vmm_release(struct api_vmm *vmm);
 
 /* One parsed request. body is NUL-terminated (body[body_len] == 0). */
+#define API_MAX_FDS 8 /* fds one request may carry (SCM_RIGHTS): vm.add-net's taps */
+
 struct api_request {
 	enum http_method method;
 	char path[API_MAX_URL + 1];
 	char *body;
 	size_t body_len;
+	/* fds that came with the request's bytes; the server closes them after the answer (a
+	 * route keeps duplicates of what it uses) */
+	const int *fds;
+	unsigned nfds;
 };
 
 struct api_response {
@@ -150,6 +158,9 @@ int api_json_to_config(const json_t *root, const struct api_vm_ops *ops, struct 
 int api_json_to_disk(const json_t *obj, const char *where, struct virtio_blk_config *c, char *err,
 		     unsigned errlen);
 json_t *api_disk_to_json(const struct virtio_blk_config *c);
+int api_json_to_net(const json_t *obj, const char *where, struct virtio_net_config *c, char *err,
+		    unsigned errlen);
+json_t *api_net_to_json(const struct virtio_net_config *c, unsigned idx);
 int api_json_to_fs(const json_t *obj, const char *where, struct virtio_fs_config *c, char *err,
 		   unsigned errlen);
 json_t *api_fs_to_json(const struct virtio_fs_config *c, unsigned idx);

@@ -22,6 +22,7 @@ enum client_body {
 	BODY_VNVME,
 	BODY_DISK,
 	BODY_VSOCK,
+	BODY_NET,
 	BODY_FS,
 	BODY_DEVICE_ID
 };
@@ -52,6 +53,8 @@ static const struct client_verb client_verbs[] = {
     {"add-fs", "PUT", "vm.add-fs", BODY_FS, "hot-add a virtio-fs share (JSON or --fs syntax)"},
     {"add-vsock", "PUT", "vm.add-vsock", BODY_VSOCK,
      "hot-add the vsock device (JSON or --vsock syntax)"},
+    {"add-net", "PUT", "vm.add-net", BODY_NET,
+     "hot-add virtio-net (JSON or --net syntax; taps passed as fds)"},
     {"remove-device", "PUT", "vm.remove-device", BODY_DEVICE_ID, "hot-remove a device by id"},
     {"shutdown-vmm", "PUT", "vmm.shutdown", BODY_NONE, "stop lvmm itself"},
 };
@@ -69,7 +72,12 @@ static void client_usage(FILE *f)
 		   "  lvmm api --socket vm.sock create @vm.json\n"
 		   "  lvmm api --socket vm.sock add-vnvme file=disk.img,size=1G\n"
 		   "  lvmm api --socket vm.sock add-disk path=data.img,readonly=on\n"
-		   "  lvmm api --socket vm.sock remove-device nvme1\n");
+		   "  lvmm api --socket vm.sock add-net tap=tap0,mac=52:54:00:12:34:56\n"
+		   "  lvmm api --socket vm.sock --fd 3 add-net '{\"fds\": [3]}' 3<>...\n"
+		   "  lvmm api --socket vm.sock remove-device nvme1\n\n"
+		   "add-net opens a tap=NAME itself and hands its fds over the socket\n"
+		   "(SCM_RIGHTS), one per queue pair; --fd N (repeatable) sends the caller's fd N\n"
+		   "with any request, as fd=N in the --net syntax does.\n");
 }
 
 static char *client_read_file(const char *path)
@@ -105,6 +113,10 @@ static char *client_read_file(const char *path)
 }
 
 /* Turns the verb's argument into the request body; NULL (with a message) on a bad argument. */
+/* fds sent with the request (SCM_RIGHTS): --fd N, or the taps add-net opened */
+static int client_fds[API_MAX_FDS];
+static unsigned client_nfds;
+
 static char *client_body(const struct client_verb *v, const char *arg)
 {
 	char err[API_ERR_LEN] = "";
@@ -121,6 +133,7 @@ static char *client_body(const struct client_verb *v, const char *arg)
 			v->body == BODY_VNVME	    ? " or file=PATH,..."
 			: v->body == BODY_DISK	    ? " or path=IMG,..."
 			: v->body == BODY_VSOCK	    ? " or cid=N,socket=PATH"
+			: v->body == BODY_NET	    ? " or tap=NAME,..."
 			: v->body == BODY_FS	    ? " or tag=TAG,socket=PATH,.."
 			: v->body == BODY_DEVICE_ID ? " or a device id"
 						    : "");
@@ -157,6 +170,38 @@ static char *client_body(const struct client_verb *v, const char *arg)
 			j = api_vsock_to_json(&c);
 		else
 			fprintf(stderr, "lvmm api: %s\n", err);
+	} else if (v->body == BODY_NET) {
+		/* tap=NAME: the tap is opened here, with the caller's privileges, and handed over
+		 * (lvmm itself may sit in a jail without /dev/net/tun); fd=N: the caller's fds */
+		struct virtio_net_config c;
+
+		if (config_parse_net(arg, &c, err, sizeof(err))) {
+			fprintf(stderr, "lvmm api: %s\n", err);
+			return NULL;
+		}
+		if (!c.nfds) {
+			unsigned pairs = c.num_queues ? c.num_queues / 2 : 1;
+
+			if (virtio_net_tap_open(c.tap, pairs, c.fds, err, sizeof(err)) ||
+			    (c.host_ip && virtio_net_tap_addr(c.tap, c.host_ip, c.host_mask, err,
+							      sizeof(err)))) {
+				fprintf(stderr, "lvmm api: %s\n", err);
+				return NULL;
+			}
+			c.nfds = pairs;
+		}
+		for (unsigned i = 0; i < c.nfds && client_nfds < API_MAX_FDS; i++)
+			client_fds[client_nfds++] = c.fds[i];
+		j = api_net_to_json(&c, 0);
+		if (j && !c.id[0])
+			json_object_del(j, "id");
+		if (j) {
+			json_t *a = json_array();
+
+			for (unsigned i = 0; a && i < c.nfds; i++)
+				json_array_append_new(a, json_integer(c.fds[i]));
+			json_object_set_new(j, "fds", a ? a : json_null());
+		}
 	} else if (v->body == BODY_DISK) {
 		struct virtio_blk_config *c = calloc(1, sizeof(*c));
 
@@ -242,7 +287,30 @@ static int client_on_complete(http_parser *p)
 static bool client_send_all(int fd, const char *buf, size_t len)
 {
 	while (len) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+		union {
+			struct cmsghdr align;
+			char b[CMSG_SPACE(API_MAX_FDS * sizeof(int))];
+		} ctl;
+		struct iovec iov = {(void *)buf, len};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+		ssize_t n;
+
+		if (client_nfds) {
+			/* the fds ride on the request's first bytes */
+			struct cmsghdr *cm;
+
+			memset(&ctl, 0, sizeof(ctl));
+			m.msg_control = ctl.b;
+			m.msg_controllen = CMSG_SPACE(client_nfds * sizeof(int));
+			cm = CMSG_FIRSTHDR(&m);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(client_nfds * sizeof(int));
+			memcpy(CMSG_DATA(cm), client_fds, client_nfds * sizeof(int));
+		}
+		n = sendmsg(fd, &m, MSG_NOSIGNAL);
+		if (n > 0)
+			client_nfds = 0;
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -343,6 +411,7 @@ int api_client_main(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"socket", required_argument, NULL, 's'},
 	    {"api-socket", required_argument, NULL, 's'}, /* ch-remote's spelling */
+	    {"fd", required_argument, NULL, 'f'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -352,11 +421,24 @@ int api_client_main(int argc, char **argv)
 	int c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+s:h", opts, NULL)) != -1) {
+	client_nfds = 0;
+	while ((c = getopt_long(argc, argv, "+s:f:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			sock = optarg;
 			break;
+		case 'f': {
+			unsigned fd;
+
+			if (config_parse_count(optarg, 0, 1 << 20, &fd) ||
+			    client_nfds == API_MAX_FDS) {
+				fprintf(stderr, "lvmm api: --fd %s: an open fd (at most %d)\n",
+					optarg, API_MAX_FDS);
+				return 2;
+			}
+			client_fds[client_nfds++] = (int)fd;
+			break;
+		}
 		case 'h':
 			client_usage(stdout);
 			return 0;

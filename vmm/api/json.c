@@ -291,6 +291,7 @@ enum json_dflt {
 	JD_NOSTR,   /* absent, null or "" */
 	JD_ZERO,    /* absent, null or 0 */
 	JD_ANYBOOL, /* either boolean: lvmm has nothing to change for it */
+	JD_ANYSTR,  /* any string: meaningless for what lvmm builds */
 };
 
 struct json_rule {
@@ -328,8 +329,9 @@ static int json_check_rules(const json_t *obj, const char *where, const struct j
 			dflt = type_ok && !json_array_size(v);
 			break;
 		case JD_NOSTR:
+		case JD_ANYSTR:
 			type_ok = json_is_string(v);
-			dflt = type_ok && !json_string_length(v);
+			dflt = type_ok && (p->d == JD_ANYSTR || !json_string_length(v));
 			break;
 		case JD_ZERO:
 			type_ok = json_is_integer(v);
@@ -736,6 +738,19 @@ static int json_to_platform(const json_t *root, unsigned *nseg, json_t *extra, c
 	return 0;
 }
 
+/* A device's "id": a name of 1-63 characters of [A-Za-z0-9_.-], or absent. */
+static int json_get_id(const json_t *obj, const char *where, char *id, size_t size, char *err,
+		       unsigned errlen)
+{
+	int r = json_get_str(obj, where, "id", id, size, err, errlen);
+
+	if (!r && id[0] && !config_vnvme_name_ok(id, strlen(id), size))
+		r = json_fail(err, errlen,
+			      "field '%s.id' '%s' is not 1-63 characters of [A-Za-z0-9_.-]", where,
+			      id);
+	return r;
+}
+
 /* cloud-hypervisor's DiskConfig; what lvmm's virtio-blk lacks is refused by name. */
 int api_json_to_disk(const json_t *obj, const char *where, struct virtio_blk_config *c, char *err,
 		     unsigned errlen)
@@ -782,11 +797,7 @@ int api_json_to_disk(const json_t *obj, const char *where, struct virtio_blk_con
 		r = json_fail(err, errlen, "field '%s.queue_size' %llu is not a power of two",
 			      where, (unsigned long long)qs);
 	if (!r)
-		r = json_get_str(obj, where, "id", c->id, sizeof(c->id), err, errlen);
-	if (!r && c->id[0] && !config_vnvme_name_ok(c->id, strlen(c->id), sizeof(c->id)))
-		r = json_fail(err, errlen,
-			      "field '%s.id' '%s' is not 1-63 characters of [A-Za-z0-9_.-]", where,
-			      c->id);
+		r = json_get_id(obj, where, c->id, sizeof(c->id), err, errlen);
 	if (!r)
 		r = json_get_str(obj, where, "serial", c->serial, sizeof(c->serial), err, errlen);
 	c->num_queues = (unsigned)nq;
@@ -806,18 +817,17 @@ json_t *api_disk_to_json(const struct virtio_blk_config *c)
 	return o;
 }
 
-/* Parses one entry of a device list into its slot (list[i]; the earlier ones are filled). */
-typedef int (*json_item_fn)(const json_t *item, const char *where, void *list, size_t i, char *err,
-			    unsigned errlen);
+/* One entry of a device list of vm.create, at index i of cfg's array. */
+typedef int (*json_device_fn)(const json_t *item, const char *where, struct vm_config *cfg,
+			      size_t i, char *err, unsigned errlen);
 
-/* root's key, an array of at most max devices, entry by entry through fn into list; *count
- * gets how many (untouched when the key is absent). */
-static int json_to_list(const json_t *root, const char *key, size_t max, json_item_fn fn,
-			void *list, unsigned *count, char *err, unsigned errlen)
+/* The root's device list key (absent: nothing): an array of at most max entries, each given to
+ * fn; *count gets their number. */
+static int json_device_list(const json_t *root, const char *key, size_t max, struct vm_config *cfg,
+			    json_device_fn fn, unsigned *count, char *err, unsigned errlen)
 {
 	const json_t *a = json_field(root, key);
 	size_t i;
-	int r;
 
 	if (!a)
 		return 0;
@@ -828,9 +838,10 @@ static int json_to_list(const json_t *root, const char *key, size_t max, json_it
 				 json_array_size(a), max);
 	for (i = 0; i < json_array_size(a); i++) {
 		char where[32];
+		int r;
 
 		snprintf(where, sizeof(where), "%s[%zu]", key, i);
-		r = fn(json_array_get(a, i), where, list, i, err, errlen);
+		r = fn(json_array_get(a, i), where, cfg, i, err, errlen);
 		if (r)
 			return r;
 	}
@@ -838,21 +849,10 @@ static int json_to_list(const json_t *root, const char *key, size_t max, json_it
 	return 0;
 }
 
-static int json_disk_item(const json_t *item, const char *where, void *list, size_t i, char *err,
-			  unsigned errlen)
+static int json_fs_item(const json_t *item, const char *where, struct vm_config *cfg, size_t i,
+			char *err, unsigned errlen)
 {
-	struct virtio_blk_config *c = (struct virtio_blk_config *)list + i;
-	int r = api_json_to_disk(item, where, c, err, errlen);
-
-	if (!r && !c->id[0])
-		snprintf(c->id, sizeof(c->id), "disk%zu", i);
-	return r;
-}
-
-static int json_fs_item(const json_t *item, const char *where, void *list, size_t i, char *err,
-			unsigned errlen)
-{
-	struct virtio_fs_config *c = (struct virtio_fs_config *)list + i;
+	struct virtio_fs_config *c = &cfg->fs[i];
 	int r = api_json_to_fs(item, where, c, err, errlen);
 
 	if (!r && !c->id[0])
@@ -860,10 +860,10 @@ static int json_fs_item(const json_t *item, const char *where, void *list, size_
 	return r;
 }
 
-static int json_vnvme_item(const json_t *item, const char *where, void *list, size_t i, char *err,
-			   unsigned errlen)
+static int json_vnvme_item(const json_t *item, const char *where, struct vm_config *cfg, size_t i,
+			   char *err, unsigned errlen)
 {
-	struct vnvme_config *c = (struct vnvme_config *)list + i;
+	struct vnvme_config *c = &cfg->vnvme[i];
 	int r = api_json_to_vnvme(item, where, c, err, errlen);
 
 	if (r)
@@ -871,9 +871,154 @@ static int json_vnvme_item(const json_t *item, const char *where, void *list, si
 	if (!*c->id)
 		snprintf(c->id, sizeof(c->id), "nvme%zu", i);
 	for (size_t j = 0; j < i; j++)
-		if (!strcmp(((struct vnvme_config *)list)[j].id, c->id))
+		if (!strcmp(cfg->vnvme[j].id, c->id))
 			return json_fail(err, errlen, "vnvme id '%s' used twice", c->id);
 	return 0;
+}
+
+static int json_disk_item(const json_t *item, const char *where, struct vm_config *cfg, size_t i,
+			  char *err, unsigned errlen)
+{
+	int r = api_json_to_disk(item, where, &cfg->disks[i], err, errlen);
+
+	if (!r && !cfg->disks[i].id[0])
+		snprintf(cfg->disks[i].id, sizeof(cfg->disks[i].id), "disk%zu", i);
+	return r;
+}
+
+/* cloud-hypervisor's NetConfig. ip and mask address the host side of a tap cloud-hypervisor
+ * creates; lvmm leaves that to the host, so they are taken only at the schema's defaults or with
+ * fds (a tap someone else set up). "fds" lists the tap fds of the request (SCM_RIGHTS): the
+ * route puts the received ones in their place. */
+int api_json_to_net(const json_t *obj, const char *where, struct virtio_net_config *c, char *err,
+		    unsigned errlen)
+{
+	static const struct json_rule rules[] = {
+	    {"iommu", JD_FALSE, "lvmm has no virtual IOMMU"},
+	    {"vhost_user", JD_FALSE, "lvmm serves virtio-net itself, not through vhost-user"},
+	    {"vhost_socket", JD_ABSENT, "lvmm serves virtio-net itself, not through vhost-user"},
+	    {"vhost_mode", JD_ANYSTR, ""},
+	    {"host_mac", JD_NOSTR, "lvmm does not set the tap's own address"},
+	    {"rate_limiter_config", JD_ABSENT, "lvmm has no rate-limited virtio devices"},
+	    {"pci_segment", JD_ZERO, "lvmm places devices on PCI segment 0"},
+	    {NULL, 0, NULL},
+	};
+	static const char *const mine[] = {
+	    "tap", "ip",  "mask",	 "mac",		"mtu",		"num_queues", "queue_size",
+	    "id",  "fds", "offload_tso", "offload_ufo", "offload_csum", NULL};
+	const char *keys[32];
+	char mac[24] = "", ip[48] = "", mask[48] = "";
+	uint64_t nq = 0, qs = 0, mtu = 0;
+	bool tso = true, ufo = true, csum = true;
+	const json_t *fds;
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	if (!json_is_object(obj))
+		return json_fail(err, errlen, "'%s' must be an object", where);
+	json_keys_of(rules, mine, keys, 32);
+	json_note_keys(obj, where, keys);
+	r = json_check_rules(obj, where, rules, err, errlen);
+	if (!r)
+		r = json_get_str(obj, where, "tap", c->tap, sizeof(c->tap), err, errlen);
+	if (!r)
+		r = json_get_str(obj, where, "mac", mac, sizeof(mac), err, errlen);
+	if (!r && mac[0] && config_parse_mac(mac, c->mac))
+		r = json_fail(err, errlen, "field '%s.mac' '%s' is not xx:xx:xx:xx:xx:xx", where,
+			      mac);
+	if (!r)
+		r = json_get_u64(obj, where, "mtu", 68, 65535, &mtu, err, errlen);
+	if (!r)
+		r = json_get_u64(obj, where, "num_queues", 2, 2 * VIRTIO_NET_MAX_PAIRS, &nq, err,
+				 errlen);
+	if (!r)
+		r = json_get_u64(obj, where, "queue_size", 2, 1024, &qs, err, errlen);
+	if (!r)
+		r = json_get_id(obj, where, c->id, sizeof(c->id), err, errlen);
+	if (!r)
+		r = json_get_bool(obj, where, "offload_tso", &tso, err, errlen);
+	if (!r)
+		r = json_get_bool(obj, where, "offload_ufo", &ufo, err, errlen);
+	if (!r)
+		r = json_get_bool(obj, where, "offload_csum", &csum, err, errlen);
+	fds = json_field(obj, "fds");
+	if (!r && fds) {
+		if (!json_is_array(fds) || json_array_size(fds) > VIRTIO_NET_MAX_PAIRS)
+			r = json_fail(err, errlen,
+				      "field '%s.fds' must be an array of at most %d fds", where,
+				      VIRTIO_NET_MAX_PAIRS);
+		for (size_t i = 0; !r && i < json_array_size(fds); i++) {
+			const json_t *f = json_array_get(fds, i);
+
+			if (!json_is_integer(f) || json_integer_value(f) < 0 ||
+			    json_integer_value(f) > INT32_MAX)
+				r = json_fail(err, errlen, "field '%s.fds[%zu]' is not an fd",
+					      where, i);
+			else
+				c->fds[c->nfds++] = (int)json_integer_value(f);
+		}
+	}
+	if (!r)
+		r = json_get_str(obj, where, "ip", ip, sizeof(ip), err, errlen);
+	if (!r)
+		r = json_get_str(obj, where, "mask", mask, sizeof(mask), err, errlen);
+	if (!r && !c->nfds &&
+	    ((ip[0] && strcmp(ip, "192.168.249.1")) || (mask[0] && strcmp(mask, "255.255.255.0"))))
+		r = json_fail(err, errlen,
+			      "field '%s.ip' is unsupported: lvmm does not address the tap's host "
+			      "side (set it with ip(8), or pass the tap's fds)",
+			      where);
+	c->mtu = (unsigned)mtu;
+	c->queue_size = (unsigned)qs;
+	c->no_tso = !tso;
+	c->no_ufo = !ufo;
+	c->no_csum = !csum;
+	/* with fds and no count, one pair per fd */
+	c->num_queues = nq ? (unsigned)nq : (c->nfds ? 2 * c->nfds : 0);
+	if (!r && c->nfds && c->num_queues != 2 * c->nfds)
+		r = json_fail(err, errlen, "field '%s.num_queues' %u needs %u fds, not %u", where,
+			      c->num_queues, c->num_queues / 2, c->nfds);
+	return r;
+}
+
+json_t *api_net_to_json(const struct virtio_net_config *c, unsigned idx)
+{
+	char id[sizeof(c->id)], mac[24];
+	json_t *o;
+
+	virtio_net_id(c, idx, id, sizeof(id));
+	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", c->mac[0], c->mac[1], c->mac[2],
+		 c->mac[3], c->mac[4], c->mac[5]);
+	o = json_pack("{s:s, s:i, s:i, s:b, s:b, s:b, s:b, s:b, s:i}", "id", id, "num_queues",
+		      (int)(c->num_queues ? c->num_queues : 2), "queue_size",
+		      (int)(c->queue_size ? c->queue_size : 256), "offload_tso", !c->no_tso,
+		      "offload_ufo", !c->no_ufo, "offload_csum", !c->no_csum, "iommu", 0,
+		      "vhost_user", 0, "pci_segment", 0);
+	if (o && c->tap[0])
+		json_object_set_new(o, "tap", json_string(c->tap));
+	if (o && memcmp(c->mac, "\0\0\0\0\0\0", 6))
+		json_object_set_new(o, "mac", json_string(mac));
+	if (o && c->mtu)
+		json_object_set_new(o, "mtu", json_integer(c->mtu));
+	return o;
+}
+
+static int json_net_item(const json_t *item, const char *where, struct vm_config *cfg, size_t i,
+			 char *err, unsigned errlen)
+{
+	struct virtio_net_config *n = &cfg->nets[i];
+	int r = api_json_to_net(item, where, n, err, errlen);
+
+	if (!r && n->nfds)
+		r = json_fail(err, errlen,
+			      "field '%s.fds' is unsupported in vm.create: hand tap fds over with "
+			      "vm.add-net",
+			      where);
+	if (!r && !n->tap[0])
+		r = json_fail(err, errlen, "field '%s.tap' is required", where);
+	if (!r && !n->id[0])
+		snprintf(n->id, sizeof(n->id), "net%zu", i);
+	return r;
 }
 
 /* cloud-hypervisor's VsockConfig: cid, socket, id; iommu and pci_segment at their defaults. */
@@ -905,11 +1050,7 @@ int api_json_to_vsock(const json_t *obj, const char *where, struct virtio_vsock_
 	if (!r && !c->socket[0])
 		r = json_fail(err, errlen, "field '%s.socket' is required", where);
 	if (!r)
-		r = json_get_str(obj, where, "id", c->id, sizeof(c->id), err, errlen);
-	if (!r && c->id[0] && !config_vnvme_name_ok(c->id, strlen(c->id), sizeof(c->id)))
-		r = json_fail(err, errlen,
-			      "field '%s.id' '%s' is not 1-63 characters of [A-Za-z0-9_.-]", where,
-			      c->id);
+		r = json_get_id(obj, where, c->id, sizeof(c->id), err, errlen);
 	if (!r && config_validate_vsock(c, err, errlen))
 		r = -EINVAL;
 	return r;
@@ -963,11 +1104,7 @@ int api_json_to_fs(const json_t *obj, const char *where, struct virtio_fs_config
 	c->num_queues = (unsigned)nq;
 	c->queue_size = (unsigned)qs;
 	if (!r)
-		r = json_get_str(obj, where, "id", c->id, sizeof(c->id), err, errlen);
-	if (!r && c->id[0] && !config_vnvme_name_ok(c->id, strlen(c->id), sizeof(c->id)))
-		r = json_fail(err, errlen,
-			      "field '%s.id' '%s' is not 1-63 characters of [A-Za-z0-9_.-]", where,
-			      c->id);
+		r = json_get_id(obj, where, c->id, sizeof(c->id), err, errlen);
 	if (!r && config_validate_fs(c, err, errlen))
 		r = -EINVAL;
 	return r;
@@ -986,7 +1123,6 @@ json_t *api_fs_to_json(const struct virtio_fs_config *c, unsigned idx)
 
 static const struct json_rule json_root_rules[] = {
     {"rate_limit_groups", JD_EMPTY, "lvmm has no rate-limited virtio devices"},
-    {"net", JD_EMPTY, "lvmm has no virtio-net yet"},
     {"balloon", JD_ABSENT, "lvmm has no virtio-balloon"},
     {"generic_vhost_user", JD_EMPTY, "lvmm has no vhost-user devices"},
     {"pmem", JD_EMPTY, "lvmm has no virtio-pmem"},
@@ -1009,8 +1145,9 @@ int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, stru
 			  json_t **extra_out, char *err, unsigned errlen)
 {
 	static const char *const mine[] = {
-	    "cpus",  "memory", "payload", "serial", "console", "debug_console", "rng", "platform",
-	    "vnvme", "disks",  "vsock",	  "fs",	    NULL};
+	    "cpus",	     "memory", "payload",  "serial", "console",
+	    "debug_console", "rng",    "platform", "vnvme",  "disks",
+	    "vsock",	     "net",    "fs",	   NULL};
 	const char *keys[48];
 	json_t *extra = json_object();
 	unsigned nseg = 1;
@@ -1048,14 +1185,17 @@ int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, stru
 	if (!r)
 		r = json_to_rng(root, nseg, cfg, extra, err, errlen);
 	if (!r)
-		r = json_to_list(root, "vnvme", CONFIG_MAX_VNVME, json_vnvme_item, cfg->vnvme,
-				 &cfg->nvnvme, err, errlen);
+		r = json_device_list(root, "vnvme", CONFIG_MAX_VNVME, cfg, json_vnvme_item,
+				     &cfg->nvnvme, err, errlen);
 	if (!r)
-		r = json_to_list(root, "disks", CONFIG_MAX_DISKS, json_disk_item, cfg->disks,
-				 &cfg->ndisks, err, errlen);
+		r = json_device_list(root, "disks", CONFIG_MAX_DISKS, cfg, json_disk_item,
+				     &cfg->ndisks, err, errlen);
 	if (!r)
-		r = json_to_list(root, "fs", CONFIG_MAX_FS, json_fs_item, cfg->fs, &cfg->nfs, err,
-				 errlen);
+		r = json_device_list(root, "net", CONFIG_MAX_NETS, cfg, json_net_item, &cfg->nnets,
+				     err, errlen);
+	if (!r)
+		r = json_device_list(root, "fs", CONFIG_MAX_FS, cfg, json_fs_item, &cfg->nfs, err,
+				     errlen);
 	if (!r && json_field(root, "vsock")) {
 		r = api_json_to_vsock(json_field(root, "vsock"), "vsock", &cfg->vsock, err, errlen);
 		cfg->has_vsock = !r;
@@ -1101,13 +1241,16 @@ json_t *api_vnvme_to_json(const struct vnvme_config *c)
 
 json_t *api_config_to_json(const struct vm_config *cfg)
 {
-	json_t *list = json_array(), *disks = json_array(), *o, *payload, *serial;
+	json_t *list = json_array(), *disks = json_array(), *nets = json_array(), *o, *payload,
+	       *serial;
 	unsigned i;
 
 	for (i = 0; list && i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++)
 		json_array_append_new(list, api_vnvme_to_json(&cfg->vnvme[i]));
 	for (i = 0; disks && i < cfg->ndisks && i < CONFIG_MAX_DISKS; i++)
 		json_array_append_new(disks, api_disk_to_json(&cfg->disks[i]));
+	for (i = 0; nets && i < cfg->nnets && i < CONFIG_MAX_NETS; i++)
+		json_array_append_new(nets, api_net_to_json(&cfg->nets[i], i));
 	payload = json_pack("{s:s, s:s}", "kernel", cfg->kernel, "cmdline", cfg->cmdline);
 	json_set_str(payload, "initramfs", cfg->initramfs);
 	serial = json_pack("{s:s}", "mode", api_serial_mode_name(cfg->serial));
@@ -1126,6 +1269,10 @@ json_t *api_config_to_json(const struct vm_config *cfg)
 		      "pvpanic", 0, "vnvme", list, "disks", disks);
 	if (o && cfg->has_vsock)
 		json_object_set_new(o, "vsock", api_vsock_to_json(&cfg->vsock));
+	if (o && cfg->nnets)
+		json_object_set_new(o, "net", nets);
+	else
+		json_decref(nets);
 	if (o && cfg->nfs) {
 		json_t *fs = json_array();
 

@@ -452,6 +452,18 @@ static void route_vm_counters(struct api_vmm *vmm, const struct api_request *req
 			json_object_set_new(d, "ssd", json_string(c[i].ssd));
 			json_object_set_new(d, "volume", json_string(c[i].volume));
 			json_object_set_new(d, "queues", qs ? qs : json_array());
+			if (c[i].net) {
+				json_t *nc = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+						       "rx_frames", (json_int_t)c[i].rx_frames,
+						       "rx_bytes", (json_int_t)c[i].rx_bytes,
+						       "rx_dropped", (json_int_t)c[i].rx_dropped,
+						       "tx_frames", (json_int_t)c[i].tx_frames,
+						       "tx_bytes", (json_int_t)c[i].tx_bytes,
+						       "tx_dropped", (json_int_t)c[i].tx_dropped);
+
+				json_object_update(d, nc);
+				json_decref(nc);
+			}
 		} else {
 			json_decref(qs);
 		}
@@ -599,6 +611,79 @@ static void route_vm_add_disk(struct api_vmm *vmm, const struct api_request *req
 		route_device_info(vmm, resp, "vm.add-disk", c->id);
 out:
 	free(c);
+}
+
+/* cloud-hypervisor's vm.add-net: the tap fds come with the request (SCM_RIGHTS), in the body's
+ * "fds" order; before vm.boot the device joins the configuration (204), afterwards it is
+ * hot-added (PciDeviceInfo). */
+static void route_vm_add_net(struct api_vmm *vmm, const struct api_request *req,
+			     struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "";
+	const struct vm_config *cfg;
+	struct virtio_net_config c;
+	enum vm_state st;
+	json_t *j;
+	int r;
+
+	if (!route_need_state(vmm, resp, "vm.add-net",
+			      ST(VM_CREATED) | ST(VM_RUNNING) | ST(VM_PAUSED)))
+		return;
+	if (!vmm->ops->add_net) {
+		api_response_error(resp, 500, "vm.add-net: not available");
+		return;
+	}
+	j = route_load_body(req, resp);
+	if (!j)
+		return;
+	r = api_json_to_net(j, "net", &c, err, sizeof(err));
+	json_decref(j);
+	if (!r && c.nfds && c.nfds != req->nfds) {
+		snprintf(err, sizeof(err),
+			 "'net.fds' lists %u fds, the request carried %u (SCM_RIGHTS)", c.nfds,
+			 req->nfds);
+		r = -EINVAL;
+	}
+	if (!r && req->nfds) {
+		/* the received fds, whatever numbers the client's side gave them */
+		if (req->nfds > VIRTIO_NET_MAX_PAIRS) {
+			snprintf(err, sizeof(err), "%u fds, at most %d", req->nfds,
+				 VIRTIO_NET_MAX_PAIRS);
+			r = -EINVAL;
+		} else {
+			memcpy(c.fds, req->fds, req->nfds * sizeof(int));
+			c.nfds = req->nfds;
+			if (!c.num_queues)
+				c.num_queues = 2 * c.nfds;
+		}
+	}
+	if (r) {
+		api_response_error(resp, 400, "vm.add-net: %s", err);
+		return;
+	}
+	cfg = vmm->ops->get_config(vmm->vm);
+	for (unsigned k = 0; !*c.id && k <= CONFIG_MAX_NETS; k++) {
+		snprintf(c.id, sizeof(c.id), "net%u", k);
+		for (unsigned i = 0; i < cfg->nnets && i < CONFIG_MAX_NETS; i++) {
+			char other[sizeof(c.id)];
+
+			virtio_net_id(&cfg->nets[i], i, other, sizeof(other));
+			if (!strcmp(other, c.id)) {
+				c.id[0] = 0;
+				break;
+			}
+		}
+	}
+	st = vmm->ops->get_state(vmm->vm);
+	r = vmm->ops->add_net(vmm->vm, &c, err, sizeof(err));
+	if (r == -EEXIST || r == -EINVAL)
+		api_response_error(resp, 400, "vm.add-net: %s", err);
+	else if (r)
+		route_op_error(resp, "vm.add-net", r, err);
+	else if (st == VM_CREATED)
+		resp->status = 204;
+	else
+		route_device_info(vmm, resp, "vm.add-net", c.id);
 }
 
 static void route_vm_add_vsock(struct api_vmm *vmm, const struct api_request *req,
@@ -826,7 +911,6 @@ static const struct route_missing route_missing[] = {
     {"vm.add-device", "lvmm has no VFIO passthrough"},
     {"vm.add-generic-vhost-user", "lvmm has no vhost-user devices"},
     {"vm.add-pmem", "lvmm has no virtio-pmem"},
-    {"vm.add-net", "lvmm has no virtio-net yet"},
     {"vm.add-vdpa", "lvmm has no vDPA devices"},
     {"vm.add-user-device", "lvmm has no vfio-user devices"},
     {"vm.snapshot", "lvmm cannot snapshot a VM"},
@@ -877,6 +961,7 @@ static const struct route routes[] = {
     {"vm.add-vnvme", HTTP_PUT, true, route_vm_add_vnvme},
     {"vm.add-disk", HTTP_PUT, true, route_vm_add_disk},
     {"vm.add-vsock", HTTP_PUT, true, route_vm_add_vsock},
+    {"vm.add-net", HTTP_PUT, true, route_vm_add_net},
     {"vm.add-fs", HTTP_PUT, true, route_vm_add_fs},
     {"vm.remove-device", HTTP_PUT, true, route_vm_remove_device},
     {"vm.resize", HTTP_PUT, true, route_vm_resize},

@@ -7,6 +7,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +35,8 @@ struct conn {
 	bool draining;	  /* answer sent, write side shut, discarding input until EOF */
 	uint64_t active;  /* s->seq when it last moved bytes: the eviction order */
 	uint64_t deadline;
+	int fds[API_MAX_FDS]; /* received with SCM_RIGHTS, for the next request answered */
+	unsigned nfds;
 	uint64_t req_start; /* first byte of the request being received */
 	unsigned events;    /* epoll interest currently registered */
 };
@@ -139,6 +142,33 @@ static int server_watch(struct api_server *s, struct conn *c, unsigned events)
 	return epoll_ctl(s->ep, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
+static void server_drop_fds(struct conn *c)
+{
+	while (c->nfds)
+		close(c->fds[--c->nfds]);
+}
+
+/* fds in a message's control data join the connection's (past API_MAX_FDS: closed). */
+static void server_take_fds(struct conn *c, struct msghdr *m)
+{
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(m); cm; cm = CMSG_NXTHDR(m, cm)) {
+		size_t n;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (c->nfds < API_MAX_FDS)
+				c->fds[c->nfds++] = fd;
+			else
+				close(fd);
+		}
+	}
+}
+
 static void server_close(struct api_server *s, struct conn *c)
 {
 	unsigned i;
@@ -149,6 +179,7 @@ static void server_close(struct api_server *s, struct conn *c)
 	s->nconns--;
 	epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
+	server_drop_fds(c);
 	api_http_free(&c->http);
 	free(c->out);
 	free(c);
@@ -219,7 +250,10 @@ static bool server_progress(struct api_server *s, struct conn *c)
 		}
 		struct api_response r = {0};
 
+		h->req.fds = c->fds;
+		h->req.nfds = c->nfds;
 		api_route(s->vmm, &h->req, &r);
+		server_drop_fds(c);
 		server_queue(c, &r, h->keep_alive && !c->rd_eof && !s->vmm->shutdown);
 		api_response_free(&r);
 		api_http_next(h);
@@ -269,7 +303,21 @@ static bool server_read(struct api_server *s, struct conn *c)
 
 		if (!room)
 			return true;
-		n = recv(c->fd, buf, room, MSG_DONTWAIT);
+		{
+			union {
+				struct cmsghdr align;
+				char b[CMSG_SPACE(API_MAX_FDS * sizeof(int))];
+			} ctl;
+			struct iovec iov = {buf, room};
+			struct msghdr m = {.msg_iov = &iov,
+					   .msg_iovlen = 1,
+					   .msg_control = ctl.b,
+					   .msg_controllen = sizeof(ctl.b)};
+
+			n = recvmsg(c->fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+			if (n >= 0)
+				server_take_fds(c, &m);
+		}
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))

@@ -21,6 +21,7 @@ const struct api_vm_ops api_vm_ops_kvm = {
     .add_disk = vm_add_disk,
     .add_fs = vm_add_fs,
     .add_vsock = vm_add_vsock,
+    .add_net = vm_add_net,
     .remove_device = vm_remove_device,
     .device_slot = devices_slot,
     .defaults = config_defaults,
