@@ -47,8 +47,8 @@ UNIT_TESTS   := $(call names,tests/unit)
 INTEG_TESTS  := $(call names,tests/integration)
 # The Linux suites run TEST_JOBS at a time, the longest first (one host core per 1-vCPU guest,
 # whose kernel is emulated on kvm_pvm hosts); the rest follow in name order.
-LINUX_LONG   := test_linux_nvme_user test_linux_boot test_linux_frontend test_linux_kmod \
-                test_linux_nvme test_linux_vnvme test_linux_vblk test_linux_net
+LINUX_LONG   := test_linux_nvme_user test_linux_boot test_linux_frontend test_linux_fs \
+                test_linux_net test_linux_kmod test_linux_nvme test_linux_vnvme test_linux_vblk
 LINUX_TESTS  := $(foreach t,$(LINUX_LONG),$(filter $(t),$(call names,tests/linux))) \
                 $(filter-out $(LINUX_LONG),$(call names,tests/linux))
 TEST_JOBS    ?= $(shell nproc 2>/dev/null || echo 1)

@@ -19,15 +19,13 @@
 #include "config.h"
 #include "guest_mem.h"
 #include "testutil.h"
+#include "vdrv.h"
 #include "virtio/virtio_net.h"
 #include "virtio/virtio_pci.h"
 
 #define RAM_SIZE (4u << 20)
-#define QSIZE	 16
-#define NQ	 5 /* two pairs and the control queue at most */
-#define DESC(q)	 (0x1000 + (q)*0x3000)
-#define AVAIL(q) (0x2000 + (q)*0x3000)
-#define USED(q)	 (0x3000 + (q)*0x3000)
+#define QSIZE	 VDRV_QSIZE
+#define NQ	 5			 /* two pairs and the control queue at most */
 #define RXBUF(q) (0x20000 + (q)*0x10000) /* QSIZE buffers of 0x1000 per rx queue */
 #define TXBUF	 0x80000		 /* QSIZE buffers of 0x2000 */
 #define CTLBUF	 0xc0000
@@ -49,72 +47,8 @@ static struct guest_mem gm;
 static char err[512];
 static void *dev;
 static struct virtio_pci *vp;
-static uint16_t avail[NQ], used_seen[NQ];
 static int sv[2][2]; /* per pair: [0] the device's, [1] the host side */
 static unsigned ctrl_q;
-
-static void bar_w(uint64_t off, uint64_t v, unsigned len)
-{
-	virtio_pci_bar_write(vp, off, &v, len);
-}
-
-static uint64_t bar_r(uint64_t off, unsigned len)
-{
-	uint64_t v = 0;
-
-	virtio_pci_bar_read(vp, off, &v, len);
-	return v;
-}
-
-static void set_desc(unsigned q, unsigned i, uint64_t addr, uint32_t len, uint16_t flags,
-		     uint16_t next)
-{
-	struct virtq_desc d = {addr, len, flags, next};
-
-	memcpy(ram + DESC(q) + 16 * i, &d, sizeof(d));
-}
-
-static void offer(unsigned q, uint16_t head)
-{
-	memcpy(ram + AVAIL(q) + 4 + 2 * (avail[q] % QSIZE), &head, 2);
-	avail[q]++;
-	__atomic_store_n((uint16_t *)(ram + AVAIL(q) + 2), avail[q], __ATOMIC_RELEASE);
-	bar_w(VIRTIO_PCI_NOTIFY_OFF + 4 * q, q, 2);
-}
-
-static uint16_t used_idx(unsigned q)
-{
-	return __atomic_load_n((uint16_t *)(ram + USED(q) + 2), __ATOMIC_ACQUIRE);
-}
-
-/* Waits up to 5 s for the device to return entries on q up to idx want. */
-static bool wait_used(unsigned q, uint16_t want)
-{
-	for (int i = 0; i < 5000 && used_idx(q) != want; i++)
-		usleep(1000);
-	return used_idx(q) == want;
-}
-
-/* The next used element of q: its id and length. */
-static bool used_next(unsigned q, uint32_t *id, uint32_t *len)
-{
-	if (!wait_used(q, (uint16_t)(used_seen[q] + 1)) && used_idx(q) == used_seen[q])
-		return false;
-	memcpy(id, ram + USED(q) + 4 + 8 * (used_seen[q] % QSIZE), 4);
-	memcpy(len, ram + USED(q) + 8 + 8 * (used_seen[q] % QSIZE), 4);
-	used_seen[q]++;
-	return true;
-}
-
-static void queue_init(unsigned q)
-{
-	bar_w(VIRTIO_PCI_Q_SELECT, q, 2);
-	bar_w(VIRTIO_PCI_Q_SIZE, QSIZE, 2);
-	bar_w(VIRTIO_PCI_Q_DESC, DESC(q), 8);
-	bar_w(VIRTIO_PCI_Q_DRIVER, AVAIL(q), 8);
-	bar_w(VIRTIO_PCI_Q_DEVICE, USED(q), 8);
-	bar_w(VIRTIO_PCI_Q_ENABLE, 1, 2);
-}
 
 static uint64_t features = (1ull << F_CSUM) | (1ull << F_GUEST_CSUM) | (1ull << F_MAC) |
 			   (1ull << F_GUEST_TSO4) | (1ull << F_HOST_TSO4) | (1ull << F_MRG_RXBUF) |
@@ -123,20 +57,10 @@ static uint64_t features = (1ull << F_CSUM) | (1ull << F_GUEST_CSUM) | (1ull << 
 /* The driver's start: negotiate, set up every queue; rx buffers are the test's to offer. */
 static void driver_start(unsigned pairs)
 {
-	memset(avail, 0, sizeof(avail));
-	memset(used_seen, 0, sizeof(used_seen));
 	memset(ram, 0, 0x20000);
-	bar_w(VIRTIO_PCI_STATUS, 0, 1);
-	bar_w(VIRTIO_PCI_STATUS, 3, 1);
-	bar_w(VIRTIO_PCI_GFSELECT, 0, 4);
-	bar_w(VIRTIO_PCI_GF, (uint32_t)features, 4);
-	bar_w(VIRTIO_PCI_GFSELECT, 1, 4);
-	bar_w(VIRTIO_PCI_GF, 1, 4); /* VERSION_1 */
-	bar_w(VIRTIO_PCI_STATUS, 3 | VIRTIO_STATUS_FEATURES_OK, 1);
+	vdrv_attach(vp, ram);
 	ctrl_q = 2 * pairs;
-	for (unsigned q = 0; q <= ctrl_q; q++)
-		queue_init(q);
-	bar_w(VIRTIO_PCI_STATUS, 3 | VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK, 1);
+	vdrv_start(features, ctrl_q + 1);
 }
 
 static void make_dev(unsigned pairs)
@@ -199,8 +123,9 @@ static struct dev_counters counters(void)
 static void rx_offer(unsigned q, unsigned first, unsigned n, uint32_t len)
 {
 	for (unsigned i = first; i < first + n; i++) {
-		set_desc(q, i % QSIZE, RXBUF(q) + 0x1000 * (i % QSIZE), len, VIRTQ_DESC_F_WRITE, 0);
-		offer(q, (uint16_t)(i % QSIZE));
+		vdrv_set_desc(q, i % QSIZE, RXBUF(q) + 0x1000 * (i % QSIZE), len,
+			      VIRTQ_DESC_F_WRITE, 0);
+		vdrv_offer(q, (uint16_t)(i % QSIZE));
 	}
 }
 
@@ -214,11 +139,12 @@ static void tx_frame(unsigned q, const uint8_t *hdr, uint32_t len, uint8_t fill)
 	memcpy(b, hdr, HLEN);
 	memset(b + HLEN, fill, len);
 	/* the header in a buffer of its own, as Linux sends it */
-	set_desc(q, s, TXBUF + 0x2000 * s, HLEN, VIRTQ_DESC_F_NEXT, (uint16_t)((s + 1) % QSIZE));
-	set_desc(q, (s + 1) % QSIZE, TXBUF + 0x2000 * s + HLEN, len, 0, 0);
+	vdrv_set_desc(q, s, TXBUF + 0x2000 * s, HLEN, VIRTQ_DESC_F_NEXT,
+		      (uint16_t)((s + 1) % QSIZE));
+	vdrv_set_desc(q, (s + 1) % QSIZE, TXBUF + 0x2000 * s + HLEN, len, 0, 0);
 	slot++;
-	offer(q, (uint16_t)s);
-	ck_assert(wait_used(q, avail[q]));
+	vdrv_offer(q, (uint16_t)s);
+	ck_assert(vdrv_wait_used(q, vdrv_avail_idx(q)));
 }
 
 static ssize_t host_recv(unsigned p, uint8_t *buf, size_t len, int timeout_ms)
@@ -235,14 +161,14 @@ START_TEST(test_config)
 	uint8_t mac[6];
 
 	for (unsigned i = 0; i < 6; i++)
-		mac[i] = (uint8_t)bar_r(VIRTIO_PCI_DEVCFG_OFF + i, 1);
+		mac[i] = (uint8_t)vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + i, 1);
 	ck_assert_mem_eq(mac, "\x52\x54\x00\x01\x02\x03", 6);
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_DEVCFG_OFF + 6, 2), 1); /* link up */
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_NUM_QUEUES, 2), 3);
-	bar_w(VIRTIO_PCI_DFSELECT, 0, 4);
-	ck_assert(bar_r(VIRTIO_PCI_DF, 4) & (1u << F_MRG_RXBUF));
-	ck_assert(bar_r(VIRTIO_PCI_DF, 4) & (1u << F_CTRL_VQ));
-	ck_assert(!(bar_r(VIRTIO_PCI_DF, 4) & (1u << F_MQ))); /* one pair: no MQ */
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + 6, 2), 1); /* link up */
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_NUM_QUEUES, 2), 3);
+	vdrv_bar_w(VIRTIO_PCI_DFSELECT, 0, 4);
+	ck_assert(vdrv_bar_r(VIRTIO_PCI_DF, 4) & (1u << F_MRG_RXBUF));
+	ck_assert(vdrv_bar_r(VIRTIO_PCI_DF, 4) & (1u << F_CTRL_VQ));
+	ck_assert(!(vdrv_bar_r(VIRTIO_PCI_DF, 4) & (1u << F_MQ))); /* one pair: no MQ */
 }
 END_TEST
 
@@ -296,15 +222,15 @@ START_TEST(test_tx_malformed)
 	for (unsigned i = 0; i < n; i++)
 		tx_frame(1, bad[i], 100, (uint8_t)i);
 	/* a header alone, shorter than one */
-	set_desc(1, 14, TXBUF + 0x1c000, 8, 0, 0);
-	offer(1, 14);
+	vdrv_set_desc(1, 14, TXBUF + 0x1c000, 8, 0, 0);
+	vdrv_offer(1, 14);
 	/* a writable buffer in a frame to send */
-	set_desc(1, 15, TXBUF + 0x1d000, 100, VIRTQ_DESC_F_WRITE, 0);
-	offer(1, 15);
+	vdrv_set_desc(1, 15, TXBUF + 0x1d000, 100, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_offer(1, 15);
 	/* a frame shorter than an Ethernet header */
-	set_desc(1, 13, TXBUF + 0x1e000, HLEN + 6, 0, 0);
-	offer(1, 13);
-	ck_assert(wait_used(1, avail[1]));
+	vdrv_set_desc(1, 13, TXBUF + 0x1e000, HLEN + 6, 0, 0);
+	vdrv_offer(1, 13);
+	ck_assert(vdrv_wait_used(1, vdrv_avail_idx(1)));
 	/* a good one after them is all the tap sees */
 	tx_frame(1, ok, 64, 0x77);
 	ck_assert_int_eq(host_recv(0, buf, sizeof(buf), 2000), HLEN + 64);
@@ -314,7 +240,7 @@ START_TEST(test_tx_malformed)
 	ck_assert_uint_eq(c.tx_dropped, n + 3);
 	ck_assert_uint_eq(c.tx_frames, 1);
 	/* the device is still fine */
-	ck_assert(!(bar_r(VIRTIO_PCI_STATUS, 1) & VIRTIO_STATUS_NEEDS_RESET));
+	ck_assert(!(vdrv_bar_r(VIRTIO_PCI_STATUS, 1) & VIRTIO_STATUS_NEEDS_RESET));
 }
 END_TEST
 
@@ -335,7 +261,7 @@ START_TEST(test_rx)
 
 	rx_offer(0, 0, 4, 0x1000);
 	host_send(0, 100, 0x5a, 2 /* DATA_VALID: passed as the tap gave it */);
-	ck_assert(used_next(0, &id, &len));
+	ck_assert(vdrv_used_next(0, &id, &len));
 	ck_assert_uint_eq(len, HLEN + 100);
 	b = ram + RXBUF(0) + 0x1000 * id;
 	ck_assert_uint_eq(b[0], 2);
@@ -356,10 +282,10 @@ START_TEST(test_rx_mergeable)
 	rx_offer(0, 0, 1, 0x800);
 	host_send(0, 5000, 0x33, 0);
 	usleep(100 * 1000);
-	ck_assert_uint_eq(used_idx(0), 0); /* one buffer of 2 KiB: not yet */
+	ck_assert_uint_eq(vdrv_used_idx(0), 0); /* one buffer of 2 KiB: not yet */
 	rx_offer(0, 1, 2, 0x800);
 	for (unsigned i = 0; i < 3; i++) {
-		ck_assert(used_next(0, &id[i], &len[i]));
+		ck_assert(vdrv_used_next(0, &id[i], &len[i]));
 		total += len[i];
 	}
 	ck_assert_uint_eq(total, HLEN + 5000);
@@ -384,7 +310,7 @@ START_TEST(test_rx_no_mergeable)
 	rx_offer(0, 0, 2, 0x400);
 	host_send(0, 2000, 1, 0);
 	host_send(0, 200, 2, 0);
-	ck_assert(used_next(0, &id, &len));
+	ck_assert(vdrv_used_next(0, &id, &len));
 	ck_assert_uint_eq(len, HLEN + 200);
 	ck_assert_uint_eq(ram[RXBUF(0) + 0x1000 * id + HLEN], 2);
 	ck_assert_uint_eq(counters().rx_dropped, 1);
@@ -396,19 +322,19 @@ START_TEST(test_rx_malformed)
 	uint32_t id, len;
 
 	/* a readable buffer, and one too small for a header: returned empty, counted */
-	set_desc(0, 0, RXBUF(0), 0x1000, 0, 0);
-	offer(0, 0);
-	set_desc(0, 1, RXBUF(0) + 0x1000, 4, VIRTQ_DESC_F_WRITE, 0);
-	offer(0, 1);
+	vdrv_set_desc(0, 0, RXBUF(0), 0x1000, 0, 0);
+	vdrv_offer(0, 0);
+	vdrv_set_desc(0, 1, RXBUF(0) + 0x1000, 4, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_offer(0, 1);
 	rx_offer(0, 2, 1, 0x1000);
 	host_send(0, 64, 9, 0);
 	/* a frame shorter than header and Ethernet header from the host side is dropped */
 	ck_assert_int_eq(send(sv[0][1], "short", 5, 0), 5);
-	ck_assert(used_next(0, &id, &len));
+	ck_assert(vdrv_used_next(0, &id, &len));
 	ck_assert_uint_eq(len, 0);
-	ck_assert(used_next(0, &id, &len));
+	ck_assert(vdrv_used_next(0, &id, &len));
 	ck_assert_uint_eq(len, 0);
-	ck_assert(used_next(0, &id, &len));
+	ck_assert(vdrv_used_next(0, &id, &len));
 	ck_assert_uint_eq(id, 2);
 	ck_assert_uint_eq(len, HLEN + 64);
 	usleep(50 * 1000);
@@ -426,11 +352,11 @@ static uint8_t ctrl(const uint8_t *cmd, uint32_t len, uint32_t *used_len)
 
 	memcpy(ram + CTLBUF, cmd, len);
 	ram[CTLBUF + 0x2000] = 0xee;
-	set_desc(ctrl_q, d, CTLBUF, len, VIRTQ_DESC_F_NEXT, (uint16_t)(d + 1));
-	set_desc(ctrl_q, d + 1, CTLBUF + 0x2000, 1, VIRTQ_DESC_F_WRITE, 0);
+	vdrv_set_desc(ctrl_q, d, CTLBUF, len, VIRTQ_DESC_F_NEXT, (uint16_t)(d + 1));
+	vdrv_set_desc(ctrl_q, d + 1, CTLBUF + 0x2000, 1, VIRTQ_DESC_F_WRITE, 0);
 	s++;
-	offer(ctrl_q, (uint16_t)d);
-	ck_assert(used_next(ctrl_q, &id, used_len));
+	vdrv_offer(ctrl_q, (uint16_t)d);
+	ck_assert(vdrv_used_next(ctrl_q, &id, used_len));
 	ck_assert_uint_eq(id, d);
 	return ram[CTLBUF + 0x2000];
 }
@@ -451,7 +377,7 @@ START_TEST(test_ctrl)
 	ck_assert_uint_eq(ctrl(mac_set, sizeof(mac_set), &ul), 0);
 	ck_assert_uint_eq(ul, 1);
 	for (unsigned i = 0; i < 6; i++)
-		mac[i] = (uint8_t)bar_r(VIRTIO_PCI_DEVCFG_OFF + i, 1);
+		mac[i] = (uint8_t)vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + i, 1);
 	ck_assert_mem_eq(mac, mac_set + 2, 6);
 	ck_assert_uint_eq(ctrl(promisc, sizeof(promisc), &ul), 0);
 	ck_assert_uint_eq(ctrl(table, sizeof(table), &ul), 0);
@@ -461,12 +387,12 @@ START_TEST(test_ctrl)
 	ck_assert_uint_eq(ctrl(unknown, 1, &ul), 1); /* shorter than class and command */
 	ck_assert_uint_eq(ctrl(huge, sizeof(huge), &ul), 1);
 	/* no writable byte for the ack: returned with nothing written */
-	set_desc(ctrl_q, 12, CTLBUF, 3, 0, 0);
-	offer(ctrl_q, 12);
+	vdrv_set_desc(ctrl_q, 12, CTLBUF, 3, 0, 0);
+	vdrv_offer(ctrl_q, 12);
 	{
 		uint32_t id;
 
-		ck_assert(used_next(ctrl_q, &id, &ul));
+		ck_assert(vdrv_used_next(ctrl_q, &id, &ul));
 		ck_assert_uint_eq(ul, 0);
 	}
 	errs = (unsigned)counters().backend_errors;
@@ -485,13 +411,13 @@ START_TEST(test_mq)
 	uint8_t hdr[HLEN] = {0}, buf[2048];
 	uint32_t ul, id, len;
 
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_NUM_QUEUES, 2), 5);
-	ck_assert_uint_eq(bar_r(VIRTIO_PCI_DEVCFG_OFF + 8, 2), 2); /* max_virtqueue_pairs */
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_NUM_QUEUES, 2), 5);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + 8, 2), 2); /* max_virtqueue_pairs */
 	ck_assert_uint_eq(ctrl(mq9, sizeof(mq9), &ul), 1);
 	ck_assert_uint_eq(ctrl(mq2, sizeof(mq2), &ul), 0);
 	rx_offer(2, 0, 2, 0x1000);
 	host_send(1, 300, 0x42, 0);
-	ck_assert(used_next(2, &id, &len));
+	ck_assert(vdrv_used_next(2, &id, &len));
 	ck_assert_uint_eq(len, HLEN + 300);
 	ck_assert_uint_eq(ram[RXBUF(2) + 0x1000 * id + HLEN], 0x42);
 	tx_frame(3, hdr, 80, 0x24);
@@ -512,7 +438,7 @@ START_TEST(test_reset)
 	driver_start(1);
 	rx_offer(0, 0, 4, 0x1000);
 	host_send(0, 50, 2, 0);
-	ck_assert(used_next(0, &id, &len));
+	ck_assert(vdrv_used_next(0, &id, &len));
 	ck_assert_uint_eq(len, HLEN + 50);
 	ck_assert_uint_eq(ram[RXBUF(0) + 0x1000 * id + HLEN], 2);
 }
@@ -530,7 +456,7 @@ START_TEST(test_peer_gone)
 	usleep(50 * 1000);
 	tx_frame(1, hdr, 60, 1);
 	ck_assert_uint_eq(counters().tx_dropped, 1);
-	ck_assert_uint_eq(used_idx(0), 0);
+	ck_assert_uint_eq(vdrv_used_idx(0), 0);
 	ck_assert_uint_lt(counters().wakeups, 20);
 }
 END_TEST
@@ -543,9 +469,9 @@ START_TEST(test_pause)
 	virtio_net_model.pause(dev);
 	host_send(0, 40, 3, 0);
 	usleep(100 * 1000);
-	ck_assert_uint_eq(used_idx(0), 0);
+	ck_assert_uint_eq(vdrv_used_idx(0), 0);
 	virtio_net_model.resume(dev);
-	ck_assert(used_next(0, &id, &len));
+	ck_assert(vdrv_used_next(0, &id, &len));
 	ck_assert_uint_eq(len, HLEN + 40);
 }
 END_TEST
