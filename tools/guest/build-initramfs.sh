@@ -1,28 +1,29 @@
 #!/usr/bin/env bash
-# Builds the test guest's initramfs: an uncompressed newc cpio with busybox-static, /init and the
-# /init test scripts. usage: build-initramfs.sh KERNEL_TREE OUT.cpio
+# Builds the test guest's root file system: busybox-static, /init and the /init test scripts,
+# either as an initramfs (OUT.cpio: an uncompressed newc cpio) or as a read-only ext4 disk image
+# (OUT.img, for root=/dev/vda on a virtio-blk disk: docs/boot.md). Both from one file list.
+# usage: build-initramfs.sh KERNEL_TREE OUT.cpio|OUT.img
 #
-# The archive comes from a file list through the kernel's usr/gen_init_cpio, so owners and the
+# The archive comes from the list through the kernel's usr/gen_init_cpio, so owners and the
 # /dev/console node are right without root privileges. Uncompressed on purpose: decompressing in
-# an emulated guest kernel costs far more than copying (docs/design.md section 5).
+# an emulated guest kernel costs far more than copying (docs/design.md section 5). The image
+# comes from the same list through mke2fs -d, also without root privileges: it has no device
+# nodes (the kernel mounts devtmpfs on /dev of a disk root, CONFIG_DEVTMPFS_MOUNT) and mounts a
+# tmpfs on /tmp (its /etc/fstab).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-tree=${1:?usage: build-initramfs.sh KERNEL_TREE OUT.cpio}
-out=${2:?usage: build-initramfs.sh KERNEL_TREE OUT.cpio}
+tree=${1:?usage: build-initramfs.sh KERNEL_TREE OUT.cpio|OUT.img}
+out=${2:?usage: build-initramfs.sh KERNEL_TREE OUT.cpio|OUT.img}
 busybox=/bin/busybox
 
 [ -x "$busybox" ] || {
 	echo "build-initramfs: $busybox missing: install busybox-static" >&2
 	exit 1
 }
-gen=$(dirname "$out")/gen_init_cpio
-if [ ! -x "$gen" ] || [ "$gen" -ot "$tree/usr/gen_init_cpio.c" ]; then
-	cc -O2 -o "$gen" "$tree/usr/gen_init_cpio.c"
-fi
-
 list=$(mktemp)
-trap 'rm -f "$list" "$out.tmp"' EXIT
+stage=$(mktemp -d)
+trap 'rm -rf "$list" "$stage" "$out.tmp"' EXIT
 {
 	echo "dir /dev 0755 0 0"
 	echo "nod /dev/console 0600 0 0 c 5 1"
@@ -44,6 +45,35 @@ trap 'rm -f "$list" "$out.tmp"' EXIT
 	done
 } >"$list"
 
-"$gen" "$list" >"$out.tmp"
-mv "$out.tmp" "$out"
-printf '  GUEST   initramfs %s (%s bytes)\n' "$out" "$(stat -c %s "$out")"
+case $out in
+*.img)
+	# The list's entries as a directory tree; device nodes are left to devtmpfs.
+	while read -r kind path a b _; do
+		case $kind in
+		dir) mkdir -p "$stage$path" && chmod "$a" "$stage$path" ;;
+		file) cp "$a" "$stage$path" && chmod "$b" "$stage$path" ;;
+		slink) ln -s "$a" "$stage$path" ;;
+		nod) ;;
+		*) echo "build-initramfs: unknown list entry '$kind'" >&2 && exit 1 ;;
+		esac
+	done <"$list"
+	{
+		grep -v '^devtmpfs' "$here/fstab"
+		echo "tmpfs    /tmp  tmpfs    defaults 0 0"
+	} >"$stage/etc/fstab"
+	# 8 MiB: busybox and the scripts with room for the tests' own files; no journal (read-only).
+	truncate -s 8M "$out.tmp"
+	mke2fs -q -F -t ext4 -O ^has_journal -L lvmm-guest -E root_owner=0:0 -d "$stage" "$out.tmp"
+	mv "$out.tmp" "$out"
+	printf '  GUEST   root disk image %s (%s bytes)\n' "$out" "$(stat -c %s "$out")"
+	;;
+*)
+	gen=$(dirname "$out")/gen_init_cpio
+	if [ ! -x "$gen" ] || [ "$gen" -ot "$tree/usr/gen_init_cpio.c" ]; then
+		cc -O2 -o "$gen" "$tree/usr/gen_init_cpio.c"
+	fi
+	"$gen" "$list" >"$out.tmp"
+	mv "$out.tmp" "$out"
+	printf '  GUEST   initramfs %s (%s bytes)\n' "$out" "$(stat -c %s "$out")"
+	;;
+esac

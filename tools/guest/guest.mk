@@ -4,6 +4,7 @@
 GUEST_DIR       := $(BUILD)/guest
 GUEST_KERNEL    := $(GUEST_DIR)/vmlinux
 GUEST_INITRAMFS := $(GUEST_DIR)/initramfs.cpio
+GUEST_ROOTDISK  := $(GUEST_DIR)/rootfs.img
 GUEST_SWEEP     := $(GUEST_DIR)/nvme-sweep
 GUEST_VSOCK     := $(GUEST_DIR)/vsock-test
 GUEST_SRC       := tools/guest
@@ -12,7 +13,7 @@ BINS += $(BUILD)/extract-vmlinux
 
 .PHONY: guest guest-kernel guest-debian
 
-guest: $(GUEST_KERNEL) $(GUEST_INITRAMFS) $(GUEST_SWEEP) $(GUEST_VSOCK)
+guest: $(GUEST_KERNEL) $(GUEST_INITRAMFS) $(GUEST_ROOTDISK) $(GUEST_SWEEP) $(GUEST_VSOCK)
 
 # build-kernel.sh keeps its own stamp (fragment, patches, source package version) and returns at
 # once when nothing changed, so running it on every `make guest` is cheap and never stale.
@@ -24,6 +25,11 @@ $(GUEST_KERNEL): guest-kernel
 
 $(GUEST_INITRAMFS): $(GUEST_SRC)/build-initramfs.sh $(GUEST_SRC)/init $(GUEST_SRC)/fstab \
 		    $(wildcard $(GUEST_SRC)/tests/*.sh) | guest-kernel
+	$(Q)$(GUEST_SRC)/build-initramfs.sh $(GUEST_DIR)/linux $@
+
+# The same root as a read-only ext4 image for root=/dev/vda (docs/boot.md): no initramfs to copy.
+$(GUEST_ROOTDISK): $(GUEST_SRC)/build-initramfs.sh $(GUEST_SRC)/init $(GUEST_SRC)/fstab \
+		   $(wildcard $(GUEST_SRC)/tests/*.sh)
 	$(Q)$(GUEST_SRC)/build-initramfs.sh $(GUEST_DIR)/linux $@
 
 # Guest user space of ours is static: the test guests carry busybox-static and nothing else.
