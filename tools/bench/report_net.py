@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+# Tables and plot of netbench.py: docs/bench/net.png and the tables of docs/benchmarks.md between
+# <!-- bench:net-host -->, <!-- bench:net --> and <!-- bench:net-boot --> markers. Medians over
+# rounds with the min-max spread.  usage: report_net.py RESULTS_DIR DOC_MD
+import csv
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report_storage import fmt, load, med, num, replace  # noqa: E402
+
+METRICS = [("tx_mib_s", "guest -> host MiB/s", 3), ("rx_mib_s", "host -> guest MiB/s", 3),
+           ("rr_per_s", "request/response per s", 1),
+           ("io_cpu_us_per_frame", "I/O thread CPU us/frame", 1),
+           ("run_init_s", "exec to \"Run /init\" s", 1)]
+
+
+def spread(xs, digits):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "-"
+    return f"{fmt(med(xs), digits)} ({fmt(min(xs), digits)}-{fmt(max(xs), digits)})"
+
+
+def net_table(rows, qemu):
+    vmms = list(dict.fromkeys(r["vmm"] for r in rows))
+    out = ["| VMM | boots ok | " + " | ".join(m[1] for m in METRICS) + " |",
+           "|" + "---|" * (2 + len(METRICS))]
+    for v in vmms:
+        rs = [r for r in rows if r["vmm"] == v]
+        ok = sum(int(r["ok"]) for r in rs)
+        out.append(f"| {v} | {ok}/{len(rs)} | " +
+                   " | ".join(spread([num(r.get(k)) for r in rs if int(r["ok"])], d)
+                              for k, _, d in METRICS) + " |")
+    if not qemu:
+        out.append("| QEMU | - | qemu-system-x86_64 absent: not measured |" +
+                   " |" * (len(METRICS) - 1))
+    return "\n".join(out)
+
+
+def boot_table(rows):
+    out = ["| lvmm, Linux test kernel and initramfs | boots ok | first output s | "
+           "\"Run /init\" s | exit s |", "|---|---|---|---|---|"]
+    for s in dict.fromkeys(r["shape"] for r in rows):
+        rs = [r for r in rows if r["shape"] == s and int(r["ok"])]
+        out.append(f"| {s} | {len(rs)}/{sum(r['shape'] == s for r in rows)} | " +
+                   " | ".join(spread([num(r[k]) for r in rs], d) for k, d in
+                              (("first_output_s", 2), ("run_init_s", 1), ("wall_s", 1))) + " |")
+    return "\n".join(out)
+
+
+def net_plot(rows, path):
+    vmms = list(dict.fromkeys(r["vmm"] for r in rows))
+    fig, axes = plt.subplots(1, 4, figsize=(13, 3.2))
+    for ax, (k, label, _) in zip(axes, METRICS[:4]):
+        for i, v in enumerate(vmms):
+            xs = [num(r.get(k)) for r in rows if r["vmm"] == v and int(r["ok"])]
+            xs = [x for x in xs if x is not None]
+            if not xs:
+                continue
+            m = med(xs)
+            ax.bar(i, m, color=("tab:blue", "tab:orange")[i % 2],
+                   yerr=[[m - min(xs)], [max(xs) - m]], capsize=4)
+            ax.plot([i] * len(xs), xs, "k.", ms=4)
+        ax.set_xticks(range(len(vmms)))
+        ax.set_xticklabels(vmms)
+        ax.set_title(label, fontsize=9)
+    fig.suptitle("virtio-net, Linux guest on a tap: median, min-max and each round", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def main():
+    res, doc_path = sys.argv[1], sys.argv[2]
+    host = json.load(open(f"{res}/net-host.json"))
+    doc = open(doc_path).read()
+    doc = replace(doc, "net-host", (
+        f"Run {host['date']} on this host, load average {host['load_start']} at the start, "
+        f"{host['load_end']} at the end; {host['duration_s']} s in all, {host['rounds']} rounds "
+        f"of {host['secs']:g} s per phase; {host.get('qemu') or 'no QEMU'}; lvmm at "
+        f"{host.get('lvmm') or 'an unknown commit'}."))
+    rows = load(f"{res}/net.csv")
+    if rows:
+        doc = replace(doc, "net", net_table(rows, host.get("qemu")))
+        net_plot(rows, f"{res}/net.png")
+    rows = load(f"{res}/net-boot.csv")
+    if rows:
+        doc = replace(doc, "net-boot", boot_table(rows))
+    open(doc_path, "w").write(doc)
+
+
+if __name__ == "__main__":
+    main()
