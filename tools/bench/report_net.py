@@ -25,6 +25,8 @@ def spread(xs, digits):
     xs = [x for x in xs if x is not None]
     if not xs:
         return "-"
+    if med(xs) >= 100:
+        digits = 0
     return f"{fmt(med(xs), digits)} ({fmt(min(xs), digits)}-{fmt(max(xs), digits)})"
 
 
@@ -38,8 +40,16 @@ def net_table(rows, qemu):
         out.append(f"| {v} | {ok}/{len(rs)} | " +
                    " | ".join(spread([num(r.get(k)) for r in rs if int(r["ok"])], d)
                               for k, _, d in METRICS) + " |")
+    for v in vmms:
+        notes = list(dict.fromkeys(r.get("note") for r in rows if r["vmm"] == v
+                                   and not int(r["ok"]) and r.get("note")))
+        if notes:
+            out.append("")
+            out.append(f"{v}: {sum(not int(r['ok']) for r in rows if r['vmm'] == v)} boot(s) "
+                       "ended before the guest program finished; the console's end: " +
+                       "; ".join(f"`{n}`" for n in notes[:2]))
     if not qemu:
-        out.append("| QEMU | - | qemu-system-x86_64 absent: not measured |" +
+        out.insert(2 + len(vmms), "| QEMU | - | qemu-system-x86_64 absent: not measured |" +
                    " |" * (len(METRICS) - 1))
     return "\n".join(out)
 
@@ -63,15 +73,20 @@ def net_plot(rows, path):
             xs = [num(r.get(k)) for r in rows if r["vmm"] == v and int(r["ok"])]
             xs = [x for x in xs if x is not None]
             if not xs:
+                ax.text(i, 0.5, "not\nmeasured", transform=ax.get_xaxis_transform(),
+                        ha="center", fontsize=7)
                 continue
             m = med(xs)
-            ax.bar(i, m, color=("tab:blue", "tab:orange")[i % 2],
+            ax.bar(i, m, color=("tab:blue", "tab:orange", "tab:gray")[i % 3],
                    yerr=[[m - min(xs)], [max(xs) - m]], capsize=4)
             ax.plot([i] * len(xs), xs, "k.", ms=4)
         ax.set_xticks(range(len(vmms)))
         ax.set_xticklabels(vmms)
         ax.set_title(label, fontsize=9)
-    fig.suptitle("virtio-net, Linux guest on a tap: median, min-max and each round", fontsize=10)
+        if k != "io_cpu_us_per_frame":
+            ax.set_yscale("log")
+    fig.suptitle("virtio-net, Linux guest on a tap (host: no VM, over loopback): median, min-max "
+                 "and each round (log scale)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
