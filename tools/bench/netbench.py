@@ -95,7 +95,7 @@ class Servers:
 
     def __init__(self, secs):
         self.secs = secs
-        self.res, self.pid, self.thread_name = {}, None, None
+        self.res, self.pid, self.thread_name, self.vcpu_name = {}, None, None, None
         self.lock = threading.Lock()
         for i, fn in enumerate((self.tx, self.rx, self.rr)):
             s = socket.socket()
@@ -104,13 +104,15 @@ class Servers:
             s.listen(4)
             threading.Thread(target=self.serve, args=(s, fn), daemon=True).start()
 
-    def arm(self, pid, thread_name):
+    def arm(self, pid, thread_name, vcpu_name):
         with self.lock:
             self.res, self.pid, self.thread_name = {}, pid, thread_name
+            self.vcpu_name = vcpu_name
 
     def sample(self, key):
         self.res[key] = (time.monotonic(), thread_cpu_s(self.pid, self.thread_name),
-                         tap_frames())
+                         tap_frames(),
+                         thread_cpu_s(self.pid, self.vcpu_name) if self.vcpu_name else None)
 
     def serve(self, s, fn):
         while True:
@@ -236,13 +238,13 @@ class NetBench:
 
     def vmms(self):
         # the host row: net-bench itself against the servers over loopback, the harness's ceiling
-        host = {"host (no VM)": ([self.client, HOST_IP, str(PORT), f"{self.secs:g}"], None)}
+        host = {"host (no VM)": ([self.client, HOST_IP, str(PORT), f"{self.secs:g}"], None, None)}
         if self.only == "loop":
             return host
         cl = f"console=ttyS0 lvmm.test=netbench netbench.secs={self.secs:g}"
         v = {"lvmm": ([f"{self.build}/lvmm", "run", "--kernel", self.kernel, "--initramfs",
                        self.cpio, "--memory", "256M", "--cpus", "1", "--net",
-                       f"tap={TAP},mac={MAC}", "--cmdline", cl], "lvmm-net0")}
+                       f"tap={TAP},mac={MAC}", "--cmdline", cl], "lvmm-net0", "vcpu0")}
         if QEMU:
             # vmlinux through its PVH note with the CPU features kvm_pvm cannot emulate in guest
             # ring 0 off (lvmm's own cmdline additions, docs/benchmarks.md "Noise and limits")
@@ -255,7 +257,7 @@ class NetBench:
                           "-kernel", self.kernel, "-initrd", self.cpio, "-append",
                           f"{cl} noxsave clearcpuid={off} nosmap nofsgsbase",
                           "-netdev", f"tap,id=n0,ifname={TAP},script=no,downscript=no,vhost=off",
-                          "-device", f"virtio-net-pci,netdev=n0,mac={MAC}"], None)
+                          "-device", f"virtio-net-pci,netdev=n0,mac={MAC}"], None, "CPU 0/KVM")
         v.update(host)
         return v
 
@@ -266,10 +268,10 @@ class NetBench:
         for rnd in range(1, self.rounds + 1):
             order = names if rnd % 2 else names[::-1]
             for name in order:
-                argv, tname = self.vmms()[name]
+                argv, tname, vname = self.vmms()[name]
                 text, first, init, wall = boot(
                     argv, self.limit, f"{self.dir}/{name}-{rnd}.log",
-                    lambda pid, t=tname: srv.arm(pid, t))
+                    lambda pid, t=tname, v=vname: srv.arm(pid, t, v))
                 for _ in range(20):  # the servers' last phase may end just after the VMM
                     if "rr1" in srv.res or any(k.startswith("error") for k in srv.res):
                         break
@@ -289,6 +291,11 @@ class NetBench:
                     row["frames"] = b[2] - a[2]
                     row["io_cpu_s"] = b[1] - a[1]
                     row["io_cpu_us_per_frame"] = (b[1] - a[1]) * 1e6 / (b[2] - a[2])
+                    # busy shares of the window: which side waits
+                    row["window_s"] = b[0] - a[0]
+                    row["io_busy_pct"] = (b[1] - a[1]) * 100 / (b[0] - a[0])
+                    if a[3] is not None and b[3] is not None:
+                        row["vcpu_busy_pct"] = (b[3] - a[3]) * 100 / (b[0] - a[0])
                 if not row["ok"]:
                     lines = [x for x in text.strip().split("\n") if x.strip()]
                     tail = [x for x in lines if "internal error" in x or "Code=" in x][:2] or \
@@ -296,9 +303,10 @@ class NetBench:
                     row["note"] = " / ".join(t.strip()[:120] for t in tail)
                 rows.append(row)
                 print("netbench: round {round} {vmm}: init {i} s, tx {tx} MiB/s, rx {rx} MiB/s, "
-                      "rr {rr}/s, {cpu} us CPU/frame{bad}".format(
+                      "rr {rr}/s, {cpu} us CPU/frame, vCPU busy {vb} %{bad}".format(
                           i=fmt(init), tx=fmt(row["tx_mib_s"], 3), rx=fmt(row["rx_mib_s"], 3),
                           rr=fmt(row["rr_per_s"], 1), cpu=fmt(row.get("io_cpu_us_per_frame")),
+                          vb=fmt(row.get("vcpu_busy_pct")),
                           bad="" if row["ok"] else " FAILED: " + row.get("note", ""), **row),
                       flush=True)
         write_csv(f"{self.results}/net.csv", rows)

@@ -18,6 +18,7 @@ from report_storage import fmt, load, med, num, replace  # noqa: E402
 METRICS = [("tx_mib_s", "guest -> host MiB/s", 3), ("rx_mib_s", "host -> guest MiB/s", 3),
            ("rr_per_s", "request/response per s", 1),
            ("io_cpu_us_per_frame", "I/O thread CPU us/frame", 1),
+           ("io_busy_pct", "I/O thread busy %", 1), ("vcpu_busy_pct", "vCPU thread busy %", 0),
            ("run_init_s", "exec to \"Run /init\" s", 1)]
 
 
