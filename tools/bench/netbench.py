@@ -22,6 +22,7 @@ import ctypes
 import json
 import os
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -165,6 +166,21 @@ class Servers:
         self.res["rr_n"] = n
 
 
+class Reaper:
+    """Kills the VMM when the bench itself is interrupted or killed (SIGTERM: see main)."""
+
+    def __init__(self, p):
+        self.p = p
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.p.poll() is None and exc[0] is not None:
+            self.p.kill()
+            self.p.wait()
+
+
 def boot(argv, limit_s, log, on_start=None, quiet_s=120):
     """Console text, seconds to the first output, to "Run /init" and to the exit. Killed after
     limit_s, or after quiet_s without a console byte."""
@@ -178,7 +194,7 @@ def boot(argv, limit_s, log, on_start=None, quiet_s=120):
     timer.start()
     quiet = threading.Timer(quiet_s, lambda: first is None and out == [] and p.kill())
     quiet.start()
-    with open(log, "wb") as f:
+    with open(log, "wb") as f, Reaper(p):
         for line in iter(p.stdout.readline, b""):
             t = time.monotonic() - t0
             if first is None and line.strip():
@@ -378,6 +394,7 @@ def write_csv(path, rows):
 
 
 def main():
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("netbench: terminated"))
     b = NetBench(sys.argv[1], sys.argv[2])
     try:
         b.run()

@@ -114,9 +114,10 @@ class Bench:
         return res, d, text
 
     def run_lvmm_vblk(self, rw, qd, qp, seed):
-        """lvmm's virtio-blk on the image QEMU's rows read, driven by the same vblk loop."""
+        """lvmm's virtio-blk on the image QEMU's rows read, driven by the same vblk loop;
+        O_DIRECT as QEMU's cache=none and the vNVMe's file backend (no page cache hits)."""
         argv = [self.lvmm, "run", "--kernel", self.guest, "--memory", "64M", "--disk",
-                f"path={self.img},num_queues={qp},queue_size=1024", "--cmdline",
+                f"path={self.img},num_queues={qp},queue_size=1024,direct=on", "--cmdline",
                 self.cmdline(rw, qd, qp, seed, "", "vblk")]
         res, d, text = vms.run_guest(argv, None, self.secs + 90, self.perf_out)
         if res:
