@@ -28,7 +28,8 @@ done
 mkdir -p "$results"
 start=$(date +%s)
 # short runs (BENCH_TIME <= 2) take fewer rounds and boots where no target's ratio depends on
-# them: make bench BENCH_TIME=2 in under 10 minutes on a 2-core host
+# them: make bench BENCH_TIME=2 in under 10 minutes on a 2-core host without net (BENCHES; its
+# Linux boots add about 10 minutes on a kvm_pvm host)
 short=$(awk -v t="${BENCH_TIME:-5}" 'BEGIN{print (t <= 2) ? 1 : 0}')
 if [ "$short" = 1 ]; then
 	nvme_rounds=${ROUNDS:-3} boot_runs=${BOOT_RUNS:-10} api_n=${API_N:-1000}
