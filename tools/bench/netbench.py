@@ -7,9 +7,10 @@
 # /lvmm-tests script that runs it: guest -> host and host -> guest TCP streams and a 1-byte
 # request/response with one outstanding, timed on the host (the servers below). Rounds are
 # interleaved lvmm/QEMU, the order swapped each round; a row of net-bench run on the host
-# against the same servers over loopback shows the harness's own ceiling. Also per boot: seconds to the first
-# console output and to the kernel's "Run /init", the tap's frames, and the CPU of the thread
-# that moves the frames (lvmm's lvmm-net0; QEMU's main loop, which runs virtio-net without vhost).
+# against the same servers over loopback shows the harness's own ceiling. Also per boot:
+# seconds to the first console output and to the kernel's "Run /init", the tap's frames, the
+# CPU of the thread that moves the frames (lvmm's lvmm-net0; QEMU's main loop, which runs
+# virtio-net without vhost) and the busy shares of it and of the vCPU thread.
 # Then boots of lvmm with --disk, --net and --vsock against the same boot without devices.
 # usage: netbench.py BUILD RESULTS   knobs (environment): NET_ROUNDS (3), NET_SECS (5 s per
 #   stream and request/response phase), NET_BOOTS (2: boots per device shape), NET_LIMIT_S (300

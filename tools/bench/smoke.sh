@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test's smoke run of the storage benchmark harness (seconds, not a benchmark): every row
-# kind once at a tiny size into a temp dir, the report into a copy of docs/benchmarks.md; fails
-# when a row, a table or a plot is missing. Appends "bench-smoke PASSED FAILED 0" to
+# kind once at a tiny size into a temp dir, the report into a copy of docs/benchmarks.md, and the
+# virtio-net harness on the host (netbench.py NET_ONLY=loop, no VM); fails when a row, a table
+# or a plot is missing. Appends "bench-smoke PASSED FAILED 0" to
 # $LVMM_TEST_TOTALS (tests/run-suites.sh).
 set -uo pipefail
 build=${1:-build}
@@ -58,7 +59,8 @@ else
 		/usr/bin/python3 "$here/netbench.py" "$build" "$tmp/net" >>"$tmp/log" 2>&1
 	check "net harness: the three phases measured" 'net_measured "$tmp/net/net.csv"'
 	/usr/bin/python3 "$here/report_net.py" "$tmp/net" "$tmp/doc.md" >>"$tmp/log" 2>&1
-	check "net table and plot" 'grep -q "<!-- /bench:net -->" "$tmp/doc.md" && [ -s "$tmp/net/net.png" ]'
+	check "net table and plot" \
+		'grep -q "<!-- /bench:net -->" "$tmp/doc.md" && [ -s "$tmp/net/net.png" ]'
 fi
 [ $fail -eq 0 ] || cat "$tmp/log" >&2
 echo "bench-smoke: $pass passed, $fail failed"
