@@ -11,7 +11,8 @@
 # seconds to the first console output and to the kernel's "Run /init", the tap's frames, the
 # CPU of the thread that moves the frames (lvmm's lvmm-net0; QEMU's main loop, which runs
 # virtio-net without vhost) and the busy shares of it and of the vCPU thread.
-# Then boots of lvmm with --disk, --net and --vsock against the same boot without devices.
+# Then boots of lvmm with --disk, --net and --vsock (and --fs on virtiofsd where this lvmm has
+# virtio-fs) against the same boot without devices.
 # usage: netbench.py BUILD RESULTS   knobs (environment): NET_ROUNDS (3), NET_SECS (5 s per
 #   stream and request/response phase), NET_BOOTS (2: boots per device shape), NET_LIMIT_S (300
 #   per boot), NET_ONLY (net or boot: one part; loop: net-bench run on the host against the
@@ -33,6 +34,7 @@ import threading
 import time
 
 QEMU = shutil.which("qemu-system-x86_64")
+VIRTIOFSD = "/usr/lib/qemu/virtiofsd"
 TAP = "lvbench0"
 HOST_IP, GUEST_IP = "192.168.78.1", "192.168.78.2"
 MAC = "52:54:00:12:34:56"
@@ -328,25 +330,65 @@ class NetBench:
                       flush=True)
         write_csv(f"{self.results}/net.csv", rows)
 
+    def virtiofsd(self):
+        """A virtiofsd serving a small directory for one boot (it ends with its client), or
+        None when it did not make its socket."""
+        share, sock = f"{self.dir}/share", f"{self.dir}/fs.sock"
+        os.makedirs(share, exist_ok=True)
+        if os.path.exists(sock):
+            os.unlink(sock)
+        p = subprocess.Popen([VIRTIOFSD, f"--socket-path={sock}", "-o", f"source={share}", "-o",
+                              "cache=none"], stdout=subprocess.DEVNULL,
+                             stderr=open(f"{self.dir}/virtiofsd.log", "a"))
+        for _ in range(100):
+            if os.path.exists(sock):
+                return p
+            time.sleep(0.05)
+        p.kill()
+        p.wait()
+        return None
+
     def boot_shapes(self):
         disk = f"{self.dir}/disk.img"
         shutil.copyfile(self.rootfs, disk)
-        base = [f"{self.build}/lvmm", "run", "--kernel", self.kernel, "--initramfs",
-                self.base_cpio, "--memory", "256M", "--cpus", "1", "--cmdline", "console=ttyS0"]
-        shapes = {"no devices": [],
-                  "--disk, --net, --vsock": ["--disk", f"path={disk}", "--net",
-                                             f"tap={TAP},mac={MAC}", "--vsock",
-                                             f"cid=3,socket={self.dir}/vsock.sock"]}
+        lvmm = f"{self.build}/lvmm"
+        base = [lvmm, "run", "--kernel", self.kernel, "--initramfs", self.base_cpio, "--memory",
+                "256M", "--cpus", "1", "--cmdline", "console=ttyS0"]
+        devs = ["--disk", f"path={disk}", "--net", f"tap={TAP},mac={MAC}", "--vsock",
+                f"cid=3,socket={self.dir}/vsock.sock"]
+        shapes = {"no devices": [], "--disk, --net, --vsock": devs}
+        # --fs (virtio-fs with virtiofsd as its back end) where this lvmm has it
+        usage = subprocess.run([lvmm, "run", "--help"], capture_output=True, text=True)
+        has_fs = "--fs" in usage.stdout + usage.stderr
+        fs_note = None
+        if not has_fs:
+            fs_note = "not measured: this lvmm has no --fs"
+        elif not os.path.exists(VIRTIOFSD):
+            fs_note = f"not measured: no {VIRTIOFSD}"
+        else:
+            shapes["--disk, --net, --vsock, --fs"] = devs + [
+                "--fs", f"tag=bench,socket={self.dir}/fs.sock"]
         rows = []
         for rnd in range(1, self.boots + 1):
             for name, extra in (shapes.items() if rnd % 2 else list(shapes.items())[::-1]):
+                fsd = self.virtiofsd() if "--fs" in extra else None
+                if "--fs" in extra and not fsd:
+                    rows.append({"round": rnd, "shape": name, "ok": 0,
+                                 "note": "virtiofsd made no socket"})
+                    continue
                 text, first, init, wall = boot(base + extra, self.limit,
                                                f"{self.dir}/boot-{rnd}.log")
+                if fsd:
+                    fsd.kill()
+                    fsd.wait()
                 ok = int("LVMM-GUEST-UP" in text)
                 rows.append({"round": rnd, "shape": name, "first_output_s": first,
                              "run_init_s": init, "wall_s": wall, "ok": ok})
                 print(f"netbench: boot {rnd} {name}: first output {fmt(first, 2)} s, Run /init "
                       f"{fmt(init)} s, exit {wall:.1f} s{'' if ok else ' FAILED'}", flush=True)
+        if fs_note:
+            rows.append({"round": 0, "shape": "--disk, --net, --vsock, --fs", "ok": 0,
+                         "note": fs_note})
         write_csv(f"{self.results}/net-boot.csv", rows)
 
     def run(self):

@@ -59,8 +59,13 @@ def boot_table(rows):
     out = ["| lvmm, Linux test kernel and initramfs | boots ok | first output s | "
            "\"Run /init\" s | exit s |", "|---|---|---|---|---|"]
     for s in dict.fromkeys(r["shape"] for r in rows):
-        rs = [r for r in rows if r["shape"] == s and int(r["ok"])]
-        out.append(f"| {s} | {len(rs)}/{sum(r['shape'] == s for r in rows)} | " +
+        every = [r for r in rows if r["shape"] == s]
+        rs = [r for r in every if int(r["ok"])]
+        notes = list(dict.fromkeys(r["note"] for r in every if r.get("note")))
+        if not rs and notes:
+            out.append(f"| {s} | - | {'; '.join(notes)} | | |")
+            continue
+        out.append(f"| {s} | {len(rs)}/{len(every)} | " +
                    " | ".join(spread([num(r[k]) for r in rs], d) for k, d in
                               (("first_output_s", 2), ("run_init_s", 1), ("wall_s", 1))) + " |")
     return "\n".join(out)
