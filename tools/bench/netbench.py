@@ -228,7 +228,7 @@ class NetBench:
     def __init__(self, build, results):
         self.build, self.results = build, results
         guest = os.environ.get("GUEST_DIR", f"{build}/guest")
-        self.kernel, self.bz = f"{guest}/vmlinux", f"{guest}/bzImage"
+        self.kernel = f"{guest}/vmlinux"
         self.base_cpio = f"{guest}/initramfs.cpio"
         self.gen = f"{guest}/gen_init_cpio"
         self.client = f"{guest}/net-bench"
