@@ -1,6 +1,8 @@
 # make bench: lvmm's benchmarks (tools/bench/run.sh): vNVMe QD1 against host fio, REST API
 # round trips, boot to poweroff, and the storage benchmarks side by side (storage.py: every
-# data-path mode, native, QEMU; N VMs on one SSD; boot and footprint against QEMU). Results:
+# data-path mode, native, QEMU; N VMs on one SSD; boot and footprint against QEMU; virtio-blk
+# against QEMU's on one image), virtio-net against QEMU's and Linux boots with devices
+# (netbench.py, on the test guest of make guest). Results:
 # docs/bench/*.csv, *.png and the tables in docs/benchmarks.md. Knobs: BENCH_TIME (seconds per
 # storage run), ROUNDS, FIO_SECS, API_N, BOOT_RUNS, BENCHES (see run.sh and storage.py).
 # make test runs bench-smoke: the storage harness end to end in seconds, results in a temp dir.
@@ -14,11 +16,11 @@ $(BENCH_CLIENT): tools/bench/softssd_bench.c $(BUILD)/liblvmm.a
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(INC_HOSTKMOD) -o $@ $< $(BUILD)/liblvmm.a $(LDLIBS)
 
-bench-lvmm: $(BUILD)/lvmm $(BENCH_GUEST) $(BENCH_CLIENT)
+bench-lvmm: $(BUILD)/lvmm $(BENCH_GUEST) $(BENCH_CLIENT) $(GUEST_NETBENCH)
 	$(Q)tools/install-deps.sh tools/debian-packages.txt tools/bench/bench-packages.txt
 	$(Q)BENCH_TIME=$(BENCH_TIME) tools/bench/run.sh $(BUILD)
 
-bench-smoke: $(BUILD)/lvmm $(BENCH_GUEST) $(BENCH_CLIENT)
+bench-smoke: $(BUILD)/lvmm $(BENCH_GUEST) $(BENCH_CLIENT) $(GUEST_NETBENCH)
 	$(Q)tools/bench/smoke.sh $(BUILD)
 
 test-extra: bench-smoke

@@ -5,6 +5,7 @@
 # back to back). usage: report_storage.py RESULTS_DIR DOC_MD
 import csv
 import json
+import os
 import re
 import statistics
 import sys
@@ -15,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 ORDER = ["native", "lvmm passthrough", "lvmm isolated", "lvmm emulate", "lvmm emulate, file",
-         "lvmm passthrough, 2 vCPUs", "lvmm isolated, 2 vCPUs", "lvmm emulate, 2 vCPUs",
+         "lvmm virtio-blk", "lvmm passthrough, 2 vCPUs", "lvmm isolated, 2 vCPUs", "lvmm emulate, 2 vCPUs",
          "QEMU nvme",
          "QEMU nvme, shadow doorbells", "QEMU nvme, SQ in CMB", "QEMU virtio-blk"]
 
@@ -212,19 +213,29 @@ def replace(doc, name, body):
 
 def main():
     res, doc_path = sys.argv[1], sys.argv[2]
-    host = json.load(open(f"{res}/storage-host.json"))
     doc = open(doc_path).read()
-    head = (f"Run {host['date']} on {host['host']} ({host.get('load_at_end', '?')} at the end); "
-            f"{host['duration_s']} s in all, "
-            f"{host['rounds']} rounds of {host['bench_time_s']} s per run, {host['vol_mb']} MiB "
-            f"volume and image; {host.get('qemu') or 'no QEMU'}; lvmm at "
-            f"{host.get('commit') or 'an unknown commit'}. Command: `{host['command']}`")
-    doc = replace(doc, "storage-host", head)
+    if os.path.exists(f"{res}/storage-host.json"):  # absent after a BENCH_ONLY run alone
+        host = json.load(open(f"{res}/storage-host.json"))
+        head = (f"Run {host['date']} on {host['host']} ({host.get('load_at_end', '?')} at the end); "
+                f"{host['duration_s']} s in all, "
+                f"{host['rounds']} rounds of {host['bench_time_s']} s per run, {host['vol_mb']} "
+                f"MiB volume and image; {host.get('qemu') or 'no QEMU'}; lvmm at "
+                f"{host.get('commit') or 'an unknown commit'}. Command: `{host['command']}`")
+        doc = replace(doc, "storage-host", head)
     rows = load(f"{res}/storage.csv")
     if rows:
         doc = replace(doc, "storage", storage_table(rows))
         doc = replace(doc, "ratios", ratio_table(rows))
         storage_plot(rows, f"{res}/storage.png")
+    rows = load(f"{res}/storage-virtio.csv")  # BENCH_ONLY=virtio: the virtio-blk rows alone
+    if rows:
+        h = json.load(open(f"{res}/storage-virtio-host.json"))
+        doc = replace(doc, "virtio-blk", (
+            f"Run {h['date']} on {h['host']} ({h.get('load_at_end', '?')} at the end); "
+            f"{h['duration_s']} s in all, {h['rounds']} rounds of {h['bench_time_s']} s per run, "
+            f"{h['vol_mb']} MiB image; {h.get('qemu') or 'no QEMU: its rows are missing'}; lvmm "
+            f"at {h.get('commit') or 'an unknown commit'}.\n\n" + storage_table(rows)))
+        storage_plot(rows, f"{res}/storage-virtio.png")
     rows = load(f"{res}/scale.csv")
     if rows:
         doc = replace(doc, "scale", scale_table(rows))

@@ -6,14 +6,17 @@
 # Knobs (environment): BENCH_TIME (seconds per storage run, 5; scales fio runs too), ROUNDS
 # (rounds of the nvme and storage benches: 7 and 2; 3 and 2 when BENCH_TIME <= 2), FIO_SECS (per
 # fio run), API_N (requests per API case, 2000; 1000 short), BOOT_RUNS (boots per VM shape, 20;
-# 10 short), BENCHES (which: "nvme api boot storage"),
+# 10 short), BENCHES (which: "nvme api boot storage virtio net"; virtio: storage.py
+# BENCH_ONLY=virtio, lvmm's virtio-blk and vNVMe against QEMU's virtio-blk and nvme on one image;
+# net: netbench.py, virtio-net of lvmm and QEMU and Linux boots with devices, several minutes of
+# Linux boots on a kvm_pvm host, skipped without the test guest of make guest),
 # RESULTS (docs/bench), DOC (docs/benchmarks.md); storage.py lists its own.
 set -euo pipefail
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 results=${RESULTS:-docs/bench}
 doc=${DOC:-docs/benchmarks.md}
-benches=${BENCHES:-nvme api boot storage}
+benches=${BENCHES:-nvme api boot storage virtio net}
 want() { [[ " $benches " == *" $1 "* ]]; }
 for f in "$build/lvmm" "$build/bench-guest/bench-guest.elf" "$build/softssd-bench-client"; do
 	[ -e "$f" ] || { echo "bench: no $f (run make first)" >&2; exit 1; }
@@ -25,7 +28,8 @@ done
 mkdir -p "$results"
 start=$(date +%s)
 # short runs (BENCH_TIME <= 2) take fewer rounds and boots where no target's ratio depends on
-# them: make bench BENCH_TIME=2 in under 10 minutes on a 2-core host
+# them: make bench BENCH_TIME=2 in under 10 minutes on a 2-core host without net (BENCHES; its
+# Linux boots add about 10 minutes on a kvm_pvm host)
 short=$(awk -v t="${BENCH_TIME:-5}" 'BEGIN{print (t <= 2) ? 1 : 0}')
 if [ "$short" = 1 ]; then
 	nvme_rounds=${ROUNDS:-3} boot_runs=${BOOT_RUNS:-10} api_n=${API_N:-1000}
@@ -69,6 +73,25 @@ if want storage; then
 		BOOT_RUNS=$storage_boots /usr/bin/python3 "$here/storage.py" "$build" "$results"
 	/usr/bin/python3 "$here/report_storage.py" "$results" "$doc"
 	took storage
+fi
+
+if want virtio; then
+	echo "bench: lvmm virtio-blk and vNVMe against QEMU virtio-blk and nvme, one image"
+	BENCH_ONLY=virtio ROUNDS=${ROUNDS:-2} VOL_MB=${VOL_MB:-256} \
+		/usr/bin/python3 "$here/storage.py" "$build" "$results"
+	/usr/bin/python3 "$here/report_storage.py" "$results" "$doc"
+	took virtio
+fi
+if want net; then
+	if [ -e "$build/guest/vmlinux" ] && [ -e "$build/guest/net-bench" ]; then
+		echo "bench: virtio-net lvmm against QEMU, Linux boot with devices (netbench.py)"
+		NET_SECS=${NET_SECS:-$([ "$short" = 1 ] && echo 3 || echo 5)} \
+			/usr/bin/python3 "$here/netbench.py" "$build" "$results"
+		/usr/bin/python3 "$here/report_net.py" "$results" "$doc"
+		took net
+	else
+		echo "bench: net skipped: no $build/guest/vmlinux or net-bench (make guest)"
+	fi
 fi
 
 # host.json and report.py belong to the nvme, api and boot tables: only a run of all three

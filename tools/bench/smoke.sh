@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test's smoke run of the storage benchmark harness (seconds, not a benchmark): every row
-# kind once at a tiny size into a temp dir, the report into a copy of docs/benchmarks.md; fails
-# when a row, a table or a plot is missing. Appends "bench-smoke PASSED FAILED 0" to
+# kind once at a tiny size into a temp dir, the report into a copy of docs/benchmarks.md, and the
+# virtio-net harness on the host (netbench.py NET_ONLY=loop, no VM); fails when a row, a table
+# or a plot is missing. Appends "bench-smoke PASSED FAILED 0" to
 # $LVMM_TEST_TOTALS (tests/run-suites.sh).
 set -uo pipefail
 build=${1:-build}
@@ -40,6 +41,27 @@ for t in storage ratios scale boot-footprint; do
 	check "table $t in the report" 'grep -q "<!-- /bench:$t -->" "$tmp/doc.md"'
 done
 check "plots drawn" '[ -s "$tmp/res/storage.png" ] && [ -s "$tmp/res/scale.png" ]'
+net_measured() { # one row, ok, each phase's rate above 0
+	/usr/bin/python3 - "$1" <<'PY' 2>/dev/null
+import csv, sys
+r = list(csv.DictReader(open(sys.argv[1])))
+sys.exit(not (len(r) == 1 and r[0]["ok"] == "1" and
+              all(float(r[0][k] or 0) > 0 for k in ("tx_mib_s", "rx_mib_s", "rr_per_s"))))
+PY
+}
+# netbench.py's servers, net-bench and report_net.py on the host (NET_ONLY=loop: no VM, a second)
+if [ "$(id -u)" != 0 ]; then
+	echo "bench-smoke: net harness skipped: its network namespace needs root"
+elif [ ! -x "$build/guest/net-bench" ]; then
+	echo "bench-smoke: net harness skipped: no $build/guest/net-bench"
+else
+	NET_ONLY=loop NET_SECS=0.2 NET_ROUNDS=1 timeout 60 \
+		/usr/bin/python3 "$here/netbench.py" "$build" "$tmp/net" >>"$tmp/log" 2>&1
+	check "net harness: the three phases measured" 'net_measured "$tmp/net/net.csv"'
+	/usr/bin/python3 "$here/report_net.py" "$tmp/net" "$tmp/doc.md" >>"$tmp/log" 2>&1
+	check "net table and plot" \
+		'grep -q "<!-- /bench:net -->" "$tmp/doc.md" && [ -s "$tmp/net/net.png" ]'
+fi
 [ $fail -eq 0 ] || cat "$tmp/log" >&2
 echo "bench-smoke: $pass passed, $fail failed"
 [ -n "${LVMM_TEST_TOTALS:-}" ] && echo "bench-smoke $pass $fail 0" >>"$LVMM_TEST_TOTALS"

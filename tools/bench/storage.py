@@ -9,7 +9,9 @@
 #   BOOT_RUNS (10), MODEL (softssd --model, none), LINUX_RUNS (0: boots of the Linux test
 #   kernel to "Run /init", minutes each on a loaded kvm_pvm host), SMOKE=1 (one of each row kind),
 #   BENCH_ONLY=mq (only the 4-queue-pair rows: native, lvmm on 1 vCPU and on 2 vCPUs each driving
-#   2 of the pairs, into storage-mq.csv; no scale or boot runs)
+#   2 of the pairs, into storage-mq.csv; no scale or boot runs), BENCH_ONLY=virtio (lvmm's
+#   virtio-blk, lvmm's vNVMe in emulate mode on the same image file and QEMU's virtio-blk and
+#   nvme on it, QD1 and QD32 reads and writes on one queue pair, into storage-virtio.csv)
 import csv
 import json
 import os
@@ -41,8 +43,8 @@ class Bench:
         self.rounds = int(os.environ.get("ROUNDS", "2"))
         self.smoke = os.environ.get("SMOKE") == "1"
         self.only = os.environ.get("BENCH_ONLY", "")
-        if self.only not in ("", "mq"):
-            sys.exit(f"storage.py: BENCH_ONLY={self.only}: only 'mq' is known")
+        if self.only not in ("", "mq", "virtio"):
+            sys.exit(f"storage.py: BENCH_ONLY={self.only}: only 'mq' and 'virtio' are known")
         self.vol_mb = int(os.environ.get("VOL_MB", "64" if self.smoke else "1024"))
         self.dir = tempfile.mkdtemp(prefix="lvmm-bench-", dir=os.environ.get("DIR", "/var/tmp"))
         os.environ["LVMM_RUN_DIR"] = self.dir
@@ -112,9 +114,10 @@ class Bench:
         return res, d, text
 
     def run_lvmm_vblk(self, rw, qd, qp, seed):
-        """lvmm's virtio-blk on the image QEMU's rows read, driven by the same vblk loop."""
+        """lvmm's virtio-blk on the image QEMU's rows read, driven by the same vblk loop;
+        O_DIRECT as QEMU's cache=none and the vNVMe's file backend (no page cache hits)."""
         argv = [self.lvmm, "run", "--kernel", self.guest, "--memory", "64M", "--disk",
-                f"path={self.img},num_queues={qp},queue_size=1024", "--cmdline",
+                f"path={self.img},num_queues={qp},queue_size=1024,direct=on", "--cmdline",
                 self.cmdline(rw, qd, qp, seed, "", "vblk")]
         res, d, text = vms.run_guest(argv, None, self.secs + 90, self.perf_out)
         if res:
@@ -182,6 +185,8 @@ class Bench:
     def configs(self):
         if self.only == "mq":
             return [(rw, qd, 4) for rw in ("randread", "randwrite") for qd in (1, 32, 128)]
+        if self.only == "virtio":
+            return [(rw, qd, 1) for rw in ("randread", "randwrite") for qd in (1, 32)]
         if self.smoke:
             return [("randread", 1, 1), ("randwrite", 4, 2)]
         return [(rw, qd, qp) for rw in ("randread", "randwrite") for qp in (1, 4)
@@ -201,11 +206,17 @@ class Bench:
         for rnd in range(1, self.rounds + 1):
             for rw, qd, qp in self.configs():
                 runs = list(self.systems())
+                if self.only == "virtio":  # every row on the one image file
+                    runs = [r for r in runs if r[0] in ("lvmm virtio-blk", "QEMU virtio-blk",
+                                                        "QEMU nvme")]
+                    runs.insert(1, ("lvmm emulate, file",
+                                    lambda *a: self.run_lvmm("emulate-file", *a)))
                 if self.only == "mq":
                     runs = [r for r in runs if not r[0].startswith("QEMU")]
                 # the variants are not in any target's ratio: one round of them (two when
                 # runs are long), so that make bench BENCH_TIME=2 stays under 10 minutes
-                if rw == "randread" and qp == 1 and (rnd == 1 or self.secs > 2):
+                if rw == "randread" and qp == 1 and (rnd == 1 or self.secs > 2) and \
+                        self.only != "virtio":
                     runs += extra
                 # the 2-vCPU rows: all of them with BENCH_ONLY=mq; in the full matrix at QD32
                 # in round 1, and only when runs are long (BENCH_TIME=2 keeps its 10 minutes)

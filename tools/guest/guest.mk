@@ -7,13 +7,14 @@ GUEST_INITRAMFS := $(GUEST_DIR)/initramfs.cpio
 GUEST_ROOTDISK  := $(GUEST_DIR)/rootfs.img
 GUEST_SWEEP     := $(GUEST_DIR)/nvme-sweep
 GUEST_VSOCK     := $(GUEST_DIR)/vsock-test
+GUEST_NETBENCH  := $(GUEST_DIR)/net-bench
 GUEST_SRC       := tools/guest
 
 BINS += $(BUILD)/extract-vmlinux
 
 .PHONY: guest guest-kernel guest-debian
 
-guest: $(GUEST_KERNEL) $(GUEST_INITRAMFS) $(GUEST_ROOTDISK) $(GUEST_SWEEP) $(GUEST_VSOCK)
+guest: $(GUEST_KERNEL) $(GUEST_INITRAMFS) $(GUEST_ROOTDISK) $(GUEST_SWEEP) $(GUEST_VSOCK) $(GUEST_NETBENCH)
 
 # build-kernel.sh keeps its own stamp (fragment, patches, source package version) and returns at
 # once when nothing changed, so running it on every `make guest` is cheap and never stale.
@@ -39,6 +40,12 @@ $(GUEST_SWEEP): $(GUEST_SRC)/nvme-sweep.c include/lightiov/nvme.h
 	$(Q)$(CC) -static -O2 -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -o $@ $<
 
 $(GUEST_VSOCK): $(GUEST_SRC)/vsock-test.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@ (static)"
+	$(Q)$(CC) -static -O2 -std=gnu11 $(WARN) -D_GNU_SOURCE -o $@ $<
+
+# make bench's virtio-net client (tools/bench/netbench.py adds it to the initramfs it boots)
+$(GUEST_NETBENCH): $(GUEST_SRC)/net-bench.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@ (static)"
 	$(Q)$(CC) -static -O2 -std=gnu11 $(WARN) -D_GNU_SOURCE -o $@ $<
