@@ -284,11 +284,17 @@ START_TEST(test_jail_cgroup)
 	outer = start("spin", -1, NULL);
 	unsetenv("LVMM_JAIL_CGROUP");
 	child = jailed_child(outer);
-	/* placed before the child goes on: by the time its API answers it is in */
-	for (int i = 0; i < 200 && access(sock, F_OK); i++)
-		testutil_sleep_ms(25);
+	/* The outer process listens on the API socket before it starts the child, so the socket
+	 * says nothing about the cgroup yet: wait (up to 10 s) for the child to be placed. */
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
-	s = testutil_slurp(procs);
+	s = NULL;
+	for (int i = 0; i < 400; i++) {
+		free(s);
+		s = testutil_slurp(procs);
+		if (s && atoi(s) > 0)
+			break;
+		testutil_sleep_ms(25);
+	}
 	ck_assert_ptr_nonnull(s);
 	ck_assert_int_eq(atoi(s), child);
 	free(s);
