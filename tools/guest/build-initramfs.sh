@@ -7,9 +7,8 @@
 # The archive comes from the list through the kernel's usr/gen_init_cpio, so owners and the
 # /dev/console node are right without root privileges. Uncompressed on purpose: decompressing in
 # an emulated guest kernel costs far more than copying (docs/design.md section 5). The image
-# comes from the same list through mke2fs -d, also without root privileges: it has no device
-# nodes (the kernel mounts devtmpfs on /dev of a disk root, CONFIG_DEVTMPFS_MOUNT) and mounts a
-# tmpfs on /tmp (its /etc/fstab).
+# comes from the same list through mke2fs -d and debugfs (the device nodes), also without root
+# privileges; its /etc/fstab mounts a tmpfs on /tmp as well.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,23 +46,29 @@ trap 'rm -rf "$list" "$stage" "$out.tmp"' EXIT
 
 case $out in
 *.img)
-	# The list's entries as a directory tree; device nodes are left to devtmpfs.
-	while read -r kind path a b _; do
+	# The list's entries as a directory tree; device nodes as debugfs commands (the kernel opens
+	# /dev/console for init before /init mounts devtmpfs over /dev).
+	nodes=""
+	while read -r kind path a b _ type major minor; do
 		case $kind in
 		dir) mkdir -p "$stage$path" && chmod "$a" "$stage$path" ;;
 		file) cp "$a" "$stage$path" && chmod "$b" "$stage$path" ;;
 		slink) ln -s "$a" "$stage$path" ;;
-		nod) ;;
+		nod)
+			nodes+="cd ${path%/*}"$'\n'"mknod ${path##*/} $type $major $minor"$'\n'
+			nodes+="sif ${path##*/} mode 020${a#0}"$'\n'
+			;;
 		*) echo "build-initramfs: unknown list entry '$kind'" >&2 && exit 1 ;;
 		esac
 	done <"$list"
 	{
-		grep -v '^devtmpfs' "$here/fstab"
+		cat "$here/fstab"
 		echo "tmpfs    /tmp  tmpfs    defaults 0 0"
 	} >"$stage/etc/fstab"
 	# 8 MiB: busybox and the scripts with room for the tests' own files; no journal (read-only).
 	truncate -s 8M "$out.tmp"
 	mke2fs -q -F -t ext4 -O ^has_journal -L lvmm-guest -E root_owner=0:0 -d "$stage" "$out.tmp"
+	printf '%s' "$nodes" | debugfs -w -f - "$out.tmp" >/dev/null 2>&1
 	mv "$out.tmp" "$out"
 	printf '  GUEST   root disk image %s (%s bytes)\n' "$out" "$(stat -c %s "$out")"
 	;;
