@@ -27,7 +27,7 @@
 #include "client/lio_client.h"
 
 #define JAIL_NOFILE   4096
-#define JAIL_MAX_SRC  (4 + 2 * CONFIG_MAX_VNVME + CONFIG_MAX_DISKS)
+#define JAIL_MAX_SRC  (5 + 2 * CONFIG_MAX_VNVME + CONFIG_MAX_DISKS)
 #define JAIL_MNT_FLAG (MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
 
 struct jail_src {
@@ -45,7 +45,8 @@ struct jail {
 	struct jail_src src[JAIL_MAX_SRC];
 	unsigned nsrc;
 	char ssd[CONFIG_MAX_VNVME][sizeof(((struct sockaddr_un *)0)->sun_path)];
-	const char *allowed; /* --allowed-dir, held as allowed_fd */
+	char vsock_dir[PATH_MAX]; /* --vsock's socket's directory, bound in read-only */
+	const char *allowed;	  /* --allowed-dir, held as allowed_fd */
 	int allowed_fd;
 	char *err;
 	unsigned errlen;
@@ -529,42 +530,58 @@ static int jail_cgroup(pid_t pid, char *err, unsigned errlen)
 	return 0;
 }
 
-/* The API socket lvmm listened on for the jail: its directory, opened by the outer process
- * before the child builds the jail (a pivot_root moves the root of both, as they share the
- * mount namespace). -1 when there is none. */
-static int jail_socket_dir(const char *path, char *name, size_t cap)
+/* A socket lvmm listened on before the jail (the API's, the vsock device's): its directory,
+ * opened by the outer process before the child builds the jail (a pivot_root moves the root of
+ * both, as they share the mount namespace), and the socket as made, to remove it (and only it)
+ * once the VM process is gone. dfd -1 when there is none. */
+struct jail_sock {
+	int dfd;
+	char name[NAME_MAX + 1];
+	struct stat made;
+};
+
+/* made (a socket at path, lstat'ed before the fork) is kept for jail_sock_open. */
+static void jail_sock_note(struct jail_sock *s, const char *path)
+{
+	s->dfd = -1;
+	if (!path || lstat(path, &s->made) || !S_ISSOCK(s->made.st_mode))
+		memset(&s->made, 0, sizeof(s->made));
+}
+
+static void jail_sock_open(struct jail_sock *s, const char *path)
 {
 	char err[256];
 	const char *last;
 	size_t n;
-	int dfd;
 
-	if (!path)
-		return -1;
-	dfd = fsutil_open_parent("api socket", path, &last, err, sizeof(err));
-	if (dfd < 0)
-		return -1;
+	s->dfd = -1;
+	if (!path || !s->made.st_ino)
+		return;
+	s->dfd = fsutil_open_parent("socket", path, &last, err, sizeof(err));
+	if (s->dfd < 0)
+		return;
 	n = strcspn(last, "/");
-	if (!n || n >= cap) {
-		close(dfd);
-		return -1;
+	if (!n || n >= sizeof(s->name)) {
+		close(s->dfd);
+		s->dfd = -1;
+		return;
 	}
-	memcpy(name, last, n);
-	name[n] = 0;
-	return dfd;
+	memcpy(s->name, last, n);
+	s->name[n] = 0;
 }
 
 /* Removed once the VM process is gone, if that name is still the socket lvmm made. */
-static void jail_unlink_socket(int dfd, const char *name, const struct stat *made)
+static void jail_sock_unlink(struct jail_sock *s)
 {
 	struct stat st;
 
-	if (dfd < 0)
+	if (s->dfd < 0)
 		return;
-	if (made->st_ino && !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISSOCK(st.st_mode) &&
-	    st.st_ino == made->st_ino && st.st_dev == made->st_dev)
-		unlinkat(dfd, name, 0);
-	close(dfd);
+	if (!fstatat(s->dfd, s->name, &st, AT_SYMLINK_NOFOLLOW) && S_ISSOCK(st.st_mode) &&
+	    st.st_ino == s->made.st_ino && st.st_dev == s->made.st_dev)
+		unlinkat(s->dfd, s->name, 0);
+	close(s->dfd);
+	s->dfd = -1;
 }
 
 /* The outer process keeps only what waiting needs: signalling the jail's user (CAP_KILL) and
@@ -587,7 +604,7 @@ static void jail_outer_caps(void)
 
 /* The outer process: signals go to the jailed one, its status becomes ours. */
 static void __attribute__((noreturn))
-jail_wait(pid_t pid, const sigset_t *set, int sdfd, const char *name, const struct stat *sock_st)
+jail_wait(pid_t pid, const sigset_t *set, struct jail_sock *socks, unsigned nsocks)
 {
 	int st;
 
@@ -602,7 +619,8 @@ jail_wait(pid_t pid, const sigset_t *set, int sdfd, const char *name, const stru
 		}
 		kill(pid, sig);
 	}
-	jail_unlink_socket(sdfd, name, sock_st);
+	for (unsigned i = 0; i < nsocks; i++)
+		jail_sock_unlink(&socks[i]);
 	if (WIFEXITED(st))
 		exit(WEXITSTATUS(st));
 	fprintf(stderr, "lvmm: jail: the VM process ended by signal %d\n", WTERMSIG(st));
@@ -641,10 +659,49 @@ static void jail_add(struct jail *j, const char *path, bool rw, const char *what
 		    (struct jail_src){.path = path, .what = what, .rw = rw, .fd = -1};
 }
 
+/* --vsock in a jail: the socket was listened on before it (cfg->vsock.listen_fd); its directory
+ * is bound in read-only, where the guest's connections to PATH_<port> are made, as the jail's
+ * user. It must be one the host's users cannot write to but its owner (not /tmp: all of it
+ * would be in the jail). */
+static int jail_vsock_dir(struct jail *j, struct vm_config *cfg)
+{
+	char *path = cfg->vsock.socket;
+	const char *last;
+	struct stat st = {0};
+	size_t n;
+	int r, dfd;
+
+	if (!cfg->vsock.has_listen_fd) {
+		snprintf(j->err, j->errlen, "jail: vsock %s: not listened on before the jail",
+			 path);
+		return -EINVAL;
+	}
+	r = jail_abs(j, path, sizeof(cfg->vsock.socket), "vsock socket");
+	if (r)
+		return r;
+	dfd = fsutil_open_parent("vsock socket", path, &last, j->err, j->errlen);
+	if (dfd < 0)
+		return dfd;
+	r = fstat(dfd, &st) ? -errno : 0;
+	close(dfd);
+	for (n = (size_t)(last - path); n && path[n - 1] == '/'; n--)
+		;
+	if (r || !n || (st.st_mode & 022)) {
+		snprintf(j->err, j->errlen,
+			 "jail: vsock socket %s: its directory is bound into the jail, so it must "
+			 "be a directory other than / that only its owner may write to (mode %o)",
+			 path, (unsigned)(st.st_mode & 07777));
+		return -EACCES;
+	}
+	memcpy(j->vsock_dir, path, n); /* path is shorter than vsock_dir */
+	j->vsock_dir[n] = 0;
+	return 0;
+}
+
 int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsigned errlen)
 {
 	struct jail j = {.err = err, .errlen = errlen, .rootfd = -1, .allowed_fd = -1};
-	struct stat sock_st = {0};
+	struct jail_sock socks[2];
 	sigset_t set, old;
 	unsigned i;
 	int r, sync[2], dfd;
@@ -673,16 +730,17 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 		return -EINVAL;
 	}
 	if (cfg->has_vsock) {
-		/* its socket and the guest's PATH_<port> targets live outside the jail's root */
-		snprintf(err, errlen, "jail: --vsock is not supported with --jail yet");
-		return -EINVAL;
+		r = jail_vsock_dir(&j, cfg);
+		if (r)
+			return r;
 	}
-	if (cfg->nfs) {
-		/* the back end's socket lies outside the jail's root, and vm.add-fs would have to
-		 * connect from inside it */
-		snprintf(err, errlen, "jail: --fs is not supported with --jail yet");
-		return -EINVAL;
-	}
+	for (i = 0; i < cfg->nfs && i < CONFIG_MAX_FS; i++)
+		if (!cfg->fs[i].has_fd) {
+			/* the back end's socket is not reachable inside */
+			snprintf(err, errlen, "jail: fs %s: not connected before the jail",
+				 cfg->fs[i].socket);
+			return -EINVAL;
+		}
 	r = jail_abs(&j, cfg->kernel, sizeof(cfg->kernel), "kernel");
 	if (!r)
 		r = jail_abs(&j, cfg->initramfs, sizeof(cfg->initramfs), "initramfs");
@@ -724,14 +782,31 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 		    !lstat(j.ssd[i], &st) && S_ISSOCK(st.st_mode))
 			jail_add(&j, j.ssd[i], true, "ssd socket");
 	}
-	/* the socket lvmm made, to remove it (and only it) when the VM process is gone */
+	/* Directories last: a file bound after one would get its placeholder in the host's
+	 * directory. Guests' connections to PATH_<port> are made in this one. */
+	if (j.vsock_dir[0]) {
+		size_t n = strlen(j.vsock_dir);
+
+		for (i = 0; i < j.nsrc; i++)
+			if (!strncmp(j.src[i].path, j.vsock_dir, n) && j.src[i].path[n] == '/') {
+				/* read-only in there, and bound over */
+				snprintf(err, errlen,
+					 "jail: %s %s lies in the vsock socket's directory %s, "
+					 "which is bound into the jail read-only: keep the VM's "
+					 "files elsewhere",
+					 j.src[i].what, j.src[i].path, j.vsock_dir);
+				return -EINVAL;
+			}
+		jail_add(&j, j.vsock_dir, false, "vsock socket directory");
+	}
 	if (o->allowed_dir && o->allowed_dir[0] == '/' && o->allowed_fd >= 0) {
 		j.allowed = o->allowed_dir;
 		j.allowed_fd = o->allowed_fd;
 		jail_add(&j, j.allowed, true, "allowed directory");
 	}
-	if (o->api_socket && (lstat(o->api_socket, &sock_st) || !S_ISSOCK(sock_st.st_mode)))
-		memset(&sock_st, 0, sizeof(sock_st));
+	/* the sockets lvmm made, to remove them (and only them) when the VM process is gone */
+	jail_sock_note(&socks[0], o->api_socket);
+	jail_sock_note(&socks[1], cfg->has_vsock ? cfg->vsock.socket : NULL);
 	/* No inherited fd crosses into the jail but the ones the caller holds for the VM. */
 	fflush(NULL);
 	r = jail_close_fds(o->keep_fds, o->nkeep);
@@ -760,9 +835,9 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 		return -errno;
 	}
 	if (pid) {
-		char sname[NAME_MAX + 1];
 		/* before the go: once the child pivots, our root is the jail's too */
-		int sdfd = jail_socket_dir(o->api_socket, sname, sizeof(sname));
+		jail_sock_open(&socks[0], o->api_socket);
+		jail_sock_open(&socks[1], cfg->has_vsock ? cfg->vsock.socket : NULL);
 
 		close(sync[0]);
 		for (i = 0; i < o->nkeep; i++)
@@ -777,7 +852,7 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 		}
 		close(sync[1]);
 		jail_outer_caps();
-		jail_wait(pid, &set, sdfd, sname, &sock_st);
+		jail_wait(pid, &set, socks, 2);
 	}
 	close(sync[1]);
 	/* lvmm stops when the outer process goes (it forwards the signals the user sends). Set

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -83,7 +85,9 @@ static void usage_run(FILE *f)
 	    "                       DIR (root's, as every directory above it, writable by root\n"
 	    "                       only) as the root holding only the VM's files, rlimits, no\n"
 	    "                       other fds (root only; LVMM_JAIL_CGROUP=DIR also places it in\n"
-	    "                       that cgroup)\n"
+	    "                       that cgroup); --vsock's PATH is listened on and --fs back\n"
+	    "                       ends connected before it (PATH's directory, its owner's\n"
+	    "                       only, is bound in read-only)\n"
 	    "  --jail-uid UID[:GID] the jail's user (default %u + lvmm's pid, one per jail;\n"
 	    "                       GID defaults to UID; neither 0)\n"
 	    "Environment: LVMM_SECCOMP=kill|log|off, LVMM_HOSTCOMPAT=on|off, LVMM_PIT=on|off,\n"
@@ -416,17 +420,65 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Before the jail: the vsock device's listening socket (the jail binds its directory in
+ * read-only for the guest's connections to PATH_<port>), and each virtio-fs back end
+ * connected (the device takes the connection over). */
+static int run_jail_sockets(struct vm_config *cfg)
+{
+	char err[512], id[64];
+
+	if (cfg->has_vsock) {
+		virtio_vsock_id(&cfg->vsock, id, sizeof(id));
+		cfg->vsock.listen_fd = virtio_vsock_listen(cfg->vsock.socket, id, err, sizeof(err));
+		if (cfg->vsock.listen_fd < 0) {
+			fprintf(stderr, "lvmm: %s\n", err);
+			return -1;
+		}
+		cfg->vsock.has_listen_fd = true;
+	}
+	for (unsigned i = 0; i < cfg->nfs && i < CONFIG_MAX_FS; i++) {
+		struct virtio_fs_config *f = &cfg->fs[i];
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+		int fd;
+
+		virtio_fs_id(f, i, id, sizeof(id));
+		if (strlen(f->socket) >= sizeof(sa.sun_path)) {
+			fprintf(stderr, "lvmm: fs %s: socket path %s too long\n", id, f->socket);
+			return -1;
+		}
+		strcpy(sa.sun_path, f->socket);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+			fprintf(stderr, "lvmm: fs %s: connect %s: %s\n", id, f->socket,
+				strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+		f->fd = fd;
+		f->has_fd = true;
+	}
+	return 0;
+}
+
 /* Before the jail: the API socket listened on out here (the jail binds in no directory of the
  * host's, and the VM process keeps the fd), then the confinement itself. */
 static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allowed_dir, int *lfd)
 {
-	int keep[2 + CONFIG_MAX_NETS * VIRTIO_NET_MAX_PAIRS], n = 0;
+	int keep[3 + CONFIG_MAX_NETS * VIRTIO_NET_MAX_PAIRS + CONFIG_MAX_FS], n = 0;
 	char err[512] = "";
 
 	/* the taps, opened out here (run_open_taps), go in with the VM */
 	for (unsigned i = 0; i < cfg->nnets && i < CONFIG_MAX_NETS; i++)
 		for (unsigned k = 0; k < cfg->nets[i].nfds; k++)
 			keep[n++] = cfg->nets[i].fds[k];
+	/* the sockets of vsock and virtio-fs, whose paths the jail does not hold */
+	if (run_jail_sockets(cfg))
+		return -1;
+	if (cfg->has_vsock)
+		keep[n++] = cfg->vsock.listen_fd;
+	for (unsigned i = 0; i < cfg->nfs && i < CONFIG_MAX_FS; i++)
+		keep[n++] = cfg->fs[i].fd;
 
 	if (ro->api_sock) {
 		*lfd = api_socket_listen(ro->api_sock, err, sizeof(err));
@@ -446,6 +498,8 @@ static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allo
 	ro->jail.nkeep = (unsigned)n;
 	if (jail_enter(cfg, &ro->jail, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
+		if (cfg->has_vsock && cfg->vsock.has_listen_fd)
+			unlink(cfg->vsock.socket); /* made above, for nothing */
 		return -1;
 	}
 	return 0;

@@ -63,7 +63,8 @@ struct vhost_user {
  * errno with err set; u->fd is -1 on failure. */
 int vhost_user_connect(struct vhost_user *u, const char *name, const char *path, unsigned nqueues,
 		       char *err, unsigned errlen);
-/* Takes over a connected socket (tests) and negotiates as vhost_user_connect. */
+/* Takes over a connected socket (one connected before a jail; tests) and negotiates as
+ * vhost_user_connect. */
 int vhost_user_open_fd(struct vhost_user *u, const char *name, int fd, unsigned nqueues, char *err,
 		       unsigned errlen);
 void vhost_user_close(struct vhost_user *u);

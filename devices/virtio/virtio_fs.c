@@ -341,7 +341,11 @@ static int fs_create(const struct dev_host *h, const void *cfg, const char *id, 
 	snprintf(f->name, sizeof(f->name), "%s", id);
 	memcpy(f->tag, c->tag, strnlen(c->tag, VIRTIO_FS_TAG_MAX));
 	f->nreq = c->num_queues ? c->num_queues : 1;
-	r = vhost_user_connect(&f->vu, id, c->socket, 1 + f->nreq, err, errlen);
+	/* a back end connected before the jail is taken over once; a rebuild connects anew */
+	if (c->has_fd && !c->rebuilt)
+		r = vhost_user_open_fd(&f->vu, id, c->fd, 1 + f->nreq, err, errlen);
+	else
+		r = vhost_user_connect(&f->vu, id, c->socket, 1 + f->nreq, err, errlen);
 	if (r && c->rebuilt) {
 		/* a reboot goes on without the share: DRIVER_OK will fail, requests get ENOTCONN */
 		fprintf(stderr, "virtio-fs %s: %s; the share stays unavailable\n", id, err);

@@ -29,6 +29,11 @@ struct virtio_fs_config {
 	 * reached then leaves the device failed (the guest's requests answered ENOTCONN) rather
 	 * than failing the reboot. */
 	bool rebuilt;
+	/* Set by `lvmm run --jail` only (never from a client): the back end, connected before the
+	 * jail (its socket is not reachable inside). The device's first creation takes fd over;
+	 * a rebuilt one connects to socket, which inside a jail leaves the share unavailable. */
+	bool has_fd;
+	int fd;
 };
 
 static inline void virtio_fs_id(const struct virtio_fs_config *c, unsigned idx, char *buf,

@@ -95,6 +95,7 @@ struct virtio_vsock {
 	uint64_t cid;
 	char path[VIRTIO_VSOCK_PATH_MAX];
 	int listen_fd, stop_fd;
+	bool owns_path; /* PATH is the device's socket: removed with it */
 	pthread_t thread;
 	bool thread_up;
 	uint32_t next_host_port;
@@ -760,24 +761,27 @@ static void vsock_free(struct virtio_vsock *v)
 		pthread_join(v->thread, NULL);
 	}
 	conns_drop_all(v);
-	if (v->listen_fd >= 0) {
+	if (v->listen_fd >= 0)
 		close(v->listen_fd);
+	if (v->owns_path)
 		unlink(v->path);
-	}
 	if (v->stop_fd >= 0)
 		close(v->stop_fd);
 	free(v);
 }
 
-/* The listening socket at path: a stale socket there (nobody accepts on it) is replaced; a
- * live one (another VM's) or any other file is refused. */
-static int vsock_listen(struct virtio_vsock *v, char *err, unsigned errlen)
+int virtio_vsock_listen(const char *path, const char *name, char *err, unsigned errlen)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct stat st;
+	int fd;
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", v->path);
-	if (!lstat(v->path, &st)) {
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "vsock %s: socket path %s too long", name, path);
+		return -ENAMETOOLONG;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (!lstat(path, &st)) {
 		int probe =
 		    S_ISSOCK(st.st_mode) ? socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
 		bool live = probe >= 0 && !connect(probe, (struct sockaddr *)&sa, sizeof(sa));
@@ -785,23 +789,47 @@ static int vsock_listen(struct virtio_vsock *v, char *err, unsigned errlen)
 		if (probe >= 0)
 			close(probe);
 		if (!S_ISSOCK(st.st_mode) || live) {
-			snprintf(err, errlen, "vsock %s: %s %s", v->name, v->path,
+			snprintf(err, errlen, "vsock %s: %s %s", name, path,
 				 live ? "is in use by another process (a live socket)"
 				      : "exists and is not a socket");
 			return -EEXIST;
 		}
-		unlink(v->path);
+		unlink(path);
 	}
-	v->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (v->listen_fd < 0 || bind(v->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(v->listen_fd, 64)) {
-		snprintf(err, errlen, "vsock %s: cannot listen at %s: %s", v->name, v->path,
-			 strerror(errno));
-		if (v->listen_fd >= 0)
-			close(v->listen_fd);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 64)) {
+		int e = errno;
+
+		snprintf(err, errlen, "vsock %s: cannot listen at %s: %s", name, path, strerror(e));
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* The listening socket: the one made before a jail (a duplicate; PATH stays its maker's to
+ * remove), else one of the device's own at PATH. */
+static int vsock_listen(struct virtio_vsock *v, const struct virtio_vsock_config *c, char *err,
+			unsigned errlen)
+{
+	if (c->has_listen_fd) {
+		v->listen_fd = fcntl(c->listen_fd, F_DUPFD_CLOEXEC, 3);
+		if (v->listen_fd < 0) {
+			snprintf(err, errlen, "vsock %s: the socket made before the jail: %s",
+				 v->name, strerror(errno));
+			return -errno;
+		}
+		return 0;
+	}
+	v->listen_fd = virtio_vsock_listen(v->path, v->name, err, errlen);
+	if (v->listen_fd < 0) {
+		int r = v->listen_fd;
+
 		v->listen_fd = -1;
-		return -errno;
+		return r;
 	}
+	v->owns_path = true;
 	return 0;
 }
 
@@ -835,7 +863,7 @@ static int vsock_create(const struct dev_host *h, const void *cfg, const char *i
 	v->listen_fd = v->stop_fd = -1;
 	for (unsigned i = 0; i < CONN_MAX; i++)
 		v->conn[i].fd = -1;
-	r = vsock_listen(v, err, errlen);
+	r = vsock_listen(v, c, err, errlen);
 	if (r)
 		goto fail;
 	v->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

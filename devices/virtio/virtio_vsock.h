@@ -21,6 +21,11 @@ struct virtio_vsock_config {
 	char id[64];			    /* device id, default "vsock0" */
 	uint64_t cid;			    /* the guest's context id, 3..2^32-2 */
 	char socket[VIRTIO_VSOCK_PATH_MAX]; /* the host side's Unix socket */
+	/* Set by `lvmm run --jail` only (never from a client): listen_fd was listened on at socket
+	 * before the jail and stays open for the VM's life; each device (a reboot makes a new
+	 * one) uses a duplicate and leaves the path to the jail's outer process to remove. */
+	bool has_listen_fd;
+	int listen_fd;
 };
 
 static inline void virtio_vsock_id(const struct virtio_vsock_config *c, char *buf, size_t len)
@@ -31,6 +36,11 @@ static inline void virtio_vsock_id(const struct virtio_vsock_config *c, char *bu
 /* The model (device.h): created from a struct virtio_vsock_config. Its thread runs under
  * dev_host.sock_thread (it accepts, connects and shuts down Unix sockets). */
 extern const struct dev_model virtio_vsock_model;
+
+/* A listening socket at path (SOCK_NONBLOCK, close-on-exec): a stale socket there (nobody
+ * accepts on it) is replaced; a live one (another VM's) or any other file is refused. The fd,
+ * or -errno with a message naming the device (name) in err. */
+int virtio_vsock_listen(const char *path, const char *name, char *err, unsigned errlen);
 
 /* One packet from the guest (header and payload, as the tx queue carries them) through the
  * device's parser as if the guest had queued it: the packet fuzz target's entry. */

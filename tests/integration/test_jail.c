@@ -306,13 +306,21 @@ START_TEST(test_jail_cgroup)
 }
 END_TEST
 
-/* Refusals name what is wrong: not root is covered by the message; here a file as DIR and a
- * relative socket. */
+/* Refusals name what is wrong: not root is covered by the message; here a file as DIR, a
+ * relative socket, a vsock socket in a directory others may write to (/tmp) or in the one that
+ * holds the kernel (neither socket is left behind), and a virtio-fs back end nobody serves. */
 START_TEST(test_jail_refusals)
 {
+	char vs_tmp[128], vs_files[300], vs_tmp_sock[96], vs_files_sock[280], fs[300];
 	char *args1[] = {"run", "--jail", guest, "--kernel", guest, "--serial", "off", NULL};
 	char *args2[] = {"run",	     "--jail",	 root,	"--api-socket",
 			 "rel.sock", "--kernel", guest, NULL};
+	char *args3[] = {"run",	     "--jail", root,	  "--kernel", guest,
+			 "--serial", "off",    "--vsock", vs_tmp,     NULL};
+	char *args4[] = {"run",	     "--jail", root,	  "--kernel", guest,
+			 "--serial", "off",    "--vsock", vs_files,   NULL};
+	char *args5[] = {"run",	     "--jail", root,   "--kernel", guest,
+			 "--serial", "off",    "--fs", fs,	   NULL};
 	struct testutil_run r;
 
 	testutil_run_lvmm(&r, args1, NULL, NULL, 0, 10);
@@ -321,6 +329,26 @@ START_TEST(test_jail_refusals)
 	testutil_run_lvmm(&r, args2, NULL, NULL, 0, 10);
 	ck_assert_int_eq(WEXITSTATUS(r.status), 2);
 	ck_assert_msg(strstr(r.err, "absolute"), "stderr: %s", r.err);
+
+	snprintf(vs_tmp_sock, sizeof(vs_tmp_sock), "/tmp/lvmm-jail-vs-%d.sock", (int)getpid());
+	snprintf(vs_tmp, sizeof(vs_tmp), "cid=3,socket=%s", vs_tmp_sock);
+	testutil_run_lvmm(&r, args3, NULL, NULL, 0, 10);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 1);
+	ck_assert_msg(strstr(r.err, "only its owner may write to"), "stderr: %s", r.err);
+	ck_assert_int_ne(access(vs_tmp_sock, F_OK), 0);
+
+	snprintf(vs_files_sock, sizeof(vs_files_sock), "%s/v.sock", files);
+	snprintf(vs_files, sizeof(vs_files), "cid=3,socket=%s", vs_files_sock);
+	testutil_run_lvmm(&r, args4, NULL, NULL, 0, 10);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 1);
+	ck_assert_msg(strstr(r.err, "lies in the vsock socket's directory"), "stderr: %s", r.err);
+	ck_assert_int_ne(access(vs_files_sock, F_OK), 0);
+
+	snprintf(fs, sizeof(fs), "tag=share,socket=%s/nobody.sock", files);
+	testutil_run_lvmm(&r, args5, NULL, NULL, 0, 10);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 1);
+	ck_assert_msg(strstr(r.err, "nobody.sock") && strstr(r.err, "No such file"), "stderr: %s",
+		      r.err);
 }
 END_TEST
 

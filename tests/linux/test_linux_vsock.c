@@ -4,7 +4,9 @@
  * runs: 6 connections through PATH with "CONNECT 1234", 1 MiB each way in one of them, checked
  * byte for byte; a malformed CONNECT line refused; a connection to a port nobody listens on
  * refused; a host program that vanishes mid-stream (the guest sees its connection end, lvmm
- * and the guest go on); and the guest's own 1 MiB to the host and back. */
+ * and the guest go on); and the guest's own 1 MiB to the host and back. All of it twice: as
+ * is, and with `--jail` (PATH listened on before the jail, its directory bound in read-only,
+ * the guest's connections to PATH_5000 made from inside as the jail's user). */
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
@@ -30,7 +32,7 @@
 #define CONNS		6 /* through PATH: 4 echoed, 1 that vanishes, 1 of 1 MiB */
 #define BIG		(1 << 20)
 
-static char dir[64], img[128], sock[96];
+static char dir[64], img[128], sock[104];
 
 static const char init_script[] = "#!/bin/busybox sh\n"
 				  "b=/bin/busybox\n"
@@ -264,23 +266,52 @@ static void teardown(void)
 	testutil_rmtree(dir);
 }
 
-START_TEST(test_vsock)
+/* The whole exchange above; jailed: `--jail` with the socket in a directory of its own (bound
+ * into the jail read-only), the kernel and disk outside it, owned by the jail's user. */
+static void run_vsock(bool jailed)
 {
-	char kernel[4096], disk[256], vsock_arg[256], path[104];
-	char *args[] = {
-	    "--kernel",	 kernel,
-	    "--cmdline", "console=ttyS0 root=/dev/vda rw rootfstype=ext4 rootwait init=/init",
-	    "--cpus",	 "1",
-	    "--memory",	 "128M",
-	    "--disk",	 disk,
-	    "--vsock",	 vsock_arg,
-	    NULL};
+	char kernel[4096], disk[256], vsock_arg[256], path[104], jroot[128], juid[32];
+	char *args[] = {"--kernel",
+			kernel,
+			"--cmdline",
+			"console=ttyS0 root=/dev/vda rw rootfstype=ext4 rootwait init=/init",
+			"--cpus",
+			"1",
+			"--memory",
+			"128M",
+			"--disk",
+			disk,
+			"--vsock",
+			vsock_arg,
+			jailed ? "--jail" : NULL,
+			jroot,
+			"--jail-uid",
+			juid,
+			NULL};
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct host h = {0};
 	struct linuxboot b;
 
 	linuxboot_guest_file(kernel, sizeof(kernel), "vmlinux");
 	make_image();
+	if (jailed) {
+		/* what the jail's user reads: copies in a tree it may walk */
+		char cmd[4500], vdir[96];
+		uid_t u = 1400000000u + (uid_t)getpid();
+
+		ck_assert_int_eq(chmod(dir, 0755), 0);
+		snprintf(jroot, sizeof(jroot), "%s/jail", dir);
+		snprintf(vdir, sizeof(vdir), "%s/vs", dir);
+		ck_assert_int_eq(mkdir(jroot, 0755), 0);
+		ck_assert_int_eq(mkdir(vdir, 0755), 0);
+		snprintf(cmd, sizeof(cmd), "cp %s %s/vmlinux && chmod 0644 %s/vmlinux", kernel, dir,
+			 dir);
+		ck_assert_int_eq(system(cmd), 0);
+		snprintf(kernel, sizeof(kernel), "%s/vmlinux", dir);
+		ck_assert_int_eq(chown(img, u, u), 0);
+		snprintf(juid, sizeof(juid), "%u", (unsigned)u);
+		snprintf(sock, sizeof(sock), "%s/v.sock", vdir);
+	}
 	snprintf(disk, sizeof(disk), "path=%s", img);
 	snprintf(vsock_arg, sizeof(vsock_arg), "cid=3,socket=%s", sock);
 	/* the guest's connections to host port 5000 land here */
@@ -290,10 +321,12 @@ START_TEST(test_vsock)
 	ck_assert_int_ge(h.listen_fd, 0);
 	ck_assert_int_eq(bind(h.listen_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	ck_assert_int_eq(listen(h.listen_fd, 4), 0);
+	/* connecting takes write permission on the socket: the jail's user has it here */
+	ck_assert_int_eq(chmod(path, jailed ? 0666 : 0600), 0);
 	ck_assert_int_eq(pthread_create(&h.server, NULL, host_server, &h), 0);
 
 	linuxboot_run_hook(&b, args, NULL, BOOT_LIMIT_S, 0, hook, &h);
-	printf("linux vsock: %.1f s to exit\n", b.t_exit);
+	printf("linux vsock%s: %.1f s to exit\n", jailed ? " (jailed)" : "", b.t_exit);
 	linuxboot_report(&b, 4000);
 	if (h.started)
 		pthread_join(h.thread, NULL);
@@ -315,9 +348,24 @@ START_TEST(test_vsock)
 		      "the guest's echo server did not see its 6 connections");
 	ck_assert_msg(strstr(b.console, "bytes=1048576"), "no 1 MiB connection in the guest");
 	ck_assert_msg(strstr(b.console, "LVMM-VSOCK-GUEST-DONE"), "the guest did not finish");
-	/* the listening socket goes with lvmm */
+	/* the listening socket goes with lvmm (in a jail, its outer process removes it) */
 	ck_assert_int_ne(access(sock, F_OK), 0);
 	linuxboot_free(&b);
+}
+
+START_TEST(test_vsock)
+{
+	run_vsock(false);
+}
+END_TEST
+
+START_TEST(test_vsock_jailed)
+{
+	if (geteuid()) {
+		testutil_skip("test_vsock_jailed: --jail needs root");
+		return;
+	}
+	run_vsock(true);
 }
 END_TEST
 
@@ -329,6 +377,7 @@ static Suite *linux_vsock_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, TCASE_TIMEOUT_S);
 	tcase_add_test(tc, test_vsock);
+	tcase_add_test(tc, test_vsock_jailed);
 	suite_add_tcase(s, tc);
 	return s;
 }
