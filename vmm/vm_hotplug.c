@@ -93,8 +93,40 @@ static void vm_disk_forget(struct vm *vm, unsigned i)
 	memset(&vm->cfg.disks[vm->cfg.ndisks], 0, sizeof(vm->cfg.disks[0]));
 }
 
+static void vm_net_ids_fix(struct vm *vm)
+{
+	char id[sizeof(vm->cfg.nets[0].id)];
+
+	for (unsigned i = 0; i < vm->cfg.nnets && i < CONFIG_MAX_NETS; i++) {
+		virtio_net_id(&vm->cfg.nets[i], i, id, sizeof(id));
+		memcpy(vm->cfg.nets[i].id, id, sizeof(id));
+	}
+}
+
+/* Every share's id written into the config, as vm_disk_ids_fix() does for disks. */
+static void vm_fs_ids_fix(struct vm *vm)
+{
+	char id[sizeof(vm->cfg.fs[0].id)];
+
+	for (unsigned i = 0; i < vm->cfg.nfs && i < CONFIG_MAX_FS; i++) {
+		virtio_fs_id(&vm->cfg.fs[i], i, id, sizeof(id));
+		memcpy(vm->cfg.fs[i].id, id, sizeof(id));
+	}
+}
+
+/* id as given, else the first "<prefix><N>" no device of the VM has (ids of the configuration
+ * written out first). */
+static void vm_pick_id(struct vm *vm, char *id, size_t cap, const char *prefix)
+{
+	for (unsigned k = 0; !id[0] && k < 4096; k++) {
+		snprintf(id, cap, "%s%u", prefix, k);
+		if (devices_config_id_owner(&vm->cfg, id))
+			id[0] = 0;
+	}
+}
+
 /* vm.add-disk: as vm_add_vnvme(), for a virtio-blk disk. */
-int vm_add_disk(struct vm *vm, const struct virtio_blk_config *c, char *err, unsigned errlen)
+int vm_add_disk(struct vm *vm, struct virtio_blk_config *c, char *err, unsigned errlen)
 {
 	struct virtio_blk_config nc = *c;
 	unsigned slot;
@@ -112,7 +144,9 @@ int vm_add_disk(struct vm *vm, const struct virtio_blk_config *c, char *err, uns
 	}
 	vm_disk_ids_fix(vm);
 	vm_vnvme_ids_fix(vm);
-	virtio_blk_id(c, vm->cfg.ndisks, nc.id, sizeof(nc.id));
+	vm_net_ids_fix(vm);
+	vm_fs_ids_fix(vm);
+	vm_pick_id(vm, nc.id, sizeof(nc.id), "disk");
 	if (devices_config_id_owner(&vm->cfg, nc.id)) {
 		snprintf(err, errlen, "disk %s: the VM's %s device has this id", nc.id,
 			 devices_config_id_owner(&vm->cfg, nc.id));
@@ -123,17 +157,8 @@ int vm_add_disk(struct vm *vm, const struct virtio_blk_config *c, char *err, uns
 	if (r)
 		return r;
 	vm->cfg.disks[vm->cfg.ndisks++] = nc;
+	memcpy(c->id, nc.id, sizeof(c->id));
 	return 0;
-}
-
-static void vm_net_ids_fix(struct vm *vm)
-{
-	char id[sizeof(vm->cfg.nets[0].id)];
-
-	for (unsigned i = 0; i < vm->cfg.nnets && i < CONFIG_MAX_NETS; i++) {
-		virtio_net_id(&vm->cfg.nets[i], i, id, sizeof(id));
-		memcpy(vm->cfg.nets[i].id, id, sizeof(id));
-	}
 }
 
 /* The configuration's duplicates of a hot-added net's tap fds go with it. */
@@ -147,7 +172,7 @@ static void vm_net_forget(struct vm *vm, unsigned i)
 	memset(&vm->cfg.nets[vm->cfg.nnets], 0, sizeof(vm->cfg.nets[0]));
 }
 
-int vm_add_net(struct vm *vm, const struct virtio_net_config *c, char *err, unsigned errlen)
+int vm_add_net(struct vm *vm, struct virtio_net_config *c, char *err, unsigned errlen)
 {
 	struct virtio_net_config nc = *c;
 	unsigned slot, k;
@@ -165,12 +190,8 @@ int vm_add_net(struct vm *vm, const struct virtio_net_config *c, char *err, unsi
 	vm_net_ids_fix(vm);
 	vm_disk_ids_fix(vm);
 	vm_vnvme_ids_fix(vm);
-	/* the first free net<N> when no id is given */
-	for (k = vm->cfg.nnets; !c->id[0]; k++) {
-		virtio_net_id(c, k, nc.id, sizeof(nc.id));
-		if (!devices_config_id_owner(&vm->cfg, nc.id))
-			break;
-	}
+	vm_fs_ids_fix(vm);
+	vm_pick_id(vm, nc.id, sizeof(nc.id), "net");
 	if (devices_config_id_owner(&vm->cfg, nc.id)) {
 		snprintf(err, errlen, "net %s: the VM's %s device has this id", nc.id,
 			 devices_config_id_owner(&vm->cfg, nc.id));
@@ -197,18 +218,8 @@ int vm_add_net(struct vm *vm, const struct virtio_net_config *c, char *err, unsi
 		return r;
 	}
 	vm->cfg.nets[vm->cfg.nnets++] = nc;
+	memcpy(c->id, nc.id, sizeof(c->id));
 	return 0;
-}
-
-/* Every share's id written into the config, as vm_disk_ids_fix() does for disks. */
-static void vm_fs_ids_fix(struct vm *vm)
-{
-	char id[sizeof(vm->cfg.fs[0].id)];
-
-	for (unsigned i = 0; i < vm->cfg.nfs && i < CONFIG_MAX_FS; i++) {
-		virtio_fs_id(&vm->cfg.fs[i], i, id, sizeof(id));
-		memcpy(vm->cfg.fs[i].id, id, sizeof(id));
-	}
 }
 
 static void vm_fs_forget(struct vm *vm, unsigned i)
@@ -219,7 +230,7 @@ static void vm_fs_forget(struct vm *vm, unsigned i)
 }
 
 /* vm.add-fs: a virtio-fs share, its back end connected before the guest hears of it. */
-int vm_add_fs(struct vm *vm, const struct virtio_fs_config *c, char *err, unsigned errlen)
+int vm_add_fs(struct vm *vm, struct virtio_fs_config *c, char *err, unsigned errlen)
 {
 	struct virtio_fs_config nc = *c;
 	unsigned slot;
@@ -238,7 +249,8 @@ int vm_add_fs(struct vm *vm, const struct virtio_fs_config *c, char *err, unsign
 	vm_fs_ids_fix(vm);
 	vm_disk_ids_fix(vm);
 	vm_vnvme_ids_fix(vm);
-	virtio_fs_id(c, vm->cfg.nfs, nc.id, sizeof(nc.id));
+	vm_net_ids_fix(vm);
+	vm_pick_id(vm, nc.id, sizeof(nc.id), "fs");
 	if (devices_config_id_owner(&vm->cfg, nc.id)) {
 		snprintf(err, errlen, "fs %s: the VM's %s device has this id", nc.id,
 			 devices_config_id_owner(&vm->cfg, nc.id));
@@ -250,6 +262,7 @@ int vm_add_fs(struct vm *vm, const struct virtio_fs_config *c, char *err, unsign
 	if (r)
 		return r;
 	vm->cfg.fs[vm->cfg.nfs++] = nc;
+	memcpy(c->id, nc.id, sizeof(c->id));
 	return 0;
 }
 

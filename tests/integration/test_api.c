@@ -763,7 +763,21 @@ static void hotplug_virtio_cycles(void)
 	json_decref(j);
 	ck_assert_int_le(proc_fds(), fds + 2);
 	ck_assert_int_le(proc_rss_kb(), rss + 16384);
+	/* an id-less disk takes the first "disk<N>" no device has, whatever model holds disk0 */
+	snprintf(disk, sizeof(disk),
+		 "{\"id\": \"disk0\", \"path\": \"%s/d0.img\", \"size\": 1048576}", T.dir);
+	ck_assert_int_eq(curl("PUT", "vm.add-vnvme", disk, &j), 200);
+	json_decref(j);
+	snprintf(img, sizeof(img), "%s/cyc2.img", T.dir);
+	testutil_write_file(img, "", 0, 0600);
+	ck_assert_int_eq(truncate(img, 1 << 20), 0);
+	snprintf(disk, sizeof(disk), "{\"path\": \"%s\"}", img);
+	ck_assert_int_eq(curl("PUT", "vm.add-disk", disk, &j), 200);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "id")), "disk1");
+	json_decref(j);
 	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	expect_error("PUT", "vm.remove-device", "{\"id\": \"disk0\"}", 500);
+	expect_error("PUT", "vm.remove-device", "{\"id\": \"disk1\"}", 500);
 	expect_error("PUT", "vm.remove-device", "{\"id\": \"cdisk\"}", 500);
 	expect_error("PUT", "vm.remove-device", "{\"id\": \"vsock0\"}", 500);
 	expect_error("PUT", "vm.remove-device", "{\"id\": \"cnet\"}", 500);

@@ -44,13 +44,14 @@ struct api_vm_ops {
 	/* Console byte counters (may be NULL: vm.counters then has no "console"). */
 	void (*console_stats)(struct vm *vm, struct serial_stats *st);
 	int (*add_vnvme)(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen);
-	int (*add_disk)(struct vm *vm, const struct virtio_blk_config *c, char *err,
+	/* add_disk, add_fs, add_net: c->id, when empty, becomes the id chosen (vm_add_disk) */
+	int (*add_disk)(struct vm *vm, struct virtio_blk_config *c, char *err,
 			unsigned errlen); /* may be NULL: vm.add-disk is then refused */
-	int (*add_fs)(struct vm *vm, const struct virtio_fs_config *c, char *err,
+	int (*add_fs)(struct vm *vm, struct virtio_fs_config *c, char *err,
 		      unsigned errlen); /* may be NULL likewise */
 	int (*add_vsock)(struct vm *vm, const struct virtio_vsock_config *c, char *err,
 			 unsigned errlen); /* may be NULL likewise */
-	int (*add_net)(struct vm *vm, const struct virtio_net_config *c, char *err,
+	int (*add_net)(struct vm *vm, struct virtio_net_config *c, char *err,
 		       unsigned errlen); /* may be NULL likewise */
 	int (*remove_device)(struct vm *vm, const char *id, char *err, unsigned errlen);
 	/* PCI slot (device number on bus 0) of a device by id: 0, or -ENOENT; may be NULL. */

@@ -560,7 +560,6 @@ static void route_vm_add_disk(struct api_vmm *vmm, const struct api_request *req
 			      struct api_response *resp)
 {
 	char err[API_ERR_LEN] = "";
-	const struct vm_config *cfg;
 	struct virtio_blk_config *c;
 	json_t *j;
 	int r;
@@ -588,20 +587,6 @@ static void route_vm_add_disk(struct api_vmm *vmm, const struct api_request *req
 		api_response_error(resp, 400, "vm.add-disk: %s", err);
 		goto out;
 	}
-	/* the first free "disk<N>" when the body names none */
-	cfg = vmm->ops->get_config(vmm->vm);
-	for (unsigned k = 0; !*c->id && k <= CONFIG_MAX_DISKS; k++) {
-		snprintf(c->id, sizeof(c->id), "disk%u", k);
-		for (unsigned i = 0; i < cfg->ndisks && i < CONFIG_MAX_DISKS; i++) {
-			char other[sizeof(c->id)];
-
-			virtio_blk_id(&cfg->disks[i], i, other, sizeof(other));
-			if (!strcmp(other, c->id)) {
-				c->id[0] = 0;
-				break;
-			}
-		}
-	}
 	r = vmm->ops->add_disk(vmm->vm, c, err, sizeof(err));
 	if (r == -EEXIST)
 		api_response_error(resp, 400, "vm.add-disk: %s", err); /* the body's id is taken */
@@ -620,7 +605,6 @@ static void route_vm_add_net(struct api_vmm *vmm, const struct api_request *req,
 			     struct api_response *resp)
 {
 	char err[API_ERR_LEN] = "";
-	const struct vm_config *cfg;
 	struct virtio_net_config c;
 	enum vm_state st;
 	json_t *j;
@@ -660,19 +644,6 @@ static void route_vm_add_net(struct api_vmm *vmm, const struct api_request *req,
 	if (r) {
 		api_response_error(resp, 400, "vm.add-net: %s", err);
 		return;
-	}
-	cfg = vmm->ops->get_config(vmm->vm);
-	for (unsigned k = 0; !*c.id && k <= CONFIG_MAX_NETS; k++) {
-		snprintf(c.id, sizeof(c.id), "net%u", k);
-		for (unsigned i = 0; i < cfg->nnets && i < CONFIG_MAX_NETS; i++) {
-			char other[sizeof(c.id)];
-
-			virtio_net_id(&cfg->nets[i], i, other, sizeof(other));
-			if (!strcmp(other, c.id)) {
-				c.id[0] = 0;
-				break;
-			}
-		}
 	}
 	st = vmm->ops->get_state(vmm->vm);
 	r = vmm->ops->add_net(vmm->vm, &c, err, sizeof(err));
@@ -724,8 +695,7 @@ static void route_vm_add_vsock(struct api_vmm *vmm, const struct api_request *re
 static void route_vm_add_fs(struct api_vmm *vmm, const struct api_request *req,
 			    struct api_response *resp)
 {
-	char err[API_ERR_LEN] = "", id[64];
-	const struct vm_config *cfg;
+	char err[API_ERR_LEN] = "";
 	struct virtio_fs_config c;
 	json_t *j;
 	int r;
@@ -746,18 +716,6 @@ static void route_vm_add_fs(struct api_vmm *vmm, const struct api_request *req,
 	if (r) {
 		api_response_error(resp, 400, "vm.add-fs: %s", err);
 		return;
-	}
-	/* the first free "fs<N>" when the body names none */
-	cfg = vmm->ops->get_config(vmm->vm);
-	for (unsigned k = 0; !*c.id && k <= CONFIG_MAX_FS; k++) {
-		snprintf(c.id, sizeof(c.id), "fs%u", k);
-		for (unsigned i = 0; i < cfg->nfs && i < CONFIG_MAX_FS; i++) {
-			virtio_fs_id(&cfg->fs[i], i, id, sizeof(id));
-			if (!strcmp(id, c.id)) {
-				c.id[0] = 0;
-				break;
-			}
-		}
 	}
 	r = vmm->ops->add_fs(vmm->vm, &c, err, sizeof(err));
 	if (r == -EEXIST || r == -ENOSPC)
