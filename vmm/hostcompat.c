@@ -28,8 +28,13 @@ bool hostcompat_decide(const char *env, bool pvm_module_present)
 
 bool hostcompat_active(void)
 {
-	return hostcompat_decide(getenv("LVMM_HOSTCOMPAT"),
-				 access("/sys/module/kvm_pvm", F_OK) == 0);
+	/* decided once: a jail has no /sys (lvmm run asks before it enters one) */
+	static int active = -1;
+
+	if (active < 0)
+		active = hostcompat_decide(getenv("LVMM_HOSTCOMPAT"),
+					   access("/sys/module/kvm_pvm", F_OK) == 0);
+	return active;
 }
 
 int hostcompat_cmdline(const char *base, bool active, char *out, size_t outlen)

@@ -38,7 +38,8 @@
 /* Nice value of vCPU threads on kvm_pvm hosts with more than one vCPU (vcpu.c says why). */
 #define HOSTCOMPAT_PVM_VCPU_NICE -10
 
-/* True on kvm_pvm hosts (/sys/module/kvm_pvm), unless LVMM_HOSTCOMPAT=on|off says otherwise. */
+/* True on kvm_pvm hosts (/sys/module/kvm_pvm), unless LVMM_HOSTCOMPAT=on|off says otherwise;
+ * decided at the first call (before a jail hides /sys). */
 bool hostcompat_active(void);
 /* Same decision with the inputs made explicit (tests): env may be NULL. */
 bool hostcompat_decide(const char *env, bool pvm_module_present);

@@ -18,6 +18,7 @@
 #include "api/api_internal.h"
 #include "config.h"
 #include "fsutil.h"
+#include "hostcompat.h"
 #include "jail.h"
 #include "seccomp_filter.h"
 #include "serial.h"
@@ -490,6 +491,8 @@ static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allo
 	}
 	if (allowed_fd >= 0)
 		keep[n++] = allowed_fd;
+	/* what the host is, asked while /sys is still there */
+	(void)hostcompat_active();
 	ro->jail.allowed_dir = allowed_dir;
 	ro->jail.allowed_fd = allowed_fd;
 	ro->jail.dir = ro->jail_dir;

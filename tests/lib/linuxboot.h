@@ -22,7 +22,8 @@ struct linuxboot {
 const char *linuxboot_guest_file(char *buf, size_t len, const char *name);
 
 /*
- * Runs "$LVMM run <args> --serial file=<temp>" (args NULL-terminated, at most 24), polling the
+ * Runs "$LVMM run <args> --serial file=<temp>" (args NULL-terminated, at most 24; the file is
+ * given to --jail-uid UID when args hold it), polling the
  * console to time marks (NULL-terminated, at most LINUXBOOT_MARKS_MAX, may be NULL). Kills lvmm
  * after limit_s seconds, or after stall_s seconds of console silence when stall_s is not 0:
  * safety nets against a hung guest, not speed assertions.

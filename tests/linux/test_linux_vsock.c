@@ -42,7 +42,7 @@ static const char init_script[] = "#!/bin/busybox sh\n"
 				  "/bin/vsock-test send 5000 1048576\n"
 				  "wait\n"
 				  "echo LVMM-VSOCK-GUEST-DONE\n"
-				  "exec $b poweroff -f\n";
+				  "exec $b reboot -f\n"; /* acpi=off: a reset ends lvmm run */
 
 static uint8_t pattern(uint64_t i)
 {
@@ -270,24 +270,25 @@ static void teardown(void)
  * into the jail read-only), the kernel and disk outside it, owned by the jail's user. */
 static void run_vsock(bool jailed)
 {
-	char kernel[4096], disk[256], vsock_arg[256], path[104], jroot[128], juid[32];
-	char *args[] = {"--kernel",
-			kernel,
-			"--cmdline",
-			"console=ttyS0 root=/dev/vda rw rootfstype=ext4 rootwait init=/init",
-			"--cpus",
-			"1",
-			"--memory",
-			"128M",
-			"--disk",
-			disk,
-			"--vsock",
-			vsock_arg,
-			jailed ? "--jail" : NULL,
-			jroot,
-			"--jail-uid",
-			juid,
-			NULL};
+	char kernel[4096], disk[256], vsock_arg[256], path[120], jroot[128], juid[32];
+	char *args[] = {
+	    "--kernel",
+	    kernel,
+	    "--cmdline",
+	    "console=ttyS0 acpi=off root=/dev/vda rw rootfstype=ext4 rootwait init=/init",
+	    "--cpus",
+	    "1",
+	    "--memory",
+	    "128M",
+	    "--disk",
+	    disk,
+	    "--vsock",
+	    vsock_arg,
+	    jailed ? "--jail" : NULL,
+	    jroot,
+	    "--jail-uid",
+	    juid,
+	    NULL};
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct host h = {0};
 	struct linuxboot b;
@@ -316,6 +317,7 @@ static void run_vsock(bool jailed)
 	snprintf(vsock_arg, sizeof(vsock_arg), "cid=3,socket=%s", sock);
 	/* the guest's connections to host port 5000 land here */
 	snprintf(path, sizeof(path), "%s_%d", sock, HOST_PORT);
+	ck_assert_uint_lt(strlen(path), sizeof(sa.sun_path));
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	h.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_ge(h.listen_fd, 0);
