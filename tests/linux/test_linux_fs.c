@@ -3,7 +3,8 @@
  * file, writes one the host then reads, checksums an 8 MiB host file and a 4 MiB file of its
  * own both ways and times a read; then the test kills virtiofsd: the guest's next accesses fail
  * with an error (ENOTCONN) instead of hanging, lvmm keeps running and answers its API, and the
- * guest powers off cleanly. */
+ * guest powers off cleanly. Run as root, lvmm is jailed (`--jail`: the back end connected
+ * before the jail). */
 #include <check.h>
 #include <errno.h>
 #include <signal.h>
@@ -151,6 +152,10 @@ static void console_value(const char *console, const char *key, char *buf, size_
 START_TEST(test_fs)
 {
 	char kernel[4096], disk[256], fs_arg[256], path[160], want[40], got[80], *data;
+	char jroot[128], juid[32];
+	/* as root (CI), jailed: the back end is connected before the jail (test_linux_kata
+	 * mounts a share without one) */
+	bool jailed = !geteuid();
 	char *args[] = {"--kernel",
 			kernel,
 			"--cmdline",
@@ -165,6 +170,10 @@ START_TEST(test_fs)
 			fs_arg,
 			"--api-socket",
 			api,
+			jailed ? "--jail" : NULL,
+			jroot,
+			"--jail-uid",
+			juid,
 			NULL};
 	struct host h = {0};
 	struct linuxboot b;
@@ -182,12 +191,21 @@ START_TEST(test_fs)
 	testutil_write_file(path, "hello from the host", 19, 0644);
 	snprintf(path, sizeof(path), "%s/big-host.bin", share);
 	ck_assert_int_eq(testutil_system("head -c 8388608 /dev/urandom > '%s'", path), 0);
+	if (jailed) {
+		uid_t u = 1400000000u + (uid_t)getpid();
+
+		snprintf(jroot, sizeof(jroot), "%s/jail", dir);
+		ck_assert_int_eq(mkdir(jroot, 0755), 0);
+		ck_assert_int_eq(chmod(dir, 0755), 0);
+		ck_assert_int_eq(chown(img, u, u), 0);
+		snprintf(juid, sizeof(juid), "%u", (unsigned)u);
+	}
 	h.fsd = start_virtiofsd();
 	snprintf(disk, sizeof(disk), "path=%s", img);
 	snprintf(fs_arg, sizeof(fs_arg), "tag=" TAG ",socket=%s", sock);
 
 	linuxboot_run_hook(&b, args, NULL, BOOT_LIMIT_S, 0, hook, &h);
-	printf("linux fs: %.1f s to exit\n", b.t_exit);
+	printf("linux fs%s: %.1f s to exit\n", jailed ? " (jailed)" : "", b.t_exit);
 	linuxboot_report(&b, 3000);
 	if (!h.killed) {
 		kill(h.fsd, SIGKILL);
