@@ -1,20 +1,26 @@
 /* The emulate path over an SSD volume: the controller's checked requests (byte offsets, host
  * iovecs into guest RAM) become commands on lvmm's own isolated queue pair through a bounce
  * buffer, so guest memory is never registered with the SSD and the SSD checks every command too.
- * One worker thread runs them, off the vCPUs and outside the controller lock. */
+ * One worker thread runs them, off the vCPUs and outside the controller lock: reads and writes of
+ * up to one command's size with up to EMU_SLOTS in flight, each in a bounce buffer of its own;
+ * everything else (flush, FUA, zeroes, deallocate, larger transfers) alone, in order, once
+ * nothing else is in flight. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "client/lio_client.h"
 #include "nvme_int.h"
 #include "nvme_lio_emu.h"
 
-#define EMU_LBA	  (1u << e->lba_shift)
-#define EMU_CHUNK NVME_CTRL_MAX_XFER /* one command's data at most (MDTS) */
-#define EMU_DEPTH 16
+#define EMU_LBA	    (1u << e->lba_shift)
+#define EMU_CHUNK   NVME_CTRL_MAX_XFER /* one command's data at most (MDTS) */
+#define EMU_DEPTH   16
+#define EMU_SLOTS   (EMU_DEPTH - 1) /* commands in flight: what an SQ of EMU_DEPTH holds */
+#define EMU_REAP_MS 1		    /* a wait for completions, between looks for new requests */
 
 struct emu_item {
 	struct nvme_io_req *req;
@@ -34,8 +40,17 @@ struct nvme_lio_emu {
 	 * through it again, every request fails and CSTS.CFS tells the guest (finding 5). */
 	bool failed;
 	char dev[64], vol[LIO_NAME_MAX];
-	uint64_t bounce_gpa;
+	uint64_t bounce_gpa; /* the requests run alone */
 	uint8_t *bounce;
+	/* the requests in flight, owned by the worker */
+	struct emu_slot {
+		struct nvme_io_req *req; /* NULL: free */
+		uint16_t cid;
+		uint64_t gpa;
+		uint8_t *buf;
+		double t0_ms; /* submitted (CLOCK_MONOTONIC) */
+	} slot[EMU_SLOTS];
+	unsigned inflight;
 	uint64_t lba_count;
 	uint32_t lba_shift; /* the SSD's: 9 or 12 */
 };
@@ -115,7 +130,7 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 		     (cfg->readonly ? LIO_QP_READONLY : 0);
 	o.nr_qp = 1;
 	o.depth = EMU_DEPTH;
-	o.mem_bytes = 4ULL << 20;
+	o.mem_bytes = 4ULL << 20; /* EMU_DEPTH bounce buffers, the PRP-list pages */
 	r = lio_drv_open(&e->d, e->c, &o, why, sizeof(why));
 	if (r) {
 		snprintf(err, errlen, "vnvme %s: ssd %s: queue pair: %s", cfg->id, cfg->ssd, why);
@@ -123,8 +138,14 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 	}
 	e->bounce_gpa = lio_drv_alloc(e->d, EMU_CHUNK);
 	e->bounce = e->bounce_gpa ? lio_drv_ptr(e->d, e->bounce_gpa) : NULL;
+	for (unsigned i = 0; i < EMU_SLOTS && e->bounce; i++) {
+		e->slot[i].gpa = lio_drv_alloc(e->d, EMU_CHUNK);
+		e->slot[i].buf = e->slot[i].gpa ? lio_drv_ptr(e->d, e->slot[i].gpa) : NULL;
+		if (!e->slot[i].buf)
+			e->bounce = NULL;
+	}
 	if (!e->bounce) {
-		snprintf(err, errlen, "vnvme %s: no room for a bounce buffer", cfg->id);
+		snprintf(err, errlen, "vnvme %s: no room for the bounce buffers", cfg->id);
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -309,30 +330,172 @@ static void emu_exec(struct nvme_lio_emu *e, struct nvme_io_req *req)
 	}
 }
 
-/* Runs the requests in order, each to its end or to the first error; a stop fails the rest
- * (every step checks it, so a 256-range Deallocate ends within one command's time). */
+/* ---- the pipelined path ---- */
+
+/* A read or write one command carries (MDTS): it can go while others are in flight. */
+static bool emu_pipelined(const struct nvme_lio_emu *e, const struct nvme_io_req *r)
+{
+	return (r->op == NVME_IO_READ || r->op == NVME_IO_WRITE) && !r->fua && r->len &&
+	       r->len <= EMU_CHUNK && !(r->len % EMU_LBA) && !(r->off % EMU_LBA);
+}
+
+/* Copies between a request's iovecs and buf (len bytes at most). */
+static void emu_copy(struct nvme_io_req *req, uint8_t *buf, bool to_buf)
+{
+	uint64_t k = 0;
+
+	for (unsigned i = 0; i < req->niov && k < req->len; i++) {
+		size_t m = req->iov[i].iov_len < req->len - k ? req->iov[i].iov_len : req->len - k;
+
+		if (to_buf)
+			memcpy(buf + k, req->iov[i].iov_base, m);
+		else
+			memcpy(req->iov[i].iov_base, buf + k, m);
+		k += m;
+	}
+}
+
+static double emu_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* req on a free slot, submitted: 0, or the guest's status when it cannot go. */
+static uint16_t emu_start(struct nvme_lio_emu *e, struct nvme_io_req *req)
+{
+	bool write = req->op == NVME_IO_WRITE;
+	uint64_t lba = req->off / EMU_LBA;
+	struct nvme_sqe sqe = {.opcode = write ? NVME_CMD_WRITE : NVME_CMD_READ, .nsid = 1};
+	struct emu_slot *sl = NULL;
+	int cid;
+
+	for (unsigned i = 0; i < EMU_SLOTS && !sl; i++)
+		if (!e->slot[i].req)
+			sl = &e->slot[i];
+	if (!sl || __atomic_load_n(&e->failed, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
+		return NVME_GENERIC(NVME_SC_INTERNAL);
+	if (write)
+		emu_copy(req, sl->buf, true);
+	sqe.cdw10 = (uint32_t)lba;
+	sqe.cdw11 = (uint32_t)(lba >> 32);
+	sqe.cdw12 = (uint32_t)(req->len / EMU_LBA) - 1;
+	lio_drv_prp(e->d, 0, &sqe, sl->gpa, (uint32_t)req->len);
+	cid = lio_drv_submit(e->d, 0, &sqe);
+	if (cid < 0)
+		return NVME_GENERIC(NVME_SC_INTERNAL);
+	sl->req = req;
+	sl->cid = (uint16_t)cid;
+	sl->t0_ms = emu_now_ms();
+	e->inflight++;
+	return NVME_OK;
+}
+
+/* A command in flight for longer than the timeout: as emu_io's timeout, every request in flight
+ * fails and no bounce buffer is used again. */
+static void emu_lost(struct nvme_lio_emu *e)
+{
+	__atomic_store_n(&e->failed, true, __ATOMIC_RELEASE);
+	fprintf(stderr,
+		"vnvme %s: ssd command timed out: the controller fails (CSTS.CFS); its bounce "
+		"buffers are not used again\n",
+		e->dev);
+	for (unsigned i = 0; i < EMU_SLOTS; i++)
+		if (e->slot[i].req) {
+			e->slot[i].req->status = NVME_GENERIC(NVME_SC_INTERNAL);
+			nvme_ctrl_io_done(e->slot[i].req);
+			e->slot[i].req = NULL;
+		}
+	e->inflight = 0;
+}
+
+/* Completions of the requests in flight (waiting up to EMU_REAP_MS for the first). A completion
+ * naming no command in flight (the SSD's mistake) is ignored; one command the SSD keeps past
+ * the timeout fails them all, however many others it completes meanwhile. */
+static void emu_reap(struct nvme_lio_emu *e)
+{
+	struct nvme_cqe cqe[EMU_SLOTS];
+	int timeout = e->d->io_timeout_ms > 0 ? e->d->io_timeout_ms : LIO_DRV_IO_TIMEOUT_MS;
+	int n = lio_drv_reap(e->d, 0, cqe, EMU_SLOTS, EMU_REAP_MS);
+	double now;
+
+	for (int k = 0; k < n; k++)
+		for (unsigned i = 0; i < EMU_SLOTS; i++) {
+			struct emu_slot *sl = &e->slot[i];
+			uint16_t st = (uint16_t)(cqe[k].status >> 1);
+
+			if (!sl->req || sl->cid != cqe[k].cid)
+				continue;
+			if (!(st & 0x7ff) && sl->req->op == NVME_IO_READ)
+				emu_copy(sl->req, sl->buf, false);
+			sl->req->status = emu_status(st);
+			nvme_ctrl_io_done(sl->req);
+			sl->req = NULL;
+			e->inflight--;
+			break;
+		}
+	now = emu_now_ms();
+	for (unsigned i = 0; i < EMU_SLOTS; i++)
+		if (e->slot[i].req && now - e->slot[i].t0_ms > timeout) {
+			emu_lost(e);
+			return;
+		}
+}
+
+/* Takes the next request that may start now: any while nothing is in flight, else a pipelined
+ * one while a slot is free (the queue's order is kept: one that must run alone waits at the
+ * head). Sleeps while there is nothing to do. NULL with *stop set when stopped. */
+static struct emu_item *emu_next(struct nvme_lio_emu *e, bool *stop)
+{
+	struct emu_item *it = NULL;
+
+	pthread_mutex_lock(&e->qlock);
+	while (!e->head && !e->stop && !e->inflight)
+		pthread_cond_wait(&e->qcond, &e->qlock);
+	if (e->head &&
+	    (!e->inflight || (e->inflight < EMU_SLOTS && emu_pipelined(e, e->head->req)))) {
+		it = e->head;
+		e->head = it->next;
+		if (!e->head)
+			e->tail = NULL;
+	}
+	*stop = e->stop;
+	pthread_mutex_unlock(&e->qlock);
+	return it;
+}
+
+/* Pipelined reads and writes go to a slot; anything else runs alone to its end or to the first
+ * error. A stop fails what has not started (every step of a lone request checks it, so a
+ * 256-range Deallocate ends within one command's time) and waits for what is in flight. */
 static void *emu_thread(void *opaque)
 {
 	struct nvme_lio_emu *e = opaque;
 
 	for (;;) {
-		struct emu_item *it;
+		bool stop;
+		struct emu_item *it = emu_next(e, &stop);
 
-		pthread_mutex_lock(&e->qlock);
-		while (!e->head && !e->stop)
-			pthread_cond_wait(&e->qcond, &e->qlock);
-		it = e->head;
 		if (it) {
-			e->head = it->next;
-			if (!e->head)
-				e->tail = NULL;
+			struct nvme_io_req *req = it->req;
+
+			free(it);
+			if (stop)
+				req->status = NVME_GENERIC(NVME_SC_INTERNAL);
+			else if (emu_pipelined(e, req))
+				req->status = emu_start(e, req);
+			else
+				emu_exec(e, req);
+			if (stop || req->status || !emu_pipelined(e, req))
+				nvme_ctrl_io_done(req);
+			continue;
 		}
-		pthread_mutex_unlock(&e->qlock);
-		if (!it)
+		if (e->inflight)
+			emu_reap(e);
+		else if (stop)
 			return NULL; /* stopped, nothing left */
-		emu_exec(e, it->req);
-		nvme_ctrl_io_done(it->req);
-		free(it);
 	}
 }
 

@@ -872,6 +872,36 @@ START_TEST(test_emu_late_completion)
 }
 END_TEST
 
+/* Reads and writes go to the SSD side by side, each through a bounce buffer of its own: a read
+ * the SSD holds does not hold back the write queued after it, and the read's late data (the
+ * fake lands it just before it takes the write's) is the read's, not the write's. */
+START_TEST(test_emu_pipelined)
+{
+	static uint8_t b[512], rd[512];
+	struct nvme_lio_emu *e;
+
+	fake_start();
+	e = emu_open();
+	memset(b, 'B', sizeof(b));
+	memset(rd, 0, sizeof(rd));
+	F.hold_opcode = NVME_CMD_READ + 1;
+	ck_assert_int_eq(emu_submit(e, rw_req(NVME_IO_READ, 0, rd, sizeof(rd))), 0);
+	WAIT_FOR(F.held);
+	ck_assert(F.held); /* the read is in flight at the SSD */
+	ck_assert_int_eq(emu_submit(e, rw_req(NVME_IO_WRITE, 8 * 512, b, sizeof(b))), 0);
+	WAIT_FOR(F.disk[8 * 512] != 0);
+	ck_assert_uint_eq(F.disk[8 * 512], 'B');
+	ck_assert_uint_eq(F.disk[8 * 512 + 511], 'B');
+	ck_assert_uint_eq(F.writes_seen, 1);
+	WAIT_FOR(rd[511] == STALE_BYTE);
+	ck_assert_uint_eq(rd[0], STALE_BYTE); /* what the SSD answered the read */
+	ck_assert_uint_eq(rd[511], STALE_BYTE);
+	ck_assert(nvme_lio_emu_alive(e));
+	emu_close(e);
+	fake_stop();
+}
+END_TEST
+
 static Suite *hostile_suite(void)
 {
 	Suite *s = suite_create("hostile_backend");
@@ -890,6 +920,7 @@ static Suite *hostile_suite(void)
 	tcase_add_test(tc, test_pairing);
 	tcase_add_test(tc, test_emu_discard_async);
 	tcase_add_test(tc, test_emu_late_completion);
+	tcase_add_test(tc, test_emu_pipelined);
 	suite_add_tcase(s, tc);
 	return s;
 }
