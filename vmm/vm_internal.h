@@ -145,6 +145,8 @@ void *vm_input_thread(void *arg);
 void *vm_dump_thread(void *arg);
 void vm_profile_open(struct vm *vm);
 void *vm_profile_thread(void *arg);
+/* vm.c: a restored VM's threads started with the VM Paused (vm_restore). */
+int vm_start_paused(struct vm *vm, char *err, unsigned errlen);
 /* vm_hotplug.c: forgets the devices whose removal the guest was asked for (before a reboot). */
 void vm_hotplug_reset(struct vm *vm);
 
