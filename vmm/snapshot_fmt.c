@@ -179,8 +179,8 @@ int snap_parse(const void *buf, size_t len, struct snap_reader *r, char *err, un
 
 	memset(r, 0, sizeof(*r));
 	if (len < sizeof(r->h)) {
-		snprintf(err, errlen, "state file: %zu bytes, shorter than its %zu-byte header", len,
-			 sizeof(r->h));
+		snprintf(err, errlen, "state file: %zu bytes, shorter than its %zu-byte header",
+			 len, sizeof(r->h));
 		return -EINVAL;
 	}
 	memcpy(&r->h, p, sizeof(r->h));

@@ -33,9 +33,10 @@ static bool snap_has(struct vm *vm, long cap)
 static int snap_msr_list(struct vm *vm, uint32_t **out, unsigned *n, char *err, unsigned errlen)
 {
 	struct kvm_msr_list probe = {.nmsrs = 0}, *list;
-	struct {
+	/* one MSR at a time: room for the header and a single entry */
+	union {
 		struct kvm_msrs h;
-		struct kvm_msr_entry e;
+		uint8_t room[sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)];
 	} one;
 	uint32_t *idx;
 	unsigned k = 0;
@@ -64,7 +65,7 @@ static int snap_msr_list(struct vm *vm, uint32_t **out, unsigned *n, char *err, 
 	for (unsigned i = 0; i < list->nmsrs; i++) {
 		memset(&one, 0, sizeof(one));
 		one.h.nmsrs = 1;
-		one.e.index = list->indices[i];
+		one.h.entries[0].index = list->indices[i];
 		if (ioctl(vm->vcpus[0].fd, KVM_GET_MSRS, &one) == 1)
 			idx[k++] = list->indices[i];
 	}
@@ -208,8 +209,7 @@ static bool snap_zero(const uint8_t *p, size_t n)
 }
 
 /* RAM as a file as big as the RAM whose all-zero pieces are holes. */
-static int snap_save_memory(struct vm *vm, int dirfd, uint64_t *written, char *err,
-			    unsigned errlen)
+static int snap_save_memory(struct vm *vm, int dirfd, uint64_t *written, char *err, unsigned errlen)
 {
 	int fd = openat(dirfd, SNAP_MEMORY_FILE,
 			O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -392,8 +392,7 @@ static int snap_read_file(int dirfd, const char *name, size_t max, uint8_t **out
 	return 0;
 }
 
-int vm_snapshot_read_config(const char *dir, char **config, size_t *len, char *err,
-			    unsigned errlen)
+int vm_snapshot_read_config(const char *dir, char **config, size_t *len, char *err, unsigned errlen)
 {
 	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
 
@@ -401,8 +400,7 @@ int vm_snapshot_read_config(const char *dir, char **config, size_t *len, char *e
 		snprintf(err, errlen, "snapshot directory %s: %s", dir, strerror(errno));
 		return -EINVAL;
 	}
-	r = snap_read_file(dirfd, SNAP_CONFIG_FILE, 1u << 20, (uint8_t **)config, len, err,
-			   errlen);
+	r = snap_read_file(dirfd, SNAP_CONFIG_FILE, 1u << 20, (uint8_t **)config, len, err, errlen);
 	close(dirfd);
 	return r;
 }
@@ -451,8 +449,7 @@ static int snap_restore_memory(struct vm *vm, int dirfd, char *err, unsigned err
 	return 0;
 }
 
-static int snap_restore_vm(struct vm *vm, const struct snap_reader *rd, char *err,
-			   unsigned errlen)
+static int snap_restore_vm(struct vm *vm, const struct snap_reader *rd, char *err, unsigned errlen)
 {
 	struct serial_state ser;
 	int r;
@@ -526,8 +523,8 @@ static int snap_restore_vm(struct vm *vm, const struct snap_reader *rd, char *er
 	return r;
 }
 
-static int snap_restore_vcpu(struct vm *vm, struct vcpu *v, const struct snap_reader *rd,
-			     char *err, unsigned errlen)
+static int snap_restore_vcpu(struct vm *vm, struct vcpu *v, const struct snap_reader *rd, char *err,
+			     unsigned errlen)
 {
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
@@ -622,8 +619,8 @@ fail:
 	return -EINVAL;
 }
 
-int vm_restore(const struct vm_config *cfg, const char *dir, const void *config,
-	       size_t config_len, struct vm **out, char *err, unsigned errlen)
+int vm_restore(const struct vm_config *cfg, const char *dir, const void *config, size_t config_len,
+	       struct vm **out, char *err, unsigned errlen)
 {
 	struct snap_reader rd = {0};
 	struct vm *vm = NULL;
@@ -637,8 +634,7 @@ int vm_restore(const struct vm_config *cfg, const char *dir, const void *config,
 		snprintf(err, errlen, "snapshot directory %s: %s", dir, strerror(errno));
 		return -EINVAL;
 	}
-	r = snap_read_file(dirfd, SNAP_STATE_FILE, SNAP_MAX_FILE, &state, &state_len, err,
-			   errlen);
+	r = snap_read_file(dirfd, SNAP_STATE_FILE, SNAP_MAX_FILE, &state, &state_len, err, errlen);
 	if (!r)
 		r = snap_parse(state, state_len, &rd, err, errlen);
 	if (!r && rd.h.config_hash != snap_hash(config, config_len)) {
