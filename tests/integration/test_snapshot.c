@@ -182,8 +182,8 @@ START_TEST(test_snapshot_restore_continues)
 	{
 		char *c = testutil_slurp(T.console);
 
-		ck_assert_msg(has_heartbeat(c, saved + 1), "restored guest did not go on at %ld: %s",
-			      saved + 1, c);
+		ck_assert_msg(has_heartbeat(c, saved + 1),
+			      "restored guest did not go on at %ld: %s", saved + 1, c);
 		ck_assert_msg(!has_heartbeat(c, 0) && !has_heartbeat(c, 1),
 			      "restored guest counted from 0");
 		free(c);
@@ -260,8 +260,9 @@ START_TEST(test_restore_refusals)
 	expect_error("vm.restore", "{\"source_url\": \"http://x/y\"}", 400, "file:///DIR");
 	expect_error("vm.restore", url("source_url", "/nonexistent/snap", NULL), 400,
 		     "nonexistent");
-	expect_error("vm.restore", url("source_url", snap, ", \"memory_restore_mode\": \"OnDemand\""),
-		     400, "Copy");
+	expect_error("vm.restore",
+		     url("source_url", snap, ", \"memory_restore_mode\": \"OnDemand\""), 400,
+		     "Copy");
 	/* a flipped byte in the state file */
 	corrupt_byte("state.bin", 200);
 	expect_error("vm.restore", url("source_url", snap, NULL), 400, "checksum");
