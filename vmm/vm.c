@@ -616,6 +616,7 @@ int vm_reboot(struct vm *vm, char *err, unsigned errlen)
 	vm->has_pit = false;
 	vm->next_slot = 0;
 	vm->ap_requests = 0;
+	vm->restored = false; /* the reset starts every AP anew */
 	vm->nparked = vm->nthreads = 0;
 	memset(&vm->paused_clock, 0, sizeof(vm->paused_clock));
 	for (i = 0; i < vm->cfg.nfs && i < CONFIG_MAX_FS; i++)

@@ -281,19 +281,25 @@ static int snap_write_file(int dirfd, const char *name, const void *buf, size_t 
 	return 0;
 }
 
-/* What a VM must be for its state to be saved and restored whole. */
+/* What a VM must be for its state to be saved and restored whole. On kvm_pvm a Linux guest's
+ * APs are started by lvmm (smp.c) when the guest asks: a snapshot is taken once every AP runs,
+ * and the restored APs resume their saved state without that route. */
 static int snap_supported(struct vm *vm, char *err, unsigned errlen)
 {
-	if (vm->ap_manual) {
+	unsigned up = 1;
+
+	if (!vm->ap_manual || vm->boot.ap_entry)
+		return 0;
+	pthread_mutex_lock(&vm->lock);
+	for (unsigned i = 1; i < vm->ncpus; i++)
+		up += vm->vcpus[i].ap_up;
+	pthread_mutex_unlock(&vm->lock);
+	if (up < vm->ncpus) {
 		snprintf(err, errlen,
-			 "a %u-vCPU VM on this host (kvm_pvm: lvmm starts the APs itself) cannot "
-			 "be saved yet",
-			 vm->ncpus);
-		return -EOPNOTSUPP;
-	}
-	if (vm->boot.ap_entry && vm->ncpus > 1) {
-		snprintf(err, errlen, "a VM whose APs start at the kernel's entry cannot be saved");
-		return -EOPNOTSUPP;
+			 "the guest has started %u of its %u vCPUs; save it once all run (this "
+			 "host starts them on the guest's request)",
+			 up, vm->ncpus);
+		return -EBUSY;
 	}
 	return 0;
 }
@@ -658,8 +664,11 @@ int vm_restore(const struct vm_config *cfg, const char *dir, const void *config,
 		}
 	if (!r)
 		r = vm_create(cfg, &vm, err, errlen);
-	if (!r)
-		r = snap_supported(vm, err, errlen);
+	if (!r) {
+		vm->restored = true;
+		for (unsigned i = 1; i < vm->ncpus; i++)
+			vm->vcpus[i].ap_up = true;
+	}
 	if (!r)
 		r = snap_restore_memory(vm, dirfd, err, errlen);
 	if (!r)

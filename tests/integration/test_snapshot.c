@@ -20,6 +20,7 @@
 
 static struct apitest T;
 static char guest[512], snap[256];
+static unsigned ncpus = 1;
 
 static int curl(const char *method, const char *endpoint, const char *data, json_t **body)
 {
@@ -48,6 +49,7 @@ static void expect_error(const char *endpoint, const char *data, int want, const
 
 static void setup(void)
 {
+	ncpus = 1;
 	apitest_init(&T, "/tmp/lvmm-itest-snap-");
 	snprintf(guest, sizeof(guest), "%s", testutil_bench_guest());
 	ck_assert_msg(access(guest, R_OK) == 0, "no bench guest at %s", guest);
@@ -71,10 +73,10 @@ static char *spin_config(const char *extra)
 	static char cfg[2048];
 
 	snprintf(cfg, sizeof(cfg),
-		 "{\"cpus\": {\"boot_vcpus\": 1}, \"memory\": {\"size\": 67108864},"
+		 "{\"cpus\": {\"boot_vcpus\": %u}, \"memory\": {\"size\": 67108864},"
 		 " \"payload\": {\"kernel\": \"%s\", \"cmdline\": \"bench.mode=spin\"},"
 		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"}%s}",
-		 guest, T.console, extra ? extra : "");
+		 ncpus, guest, T.console, extra ? extra : "");
 	return cfg;
 }
 
@@ -190,6 +192,27 @@ START_TEST(test_snapshot_restore_continues)
 	}
 	ck_assert_int_eq(put("vm.pause", NULL), 204);
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+}
+END_TEST
+
+/* Two vCPUs: each one's state is saved and restored (the bench guest parks its AP). */
+START_TEST(test_two_vcpus)
+{
+	char *c;
+	long saved;
+
+	TESTUTIL_NEED_KVM();
+	ncpus = 2;
+	saved = boot_and_save();
+	kill_lvmm();
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
+	ck_assert_str_eq(apitest_vm_state(&T), "Running");
+	ck_assert(heartbeat_reaches(saved + 3, 10000));
+	c = testutil_slurp(T.console);
+	ck_assert(has_heartbeat(c, saved + 1));
+	free(c);
 	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
 }
 END_TEST
@@ -332,6 +355,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_snapshot_restore_continues);
+	tcase_add_test(tc, test_two_vcpus);
 	tcase_add_test(tc, test_run_restore_cli);
 	tcase_add_test(tc, test_restore_refusals);
 	tcase_add_test(tc, test_snapshot_refuses_device);
