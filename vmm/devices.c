@@ -655,7 +655,7 @@ int devices_save(struct vm *vm, struct snap_writer *w, char *err, unsigned errle
 		}
 		r = d->model->save(d->dev, buf, &len, err, errlen);
 		if (!r)
-			snap_put_device(w, i, d->id, d->model->name, buf, (size_t)len);
+			snap_put_device(w, i, d->id, d->model->name, dev_slot(d), buf, (size_t)len);
 		free(buf);
 	}
 	pthread_mutex_unlock(&devices_lock);

@@ -135,11 +135,12 @@ void snap_put(struct snap_writer *w, uint32_t type, uint32_t index, const void *
 }
 
 void snap_put_device(struct snap_writer *w, uint32_t index, const char *id, const char *model,
-		     const void *data, size_t len)
+		     uint32_t slot, const void *data, size_t len)
 {
 	struct snap_dev_head h;
 
 	memset(&h, 0, sizeof(h));
+	h.slot = slot;
 	snprintf(h.id, sizeof(h.id), "%s", id);
 	snprintf(h.model, sizeof(h.model), "%s", model);
 	snap_put2(w, SNAP_DEVICE, index, &h, sizeof(h), data, len);

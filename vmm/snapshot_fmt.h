@@ -59,11 +59,13 @@ struct snap_section {
 };
 _Static_assert(sizeof(struct snap_section) == 16, "snapshot section layout");
 
-/* A device section starts with its id and model name (NUL-padded). */
+/* A device section starts with its id and model name (NUL-padded) and PCI slot on bus 0. */
 struct snap_dev_head {
 	char id[64];
 	char model[32];
+	uint32_t slot, pad;
 };
+_Static_assert(sizeof(struct snap_dev_head) == 104, "snapshot device head layout");
 
 uint64_t snap_hash(const void *buf, size_t len);
 
@@ -78,7 +80,7 @@ void snap_writer_init(struct snap_writer *w);
 void snap_put(struct snap_writer *w, uint32_t type, uint32_t index, const void *data, size_t len);
 /* A device section: the head, then len bytes of the model's state. */
 void snap_put_device(struct snap_writer *w, uint32_t index, const char *id, const char *model,
-		     const void *data, size_t len);
+		     uint32_t slot, const void *data, size_t len);
 /* Fills the header; 0, or the first error of a put. The file is w->buf[0..w->len). */
 int snap_finish(struct snap_writer *w, uint32_t ncpus, uint64_t memory, uint64_t config_hash);
 void snap_writer_free(struct snap_writer *w);

@@ -51,7 +51,9 @@ void vm_destroy(struct vm *vm); /* any state */
 struct vm_snapshot_stats {
 	uint64_t memory_written; /* RAM bytes that were not zero */
 	uint64_t state_bytes;
-	unsigned msrs; /* per vCPU */
+	unsigned msrs;	      /* per vCPU */
+	unsigned msrs_listed; /* by KVM_GET_MSR_INDEX_LIST; the others a vCPU cannot read */
+	bool xsave, xcrs;     /* the host has them: saved instead of / beside the legacy FPU */
 };
 int vm_snapshot(struct vm *vm, const char *dir, const void *config, size_t config_len,
 		struct vm_snapshot_stats *stats, char *err, unsigned errlen);

@@ -30,7 +30,8 @@ static bool snap_has(struct vm *vm, long cap)
 
 /* The MSRs KVM lists for save/restore that this VM's vCPU 0 can read: some listed ones belong
  * to features the host or its CPUID lacks, and a read of one fails the whole batch. */
-static int snap_msr_list(struct vm *vm, uint32_t **out, unsigned *n, char *err, unsigned errlen)
+static int snap_msr_list(struct vm *vm, uint32_t **out, unsigned *n, unsigned *listed, char *err,
+			 unsigned errlen)
 {
 	struct kvm_msr_list probe = {.nmsrs = 0}, *list;
 	/* one MSR at a time: room for the header and a single entry */
@@ -69,6 +70,7 @@ static int snap_msr_list(struct vm *vm, uint32_t **out, unsigned *n, char *err, 
 		if (ioctl(vm->vcpus[0].fd, KVM_GET_MSRS, &one) == 1)
 			idx[k++] = list->indices[i];
 	}
+	*listed = list->nmsrs;
 	free(list);
 	*out = idx;
 	*n = k;
@@ -335,7 +337,7 @@ int vm_snapshot(struct vm *vm, const char *dir, const void *config, size_t confi
 	if (!r)
 		r = snap_save_vm(vm, &w, err, errlen);
 	if (!r)
-		r = snap_msr_list(vm, &msr_idx, &nmsrs, err, errlen);
+		r = snap_msr_list(vm, &msr_idx, &nmsrs, &stats->msrs_listed, err, errlen);
 	for (unsigned i = 0; !r && i < vm->ncpus; i++)
 		r = snap_save_vcpu(vm, &vm->vcpus[i], &w, msr_idx, nmsrs, err, errlen);
 	free(msr_idx);
@@ -353,6 +355,18 @@ int vm_snapshot(struct vm *vm, const char *dir, const void *config, size_t confi
 		r = snap_write_file(dirfd, SNAP_STATE_FILE, w.buf, w.len, err, errlen);
 	stats->state_bytes = w.len;
 	stats->msrs = nmsrs;
+	stats->xsave = snap_has(vm, KVM_CAP_XSAVE);
+	stats->xcrs = snap_has(vm, KVM_CAP_XCRS);
+	if (!r)
+		fprintf(stderr,
+			"lvmm: snapshot %s: %u vCPUs (%u of %u listed MSRs each, XSAVE %s, XCRs "
+			"%s), %llu of "
+			"%llu MiB of RAM written, %llu bytes of state\n",
+			dir, vm->ncpus, nmsrs, stats->msrs_listed, stats->xsave ? "yes" : "no",
+			stats->xcrs ? "yes" : "no",
+			(unsigned long long)(stats->memory_written >> 20),
+			(unsigned long long)(vm->gmem.size >> 20),
+			(unsigned long long)stats->state_bytes);
 	snap_writer_free(&w);
 	close(dirfd);
 	return r;

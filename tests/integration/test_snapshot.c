@@ -329,20 +329,51 @@ START_TEST(test_snapshot_refuses_device)
 	char disk[512], extra[700], path[512];
 
 	TESTUTIL_NEED_KVM();
-	snprintf(disk, sizeof(disk), "%s/disk.img", T.dir);
-	ck_assert_int_eq(testutil_system("truncate -s 1M %s", disk), 0);
-	snprintf(extra, sizeof(extra), ", \"disks\": [{\"path\": \"%s\"}]", disk);
+	snprintf(disk, sizeof(disk), "%s/nvme.img", T.dir);
+	ck_assert_int_eq(testutil_system("truncate -s 16M %s", disk), 0);
+	snprintf(extra, sizeof(extra), ", \"vnvme\": [{\"path\": \"%s\"}]", disk);
 	apitest_start(&T, NULL);
 	ck_assert_int_eq(put("vm.create", spin_config(extra)), 204);
 	ck_assert_int_eq(put("vm.boot", NULL), 204);
 	ck_assert_int_eq(put("vm.pause", NULL), 204);
 	expect_error("vm.snapshot", url("destination_url", snap, NULL), 400,
-		     "device disk0 (virtio-blk) cannot be saved yet");
+		     "device nvme0 (vnvme) cannot be saved yet");
 	snprintf(path, sizeof(path), "%s/state.bin", snap);
 	ck_assert_int_ne(access(path, F_OK), 0);
 	expect_error("vm.snapshot", url("destination_url", "/nonexistent/dir", NULL), 400,
 		     "nonexistent");
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+}
+END_TEST
+
+/* A VM with a virtio-blk disk (and the rng) is saved; the restore checks the image it opens
+ * against the saved disk: another size is refused by name. */
+START_TEST(test_snapshot_blk)
+{
+	char disk[512], extra[700];
+	long saved;
+
+	TESTUTIL_NEED_KVM();
+	snprintf(disk, sizeof(disk), "%s/disk.img", T.dir);
+	ck_assert_int_eq(testutil_system("truncate -s 1M %s", disk), 0);
+	snprintf(extra, sizeof(extra),
+		 ", \"disks\": [{\"path\": \"%s\"}], \"rng\": {\"src\": \"/dev/urandom\"}", disk);
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(put("vm.create", spin_config(extra)), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert(heartbeat_reaches(2, 15000));
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	saved = last_heartbeat();
+	ck_assert_int_eq(put("vm.snapshot", url("destination_url", snap, NULL)), 204);
+	kill_lvmm();
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(testutil_system("truncate -s 2M %s", disk), 0);
+	expect_error("vm.restore", url("source_url", snap, NULL), 400,
+		     "disk0: the image has 4096 sectors, the saved disk had 2048");
+	ck_assert_int_eq(testutil_system("truncate -s 1M %s", disk), 0);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
+	ck_assert(heartbeat_reaches(saved + 2, 10000));
 	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
 }
 END_TEST
@@ -359,6 +390,7 @@ int main(void)
 	tcase_add_test(tc, test_run_restore_cli);
 	tcase_add_test(tc, test_restore_refusals);
 	tcase_add_test(tc, test_snapshot_refuses_device);
+	tcase_add_test(tc, test_snapshot_blk);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
 }

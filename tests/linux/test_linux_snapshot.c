@@ -1,9 +1,10 @@
 /* Snapshot and restore of a Linux guest with virtio-rng: /init (lvmm.test=snapshot, added to the
  * test initramfs as a second cpio archive here) prints a counter every ~200 ms and reads
- * /dev/hwrng each time. Pause, vm.snapshot, SIGKILL the lvmm, vm.restore in a fresh one, resume:
- * the counter goes on from the saved value and the rng still answers. Also: a running VM is not
- * saved, a VMM that has a VM restores nothing, a corrupt snapshot is refused with a message and
- * that lvmm serves on. Prints the figures docs/snapshot.md quotes. */
+ * /dev/hwrng and the first line of a virtio-blk disk each time. Pause, vm.snapshot, SIGKILL the
+ * lvmm, vm.restore in a fresh one, resume: the counter goes on from the saved value and the rng and
+ * disk still answer. Also: a running VM is not saved, a VMM that has a VM restores nothing, a
+ * corrupt snapshot is refused with a message and that lvmm serves on. Prints the figures
+ * docs/snapshot.md quotes. */
 #include <check.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -24,7 +25,7 @@
 #define TCASE_TIMEOUT_S 300
 
 static struct apitest T;
-static char kernel[4096], initrd[4096], snap[256];
+static char kernel[4096], initrd[4096], snap[256], disk[256];
 
 /* The guest side: builtins only (a fork costs seconds of emulated kernel time); a FIFO opened
  * read-write never has data, so read -t is the sleep. */
@@ -35,7 +36,10 @@ static const char script[] = "busybox mkfifo /snap-tick\n"
 			     "\ti=$((i + 1))\n"
 			     "\tr=no\n"
 			     "\tif read -r -n 4 x </dev/hwrng; then r=ok; fi\n"
-			     "\techo \"LVMM-SNAP-COUNT $i rng=$r\"\n"
+			     "\techo 3 >/proc/sys/vm/drop_caches\n"
+			     "\td=none\n"
+			     "\tread -r d </dev/vda\n"
+			     "\techo \"LVMM-SNAP-COUNT $i rng=$r disk=$d\"\n"
 			     "\tread -r -t 0.2 x <&3\n"
 			     "done\n"
 			     "return 0\n";
@@ -96,6 +100,10 @@ static void setup(void)
 	make_initrd(base);
 	snprintf(snap, sizeof(snap), "%s/snap", T.dir);
 	ck_assert_int_eq(mkdir(snap, 0700), 0);
+	/* a disk whose first line the guest reads through virtio-blk every count */
+	snprintf(disk, sizeof(disk), "%s/disk.img", T.dir);
+	testutil_write_file(disk, "LVMM-DISK-OK\n", 13, 0600);
+	ck_assert_int_eq(truncate(disk, 1 << 20), 0);
 }
 
 static void teardown(void)
@@ -128,13 +136,15 @@ static void expect_error(const char *endpoint, const char *data, int want, const
 	ck_assert_int_eq(curl("GET", "vmm.ping", NULL, NULL), 200);
 }
 
-/* Whether console text c has "LVMM-SNAP-COUNT n " and, with rng, that line says rng=ok. */
-static bool has_count(const char *c, long n, bool rng)
+/* Whether console text c has "LVMM-SNAP-COUNT n " and, with devs, that line says the rng
+ * answered and the disk's first line was read from the device (the page cache dropped). */
+static bool has_count(const char *c, long n, bool devs)
 {
-	char want[64];
+	char want[96];
 	const char *p;
 
-	snprintf(want, sizeof(want), "LVMM-SNAP-COUNT %ld rng=%s", n, rng ? "ok" : "");
+	snprintf(want, sizeof(want), "LVMM-SNAP-COUNT %ld %s", n,
+		 devs ? "rng=ok disk=LVMM-DISK-OK" : "");
 	p = strstr(c, want);
 	return p != NULL;
 }
@@ -194,14 +204,14 @@ START_TEST(test_linux_snapshot_restore)
 		 "{\"cpus\": {\"boot_vcpus\": 1}, \"memory\": {\"size\": 134217728},"
 		 " \"payload\": {\"kernel\": \"%s\", \"initramfs\": \"%s\","
 		 " \"cmdline\": \"console=ttyS0 lvmm.test=snapshot\"},"
-		 " \"rng\": {\"src\": \"/dev/urandom\"},"
+		 " \"rng\": {\"src\": \"/dev/urandom\"}, \"disks\": [{\"path\": \"%s\"}],"
 		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"}}",
-		 kernel, initrd, T.console);
+		 kernel, initrd, disk, T.console);
 	ck_assert_int_eq(put("vm.create", cfg), 204);
 	ck_assert_int_eq(put("vm.boot", NULL), 204);
 	ck_assert_msg(count_reaches(5, BOOT_LIMIT_S), "the guest never counted to 5");
 	c = testutil_slurp(T.console);
-	ck_assert_msg(has_count(c, 5, true), "the guest's rng does not answer before the save");
+	ck_assert_msg(has_count(c, 5, true), "the guest's rng or disk does not answer:\n%s", c);
 	free(c);
 	expect_error("vm.snapshot", url("destination_url", NULL), 405, "Running");
 
@@ -233,11 +243,21 @@ START_TEST(test_linux_snapshot_restore)
 	ck_assert_msg(count_reaches(saved + 5, RESUME_LIMIT_S), "the restored guest stalls");
 	c = testutil_slurp(T.console);
 	ck_assert_msg(has_count(c, saved + 1, true) && has_count(c, saved + 5, true),
-		      "the restored guest did not go on from %ld with a working rng:\n%s", saved,
-		      c);
+		      "the restored guest did not go on from %ld with a working rng and disk:\n%s",
+		      saved, c);
 	ck_assert_msg(!strstr(c, "LVMM-SNAP-COUNT 1 "), "the restored guest counted from 1");
 	ck_assert_msg(!strstr(c, "Linux version"), "the restored guest booted again");
 	free(c);
+	/* the restored lvmm's own device served the guest's reads (none came from a cache) */
+	{
+		json_t *j = NULL;
+
+		ck_assert_int_eq(curl("GET", "vm.counters", NULL, &j), 200);
+		ck_assert_int_gt(
+		    json_integer_value(json_object_get(json_object_get(j, "disk0"), "read_ops")),
+		    0);
+		json_decref(j);
+	}
 	fprintf(stderr,
 		"test_linux_snapshot: vm.restore %.3f s; restore to the first new count %.3f s\n",
 		t_restore, t_resumed);

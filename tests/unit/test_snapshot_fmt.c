@@ -28,7 +28,7 @@ static void build(struct snap_writer *w, uint32_t ncpus)
 	snap_put(w, SNAP_VM_CLOCK, 0, &clock, sizeof(clock));
 	snap_put(w, SNAP_VCPU_REGS, 0, &a, sizeof(a));
 	snap_put(w, SNAP_VCPU_REGS, 1, &b, sizeof(b));
-	snap_put_device(w, 0, "rng0", "virtio-rng", dev, sizeof(dev));
+	snap_put_device(w, 0, "rng0", "virtio-rng", 3, dev, sizeof(dev));
 	ck_assert_int_eq(snap_finish(w, ncpus, 128ULL << 20, snap_hash("cfg", 3)), 0);
 }
 
@@ -84,6 +84,7 @@ START_TEST(test_round_trip)
 	memcpy(&h, d->data, sizeof(h));
 	ck_assert_str_eq(h.id, "rng0");
 	ck_assert_str_eq(h.model, "virtio-rng");
+	ck_assert_uint_eq(h.slot, 3);
 	ck_assert_str_eq((const char *)d->data + sizeof(h), "device bytes");
 	/* a missing section and one of another size are refused by name */
 	ck_assert_int_eq(snap_get(&r, SNAP_VCPU_SREGS, 0, &a, sizeof(a), err, sizeof(err)),
