@@ -543,8 +543,8 @@ static int snap_restore_vm(struct vm *vm, const struct snap_reader *rd, char *er
 	return r;
 }
 
-static int snap_restore_vcpu(struct vm *vm, struct vcpu *v, const struct snap_reader *rd, char *err,
-			     unsigned errlen)
+static int snap_restore_vcpu(struct vm *vm, struct vcpu *v, const struct snap_reader *rd,
+			     const uint32_t *msr_ok, unsigned nmsr_ok, char *err, unsigned errlen)
 {
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
@@ -607,6 +607,20 @@ static int snap_restore_vcpu(struct vm *vm, struct vcpu *v, const struct snap_re
 		return -ENOMEM;
 	msrs->nmsrs = n;
 	memcpy(msrs->entries, m->data, m->len);
+	/* only MSRs this host's KVM saves and restores: the file names no other */
+	for (unsigned i = 0; i < n; i++) {
+		unsigned k = 0;
+
+		while (k < nmsr_ok && msr_ok[k] != msrs->entries[i].index)
+			k++;
+		if (k == nmsr_ok || msrs->entries[i].reserved) {
+			snprintf(err, errlen,
+				 "state file: vcpu %u: MSR 0x%x is not one this host's KVM saves",
+				 v->id, msrs->entries[i].index);
+			free(msrs);
+			return -EINVAL;
+		}
+	}
 	r = ioctl(v->fd, KVM_SET_MSRS, msrs);
 	if (r != (int)n) {
 		snprintf(err, errlen,
@@ -643,6 +657,8 @@ int vm_restore(const struct vm_config *cfg, const char *dir, const void *config,
 	       struct vm **out, char *err, unsigned errlen)
 {
 	struct snap_reader rd = {0};
+	uint32_t *msr_ok = NULL;
+	unsigned nmsr_ok = 0, listed = 0;
 	struct vm *vm = NULL;
 	uint8_t *state = NULL;
 	size_t state_len = 0;
@@ -687,8 +703,11 @@ int vm_restore(const struct vm_config *cfg, const char *dir, const void *config,
 		r = snap_restore_memory(vm, dirfd, err, errlen);
 	if (!r)
 		r = snap_restore_vm(vm, &rd, err, errlen);
+	if (!r)
+		r = snap_msr_list(vm, &msr_ok, &nmsr_ok, &listed, err, errlen);
 	for (unsigned i = 0; !r && i < vm->ncpus; i++)
-		r = snap_restore_vcpu(vm, &vm->vcpus[i], &rd, err, errlen);
+		r = snap_restore_vcpu(vm, &vm->vcpus[i], &rd, msr_ok, nmsr_ok, err, errlen);
+	free(msr_ok);
 	if (!r)
 		r = devices_restore(vm, &rd, err, errlen);
 	if (!r)
