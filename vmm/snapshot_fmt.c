@@ -38,6 +38,8 @@ const char *snap_type_name(uint32_t type)
 		return "ioapic-user";
 	case SNAP_VM_SERIAL:
 		return "serial";
+	case SNAP_VM_LEGACY:
+		return "legacy";
 	case SNAP_VCPU_REGS:
 		return "regs";
 	case SNAP_VCPU_SREGS:

@@ -23,6 +23,7 @@ enum snap_type {
 	SNAP_VM_PIT,	       /* struct kvm_pit_state2 */
 	SNAP_VM_IOAPIC_USER,   /* struct ioapic_state (split irqchip) */
 	SNAP_VM_SERIAL,	       /* struct serial_state */
+	SNAP_VM_LEGACY,	       /* struct legacy_state */
 	SNAP_VCPU_REGS = 0x10, /* struct kvm_regs */
 	SNAP_VCPU_SREGS,       /* struct kvm_sregs */
 	SNAP_VCPU_FPU,	       /* struct kvm_fpu */

@@ -154,6 +154,7 @@ static int snap_save_vm(struct vm *vm, struct snap_writer *w, char *err, unsigne
 {
 	struct kvm_clock_data clock = vm->paused_clock;
 	struct serial_state ser;
+	struct legacy_state leg;
 
 	if (!clock.clock && ioctl(vm->vm_fd, KVM_GET_CLOCK, &clock)) {
 		snprintf(err, errlen, "KVM_GET_CLOCK: %s", strerror(errno));
@@ -194,6 +195,8 @@ static int snap_save_vm(struct vm *vm, struct snap_writer *w, char *err, unsigne
 	}
 	serial_save(&vm->serial, &ser);
 	snap_put(w, SNAP_VM_SERIAL, 0, &ser, sizeof(ser));
+	legacy_save(&vm->legacy, &leg);
+	snap_put(w, SNAP_VM_LEGACY, 0, &leg, sizeof(leg));
 	return 0;
 }
 
@@ -472,6 +475,7 @@ static int snap_restore_memory(struct vm *vm, int dirfd, char *err, unsigned err
 static int snap_restore_vm(struct vm *vm, const struct snap_reader *rd, char *err, unsigned errlen)
 {
 	struct serial_state ser;
+	struct legacy_state leg;
 	int r;
 
 	r = snap_get(rd, SNAP_VM_CLOCK, 0, &vm->paused_clock, sizeof(vm->paused_clock), err,
@@ -540,6 +544,10 @@ static int snap_restore_vm(struct vm *vm, const struct snap_reader *rd, char *er
 		snprintf(err, errlen, "state file: serial state out of range");
 		r = -EINVAL;
 	}
+	if (!r)
+		r = snap_get(rd, SNAP_VM_LEGACY, 0, &leg, sizeof(leg), err, errlen);
+	if (!r)
+		legacy_restore(&vm->legacy, &leg);
 	return r;
 }
 

@@ -1,7 +1,7 @@
 /* libFuzzer target for what a restore reads from a snapshot directory: the state file's parser
  * (every section found and copied at several sizes), and the saved bytes of COM1, the user-space
- * IOAPIC and a virtio-rng on a PCI bus (transport, queues, config space, MSI-X) restored into
- * live models. Every byte is as untrusted as a file a client points lvmm at. */
+ * IOAPIC, the legacy ports and a virtio-rng on a PCI bus (transport, queues, config space, MSI-X)
+ * restored into live models. Every byte is as untrusted as a file a client points lvmm at. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 #include "fuzz_util.h"
 #include "guest_mem.h"
 #include "ioapic.h"
+#include "legacy.h"
 #include "pci.h"
 #include "serial.h"
 #include "snapshot_fmt.h"
@@ -93,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!size)
 		return 0;
 	sel = (unsigned)fz_take(&in, 1);
-	switch (sel % 4) {
+	switch (sel % 5) {
 	case 0:
 		fuzz_state_file(in.p, in.n);
 		break;
@@ -123,6 +124,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!serial_restore(&s, &st))
 			for (unsigned i = 0; i < 8; i++)
 				serial_read(&s, i);
+		break;
+	}
+	case 3: {
+		struct legacy l;
+		struct legacy_state st;
+
+		legacy_init(&l, NULL, NULL, NULL);
+		memset(&st, 0, sizeof(st));
+		memcpy(&st, in.p, in.n < sizeof(st) ? in.n : sizeof(st));
+		legacy_restore(&l, &st);
+		legacy_save(&l, &st);
+		if (st.pm1_cnt & (1u << 13))
+			abort(); /* a restored VM is never asleep */
 		break;
 	}
 	default: {
