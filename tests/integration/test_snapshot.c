@@ -217,6 +217,44 @@ START_TEST(test_two_vcpus)
 }
 END_TEST
 
+/* The other interrupt controllers lvmm can run with: a PIT beside the in-kernel irqchip
+ * (KVM_GET/SET_PIT2) and the split irqchip (lvmm's IOAPIC); a restore in an lvmm set up the
+ * other way is refused. */
+static void irqchip_variant(const char *var, const char *val, const char *other, const char *needle)
+{
+	long saved;
+
+	ck_assert_int_eq(setenv(var, val, 1), 0);
+	saved = boot_and_save();
+	kill_lvmm();
+	ck_assert_int_eq(setenv(var, other, 1), 0);
+	apitest_start(&T, NULL);
+	unsetenv(var);
+	expect_error("vm.restore", url("source_url", snap, NULL), 400, needle);
+	ck_assert_int_eq(put("vmm.shutdown", NULL), 204);
+	ck_assert_int_eq(apitest_wait(&T, 15), 0);
+	ck_assert_int_eq(setenv(var, val, 1), 0);
+	apitest_start(&T, NULL);
+	unsetenv(var);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
+	ck_assert(heartbeat_reaches(saved + 3, 10000));
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+}
+
+START_TEST(test_pit)
+{
+	TESTUTIL_NEED_KVM();
+	irqchip_variant("LVMM_PIT", "on", "off", "(in-kernel IOAPIC, a PIT) differ");
+}
+END_TEST
+
+START_TEST(test_split_irqchip)
+{
+	TESTUTIL_NEED_KVM();
+	irqchip_variant("LVMM_IRQCHIP", "split", "kernel", "(user-space IOAPIC, no PIT) differ");
+}
+END_TEST
+
 /* `lvmm run --restore source_url=...,resume=on` without an API socket runs the saved VM. */
 START_TEST(test_run_restore_cli)
 {
@@ -387,6 +425,8 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_snapshot_restore_continues);
 	tcase_add_test(tc, test_two_vcpus);
+	tcase_add_test(tc, test_pit);
+	tcase_add_test(tc, test_split_irqchip);
 	tcase_add_test(tc, test_run_restore_cli);
 	tcase_add_test(tc, test_restore_refusals);
 	tcase_add_test(tc, test_snapshot_refuses_device);
