@@ -1,6 +1,7 @@
 /* Snapshot and restore of a VM (vm.h, docs/snapshot.md): a paused VM's vCPUs, interrupt
- * controllers, kvmclock, COM1 and devices into the state file (snapshot_fmt.h), its RAM into a
- * sparse memory file; and a VM built from the same config brought back to that state, paused. */
+ * controllers, kvmclock, COM1, legacy ports and devices into the state file (snapshot_fmt.h),
+ * its RAM into a sparse memory file; and a VM built from the same config brought back to that
+ * state, paused. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
