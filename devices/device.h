@@ -74,7 +74,10 @@ struct dev_model {
 	/* Optional: the VM pauses (vCPUs stopped) or resumes. */
 	void (*pause)(void *dev);
 	void (*resume)(void *dev);
-	/* Optional, for snapshots: the device state as bytes, and back into a created device. */
+	/* Optional, for snapshots: the device state as bytes, and back into a created device.
+	 * save: *len is buf's room on entry and the bytes written on return; buf NULL asks for
+	 * the size. A model without save makes vm.snapshot refuse the VM. restore's bytes come
+	 * from a file: untrusted, checked whole before use. */
 	int (*save)(void *dev, void *buf, uint64_t *len, char *err, unsigned errlen);
 	int (*restore)(void *dev, const void *buf, uint64_t len, char *err, unsigned errlen);
 	void (*counters)(void *dev, struct dev_counters *out); /* optional: id filled already */

@@ -14,6 +14,7 @@
 #include "nvme-lightiov/vnvme_pci.h"
 #include "pci.h"
 #include "seccomp_filter.h"
+#include "snapshot_fmt.h"
 #include "virtio/virtio_blk.h"
 #include "virtio/virtio_fs.h"
 #include "virtio/virtio_net.h"
@@ -613,4 +614,96 @@ unsigned devices_counters(struct vm *vm, struct dev_counters *out, unsigned max)
 	}
 	pthread_mutex_unlock(&devices_lock);
 	return n;
+}
+
+/* ---- snapshots ---- */
+
+int devices_save(struct vm *vm, struct snap_writer *w, char *err, unsigned errlen)
+{
+	struct devices *ds;
+	int r = 0;
+
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	/* every device first: a VM with one that cannot be saved is refused before any work */
+	for (unsigned i = 0; ds && i < ds->n && !r; i++) {
+		const struct dev_inst *d = &ds->dev[i];
+
+		if (!d->model->save || !d->model->restore) {
+			snprintf(err, errlen, "device %s (%s) cannot be saved yet", d->id,
+				 d->model->name);
+			r = -EOPNOTSUPP;
+		} else if (ds->hp_up && hotplug_state(&ds->hp, dev_slot(d)) != HOTPLUG_PRESENT) {
+			snprintf(err, errlen, "device %s: a hot-plug operation is under way",
+				 d->id);
+			r = -EBUSY;
+		}
+	}
+	for (unsigned i = 0; ds && i < ds->n && !r; i++) {
+		const struct dev_inst *d = &ds->dev[i];
+		uint64_t len = 0;
+		void *buf;
+
+		r = d->model->save(d->dev, NULL, &len, err, errlen);
+		if (r)
+			break;
+		buf = malloc(len ? len : 1);
+		if (!buf) {
+			snprintf(err, errlen, "device %s: out of memory", d->id);
+			r = -ENOMEM;
+			break;
+		}
+		r = d->model->save(d->dev, buf, &len, err, errlen);
+		if (!r)
+			snap_put_device(w, i, d->id, d->model->name, dev_slot(d), buf, (size_t)len);
+		free(buf);
+	}
+	pthread_mutex_unlock(&devices_lock);
+	return r;
+}
+
+int devices_restore(struct vm *vm, const struct snap_reader *rd, char *err, unsigned errlen)
+{
+	struct devices *ds;
+	unsigned saved = 0;
+	int r = 0;
+
+	for (unsigned k = 0; k < rd->n; k++)
+		saved += rd->sect[k].type == SNAP_DEVICE;
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	if ((ds ? ds->n : 0) != saved) {
+		snprintf(err, errlen, "the snapshot has %u devices, its config makes %u", saved,
+			 ds ? ds->n : 0);
+		r = -EINVAL;
+	}
+	for (unsigned i = 0; ds && i < ds->n && !r; i++) {
+		const struct dev_inst *d = &ds->dev[i];
+		const struct snap_ref *s = snap_find(rd, SNAP_DEVICE, i);
+		struct snap_dev_head h;
+
+		if (!s || s->len < sizeof(h)) {
+			snprintf(err, errlen, "device %s: no state in the snapshot", d->id);
+			r = -EINVAL;
+			break;
+		}
+		memcpy(&h, s->data, sizeof(h));
+		h.id[sizeof(h.id) - 1] = h.model[sizeof(h.model) - 1] = 0;
+		if (strcmp(h.id, d->id) || strcmp(h.model, d->model->name)) {
+			snprintf(err, errlen,
+				 "device %u: the snapshot holds %s (%s), its config makes %s (%s)",
+				 i, h.id, h.model, d->id, d->model->name);
+			r = -EINVAL;
+			break;
+		}
+		if (!d->model->restore) {
+			snprintf(err, errlen, "device %s (%s) cannot be restored", d->id,
+				 d->model->name);
+			r = -EOPNOTSUPP;
+			break;
+		}
+		r = d->model->restore(d->dev, s->data + sizeof(h), s->len - sizeof(h), err, errlen);
+	}
+	pthread_mutex_unlock(&devices_lock);
+	return r;
 }

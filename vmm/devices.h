@@ -38,6 +38,13 @@ int devices_slot(struct vm *vm, const char *id, unsigned *slot);
 /* vm.pause (pause true, after the vCPUs stopped) and vm.resume (before they start): each
  * device's pause or resume op. */
 void devices_pause(struct vm *vm, bool pause);
+/* Snapshots (vm_snapshot.c): every device's state as a section of w, refused (-EOPNOTSUPP,
+ * err naming the device and its model) when one has no save op; and back, each saved device
+ * matched by ordinal, id and model to the one its config made. */
+struct snap_writer;
+struct snap_reader;
+int devices_save(struct vm *vm, struct snap_writer *w, char *err, unsigned errlen);
+int devices_restore(struct vm *vm, const struct snap_reader *rd, char *err, unsigned errlen);
 /* vm.counters: one entry per device that keeps counters, returns how many were filled. */
 unsigned devices_counters(struct vm *vm, struct dev_counters *out, unsigned max);
 

@@ -140,3 +140,32 @@ void ioapic_eoi(struct ioapic *io, uint8_t vector)
 	}
 	pthread_mutex_unlock(&io->lock);
 }
+
+void ioapic_save(struct ioapic *io, struct ioapic_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&io->lock);
+	st->id = io->id;
+	st->sel = io->sel;
+	memcpy(st->redir, io->redir, sizeof(st->redir));
+	for (unsigned i = 0; i < IOAPIC_PINS; i++)
+		st->level[i] = io->level[i];
+	pthread_mutex_unlock(&io->lock);
+}
+
+int ioapic_restore(struct ioapic *io, const struct ioapic_state *st)
+{
+	if (st->id > 0xff || st->sel > 0xff)
+		return -EINVAL;
+	for (unsigned i = 0; i < IOAPIC_PINS; i++)
+		if (st->level[i] > 1)
+			return -EINVAL;
+	pthread_mutex_lock(&io->lock);
+	io->id = (uint8_t)st->id;
+	io->sel = st->sel;
+	memcpy(io->redir, st->redir, sizeof(io->redir));
+	for (unsigned i = 0; i < IOAPIC_PINS; i++)
+		io->level[i] = st->level[i];
+	pthread_mutex_unlock(&io->lock);
+	return 0;
+}

@@ -29,4 +29,13 @@ int ioapic_set_irq(struct ioapic *io, unsigned pin, bool level);
 /* The LAPIC accepted EOI for vector: clears Remote IRR, redelivers a still-high level pin. */
 void ioapic_eoi(struct ioapic *io, uint8_t vector);
 
+/* Snapshots: the registers and input lines; restore refuses a selector or ID out of range. */
+struct ioapic_state {
+	uint32_t id, sel;
+	uint64_t redir[IOAPIC_PINS];
+	uint8_t level[IOAPIC_PINS];
+};
+void ioapic_save(struct ioapic *io, struct ioapic_state *st);
+int ioapic_restore(struct ioapic *io, const struct ioapic_state *st);
+
 #endif

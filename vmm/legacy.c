@@ -243,3 +243,32 @@ int legacy_register(struct legacy *l, struct bus *pio)
 		ret = bus_register(pio, POST_PORT, 1, &post_ops, l, "post");
 	return ret;
 }
+
+/* ---- snapshots ---- */
+
+void legacy_save(struct legacy *l, struct legacy_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&l->lock);
+	st->cmos_index = l->cmos_index;
+	st->reset_reg = l->reset_reg;
+	st->pm1_sts = l->pm1_sts;
+	st->pm1_en = l->pm1_en;
+	st->pm1_cnt = l->pm1_cnt;
+	memcpy(st->cmos, l->cmos, sizeof(st->cmos));
+	pthread_mutex_unlock(&l->lock);
+}
+
+void legacy_restore(struct legacy *l, const struct legacy_state *st)
+{
+	pthread_mutex_lock(&l->lock);
+	l->cmos_index = st->cmos_index;
+	l->reset_reg = st->reset_reg;
+	l->pm1_sts = st->pm1_sts;
+	l->pm1_en = st->pm1_en;
+	/* as a guest write leaves it: never sleeping, always in ACPI mode */
+	l->pm1_cnt = (uint16_t)((st->pm1_cnt & ~PM1_CNT_SLP_EN) | PM1_CNT_SCI_EN);
+	/* the clock bytes below 0x0a are the host's */
+	memcpy(l->cmos + 0x0a, st->cmos + 0x0a, sizeof(l->cmos) - 0x0a);
+	pthread_mutex_unlock(&l->lock);
+}

@@ -32,4 +32,14 @@ int legacy_register(struct legacy *l, struct bus *pio);
  * 1-byte write to 0xcf9 here first: true when it was the reset control register. */
 bool legacy_reset_port_write(struct legacy *l, uint16_t port, unsigned len, uint8_t val);
 
+/* Snapshots: CMOS index and bytes, ACPI PM1 status, enable and control (the clock itself follows
+ * the host and is not saved). Restore takes the bits a guest could have written, nothing else. */
+struct legacy_state {
+	uint8_t cmos_index, reset_reg, pad[2];
+	uint16_t pm1_sts, pm1_en, pm1_cnt, pad2;
+	uint8_t cmos[128];
+};
+void legacy_save(struct legacy *l, struct legacy_state *st);
+void legacy_restore(struct legacy *l, const struct legacy_state *st);
+
 #endif

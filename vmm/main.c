@@ -75,6 +75,9 @@ static void usage_run(FILE *f)
 	    "                       (repeat for more shares)\n"
 	    "  --rng [src=PATH]     virtio-rng fed from PATH (default /dev/urandom; the\n"
 	    "                       kernel's random, urandom or hwrng device only)\n"
+	    "  --restore source_url=file:///DIR[,resume=on]\n"
+	    "                       the VM of a snapshot (docs/snapshot.md), paused unless\n"
+	    "                       resume=on; its config comes from the snapshot alone\n"
 	    "  --api-socket PATH    serve the REST API on this Unix socket\n"
 	    "  --allowed-dir DIR    every file an API client names must lie beneath DIR\n"
 	    "  --seccomp MODE       kill (default): a system call outside lvmm's filters ends\n"
@@ -154,12 +157,14 @@ enum {
 	OPT_VSOCK,
 	OPT_NET,
 	OPT_FS,
+	OPT_RESTORE,
 	OPT_HELP
 };
 
 /* What `lvmm run` takes beyond the VM's configuration. */
 struct run_opts {
 	const char *api_sock, *allowed_dir, *jail_dir;
+	const char *restore; /* --restore's spec */
 	struct jail_opts jail;
 	bool ssd_autostart;
 };
@@ -206,6 +211,7 @@ static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts
 	    {"vsock", required_argument, NULL, OPT_VSOCK},
 	    {"net", required_argument, NULL, OPT_NET},
 	    {"fs", required_argument, NULL, OPT_FS},
+	    {"restore", required_argument, NULL, OPT_RESTORE},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
 	};
@@ -331,6 +337,9 @@ static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts
 				fprintf(stderr, "lvmm: --%s\n", err);
 				return -1;
 			}
+			break;
+		case OPT_RESTORE:
+			ro->restore = optarg;
 			break;
 		case OPT_HELP:
 			usage_run(stdout);
@@ -531,11 +540,49 @@ static int run_open_taps(struct vm_config *cfg)
 	return 0;
 }
 
+/* --restore source_url=file:///DIR[,resume=on|off][,prefault=on|off] (cloud-hypervisor's
+ * RestoreConfig; prefault changes nothing: the memory is copied in whole). */
+static int parse_restore(const char *spec, char *dir, size_t len, bool *resume)
+{
+	char buf[CONFIG_PATH_MAX + 64], err[256], *tok, *save = NULL;
+	bool have = false;
+
+	*resume = false;
+	if (strlen(spec) >= sizeof(buf)) {
+		fprintf(stderr, "lvmm: --restore: too long\n");
+		return -1;
+	}
+	snprintf(buf, sizeof(buf), "%s", spec);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strncmp(tok, "source_url=", 11)) {
+			if (api_snapshot_url(tok + 11, dir, len, err, sizeof(err))) {
+				fprintf(stderr, "lvmm: --restore: %s\n", err);
+				return -1;
+			}
+			have = true;
+		} else if (!strcmp(tok, "resume=on") || !strcmp(tok, "resume=true")) {
+			*resume = true;
+		} else if (!strcmp(tok, "resume=off") || !strcmp(tok, "resume=false") ||
+			   !strncmp(tok, "prefault=", 9)) {
+			continue;
+		} else {
+			fprintf(stderr, "lvmm: --restore: unknown option '%s'\n", tok);
+			return -1;
+		}
+	}
+	if (!have) {
+		fprintf(stderr, "lvmm: --restore: source_url=file:///DIR is required\n");
+		return -1;
+	}
+	return 0;
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	struct sig_waiter sw = {0};
 	struct run_opts ro = {0};
-	char allowed_dir[PATH_MAX] = "";
+	char allowed_dir[PATH_MAX] = "", restore_dir[CONFIG_PATH_MAX] = "";
+	bool resume = false;
 	struct vm_config cfg;
 	enum vm_exit_reason why;
 	pthread_t st;
@@ -584,16 +631,32 @@ static int cmd_run(int argc, char **argv)
 			"without --kernel) and without --jail\n");
 		return 2;
 	}
-	if (ro.api_sock && !cfg.kernel[0]) { /* an empty VMM: the VM comes from vm.create */
+	if (ro.restore) {
+		/* everything of the VM comes from the snapshot, as with cloud-hypervisor */
+		if (cfg.kernel[0] || cfg.initramfs[0] || cfg.nvnvme || cfg.ndisks || cfg.nnets ||
+		    cfg.nfs || cfg.has_vsock || cfg.rng_src[0] || ro.jail_dir || ro.ssd_autostart) {
+			fprintf(stderr,
+				"lvmm: --restore takes no VM options (the snapshot's config "
+				"is the VM's), nor --jail or --ssd-autostart\n");
+			return 2;
+		}
+		if (parse_restore(ro.restore, restore_dir, sizeof(restore_dir), &resume))
+			return 2;
+		if (!resume && !ro.api_sock) {
+			fprintf(stderr, "lvmm: --restore: the VM comes back paused; give resume=on "
+					"or --api-socket (for vm.resume)\n");
+			return 2;
+		}
+	} else if (ro.api_sock && !cfg.kernel[0]) { /* an empty VMM: the VM comes from vm.create */
 		if (ro.jail_dir && run_jail(&cfg, &ro, allowed_dir, &lfd))
 			return 1;
 		return api_vmm_main(ro.api_sock, lfd, NULL, allowed_dir, ro.ssd_autostart);
 	}
-	if (!cfg.kernel[0] && default_guest_find(&cfg, err, sizeof(err))) {
+	if (!ro.restore && !cfg.kernel[0] && default_guest_find(&cfg, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		return 1;
 	}
-	if (config_validate(&cfg, err, sizeof(err))) {
+	if (!ro.restore && config_validate(&cfg, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		return 1;
 	}
@@ -636,8 +699,10 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "lvmm: %s\n", err);
 		return 1;
 	}
-	if (vm_create(&cfg, &vm, err, sizeof(err))) {
-		fprintf(stderr, "lvmm: %s\n", err);
+	if (ro.restore ? api_restore_vm(&api_vm_ops_kvm, allowed_dir, restore_dir, &vm, NULL, err,
+					sizeof(err))
+		       : vm_create(&cfg, &vm, err, sizeof(err))) {
+		fprintf(stderr, "lvmm: %s%s\n", ro.restore ? "--restore: " : "", err);
 		return 1;
 	}
 	sw.vm = vm;
@@ -646,7 +711,8 @@ static int cmd_run(int argc, char **argv)
 		vm_destroy(vm);
 		return 1;
 	}
-	if (vm_boot(vm, err, sizeof(err))) {
+	if (ro.restore ? (resume ? vm_resume(vm, err, sizeof(err)) : 0)
+		       : vm_boot(vm, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		vm_request_stop(vm, VM_EXIT_ERROR, "%s", err);
 		why = vm_wait(vm);

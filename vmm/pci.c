@@ -451,3 +451,105 @@ void pci_bus_exit(struct pci_bus *b)
 	}
 	b->ecam_registered = b->pio_registered = false;
 }
+
+/* ---- snapshots ---- */
+
+struct pci_state_head {
+	uint32_t nvec, pad;
+	uint8_t cfg[PCI_CFG_SIZE];
+};
+
+static size_t pci_pba_words(unsigned nvec)
+{
+	return (nvec + 63) / 64;
+}
+
+size_t pci_dev_state_size(const struct pci_dev *d)
+{
+	return sizeof(struct pci_state_head) + d->msix.nvec * sizeof(struct pci_msix_entry) +
+	       pci_pba_words(d->msix.nvec) * sizeof(uint64_t);
+}
+
+void pci_dev_save(struct pci_dev *d, void *buf)
+{
+	struct pci_state_head h = {.nvec = d->msix.nvec};
+	uint8_t *p = buf;
+
+	pthread_mutex_lock(&d->lock);
+	memcpy(h.cfg, d->cfg, sizeof(h.cfg));
+	memcpy(p, &h, sizeof(h));
+	p += sizeof(h);
+	/* what a masked vector's eventfd holds belongs in its pending bit first */
+	for (unsigned v = 0; v < d->msix.nvec; v++)
+		msix_drain(d, v);
+	if (d->msix.nvec) {
+		memcpy(p, d->msix.table, d->msix.nvec * sizeof(struct pci_msix_entry));
+		p += d->msix.nvec * sizeof(struct pci_msix_entry);
+		memcpy(p, d->msix.pba, pci_pba_words(d->msix.nvec) * sizeof(uint64_t));
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+int pci_dev_restore(struct pci_dev *d, const void *buf, size_t len, char *err, unsigned errlen)
+{
+	struct pci_state_head h;
+	const uint8_t *p = buf;
+	bool flr = false;
+	unsigned v;
+
+	if (len < sizeof(h)) {
+		snprintf(err, errlen, "pci %s: state of %zu bytes is too short", d->name, len);
+		return -EINVAL;
+	}
+	memcpy(&h, p, sizeof(h));
+	p += sizeof(h);
+	if (h.nvec != d->msix.nvec || len != pci_dev_state_size(d)) {
+		snprintf(err, errlen,
+			 "pci %s: state for %u MSI-X vectors (%zu bytes), the function has %u",
+			 d->name, h.nvec, len, d->msix.nvec);
+		return -EINVAL;
+	}
+	if (memcmp(h.cfg, d->cfg, 4) || h.cfg[PCI_HEADER_TYPE] != d->cfg[PCI_HEADER_TYPE]) {
+		snprintf(err, errlen,
+			 "pci %s: saved vendor/device %02x%02x:%02x%02x is not this "
+			 "function's",
+			 d->name, h.cfg[1], h.cfg[0], h.cfg[3], h.cfg[2]);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&d->lock);
+	for (v = 0; v < d->msix.nvec; v++) {
+		struct pci_msix_entry e;
+
+		memcpy(&e, p + v * sizeof(e), sizeof(e));
+		d->msix.table[v] =
+		    (struct pci_msix_entry){.addr_lo = e.addr_lo & ~3u,
+					    .addr_hi = e.addr_hi,
+					    .data = e.data,
+					    .ctrl = e.ctrl & PCI_MSIX_ENTRY_CTRL_MASKBIT};
+	}
+	p += d->msix.nvec * sizeof(struct pci_msix_entry);
+	for (v = 0; v < pci_pba_words(d->msix.nvec); v++) {
+		uint64_t w;
+
+		memcpy(&w, p + v * sizeof(w), sizeof(w));
+		/* bits past the last vector do not exist */
+		if (v == pci_pba_words(d->msix.nvec) - 1 && d->msix.nvec % 64)
+			w &= (1ULL << (d->msix.nvec % 64)) - 1;
+		d->msix.pba[v] = w;
+	}
+	/* As the guest would write it, a dword at a time: the write masks and BAR rules apply. */
+	for (unsigned reg = 0; reg < PCI_CFG_SIZE; reg += 4)
+		cfg_write_locked(d, reg, h.cfg + reg, 4, &flr);
+	if (d->msix.cap) {
+		uint16_t flags = get16(d->cfg + d->msix.cap + PCI_MSIX_FLAGS);
+
+		d->msix.enabled = flags & PCI_MSIX_FLAGS_ENABLE;
+		d->msix.maskall = flags & PCI_MSIX_FLAGS_MASKALL;
+		d->msix.master = get16(d->cfg + PCI_COMMAND) & PCI_COMMAND_MASTER;
+		for (v = 0; v < d->msix.nvec; v++)
+			msix_update(d, v);
+	}
+	pthread_mutex_unlock(&d->lock);
+	bars_update(d);
+	return 0;
+}

@@ -51,6 +51,8 @@ void *pci_remap_thread(void *opaque);
 void msix_update(struct pci_dev *d, unsigned v);
 /* After the Message Control word or the bus-master bit may have changed: every vector. */
 void msix_ctrl_changed(struct pci_dev *d);
+/* Moves what a masked vector's eventfd holds into its PBA bit. */
+void msix_drain(struct pci_dev *d, unsigned v);
 /* The MSI-X parts of pci_bus_add() and pci_dev_exit(): each vector's GSI and eventfd. */
 int msix_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen);
 void msix_exit(struct pci_bus *b, struct pci_dev *d);

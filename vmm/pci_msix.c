@@ -33,7 +33,7 @@ static bool msix_bit(const uint64_t *map, unsigned v)
 /* A backend signals a vector's eventfd straight (the SSD's interrupt, no lvmm hop). While the
  * vector is masked the eventfd is out of KVM's hands and its count is the interrupt pending:
  * moved to the PBA bit here, when the guest reads the PBA or unmasks. d->lock held. */
-static void msix_drain(struct pci_dev *d, unsigned v)
+void msix_drain(struct pci_dev *d, unsigned v)
 {
 	struct pci_msix *m = &d->msix;
 	uint64_t n = 0;

@@ -465,3 +465,44 @@ int serial_term_guard(void)
 	atexit(serial_term_guard_release);
 	return 0;
 }
+
+/* ---- snapshots ---- */
+
+void serial_save(struct serial *s, struct serial_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&s->lock);
+	st->ier = s->ier;
+	st->lcr = s->lcr;
+	st->mcr = s->mcr;
+	st->scr = s->scr;
+	st->dll = s->dll;
+	st->dlm = s->dlm;
+	st->fcr = s->fcr;
+	st->thr_irq = s->thr_irq;
+	st->rx_count = s->rx_count;
+	for (unsigned i = 0; i < s->rx_count; i++)
+		st->rx[i] = s->rx[(s->rx_head + i) % SERIAL_RX_FIFO];
+	pthread_mutex_unlock(&s->lock);
+}
+
+int serial_restore(struct serial *s, const struct serial_state *st)
+{
+	if (st->rx_count > SERIAL_RX_FIFO || st->thr_irq > 1)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	s->ier = st->ier & 0x0f;
+	s->lcr = st->lcr;
+	s->mcr = st->mcr & 0x1f;
+	s->scr = st->scr;
+	s->dll = st->dll;
+	s->dlm = st->dlm;
+	s->fcr = st->fcr;
+	s->thr_irq = st->thr_irq;
+	s->rx_head = 0;
+	s->rx_count = st->rx_count;
+	memcpy(s->rx, st->rx, sizeof(s->rx));
+	serial_update_irq(s);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}

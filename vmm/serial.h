@@ -61,6 +61,16 @@ unsigned serial_receive(struct serial *s, const uint8_t *buf, unsigned len);
 /* Free space in the receive FIFO. */
 unsigned serial_rx_room(struct serial *s);
 
+/* Snapshots: the UART's registers and receive FIFO (not the output ring: what the guest sent
+ * before the pause is the console's). Restore checks the bytes and sets the IRQ line again. */
+struct serial_state {
+	uint8_t ier, lcr, mcr, scr, dll, dlm, fcr, thr_irq;
+	uint32_t rx_count;
+	uint8_t rx[SERIAL_RX_FIFO];
+};
+void serial_save(struct serial *s, struct serial_state *st);
+int serial_restore(struct serial *s, const struct serial_state *st);
+
 /* Host terminal: raw mode on stdin while the guest owns the console, restored on every exit path
  * (also from signal handlers: async-signal-safe). */
 int serial_term_raw(void);

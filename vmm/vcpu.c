@@ -476,8 +476,13 @@ static void *vcpu_thread(void *arg)
 		goto out;
 	}
 
-	if (vm->ap_manual && v->id && !vm->boot.ap_entry && !smp_ap_wait(v))
-		goto out;
+	if (vm->ap_manual && v->id && !vm->boot.ap_entry && !vm->restored) {
+		if (!smp_ap_wait(v))
+			goto out;
+		pthread_mutex_lock(&vm->lock);
+		v->ap_up = true;
+		pthread_mutex_unlock(&vm->lock);
+	}
 	while (vcpu_checkpoint(v)) {
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {

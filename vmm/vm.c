@@ -391,6 +391,35 @@ int vm_boot(struct vm *vm, char *err, unsigned errlen)
 	return ret;
 }
 
+int vm_start_paused(struct vm *vm, char *err, unsigned errlen)
+{
+	int ret;
+
+	pthread_mutex_lock(&vm->lock);
+	if (vm->state != VM_CREATED) {
+		snprintf(err, errlen, "vm: cannot start in state %s", vm_state_name(vm->state));
+		pthread_mutex_unlock(&vm->lock);
+		return -EINVAL;
+	}
+	if (vm->cfg.serial == SERIAL_FILE && !vm->serial_open) {
+		ret = vm_open_serial_file(vm, err, errlen);
+		if (ret) {
+			pthread_mutex_unlock(&vm->lock);
+			return ret;
+		}
+	}
+	/* each vCPU parks at its first checkpoint, before any KVM_RUN */
+	vm->pause_req = true;
+	vm->state = VM_PAUSED;
+	pthread_mutex_unlock(&vm->lock);
+	if (vm->devices_up)
+		devices_pause(vm, true);
+	ret = vm_start_threads(vm, err, errlen);
+	if (ret)
+		vm_request_stop(vm, VM_EXIT_ERROR, "%s", err);
+	return ret;
+}
+
 static void vm_join(struct vm *vm)
 {
 	unsigned i;
@@ -587,6 +616,7 @@ int vm_reboot(struct vm *vm, char *err, unsigned errlen)
 	vm->has_pit = false;
 	vm->next_slot = 0;
 	vm->ap_requests = 0;
+	vm->restored = false; /* the reset starts every AP anew */
 	vm->nparked = vm->nthreads = 0;
 	memset(&vm->paused_clock, 0, sizeof(vm->paused_clock));
 	for (i = 0; i < vm->cfg.nfs && i < CONFIG_MAX_FS; i++)

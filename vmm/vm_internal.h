@@ -45,6 +45,7 @@ struct vcpu {
 	pthread_t thread;
 	bool thread_started;
 	bool parked; /* acknowledged a pause request (vm->lock) */
+	bool ap_up;  /* kvm_pvm SMP route: lvmm started this AP (smp.c), or it was restored */
 	uint64_t exits[VCPU_EXIT_KINDS];
 	unsigned dump_seen; /* LVMM_DEBUG_VCPU: last register dump generation printed */
 	unsigned prof_seen; /* LVMM_PROFILE: last sample generation taken */
@@ -104,6 +105,7 @@ struct vm {
 
 	/* kvm_pvm SMP route (smp.c): how many times Linux armed the warm-reset vector. */
 	unsigned ap_requests;
+	bool restored; /* vm_restore: every vCPU resumes its saved state, none is started anew */
 
 	unsigned dump_gen; /* LVMM_DEBUG_VCPU: bumped every few seconds (vm->lock) */
 	pthread_t dump_thread;
@@ -145,6 +147,8 @@ void *vm_input_thread(void *arg);
 void *vm_dump_thread(void *arg);
 void vm_profile_open(struct vm *vm);
 void *vm_profile_thread(void *arg);
+/* vm.c: a restored VM's threads started with the VM Paused (vm_restore). */
+int vm_start_paused(struct vm *vm, char *err, unsigned errlen);
 /* vm_hotplug.c: forgets the devices whose removal the guest was asked for (before a reboot). */
 void vm_hotplug_reset(struct vm *vm);
 

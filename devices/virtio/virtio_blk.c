@@ -768,6 +768,78 @@ static void blk_resume(void *dev)
 	virtio_eventfd_signal(b->vp.kick_fd[0]);
 }
 
+/* Snapshots: paused, the device holds no request (blk_pause waited for them), so its state is
+ * the transport's; the disk's size, queue count and mode are checked against the image the
+ * restored config opened (the image's contents are the user's to keep as they were). */
+#define BLK_STATE_VERSION 1u
+
+struct blk_state {
+	uint32_t version, nq;
+	uint64_t sectors;
+	uint8_t readonly, pad[7];
+};
+
+static int blk_save(void *dev, void *buf, uint64_t *len, char *err, unsigned errlen)
+{
+	struct virtio_blk *b = dev;
+	size_t need = sizeof(struct blk_state) + virtio_pci_state_size(&b->vp);
+	struct blk_state st = {.version = BLK_STATE_VERSION,
+			       .nq = b->nq,
+			       .sectors = b->sectors,
+			       .readonly = b->readonly};
+	bool busy;
+
+	if (!buf) {
+		*len = need;
+		return 0;
+	}
+	if (*len < need) {
+		snprintf(err, errlen, "virtio-blk %s: state needs %zu bytes", b->name, need);
+		return -ENOSPC;
+	}
+	pthread_mutex_lock(&b->vp.lock);
+	busy = !b->paused || b->inflight;
+	pthread_mutex_unlock(&b->vp.lock);
+	if (busy) {
+		snprintf(err, errlen, "virtio-blk %s: requests in flight (the VM is not paused)",
+			 b->name);
+		return -EBUSY;
+	}
+	memcpy(buf, &st, sizeof(st));
+	virtio_pci_save(&b->vp, (uint8_t *)buf + sizeof(st));
+	*len = need;
+	return 0;
+}
+
+static int blk_restore(void *dev, const void *buf, uint64_t len, char *err, unsigned errlen)
+{
+	struct virtio_blk *b = dev;
+	struct blk_state st;
+
+	if (len < sizeof(st)) {
+		snprintf(err, errlen, "virtio-blk %s: state of %llu bytes is too short", b->name,
+			 (unsigned long long)len);
+		return -EINVAL;
+	}
+	memcpy(&st, buf, sizeof(st));
+	if (st.version != BLK_STATE_VERSION || st.nq != b->nq || st.readonly != b->readonly) {
+		snprintf(err, errlen,
+			 "virtio-blk %s: saved with %u queues%s (state version %u), the config "
+			 "makes %u queues%s",
+			 b->name, st.nq, st.readonly ? ", read-only" : "", st.version, b->nq,
+			 b->readonly ? ", read-only" : "");
+		return -EINVAL;
+	}
+	if (st.sectors != b->sectors) {
+		snprintf(err, errlen,
+			 "virtio-blk %s: the image has %llu sectors, the saved disk had %llu",
+			 b->name, (unsigned long long)b->sectors, (unsigned long long)st.sectors);
+		return -EINVAL;
+	}
+	return virtio_pci_restore(&b->vp, (const uint8_t *)buf + sizeof(st),
+				  (size_t)(len - sizeof(st)), err, errlen);
+}
+
 static void blk_counters(void *dev, struct dev_counters *out)
 {
 	struct virtio_blk *b = dev;
@@ -806,6 +878,8 @@ const struct dev_model virtio_blk_model = {
     .pci = blk_pci,
     .pause = blk_pause,
     .resume = blk_resume,
+    .save = blk_save,
+    .restore = blk_restore,
     .counters = blk_counters,
     .destroy = blk_destroy,
 };

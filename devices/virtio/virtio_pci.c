@@ -430,3 +430,149 @@ void virtio_pci_bar_write(void *opaque, uint64_t off, const void *data, unsigned
 	}
 	pthread_mutex_unlock(&vp->lock);
 }
+
+/* ---- snapshots ---- */
+
+#define VIRTIO_PCI_STATE_VERSION 1u
+
+struct virtio_pci_qstate {
+	uint16_t size, msix_vector;
+	uint8_t enabled, signalled_valid, broken, pad;
+	uint16_t last_avail, used_idx, signalled_used, pad2;
+	uint64_t desc, driver, device;
+};
+
+struct virtio_pci_state {
+	uint32_t version, nqueues;
+	uint64_t features, driver_features;
+	uint32_t dfselect, gfselect;
+	uint16_t msix_config, queue_select;
+	uint8_t status, isr, generation, pad;
+	struct virtio_pci_qstate q[VIRTIO_PCI_MAX_QUEUES];
+};
+
+size_t virtio_pci_state_size(const struct virtio_pci *vp)
+{
+	return sizeof(struct virtio_pci_state) + pci_dev_state_size(&vp->pci);
+}
+
+void virtio_pci_save(struct virtio_pci *vp, void *buf)
+{
+	struct virtio_pci_state st;
+
+	memset(&st, 0, sizeof(st));
+	pthread_mutex_lock(&vp->lock);
+	st.version = VIRTIO_PCI_STATE_VERSION;
+	st.nqueues = vp->nqueues;
+	st.features = vp->features;
+	st.driver_features = vp->driver_features;
+	st.dfselect = vp->dfselect;
+	st.gfselect = vp->gfselect;
+	st.msix_config = vp->msix_config;
+	st.queue_select = vp->queue_select;
+	st.status = vp->status;
+	st.isr = vp->isr;
+	st.generation = vp->generation;
+	for (unsigned i = 0; i < vp->nqueues; i++) {
+		const struct virtio_pci_queue *q = &vp->q[i];
+
+		st.q[i] = (struct virtio_pci_qstate){
+		    .size = q->size,
+		    .msix_vector = q->msix_vector,
+		    .enabled = q->enabled,
+		    .signalled_valid = q->vq.signalled_valid,
+		    .broken = q->vq.broken,
+		    .last_avail = q->vq.last_avail,
+		    .used_idx = q->vq.used_idx,
+		    .signalled_used = q->vq.signalled_used,
+		    .desc = q->desc,
+		    .driver = q->driver,
+		    .device = q->device,
+		};
+	}
+	pthread_mutex_unlock(&vp->lock);
+	memcpy(buf, &st, sizeof(st));
+	pci_dev_save(&vp->pci, (uint8_t *)buf + sizeof(st));
+}
+
+static bool virtio_pci_vector_ok(const struct virtio_pci *vp, uint16_t v)
+{
+	return v == VIRTIO_NO_VECTOR || v < vp->nqueues + 1;
+}
+
+int virtio_pci_restore(struct virtio_pci *vp, const void *buf, size_t len, char *err,
+		       unsigned errlen)
+{
+	struct virtio_pci_state st;
+	const char *name = vp->pci.name;
+	int r = 0;
+
+	if (len != virtio_pci_state_size(vp)) {
+		snprintf(err, errlen, "virtio %s: state of %zu bytes, expected %zu", name, len,
+			 virtio_pci_state_size(vp));
+		return -EINVAL;
+	}
+	memcpy(&st, buf, sizeof(st));
+	if (st.version != VIRTIO_PCI_STATE_VERSION || st.nqueues != vp->nqueues ||
+	    st.features != vp->features || (st.driver_features & ~vp->features) ||
+	    !virtio_pci_vector_ok(vp, st.msix_config)) {
+		snprintf(err, errlen,
+			 "virtio %s: saved transport (version %u, %u queues, features 0x%llx) does "
+			 "not fit this device (%u queues, features 0x%llx)",
+			 name, st.version, st.nqueues, (unsigned long long)st.features, vp->nqueues,
+			 (unsigned long long)vp->features);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < vp->nqueues; i++) {
+		const struct virtio_pci_qstate *s = &st.q[i];
+
+		if (s->size > vp->q[i].max_size || !virtio_pci_vector_ok(vp, s->msix_vector)) {
+			snprintf(err, errlen, "virtio %s: queue %u: size %u or vector %u invalid",
+				 name, i, s->size, s->msix_vector);
+			return -EINVAL;
+		}
+	}
+	r = pci_dev_restore(&vp->pci, (const uint8_t *)buf + sizeof(st), len - sizeof(st), err,
+			    errlen);
+	if (r)
+		return r;
+	pthread_mutex_lock(&vp->lock);
+	virtio_pci_queues_reset(vp);
+	vp->driver_features = st.driver_features;
+	vp->dfselect = st.dfselect;
+	vp->gfselect = st.gfselect;
+	vp->msix_config = st.msix_config;
+	vp->queue_select = st.queue_select;
+	vp->status = st.status;
+	vp->isr = st.isr;
+	vp->generation = st.generation;
+	for (unsigned i = 0; i < vp->nqueues && !r; i++) {
+		const struct virtio_pci_qstate *s = &st.q[i];
+		struct virtio_pci_queue *q = &vp->q[i];
+		bool evi = vp->driver_features & (1ULL << VIRTIO_RING_F_EVENT_IDX);
+		bool ind = vp->driver_features & (1ULL << VIRTIO_RING_F_INDIRECT_DESC);
+		char why[160];
+
+		q->size = s->size;
+		q->msix_vector = s->msix_vector;
+		q->desc = s->desc;
+		q->driver = s->driver;
+		q->device = s->device;
+		if (!s->enabled)
+			continue;
+		if (virtq_start(&q->vq, vp->gm, q->size, q->desc, q->driver, q->device, evi, ind,
+				why, sizeof(why))) {
+			snprintf(err, errlen, "virtio %s: queue %u: %s", name, i, why);
+			r = -EINVAL;
+			break;
+		}
+		q->enabled = true;
+		q->vq.last_avail = s->last_avail;
+		q->vq.used_idx = s->used_idx;
+		q->vq.signalled_used = s->signalled_used;
+		q->vq.signalled_valid = s->signalled_valid;
+		q->vq.broken = s->broken;
+	}
+	pthread_mutex_unlock(&vp->lock);
+	return r;
+}

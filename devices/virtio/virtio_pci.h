@@ -143,6 +143,16 @@ void virtio_pci_queue_interrupt(struct virtio_pci *vp, unsigned q);
  * the message is logged once per device reset. */
 void virtio_pci_ring_error(struct virtio_pci *vp, unsigned q, const char *msg);
 
+/* Snapshots of the transport with its PCI function (pci.h): device status, features, MSI-X
+ * vectors, each queue's addresses, size, enable and ring indices. Save with the vCPUs stopped
+ * and the device idle (vm.pause); restore into the same device freshly created, before the
+ * guest runs. The bytes are untrusted: every field is checked as a guest write would be, an
+ * enabled queue's rings against guest memory. 0, or -EINVAL with a message. */
+size_t virtio_pci_state_size(const struct virtio_pci *vp);
+void virtio_pci_save(struct virtio_pci *vp, void *buf);
+int virtio_pci_restore(struct virtio_pci *vp, const void *buf, size_t len, char *err,
+		       unsigned errlen);
+
 /* BAR 0 accesses, exported for tests (what the MMIO bus calls). */
 void virtio_pci_bar_read(void *opaque, uint64_t off, void *data, unsigned len);
 void virtio_pci_bar_write(void *opaque, uint64_t off, const void *data, unsigned len);

@@ -147,6 +147,30 @@ static struct pci_dev *rng_model_pci(void *dev)
 	return virtio_rng_pci(dev);
 }
 
+/* Snapshots: the rng holds nothing of its own beyond the transport (no request is ever kept:
+ * each is served on its kick). buf NULL asks for the size. */
+static int rng_model_save(void *dev, void *buf, uint64_t *len, char *err, unsigned errlen)
+{
+	struct virtio_rng *r = dev;
+	size_t need = virtio_pci_state_size(&r->vp);
+
+	if (buf && *len < need) {
+		snprintf(err, errlen, "rng %s: state needs %zu bytes", r->vp.pci.name, need);
+		return -ENOSPC;
+	}
+	if (buf)
+		virtio_pci_save(&r->vp, buf);
+	*len = need;
+	return 0;
+}
+
+static int rng_model_restore(void *dev, const void *buf, uint64_t len, char *err, unsigned errlen)
+{
+	struct virtio_rng *r = dev;
+
+	return virtio_pci_restore(&r->vp, buf, (size_t)len, err, errlen);
+}
+
 static void rng_model_destroy(void *dev)
 {
 	virtio_rng_destroy(dev);
@@ -156,5 +180,7 @@ const struct dev_model virtio_rng_model = {
     .name = "virtio-rng",
     .create = rng_model_create,
     .pci = rng_model_pci,
+    .save = rng_model_save,
+    .restore = rng_model_restore,
     .destroy = rng_model_destroy,
 };

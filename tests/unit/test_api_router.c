@@ -595,12 +595,18 @@ END_TEST
 /* cloud-hypervisor endpoints lvmm lacks: 404 without a VM as there, then 501 naming why. */
 START_TEST(test_not_implemented)
 {
-	static const char *const eps[] = {"vm.snapshot", "vm.power-button", NULL};
+	static const char *const eps[] = {"vm.coredump", "vm.power-button", NULL};
 
 	for (int i = 0; eps[i]; i++)
 		ck_assert_int_eq(put(eps[i], "{}"), 404);
-	ck_assert_int_eq(put("vm.restore", "{}"), 501);
+	/* snapshots: no VM to save; the fake VMM cannot restore */
+	ck_assert_int_eq(put("vm.snapshot", "{}"), 404);
+	ck_assert_int_eq(put("vm.restore", "{\"source_url\": \"file:///tmp\"}"), 501);
 	ck_assert_int_eq(put("vm.create", good_config), 204);
+	/* a VM that is not paused is not saved; a VMM with a VM restores nothing */
+	ck_assert_int_eq(put("vm.snapshot", "{\"destination_url\": \"file:///tmp\"}"), 405);
+	ck_assert_ptr_nonnull(strstr(error_text(), "Created"));
+	ck_assert_int_eq(put("vm.restore", "{\"source_url\": \"file:///tmp\"}"), 409);
 	for (int i = 0; eps[i]; i++) {
 		ck_assert_int_eq(put(eps[i], "{}"), 501);
 		ck_assert_ptr_nonnull(strstr(error_text(), eps[i]));

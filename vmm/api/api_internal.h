@@ -56,6 +56,11 @@ struct api_vm_ops {
 	int (*remove_device)(struct vm *vm, const char *id, char *err, unsigned errlen);
 	/* PCI slot (device number on bus 0) of a device by id: 0, or -ENOENT; may be NULL. */
 	int (*device_slot)(struct vm *vm, const char *id, unsigned *slot);
+	/* Snapshots (vm.h); either NULL: vm.snapshot / vm.restore answer 501. */
+	int (*snapshot)(struct vm *vm, const char *dir, const void *config, size_t config_len,
+			struct vm_snapshot_stats *stats, char *err, unsigned errlen);
+	int (*restore)(const struct vm_config *cfg, const char *dir, const void *config,
+		       size_t config_len, struct vm **out, char *err, unsigned errlen);
 	/* Config defaults and checks (config.h); NULL validate skips the check. */
 	void (*defaults)(struct vm_config *c);
 	int (*validate)(const struct vm_config *c, char *err, unsigned errlen);
@@ -118,6 +123,12 @@ void api_response_error(struct api_response *r, int status, const char *fmt, ...
     __attribute__((format(printf, 3, 4)));
 
 /* router.c */
+/* A snapshot URL (file:///DIR, the only scheme) to its directory: 0, or -EINVAL with err. */
+int api_snapshot_url(const char *url, char *dir, size_t len, char *err, unsigned errlen);
+/* vm.restore and `lvmm run --restore`: the config of the snapshot in dir (its files checked
+ * against allowed_dir), then ops->restore; *extra as for vm.create (may be NULL). */
+int api_restore_vm(const struct api_vm_ops *ops, const char *allowed_dir, const char *dir,
+		   struct vm **out, json_t **extra, char *err, unsigned errlen);
 void api_route(struct api_vmm *vmm, const struct api_request *req, struct api_response *resp);
 
 /* http.c: incremental request parser with size limits. Feed bytes with api_http_parse until

@@ -24,7 +24,9 @@ enum client_body {
 	BODY_VSOCK,
 	BODY_NET,
 	BODY_FS,
-	BODY_DEVICE_ID
+	BODY_DEVICE_ID,
+	BODY_SNAPSHOT,
+	BODY_RESTORE
 };
 
 struct client_verb {
@@ -56,6 +58,10 @@ static const struct client_verb client_verbs[] = {
     {"add-net", "PUT", "vm.add-net", BODY_NET,
      "hot-add virtio-net (JSON or --net syntax; taps passed as fds)"},
     {"remove-device", "PUT", "vm.remove-device", BODY_DEVICE_ID, "hot-remove a device by id"},
+    {"snapshot", "PUT", "vm.snapshot", BODY_SNAPSHOT,
+     "save the paused VM into a directory (file:///DIR or /DIR)"},
+    {"restore", "PUT", "vm.restore", BODY_RESTORE,
+     "restore a snapshot: source_url=file:///DIR[,resume=on] or /DIR"},
     {"shutdown-vmm", "PUT", "vmm.shutdown", BODY_NONE, "stop lvmm itself"},
 };
 
@@ -117,6 +123,46 @@ static char *client_read_file(const char *path)
 static int client_fds[API_MAX_FDS];
 static unsigned client_nfds;
 
+/* snapshot's and restore's argument: a URL, a plain absolute directory, or for restore
+ * source_url=URL[,resume=on|off][,prefault=on|off] as `lvmm run --restore` takes it. */
+static json_t *client_snapshot_body(const struct client_verb *v, const char *arg)
+{
+	char buf[CONFIG_PATH_MAX + 64], url[CONFIG_PATH_MAX + 16], *tok, *save = NULL;
+	bool resume = false;
+
+	if (strlen(arg) >= sizeof(buf)) {
+		fprintf(stderr, "lvmm api: %s: argument too long\n", v->verb);
+		return NULL;
+	}
+	snprintf(buf, sizeof(buf), "%s", arg);
+	url[0] = 0;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		const char *u = !strncmp(tok, "source_url=", 11) ? tok + 11 : tok;
+
+		if (v->body == BODY_RESTORE && !strcmp(tok, "resume=on"))
+			resume = true;
+		else if (v->body == BODY_RESTORE &&
+			 (!strcmp(tok, "resume=off") || !strncmp(tok, "prefault=", 9)))
+			continue;
+		else if (u[0] == '/')
+			snprintf(url, sizeof(url), "file://%s", u);
+		else if (!strncmp(u, "file://", 7))
+			snprintf(url, sizeof(url), "%s", u);
+		else {
+			fprintf(stderr, "lvmm api: %s: '%s' is not file:///DIR or /DIR\n", v->verb,
+				tok);
+			return NULL;
+		}
+	}
+	if (!url[0]) {
+		fprintf(stderr, "lvmm api: %s: no directory given\n", v->verb);
+		return NULL;
+	}
+	if (v->body == BODY_SNAPSHOT)
+		return json_pack("{s:s}", "destination_url", url);
+	return json_pack("{s:s, s:b}", "source_url", url, "resume", resume);
+}
+
 static char *client_body(const struct client_verb *v, const char *arg)
 {
 	char err[API_ERR_LEN] = "";
@@ -136,6 +182,8 @@ static char *client_body(const struct client_verb *v, const char *arg)
 			: v->body == BODY_NET	    ? " or tap=NAME,..."
 			: v->body == BODY_FS	    ? " or tag=TAG,socket=PATH,.."
 			: v->body == BODY_DEVICE_ID ? " or a device id"
+			: v->body == BODY_SNAPSHOT  ? " or file:///DIR"
+			: v->body == BODY_RESTORE   ? " or source_url=file:///DIR[,resume=on]"
 						    : "");
 		return NULL;
 	}
@@ -212,6 +260,8 @@ static char *client_body(const struct client_verb *v, const char *arg)
 		else
 			fprintf(stderr, "lvmm api: %s\n", err);
 		free(c);
+	} else if (v->body == BODY_SNAPSHOT || v->body == BODY_RESTORE) {
+		j = client_snapshot_body(v, arg);
 	} else {
 		j = json_pack("{s:s}", "id", arg);
 	}

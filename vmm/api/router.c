@@ -855,6 +855,223 @@ out:
 	json_decref(j);
 }
 
+/* ---- snapshots (docs/snapshot.md) ---- */
+
+int api_snapshot_url(const char *url, char *dir, size_t len, char *err, unsigned errlen)
+{
+	static const char scheme[] = "file://";
+
+	if (strncmp(url, scheme, strlen(scheme)) || url[strlen(scheme)] != '/') {
+		snprintf(err, errlen,
+			 "'%.200s' is not a file:///DIR URL (the only kind lvmm takes)", url);
+		return -EINVAL;
+	}
+	if (strlen(url + strlen(scheme)) >= len) {
+		snprintf(err, errlen, "the snapshot directory's path is too long");
+		return -EINVAL;
+	}
+	snprintf(dir, len, "%s", url + strlen(scheme));
+	return 0;
+}
+
+/* The three files of a snapshot beneath the allowed directory (may_create: the snapshot's). */
+static int route_check_snapshot_dir(const struct api_vmm *vmm, const char *allowed_dir,
+				    const char *dir, bool may_create, char *err, unsigned errlen)
+{
+	static const char *const files[] = {"config.json", "state.bin", "memory.bin"};
+	char path[CONFIG_PATH_MAX + 32];
+
+	if (!vmm->ops->check_path || !allowed_dir || !allowed_dir[0])
+		return 0;
+	for (unsigned i = 0; i < 3; i++) {
+		int r;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		r = vmm->ops->check_path(allowed_dir, "snapshot file", path, may_create,
+					 FSUTIL_REGULAR, err, errlen);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int api_restore_vm(const struct api_vm_ops *ops, const char *allowed_dir, const char *dir,
+		   struct vm **out, json_t **extra, char *err, unsigned errlen)
+{
+	struct api_vmm probe;
+	struct vm_config *cfg;
+	json_error_t jerr;
+	char *config = NULL;
+	size_t len = 0;
+	json_t *j;
+	int r;
+
+	*out = NULL;
+	if (extra)
+		*extra = NULL;
+	if (!ops->restore) {
+		snprintf(err, errlen, "not implemented: this lvmm cannot restore");
+		return -EOPNOTSUPP;
+	}
+	api_vmm_init(&probe, ops, NULL);
+	probe.allowed_dir = allowed_dir;
+	r = route_check_snapshot_dir(&probe, allowed_dir, dir, false, err, errlen);
+	if (!r)
+		r = vm_snapshot_read_config(dir, &config, &len, err, errlen);
+	if (r)
+		return r;
+	j = json_loadb(config, len, JSON_REJECT_DUPLICATES, &jerr);
+	cfg = malloc(sizeof(*cfg));
+	if (!j || !cfg) {
+		snprintf(err, errlen, "config.json: %s",
+			 j ? "out of memory" : "malformed JSON (not an lvmm snapshot?)");
+		json_decref(j);
+		free(cfg);
+		free(config);
+		return -EINVAL;
+	}
+	r = api_json_to_config_ch(j, ops, cfg, extra, err, errlen);
+	json_decref(j);
+	if (!r)
+		r = route_check_paths(&probe, cfg, err, errlen);
+	if (!r) {
+		snprintf(cfg->allowed_dir, sizeof(cfg->allowed_dir), "%s",
+			 allowed_dir ? allowed_dir : "");
+		r = ops->restore(cfg, dir, config, len, out, err, errlen);
+	} else {
+		r = -EINVAL;
+	}
+	if (r && extra) {
+		json_decref(*extra);
+		*extra = NULL;
+	}
+	free(cfg);
+	free(config);
+	return r;
+}
+
+static void route_vm_snapshot(struct api_vmm *vmm, const struct api_request *req,
+			      struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "", dir[CONFIG_PATH_MAX];
+	struct vm_snapshot_stats st;
+	json_t *j, *cfg;
+	const char *url = NULL;
+	char *config = NULL;
+	int r;
+
+	if (!route_need_state(vmm, resp, "vm.snapshot", ST(VM_PAUSED)))
+		return;
+	if (!vmm->ops->snapshot) {
+		api_response_error(resp, 501, "vm.snapshot: not implemented here");
+		return;
+	}
+	j = route_load_body(req, resp);
+	if (!j)
+		return;
+	if (json_unpack(j, "{s:s}", "destination_url", &url) || !url) {
+		api_response_error(resp, 400,
+				   "vm.snapshot: destination_url (a string) is required");
+		json_decref(j);
+		return;
+	}
+	r = api_snapshot_url(url, dir, sizeof(dir), err, sizeof(err));
+	json_decref(j);
+	if (!r)
+		r = route_check_snapshot_dir(vmm, vmm->allowed_dir, dir, true, err, sizeof(err));
+	if (r) {
+		api_response_error(resp, 400, "vm.snapshot: %s", err);
+		return;
+	}
+	cfg = api_config_to_json_ch(vmm->ops->get_config(vmm->vm), vmm->extra);
+	config = cfg ? json_dumps(cfg, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+	json_decref(cfg);
+	if (!config) {
+		api_response_error(resp, 500, "vm.snapshot: cannot encode the config");
+		return;
+	}
+	r = vmm->ops->snapshot(vmm->vm, dir, config, strlen(config), &st, err, sizeof(err));
+	free(config);
+	if (r) {
+		/* a VM lvmm cannot save is the request's fault, not the server's */
+		api_response_error(resp, r == -EOPNOTSUPP ? 400 : route_errno_status(r),
+				   "vm.snapshot: %s", *err ? err : strerror(-r));
+		return;
+	}
+	resp->status = 204;
+}
+
+static void route_vm_restore(struct api_vmm *vmm, const struct api_request *req,
+			     struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "", dir[CONFIG_PATH_MAX];
+	const char *url = NULL, *mode = NULL;
+	int resume = 0, prefault = 0;
+	json_t *j, *extra = NULL;
+	struct vm *vm = NULL;
+	int r;
+
+	if (vmm->vm) {
+		api_response_error(resp, 409,
+				   "vm.restore: a VM already exists (state %s); restore into an "
+				   "lvmm without one",
+				   vm_state_name(vmm->ops->get_state(vmm->vm)));
+		return;
+	}
+	if (!vmm->ops->restore) {
+		api_response_error(resp, 501, "vm.restore: not implemented here");
+		return;
+	}
+	j = route_load_body(req, resp);
+	if (!j)
+		return;
+	if (json_unpack(j, "{s:s, s?b, s?b, s?s}", "source_url", &url, "resume", &resume,
+			"prefault", &prefault, "memory_restore_mode", &mode)) {
+		api_response_error(resp, 400,
+				   "vm.restore: source_url (a string) is required; resume and "
+				   "prefault are booleans, memory_restore_mode a string");
+		json_decref(j);
+		return;
+	}
+	r = api_snapshot_url(url, dir, sizeof(dir), err, sizeof(err));
+	if (!r && mode && strcmp(mode, "Copy")) {
+		snprintf(err, sizeof(err),
+			 "memory_restore_mode %.32s: lvmm restores memory by Copy only", mode);
+		r = -EINVAL;
+	}
+	json_decref(j);
+	if (r) {
+		api_response_error(resp, 400, "vm.restore: %s", err);
+		return;
+	}
+	/* prefault: a copy faults every saved page in anyway */
+	r = api_restore_vm(vmm->ops, vmm->allowed_dir, dir, &vm, &extra, err, sizeof(err));
+	if (r) {
+		api_response_error(resp, r == -EOPNOTSUPP ? 400 : route_errno_status(r),
+				   "vm.restore: %s", *err ? err : strerror(-r));
+		return;
+	}
+	vmm->vm = vm;
+	vmm->vm_owned = true;
+	json_decref(vmm->extra);
+	vmm->extra = extra;
+	r = api_vmm_watch(vmm);
+	if (r) {
+		api_vmm_unwatch(vmm);
+		api_response_error(resp, 500, "vm.restore: cannot start the VM waiter thread: %s",
+				   strerror(-r));
+		return;
+	}
+	if (resume) {
+		r = vmm->ops->resume(vm, err, sizeof(err));
+		if (r) {
+			route_op_error(resp, "vm.restore: resume", r, err);
+			return;
+		}
+	}
+	resp->status = 204;
+}
+
 /* Endpoints of cloud-hypervisor's API that lvmm does not implement: after the same state
  * check cloud-hypervisor makes (404 without a VM), 501 naming what is missing. */
 struct route_missing {
@@ -871,10 +1088,8 @@ static const struct route_missing route_missing[] = {
     {"vm.add-pmem", "lvmm has no virtio-pmem"},
     {"vm.add-vdpa", "lvmm has no vDPA devices"},
     {"vm.add-user-device", "lvmm has no vfio-user devices"},
-    {"vm.snapshot", "lvmm cannot snapshot a VM"},
     {"vm.coredump", "lvmm cannot write guest core dumps"},
     {"vm.nmi", "lvmm cannot inject an NMI through the API"},
-    {"vm.restore", "lvmm cannot restore a snapshot"},
     {"vm.receive-migration", "lvmm has no live migration"},
     {"vm.send-migration", "lvmm has no live migration"},
 };
@@ -923,6 +1138,8 @@ static const struct route routes[] = {
     {"vm.add-fs", HTTP_PUT, true, route_vm_add_fs},
     {"vm.remove-device", HTTP_PUT, true, route_vm_remove_device},
     {"vm.resize", HTTP_PUT, true, route_vm_resize},
+    {"vm.snapshot", HTTP_PUT, true, route_vm_snapshot},
+    {"vm.restore", HTTP_PUT, true, route_vm_restore},
 };
 
 void api_route(struct api_vmm *vmm, const struct api_request *req, struct api_response *resp)

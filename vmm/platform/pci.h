@@ -181,6 +181,14 @@ bool pci_dev_bus_master(struct pci_dev *d);
  * while bus mastering is off (the message write cannot leave the device then). */
 void pci_msix_notify(struct pci_dev *d, unsigned v);
 
+/* Snapshots: a function's guest-visible PCI state (config space, MSI-X table and PBA) as bytes,
+ * pci_dev_state_size() of them; restore applies saved bytes to the same function freshly placed
+ * on its bus, through the same checks as guest writes (read-only bits stay, BARs decode where
+ * the saved config says). The buffer is untrusted: 0, or -EINVAL with a message. */
+size_t pci_dev_state_size(const struct pci_dev *d);
+void pci_dev_save(struct pci_dev *d, void *buf);
+int pci_dev_restore(struct pci_dev *d, const void *buf, size_t len, char *err, unsigned errlen);
+
 /* Config access as the CF8/CFC and ECAM handlers do it (tests use these directly). */
 void pci_cfg_read(struct pci_bus *b, unsigned busno, unsigned devfn, unsigned reg, void *data,
 		  unsigned len);

@@ -1,0 +1,156 @@
+/* libFuzzer target for what a restore reads from a snapshot directory: the state file's parser
+ * (every section found and copied at several sizes), and the saved bytes of COM1, the user-space
+ * IOAPIC, the legacy ports and a virtio-rng on a PCI bus (transport, queues, config space, MSI-X)
+ * restored into live models. Every byte is as untrusted as a file a client points lvmm at. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus.h"
+#include "fuzz_util.h"
+#include "guest_mem.h"
+#include "ioapic.h"
+#include "legacy.h"
+#include "pci.h"
+#include "serial.h"
+#include "snapshot_fmt.h"
+#include "virtio/virtio_pci.h"
+#include "virtio/virtio_rng.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static struct bus pio, mmio;
+static struct pci_bus pb;
+static struct virtio_rng *rng;
+static struct guest_mem gm;
+static uint8_t ram[1 << 16];
+static int next_gsi = 24;
+
+static int fake_alloc_gsi(void *o)
+{
+	(void)o;
+	return next_gsi < 1000 ? next_gsi++ : -1;
+}
+
+static int fake_msi(void *o, uint64_t addr, uint32_t data)
+{
+	(void)o;
+	(void)addr;
+	(void)data;
+	return 0;
+}
+
+static void setup(void)
+{
+	struct pci_platform_ops ops = {.alloc_gsi = fake_alloc_gsi,
+				       .set_msi_route = fz_route_ok,
+				       .irqfd = fz_irqfd_ok,
+				       .remap_inline = true};
+	char err[256];
+
+	gmem_init_buffer(&gm, ram, sizeof(ram));
+	bus_init(&pio);
+	bus_init(&mmio);
+	if (pci_bus_init(&pb, &ops, &pio, &mmio, err, sizeof(err)) ||
+	    virtio_rng_create(&rng, "rng0", "/dev/urandom", &gm, err, sizeof(err)) ||
+	    pci_bus_add(&pb, virtio_rng_pci(rng), err, sizeof(err))) {
+		fprintf(stderr, "fuzz_snapshot: set-up: %s\n", err);
+		abort();
+	}
+}
+
+static void fuzz_state_file(const uint8_t *data, size_t size)
+{
+	static const size_t sizes[] = {0, 1, 8, 16, 56, 120, 1024};
+	struct snap_reader r;
+	uint8_t out[1024];
+	char err[256];
+
+	if (snap_parse(data, size, &r, err, sizeof(err))) {
+		if (!err[0])
+			abort(); /* a refusal always says why */
+		return;
+	}
+	for (unsigned i = 0; i < r.n; i++) {
+		const struct snap_ref *s = snap_find(&r, r.sect[i].type, r.sect[i].index);
+
+		if (!s || s->data < data || s->data + s->len > data + size)
+			abort();
+		for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+			snap_get(&r, s->type, s->index, out, sizes[k], err, sizeof(err));
+	}
+	snap_reader_free(&r);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fz_in in = {data, size};
+	unsigned sel;
+
+	if (!rng)
+		setup();
+	if (!size)
+		return 0;
+	sel = (unsigned)fz_take(&in, 1);
+	switch (sel % 5) {
+	case 0:
+		fuzz_state_file(in.p, in.n);
+		break;
+	case 1: {
+		/* the transport's bytes, most often at the size it expects */
+		struct pci_dev *d = virtio_rng_pci(rng);
+		size_t want = virtio_pci_state_size((struct virtio_pci *)d->priv);
+		uint8_t *buf = calloc(1, want + 16);
+		size_t len = sel & 0x80 ? (in.n < want + 16 ? in.n : want + 16) : want;
+		char err[256];
+
+		memcpy(buf, in.p, in.n < want + 16 ? in.n : want + 16);
+		virtio_rng_model.restore(rng, buf, len, err, sizeof(err));
+		/* a guest kick on whatever queue state was accepted */
+		virtio_pci_bar_write(d->priv, VIRTIO_PCI_NOTIFY_OFF, "\0\0", 2);
+		free(buf);
+		break;
+	}
+	case 2: {
+		struct serial s;
+		struct serial_state st;
+
+		memset(&s, 0, sizeof(s));
+		serial_init(&s, -1, NULL, NULL);
+		memset(&st, 0, sizeof(st));
+		memcpy(&st, in.p, in.n < sizeof(st) ? in.n : sizeof(st));
+		if (!serial_restore(&s, &st))
+			for (unsigned i = 0; i < 8; i++)
+				serial_read(&s, i);
+		break;
+	}
+	case 3: {
+		struct legacy l;
+		struct legacy_state st;
+
+		legacy_init(&l, NULL, NULL, NULL);
+		memset(&st, 0, sizeof(st));
+		memcpy(&st, in.p, in.n < sizeof(st) ? in.n : sizeof(st));
+		legacy_restore(&l, &st);
+		legacy_save(&l, &st);
+		if (st.pm1_cnt & (1u << 13))
+			abort(); /* a restored VM is never asleep */
+		break;
+	}
+	default: {
+		struct ioapic io;
+		struct ioapic_state st;
+
+		ioapic_init(&io, fake_msi, NULL);
+		memset(&st, 0, sizeof(st));
+		memcpy(&st, in.p, in.n < sizeof(st) ? in.n : sizeof(st));
+		if (!ioapic_restore(&io, &st))
+			for (unsigned pin = 0; pin < IOAPIC_PINS; pin++)
+				ioapic_set_irq(&io, pin, pin & 1);
+		break;
+	}
+	}
+	return 0;
+}

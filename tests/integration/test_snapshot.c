@@ -1,0 +1,436 @@
+/* Snapshot and restore end to end on the bench guest (bench.mode=spin: a heartbeat counter in
+ * guest memory printed every 200 ms): pause, vm.snapshot, SIGKILL the lvmm, vm.restore in a
+ * fresh one, resume, and the count goes on from where it stopped; `lvmm run --restore`; and
+ * every refusal: a running VM, a VMM that has a VM, a device that cannot be saved, a corrupt,
+ * truncated or foreign snapshot directory, each answered with a message while lvmm serves on. */
+#include <check.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "apitest.h"
+#include "testutil.h"
+
+static struct apitest T;
+static char guest[512], snap[256];
+static unsigned ncpus = 1;
+
+static int curl(const char *method, const char *endpoint, const char *data, json_t **body)
+{
+	return apitest_curl(&T, method, endpoint, data, body);
+}
+
+static int put(const char *endpoint, const char *data)
+{
+	return curl("PUT", endpoint, data, NULL);
+}
+
+/* A request that must fail with status want and a message containing needle; lvmm serves on. */
+static void expect_error(const char *endpoint, const char *data, int want, const char *needle)
+{
+	json_t *j = NULL;
+	int st = curl("PUT", endpoint, data, &j);
+	const char *msg = json_string_value(json_array_get(j, 0));
+
+	ck_assert_msg(st == want, "%s: status %d, expected %d (%s)", endpoint, st, want,
+		      msg ? msg : "no message");
+	ck_assert_msg(msg && strstr(msg, needle), "%s: message '%s' lacks '%s'", endpoint,
+		      msg ? msg : "", needle);
+	json_decref(j);
+	ck_assert_int_eq(curl("GET", "vmm.ping", NULL, NULL), 200);
+}
+
+static void setup(void)
+{
+	ncpus = 1;
+	apitest_init(&T, "/tmp/lvmm-itest-snap-");
+	snprintf(guest, sizeof(guest), "%s", testutil_bench_guest());
+	ck_assert_msg(access(guest, R_OK) == 0, "no bench guest at %s", guest);
+	snprintf(snap, sizeof(snap), "%s/snap", T.dir);
+	ck_assert_int_eq(mkdir(snap, 0700), 0);
+}
+
+static void teardown(void)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", snap);
+	if (system(cmd)) {
+		/* apitest_fini removes the rest */
+	}
+	apitest_fini(&T);
+}
+
+static char *spin_config(const char *extra)
+{
+	static char cfg[2048];
+
+	snprintf(cfg, sizeof(cfg),
+		 "{\"cpus\": {\"boot_vcpus\": %u}, \"memory\": {\"size\": 67108864},"
+		 " \"payload\": {\"kernel\": \"%s\", \"cmdline\": \"bench.mode=spin\"},"
+		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"}%s}",
+		 ncpus, guest, T.console, extra ? extra : "");
+	return cfg;
+}
+
+/* The last heartbeat number on the console, -1 when none. */
+static long last_heartbeat(void)
+{
+	char *c = testutil_slurp(T.console), *p, *last = NULL;
+	long n = -1;
+
+	for (p = c; p && (p = strstr(p, "heartbeat ")); p++)
+		last = p;
+	if (last)
+		n = strtol(last + 10, NULL, 10);
+	free(c);
+	return n;
+}
+
+/* Whether console text c has the line "heartbeat n" (whatever ends the line). */
+static bool has_heartbeat(const char *c, long n)
+{
+	char want[64];
+	const char *p;
+	size_t len;
+
+	len = (size_t)snprintf(want, sizeof(want), "heartbeat %ld", n);
+	for (p = c; p && (p = strstr(p, want)); p++)
+		if (p[len] < '0' || p[len] > '9')
+			return true;
+	return false;
+}
+
+static bool heartbeat_reaches(long n, unsigned limit_ms)
+{
+	for (unsigned t = 0; t < limit_ms; t += 50) {
+		if (last_heartbeat() >= n)
+			return true;
+		testutil_sleep_ms(50);
+	}
+	return false;
+}
+
+static void kill_lvmm(void)
+{
+	int st;
+
+	ck_assert_int_gt(T.pid, 0);
+	ck_assert_int_eq(kill(T.pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(T.pid, &st, 0), T.pid);
+	T.pid = 0;
+}
+
+static char *url(const char *key, const char *dir, const char *more)
+{
+	static char b[512];
+
+	snprintf(b, sizeof(b), "{\"%s\": \"file://%s\"%s}", key, dir, more ? more : "");
+	return b;
+}
+
+/* Boots the spin guest, lets it count, pauses and saves it; returns the count at the pause. */
+static long boot_and_save(void)
+{
+	long saved;
+
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(put("vm.create", spin_config(NULL)), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert_msg(heartbeat_reaches(3, 15000), "the guest does not count");
+	expect_error("vm.snapshot", url("destination_url", snap, NULL), 405, "Running");
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	saved = last_heartbeat();
+	ck_assert_int_eq(put("vm.snapshot", url("destination_url", snap, NULL)), 204);
+	ck_assert_str_eq(apitest_vm_state(&T), "Paused");
+	return saved;
+}
+
+START_TEST(test_snapshot_restore_continues)
+{
+	char path[512];
+	struct stat st;
+	long saved;
+
+	TESTUTIL_NEED_KVM();
+	saved = boot_and_save();
+	/* the memory file is as big as the RAM, its zero pages holes */
+	snprintf(path, sizeof(path), "%s/memory.bin", snap);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_size, 67108864);
+	ck_assert_int_lt((long long)st.st_blocks * 512, 67108864 / 2);
+	/* the saved VM goes on too, from the same count */
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert(heartbeat_reaches(saved + 2, 10000));
+	kill_lvmm();
+
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, NULL)), 204);
+	ck_assert_str_eq(apitest_vm_state(&T), "Paused");
+	expect_error("vm.restore", url("source_url", snap, NULL), 409, "already exists");
+	/* the console file now ends past the saved count (the first VM ran on after the save):
+	 * the restored guest's next line is saved + 1 again */
+	ck_assert_int_eq(truncate(T.console, 0), 0);
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_msg(heartbeat_reaches(saved + 3, 10000), "no heartbeat past %ld after restore",
+		      saved + 3);
+	{
+		char *c = testutil_slurp(T.console);
+
+		ck_assert_msg(has_heartbeat(c, saved + 1),
+			      "restored guest did not go on at %ld: %s", saved + 1, c);
+		ck_assert_msg(!has_heartbeat(c, 0) && !has_heartbeat(c, 1),
+			      "restored guest counted from 0");
+		free(c);
+	}
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+}
+END_TEST
+
+/* Two vCPUs: each one's state is saved and restored (the bench guest parks its AP). */
+START_TEST(test_two_vcpus)
+{
+	char *c;
+	long saved;
+
+	TESTUTIL_NEED_KVM();
+	ncpus = 2;
+	saved = boot_and_save();
+	kill_lvmm();
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
+	ck_assert_str_eq(apitest_vm_state(&T), "Running");
+	ck_assert(heartbeat_reaches(saved + 3, 10000));
+	c = testutil_slurp(T.console);
+	ck_assert(has_heartbeat(c, saved + 1));
+	free(c);
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+}
+END_TEST
+
+/* The other interrupt controllers lvmm can run with: a PIT beside the in-kernel irqchip
+ * (KVM_GET/SET_PIT2) and the split irqchip (lvmm's IOAPIC); a restore in an lvmm set up the
+ * other way is refused. */
+static void irqchip_variant(const char *var, const char *val, const char *other, const char *needle)
+{
+	long saved;
+
+	ck_assert_int_eq(setenv(var, val, 1), 0);
+	saved = boot_and_save();
+	kill_lvmm();
+	ck_assert_int_eq(setenv(var, other, 1), 0);
+	apitest_start(&T, NULL);
+	unsetenv(var);
+	expect_error("vm.restore", url("source_url", snap, NULL), 400, needle);
+	ck_assert_int_eq(put("vmm.shutdown", NULL), 204);
+	ck_assert_int_eq(apitest_wait(&T, 15), 0);
+	ck_assert_int_eq(setenv(var, val, 1), 0);
+	apitest_start(&T, NULL);
+	unsetenv(var);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
+	ck_assert(heartbeat_reaches(saved + 3, 10000));
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+}
+
+START_TEST(test_pit)
+{
+	TESTUTIL_NEED_KVM();
+	irqchip_variant("LVMM_PIT", "on", "off", "(in-kernel IOAPIC, a PIT) differ");
+}
+END_TEST
+
+START_TEST(test_split_irqchip)
+{
+	TESTUTIL_NEED_KVM();
+	irqchip_variant("LVMM_IRQCHIP", "split", "kernel", "(user-space IOAPIC, no PIT) differ");
+}
+END_TEST
+
+/* `lvmm run --restore source_url=...,resume=on` without an API socket runs the saved VM. */
+START_TEST(test_run_restore_cli)
+{
+	char src[600], *out = NULL;
+	struct testutil_run r;
+	long saved;
+
+	TESTUTIL_NEED_KVM();
+	saved = boot_and_save();
+	kill_lvmm();
+	ck_assert_int_eq(truncate(T.console, 0), 0);
+	snprintf(src, sizeof(src), "source_url=file://%s", snap);
+	{
+		char *const bad[] = {"run", "--restore", src, NULL};
+
+		/* paused with nothing to resume it: refused */
+		testutil_run_lvmm(&r, bad, NULL, NULL, 0, 10);
+		ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2);
+		ck_assert_ptr_nonnull(strstr(r.err, "resume=on"));
+	}
+	snprintf(src, sizeof(src), "source_url=file://%s,resume=on", snap);
+	{
+		pid_t pid = fork();
+
+		ck_assert_int_ge(pid, 0);
+		if (!pid) {
+			execl(testutil_lvmm(), "lvmm", "run", "--restore", src, (char *)NULL);
+			_exit(127);
+		}
+		ck_assert_msg(heartbeat_reaches(saved + 2, 10000), "no heartbeat after --restore");
+		kill(pid, SIGTERM);
+		ck_assert_int_ge(testutil_wait_limit(pid, "lvmm --restore", 10), 0);
+	}
+	out = testutil_slurp(T.console);
+	ck_assert_msg(has_heartbeat(out, saved + 1) && !has_heartbeat(out, 0),
+		      "--restore did not go on at %ld: %s", saved + 1, out);
+	free(out);
+}
+END_TEST
+
+static void corrupt_byte(const char *name, long off)
+{
+	char path[512];
+	int fd;
+	uint8_t b;
+
+	snprintf(path, sizeof(path), "%s/%s", snap, name);
+	fd = open(path, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &b, 1, off), 1);
+	b ^= 0x5a;
+	ck_assert_int_eq(pwrite(fd, &b, 1, off), 1);
+	close(fd);
+}
+
+START_TEST(test_restore_refusals)
+{
+	char path[512], other[300];
+
+	TESTUTIL_NEED_KVM();
+	boot_and_save();
+	kill_lvmm();
+	apitest_start(&T, NULL);
+	expect_error("vm.restore", "{\"source_url\": \"http://x/y\"}", 400, "file:///DIR");
+	expect_error("vm.restore", url("source_url", "/nonexistent/snap", NULL), 400,
+		     "nonexistent");
+	expect_error("vm.restore",
+		     url("source_url", snap, ", \"memory_restore_mode\": \"OnDemand\""), 400,
+		     "Copy");
+	/* a flipped byte in the state file */
+	corrupt_byte("state.bin", 200);
+	expect_error("vm.restore", url("source_url", snap, NULL), 400, "checksum");
+	corrupt_byte("state.bin", 200);
+	/* another format version */
+	corrupt_byte("state.bin", 8);
+	expect_error("vm.restore", url("source_url", snap, NULL), 400, "format version");
+	corrupt_byte("state.bin", 8);
+	/* a config that is not the one saved with the state */
+	snprintf(path, sizeof(path), "%s/config.json", snap);
+	{
+		char *c = testutil_slurp(path);
+		char *m = strstr(c, "67108864");
+
+		ck_assert_ptr_nonnull(m);
+		memcpy(m, "33554432", 8);
+		testutil_write_file(path, c, strlen(c), 0600);
+		expect_error("vm.restore", url("source_url", snap, NULL), 400,
+			     "does not belong to this state file");
+		memcpy(m, "67108864", 8);
+		testutil_write_file(path, c, strlen(c), 0600);
+		free(c);
+	}
+	/* a memory file of another size */
+	snprintf(path, sizeof(path), "%s/memory.bin", snap);
+	ck_assert_int_eq(truncate(path, 4096), 0);
+	expect_error("vm.restore", url("source_url", snap, NULL), 400, "memory.bin");
+	/* nothing was made of all that */
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, NULL), 404);
+	/* an empty directory */
+	snprintf(other, sizeof(other), "%s/empty", T.dir);
+	ck_assert_int_eq(mkdir(other, 0700), 0);
+	expect_error("vm.restore", url("source_url", other, NULL), 400, "config.json");
+	rmdir(other);
+}
+END_TEST
+
+/* A device whose model cannot be saved refuses the snapshot by name, and nothing is written. */
+START_TEST(test_snapshot_refuses_device)
+{
+	char disk[512], extra[700], path[512];
+
+	TESTUTIL_NEED_KVM();
+	snprintf(disk, sizeof(disk), "%s/nvme.img", T.dir);
+	ck_assert_int_eq(testutil_system("truncate -s 16M %s", disk), 0);
+	snprintf(extra, sizeof(extra), ", \"vnvme\": [{\"path\": \"%s\"}]", disk);
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(put("vm.create", spin_config(extra)), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	expect_error("vm.snapshot", url("destination_url", snap, NULL), 400,
+		     "device nvme0 (vnvme) cannot be saved yet");
+	snprintf(path, sizeof(path), "%s/state.bin", snap);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	expect_error("vm.snapshot", url("destination_url", "/nonexistent/dir", NULL), 400,
+		     "nonexistent");
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+}
+END_TEST
+
+/* A VM with a virtio-blk disk (and the rng) is saved; the restore checks the image it opens
+ * against the saved disk: another size is refused by name. */
+START_TEST(test_snapshot_blk)
+{
+	char disk[512], extra[700];
+	long saved;
+
+	TESTUTIL_NEED_KVM();
+	snprintf(disk, sizeof(disk), "%s/disk.img", T.dir);
+	ck_assert_int_eq(testutil_system("truncate -s 1M %s", disk), 0);
+	snprintf(extra, sizeof(extra),
+		 ", \"disks\": [{\"path\": \"%s\"}], \"rng\": {\"src\": \"/dev/urandom\"}", disk);
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(put("vm.create", spin_config(extra)), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert(heartbeat_reaches(2, 15000));
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	saved = last_heartbeat();
+	ck_assert_int_eq(put("vm.snapshot", url("destination_url", snap, NULL)), 204);
+	kill_lvmm();
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(testutil_system("truncate -s 2M %s", disk), 0);
+	expect_error("vm.restore", url("source_url", snap, NULL), 400,
+		     "disk0: the image has 4096 sectors, the saved disk had 2048");
+	ck_assert_int_eq(testutil_system("truncate -s 1M %s", disk), 0);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
+	ck_assert(heartbeat_reaches(saved + 2, 10000));
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("snapshot");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_snapshot_restore_continues);
+	tcase_add_test(tc, test_two_vcpus);
+	tcase_add_test(tc, test_pit);
+	tcase_add_test(tc, test_split_irqchip);
+	tcase_add_test(tc, test_run_restore_cli);
+	tcase_add_test(tc, test_restore_refusals);
+	tcase_add_test(tc, test_snapshot_refuses_device);
+	tcase_add_test(tc, test_snapshot_blk);
+	suite_add_tcase(s, tc);
+	return testutil_run_suite(s);
+}

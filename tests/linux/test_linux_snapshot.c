@@ -1,0 +1,292 @@
+/* Snapshot and restore of a Linux guest with virtio-rng: /init (lvmm.test=snapshot, added to the
+ * test initramfs as a second cpio archive here) prints a counter every ~200 ms and reads
+ * /dev/hwrng and the first line of a virtio-blk disk each time. Pause, vm.snapshot, SIGKILL the
+ * lvmm, vm.restore in a fresh one, resume: the counter goes on from the saved value and the rng and
+ * disk still answer. Also: a running VM is not saved, a VMM that has a VM restores nothing, a
+ * corrupt snapshot is refused with a message and that lvmm serves on. Prints the figures
+ * docs/snapshot.md quotes. */
+#include <check.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "apitest.h"
+#include "testutil.h"
+
+#define BOOT_LIMIT_S	150 /* to the 5th count, on a loaded kvm_pvm host */
+#define RESUME_LIMIT_S	30
+#define TCASE_TIMEOUT_S 300
+
+static struct apitest T;
+static char kernel[4096], initrd[4096], snap[256], disk[256];
+
+/* The guest side: builtins only (a fork costs seconds of emulated kernel time); a FIFO opened
+ * read-write never has data, so read -t is the sleep. */
+static const char script[] = "busybox mkfifo /snap-tick\n"
+			     "exec 3<>/snap-tick\n"
+			     "i=0\n"
+			     "while [ $i -lt 1000000 ]; do\n"
+			     "\ti=$((i + 1))\n"
+			     "\tr=no\n"
+			     "\tif read -r -n 4 x </dev/hwrng; then r=ok; fi\n"
+			     "\techo 3 >/proc/sys/vm/drop_caches\n"
+			     "\td=none\n"
+			     "\tread -r d </dev/vda\n"
+			     "\techo \"LVMM-SNAP-COUNT $i rng=$r disk=$d\"\n"
+			     "\tread -r -t 0.2 x <&3\n"
+			     "done\n"
+			     "return 0\n";
+
+static void cpio_entry(FILE *f, const char *name, unsigned mode, const void *data, size_t len)
+{
+	static unsigned ino = 0x7000;
+	static const char zero[4];
+	size_t nlen = strlen(name) + 1;
+
+	fprintf(f, "070701%08X%08X%08X%08X%08X%08X%08zX%08X%08X%08X%08X%08zX%08X", ino++, mode, 0,
+		0, 1, 0, len, 0, 0, 0, 0, nlen, 0);
+	fwrite(name, 1, nlen, f);
+	fwrite(zero, 1, (4 - (110 + nlen) % 4) % 4, f);
+	if (len)
+		fwrite(data, 1, len, f);
+	fwrite(zero, 1, (4 - len % 4) % 4, f);
+}
+
+/* The test initramfs followed by an archive with /lvmm-tests/snapshot.sh: the kernel unpacks
+ * both, so the guest build stays as it is. */
+static void make_initrd(const char *base)
+{
+	char *img;
+	size_t n;
+	FILE *f;
+
+	snprintf(initrd, sizeof(initrd), "%s/initrd.cpio", T.dir);
+	f = fopen(initrd, "w");
+	ck_assert_ptr_nonnull(f);
+	img = malloc(64 << 20);
+	ck_assert_ptr_nonnull(img);
+	n = testutil_read_file(base, img, 64 << 20);
+	ck_assert_uint_gt(n, 0);
+	fwrite(img, 1, n, f);
+	free(img);
+	while (ftell(f) % 4)
+		fputc(0, f);
+	cpio_entry(f, "lvmm-tests", 040755, NULL, 0);
+	cpio_entry(f, "lvmm-tests/snapshot.sh", 0100644, script, sizeof(script) - 1);
+	cpio_entry(f, "TRAILER!!!", 0, NULL, 0);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static void setup(void)
+{
+	char gdir[3900], base[4096];
+
+	apitest_init(&T, "/tmp/lvmm-ltest-snap-");
+	T.curl_max_s = 60;
+	snprintf(gdir, sizeof(gdir), "%s", testutil_env_or("LVMM_GUEST_DIR", ""));
+	if (!*gdir)
+		snprintf(gdir, sizeof(gdir), "%s/guest", testutil_env_or("BUILD", "build"));
+	snprintf(kernel, sizeof(kernel), "%s/vmlinux", gdir);
+	snprintf(base, sizeof(base), "%s/initramfs.cpio", gdir);
+	ck_assert_msg(access(kernel, R_OK) == 0, "%s missing: run make guest", kernel);
+	ck_assert_msg(access(base, R_OK) == 0, "%s missing: run make guest", base);
+	make_initrd(base);
+	snprintf(snap, sizeof(snap), "%s/snap", T.dir);
+	ck_assert_int_eq(mkdir(snap, 0700), 0);
+	/* a disk whose first line the guest reads through virtio-blk every count */
+	snprintf(disk, sizeof(disk), "%s/disk.img", T.dir);
+	testutil_write_file(disk, "LVMM-DISK-OK\n", 13, 0600);
+	ck_assert_int_eq(truncate(disk, 1 << 20), 0);
+}
+
+static void teardown(void)
+{
+	testutil_rmtree(snap);
+	apitest_fini(&T);
+}
+
+static int curl(const char *method, const char *endpoint, const char *data, json_t **body)
+{
+	return apitest_curl(&T, method, endpoint, data, body);
+}
+
+static int put(const char *endpoint, const char *data)
+{
+	return curl("PUT", endpoint, data, NULL);
+}
+
+static void expect_error(const char *endpoint, const char *data, int want, const char *needle)
+{
+	json_t *j = NULL;
+	int st = curl("PUT", endpoint, data, &j);
+	const char *msg = json_string_value(json_array_get(j, 0));
+
+	ck_assert_msg(st == want, "%s: status %d, expected %d (%s)", endpoint, st, want,
+		      msg ? msg : "no message");
+	ck_assert_msg(msg && strstr(msg, needle), "%s: message '%s' lacks '%s'", endpoint,
+		      msg ? msg : "", needle);
+	json_decref(j);
+	ck_assert_int_eq(curl("GET", "vmm.ping", NULL, NULL), 200);
+}
+
+/* Whether console text c has "LVMM-SNAP-COUNT n " and, with devs, that line says the rng
+ * answered and the disk's first line was read from the device (the page cache dropped). */
+static bool has_count(const char *c, long n, bool devs)
+{
+	char want[96];
+	const char *p;
+
+	snprintf(want, sizeof(want), "LVMM-SNAP-COUNT %ld %s", n,
+		 devs ? "rng=ok disk=LVMM-DISK-OK" : "");
+	p = strstr(c, want);
+	return p != NULL;
+}
+
+static long last_count(void)
+{
+	char *c = testutil_slurp(T.console), *p, *last = NULL;
+	long n = -1;
+
+	for (p = c; p && (p = strstr(p, "LVMM-SNAP-COUNT ")); p++)
+		last = p;
+	if (last)
+		n = strtol(last + 16, NULL, 10);
+	free(c);
+	return n;
+}
+
+static bool count_reaches(long n, unsigned limit_s)
+{
+	for (unsigned t = 0; t < limit_s * 10; t++) {
+		if (last_count() >= n)
+			return true;
+		testutil_sleep_ms(100);
+	}
+	return false;
+}
+
+static char *url(const char *key, const char *more)
+{
+	static char b[512];
+
+	snprintf(b, sizeof(b), "{\"%s\": \"file://%s\"%s}", key, snap, more ? more : "");
+	return b;
+}
+
+static void kill_lvmm(void)
+{
+	int st;
+
+	ck_assert_int_gt(T.pid, 0);
+	ck_assert_int_eq(kill(T.pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(T.pid, &st, 0), T.pid);
+	T.pid = 0;
+}
+
+START_TEST(test_linux_snapshot_restore)
+{
+	char cfg[12000], path[512], *c;
+	double t0, t_save, t_restore, t_resumed;
+	long saved;
+	struct stat st;
+	int fd;
+
+	TESTUTIL_NEED_KVM();
+	apitest_start(&T, NULL);
+	snprintf(cfg, sizeof(cfg),
+		 "{\"cpus\": {\"boot_vcpus\": 1}, \"memory\": {\"size\": 134217728},"
+		 " \"payload\": {\"kernel\": \"%s\", \"initramfs\": \"%s\","
+		 " \"cmdline\": \"console=ttyS0 lvmm.test=snapshot\"},"
+		 " \"rng\": {\"src\": \"/dev/urandom\"}, \"disks\": [{\"path\": \"%s\"}],"
+		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"}}",
+		 kernel, initrd, disk, T.console);
+	ck_assert_int_eq(put("vm.create", cfg), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert_msg(count_reaches(5, BOOT_LIMIT_S), "the guest never counted to 5");
+	c = testutil_slurp(T.console);
+	ck_assert_msg(has_count(c, 5, true), "the guest's rng or disk does not answer:\n%s", c);
+	free(c);
+	expect_error("vm.snapshot", url("destination_url", NULL), 405, "Running");
+
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	saved = last_count();
+	t0 = testutil_now_s();
+	ck_assert_int_eq(put("vm.snapshot", url("destination_url", NULL)), 204);
+	t_save = testutil_now_s() - t0;
+	snprintf(path, sizeof(path), "%s/memory.bin", snap);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_size, 134217728);
+	fprintf(stderr,
+		"test_linux_snapshot: saved at count %ld in %.3f s; memory.bin %lld MiB allocated "
+		"of %lld MiB\n",
+		saved, t_save, (long long)st.st_blocks * 512 >> 20, (long long)st.st_size >> 20);
+	kill_lvmm();
+
+	/* a fresh lvmm: the saved VM comes back paused and resumes where it stopped */
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(truncate(T.console, 0), 0);
+	t0 = testutil_now_s();
+	ck_assert_int_eq(put("vm.restore", url("source_url", NULL)), 204);
+	t_restore = testutil_now_s() - t0;
+	ck_assert_str_eq(apitest_vm_state(&T), "Paused");
+	expect_error("vm.restore", url("source_url", NULL), 409, "already exists");
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_msg(count_reaches(saved + 1, RESUME_LIMIT_S), "no count after the restore");
+	t_resumed = testutil_now_s() - t0;
+	ck_assert_msg(count_reaches(saved + 5, RESUME_LIMIT_S), "the restored guest stalls");
+	c = testutil_slurp(T.console);
+	ck_assert_msg(has_count(c, saved + 1, true) && has_count(c, saved + 5, true),
+		      "the restored guest did not go on from %ld with a working rng and disk:\n%s",
+		      saved, c);
+	ck_assert_msg(!strstr(c, "LVMM-SNAP-COUNT 1 "), "the restored guest counted from 1");
+	ck_assert_msg(!strstr(c, "Linux version"), "the restored guest booted again");
+	free(c);
+	/* the restored lvmm's own device served the guest's reads (none came from a cache) */
+	{
+		json_t *j = NULL;
+
+		ck_assert_int_eq(curl("GET", "vm.counters", NULL, &j), 200);
+		ck_assert_int_gt(
+		    json_integer_value(json_object_get(json_object_get(j, "disk0"), "read_ops")),
+		    0);
+		json_decref(j);
+	}
+	fprintf(stderr,
+		"test_linux_snapshot: vm.restore %.3f s; restore to the first new count %.3f s\n",
+		t_restore, t_resumed);
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+	ck_assert_int_eq(put("vmm.shutdown", NULL), 204);
+	ck_assert_int_eq(apitest_wait(&T, 30), 0);
+
+	/* a corrupt state file: refused with a message, the lvmm serves on without a VM */
+	snprintf(path, sizeof(path), "%s/state.bin", snap);
+	fd = open(path, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "XX", 2, 300), 2);
+	close(fd);
+	apitest_start(&T, NULL);
+	expect_error("vm.restore", url("source_url", NULL), 400, "checksum");
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, NULL), 404);
+	ck_assert_int_eq(put("vmm.shutdown", NULL), 204);
+	ck_assert_int_eq(apitest_wait(&T, 30), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("linux_snapshot");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, TCASE_TIMEOUT_S);
+	tcase_add_test(tc, test_linux_snapshot_restore);
+	suite_add_tcase(s, tc);
+	return testutil_run_suite(s);
+}

@@ -1,0 +1,114 @@
+/* The snapshot state file (docs/snapshot.md): a header and a list of typed sections, built in
+ * memory by the writer and checked whole by the parser before anything is read from it. Pure
+ * bytes, no KVM: the unit tests and the fuzz target drive it directly. */
+#ifndef LVMM_SNAPSHOT_FMT_H
+#define LVMM_SNAPSHOT_FMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SNAP_MAGIC	  "LVMMSNAP"
+#define SNAP_VERSION	  1u
+#define SNAP_MAX_CPUS	  64u
+#define SNAP_MAX_SECTIONS 4096u
+#define SNAP_MAX_SECTION  (16u << 20) /* one section's bytes */
+#define SNAP_MAX_FILE	  (256u << 20)
+
+/* Section types. The vCPU ones carry the vCPU index; a device's carries its ordinal. */
+enum snap_type {
+	SNAP_VM_CLOCK = 1,     /* struct kvm_clock_data */
+	SNAP_VM_PIC_MASTER,    /* struct kvm_irqchip (in-kernel irqchip) */
+	SNAP_VM_PIC_SLAVE,     /* struct kvm_irqchip */
+	SNAP_VM_IOAPIC_KVM,    /* struct kvm_irqchip */
+	SNAP_VM_PIT,	       /* struct kvm_pit_state2 */
+	SNAP_VM_IOAPIC_USER,   /* struct ioapic_state (split irqchip) */
+	SNAP_VM_SERIAL,	       /* struct serial_state */
+	SNAP_VM_LEGACY,	       /* struct legacy_state */
+	SNAP_VCPU_REGS = 0x10, /* struct kvm_regs */
+	SNAP_VCPU_SREGS,       /* struct kvm_sregs */
+	SNAP_VCPU_FPU,	       /* struct kvm_fpu */
+	SNAP_VCPU_XSAVE,       /* struct kvm_xsave (when the host has it) */
+	SNAP_VCPU_LAPIC,       /* struct kvm_lapic_state */
+	SNAP_VCPU_MSRS,	       /* n x struct kvm_msr_entry */
+	SNAP_VCPU_MP_STATE,    /* struct kvm_mp_state */
+	SNAP_VCPU_EVENTS,      /* struct kvm_vcpu_events */
+	SNAP_VCPU_XCRS,	       /* struct kvm_xcrs (when the host has it) */
+	SNAP_VCPU_DEBUGREGS,   /* struct kvm_debugregs */
+	SNAP_VCPU_LAST = SNAP_VCPU_DEBUGREGS,
+	SNAP_DEVICE = 0x40, /* struct snap_dev_head, then the model's own bytes */
+};
+
+/* At offset 0 of the file, little-endian as the host (x86-64 only). */
+struct snap_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t ncpus;
+	uint64_t memory;      /* guest RAM bytes: memory.bin's size */
+	uint64_t config_hash; /* FNV-1a of config.json's bytes */
+	uint32_t nsections;
+	uint32_t flags; /* 0 */
+	uint64_t payload_len;
+	uint64_t payload_hash; /* FNV-1a of the bytes after the header */
+};
+_Static_assert(sizeof(struct snap_header) == 56, "snapshot header layout");
+
+/* Each section: this, then len bytes, then zeroes up to a multiple of 8. */
+struct snap_section {
+	uint32_t type;
+	uint32_t index;
+	uint64_t len;
+};
+_Static_assert(sizeof(struct snap_section) == 16, "snapshot section layout");
+
+/* A device section starts with its id and model name (NUL-padded) and PCI slot on bus 0. */
+struct snap_dev_head {
+	char id[64];
+	char model[32];
+	uint32_t slot, pad;
+};
+_Static_assert(sizeof(struct snap_dev_head) == 104, "snapshot device head layout");
+
+uint64_t snap_hash(const void *buf, size_t len);
+
+struct snap_writer {
+	uint8_t *buf;
+	size_t len, cap;
+	unsigned nsections;
+	int err; /* first failure (-ENOMEM, -E2BIG); later puts do nothing */
+};
+
+void snap_writer_init(struct snap_writer *w);
+void snap_put(struct snap_writer *w, uint32_t type, uint32_t index, const void *data, size_t len);
+/* A device section: the head, then len bytes of the model's state. */
+void snap_put_device(struct snap_writer *w, uint32_t index, const char *id, const char *model,
+		     uint32_t slot, const void *data, size_t len);
+/* Fills the header; 0, or the first error of a put. The file is w->buf[0..w->len). */
+int snap_finish(struct snap_writer *w, uint32_t ncpus, uint64_t memory, uint64_t config_hash);
+void snap_writer_free(struct snap_writer *w);
+
+struct snap_ref {
+	uint32_t type, index;
+	const uint8_t *data;
+	uint64_t len;
+};
+
+struct snap_reader {
+	struct snap_header h;
+	unsigned n;
+	struct snap_ref *sect;
+};
+
+/* Checks the whole file: magic, version, sizes, hash, every section inside the file, no
+ * section twice, vCPU sections below ncpus; 0, or a negative errno with a message naming what
+ * is wrong. buf must outlive the reader. */
+int snap_parse(const void *buf, size_t len, struct snap_reader *r, char *err, unsigned errlen);
+void snap_reader_free(struct snap_reader *r);
+/* The section (type, index), or NULL. */
+const struct snap_ref *snap_find(const struct snap_reader *r, uint32_t type, uint32_t index);
+/* Copies section (type, index) into dst when it has exactly size bytes: 0, -ENOENT when it is
+ * missing, -EINVAL when its size differs (err names the section either way). */
+int snap_get(const struct snap_reader *r, uint32_t type, uint32_t index, void *dst, size_t size,
+	     char *err, unsigned errlen);
+const char *snap_type_name(uint32_t type);
+
+#endif

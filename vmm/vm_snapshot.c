@@ -1,0 +1,733 @@
+/* Snapshot and restore of a VM (vm.h, docs/snapshot.md): a paused VM's vCPUs, interrupt
+ * controllers, kvmclock, COM1, legacy ports and devices into the state file (snapshot_fmt.h),
+ * its RAM into a sparse memory file; and a VM built from the same config brought back to that
+ * state, paused. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "devices.h"
+#include "snapshot_fmt.h"
+#include "vm_internal.h"
+
+#define SNAP_CONFIG_FILE "config.json"
+#define SNAP_STATE_FILE	 "state.bin"
+#define SNAP_MEMORY_FILE "memory.bin"
+#define SNAP_CHUNK	 (64 * 1024) /* memory is written and skipped in pieces this big */
+#define SNAP_MAX_MSRS	 1024
+
+/* ---- host capabilities ---- */
+
+static bool snap_has(struct vm *vm, long cap)
+{
+	return ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, cap) > 0;
+}
+
+/* The MSRs KVM lists for save/restore that this VM's vCPU 0 can read: some listed ones belong
+ * to features the host or its CPUID lacks, and a read of one fails the whole batch. */
+static int snap_msr_list(struct vm *vm, uint32_t **out, unsigned *n, unsigned *listed, char *err,
+			 unsigned errlen)
+{
+	struct kvm_msr_list probe = {.nmsrs = 0}, *list;
+	/* one MSR at a time: room for the header and a single entry */
+	union {
+		struct kvm_msrs h;
+		uint8_t room[sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)];
+	} one;
+	uint32_t *idx;
+	unsigned k = 0;
+
+	if (ioctl(vm->kvm_fd, KVM_GET_MSR_INDEX_LIST, &probe) && errno != E2BIG) {
+		snprintf(err, errlen, "KVM_GET_MSR_INDEX_LIST: %s", strerror(errno));
+		return -errno;
+	}
+	if (probe.nmsrs > SNAP_MAX_MSRS)
+		probe.nmsrs = SNAP_MAX_MSRS;
+	list = calloc(1, sizeof(*list) + probe.nmsrs * sizeof(uint32_t));
+	idx = calloc(probe.nmsrs ? probe.nmsrs : 1, sizeof(uint32_t));
+	if (!list || !idx) {
+		free(list);
+		free(idx);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	list->nmsrs = probe.nmsrs;
+	if (ioctl(vm->kvm_fd, KVM_GET_MSR_INDEX_LIST, list)) {
+		snprintf(err, errlen, "KVM_GET_MSR_INDEX_LIST: %s", strerror(errno));
+		free(list);
+		free(idx);
+		return -EIO;
+	}
+	for (unsigned i = 0; i < list->nmsrs; i++) {
+		memset(&one, 0, sizeof(one));
+		one.h.nmsrs = 1;
+		one.h.entries[0].index = list->indices[i];
+		if (ioctl(vm->vcpus[0].fd, KVM_GET_MSRS, &one) == 1)
+			idx[k++] = list->indices[i];
+	}
+	*listed = list->nmsrs;
+	free(list);
+	*out = idx;
+	*n = k;
+	return 0;
+}
+
+/* ---- saving ---- */
+
+static int snap_save_vcpu(struct vm *vm, struct vcpu *v, struct snap_writer *w,
+			  const uint32_t *msr_idx, unsigned nmsrs, char *err, unsigned errlen)
+{
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	struct kvm_fpu fpu;
+	struct kvm_lapic_state lapic;
+	struct kvm_mp_state mp;
+	struct kvm_vcpu_events ev;
+	struct kvm_debugregs dbg;
+	struct kvm_msrs *msrs;
+	const char *what = NULL;
+	int r;
+
+#define SNAP_GET(req, var, type)                                                                   \
+	do {                                                                                       \
+		if (ioctl(v->fd, req, &var)) {                                                     \
+			what = #req;                                                               \
+			goto fail;                                                                 \
+		}                                                                                  \
+		snap_put(w, type, v->id, &var, sizeof(var));                                       \
+	} while (0)
+
+	SNAP_GET(KVM_GET_REGS, regs, SNAP_VCPU_REGS);
+	SNAP_GET(KVM_GET_SREGS, sregs, SNAP_VCPU_SREGS);
+	SNAP_GET(KVM_GET_FPU, fpu, SNAP_VCPU_FPU);
+	if (snap_has(vm, KVM_CAP_XSAVE)) {
+		struct kvm_xsave *xs = calloc(1, sizeof(*xs));
+
+		if (!xs || ioctl(v->fd, KVM_GET_XSAVE, xs)) {
+			free(xs);
+			what = "KVM_GET_XSAVE";
+			goto fail;
+		}
+		snap_put(w, SNAP_VCPU_XSAVE, v->id, xs, sizeof(*xs));
+		free(xs);
+	}
+	if (snap_has(vm, KVM_CAP_XCRS)) {
+		struct kvm_xcrs xcrs;
+
+		SNAP_GET(KVM_GET_XCRS, xcrs, SNAP_VCPU_XCRS);
+	}
+	SNAP_GET(KVM_GET_LAPIC, lapic, SNAP_VCPU_LAPIC);
+	SNAP_GET(KVM_GET_MP_STATE, mp, SNAP_VCPU_MP_STATE);
+	SNAP_GET(KVM_GET_VCPU_EVENTS, ev, SNAP_VCPU_EVENTS);
+	SNAP_GET(KVM_GET_DEBUGREGS, dbg, SNAP_VCPU_DEBUGREGS);
+#undef SNAP_GET
+	msrs = calloc(1, sizeof(*msrs) + nmsrs * sizeof(struct kvm_msr_entry));
+	if (!msrs) {
+		snprintf(err, errlen, "vcpu %u: out of memory", v->id);
+		return -ENOMEM;
+	}
+	msrs->nmsrs = nmsrs;
+	for (unsigned i = 0; i < nmsrs; i++)
+		msrs->entries[i].index = msr_idx[i];
+	r = ioctl(v->fd, KVM_GET_MSRS, msrs);
+	if (r != (int)nmsrs) {
+		snprintf(err, errlen, "vcpu %u: KVM_GET_MSRS read %d of %u MSRs (stopped at 0x%x)",
+			 v->id, r, nmsrs, r >= 0 && r < (int)nmsrs ? msr_idx[r] : 0);
+		free(msrs);
+		return -EIO;
+	}
+	snap_put(w, SNAP_VCPU_MSRS, v->id, msrs->entries, nmsrs * sizeof(struct kvm_msr_entry));
+	free(msrs);
+	return 0;
+fail:
+	r = -errno;
+	snprintf(err, errlen, "vcpu %u: %s: %s", v->id, what, strerror(errno));
+	return r ? r : -EIO;
+}
+
+static int snap_save_vm(struct vm *vm, struct snap_writer *w, char *err, unsigned errlen)
+{
+	struct kvm_clock_data clock = vm->paused_clock;
+	struct serial_state ser;
+	struct legacy_state leg;
+
+	if (!clock.clock && ioctl(vm->vm_fd, KVM_GET_CLOCK, &clock)) {
+		snprintf(err, errlen, "KVM_GET_CLOCK: %s", strerror(errno));
+		return -errno;
+	}
+	clock.flags = 0;
+	snap_put(w, SNAP_VM_CLOCK, 0, &clock, sizeof(clock));
+	if (vm->split_irqchip) {
+		struct ioapic_state io;
+
+		ioapic_save(&vm->ioapic, &io);
+		snap_put(w, SNAP_VM_IOAPIC_USER, 0, &io, sizeof(io));
+	} else {
+		static const uint32_t chips[] = {KVM_IRQCHIP_PIC_MASTER, KVM_IRQCHIP_PIC_SLAVE,
+						 KVM_IRQCHIP_IOAPIC};
+		static const uint32_t types[] = {SNAP_VM_PIC_MASTER, SNAP_VM_PIC_SLAVE,
+						 SNAP_VM_IOAPIC_KVM};
+
+		for (unsigned i = 0; i < 3; i++) {
+			struct kvm_irqchip c = {.chip_id = chips[i]};
+
+			if (ioctl(vm->vm_fd, KVM_GET_IRQCHIP, &c)) {
+				snprintf(err, errlen, "KVM_GET_IRQCHIP (%s): %s",
+					 snap_type_name(types[i]), strerror(errno));
+				return -errno;
+			}
+			snap_put(w, types[i], 0, &c, sizeof(c));
+		}
+	}
+	if (vm->has_pit) {
+		struct kvm_pit_state2 pit;
+
+		if (ioctl(vm->vm_fd, KVM_GET_PIT2, &pit)) {
+			snprintf(err, errlen, "KVM_GET_PIT2: %s", strerror(errno));
+			return -errno;
+		}
+		snap_put(w, SNAP_VM_PIT, 0, &pit, sizeof(pit));
+	}
+	serial_save(&vm->serial, &ser);
+	snap_put(w, SNAP_VM_SERIAL, 0, &ser, sizeof(ser));
+	legacy_save(&vm->legacy, &leg);
+	snap_put(w, SNAP_VM_LEGACY, 0, &leg, sizeof(leg));
+	return 0;
+}
+
+static bool snap_zero(const uint8_t *p, size_t n)
+{
+	static const uint8_t zero[4096];
+
+	for (size_t off = 0; off < n; off += sizeof(zero)) {
+		size_t k = n - off < sizeof(zero) ? n - off : sizeof(zero);
+
+		if (memcmp(p + off, zero, k))
+			return false;
+	}
+	return true;
+}
+
+/* RAM as a file as big as the RAM whose all-zero pieces are holes. */
+static int snap_save_memory(struct vm *vm, int dirfd, uint64_t *written, char *err, unsigned errlen)
+{
+	int fd = openat(dirfd, SNAP_MEMORY_FILE,
+			O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	uint64_t size = vm->gmem.size, off;
+
+	*written = 0;
+	if (fd < 0 || ftruncate(fd, (off_t)size)) {
+		snprintf(err, errlen, "%s: %s", SNAP_MEMORY_FILE, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -EIO;
+	}
+	for (off = 0; off < size; off += SNAP_CHUNK) {
+		size_t n = size - off < SNAP_CHUNK ? (size_t)(size - off) : SNAP_CHUNK;
+		size_t done = 0;
+
+		if (snap_zero(vm->ram + off, n))
+			continue;
+		while (done < n) {
+			ssize_t k = pwrite(fd, vm->ram + off + done, n - done, (off_t)(off + done));
+
+			if (k <= 0) {
+				snprintf(err, errlen, "%s: write at %llu: %s", SNAP_MEMORY_FILE,
+					 (unsigned long long)(off + done),
+					 k ? strerror(errno) : "no space");
+				close(fd);
+				return -EIO;
+			}
+			done += (size_t)k;
+		}
+		*written += n;
+	}
+	if (fsync(fd)) {
+		snprintf(err, errlen, "%s: fsync: %s", SNAP_MEMORY_FILE, strerror(errno));
+		close(fd);
+		return -EIO;
+	}
+	close(fd);
+	return 0;
+}
+
+static int snap_write_file(int dirfd, const char *name, const void *buf, size_t len, char *err,
+			   unsigned errlen)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	size_t done = 0;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", name, strerror(errno));
+		return -errno;
+	}
+	while (done < len) {
+		ssize_t k = write(fd, (const uint8_t *)buf + done, len - done);
+
+		if (k <= 0) {
+			snprintf(err, errlen, "%s: write: %s", name,
+				 k ? strerror(errno) : "no space");
+			close(fd);
+			return -EIO;
+		}
+		done += (size_t)k;
+	}
+	if (fsync(fd)) {
+		snprintf(err, errlen, "%s: fsync: %s", name, strerror(errno));
+		close(fd);
+		return -EIO;
+	}
+	close(fd);
+	return 0;
+}
+
+/* What a VM must be for its state to be saved and restored whole. On kvm_pvm a Linux guest's
+ * APs are started by lvmm (smp.c) when the guest asks: a snapshot is taken once every AP runs,
+ * and the restored APs resume their saved state without that route. */
+static int snap_supported(struct vm *vm, char *err, unsigned errlen)
+{
+	unsigned up = 1;
+
+	if (!vm->ap_manual || vm->boot.ap_entry)
+		return 0;
+	pthread_mutex_lock(&vm->lock);
+	for (unsigned i = 1; i < vm->ncpus; i++)
+		up += vm->vcpus[i].ap_up;
+	pthread_mutex_unlock(&vm->lock);
+	if (up < vm->ncpus) {
+		snprintf(err, errlen,
+			 "the guest has started %u of its %u vCPUs; save it once all run (this "
+			 "host starts them on the guest's request)",
+			 up, vm->ncpus);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+int vm_snapshot(struct vm *vm, const char *dir, const void *config, size_t config_len,
+		struct vm_snapshot_stats *stats, char *err, unsigned errlen)
+{
+	struct snap_writer w;
+	uint32_t *msr_idx = NULL;
+	unsigned nmsrs = 0;
+	int dirfd, r;
+
+	memset(stats, 0, sizeof(*stats));
+	pthread_mutex_lock(&vm->lock);
+	r = vm->state == VM_PAUSED && !vm->stop_req ? 0 : -EINVAL;
+	if (r)
+		snprintf(err, errlen, "the VM is %s; pause it first (vm.pause)",
+			 vm->stop_req ? "stopping" : vm_state_name(vm->state));
+	pthread_mutex_unlock(&vm->lock);
+	if (!r)
+		r = snap_supported(vm, err, errlen);
+	if (r)
+		return r;
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "snapshot directory %s: %s", dir, strerror(errno));
+		return r == -ENOENT || r == -ENOTDIR ? -EINVAL : r;
+	}
+	snap_writer_init(&w);
+	/* the devices first: one that cannot be saved refuses the snapshot before any work */
+	r = devices_save(vm, &w, err, errlen);
+	if (!r)
+		r = snap_save_vm(vm, &w, err, errlen);
+	if (!r)
+		r = snap_msr_list(vm, &msr_idx, &nmsrs, &stats->msrs_listed, err, errlen);
+	for (unsigned i = 0; !r && i < vm->ncpus; i++)
+		r = snap_save_vcpu(vm, &vm->vcpus[i], &w, msr_idx, nmsrs, err, errlen);
+	free(msr_idx);
+	if (!r) {
+		r = snap_finish(&w, vm->ncpus, vm->gmem.size, snap_hash(config, config_len));
+		if (r)
+			snprintf(err, errlen, "state file: %s", strerror(-r));
+	}
+	if (!r)
+		r = snap_save_memory(vm, dirfd, &stats->memory_written, err, errlen);
+	if (!r)
+		r = snap_write_file(dirfd, SNAP_CONFIG_FILE, config, config_len, err, errlen);
+	/* the state file last: a directory without one is no snapshot */
+	if (!r)
+		r = snap_write_file(dirfd, SNAP_STATE_FILE, w.buf, w.len, err, errlen);
+	stats->state_bytes = w.len;
+	stats->msrs = nmsrs;
+	stats->xsave = snap_has(vm, KVM_CAP_XSAVE);
+	stats->xcrs = snap_has(vm, KVM_CAP_XCRS);
+	if (!r)
+		fprintf(stderr,
+			"lvmm: snapshot %s: %u vCPUs (%u of %u listed MSRs each, XSAVE %s, XCRs "
+			"%s), %llu of "
+			"%llu MiB of RAM written, %llu bytes of state\n",
+			dir, vm->ncpus, nmsrs, stats->msrs_listed, stats->xsave ? "yes" : "no",
+			stats->xcrs ? "yes" : "no",
+			(unsigned long long)(stats->memory_written >> 20),
+			(unsigned long long)(vm->gmem.size >> 20),
+			(unsigned long long)stats->state_bytes);
+	snap_writer_free(&w);
+	close(dirfd);
+	return r;
+}
+
+/* ---- restoring ---- */
+
+/* Reads a whole small file of the snapshot (at most max bytes) into a malloc'd buffer. */
+static int snap_read_file(int dirfd, const char *name, size_t max, uint8_t **out, size_t *len,
+			  char *err, unsigned errlen)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	uint8_t *buf;
+	size_t done = 0;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", name, strerror(errno));
+		return -EINVAL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+		snprintf(err, errlen, "%s: not a regular file of at most %zu bytes", name, max);
+		close(fd);
+		return -EINVAL;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		snprintf(err, errlen, "%s: out of memory", name);
+		return -ENOMEM;
+	}
+	while (done < (size_t)st.st_size) {
+		ssize_t k = read(fd, buf + done, (size_t)st.st_size - done);
+
+		if (k <= 0)
+			break;
+		done += (size_t)k;
+	}
+	close(fd);
+	buf[done] = 0;
+	*out = buf;
+	*len = done;
+	return 0;
+}
+
+int vm_snapshot_read_config(const char *dir, char **config, size_t *len, char *err, unsigned errlen)
+{
+	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+
+	if (dirfd < 0) {
+		snprintf(err, errlen, "snapshot directory %s: %s", dir, strerror(errno));
+		return -EINVAL;
+	}
+	r = snap_read_file(dirfd, SNAP_CONFIG_FILE, 1u << 20, (uint8_t **)config, len, err, errlen);
+	close(dirfd);
+	return r;
+}
+
+/* memory.bin into the RAM: the RAM is zeroed, then each data extent of the file copied. */
+static int snap_restore_memory(struct vm *vm, int dirfd, char *err, unsigned errlen)
+{
+	int fd = openat(dirfd, SNAP_MEMORY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	uint64_t size = vm->gmem.size;
+	struct stat st;
+	off_t data = 0, hole;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", SNAP_MEMORY_FILE, strerror(errno));
+		return -EINVAL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
+		snprintf(err, errlen, "%s: %llu bytes, the snapshot's RAM is %llu",
+			 SNAP_MEMORY_FILE, (unsigned long long)st.st_size,
+			 (unsigned long long)size);
+		close(fd);
+		return -EINVAL;
+	}
+	if (madvise(vm->ram, size, MADV_REMOVE))
+		memset(vm->ram, 0, size);
+	for (;;) {
+		data = lseek(fd, data, SEEK_DATA);
+		if (data < 0)
+			break; /* ENXIO: no data past here */
+		hole = lseek(fd, data, SEEK_HOLE);
+		if (hole < 0 || (uint64_t)hole > size)
+			hole = (off_t)size;
+		while (data < hole) {
+			ssize_t k = pread(fd, vm->ram + data, (size_t)(hole - data), data);
+
+			if (k <= 0) {
+				snprintf(err, errlen, "%s: read at %lld: %s", SNAP_MEMORY_FILE,
+					 (long long)data, k ? strerror(errno) : "short file");
+				close(fd);
+				return -EIO;
+			}
+			data += k;
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+static int snap_restore_vm(struct vm *vm, const struct snap_reader *rd, char *err, unsigned errlen)
+{
+	struct serial_state ser;
+	struct legacy_state leg;
+	int r;
+
+	r = snap_get(rd, SNAP_VM_CLOCK, 0, &vm->paused_clock, sizeof(vm->paused_clock), err,
+		     errlen);
+	if (r)
+		return r;
+	vm->paused_clock.flags = 0;
+	if (vm->split_irqchip != !!snap_find(rd, SNAP_VM_IOAPIC_USER, 0) ||
+	    vm->has_pit != !!snap_find(rd, SNAP_VM_PIT, 0)) {
+		snprintf(err, errlen,
+			 "the snapshot's interrupt controllers (%s IOAPIC, %s) differ from this "
+			 "VM's (%s IOAPIC, %s): LVMM_IRQCHIP or LVMM_PIT differ",
+			 snap_find(rd, SNAP_VM_IOAPIC_USER, 0) ? "user-space" : "in-kernel",
+			 snap_find(rd, SNAP_VM_PIT, 0) ? "a PIT" : "no PIT",
+			 vm->split_irqchip ? "user-space" : "in-kernel",
+			 vm->has_pit ? "a PIT" : "no PIT");
+		return -EINVAL;
+	}
+	if (vm->split_irqchip) {
+		struct ioapic_state io;
+
+		r = snap_get(rd, SNAP_VM_IOAPIC_USER, 0, &io, sizeof(io), err, errlen);
+		if (!r && ioapic_restore(&vm->ioapic, &io)) {
+			snprintf(err, errlen, "state file: IOAPIC state out of range");
+			r = -EINVAL;
+		}
+		if (r)
+			return r;
+	} else {
+		static const uint32_t chips[] = {KVM_IRQCHIP_PIC_MASTER, KVM_IRQCHIP_PIC_SLAVE,
+						 KVM_IRQCHIP_IOAPIC};
+		static const uint32_t types[] = {SNAP_VM_PIC_MASTER, SNAP_VM_PIC_SLAVE,
+						 SNAP_VM_IOAPIC_KVM};
+
+		for (unsigned i = 0; i < 3; i++) {
+			struct kvm_irqchip c;
+
+			r = snap_get(rd, types[i], 0, &c, sizeof(c), err, errlen);
+			if (r)
+				return r;
+			if (c.chip_id != chips[i]) {
+				snprintf(err, errlen, "state file: %s section names chip %u",
+					 snap_type_name(types[i]), c.chip_id);
+				return -EINVAL;
+			}
+			if (ioctl(vm->vm_fd, KVM_SET_IRQCHIP, &c)) {
+				snprintf(err, errlen, "KVM_SET_IRQCHIP (%s): %s",
+					 snap_type_name(types[i]), strerror(errno));
+				return -EINVAL;
+			}
+		}
+	}
+	if (vm->has_pit) {
+		struct kvm_pit_state2 pit;
+
+		r = snap_get(rd, SNAP_VM_PIT, 0, &pit, sizeof(pit), err, errlen);
+		if (r)
+			return r;
+		if (ioctl(vm->vm_fd, KVM_SET_PIT2, &pit)) {
+			snprintf(err, errlen, "KVM_SET_PIT2: %s", strerror(errno));
+			return -EINVAL;
+		}
+	}
+	r = snap_get(rd, SNAP_VM_SERIAL, 0, &ser, sizeof(ser), err, errlen);
+	if (!r && serial_restore(&vm->serial, &ser)) {
+		snprintf(err, errlen, "state file: serial state out of range");
+		r = -EINVAL;
+	}
+	if (!r)
+		r = snap_get(rd, SNAP_VM_LEGACY, 0, &leg, sizeof(leg), err, errlen);
+	if (!r)
+		legacy_restore(&vm->legacy, &leg);
+	return r;
+}
+
+static int snap_restore_vcpu(struct vm *vm, struct vcpu *v, const struct snap_reader *rd,
+			     const uint32_t *msr_ok, unsigned nmsr_ok, char *err, unsigned errlen)
+{
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	struct kvm_fpu fpu;
+	struct kvm_lapic_state lapic;
+	struct kvm_mp_state mp;
+	struct kvm_vcpu_events ev;
+	struct kvm_debugregs dbg;
+	const struct snap_ref *m;
+	struct kvm_msrs *msrs;
+	const char *what = NULL;
+	unsigned n;
+	int r;
+
+#define SNAP_SET(req, var, type)                                                                   \
+	do {                                                                                       \
+		r = snap_get(rd, type, v->id, &var, sizeof(var), err, errlen);                     \
+		if (r)                                                                             \
+			return r;                                                                  \
+		if (ioctl(v->fd, req, &var)) {                                                     \
+			what = #req;                                                               \
+			goto fail;                                                                 \
+		}                                                                                  \
+	} while (0)
+
+	SNAP_SET(KVM_SET_SREGS, sregs, SNAP_VCPU_SREGS);
+	SNAP_SET(KVM_SET_REGS, regs, SNAP_VCPU_REGS);
+	if (snap_find(rd, SNAP_VCPU_XSAVE, v->id)) {
+		struct kvm_xsave *xs = calloc(1, sizeof(*xs));
+
+		if (!xs)
+			return -ENOMEM;
+		r = snap_get(rd, SNAP_VCPU_XSAVE, v->id, xs, sizeof(*xs), err, errlen);
+		if (!r && ioctl(v->fd, KVM_SET_XSAVE, xs)) {
+			snprintf(err, errlen, "vcpu %u: KVM_SET_XSAVE: %s", v->id, strerror(errno));
+			r = -EINVAL;
+		}
+		free(xs);
+		if (r)
+			return r;
+	} else {
+		SNAP_SET(KVM_SET_FPU, fpu, SNAP_VCPU_FPU);
+	}
+	if (snap_find(rd, SNAP_VCPU_XCRS, v->id)) {
+		struct kvm_xcrs xcrs;
+
+		SNAP_SET(KVM_SET_XCRS, xcrs, SNAP_VCPU_XCRS);
+	}
+	SNAP_SET(KVM_SET_LAPIC, lapic, SNAP_VCPU_LAPIC);
+	m = snap_find(rd, SNAP_VCPU_MSRS, v->id);
+	if (!m || m->len % sizeof(struct kvm_msr_entry) ||
+	    m->len / sizeof(struct kvm_msr_entry) > SNAP_MAX_MSRS) {
+		snprintf(err, errlen, "state file: vcpu %u: MSR section missing or malformed",
+			 v->id);
+		return -EINVAL;
+	}
+	n = (unsigned)(m->len / sizeof(struct kvm_msr_entry));
+	msrs = calloc(1, sizeof(*msrs) + m->len);
+	if (!msrs)
+		return -ENOMEM;
+	msrs->nmsrs = n;
+	memcpy(msrs->entries, m->data, m->len);
+	/* only MSRs this host's KVM saves and restores: the file names no other */
+	for (unsigned i = 0; i < n; i++) {
+		unsigned k = 0;
+
+		while (k < nmsr_ok && msr_ok[k] != msrs->entries[i].index)
+			k++;
+		if (k == nmsr_ok || msrs->entries[i].reserved) {
+			snprintf(err, errlen,
+				 "state file: vcpu %u: MSR 0x%x is not one this host's KVM saves",
+				 v->id, msrs->entries[i].index);
+			free(msrs);
+			return -EINVAL;
+		}
+	}
+	r = ioctl(v->fd, KVM_SET_MSRS, msrs);
+	if (r != (int)n) {
+		snprintf(err, errlen,
+			 "vcpu %u: KVM_SET_MSRS took %d of %u MSRs (refused: 0x%x = 0x%llx)", v->id,
+			 r, n, r >= 0 && r < (int)n ? msrs->entries[r].index : 0,
+			 r >= 0 && r < (int)n ? (unsigned long long)msrs->entries[r].data : 0ULL);
+		free(msrs);
+		return -EINVAL;
+	}
+	free(msrs);
+	SNAP_SET(KVM_SET_MP_STATE, mp, SNAP_VCPU_MP_STATE);
+	r = snap_get(rd, SNAP_VCPU_EVENTS, v->id, &ev, sizeof(ev), err, errlen);
+	if (r)
+		return r;
+	/* only what KVM_GET_VCPU_EVENTS reports is valid to set; nothing beyond */
+	ev.flags &= KVM_VCPUEVENT_VALID_NMI_PENDING | KVM_VCPUEVENT_VALID_SIPI_VECTOR |
+		    KVM_VCPUEVENT_VALID_SHADOW | KVM_VCPUEVENT_VALID_SMM |
+		    KVM_VCPUEVENT_VALID_PAYLOAD | KVM_VCPUEVENT_VALID_TRIPLE_FAULT;
+	if (ioctl(v->fd, KVM_SET_VCPU_EVENTS, &ev)) {
+		what = "KVM_SET_VCPU_EVENTS";
+		goto fail;
+	}
+	SNAP_SET(KVM_SET_DEBUGREGS, dbg, SNAP_VCPU_DEBUGREGS);
+#undef SNAP_SET
+	return 0;
+fail:
+	r = errno;
+	snprintf(err, errlen, "vcpu %u: %s: %s (the saved state is not valid here)", v->id, what,
+		 strerror(r));
+	return -EINVAL;
+}
+
+int vm_restore(const struct vm_config *cfg, const char *dir, const void *config, size_t config_len,
+	       struct vm **out, char *err, unsigned errlen)
+{
+	struct snap_reader rd = {0};
+	uint32_t *msr_ok = NULL;
+	unsigned nmsr_ok = 0, listed = 0;
+	struct vm *vm = NULL;
+	uint8_t *state = NULL;
+	size_t state_len = 0;
+	int dirfd, r;
+
+	*out = NULL;
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		snprintf(err, errlen, "snapshot directory %s: %s", dir, strerror(errno));
+		return -EINVAL;
+	}
+	r = snap_read_file(dirfd, SNAP_STATE_FILE, SNAP_MAX_FILE, &state, &state_len, err, errlen);
+	if (!r)
+		r = snap_parse(state, state_len, &rd, err, errlen);
+	if (!r && rd.h.config_hash != snap_hash(config, config_len)) {
+		snprintf(err, errlen,
+			 "%s does not belong to this state file (changed or from another snapshot)",
+			 SNAP_CONFIG_FILE);
+		r = -EINVAL;
+	}
+	if (!r && (rd.h.ncpus != cfg->cpus || rd.h.memory != cfg->memory)) {
+		snprintf(err, errlen,
+			 "state file: %u vCPUs and %llu bytes of RAM, the config says %u and %llu",
+			 rd.h.ncpus, (unsigned long long)rd.h.memory, cfg->cpus,
+			 (unsigned long long)cfg->memory);
+		r = -EINVAL;
+	}
+	for (unsigned i = 0; !r && i < cfg->cpus; i++)
+		if (!snap_find(&rd, SNAP_VCPU_REGS, i)) {
+			snprintf(err, errlen, "state file: no state for vCPU %u of %u", i,
+				 cfg->cpus);
+			r = -EINVAL;
+		}
+	if (!r)
+		r = vm_create(cfg, &vm, err, errlen);
+	if (!r) {
+		vm->restored = true;
+		for (unsigned i = 1; i < vm->ncpus; i++)
+			vm->vcpus[i].ap_up = true;
+	}
+	if (!r)
+		r = snap_restore_memory(vm, dirfd, err, errlen);
+	if (!r)
+		r = snap_restore_vm(vm, &rd, err, errlen);
+	if (!r)
+		r = snap_msr_list(vm, &msr_ok, &nmsr_ok, &listed, err, errlen);
+	for (unsigned i = 0; !r && i < vm->ncpus; i++)
+		r = snap_restore_vcpu(vm, &vm->vcpus[i], &rd, msr_ok, nmsr_ok, err, errlen);
+	free(msr_ok);
+	if (!r)
+		r = devices_restore(vm, &rd, err, errlen);
+	if (!r)
+		r = vm_start_paused(vm, err, errlen);
+	snap_reader_free(&rd);
+	free(state);
+	close(dirfd);
+	if (r) {
+		vm_destroy(vm);
+		return r;
+	}
+	*out = vm;
+	return 0;
+}
