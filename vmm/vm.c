@@ -365,13 +365,16 @@ static int vm_start_threads(struct vm *vm, char *err, unsigned errlen)
 	return ret;
 }
 
-int vm_boot(struct vm *vm, char *err, unsigned errlen)
+/* Created -> Running, or Paused (each vCPU then parks at its first checkpoint, before any
+ * KVM_RUN, and the devices start paused): the serial file opened, the threads started. */
+static int vm_start(struct vm *vm, bool paused, char *err, unsigned errlen)
 {
 	int ret;
 
 	pthread_mutex_lock(&vm->lock);
 	if (vm->state != VM_CREATED) {
-		snprintf(err, errlen, "vm: cannot boot in state %s", vm_state_name(vm->state));
+		snprintf(err, errlen, "vm: cannot %s in state %s", paused ? "start" : "boot",
+			 vm_state_name(vm->state));
 		pthread_mutex_unlock(&vm->lock);
 		return -EINVAL;
 	}
@@ -383,41 +386,26 @@ int vm_boot(struct vm *vm, char *err, unsigned errlen)
 			return ret;
 		}
 	}
-	vm->state = VM_RUNNING;
+	if (paused)
+		vm->pause_req = true;
+	vm->state = paused ? VM_PAUSED : VM_RUNNING;
 	pthread_mutex_unlock(&vm->lock);
+	if (paused && vm->devices_up)
+		devices_pause(vm, true);
 	ret = vm_start_threads(vm, err, errlen);
 	if (ret)
 		vm_request_stop(vm, VM_EXIT_ERROR, "%s", err);
 	return ret;
 }
 
+int vm_boot(struct vm *vm, char *err, unsigned errlen)
+{
+	return vm_start(vm, false, err, errlen);
+}
+
 int vm_start_paused(struct vm *vm, char *err, unsigned errlen)
 {
-	int ret;
-
-	pthread_mutex_lock(&vm->lock);
-	if (vm->state != VM_CREATED) {
-		snprintf(err, errlen, "vm: cannot start in state %s", vm_state_name(vm->state));
-		pthread_mutex_unlock(&vm->lock);
-		return -EINVAL;
-	}
-	if (vm->cfg.serial == SERIAL_FILE && !vm->serial_open) {
-		ret = vm_open_serial_file(vm, err, errlen);
-		if (ret) {
-			pthread_mutex_unlock(&vm->lock);
-			return ret;
-		}
-	}
-	/* each vCPU parks at its first checkpoint, before any KVM_RUN */
-	vm->pause_req = true;
-	vm->state = VM_PAUSED;
-	pthread_mutex_unlock(&vm->lock);
-	if (vm->devices_up)
-		devices_pause(vm, true);
-	ret = vm_start_threads(vm, err, errlen);
-	if (ret)
-		vm_request_stop(vm, VM_EXIT_ERROR, "%s", err);
-	return ret;
+	return vm_start(vm, true, err, errlen);
 }
 
 static void vm_join(struct vm *vm)

@@ -214,12 +214,45 @@ static bool snap_zero(const uint8_t *p, size_t n)
 	return true;
 }
 
+/* len bytes of buf at off in fd (name for messages): 0, or -EIO with err set. */
+static int snap_pwrite_all(int fd, const char *name, const void *buf, size_t len, uint64_t off,
+			   char *err, unsigned errlen)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t k =
+		    pwrite(fd, (const uint8_t *)buf + done, len - done, (off_t)(off + done));
+
+		if (k <= 0) {
+			snprintf(err, errlen, "%s: write at %llu: %s", name,
+				 (unsigned long long)(off + done),
+				 k ? strerror(errno) : "no space");
+			return -EIO;
+		}
+		done += (size_t)k;
+	}
+	return 0;
+}
+
+/* fsync and close fd, whatever r is: r, or -EIO with err set when the sync fails. */
+static int snap_sync_close(int fd, const char *name, int r, char *err, unsigned errlen)
+{
+	if (!r && fsync(fd)) {
+		snprintf(err, errlen, "%s: fsync: %s", name, strerror(errno));
+		r = -EIO;
+	}
+	close(fd);
+	return r;
+}
+
 /* RAM as a file as big as the RAM whose all-zero pieces are holes. */
 static int snap_save_memory(struct vm *vm, int dirfd, uint64_t *written, char *err, unsigned errlen)
 {
 	int fd = openat(dirfd, SNAP_MEMORY_FILE,
 			O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	uint64_t size = vm->gmem.size, off;
+	int r = 0;
 
 	*written = 0;
 	if (fd < 0 || ftruncate(fd, (off_t)size)) {
@@ -228,63 +261,29 @@ static int snap_save_memory(struct vm *vm, int dirfd, uint64_t *written, char *e
 			close(fd);
 		return -EIO;
 	}
-	for (off = 0; off < size; off += SNAP_CHUNK) {
+	for (off = 0; off < size && !r; off += SNAP_CHUNK) {
 		size_t n = size - off < SNAP_CHUNK ? (size_t)(size - off) : SNAP_CHUNK;
-		size_t done = 0;
 
 		if (snap_zero(vm->ram + off, n))
 			continue;
-		while (done < n) {
-			ssize_t k = pwrite(fd, vm->ram + off + done, n - done, (off_t)(off + done));
-
-			if (k <= 0) {
-				snprintf(err, errlen, "%s: write at %llu: %s", SNAP_MEMORY_FILE,
-					 (unsigned long long)(off + done),
-					 k ? strerror(errno) : "no space");
-				close(fd);
-				return -EIO;
-			}
-			done += (size_t)k;
-		}
-		*written += n;
+		r = snap_pwrite_all(fd, SNAP_MEMORY_FILE, vm->ram + off, n, off, err, errlen);
+		if (!r)
+			*written += n;
 	}
-	if (fsync(fd)) {
-		snprintf(err, errlen, "%s: fsync: %s", SNAP_MEMORY_FILE, strerror(errno));
-		close(fd);
-		return -EIO;
-	}
-	close(fd);
-	return 0;
+	return snap_sync_close(fd, SNAP_MEMORY_FILE, r, err, errlen);
 }
 
 static int snap_write_file(int dirfd, const char *name, const void *buf, size_t len, char *err,
 			   unsigned errlen)
 {
 	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	size_t done = 0;
 
 	if (fd < 0) {
 		snprintf(err, errlen, "%s: %s", name, strerror(errno));
 		return -errno;
 	}
-	while (done < len) {
-		ssize_t k = write(fd, (const uint8_t *)buf + done, len - done);
-
-		if (k <= 0) {
-			snprintf(err, errlen, "%s: write: %s", name,
-				 k ? strerror(errno) : "no space");
-			close(fd);
-			return -EIO;
-		}
-		done += (size_t)k;
-	}
-	if (fsync(fd)) {
-		snprintf(err, errlen, "%s: fsync: %s", name, strerror(errno));
-		close(fd);
-		return -EIO;
-	}
-	close(fd);
-	return 0;
+	return snap_sync_close(fd, name, snap_pwrite_all(fd, name, buf, len, 0, err, errlen), err,
+			       errlen);
 }
 
 /* What a VM must be for its state to be saved and restored whole. On kvm_pvm a Linux guest's

@@ -32,19 +32,9 @@ static int put(const char *endpoint, const char *data)
 	return curl("PUT", endpoint, data, NULL);
 }
 
-/* A request that must fail with status want and a message containing needle; lvmm serves on. */
 static void expect_error(const char *endpoint, const char *data, int want, const char *needle)
 {
-	json_t *j = NULL;
-	int st = curl("PUT", endpoint, data, &j);
-	const char *msg = json_string_value(json_array_get(j, 0));
-
-	ck_assert_msg(st == want, "%s: status %d, expected %d (%s)", endpoint, st, want,
-		      msg ? msg : "no message");
-	ck_assert_msg(msg && strstr(msg, needle), "%s: message '%s' lacks '%s'", endpoint,
-		      msg ? msg : "", needle);
-	json_decref(j);
-	ck_assert_int_eq(curl("GET", "vmm.ping", NULL, NULL), 200);
+	apitest_expect_error(&T, endpoint, data, want, needle);
 }
 
 static void setup(void)

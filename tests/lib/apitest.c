@@ -246,3 +246,18 @@ unsigned apitest_console_count(struct apitest *t, const char *what)
 	free(buf);
 	return n;
 }
+
+void apitest_expect_error(struct apitest *t, const char *endpoint, const char *data, int want,
+			  const char *needle)
+{
+	json_t *j = NULL;
+	int st = apitest_curl(t, "PUT", endpoint, data, &j);
+	const char *msg = json_string_value(json_array_get(j, 0));
+
+	ck_assert_msg(st == want, "%s: status %d, expected %d (%s)", endpoint, st, want,
+		      msg ? msg : "no message");
+	ck_assert_msg(msg && strstr(msg, needle), "%s: message '%s' lacks '%s'", endpoint,
+		      msg ? msg : "", needle);
+	json_decref(j);
+	ck_assert_int_eq(apitest_curl(t, "GET", "vmm.ping", NULL, NULL), 200);
+}

@@ -35,6 +35,10 @@ int apitest_wait(struct apitest *t, unsigned limit_s);
  * parsed JSON body (or NULL when empty) in *body when body is not NULL. */
 int apitest_curl(struct apitest *t, const char *method, const char *endpoint, const char *data,
 		 json_t **body);
+/* PUT endpoint must fail with status want and a message containing needle; lvmm serves on
+ * (vmm.ping answers 200 afterwards). */
+void apitest_expect_error(struct apitest *t, const char *endpoint, const char *data, int want,
+			  const char *needle);
 /* True when vmm.ping answers 200; a refused connection is not a failure. */
 bool apitest_ping(struct apitest *t);
 /* vm.info's state ("Created", "Running", ...), in a static buffer. */
