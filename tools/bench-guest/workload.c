@@ -7,6 +7,8 @@
  *   bench.ramp_ms=MS (untimed warm-up)  bench.span_mb=MB (offsets within it)  bench.seed=N
  *   bench.wait=poll|halt  bench.poll_us=US (halt: how long to poll first, 20)
  *   bench.verify=on (writes carry a pattern, reads are checked: bs 4096, qd 32 at most)
+ *   bench.gap_us=US (a slot's next I/O waits this long after its completion, the vCPU polling
+ *   meanwhile: sparse I/O, e.g. qd 1 and 5000 for one I/O every 5 ms)
  *   bench.cpus=N (bench.c): queue pair i runs on vCPU i % N, bench.ios is split among them */
 #include "workload.h"
 #include "bench.h"
@@ -18,6 +20,7 @@
 static uint8_t buffer[WORK_MAX_BS] __attribute__((aligned(4096)));
 static uint64_t hist[NBUCKETS];
 static uint64_t t_sub[WORK_MAX_QUEUES][WORK_MAX_DEPTH];
+static uint64_t t_due[WORK_MAX_QUEUES][WORK_MAX_DEPTH]; /* bench.gap_us: next issue; 0: none */
 static uint64_t max_seen; /* percentiles never exceed the largest sample */
 
 uint64_t work_param_u64(const char *name, uint64_t def)
@@ -75,6 +78,7 @@ void work_params_get(struct work_params *p)
 	p->halt = work_param_is("bench.wait", "halt");
 	p->poll_us = (unsigned)clamp(work_param_u64("bench.poll_us", 20), 0, 1000000);
 	p->verify = work_param_is("bench.verify", "on");
+	p->gap_us = (unsigned)clamp(work_param_u64("bench.gap_us", 0), 0, 10000000);
 }
 
 static unsigned bucket_of(uint64_t ns)
@@ -213,7 +217,7 @@ static void work_cpu(unsigned cpu, void *arg)
 	const struct work_dev *dev = s->dev;
 	const struct work_params *p = s->p;
 	unsigned nq = s->nq, qd = s->qd, q, i, k;
-	uint64_t t0, t_ramp, t_end, now, last, inflight = 0;
+	uint64_t t0, t_ramp, t_end, now, last, inflight = 0, waiting = 0;
 	bool timing = !p->ramp_ms, halt = p->halt && cpu == 0; /* MSI-X reaches vCPU 0 only */
 
 	(void)arg;
@@ -234,9 +238,31 @@ static void work_cpu(unsigned cpu, void *arg)
 		dev->kick(q);
 	}
 	last = bench_ns();
-	while (inflight) {
+	while (inflight || waiting) {
 		bool idle = true;
 
+		/* bench.gap_us: slots whose wait is over go out again */
+		for (q = cpu; waiting && q < nq; q += s->ncpu) {
+			bool kick = false;
+
+			now = bench_ns();
+			for (i = 0; i < qd; i++) {
+				if (!t_due[q][i] || t_due[q][i] > now)
+					continue;
+				t_due[q][i] = 0;
+				waiting--;
+				if (now >= t_end || s->errors)
+					continue;
+				if (!issue(s, q, i, now)) {
+					s->errors++;
+					continue;
+				}
+				inflight++;
+				kick = true;
+			}
+			if (kick)
+				dev->kick(q);
+		}
 		for (q = cpu; q < nq; q += s->ncpu) {
 			unsigned n, errs = 0;
 
@@ -273,8 +299,14 @@ static void work_cpu(unsigned cpu, void *arg)
 					s->ios++;
 				}
 				if (now >= t_end ||
-				    (s->ios_max && s->ios + inflight >= s->ios_max) || s->errors)
+				    (s->ios_max && s->ios + inflight + waiting >= s->ios_max) ||
+				    s->errors)
 					continue;
+				if (p->gap_us) {
+					t_due[q][slot] = now + p->gap_us * 1000ULL;
+					waiting++;
+					continue;
+				}
 				if (!issue(s, q, slot, now)) {
 					s->errors++;
 					continue;
@@ -285,7 +317,7 @@ static void work_cpu(unsigned cpu, void *arg)
 		}
 		/* a completion that lands before the hlt leaves its interrupt pending: no lost wake
 		 */
-		if (idle && halt && bench_ns() - last > p->poll_us * 1000ULL) {
+		if (idle && halt && !waiting && bench_ns() - last > p->poll_us * 1000ULL) {
 			work_halt();
 			last = bench_ns();
 		}

@@ -34,6 +34,7 @@ struct work_params {
 	bool halt;	  /* bench.wait=halt: wait for completion interrupts in hlt */
 	unsigned poll_us; /* bench.poll_us: how long to poll before halting (20) */
 	bool verify;	  /* bench.verify=on: patterned writes, checked reads */
+	unsigned gap_us;  /* bench.gap_us: a slot waits this long after a completion */
 };
 
 void work_params_get(struct work_params *p);

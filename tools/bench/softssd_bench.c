@@ -1,6 +1,8 @@
 /* The "native" client of softssd benchmarks: one session, one or more queue pairs (lio_drv),
  * 4 KiB random reads or writes at a fixed queue depth for a fixed time, sleeping on the interrupt
- * eventfd or polling (--poll, as the bench guest does); prints IOPS and latency percentiles. */
+ * eventfd or polling (--poll, as the bench guest does); prints IOPS and latency percentiles.
+ * --gap-us N (queue depth 1, one queue pair): each read waits N us after the last completion,
+ * sleeping, as sparse I/O does (the bench guest's bench.gap_us). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -69,20 +71,26 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: softssd-bench-client SSD VOLUME SIZE [--qd N] [--secs S]\n"
 			"       [--mode isolated|passthrough] [--db poll|eventfd] [--fill]\n"
-			"       [--rw randread|randwrite] [--qp N] [--poll] [--ms MS]\n");
+			"       [--rw randread|randwrite] [--qp N] [--poll] [--ms MS]\n"
+			"       [--gap-us N (with --qd 1 --qp 1)]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"qd", required_argument, 0, 'q'},	 {"secs", required_argument, 0, 's'},
-	    {"mode", required_argument, 0, 'm'}, {"db", required_argument, 0, 'd'},
-	    {"fill", no_argument, 0, 'f'},	 {"rw", required_argument, 0, 'r'},
-	    {"qp", required_argument, 0, 'p'},	 {"poll", no_argument, 0, 'P'},
-	    {"ms", required_argument, 0, 'M'},	 {0, 0, 0, 0}};
+	static const struct option opts[] = {{"qd", required_argument, 0, 'q'},
+					     {"secs", required_argument, 0, 's'},
+					     {"mode", required_argument, 0, 'm'},
+					     {"db", required_argument, 0, 'd'},
+					     {"fill", no_argument, 0, 'f'},
+					     {"rw", required_argument, 0, 'r'},
+					     {"qp", required_argument, 0, 'p'},
+					     {"poll", no_argument, 0, 'P'},
+					     {"ms", required_argument, 0, 'M'},
+					     {"gap-us", required_argument, 0, 'g'},
+					     {0, 0, 0, 0}};
 	unsigned qd = 1, fillv = 0, nsamp = 0, i, nqp = 1, q, poll = 0;
-	uint64_t ms = 5000, writes = 0;
+	uint64_t ms = 5000, writes = 0, gap_us = 0;
 	uint8_t opc = NVME_CMD_READ;
 	uint32_t mode = LIGHTIOV_MODE_ISOLATED, db = LIO_QP_DB_POLL;
 	struct lio_vol_attach a = {.flags = LIO_ATTACH_CREATE};
@@ -115,6 +123,9 @@ int main(int argc, char **argv)
 		case 'P':
 			poll = 1;
 			break;
+		case 'g':
+			gap_us = strtoull(optarg, NULL, 0);
+			break;
 		case 'm':
 			mode = !strcmp(optarg, "passthrough") ? LIGHTIOV_MODE_PASSTHROUGH
 							      : LIGHTIOV_MODE_ISOLATED;
@@ -129,7 +140,8 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (optind + 3 != argc || qd < 1 || qd > 1023 || nqp < 1 || nqp > LIO_DRV_MAX_QP)
+	if (optind + 3 != argc || qd < 1 || qd > 1023 || nqp < 1 || nqp > LIO_DRV_MAX_QP ||
+	    (gap_us && (qd != 1 || nqp != 1)))
 		usage();
 	snprintf(a.name, sizeof(a.name), "%s", argv[optind + 1]);
 	a.size_bytes = strtoull(argv[optind + 2], NULL, 0) << 20; /* MiB */
@@ -215,6 +227,13 @@ int main(int argc, char **argv)
 			writes += opc == NVME_CMD_WRITE;
 			if (t >= end)
 				continue;
+			if (gap_us) { /* the think time, asleep */
+				struct timespec ts = {.tv_sec = (time_t)(gap_us / 1000000),
+						      .tv_nsec = (long)(gap_us % 1000000) * 1000};
+
+				nanosleep(&ts, NULL);
+				t = now_ns();
+			}
 			t_sub[q << 16 | submit_one(d, q, opc, blocks, mode, &a, id.lba_shift, &seed,
 						   buf + (uint64_t)(cqe[k].cid % 256) * BS)] = t;
 		}
