@@ -1,5 +1,6 @@
 /* lvmm run --jail DIR: namespaces, a tmpfs root mounted on DIR's fd with the VM's files bound
  * in from fds, pivot_root, rlimits, closed fds and a uid/gid drop; the outer process waits. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -46,6 +47,7 @@ struct jail {
 	unsigned nsrc;
 	char ssd[CONFIG_MAX_VNVME][sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char vsock_dir[PATH_MAX]; /* --vsock's socket's directory, bound in read-only */
+	struct stat vsock_dir_st; /* as checked: the one bound must be the same */
 	const char *allowed;	  /* --allowed-dir, held as allowed_fd */
 	int allowed_fd;
 	char *err;
@@ -445,6 +447,14 @@ static int jail_build(struct jail *j)
 			r = j->src[i].fd;
 		else if (j->src[i].path == j->allowed)
 			r = jail_same_dir(j, &st);
+		else if (j->src[i].path == j->vsock_dir &&
+			 (st.st_dev != j->vsock_dir_st.st_dev ||
+			  st.st_ino != j->vsock_dir_st.st_ino || (st.st_mode & 022))) {
+			snprintf(j->err, j->errlen,
+				 "jail: vsock socket directory %s: no longer the directory checked",
+				 j->vsock_dir);
+			r = -ESTALE;
+		}
 	}
 	if (r)
 		return r;
@@ -540,12 +550,13 @@ struct jail_sock {
 	struct stat made;
 };
 
-/* made (a socket at path, lstat'ed before the fork) is kept for jail_sock_open. */
-static void jail_sock_note(struct jail_sock *s, const char *path)
+/* made (the socket lvmm made at path, as lstat'ed then) is kept for jail_sock_open. */
+static void jail_sock_note(struct jail_sock *s, const char *path, const struct stat *made)
 {
 	s->dfd = -1;
-	if (!path || lstat(path, &s->made) || !S_ISSOCK(s->made.st_mode))
-		memset(&s->made, 0, sizeof(s->made));
+	memset(&s->made, 0, sizeof(s->made));
+	if (path && made && S_ISSOCK(made->st_mode))
+		s->made = *made;
 }
 
 static void jail_sock_open(struct jail_sock *s, const char *path)
@@ -659,17 +670,32 @@ static void jail_add(struct jail *j, const char *path, bool rw, const char *what
 		    (struct jail_src){.path = path, .what = what, .rw = rw, .fd = -1};
 }
 
+/* name is the socket's own or NAME_<port>: what one VM's vsock directory may hold. */
+static bool jail_vsock_name_ok(const char *name, const char *base)
+{
+	size_t n = strlen(base);
+
+	if (!strcmp(name, ".") || !strcmp(name, "..") || !strcmp(name, base))
+		return true;
+	if (strncmp(name, base, n) || name[n] != '_' || !name[n + 1])
+		return false;
+	return strspn(name + n + 1, "0123456789") == strlen(name + n + 1);
+}
+
 /* --vsock in a jail: the socket was listened on before it (cfg->vsock.listen_fd); its directory
  * is bound in read-only, where the guest's connections to PATH_<port> are made, as the jail's
  * user. It must be one the host's users cannot write to but its owner (not /tmp: all of it
- * would be in the jail). */
+ * would be in the jail), and this VM's alone: nothing in it but PATH and PATH_<port> sockets
+ * (another VM's sockets there would be reachable from this jail). */
 static int jail_vsock_dir(struct jail *j, struct vm_config *cfg)
 {
-	char *path = cfg->vsock.socket;
+	char *path = cfg->vsock.socket, base[NAME_MAX + 1];
 	const char *last;
 	struct stat st = {0};
+	struct dirent *de;
 	size_t n;
-	int r, dfd;
+	int r, dfd, lfd;
+	DIR *d;
 
 	if (!cfg->vsock.has_listen_fd) {
 		snprintf(j->err, j->errlen, "jail: vsock %s: not listened on before the jail",
@@ -683,18 +709,43 @@ static int jail_vsock_dir(struct jail *j, struct vm_config *cfg)
 	if (dfd < 0)
 		return dfd;
 	r = fstat(dfd, &st) ? -errno : 0;
-	close(dfd);
 	for (n = (size_t)(last - path); n && path[n - 1] == '/'; n--)
 		;
 	if (r || !n || (st.st_mode & 022)) {
+		close(dfd);
 		snprintf(j->err, j->errlen,
 			 "jail: vsock socket %s: its directory is bound into the jail, so it must "
 			 "be a directory other than / that only its owner may write to (mode %o)",
 			 path, (unsigned)(st.st_mode & 07777));
 		return -EACCES;
 	}
+	r = jail_name(j, last, base, sizeof(base), "vsock socket", path);
+	lfd = r ? -1 : openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(dfd);
+	d = lfd >= 0 ? fdopendir(lfd) : NULL;
+	if (!d) {
+		if (lfd >= 0)
+			close(lfd);
+		if (!r)
+			snprintf(j->err, j->errlen,
+				 "jail: vsock socket %s: listing its directory: %s", path,
+				 strerror(errno));
+		return r ? r : -errno;
+	}
+	while ((de = readdir(d)))
+		if (!jail_vsock_name_ok(de->d_name, base)) {
+			snprintf(
+			    j->err, j->errlen,
+			    "jail: vsock socket %s: its directory, bound into the jail, holds "
+			    "'%s': give each VM a directory of its own (only %s and %s_<port>)",
+			    path, de->d_name, base, base);
+			closedir(d);
+			return -EEXIST;
+		}
+	closedir(d);
 	memcpy(j->vsock_dir, path, n); /* path is shorter than vsock_dir */
 	j->vsock_dir[n] = 0;
+	j->vsock_dir_st = st;
 	return 0;
 }
 
@@ -702,6 +753,7 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 {
 	struct jail j = {.err = err, .errlen = errlen, .rootfd = -1, .allowed_fd = -1};
 	struct jail_sock socks[2];
+	struct stat api_st;
 	sigset_t set, old;
 	unsigned i;
 	int r, sync[2], dfd;
@@ -729,12 +781,13 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 			 (unsigned)j.uid, (unsigned)j.gid);
 		return -EINVAL;
 	}
-	if (cfg->has_vsock) {
+	/* (a VMM without a VM, --api-socket alone, has no devices: its options wait) */
+	if (cfg->has_vsock && cfg->kernel[0]) {
 		r = jail_vsock_dir(&j, cfg);
 		if (r)
 			return r;
 	}
-	for (i = 0; i < cfg->nfs && i < CONFIG_MAX_FS; i++)
+	for (i = 0; i < cfg->nfs && i < CONFIG_MAX_FS && cfg->kernel[0]; i++)
 		if (!cfg->fs[i].has_fd) {
 			/* the back end's socket is not reachable inside */
 			snprintf(err, errlen, "jail: fs %s: not connected before the jail",
@@ -805,8 +858,10 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 		jail_add(&j, j.allowed, true, "allowed directory");
 	}
 	/* the sockets lvmm made, to remove them (and only them) when the VM process is gone */
-	jail_sock_note(&socks[0], o->api_socket);
-	jail_sock_note(&socks[1], cfg->has_vsock ? cfg->vsock.socket : NULL);
+	if (!o->api_socket || lstat(o->api_socket, &api_st))
+		memset(&api_st, 0, sizeof(api_st));
+	jail_sock_note(&socks[0], o->api_socket, &api_st);
+	jail_sock_note(&socks[1], j.vsock_dir[0] ? cfg->vsock.socket : NULL, &o->vsock_made);
 	/* No inherited fd crosses into the jail but the ones the caller holds for the VM. */
 	fflush(NULL);
 	r = jail_close_fds(o->keep_fds, o->nkeep);
@@ -837,7 +892,7 @@ int jail_enter(struct vm_config *cfg, const struct jail_opts *o, char *err, unsi
 	if (pid) {
 		/* before the go: once the child pivots, our root is the jail's too */
 		jail_sock_open(&socks[0], o->api_socket);
-		jail_sock_open(&socks[1], cfg->has_vsock ? cfg->vsock.socket : NULL);
+		jail_sock_open(&socks[1], j.vsock_dir[0] ? cfg->vsock.socket : NULL);
 
 		close(sync[0]);
 		for (i = 0; i < o->nkeep; i++)

@@ -4,6 +4,7 @@
 #define LVMM_JAIL_H
 
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "config.h"
@@ -28,6 +29,9 @@ struct jail_opts {
 	 * one (an fd of the host's mount would reach the host's tree through ".."). */
 	const char *allowed_dir;
 	int allowed_fd;
+	/* --vsock: the socket made at the config's path before the jail (lstat right after its
+	 * bind), removed when the VM process ends if that name is still it */
+	struct stat vsock_made;
 };
 
 /* Confines the calling process (single-threaded, root): on success it returns 0 in the

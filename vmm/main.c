@@ -1,6 +1,7 @@
 /* The lvmm command line: `lvmm run` boots a VM from flags (optionally serving the REST API),
  * `lvmm api` is the API client; owns process-wide signal handling and the terminal on exit. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
@@ -430,13 +431,47 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The vsock socket made for the jail, the virtio-fs connections: gone again when the jail
+ * cannot be entered. The socket is removed through its directory, and only if the name is still
+ * the one lvmm made (made: lstat right after the bind). */
+static void run_jail_sockets_undo(struct vm_config *cfg, const struct stat *made)
+{
+	if (cfg->has_vsock && cfg->vsock.has_listen_fd) {
+		char err[256], name[NAME_MAX + 1];
+		const char *last;
+		struct stat st;
+		int dfd =
+		    fsutil_open_parent("vsock socket", cfg->vsock.socket, &last, err, sizeof(err));
+		size_t n = dfd >= 0 ? strcspn(last, "/") : 0;
+
+		if (n && n < sizeof(name)) {
+			memcpy(name, last, n);
+			name[n] = 0;
+			if (made->st_ino && !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+			    S_ISSOCK(st.st_mode) && st.st_ino == made->st_ino &&
+			    st.st_dev == made->st_dev)
+				unlinkat(dfd, name, 0);
+		}
+		if (dfd >= 0)
+			close(dfd);
+		close(cfg->vsock.listen_fd);
+		cfg->vsock.has_listen_fd = false;
+	}
+	for (unsigned i = 0; i < cfg->nfs && i < CONFIG_MAX_FS; i++)
+		if (cfg->fs[i].has_fd) {
+			close(cfg->fs[i].fd);
+			cfg->fs[i].has_fd = false;
+		}
+}
+
 /* Before the jail: the vsock device's listening socket (the jail binds its directory in
  * read-only for the guest's connections to PATH_<port>), and each virtio-fs back end
- * connected (the device takes the connection over). */
-static int run_jail_sockets(struct vm_config *cfg)
+ * connected (the device takes the connection over). made: the socket as bound. */
+static int run_jail_sockets(struct vm_config *cfg, struct stat *made)
 {
 	char err[512], id[64];
 
+	memset(made, 0, sizeof(*made));
 	if (cfg->has_vsock) {
 		virtio_vsock_id(&cfg->vsock, id, sizeof(id));
 		cfg->vsock.listen_fd = virtio_vsock_listen(cfg->vsock.socket, id, err, sizeof(err));
@@ -445,6 +480,13 @@ static int run_jail_sockets(struct vm_config *cfg)
 			return -1;
 		}
 		cfg->vsock.has_listen_fd = true;
+		if (lstat(cfg->vsock.socket, made) || !S_ISSOCK(made->st_mode)) {
+			fprintf(stderr, "lvmm: vsock %s: %s is not the socket just made\n", id,
+				cfg->vsock.socket);
+			memset(made, 0, sizeof(*made));
+			run_jail_sockets_undo(cfg, made);
+			return -1;
+		}
 	}
 	for (unsigned i = 0; i < cfg->nfs && i < CONFIG_MAX_FS; i++) {
 		struct virtio_fs_config *f = &cfg->fs[i];
@@ -454,6 +496,7 @@ static int run_jail_sockets(struct vm_config *cfg)
 		virtio_fs_id(f, i, id, sizeof(id));
 		if (strlen(f->socket) >= sizeof(sa.sun_path)) {
 			fprintf(stderr, "lvmm: fs %s: socket path %s too long\n", id, f->socket);
+			run_jail_sockets_undo(cfg, made);
 			return -1;
 		}
 		strcpy(sa.sun_path, f->socket);
@@ -463,6 +506,7 @@ static int run_jail_sockets(struct vm_config *cfg)
 				strerror(errno));
 			if (fd >= 0)
 				close(fd);
+			run_jail_sockets_undo(cfg, made);
 			return -1;
 		}
 		f->fd = fd;
@@ -482,18 +526,20 @@ static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allo
 	for (unsigned i = 0; i < cfg->nnets && i < CONFIG_MAX_NETS; i++)
 		for (unsigned k = 0; k < cfg->nets[i].nfds; k++)
 			keep[n++] = cfg->nets[i].fds[k];
-	/* the sockets of vsock and virtio-fs, whose paths the jail does not hold */
-	if (run_jail_sockets(cfg))
+	/* the sockets of vsock and virtio-fs, whose paths the jail does not hold (a VMM without a
+	 * VM has no devices yet: nothing to open) */
+	if (cfg->kernel[0] && run_jail_sockets(cfg, &ro->jail.vsock_made))
 		return -1;
-	if (cfg->has_vsock)
+	if (cfg->has_vsock && cfg->vsock.has_listen_fd)
 		keep[n++] = cfg->vsock.listen_fd;
 	for (unsigned i = 0; i < cfg->nfs && i < CONFIG_MAX_FS; i++)
-		keep[n++] = cfg->fs[i].fd;
-
+		if (cfg->fs[i].has_fd)
+			keep[n++] = cfg->fs[i].fd;
 	if (ro->api_sock) {
 		*lfd = api_socket_listen(ro->api_sock, err, sizeof(err));
 		if (*lfd < 0) {
 			fprintf(stderr, "lvmm: %s\n", err);
+			run_jail_sockets_undo(cfg, &ro->jail.vsock_made);
 			return -1;
 		}
 		keep[n++] = *lfd;
@@ -510,8 +556,7 @@ static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allo
 	ro->jail.nkeep = (unsigned)n;
 	if (jail_enter(cfg, &ro->jail, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
-		if (cfg->has_vsock && cfg->vsock.has_listen_fd)
-			unlink(cfg->vsock.socket); /* made above, for nothing */
+		run_jail_sockets_undo(cfg, &ro->jail.vsock_made); /* made above, for nothing */
 		return -1;
 	}
 	return 0;

@@ -82,7 +82,7 @@ void vm_console_stats(struct vm *vm, struct serial_stats *st);
 /* vm.add-vnvme / vm.remove-device on a running or paused VM, through ACPI PCI hotplug: the add
  * answers once the guest was told; the remove once the guest ejected the device and lvmm tore it
  * down, or -ETIMEDOUT after 30 s (the request stays pending; a vm.reboot completes it). */
-int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen);
+int vm_add_vnvme(struct vm *vm, struct vnvme_config *c, char *err, unsigned errlen);
 /* vm_add_disk, _net and _fs: a c without an id gets the first "disk<N>", "net<N>" or "fs<N>"
  * no device of the VM has, written into c->id. */
 int vm_add_disk(struct vm *vm, struct virtio_blk_config *c, char *err, unsigned errlen);

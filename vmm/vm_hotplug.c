@@ -35,45 +35,6 @@ static void vm_vnvme_forget(struct vm *vm, unsigned i)
 	memset(&vm->cfg.vnvme[vm->cfg.nvnvme], 0, sizeof(vm->cfg.vnvme[0]));
 }
 
-/* Hot-add through ACPI PCI hotplug (devices.c, hotplug.c): the device joins the config, so
- * vm.info lists it and a reset rebuilds it. */
-int vm_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen)
-{
-	struct vnvme_config nc = *c;
-	unsigned slot;
-	int r;
-
-	if (vm->state != VM_RUNNING && vm->state != VM_PAUSED) {
-		snprintf(err, errlen, "vnvme %s: hot-add needs a running or paused VM, not %s",
-			 c->id, vm_state_name(vm->state));
-		return -EINVAL;
-	}
-	if (vm->cfg.nvnvme >= CONFIG_MAX_VNVME) {
-		snprintf(err, errlen,
-			 "vnvme %s: the VM already has %u vNVMe functions (at most %u)", c->id,
-			 vm->cfg.nvnvme, CONFIG_MAX_VNVME);
-		return -ENOSPC;
-	}
-	vm_vnvme_ids_fix(vm);
-	vnvme_id(c, vm->cfg.nvnvme, nc.id, sizeof(nc.id));
-	if (devices_config_id_owner(&vm->cfg, nc.id)) {
-		snprintf(err, errlen, "vnvme %s: the VM's %s device has this id", nc.id,
-			 devices_config_id_owner(&vm->cfg, nc.id));
-		return -EEXIST;
-	}
-	nc.root = vm->cfg.allowed_dir[0] ? vm->cfg.allowed_dir : NULL;
-	if (vm_vnvme_maps_ram(&nc)) {
-		r = vm_populate_ram(vm, err, errlen); /* not done at boot without such a device */
-		if (r)
-			return r;
-	}
-	r = devices_add_vnvme(vm, &nc, vm->cfg.nvnvme, &slot, err, errlen);
-	if (r)
-		return r;
-	vm->cfg.vnvme[vm->cfg.nvnvme++] = nc;
-	return 0;
-}
-
 /* Every disk's id written into the config, as vm_vnvme_ids_fix() does for vNVMe functions. */
 static void vm_disk_ids_fix(struct vm *vm)
 {
@@ -114,15 +75,58 @@ static void vm_fs_ids_fix(struct vm *vm)
 	}
 }
 
-/* id as given, else the first "<prefix><N>" no device of the VM has (ids of the configuration
- * written out first). */
+/* id as given, else the first "<prefix><N>" no device of the VM has (every model's ids written
+ * into the config first). */
 static void vm_pick_id(struct vm *vm, char *id, size_t cap, const char *prefix)
 {
+	vm_vnvme_ids_fix(vm);
+	vm_disk_ids_fix(vm);
+	vm_net_ids_fix(vm);
+	vm_fs_ids_fix(vm);
 	for (unsigned k = 0; !id[0] && k < 4096; k++) {
 		snprintf(id, cap, "%s%u", prefix, k);
 		if (devices_config_id_owner(&vm->cfg, id))
 			id[0] = 0;
 	}
+}
+
+/* Hot-add through ACPI PCI hotplug (devices.c, hotplug.c): the device joins the config, so
+ * vm.info lists it and a reset rebuilds it. */
+int vm_add_vnvme(struct vm *vm, struct vnvme_config *c, char *err, unsigned errlen)
+{
+	struct vnvme_config nc = *c;
+	unsigned slot;
+	int r;
+
+	if (vm->state != VM_RUNNING && vm->state != VM_PAUSED) {
+		snprintf(err, errlen, "vnvme %s: hot-add needs a running or paused VM, not %s",
+			 c->id, vm_state_name(vm->state));
+		return -EINVAL;
+	}
+	if (vm->cfg.nvnvme >= CONFIG_MAX_VNVME) {
+		snprintf(err, errlen,
+			 "vnvme %s: the VM already has %u vNVMe functions (at most %u)", c->id,
+			 vm->cfg.nvnvme, CONFIG_MAX_VNVME);
+		return -ENOSPC;
+	}
+	vm_pick_id(vm, nc.id, sizeof(nc.id), "nvme");
+	if (devices_config_id_owner(&vm->cfg, nc.id)) {
+		snprintf(err, errlen, "vnvme %s: the VM's %s device has this id", nc.id,
+			 devices_config_id_owner(&vm->cfg, nc.id));
+		return -EEXIST;
+	}
+	nc.root = vm->cfg.allowed_dir[0] ? vm->cfg.allowed_dir : NULL;
+	if (vm_vnvme_maps_ram(&nc)) {
+		r = vm_populate_ram(vm, err, errlen); /* not done at boot without such a device */
+		if (r)
+			return r;
+	}
+	r = devices_add_vnvme(vm, &nc, vm->cfg.nvnvme, &slot, err, errlen);
+	if (r)
+		return r;
+	vm->cfg.vnvme[vm->cfg.nvnvme++] = nc;
+	memcpy(c->id, nc.id, sizeof(c->id));
+	return 0;
 }
 
 /* vm.add-disk: as vm_add_vnvme(), for a virtio-blk disk. */
@@ -142,10 +146,6 @@ int vm_add_disk(struct vm *vm, struct virtio_blk_config *c, char *err, unsigned 
 			 vm->cfg.ndisks, CONFIG_MAX_DISKS);
 		return -ENOSPC;
 	}
-	vm_disk_ids_fix(vm);
-	vm_vnvme_ids_fix(vm);
-	vm_net_ids_fix(vm);
-	vm_fs_ids_fix(vm);
 	vm_pick_id(vm, nc.id, sizeof(nc.id), "disk");
 	if (devices_config_id_owner(&vm->cfg, nc.id)) {
 		snprintf(err, errlen, "disk %s: the VM's %s device has this id", nc.id,
@@ -187,10 +187,6 @@ int vm_add_net(struct vm *vm, struct virtio_net_config *c, char *err, unsigned e
 			 c->id, vm->cfg.nnets, CONFIG_MAX_NETS);
 		return -ENOSPC;
 	}
-	vm_net_ids_fix(vm);
-	vm_disk_ids_fix(vm);
-	vm_vnvme_ids_fix(vm);
-	vm_fs_ids_fix(vm);
 	vm_pick_id(vm, nc.id, sizeof(nc.id), "net");
 	if (devices_config_id_owner(&vm->cfg, nc.id)) {
 		snprintf(err, errlen, "net %s: the VM's %s device has this id", nc.id,
@@ -246,10 +242,6 @@ int vm_add_fs(struct vm *vm, struct virtio_fs_config *c, char *err, unsigned err
 			 vm->cfg.nfs, CONFIG_MAX_FS);
 		return -ENOSPC;
 	}
-	vm_fs_ids_fix(vm);
-	vm_disk_ids_fix(vm);
-	vm_vnvme_ids_fix(vm);
-	vm_net_ids_fix(vm);
 	vm_pick_id(vm, nc.id, sizeof(nc.id), "fs");
 	if (devices_config_id_owner(&vm->cfg, nc.id)) {
 		snprintf(err, errlen, "fs %s: the VM's %s device has this id", nc.id,

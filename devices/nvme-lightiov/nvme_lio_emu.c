@@ -48,6 +48,8 @@ struct nvme_lio_emu {
 		uint16_t cid;
 		uint64_t gpa;
 		uint8_t *buf;
+		uint64_t prp_gpa; /* its own PRP-list page: the SQ slot's may be reused first */
+		uint64_t *prp;
 		double t0_ms; /* submitted (CLOCK_MONOTONIC) */
 	} slot[EMU_SLOTS];
 	unsigned inflight;
@@ -141,7 +143,9 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 	for (unsigned i = 0; i < EMU_SLOTS && e->bounce; i++) {
 		e->slot[i].gpa = lio_drv_alloc(e->d, EMU_CHUNK);
 		e->slot[i].buf = e->slot[i].gpa ? lio_drv_ptr(e->d, e->slot[i].gpa) : NULL;
-		if (!e->slot[i].buf)
+		e->slot[i].prp_gpa = lio_drv_alloc(e->d, LIO_PAGE_SIZE);
+		e->slot[i].prp = e->slot[i].prp_gpa ? lio_drv_ptr(e->d, e->slot[i].prp_gpa) : NULL;
+		if (!e->slot[i].buf || !e->slot[i].prp)
 			e->bounce = NULL;
 	}
 	if (!e->bounce) {
@@ -363,6 +367,23 @@ static double emu_now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* The slot's buffer as PRPs (page-aligned, EMU_CHUNK at most: one list page), the list in the
+ * slot's own page. */
+static void emu_prp(struct emu_slot *sl, struct nvme_sqe *sqe, uint64_t len)
+{
+	sqe->prp1 = sl->gpa;
+	sqe->prp2 = 0;
+	if (len <= LIO_PAGE_SIZE)
+		return;
+	if (len <= 2 * LIO_PAGE_SIZE) {
+		sqe->prp2 = sl->gpa + LIO_PAGE_SIZE;
+		return;
+	}
+	for (uint64_t k = 1; k * LIO_PAGE_SIZE < len; k++)
+		sl->prp[k - 1] = sl->gpa + k * LIO_PAGE_SIZE;
+	sqe->prp2 = sl->prp_gpa;
+}
+
 /* req on a free slot, submitted: 0, or the guest's status when it cannot go. */
 static uint16_t emu_start(struct nvme_lio_emu *e, struct nvme_io_req *req)
 {
@@ -383,7 +404,16 @@ static uint16_t emu_start(struct nvme_lio_emu *e, struct nvme_io_req *req)
 	sqe.cdw10 = (uint32_t)lba;
 	sqe.cdw11 = (uint32_t)(lba >> 32);
 	sqe.cdw12 = (uint32_t)(req->len / EMU_LBA) - 1;
-	lio_drv_prp(e->d, 0, &sqe, sl->gpa, (uint32_t)req->len);
+	emu_prp(sl, &sqe, req->len);
+	/* a command id no command in flight holds: one the SSD keeps while 65536 others pass
+	 * must not have its completion taken for a newer one's */
+	for (bool taken = true; taken;) {
+		taken = false;
+		for (unsigned i = 0; i < EMU_SLOTS && !taken; i++)
+			taken = e->slot[i].req && e->slot[i].cid == e->d->qp[0].next_cid;
+		if (taken)
+			e->d->qp[0].next_cid++;
+	}
 	cid = lio_drv_submit(e->d, 0, &sqe);
 	if (cid < 0)
 		return NVME_GENERIC(NVME_SC_INTERNAL);
@@ -517,6 +547,12 @@ static int emu_submit(void *be, struct nvme_io_req *req)
 	it->req = req;
 	it->next = NULL;
 	pthread_mutex_lock(&e->qlock);
+	if (e->stop) { /* the worker may be gone: nobody would complete it */
+		pthread_mutex_unlock(&e->qlock);
+		free(it);
+		req->status = NVME_GENERIC(NVME_SC_INTERNAL);
+		return 1;
+	}
 	if (e->tail)
 		e->tail->next = it;
 	else

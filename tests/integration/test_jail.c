@@ -319,8 +319,9 @@ START_TEST(test_jail_refusals)
 			 "--serial", "off",    "--vsock", vs_tmp,     NULL};
 	char *args4[] = {"run",	     "--jail", root,	  "--kernel", guest,
 			 "--serial", "off",    "--vsock", vs_files,   NULL};
-	char *args5[] = {"run",	     "--jail", root,   "--kernel", guest,
-			 "--serial", "off",    "--fs", fs,	   NULL};
+	char vs_own[300], vs_own_sock[280];
+	char *args5[] = {"run", "--jail", root, "--kernel", guest,  "--serial",
+			 "off", "--fs",	  fs,	"--vsock",  vs_own, NULL};
 	struct testutil_run r;
 
 	testutil_run_lvmm(&r, args1, NULL, NULL, 0, 10);
@@ -341,14 +342,20 @@ START_TEST(test_jail_refusals)
 	snprintf(vs_files, sizeof(vs_files), "cid=3,socket=%s", vs_files_sock);
 	testutil_run_lvmm(&r, args4, NULL, NULL, 0, 10);
 	ck_assert_int_eq(WEXITSTATUS(r.status), 1);
-	ck_assert_msg(strstr(r.err, "lies in the vsock socket's directory"), "stderr: %s", r.err);
+	ck_assert_msg(strstr(r.err, "give each VM a directory of its own"), "stderr: %s", r.err);
 	ck_assert_int_ne(access(vs_files_sock, F_OK), 0);
 
+	/* the fs back end fails after the vsock socket was made: that socket goes again */
 	snprintf(fs, sizeof(fs), "tag=share,socket=%s/nobody.sock", files);
+	snprintf(vs_own_sock, sizeof(vs_own_sock), "%s/vs", dir);
+	ck_assert_int_eq(mkdir(vs_own_sock, 0755), 0);
+	snprintf(vs_own_sock, sizeof(vs_own_sock), "%s/vs/v.sock", dir);
+	snprintf(vs_own, sizeof(vs_own), "cid=3,socket=%s", vs_own_sock);
 	testutil_run_lvmm(&r, args5, NULL, NULL, 0, 10);
 	ck_assert_int_eq(WEXITSTATUS(r.status), 1);
 	ck_assert_msg(strstr(r.err, "nobody.sock") && strstr(r.err, "No such file"), "stderr: %s",
 		      r.err);
+	ck_assert_int_ne(access(vs_own_sock, F_OK), 0);
 }
 END_TEST
 

@@ -112,8 +112,15 @@ static unsigned fake_get_counters(struct vm *vm, struct dev_counters *out, unsig
 /* Set by a test to play a VM layer whose hot-add works (slot 5), for vm.add-vnvme's answer. */
 static bool fake_hotplug_ok;
 
-static int fake_add_vnvme(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen)
+static int fake_add_vnvme(struct vm *vm, struct vnvme_config *c, char *err, unsigned errlen)
 {
+	/* an id-less function gets the first free nvme<N>, as vm_add_vnvme() gives it */
+	for (unsigned k = 0; !c->id[0] && k <= CONFIG_MAX_VNVME; k++) {
+		snprintf(c->id, sizeof(c->id), "nvme%u", k);
+		for (unsigned i = 0; i < vm->cfg.nvnvme; i++)
+			if (!strcmp(vm->cfg.vnvme[i].id, c->id))
+				c->id[0] = 0;
+	}
 	for (unsigned i = 0; fake_hotplug_ok && i < vm->cfg.nvnvme; i++)
 		if (!strcmp(vm->cfg.vnvme[i].id, c->id)) {
 			snprintf(err, errlen, "vnvme %s: the VM has a device with this id", c->id);

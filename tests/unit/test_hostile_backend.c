@@ -902,6 +902,41 @@ START_TEST(test_emu_pipelined)
 }
 END_TEST
 
+/* Transfers that need a PRP list, several in flight at once: every byte lands where it should
+ * and reads back (each in-flight command has its own list page). */
+START_TEST(test_emu_pipelined_lists)
+{
+	enum { N = 4, LEN = 16384 };
+	static uint8_t wr[N][LEN], rd[N][LEN];
+	struct nvme_lio_emu *e;
+	unsigned i;
+
+	fake_start();
+	e = emu_open();
+	for (i = 0; i < N; i++) {
+		memset(wr[i], 'a' + (int)i, LEN);
+		memset(rd[i], 0, LEN);
+	}
+	for (i = 0; i < N; i++)
+		ck_assert_int_eq(emu_submit(e, rw_req(NVME_IO_WRITE, i * 2ULL * LEN, wr[i], LEN)),
+				 0);
+	WAIT_FOR(F.writes_seen == N);
+	ck_assert_uint_eq(F.writes_seen, N);
+	for (i = 0; i < N; i++)
+		ck_assert_int_eq(emu_submit(e, rw_req(NVME_IO_READ, i * 2ULL * LEN, rd[i], LEN)),
+				 0);
+	for (i = 0; i < N; i++) {
+		WAIT_FOR(rd[i][LEN - 1] != 0);
+		ck_assert_msg(!memcmp(rd[i], wr[i], LEN), "transfer %u read back wrong", i);
+		ck_assert_msg(!memcmp(F.disk + i * 2ULL * LEN, wr[i], LEN), "transfer %u on disk",
+			      i);
+	}
+	ck_assert(nvme_lio_emu_alive(e));
+	emu_close(e);
+	fake_stop();
+}
+END_TEST
+
 static Suite *hostile_suite(void)
 {
 	Suite *s = suite_create("hostile_backend");
@@ -921,6 +956,7 @@ static Suite *hostile_suite(void)
 	tcase_add_test(tc, test_emu_discard_async);
 	tcase_add_test(tc, test_emu_late_completion);
 	tcase_add_test(tc, test_emu_pipelined);
+	tcase_add_test(tc, test_emu_pipelined_lists);
 	suite_add_tcase(s, tc);
 	return s;
 }

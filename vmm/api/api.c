@@ -69,7 +69,7 @@ static int api_create_autostart(const struct vm_config *cfg, struct vm **out, ch
 }
 
 /* vm.add-vnvme likewise: the hot-added function's SSD first, then the function. */
-static int api_add_vnvme_autostart(struct vm *vm, const struct vnvme_config *c, char *err,
+static int api_add_vnvme_autostart(struct vm *vm, struct vnvme_config *c, char *err,
 				   unsigned errlen)
 {
 	int r = ssd_autostart_vnvme(c, api_vm_ops_kvm.get_config(vm)->nvnvme, err, errlen);

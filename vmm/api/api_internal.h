@@ -43,8 +43,8 @@ struct api_vm_ops {
 	unsigned (*get_counters)(struct vm *vm, struct dev_counters *out, unsigned max);
 	/* Console byte counters (may be NULL: vm.counters then has no "console"). */
 	void (*console_stats)(struct vm *vm, struct serial_stats *st);
-	int (*add_vnvme)(struct vm *vm, const struct vnvme_config *c, char *err, unsigned errlen);
-	/* add_disk, add_fs, add_net: c->id, when empty, becomes the id chosen (vm_add_disk) */
+	int (*add_vnvme)(struct vm *vm, struct vnvme_config *c, char *err, unsigned errlen);
+	/* add_vnvme, add_disk, add_fs, add_net: c->id, when empty, becomes the id chosen */
 	int (*add_disk)(struct vm *vm, struct virtio_blk_config *c, char *err,
 			unsigned errlen); /* may be NULL: vm.add-disk is then refused */
 	int (*add_fs)(struct vm *vm, struct virtio_fs_config *c, char *err,

@@ -502,7 +502,6 @@ static void route_vm_add_vnvme(struct api_vmm *vmm, const struct api_request *re
 			       struct api_response *resp)
 {
 	char err[API_ERR_LEN] = "";
-	const struct vm_config *cfg;
 	struct vnvme_config *c;
 	json_t *j;
 	int r;
@@ -526,21 +525,6 @@ static void route_vm_add_vnvme(struct api_vmm *vmm, const struct api_request *re
 	if (r) {
 		api_response_error(resp, 400, "vm.add-vnvme: %s", err);
 		goto out;
-	}
-	cfg = vmm->ops->get_config(vmm->vm);
-	for (unsigned k = 0; !*c->id && k <= CONFIG_MAX_VNVME; k++) {
-		unsigned i;
-
-		snprintf(c->id, sizeof(c->id), "nvme%u", k);
-		for (i = 0; i < cfg->nvnvme && i < CONFIG_MAX_VNVME; i++) {
-			char other[sizeof(c->id)];
-
-			vnvme_id(&cfg->vnvme[i], i, other, sizeof(other));
-			if (!strcmp(other, c->id))
-				break;
-		}
-		if (i < cfg->nvnvme && i < CONFIG_MAX_VNVME)
-			c->id[0] = 0;
 	}
 	r = vmm->ops->add_vnvme(vmm->vm, c, err, sizeof(err));
 	if (r == -EEXIST) {
