@@ -696,6 +696,15 @@ int devices_restore(struct vm *vm, const struct snap_reader *rd, char *err, unsi
 			r = -EINVAL;
 			break;
 		}
+		if (h.slot != dev_slot(d)) {
+			/* a device hot-plugged or removed before the save: its config, rebuilt,
+			 * places the devices where the guest does not have them */
+			snprintf(err, errlen,
+				 "device %s: saved in PCI slot %u, its config places it in slot %u",
+				 d->id, (unsigned)h.slot, dev_slot(d));
+			r = -EINVAL;
+			break;
+		}
 		if (!d->model->restore) {
 			snprintf(err, errlen, "device %s (%s) cannot be restored", d->id,
 				 d->model->name);

@@ -282,6 +282,51 @@ int fsutil_check(const char *root, const char *what, const char *path, bool may_
 	return 0;
 }
 
+int fsutil_open_dir(const char *root, const char *what, const char *path, char *err,
+		    unsigned errlen)
+{
+	char comp[CONFIG_PATH_MAX];
+	const char *last;
+	size_t n;
+	int dfd, fd;
+
+	if (!root || !*root) {
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			snprintf(err, errlen, "%s %s: %s", what, path, strerror(errno));
+			return -errno;
+		}
+		return fd;
+	}
+	n = strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	if (n >= sizeof(comp)) {
+		snprintf(err, errlen, "%s %s: name too long", what, path);
+		return -ENAMETOOLONG;
+	}
+	memcpy(comp, path, n);
+	comp[n] = 0;
+	dfd = walk_parent(root, what, comp, &last, err, errlen);
+	if (dfd < 0)
+		return dfd;
+	fd = openat(dfd, last, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		struct stat st;
+
+		if (e == ENOTDIR && !fstatat(dfd, last, &st, AT_SYMLINK_NOFOLLOW) &&
+		    S_ISLNK(st.st_mode))
+			e = ELOOP;
+		snprintf(err, errlen, "%s %s: %s", what, path,
+			 e == ELOOP ? "is a symbolic link" : strerror(e));
+		close(dfd);
+		return e == ELOOP ? -EACCES : -e;
+	}
+	close(dfd);
+	return fd;
+}
+
 int fsutil_open_parent(const char *what, const char *path, const char **last, char *err,
 		       unsigned errlen)
 {

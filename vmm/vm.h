@@ -43,11 +43,12 @@ int vm_reboot(struct vm *vm, char *err, unsigned errlen);
 void vm_destroy(struct vm *vm); /* any state */
 
 /* Snapshots (vm_snapshot.c, docs/snapshot.md). vm_snapshot saves a paused VM into the existing
- * directory dir: config.json (config's bytes, which the caller made from the VM's config),
- * state.bin and a sparse memory.bin; -EINVAL when the VM is not paused, -EOPNOTSUPP naming the
- * device or feature that cannot be saved yet. vm_restore builds a VM from cfg (parsed from the
- * config bytes read with vm_snapshot_read_config) and brings it to the saved state, Paused with
- * its threads started; every byte read is checked, a mismatch refused with a message. */
+ * directory dirfd (dir: its name, for messages) through *at calls only: config.json (config's
+ * bytes, which the caller made from the VM's config), state.bin and a sparse memory.bin; -EINVAL
+ * when the VM is not paused, -EOPNOTSUPP naming the device or feature that cannot be saved yet.
+ * vm_restore builds a VM from cfg (parsed from the config bytes read with vm_snapshot_read_config)
+ * and brings it to the saved state, Paused with its threads started; every byte read is checked, a
+ * mismatch refused with a message. */
 struct vm_snapshot_stats {
 	uint64_t memory_written; /* RAM bytes that were not zero */
 	uint64_t state_bytes;
@@ -55,12 +56,11 @@ struct vm_snapshot_stats {
 	unsigned msrs_listed; /* by KVM_GET_MSR_INDEX_LIST; the others a vCPU cannot read */
 	bool xsave, xcrs;     /* the host has them: saved instead of / beside the legacy FPU */
 };
-int vm_snapshot(struct vm *vm, const char *dir, const void *config, size_t config_len,
+int vm_snapshot(struct vm *vm, int dirfd, const char *dir, const void *config, size_t config_len,
 		struct vm_snapshot_stats *stats, char *err, unsigned errlen);
-/* config.json of the snapshot in dir, NUL-terminated, malloc'd (at most 1 MiB). */
-int vm_snapshot_read_config(const char *dir, char **config, size_t *len, char *err,
-			    unsigned errlen);
-int vm_restore(const struct vm_config *cfg, const char *dir, const void *config, size_t config_len,
+/* config.json of the snapshot in dirfd, NUL-terminated, malloc'd (at most 1 MiB). */
+int vm_snapshot_read_config(int dirfd, char **config, size_t *len, char *err, unsigned errlen);
+int vm_restore(const struct vm_config *cfg, int dirfd, const void *config, size_t config_len,
 	       struct vm **out, char *err, unsigned errlen);
 
 /* Blocks until the VM stops (guest poweroff, fault, vm_shutdown); returns the reason. */

@@ -246,19 +246,39 @@ static int snap_sync_close(int fd, const char *name, int r, char *err, unsigned 
 	return r;
 }
 
+/* name in dirfd opened for writing and emptied: a regular file with no other link (a client's
+ * hard link would have lvmm overwrite the file it names), never a FIFO's blocking open. */
+static int snap_open_write(int dirfd, const char *name, char *err, unsigned errlen)
+{
+	int fd =
+	    openat(dirfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	struct stat st;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", name, strerror(errno));
+		return errno == ELOOP ? -EINVAL : -EIO;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_nlink != 1 || ftruncate(fd, 0)) {
+		snprintf(err, errlen, "%s: not a regular file of one link lvmm can empty", name);
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
 /* RAM as a file as big as the RAM whose all-zero pieces are holes. */
 static int snap_save_memory(struct vm *vm, int dirfd, uint64_t *written, char *err, unsigned errlen)
 {
-	int fd = openat(dirfd, SNAP_MEMORY_FILE,
-			O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = snap_open_write(dirfd, SNAP_MEMORY_FILE, err, errlen);
 	uint64_t size = vm->gmem.size, off;
 	int r = 0;
 
 	*written = 0;
-	if (fd < 0 || ftruncate(fd, (off_t)size)) {
+	if (fd < 0)
+		return fd;
+	if (ftruncate(fd, (off_t)size)) {
 		snprintf(err, errlen, "%s: %s", SNAP_MEMORY_FILE, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+		close(fd);
 		return -EIO;
 	}
 	for (off = 0; off < size && !r; off += SNAP_CHUNK) {
@@ -276,12 +296,10 @@ static int snap_save_memory(struct vm *vm, int dirfd, uint64_t *written, char *e
 static int snap_write_file(int dirfd, const char *name, const void *buf, size_t len, char *err,
 			   unsigned errlen)
 {
-	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = snap_open_write(dirfd, name, err, errlen);
 
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", name, strerror(errno));
-		return -errno;
-	}
+	if (fd < 0)
+		return fd;
 	return snap_sync_close(fd, name, snap_pwrite_all(fd, name, buf, len, 0, err, errlen), err,
 			       errlen);
 }
@@ -309,13 +327,13 @@ static int snap_supported(struct vm *vm, char *err, unsigned errlen)
 	return 0;
 }
 
-int vm_snapshot(struct vm *vm, const char *dir, const void *config, size_t config_len,
+int vm_snapshot(struct vm *vm, int dirfd, const char *dir, const void *config, size_t config_len,
 		struct vm_snapshot_stats *stats, char *err, unsigned errlen)
 {
 	struct snap_writer w;
 	uint32_t *msr_idx = NULL;
 	unsigned nmsrs = 0;
-	int dirfd, r;
+	int r;
 
 	memset(stats, 0, sizeof(*stats));
 	pthread_mutex_lock(&vm->lock);
@@ -328,12 +346,6 @@ int vm_snapshot(struct vm *vm, const char *dir, const void *config, size_t confi
 		r = snap_supported(vm, err, errlen);
 	if (r)
 		return r;
-	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "snapshot directory %s: %s", dir, strerror(errno));
-		return r == -ENOENT || r == -ENOTDIR ? -EINVAL : r;
-	}
 	snap_writer_init(&w);
 	/* the devices first: one that cannot be saved refuses the snapshot before any work */
 	r = devices_save(vm, &w, err, errlen);
@@ -349,6 +361,17 @@ int vm_snapshot(struct vm *vm, const char *dir, const void *config, size_t confi
 		if (r)
 			snprintf(err, errlen, "state file: %s", strerror(-r));
 	}
+	/* An older snapshot's state file goes first (and for good: the directory is no snapshot
+	 * until the new one is complete), so a save that fails half-way never leaves it beside a
+	 * half-written memory file. */
+	if (!r && unlinkat(dirfd, SNAP_STATE_FILE, 0) && errno != ENOENT) {
+		snprintf(err, errlen, "%s: %s", SNAP_STATE_FILE, strerror(errno));
+		r = -EIO;
+	}
+	if (!r && fsync(dirfd)) {
+		snprintf(err, errlen, "snapshot directory: fsync: %s", strerror(errno));
+		r = -EIO;
+	}
 	if (!r)
 		r = snap_save_memory(vm, dirfd, &stats->memory_written, err, errlen);
 	if (!r)
@@ -356,6 +379,10 @@ int vm_snapshot(struct vm *vm, const char *dir, const void *config, size_t confi
 	/* the state file last: a directory without one is no snapshot */
 	if (!r)
 		r = snap_write_file(dirfd, SNAP_STATE_FILE, w.buf, w.len, err, errlen);
+	if (!r && fsync(dirfd)) {
+		snprintf(err, errlen, "snapshot directory: fsync: %s", strerror(errno));
+		r = -EIO;
+	}
 	stats->state_bytes = w.len;
 	stats->msrs = nmsrs;
 	stats->xsave = snap_has(vm, KVM_CAP_XSAVE);
@@ -371,7 +398,6 @@ int vm_snapshot(struct vm *vm, const char *dir, const void *config, size_t confi
 			(unsigned long long)(vm->gmem.size >> 20),
 			(unsigned long long)stats->state_bytes);
 	snap_writer_free(&w);
-	close(dirfd);
 	return r;
 }
 
@@ -381,7 +407,7 @@ int vm_snapshot(struct vm *vm, const char *dir, const void *config, size_t confi
 static int snap_read_file(int dirfd, const char *name, size_t max, uint8_t **out, size_t *len,
 			  char *err, unsigned errlen)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
 	uint8_t *buf;
 	size_t done = 0;
@@ -415,23 +441,16 @@ static int snap_read_file(int dirfd, const char *name, size_t max, uint8_t **out
 	return 0;
 }
 
-int vm_snapshot_read_config(const char *dir, char **config, size_t *len, char *err, unsigned errlen)
+int vm_snapshot_read_config(int dirfd, char **config, size_t *len, char *err, unsigned errlen)
 {
-	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
-
-	if (dirfd < 0) {
-		snprintf(err, errlen, "snapshot directory %s: %s", dir, strerror(errno));
-		return -EINVAL;
-	}
-	r = snap_read_file(dirfd, SNAP_CONFIG_FILE, 1u << 20, (uint8_t **)config, len, err, errlen);
-	close(dirfd);
-	return r;
+	return snap_read_file(dirfd, SNAP_CONFIG_FILE, 1u << 20, (uint8_t **)config, len, err,
+			      errlen);
 }
 
 /* memory.bin into the RAM: the RAM is zeroed, then each data extent of the file copied. */
 static int snap_restore_memory(struct vm *vm, int dirfd, char *err, unsigned errlen)
 {
-	int fd = openat(dirfd, SNAP_MEMORY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(dirfd, SNAP_MEMORY_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	uint64_t size = vm->gmem.size;
 	struct stat st;
 	off_t data = 0, hole;
@@ -451,8 +470,8 @@ static int snap_restore_memory(struct vm *vm, int dirfd, char *err, unsigned err
 		memset(vm->ram, 0, size);
 	for (;;) {
 		data = lseek(fd, data, SEEK_DATA);
-		if (data < 0)
-			break; /* ENXIO: no data past here */
+		if (data < 0 || (uint64_t)data >= size)
+			break; /* ENXIO: no data past here (or the file grew meanwhile) */
 		hole = lseek(fd, data, SEEK_HOLE);
 		if (hole < 0 || (uint64_t)hole > size)
 			hole = (off_t)size;
@@ -661,7 +680,7 @@ fail:
 	return -EINVAL;
 }
 
-int vm_restore(const struct vm_config *cfg, const char *dir, const void *config, size_t config_len,
+int vm_restore(const struct vm_config *cfg, int dirfd, const void *config, size_t config_len,
 	       struct vm **out, char *err, unsigned errlen)
 {
 	struct snap_reader rd = {0};
@@ -670,14 +689,9 @@ int vm_restore(const struct vm_config *cfg, const char *dir, const void *config,
 	struct vm *vm = NULL;
 	uint8_t *state = NULL;
 	size_t state_len = 0;
-	int dirfd, r;
+	int r;
 
 	*out = NULL;
-	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0) {
-		snprintf(err, errlen, "snapshot directory %s: %s", dir, strerror(errno));
-		return -EINVAL;
-	}
 	r = snap_read_file(dirfd, SNAP_STATE_FILE, SNAP_MAX_FILE, &state, &state_len, err, errlen);
 	if (!r)
 		r = snap_parse(state, state_len, &rd, err, errlen);
@@ -722,7 +736,6 @@ int vm_restore(const struct vm_config *cfg, const char *dir, const void *config,
 		r = vm_start_paused(vm, err, errlen);
 	snap_reader_free(&rd);
 	free(state);
-	close(dirfd);
 	if (r) {
 		vm_destroy(vm);
 		return r;

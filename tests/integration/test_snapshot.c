@@ -375,6 +375,54 @@ START_TEST(test_snapshot_refuses_device)
 }
 END_TEST
 
+/* With --allowed-dir, a client's tricks on the snapshot directory: memory.bin a hard link to
+ * another file (refused, that file untouched), a FIFO (refused at once, the API thread never
+ * blocked), the directory a symlink (refused); and a save that fails over an older snapshot
+ * leaves no state.bin beside a half-written memory.bin. */
+START_TEST(test_snapshot_hostile_files)
+{
+	char *extra[] = {"--allowed-dir", T.dir, NULL};
+	char path[400], victim[400], real[400], lnk[400], state[400];
+	char *data;
+
+	TESTUTIL_NEED_KVM();
+	snprintf(path, sizeof(path), "%s/guest.elf", T.dir);
+	ck_assert_int_eq(testutil_system("cp %s %s", guest, path), 0);
+	snprintf(guest, sizeof(guest), "%s", path);
+	apitest_start(&T, extra);
+	ck_assert_int_eq(put("vm.create", spin_config(NULL)), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	snprintf(victim, sizeof(victim), "%s/victim", T.dir);
+	testutil_write_file(victim, "precious", 8, 0600);
+	snprintf(path, sizeof(path), "%s/memory.bin", snap);
+	ck_assert_int_eq(link(victim, path), 0);
+	expect_error("vm.snapshot", url("destination_url", snap, NULL), 400, "one link");
+	data = testutil_slurp(victim);
+	ck_assert_str_eq(data, "precious");
+	free(data);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	expect_error("vm.snapshot", url("destination_url", snap, NULL), 400, "memory.bin");
+	ck_assert_int_eq(unlink(path), 0);
+	snprintf(real, sizeof(real), "%s/real", T.dir);
+	snprintf(lnk, sizeof(lnk), "%s/lnk", T.dir);
+	ck_assert_int_eq(mkdir(real, 0700), 0);
+	ck_assert_int_eq(symlink(real, lnk), 0);
+	expect_error("vm.snapshot", url("destination_url", lnk, NULL), 400, "symbolic link");
+	/* a good snapshot, then one that fails on memory.bin: the old state.bin is gone */
+	ck_assert_int_eq(put("vm.snapshot", url("destination_url", snap, NULL)), 204);
+	snprintf(state, sizeof(state), "%s/state.bin", snap);
+	ck_assert_int_eq(access(state, F_OK), 0);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(link(victim, path), 0);
+	expect_error("vm.snapshot", url("destination_url", snap, NULL), 400, "one link");
+	ck_assert_int_ne(access(state, F_OK), 0);
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+}
+END_TEST
+
 /* A VM with a virtio-blk disk (and the rng) is saved; the restore checks the image it opens
  * against the saved disk: another size is refused by name. */
 START_TEST(test_snapshot_blk)
@@ -420,6 +468,7 @@ int main(void)
 	tcase_add_test(tc, test_run_restore_cli);
 	tcase_add_test(tc, test_restore_refusals);
 	tcase_add_test(tc, test_snapshot_refuses_device);
+	tcase_add_test(tc, test_snapshot_hostile_files);
 	tcase_add_test(tc, test_snapshot_blk);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);

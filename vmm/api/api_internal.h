@@ -57,9 +57,10 @@ struct api_vm_ops {
 	/* PCI slot (device number on bus 0) of a device by id: 0, or -ENOENT; may be NULL. */
 	int (*device_slot)(struct vm *vm, const char *id, unsigned *slot);
 	/* Snapshots (vm.h); either NULL: vm.snapshot / vm.restore answer 501. */
-	int (*snapshot)(struct vm *vm, const char *dir, const void *config, size_t config_len,
-			struct vm_snapshot_stats *stats, char *err, unsigned errlen);
-	int (*restore)(const struct vm_config *cfg, const char *dir, const void *config,
+	int (*snapshot)(struct vm *vm, int dirfd, const char *dir, const void *config,
+			size_t config_len, struct vm_snapshot_stats *stats, char *err,
+			unsigned errlen);
+	int (*restore)(const struct vm_config *cfg, int dirfd, const void *config,
 		       size_t config_len, struct vm **out, char *err, unsigned errlen);
 	/* Config defaults and checks (config.h); NULL validate skips the check. */
 	void (*defaults)(struct vm_config *c);

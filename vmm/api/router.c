@@ -888,7 +888,7 @@ int api_restore_vm(const struct api_vm_ops *ops, const char *allowed_dir, const 
 	char *config = NULL;
 	size_t len = 0;
 	json_t *j;
-	int r;
+	int r, dirfd;
 
 	*out = NULL;
 	if (extra)
@@ -900,10 +900,17 @@ int api_restore_vm(const struct api_vm_ops *ops, const char *allowed_dir, const 
 	api_vmm_init(&probe, ops, NULL);
 	probe.allowed_dir = allowed_dir;
 	r = route_check_snapshot_dir(&probe, allowed_dir, dir, false, err, errlen);
+	/* one directory fd for the three files: the path is not looked up again */
+	dirfd = r ? -1 : fsutil_open_dir(allowed_dir, "snapshot directory", dir, err, errlen);
+	if (!r && dirfd < 0)
+		r = -EINVAL;
 	if (!r)
-		r = vm_snapshot_read_config(dir, &config, &len, err, errlen);
-	if (r)
+		r = vm_snapshot_read_config(dirfd, &config, &len, err, errlen);
+	if (r) {
+		if (dirfd >= 0)
+			close(dirfd);
 		return r;
+	}
 	j = json_loadb(config, len, JSON_REJECT_DUPLICATES, &jerr);
 	cfg = malloc(sizeof(*cfg));
 	if (!j || !cfg) {
@@ -912,6 +919,7 @@ int api_restore_vm(const struct api_vm_ops *ops, const char *allowed_dir, const 
 		json_decref(j);
 		free(cfg);
 		free(config);
+		close(dirfd);
 		return -EINVAL;
 	}
 	r = api_json_to_config_ch(j, ops, cfg, extra, err, errlen);
@@ -921,7 +929,7 @@ int api_restore_vm(const struct api_vm_ops *ops, const char *allowed_dir, const 
 	if (!r) {
 		snprintf(cfg->allowed_dir, sizeof(cfg->allowed_dir), "%s",
 			 allowed_dir ? allowed_dir : "");
-		r = ops->restore(cfg, dir, config, len, out, err, errlen);
+		r = ops->restore(cfg, dirfd, config, len, out, err, errlen);
 	} else {
 		r = -EINVAL;
 	}
@@ -931,6 +939,7 @@ int api_restore_vm(const struct api_vm_ops *ops, const char *allowed_dir, const 
 	}
 	free(cfg);
 	free(config);
+	close(dirfd);
 	return r;
 }
 
@@ -942,7 +951,7 @@ static void route_vm_snapshot(struct api_vmm *vmm, const struct api_request *req
 	json_t *j, *cfg;
 	const char *url = NULL;
 	char *config = NULL;
-	int r;
+	int r, dirfd;
 
 	if (!route_need_state(vmm, resp, "vm.snapshot", ST(VM_PAUSED)))
 		return;
@@ -974,7 +983,12 @@ static void route_vm_snapshot(struct api_vmm *vmm, const struct api_request *req
 		api_response_error(resp, 500, "vm.snapshot: cannot encode the config");
 		return;
 	}
-	r = vmm->ops->snapshot(vmm->vm, dir, config, strlen(config), &st, err, sizeof(err));
+	dirfd = fsutil_open_dir(vmm->allowed_dir, "snapshot directory", dir, err, sizeof(err));
+	r = dirfd < 0 ? -EINVAL
+		      : vmm->ops->snapshot(vmm->vm, dirfd, dir, config, strlen(config), &st, err,
+					   sizeof(err));
+	if (dirfd >= 0)
+		close(dirfd);
 	free(config);
 	if (r) {
 		/* a VM lvmm cannot save is the request's fault, not the server's */

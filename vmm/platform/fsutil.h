@@ -27,6 +27,12 @@ int fsutil_hold_root(const char *root, char *err, unsigned errlen);
 int fsutil_open_parent(const char *what, const char *path, const char **last, char *err,
 		       unsigned errlen);
 
+/* A directory a client names (a snapshot's), opened O_RDONLY | O_DIRECTORY for *at calls: with a
+ * root, walked from the held root as fsutil_open walks, no component a symlink; without one,
+ * opened as named. The fd or a negative errno with err set. */
+int fsutil_open_dir(const char *root, const char *what, const char *path, char *err,
+		    unsigned errlen);
+
 /* Opens path for a client. root (NULL or "" for none) is an absolute directory every path must
  * lie beneath: path is absolute and under it, no component below it may be "." or ".." or a
  * symlink. Without root only the last component must not be a symlink. A regular file with
