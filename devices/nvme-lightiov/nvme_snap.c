@@ -48,8 +48,19 @@ struct nvme_snap_queue {
 };
 _Static_assert(sizeof(struct nvme_snap_queue) == 32, "vNVMe queue record layout");
 
-#define NVME_SNAP_CSTS_BITS (NVME_CSTS_RDY | NVME_CSTS_CFS | NVME_CSTS_SHST_MASK)
+#define NVME_SNAP_CSTS_BITS   (NVME_CSTS_RDY | NVME_CSTS_CFS | NVME_CSTS_SHST_MASK)
 #define NVME_SNAP_CMBMSC_BITS (NVME_CMBMSC_CBA_MASK | NVME_CMBMSC_CMSE | NVME_CMBMSC_CRE)
+
+/* The serial without the blanks Identify pads it with: the name messages use. */
+static void ctrl_name(const struct nvme_ctrl *c, char sn[21])
+{
+	size_t n = strnlen(c->p.serial, 20);
+
+	while (n && c->p.serial[n - 1] == ' ')
+		n--;
+	memcpy(sn, c->p.serial, n);
+	sn[n] = 0;
+}
 
 static bool cmb_nonzero(const struct nvme_ctrl *c)
 {
@@ -91,12 +102,14 @@ size_t nvme_ctrl_state_size(struct nvme_ctrl *c, char *err, unsigned errlen)
 {
 	const char *why;
 	size_t n = 0;
+	char sn[21];
 	bool cmb;
 
+	ctrl_name(c, sn);
 	pthread_mutex_lock(&c->lock);
 	why = unsaveable(c);
 	if (why)
-		snprintf(err, errlen, "nvme %.20s: cannot be saved: %s", c->p.serial, why);
+		snprintf(err, errlen, "nvme %s: cannot be saved: %s", sn, why);
 	else
 		n = state_size_locked(c, &cmb);
 	pthread_mutex_unlock(&c->lock);
@@ -109,19 +122,20 @@ int nvme_ctrl_save(struct nvme_ctrl *c, void *buf, size_t len, char *err, unsign
 	uint8_t *p = buf;
 	const char *why;
 	size_t need;
+	char sn[21];
 	bool cmb;
 
+	ctrl_name(c, sn);
 	pthread_mutex_lock(&c->lock);
 	why = unsaveable(c);
 	if (why) {
-		snprintf(err, errlen, "nvme %.20s: cannot be saved: %s", c->p.serial, why);
+		snprintf(err, errlen, "nvme %s: cannot be saved: %s", sn, why);
 		pthread_mutex_unlock(&c->lock);
 		return -EBUSY;
 	}
 	need = state_size_locked(c, &cmb);
 	if (len != need) {
-		snprintf(err, errlen, "nvme %.20s: state needs %zu bytes, %zu given", c->p.serial,
-			 need, len);
+		snprintf(err, errlen, "nvme %s: state needs %zu bytes, %zu given", sn, need, len);
 		pthread_mutex_unlock(&c->lock);
 		return -ENOSPC;
 	}
@@ -215,58 +229,58 @@ int nvme_ctrl_save(struct nvme_ctrl *c, void *buf, size_t len, char *err, unsign
 static int check_head(const struct nvme_ctrl *c, const struct nvme_snap_head *h, size_t len,
 		      char *err, unsigned errlen)
 {
-	const char *sn = c->p.serial;
+	char sn[21];
 	uint64_t need;
 
+	ctrl_name(c, sn);
 	if (h->version != NVME_SNAP_VERSION)
-		BAD("nvme %.20s: state version %u, this lvmm reads %u", sn, h->version,
+		BAD("nvme %s: state version %u, this lvmm reads %u", sn, h->version,
 		    NVME_SNAP_VERSION);
 	if (h->nq != c->nq || h->nvectors != c->p.nvectors || h->cap != c->cap ||
 	    h->ns_size != c->p.size || h->cmb_size != (c->cmb ? c->p.cmb_size : 0))
-		BAD("nvme %.20s: saved with %u queues, %u vectors, CAP 0x%llx, %llu bytes, CMB "
+		BAD("nvme %s: saved with %u queues, %u vectors, CAP 0x%llx, %llu bytes, CMB "
 		    "%llu; the config makes %u, %u, 0x%llx, %llu, %llu",
 		    sn, h->nq - 1, h->nvectors, (unsigned long long)h->cap,
 		    (unsigned long long)h->ns_size, (unsigned long long)h->cmb_size, c->nq - 1,
 		    c->p.nvectors, (unsigned long long)c->cap, (unsigned long long)c->p.size,
 		    (unsigned long long)(c->cmb ? c->p.cmb_size : 0));
 	if (h->nrec > 2 * (uint64_t)c->nq || h->cmb_saved > 1 || (h->cmb_saved && !c->cmb))
-		BAD("nvme %.20s: %u queue records, CMB flag %u", sn, h->nrec, h->cmb_saved);
+		BAD("nvme %s: %u queue records, CMB flag %u", sn, h->nrec, h->cmb_saved);
 	need = sizeof(*h) + (uint64_t)h->nvectors * sizeof(uint32_t) +
 	       (uint64_t)h->nrec * sizeof(struct nvme_snap_queue) +
 	       (h->cmb_saved ? c->p.cmb_size : 0);
 	if (len != need)
-		BAD("nvme %.20s: state of %zu bytes, its head describes %llu", sn, len,
+		BAD("nvme %s: state of %zu bytes, its head describes %llu", sn, len,
 		    (unsigned long long)need);
 	if (h->csts & ~(uint32_t)NVME_SNAP_CSTS_BITS || h->aqa & ~0x0fff0fffu ||
 	    h->cmbmsc & ~(uint64_t)NVME_SNAP_CMBMSC_BITS || (!c->cmb && h->cmbmsc))
-		BAD("nvme %.20s: CSTS 0x%x, AQA 0x%x or CMBMSC 0x%llx has bits no write sets", sn,
+		BAD("nvme %s: CSTS 0x%x, AQA 0x%x or CMBMSC 0x%llx has bits no write sets", sn,
 		    h->csts, h->aqa, (unsigned long long)h->cmbmsc);
 	if ((h->csts & NVME_CSTS_RDY) && !(h->cc & NVME_CC_EN))
-		BAD("nvme %.20s: CSTS.RDY without CC.EN", sn);
+		BAD("nvme %s: CSTS.RDY without CC.EN", sn);
 	if (h->nsqa < 1 || h->nsqa > c->p.max_ioqs || h->ncqa < 1 || h->ncqa > c->p.max_ioqs ||
 	    h->nq_set > 1)
-		BAD("nvme %.20s: Number of Queues %u/%u outside 1..%u", sn, h->nsqa, h->ncqa,
+		BAD("nvme %s: Number of Queues %u/%u outside 1..%u", sn, h->nsqa, h->ncqa,
 		    c->p.max_ioqs);
 	if ((h->feat_pm & 0x1f) || h->feat_temp_thresh > 0xffff || h->feat_vwc > 1 ||
 	    h->feat_coalesce > 0xffff || h->feat_wr_atomic > 1 || h->feat_aec > 0x3ff)
-		BAD("nvme %.20s: a feature value no Set Features makes", sn);
+		BAD("nvme %s: a feature value no Set Features makes", sn);
 	if (h->naer > NVME_CTRL_AERL + 1 || h->nae > NVME_AE_QUEUE || h->ae_masked > 0xff)
-		BAD("nvme %.20s: %u async event requests (at most %u), %u events (at most %u)", sn,
+		BAD("nvme %s: %u async event requests (at most %u), %u events (at most %u)", sn,
 		    h->naer, NVME_CTRL_AERL + 1, h->nae, NVME_AE_QUEUE);
 	for (unsigned i = 0; i < h->nae; i++)
 		if (h->ae_queue[i] >> 24)
-			BAD("nvme %.20s: async event 0x%x is malformed", sn, h->ae_queue[i]);
+			BAD("nvme %s: async event 0x%x is malformed", sn, h->ae_queue[i]);
 	if ((h->dbbuf_dbs != 0) != (h->dbbuf_eis != 0) ||
 	    ((h->dbbuf_dbs | h->dbbuf_eis) & (NVME_CTRL_PAGE - 1)) ||
 	    (h->dbbuf_dbs && (c->p.no_dbbuf || !gmem_ptr(c->gm, h->dbbuf_dbs, NVME_CTRL_PAGE) ||
 			      !gmem_ptr(c->gm, h->dbbuf_eis, NVME_CTRL_PAGE))))
-		BAD("nvme %.20s: shadow doorbell buffers 0x%llx/0x%llx are not pages of guest RAM",
-		    sn, (unsigned long long)h->dbbuf_dbs, (unsigned long long)h->dbbuf_eis);
+		BAD("nvme %s: shadow doorbell buffers 0x%llx/0x%llx are not pages of guest RAM", sn,
+		    (unsigned long long)h->dbbuf_dbs, (unsigned long long)h->dbbuf_eis);
 	if (!(h->csts & NVME_CSTS_RDY) && (h->nrec || h->naer || h->nae || h->dbbuf_dbs))
-		BAD("nvme %.20s: queues, events or shadow doorbells on a controller not ready",
-		    sn);
+		BAD("nvme %s: queues, events or shadow doorbells on a controller not ready", sn);
 	if ((h->csts & NVME_CSTS_RDY) && h->nrec < 2)
-		BAD("nvme %.20s: a ready controller without its admin queues", sn);
+		BAD("nvme %s: a ready controller without its admin queues", sn);
 	return 0;
 bad:
 	return -EINVAL;
@@ -277,44 +291,47 @@ bad:
 static int load_queues(struct nvme_ctrl *c, const struct nvme_snap_head *h, const uint8_t *p,
 		       struct nvme_sq *sqs, struct nvme_cq *cqs, char *err, unsigned errlen)
 {
-	const char *sn = c->p.serial;
+	char sn[21];
 	uint32_t maxq = NVME_CAP_MQES(c->cap) + 1u;
 	unsigned i, q;
 
+	ctrl_name(c, sn);
 	for (i = 0; i < h->nrec; i++) {
 		struct nvme_snap_queue r;
 		uint64_t bytes;
 
 		memcpy(&r, p + i * sizeof(r), sizeof(r));
-		if (r.qid >= c->nq || r.is_cq > 1 || (r.is_cq ? cqs[r.qid].valid : sqs[r.qid].valid))
-			BAD("nvme %.20s: queue record %u: %s %u is out of range or twice", sn, i,
+		if (r.qid >= c->nq || r.is_cq > 1 ||
+		    (r.is_cq ? cqs[r.qid].valid : sqs[r.qid].valid))
+			BAD("nvme %s: queue record %u: %s %u is out of range or twice", sn, i,
 			    r.is_cq ? "CQ" : "SQ", r.qid);
-		if (r.qid == 0 && r.size != (r.is_cq ? NVME_AQA_ACQS(h->aqa) : NVME_AQA_ASQS(h->aqa)) + 1u)
-			BAD("nvme %.20s: admin %s of %u entries, AQA says %u", sn,
+		if (r.qid == 0 &&
+		    r.size != (r.is_cq ? NVME_AQA_ACQS(h->aqa) : NVME_AQA_ASQS(h->aqa)) + 1u)
+			BAD("nvme %s: admin %s of %u entries, AQA says %u", sn,
 			    r.is_cq ? "CQ" : "SQ", r.size,
 			    (r.is_cq ? NVME_AQA_ACQS(h->aqa) : NVME_AQA_ASQS(h->aqa)) + 1u);
 		if (r.qid == 0 && r.base != (r.is_cq ? h->acq : h->asq))
-			BAD("nvme %.20s: admin %s at 0x%llx, its register says otherwise", sn,
+			BAD("nvme %s: admin %s at 0x%llx, its register says otherwise", sn,
 			    r.is_cq ? "CQ" : "SQ", (unsigned long long)r.base);
 		if (r.size < 2 || (r.qid && r.size > maxq) || r.head >= r.size ||
 		    r.tail >= r.size || (r.is_cq && r.phase > 1) || r.ien > 1 || r.pad)
-			BAD("nvme %.20s: %s %u: size %u (2..%u), head %u, tail %u or flags out of "
+			BAD("nvme %s: %s %u: size %u (2..%u), head %u, tail %u or flags out of "
 			    "range",
 			    sn, r.is_cq ? "CQ" : "SQ", r.qid, r.size, maxq, r.head, r.tail);
 		bytes = (uint64_t)r.size *
 			(r.is_cq ? sizeof(struct nvme_cqe) : sizeof(struct nvme_sqe));
 		if (!r.base || (r.base & (NVME_CTRL_PAGE - 1)))
-			BAD("nvme %.20s: %s %u at 0x%llx is not page aligned", sn,
+			BAD("nvme %s: %s %u at 0x%llx is not page aligned", sn,
 			    r.is_cq ? "CQ" : "SQ", r.qid, (unsigned long long)r.base);
 		if (r.is_cq) {
 			struct nvme_cq *cq = &cqs[r.qid];
 
 			if (r.ien && r.link >= c->p.nvectors)
-				BAD("nvme %.20s: CQ %u on vector %u, the function has %u", sn,
-				    r.qid, r.link, c->p.nvectors);
+				BAD("nvme %s: CQ %u on vector %u, the function has %u", sn, r.qid,
+				    r.link, c->p.nvectors);
 			cq->host = nvme_queue_host(c, r.base, bytes, false);
 			if (!cq->host)
-				BAD("nvme %.20s: CQ %u at 0x%llx (%llu bytes) is not guest RAM", sn,
+				BAD("nvme %s: CQ %u at 0x%llx (%llu bytes) is not guest RAM", sn,
 				    r.qid, (unsigned long long)r.base, (unsigned long long)bytes);
 			cq->valid = true;
 			cq->ien = r.ien;
@@ -328,12 +345,13 @@ static int load_queues(struct nvme_ctrl *c, const struct nvme_snap_head *h, cons
 			struct nvme_sq *sq = &sqs[r.qid];
 
 			if ((r.qid == 0) != (r.link == 0) || r.link >= c->nq)
-				BAD("nvme %.20s: SQ %u on CQ %u", sn, r.qid, r.link);
+				BAD("nvme %s: SQ %u on CQ %u", sn, r.qid, r.link);
 			sq->host = nvme_queue_host(c, r.base, bytes, true);
 			if (!sq->host)
-				BAD("nvme %.20s: SQ %u at 0x%llx (%llu bytes) is neither guest RAM "
+				BAD("nvme %s: SQ %u at 0x%llx (%llu bytes) is neither guest RAM "
 				    "nor the CMB",
-				    sn, r.qid, (unsigned long long)r.base, (unsigned long long)bytes);
+				    sn, r.qid, (unsigned long long)r.base,
+				    (unsigned long long)bytes);
 			sq->valid = true;
 			sq->qid = r.qid;
 			sq->cqid = r.link;
@@ -345,27 +363,25 @@ static int load_queues(struct nvme_ctrl *c, const struct nvme_snap_head *h, cons
 		}
 	}
 	if (!sqs[0].valid || !cqs[0].valid)
-		BAD("nvme %.20s: a ready controller without its admin queues", sn);
+		BAD("nvme %s: a ready controller without its admin queues", sn);
 	for (q = 0; q < c->nq; q++) {
 		if (!sqs[q].valid)
 			continue;
 		if (!cqs[sqs[q].cqid].valid)
-			BAD("nvme %.20s: SQ %u on CQ %u, which does not exist", sn, q,
-			    sqs[q].cqid);
+			BAD("nvme %s: SQ %u on CQ %u, which does not exist", sn, q, sqs[q].cqid);
 		cqs[sqs[q].cqid].nsq++;
 	}
 	/* outstanding Async Event Requests hold admin CQ slots, as when they were fetched */
 	if (h->naer > nvmeq_room(cqs[0].head, cqs[0].tail, cqs[0].size))
-		BAD("nvme %.20s: %u async event requests, the admin CQ has room for %u", sn,
-		    h->naer, nvmeq_room(cqs[0].head, cqs[0].tail, cqs[0].size));
+		BAD("nvme %s: %u async event requests, the admin CQ has room for %u", sn, h->naer,
+		    nvmeq_room(cqs[0].head, cqs[0].tail, cqs[0].size));
 	cqs[0].reserved = h->naer;
 	return 0;
 bad:
 	return -EINVAL;
 }
 
-int nvme_ctrl_restore(struct nvme_ctrl *c, const void *buf, size_t len, char *err,
-		      unsigned errlen)
+int nvme_ctrl_restore(struct nvme_ctrl *c, const void *buf, size_t len, char *err, unsigned errlen)
 {
 	const uint8_t *p = buf;
 	struct nvme_snap_head h;
@@ -373,12 +389,13 @@ int nvme_ctrl_restore(struct nvme_ctrl *c, const void *buf, size_t len, char *er
 	struct nvme_cq *cqs = NULL;
 	const uint8_t *ivc_at, *rec_at, *cmb_at;
 	uint64_t old_cmbmsc;
+	char sn[21];
 	unsigned i;
 	int r;
 
+	ctrl_name(c, sn);
 	if (len < sizeof(h)) {
-		snprintf(err, errlen, "nvme %.20s: state of %zu bytes is too short", c->p.serial,
-			 len);
+		snprintf(err, errlen, "nvme %s: state of %zu bytes is too short", sn, len);
 		return -EINVAL;
 	}
 	memcpy(&h, p, sizeof(h));
@@ -395,22 +412,21 @@ int nvme_ctrl_restore(struct nvme_ctrl *c, const void *buf, size_t len, char *er
 		memcpy(&v, ivc_at + (size_t)i * sizeof(v), sizeof(v));
 		if (v > 0x1ffff || (v & 0xffff) != i) {
 			snprintf(err, errlen,
-				 "nvme %.20s: interrupt vector configuration 0x%x for vector %u",
-				 c->p.serial, v, i);
+				 "nvme %s: interrupt vector configuration 0x%x for vector %u", sn,
+				 v, i);
 			r = -EINVAL;
 			goto out;
 		}
 	}
 	if (c->inflight || c->st.bound || (c->cc & NVME_CC_EN)) {
-		snprintf(err, errlen, "nvme %.20s: restore into a controller already in use",
-			 c->p.serial);
+		snprintf(err, errlen, "nvme %s: restore into a controller already in use", sn);
 		r = -EBUSY;
 		goto out;
 	}
 	sqs = calloc(c->nq, sizeof(*sqs));
 	cqs = calloc(c->nq, sizeof(*cqs));
 	if (!sqs || !cqs) {
-		snprintf(err, errlen, "nvme %.20s: out of memory", c->p.serial);
+		snprintf(err, errlen, "nvme %s: out of memory", sn);
 		r = -ENOMEM;
 		goto out;
 	}

@@ -424,6 +424,7 @@ START_TEST(test_snapshot_vnvme)
 	static uint64_t buf[NVME_SPAN / 8];
 	char disk[512], extra[900], cmdline[300], *c;
 	const char *res;
+	long long before;
 	unsigned i;
 	int fd;
 
@@ -451,13 +452,35 @@ START_TEST(test_snapshot_vnvme)
 	c = testutil_slurp(T.console);
 	ck_assert_msg(!strstr(c, "work result"), "the run ended before the pause: raise ios");
 	free(c);
-	ck_assert_int_eq(put("vm.snapshot", url("destination_url", snap, NULL)), 204);
+	{
+		json_t *j = NULL, *n;
+		char path[600];
+		struct stat sb;
+		double t0;
+
+		ck_assert_int_eq(curl("GET", "vm.counters", NULL, &j), 200);
+		n = json_object_get(j, "nvme0");
+		before = json_integer_value(json_object_get(n, "read_ops")) +
+			 json_integer_value(json_object_get(n, "write_ops"));
+		json_decref(j);
+		t0 = testutil_now_s();
+		ck_assert_int_eq(put("vm.snapshot", url("destination_url", snap, NULL)), 204);
+		t0 = testutil_now_s() - t0;
+		snprintf(path, sizeof(path), "%s/state.bin", snap);
+		ck_assert_int_eq(stat(path, &sb), 0);
+		fprintf(
+		    stderr,
+		    "test_snapshot_vnvme: paused after %lld I/Os; vm.snapshot %.3f s, state.bin "
+		    "%lld bytes\n",
+		    before, t0, (long long)sb.st_size);
+	}
 	kill_lvmm();
 	/* the image is as the pause left it: the restored guest goes on with it */
 	ck_assert_int_eq(truncate(T.console, 0), 0);
 	apitest_start(&T, NULL);
 	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
 	ck_assert_msg(console_has("bench: done", 120000), "the restored run does not end");
+	ck_assert_msg(before > 0 && before < NVME_IOS, "%lld I/Os before the pause", before);
 	c = testutil_slurp(T.console);
 	res = strstr(c, "bench: work result");
 	/* 4 queues run up to 3 I/Os past the count between them */

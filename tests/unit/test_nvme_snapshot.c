@@ -439,7 +439,8 @@ static void expect_refused(const uint8_t *good, size_t len, size_t off, const vo
 	memcpy(b, good, len);
 	if (vlen)
 		memcpy(b + off, val, vlen);
-	ck_assert_msg(nvme_ctrl_restore(c, b, len - cut, err, sizeof(err)) != 0, "%s accepted", what);
+	ck_assert_msg(nvme_ctrl_restore(c, b, len - cut, err, sizeof(err)) != 0, "%s accepted",
+		      what);
 	ck_assert_msg(strstr(err, what), "'%s' does not name '%s'", err, what);
 	ctrl = c;
 	ck_assert_uint_eq(r32(NVME_REG_CSTS), 0);
