@@ -636,6 +636,26 @@ START_TEST(test_api_counters)
 	ck_assert_msg(mmio2 == mmio1, "lvmm took exits while the guest ran I/O: %s\n%s", c1, c2);
 	free(c1);
 	free(c2);
+	/* a vNVMe on an SSD cannot be saved yet: refused by mode, nothing written */
+	ck_assert_int_eq(api(sock, "pause", &o), 0);
+	free(o);
+	{
+		char snapdir[200], cmd[300], state[260];
+
+		snprintf(snapdir, sizeof(snapdir), "%s/snap", dir);
+		ck_assert_int_eq(mkdir(snapdir, 0700), 0);
+		snprintf(cmd, sizeof(cmd), "snapshot file://%s", snapdir);
+		ck_assert_int_ne(api(sock, cmd, &o), 0);
+		ck_assert_msg(strstr(o, "400") && strstr(o, "device nvme0 (vnvme) cannot be saved "
+							    "yet: isolated mode over ssd"),
+			      "%s", o);
+		free(o);
+		snprintf(state, sizeof(state), "%s/state.bin", snapdir);
+		ck_assert_int_ne(access(state, F_OK), 0);
+		rmdir(snapdir);
+	}
+	ck_assert_int_eq(api(sock, "resume", &o), 0);
+	free(o);
 	ck_assert_int_eq(api(sock, "add-vnvme " SSD ":4M", &o), 0);
 	ck_assert_msg(strstr(o, "\"nvme1\"") && strstr(o, "\"0000:00:0"), "%s", o);
 	free(o);
