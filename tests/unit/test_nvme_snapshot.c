@@ -40,6 +40,7 @@ static struct guest_mem gm;
 static struct nvme_mem_backend disk;
 static struct nvme_ctrl *ctrl;
 static unsigned irqs[NVEC];
+static unsigned dbbuf_on, dbbuf_off;
 static uint32_t asq_tail, acq_head, iosq_tail, iocq_head;
 static uint8_t acq_phase, iocq_phase;
 static struct nvme_io_req *parked[8];
@@ -64,24 +65,38 @@ static void on_irq(void *opaque, unsigned vector)
 		irqs[vector]++;
 }
 
-static struct nvme_ctrl *make_ctrl(void)
+static void on_dbbuf(void *opaque, bool on)
+{
+	(void)opaque;
+	if (on)
+		dbbuf_on++;
+	else
+		dbbuf_off++;
+}
+
+static struct nvme_ctrl *make_ctrl_q(unsigned max_ioqs)
 {
 	struct nvme_ctrl_params p = {
 	    .mqes = 63,
 	    .dstrd = 2,
-	    .max_ioqs = 4,
+	    .max_ioqs = max_ioqs,
 	    .nvectors = NVEC,
 	    .cmb_size = CMB_SIZE,
 	    .cmb_bir = 2,
 	    .size = DISK_SIZE,
 	    .serial = "SNAP0001",
 	};
-	struct nvme_ctrl_hooks h = {.irq = on_irq};
+	struct nvme_ctrl_hooks h = {.irq = on_irq, .dbbuf = on_dbbuf};
 	struct nvme_ctrl *c;
 	char err[128];
 
 	ck_assert_int_eq(nvme_ctrl_create(&p, &gm, &test_ops, &disk, &h, &c, err, sizeof(err)), 0);
 	return c;
+}
+
+static struct nvme_ctrl *make_ctrl(void)
+{
+	return make_ctrl_q(4);
 }
 
 static void w32(uint64_t off, uint32_t v)
@@ -119,6 +134,7 @@ static void setup(void)
 	disk.size = DISK_SIZE;
 	gmem_init_buffer(&gm, ram, RAM_SIZE);
 	memset(irqs, 0, sizeof(irqs));
+	dbbuf_on = dbbuf_off = 0;
 	asq_tail = acq_head = iosq_tail = iocq_head = 0;
 	acq_phase = iocq_phase = 1;
 	park = false;
@@ -377,6 +393,67 @@ START_TEST(test_round_trip)
 }
 END_TEST
 
+/* Shadow doorbells: the buffers' addresses come back (the hook switches the ioeventfds on
+ * again), the restored controller reads the SQ tail from the shadow buffer and publishes its
+ * event index there. */
+START_TEST(test_shadow_doorbells)
+{
+	uint32_t *dbs = (uint32_t *)(ram + DBS_GPA), *eis = (uint32_t *)(ram + EIS_GPA);
+	struct nvme_sqe c;
+	struct nvme_cqe e;
+	uint8_t phase;
+	char err[256] = "";
+	size_t len;
+	void *st;
+
+	bring_up();
+	c = mk(NVME_ADMIN_DBBUF, 83);
+	c.prp1 = DBS_GPA;
+	c.prp2 = EIS_GPA;
+	ck_assert_uint_eq(admin(&c, NULL), 0);
+	ck_assert_uint_eq(dbbuf_on, 1);
+	nvme_ctrl_pause(ctrl);
+	st = save(ctrl, &len);
+	nvme_ctrl_destroy(ctrl);
+	ctrl = make_ctrl();
+	ck_assert_msg(nvme_ctrl_restore(ctrl, st, len, err, sizeof(err)) == 0, "%s", err);
+	free(st);
+	ck_assert_uint_eq(dbbuf_on, 2);
+	nvme_ctrl_resume(ctrl);
+	/* the driver writes the tail to the shadow buffer; the MMIO write only wakes the device */
+	c = rw(NVME_CMD_FLUSH, 84, 0, 0);
+	memcpy(ram + IOSQ_GPA + iosq_tail * 64, &c, 64);
+	iosq_tail = (iosq_tail + 1) % IOQ_SIZE;
+	dbs[2 * 1 * (STRIDE / 4)] = iosq_tail;
+	sq_db(1, 0);
+	ck_assert(io_reap(&e, &phase));
+	ck_assert_uint_eq(e.cid, 84);
+	ck_assert_uint_eq(e.status, 0);
+	ck_assert_uint_eq(eis[2 * 1 * (STRIDE / 4)], iosq_tail);
+}
+END_TEST
+
+/* State saved for another configuration (here fewer I/O queues) is refused. */
+START_TEST(test_other_config)
+{
+	struct nvme_ctrl *c;
+	char err[256] = "";
+	size_t len;
+	void *st;
+
+	bring_up();
+	nvme_ctrl_pause(ctrl);
+	st = save(ctrl, &len);
+	c = make_ctrl_q(2);
+	ck_assert_int_ne(nvme_ctrl_restore(c, st, len, err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "saved with 4 queues") && strstr(err, "the config makes 2"), "%s",
+		      err);
+	nvme_ctrl_destroy(c);
+	free(st);
+	nvme_ctrl_resume(ctrl);
+}
+END_TEST
+
 struct pauser {
 	pthread_t t;
 	volatile bool done;
@@ -556,6 +633,8 @@ static Suite *nvme_snapshot_suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, test_round_trip);
+	tcase_add_test(t, test_shadow_doorbells);
+	tcase_add_test(t, test_other_config);
 	tcase_add_test(t, test_pause_drains);
 	tcase_add_test(t, test_refusals);
 	suite_add_tcase(s, t);
