@@ -698,7 +698,7 @@ void nvme_ctrl_process_locked(struct nvme_ctrl *c)
 {
 	unsigned q, progress, done = 0;
 
-	if (!(c->csts & NVME_CSTS_RDY) || c->resetting || (c->csts & NVME_CSTS_CFS))
+	if (!(c->csts & NVME_CSTS_RDY) || c->resetting || (c->csts & NVME_CSTS_CFS) || c->paused)
 		return;
 	if (c->hooks.bus_master && !c->hooks.bus_master(c->hooks.opaque))
 		return;
@@ -830,6 +830,8 @@ void nvme_ctrl_io_done(struct nvme_io_req *req)
 	}
 	if (c->inflight)
 		c->inflight--;
+	if (!c->inflight)
+		pthread_cond_broadcast(&c->idle);
 	if (c->resetting && !c->inflight) {
 		c->resetting = false;
 		c->csts &= ~NVME_CSTS_RDY;
@@ -837,6 +839,40 @@ void nvme_ctrl_io_done(struct nvme_io_req *req)
 	pthread_mutex_unlock(&c->lock);
 	free(req->ranges);
 	free(req);
+}
+
+void nvme_ctrl_pause(struct nvme_ctrl *c)
+{
+	unsigned q;
+
+	pthread_mutex_lock(&c->lock);
+	c->paused = true;
+	while (c->inflight)
+		pthread_cond_wait(&c->idle, &c->lock);
+	/* entries held back by interrupt coalescing are signalled now: their deadline is a host
+	 * clock that a restored device would not share */
+	for (q = 1; c->coal_cqs && q < c->nq; q++) {
+		struct nvme_cq *cq = &c->cqs[q];
+
+		if (!cq->valid || !cq->coal_pending)
+			continue;
+		cq->coal_pending = 0;
+		if (cq->ien)
+			ctrl_irq(c, cq->vector);
+	}
+	c->coal_cqs = 0;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void nvme_ctrl_resume(struct nvme_ctrl *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->paused = false;
+	/* doorbells rung just before the pause, or restored queues with commands waiting, for the
+	 * I/O thread; without one, commands ran on the vCPU that rang and none can be waiting */
+	if ((c->csts & NVME_CSTS_RDY) && c->hooks.kick)
+		c->hooks.kick(c->hooks.opaque);
+	pthread_mutex_unlock(&c->lock);
 }
 
 void nvme_ctrl_get_stats(struct nvme_ctrl *c, struct nvme_ctrl_stats *st)
@@ -928,6 +964,7 @@ int nvme_ctrl_create(const struct nvme_ctrl_params *p, struct guest_mem *gm,
 		memset(c->cmb, 0, p->cmb_size);
 	c->cmb_gpa = ~0ULL;
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->idle, NULL);
 	c->cap = mqes | NVME_CAP_CQR | (30ULL << NVME_CAP_TO_SHIFT) |
 		 ((uint64_t)p->dstrd << NVME_CAP_DSTRD_SHIFT) | NVME_CAP_CSS_NVM;
 	if (c->cmb) {

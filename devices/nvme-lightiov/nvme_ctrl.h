@@ -168,6 +168,24 @@ void nvme_ctrl_io_done(struct nvme_io_req *req);
 
 void nvme_ctrl_get_stats(struct nvme_ctrl *c, struct nvme_ctrl_stats *st);
 
+/* The VM pauses: nothing more is fetched, and this returns once every request the backend holds
+ * has completed (its CQE posted); interrupts held back by coalescing are raised. Resume fetches
+ * again, starting with what the doorbells asked for meanwhile. */
+void nvme_ctrl_pause(struct nvme_ctrl *c);
+void nvme_ctrl_resume(struct nvme_ctrl *c);
+
+/* Snapshots (docs/snapshot.md): the controller's state (registers, features, queues, async
+ * events, error log, shadow doorbell addresses, CMB contents) as bytes. Saving needs a paused
+ * controller with nothing in flight and no queue bound to a backend. state_size is the bytes
+ * save writes now (0 with err set when it cannot be saved). restore applies saved bytes to a
+ * freshly created controller with the same parameters; they are untrusted and checked whole
+ * (sizes against CAP.MQES, rings and buffers against guest memory, indices against sizes)
+ * before any is used: 0, or -EINVAL with a one-line message. The restored controller stays
+ * paused until nvme_ctrl_resume. */
+size_t nvme_ctrl_state_size(struct nvme_ctrl *c, char *err, unsigned errlen);
+int nvme_ctrl_save(struct nvme_ctrl *c, void *buf, size_t len, char *err, unsigned errlen);
+int nvme_ctrl_restore(struct nvme_ctrl *c, const void *buf, size_t len, char *err, unsigned errlen);
+
 /* Interrupt coalescing timer: signals the I/O CQs whose aggregation time ran out by now
  * (CLOCK_MONOTONIC ns, nvme_now_ns()); returns ns until the next deadline, or -1 for none. The
  * I/O thread calls it before it sleeps. */

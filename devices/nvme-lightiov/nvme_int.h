@@ -57,10 +57,12 @@ struct nvme_ctrl {
 	uint8_t *cmb;
 	uint64_t cmb_gpa;
 
-	uint32_t gen;	   /* bumps on every controller reset */
-	uint32_t qgen;	   /* bumps on every queue creation */
-	uint32_t inflight; /* backend requests not yet done */
-	bool resetting;	   /* CC.EN cleared while requests were in flight */
+	uint32_t gen;	     /* bumps on every controller reset */
+	uint32_t qgen;	     /* bumps on every queue creation */
+	uint32_t inflight;   /* backend requests not yet done */
+	bool resetting;	     /* CC.EN cleared while requests were in flight */
+	bool paused;	     /* the VM is paused: nothing is fetched (nvme_ctrl_pause) */
+	pthread_cond_t idle; /* signalled when inflight drops to 0 */
 
 	unsigned nq; /* entries of sqs/cqs: max_ioqs + 1 */
 	struct nvme_sq *sqs;

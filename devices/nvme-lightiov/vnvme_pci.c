@@ -657,6 +657,116 @@ static void vnvme_counters(void *dev, struct dev_counters *o)
 	vnvme_lio_counters(v, o);
 }
 
+/* vm.pause: nothing more is fetched, and whatever the backend holds completes first. */
+static void vnvme_pause(void *dev)
+{
+	struct vnvme *v = dev;
+
+	nvme_ctrl_pause(v->ctrl);
+}
+
+static void vnvme_resume(void *dev)
+{
+	struct vnvme *v = dev;
+
+	nvme_ctrl_resume(v->ctrl);
+}
+
+/* Snapshots: emulate mode on a file only. The controller's state (nvme_snap.c) and the PCI
+ * function's; the image is the user's to keep as it was, as for virtio-blk. In the other modes
+ * the queues live in the SSD backend, which has no way yet to hand them over. */
+#define VNVME_STATE_VERSION 1u
+
+struct vnvme_state {
+	uint32_t version, nqueues;
+	uint64_t pci_len, ctrl_len;
+};
+
+static int vnvme_unsaveable(const struct vnvme *v, char *err, unsigned errlen)
+{
+	static const char *const modes[] = {"emulate", "passthrough", "isolated"};
+
+	if (v->file)
+		return 0;
+	snprintf(err, errlen,
+		 "device %s (vnvme) cannot be saved yet: %s mode over ssd %s (its queues live "
+		 "in the SSD backend)",
+		 v->cfg.id, modes[v->cfg.mode <= 2 ? v->cfg.mode : 0], v->cfg.ssd);
+	return -EOPNOTSUPP;
+}
+
+static int vnvme_save(void *dev, void *buf, uint64_t *len, char *err, unsigned errlen)
+{
+	struct vnvme *v = dev;
+	struct vnvme_state st = {.version = VNVME_STATE_VERSION, .nqueues = v->nqueues};
+	uint8_t *p = buf;
+	size_t need;
+	int r;
+
+	r = vnvme_unsaveable(v, err, errlen);
+	if (r)
+		return r;
+	st.pci_len = pci_dev_state_size(&v->pci);
+	st.ctrl_len = nvme_ctrl_state_size(v->ctrl, err, errlen);
+	if (!st.ctrl_len)
+		return -EBUSY;
+	need = sizeof(st) + st.pci_len + st.ctrl_len;
+	if (!buf) {
+		*len = need;
+		return 0;
+	}
+	if (*len < need) {
+		snprintf(err, errlen, "vnvme %s: state needs %zu bytes", v->cfg.id, need);
+		return -ENOSPC;
+	}
+	memcpy(p, &st, sizeof(st));
+	pci_dev_save(&v->pci, p + sizeof(st));
+	r = nvme_ctrl_save(v->ctrl, p + sizeof(st) + st.pci_len, st.ctrl_len, err, errlen);
+	if (r)
+		return r;
+	*len = need;
+	return 0;
+}
+
+static int vnvme_restore(void *dev, const void *buf, uint64_t len, char *err, unsigned errlen)
+{
+	struct vnvme *v = dev;
+	const uint8_t *p = buf;
+	struct vnvme_state st;
+	int r;
+
+	r = vnvme_unsaveable(v, err, errlen);
+	if (r)
+		return r;
+	if (len < sizeof(st)) {
+		snprintf(err, errlen, "vnvme %s: state of %llu bytes is too short", v->cfg.id,
+			 (unsigned long long)len);
+		return -EINVAL;
+	}
+	memcpy(&st, p, sizeof(st));
+	if (st.version != VNVME_STATE_VERSION || st.nqueues != v->nqueues) {
+		snprintf(err, errlen,
+			 "vnvme %s: saved with %u I/O queues (state version %u), the config makes "
+			 "%u",
+			 v->cfg.id, st.nqueues, st.version, v->nqueues);
+		return -EINVAL;
+	}
+	if (st.pci_len != pci_dev_state_size(&v->pci) || st.ctrl_len > len - sizeof(st) ||
+	    st.pci_len != len - sizeof(st) - st.ctrl_len) {
+		snprintf(err, errlen,
+			 "vnvme %s: state of %llu bytes holds %llu of PCI and %llu of controller",
+			 v->cfg.id, (unsigned long long)len, (unsigned long long)st.pci_len,
+			 (unsigned long long)st.ctrl_len);
+		return -EINVAL;
+	}
+	/* the function first: where BAR 0 and the CMB decode is the controller's to use */
+	r = pci_dev_restore(&v->pci, p + sizeof(st), (size_t)st.pci_len, err, errlen);
+	if (!r)
+		r = nvme_ctrl_restore(v->ctrl, p + sizeof(st) + st.pci_len, (size_t)st.ctrl_len,
+				      err, errlen);
+	return r;
+}
+
 static void vnvme_destroy(void *dev)
 {
 	vnvme_free(dev);
@@ -666,6 +776,10 @@ const struct dev_model vnvme_model = {
     .name = "vnvme",
     .create = vnvme_create,
     .pci = vnvme_pci,
+    .pause = vnvme_pause,
+    .resume = vnvme_resume,
+    .save = vnvme_save,
+    .restore = vnvme_restore,
     .counters = vnvme_counters,
     .destroy = vnvme_destroy,
 };

@@ -70,6 +70,33 @@ static char *spin_config(const char *extra)
 	return cfg;
 }
 
+/* A bench guest of another mode, for the vNVMe run. */
+static char *bench_config(const char *cmdline, const char *extra)
+{
+	static char cfg[2048];
+
+	snprintf(cfg, sizeof(cfg),
+		 "{\"cpus\": {\"boot_vcpus\": 1}, \"memory\": {\"size\": 67108864},"
+		 " \"payload\": {\"kernel\": \"%s\", \"cmdline\": \"%s\"},"
+		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"}%s}",
+		 guest, cmdline, T.console, extra);
+	return cfg;
+}
+
+static bool console_has(const char *what, unsigned limit_ms)
+{
+	for (unsigned t = 0; t < limit_ms; t += 50) {
+		char *c = testutil_slurp(T.console);
+		bool yes = c && strstr(c, what);
+
+		free(c);
+		if (yes)
+			return true;
+		testutil_sleep_ms(50);
+	}
+	return false;
+}
+
 /* The last heartbeat number on the console, -1 when none. */
 static long last_heartbeat(void)
 {
@@ -354,18 +381,17 @@ END_TEST
 /* A device whose model cannot be saved refuses the snapshot by name, and nothing is written. */
 START_TEST(test_snapshot_refuses_device)
 {
-	char disk[512], extra[700], path[512];
+	char sock[512], extra[700], path[512];
 
 	TESTUTIL_NEED_KVM();
-	snprintf(disk, sizeof(disk), "%s/nvme.img", T.dir);
-	ck_assert_int_eq(testutil_system("truncate -s 16M %s", disk), 0);
-	snprintf(extra, sizeof(extra), ", \"vnvme\": [{\"path\": \"%s\"}]", disk);
+	snprintf(sock, sizeof(sock), "%s/vsock.sock", T.dir);
+	snprintf(extra, sizeof(extra), ", \"vsock\": {\"cid\": 3, \"socket\": \"%s\"}", sock);
 	apitest_start(&T, NULL);
 	ck_assert_int_eq(put("vm.create", spin_config(extra)), 204);
 	ck_assert_int_eq(put("vm.boot", NULL), 204);
 	ck_assert_int_eq(put("vm.pause", NULL), 204);
 	expect_error("vm.snapshot", url("destination_url", snap, NULL), 400,
-		     "device nvme0 (vnvme) cannot be saved yet");
+		     "(virtio-vsock) cannot be saved yet");
 	snprintf(path, sizeof(path), "%s/state.bin", snap);
 	ck_assert_int_ne(access(path, F_OK), 0);
 	expect_error("vm.snapshot", url("destination_url", "/nonexistent/dir", NULL), 400,
@@ -423,6 +449,106 @@ START_TEST(test_snapshot_hostile_files)
 }
 END_TEST
 
+/* The guest's bench.verify pattern (tools/bench-guest/workload.c). */
+static uint64_t pattern(uint64_t seed, uint64_t off)
+{
+	uint64_t x = (seed + 1) * 0x9e3779b97f4a7c15ULL ^ off;
+
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	return x ^ (x >> 29);
+}
+
+#define NVME_SPAN (1u << 20)
+#define NVME_SEED 31
+#define NVME_IOS  60000
+
+/* The bench guest drives a vNVMe on a file (4 queue pairs, 4 deep, random reads and writes of
+ * a pattern, every read checked); it is paused mid-run, saved, killed, restored in a fresh lvmm
+ * and finishes its run: every I/O done once, no error, every read verified, and the image
+ * holds the pattern. */
+START_TEST(test_snapshot_vnvme)
+{
+	static uint64_t buf[NVME_SPAN / 8];
+	char disk[512], extra[900], cmdline[300], *c;
+	const char *res;
+	long long before;
+	unsigned i;
+	int fd;
+
+	TESTUTIL_NEED_KVM();
+	snprintf(disk, sizeof(disk), "%s/nvme.img", T.dir);
+	for (i = 0; i < NVME_SPAN / 8; i++)
+		buf[i] = pattern(NVME_SEED, i * 8ULL);
+	fd = open(disk, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, buf, NVME_SPAN, 0), NVME_SPAN);
+	ck_assert_int_eq(ftruncate(fd, 16 << 20), 0);
+	close(fd);
+	snprintf(cmdline, sizeof(cmdline),
+		 "bench.mode=work bench.qp=4 bench.qd=4 bench.verify=on bench.span_mb=1 "
+		 "bench.seed=%u bench.rw=randrw bench.ios=%u",
+		 NVME_SEED, NVME_IOS);
+	snprintf(extra, sizeof(extra), ", \"vnvme\": [{\"path\": \"%s\", \"num_queues\": 4}]",
+		 disk);
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(put("vm.create", bench_config(cmdline, extra)), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert_msg(console_has("bench: work start", 20000), "the run does not start");
+	testutil_sleep_ms(300);
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	c = testutil_slurp(T.console);
+	ck_assert_msg(!strstr(c, "work result"), "the run ended before the pause: raise ios");
+	free(c);
+	{
+		json_t *j = NULL, *n;
+		char path[600];
+		struct stat sb;
+		double t0;
+
+		ck_assert_int_eq(curl("GET", "vm.counters", NULL, &j), 200);
+		n = json_object_get(j, "nvme0");
+		before = json_integer_value(json_object_get(n, "read_ops")) +
+			 json_integer_value(json_object_get(n, "write_ops"));
+		json_decref(j);
+		t0 = testutil_now_s();
+		ck_assert_int_eq(put("vm.snapshot", url("destination_url", snap, NULL)), 204);
+		t0 = testutil_now_s() - t0;
+		snprintf(path, sizeof(path), "%s/state.bin", snap);
+		ck_assert_int_eq(stat(path, &sb), 0);
+		fprintf(
+		    stderr,
+		    "test_snapshot_vnvme: paused after %lld I/Os; vm.snapshot %.3f s, state.bin "
+		    "%lld bytes\n",
+		    before, t0, (long long)sb.st_size);
+	}
+	kill_lvmm();
+	/* the image is as the pause left it: the restored guest goes on with it */
+	ck_assert_int_eq(truncate(T.console, 0), 0);
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
+	ck_assert_msg(console_has("bench: done", 120000), "the restored run does not end");
+	ck_assert_msg(before > 0 && before < NVME_IOS, "%lld I/Os before the pause", before);
+	c = testutil_slurp(T.console);
+	res = strstr(c, "bench: work result");
+	/* 4 queues run up to 3 I/Os past the count between them */
+	ck_assert_msg(res && strstr(res, " ios=") &&
+			  strtoull(strstr(res, " ios=") + 5, NULL, 10) >= NVME_IOS &&
+			  strstr(res, " errors=0 ") && !strstr(res, " verified=0") &&
+			  !strstr(c, "verify FAIL") && !strstr(c, "bench: work start"),
+		      "%s", c);
+	free(c);
+	/* the guest powers off once done: every write it made is in the image */
+	fd = open(disk, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, buf, NVME_SPAN, 0), NVME_SPAN);
+	close(fd);
+	for (i = 0; i < NVME_SPAN / 8; i++)
+		ck_assert_msg(buf[i] == pattern(NVME_SEED, i * 8ULL), "offset %u: %llx", i * 8,
+			      (unsigned long long)buf[i]);
+}
+END_TEST
+
 /* A VM with a virtio-blk disk (and the rng) is saved; the restore checks the image it opens
  * against the saved disk: another size is refused by name. */
 START_TEST(test_snapshot_blk)
@@ -470,6 +596,7 @@ int main(void)
 	tcase_add_test(tc, test_snapshot_refuses_device);
 	tcase_add_test(tc, test_snapshot_hostile_files);
 	tcase_add_test(tc, test_snapshot_blk);
+	tcase_add_test(tc, test_snapshot_vnvme);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
 }

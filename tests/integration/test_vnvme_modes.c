@@ -185,6 +185,10 @@ START_TEST(test_modes)
 }
 END_TEST
 
+static pid_t spawn(const char *out, char *const argv[]);
+static int api(const char *sock, const char *cmd, char **out);
+static void snapshot_refused(const char *sock, const char *mode);
+
 /* Emulate mode over an SSD volume: lvmm parses every command (two doorbell exits per I/O) and
  * carries it out on a queue pair of its own; the data is the volume's, which an isolated VM
  * then reads back. */
@@ -200,6 +204,38 @@ START_TEST(test_emulate_over_ssd)
 	vol_check("emu", 31, 0, 1024);
 	vm_run(&r, SSD ",vol=emu", "bench.mode=lio bench.seed=31 bench.op=verify bench.ios=10");
 	assert_passed(&r, "isolated after emulate");
+	/* its queue pair and bounce buffers live in the SSD backend: no snapshot yet */
+	{
+		char sock[128], outp[160], *o = NULL;
+		char *argv[] = {(char *)testutil_lvmm(),
+				"run",
+				"--kernel",
+				(char *)testutil_bench_guest(),
+				"--memory",
+				"32M",
+				"--cmdline",
+				"bench.mode=spin",
+				"--vnvme",
+				SSD ",vol=emu,mode=emulate",
+				"--api-socket",
+				sock,
+				NULL};
+		pid_t pid;
+		unsigned i;
+
+		snprintf(sock, sizeof(sock), "%s/api-emu.sock", dir);
+		snprintf(outp, sizeof(outp), "%s/vm-emu.out", dir);
+		pid = spawn(outp, argv);
+		for (i = 0; i < 600 && api(sock, "info", &o); i++) { /* 30 s */
+			free(o);
+			o = NULL;
+			testutil_sleep_ms(50);
+		}
+		free(o);
+		snapshot_refused(sock, "emulate");
+		kill(pid, SIGTERM);
+		ck_assert_int_eq(testutil_wait_limit(pid, "lvmm", 30), 0);
+	}
 }
 END_TEST
 
@@ -564,6 +600,30 @@ static int api(const char *sock, const char *cmd, char **out)
 	return testutil_sh(line, out);
 }
 
+/* A paused VM whose vNVMe is on an SSD: vm.snapshot answers 400 naming nvme0 and its mode, and
+ * writes nothing; the VM resumes. */
+static void snapshot_refused(const char *sock, const char *mode)
+{
+	char snapdir[200], cmd[300], state[260], want[128];
+	char *o = NULL;
+
+	ck_assert_int_eq(api(sock, "pause", &o), 0);
+	free(o);
+	snprintf(snapdir, sizeof(snapdir), "%s/snap", dir);
+	ck_assert_int_eq(mkdir(snapdir, 0700), 0);
+	snprintf(cmd, sizeof(cmd), "snapshot file://%s", snapdir);
+	ck_assert_int_ne(api(sock, cmd, &o), 0);
+	snprintf(want, sizeof(want), "device nvme0 (vnvme) cannot be saved yet: %s mode over ssd",
+		 mode);
+	ck_assert_msg(strstr(o, "400") && strstr(o, want), "%s", o);
+	free(o);
+	snprintf(state, sizeof(state), "%s/state.bin", snapdir);
+	ck_assert_int_ne(access(state, F_OK), 0);
+	ck_assert_int_eq(rmdir(snapdir), 0);
+	ck_assert_int_eq(api(sock, "resume", &o), 0);
+	free(o);
+}
+
 /* The REST API of a VM with an isolated volume: vm.info shows the vnvme fields, vm.counters
  * the mode, volume and the backend's per-queue counters while the guest runs I/O, lvmm's own
  * exits staying flat; hot-add puts an isolated function on an anonymous volume on bus 0, and a
@@ -636,6 +696,7 @@ START_TEST(test_api_counters)
 	ck_assert_msg(mmio2 == mmio1, "lvmm took exits while the guest ran I/O: %s\n%s", c1, c2);
 	free(c1);
 	free(c2);
+	snapshot_refused(sock, "isolated");
 	ck_assert_int_eq(api(sock, "add-vnvme " SSD ":4M", &o), 0);
 	ck_assert_msg(strstr(o, "\"nvme1\"") && strstr(o, "\"0000:00:0"), "%s", o);
 	free(o);

@@ -1,10 +1,11 @@
 /* Snapshot and restore of a Linux guest with virtio-rng: /init (lvmm.test=snapshot, added to the
  * test initramfs as a second cpio archive here) prints a counter every ~200 ms and reads
- * /dev/hwrng and the first line of a virtio-blk disk each time. Pause, vm.snapshot, SIGKILL the
- * lvmm, vm.restore in a fresh one, resume: the counter goes on from the saved value and the rng and
- * disk still answer. Also: a running VM is not saved, a VMM that has a VM restores nothing, a
- * corrupt snapshot is refused with a message and that lvmm serves on. Prints the figures
- * docs/snapshot.md quotes. */
+ * /dev/hwrng and the first line of a virtio-blk disk each time, and writes a line tagged with
+ * the count to a vNVMe on a file and reads it back from the device (page cache dropped). Pause,
+ * vm.snapshot, SIGKILL the lvmm, vm.restore in a fresh one, resume: the counter goes on from the
+ * saved value and the rng and disk still answer. Also: a running VM is not saved, a VMM that has a
+ * VM restores nothing, a corrupt snapshot is refused with a message and that lvmm serves on. Prints
+ * the figures docs/snapshot.md quotes. */
 #include <check.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -25,24 +26,33 @@
 #define TCASE_TIMEOUT_S 300
 
 static struct apitest T;
-static char kernel[4096], initrd[4096], snap[256], disk[256];
+static char kernel[4096], initrd[4096], snap[256], disk[256], nvme[256];
 
 /* The guest side: builtins only (a fork costs seconds of emulated kernel time); a FIFO opened
  * read-write never has data, so read -t is the sleep. */
-static const char script[] = "busybox mkfifo /snap-tick\n"
-			     "exec 3<>/snap-tick\n"
-			     "i=0\n"
-			     "while [ $i -lt 1000000 ]; do\n"
-			     "\ti=$((i + 1))\n"
-			     "\tr=no\n"
-			     "\tif read -r -n 4 x </dev/hwrng; then r=ok; fi\n"
-			     "\techo 3 >/proc/sys/vm/drop_caches\n"
-			     "\td=none\n"
-			     "\tread -r d </dev/vda\n"
-			     "\techo \"LVMM-SNAP-COUNT $i rng=$r disk=$d\"\n"
-			     "\tread -r -t 0.2 x <&3\n"
-			     "done\n"
-			     "return 0\n";
+static const char script[] =
+    "busybox mkfifo /snap-tick\n"
+    "exec 3<>/snap-tick\n"
+    "i=0\n"
+    "while [ $i -lt 1000000 ]; do\n"
+    "\ti=$((i + 1))\n"
+    "\tr=no\n"
+    "\tif read -r -n 4 x </dev/hwrng; then r=ok; fi\n"
+    "\tn=none\n"
+    "\tif [ -b /dev/nvme0n1 ]; then\n"
+    "\t\techo \"LVMM-NVME-$i-$i-$i\" >/dev/nvme0n1\n"
+    "\tfi\n"
+    "\techo 3 >/proc/sys/vm/drop_caches\n"
+    "\td=none\n"
+    "\tread -r d </dev/vda\n"
+    "\tif [ -b /dev/nvme0n1 ]; then\n"
+    "\t\tread -r n </dev/nvme0n1\n"
+    "\t\tif [ \"$n\" = \"LVMM-NVME-$i-$i-$i\" ]; then n=ok; else n=\"bad:$n\"; fi\n"
+    "\tfi\n"
+    "\techo \"LVMM-SNAP-COUNT $i rng=$r disk=$d nvme=$n\"\n"
+    "\tread -r -t 0.2 x <&3\n"
+    "done\n"
+    "return 0\n";
 
 static void cpio_entry(FILE *f, const char *name, unsigned mode, const void *data, size_t len)
 {
@@ -104,6 +114,10 @@ static void setup(void)
 	snprintf(disk, sizeof(disk), "%s/disk.img", T.dir);
 	testutil_write_file(disk, "LVMM-DISK-OK\n", 13, 0600);
 	ck_assert_int_eq(truncate(disk, 1 << 20), 0);
+	/* a vNVMe on a file: the guest writes a line tagged with its count, reads it back */
+	snprintf(nvme, sizeof(nvme), "%s/nvme.img", T.dir);
+	testutil_write_file(nvme, "", 0, 0600);
+	ck_assert_int_eq(truncate(nvme, 1 << 20), 0);
 }
 
 static void teardown(void)
@@ -135,7 +149,7 @@ static bool has_count(const char *c, long n, bool devs)
 	const char *p;
 
 	snprintf(want, sizeof(want), "LVMM-SNAP-COUNT %ld %s", n,
-		 devs ? "rng=ok disk=LVMM-DISK-OK" : "");
+		 devs ? "rng=ok disk=LVMM-DISK-OK nvme=ok" : "");
 	p = strstr(c, want);
 	return p != NULL;
 }
@@ -196,8 +210,9 @@ START_TEST(test_linux_snapshot_restore)
 		 " \"payload\": {\"kernel\": \"%s\", \"initramfs\": \"%s\","
 		 " \"cmdline\": \"console=ttyS0 lvmm.test=snapshot\"},"
 		 " \"rng\": {\"src\": \"/dev/urandom\"}, \"disks\": [{\"path\": \"%s\"}],"
+		 " \"vnvme\": [{\"path\": \"%s\"}],"
 		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"}}",
-		 kernel, initrd, disk, T.console);
+		 kernel, initrd, disk, nvme, T.console);
 	ck_assert_int_eq(put("vm.create", cfg), 204);
 	ck_assert_int_eq(put("vm.boot", NULL), 204);
 	ck_assert_msg(count_reaches(5, BOOT_LIMIT_S), "the guest never counted to 5");
@@ -218,6 +233,9 @@ START_TEST(test_linux_snapshot_restore)
 		"test_linux_snapshot: saved at count %ld in %.3f s; memory.bin %lld MiB allocated "
 		"of %lld MiB\n",
 		saved, t_save, (long long)st.st_blocks * 512 >> 20, (long long)st.st_size >> 20);
+	snprintf(path, sizeof(path), "%s/state.bin", snap);
+	ck_assert_int_eq(stat(path, &st), 0);
+	fprintf(stderr, "test_linux_snapshot: state.bin %lld bytes\n", (long long)st.st_size);
 	kill_lvmm();
 
 	/* a fresh lvmm: the saved VM comes back paused and resumes where it stopped */
@@ -238,6 +256,10 @@ START_TEST(test_linux_snapshot_restore)
 		      saved, c);
 	ck_assert_msg(!strstr(c, "LVMM-SNAP-COUNT 1 "), "the restored guest counted from 1");
 	ck_assert_msg(!strstr(c, "Linux version"), "the restored guest booted again");
+	/* the guest's NVMe driver saw nothing go wrong: no error, timeout or reset */
+	ck_assert_msg(!strstr(c, "I/O error") && !strstr(c, "timeout") && !strstr(c, "resetting") &&
+			  !strstr(c, "nvme=bad"),
+		      "the restored guest's vNVMe misbehaved:\n%s", c);
 	free(c);
 	/* the restored lvmm's own device served the guest's reads (none came from a cache) */
 	{
@@ -247,11 +269,35 @@ START_TEST(test_linux_snapshot_restore)
 		ck_assert_int_gt(
 		    json_integer_value(json_object_get(json_object_get(j, "disk0"), "read_ops")),
 		    0);
+		ck_assert_int_gt(
+		    json_integer_value(json_object_get(json_object_get(j, "nvme0"), "read_ops")),
+		    0);
+		ck_assert_int_gt(
+		    json_integer_value(json_object_get(json_object_get(j, "nvme0"), "write_ops")),
+		    0);
 		json_decref(j);
 	}
 	fprintf(stderr,
 		"test_linux_snapshot: vm.restore %.3f s; restore to the first new count %.3f s\n",
 		t_restore, t_resumed);
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	{
+		/* the image holds the line of the last count (or the one about to be written) */
+		char line[128] = "", want[96];
+		long last = last_count();
+		int nfd = open(nvme, O_RDONLY);
+
+		ck_assert_int_ge(nfd, 0);
+		ck_assert_int_gt(pread(nfd, line, sizeof(line) - 1, 0), 0);
+		close(nfd);
+		snprintf(want, sizeof(want), "LVMM-NVME-%ld-%ld-%ld\n", last, last, last);
+		if (strncmp(line, want, strlen(want)))
+			snprintf(want, sizeof(want), "LVMM-NVME-%ld-%ld-%ld\n", last + 1, last + 1,
+				 last + 1);
+		ck_assert_msg(!strncmp(line, want, strlen(want)),
+			      "the image holds '%.40s' at count %ld", line, last);
+	}
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
 	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
 	ck_assert_int_eq(put("vmm.shutdown", NULL), 204);
 	ck_assert_int_eq(apitest_wait(&T, 30), 0);
