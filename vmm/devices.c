@@ -713,6 +713,13 @@ int devices_restore(struct vm *vm, const struct snap_reader *rd, char *err, unsi
 		}
 		r = d->model->restore(d->dev, s->data + sizeof(h), s->len - sizeof(h), err, errlen);
 	}
+	/* every function back: BARs placed one at a time may have met a window not moved yet */
+	for (unsigned i = 0; ds && i < ds->n && !r; i++) {
+		struct pci_dev *p = ds->dev[i].model->pci(ds->dev[i].dev);
+
+		if (p)
+			pci_dev_bars_refresh(p);
+	}
 	pthread_mutex_unlock(&devices_lock);
 	return r;
 }

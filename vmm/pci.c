@@ -553,3 +553,8 @@ int pci_dev_restore(struct pci_dev *d, const void *buf, size_t len, char *err, u
 	bars_update(d);
 	return 0;
 }
+
+void pci_dev_bars_refresh(struct pci_dev *d)
+{
+	bars_update(d);
+}

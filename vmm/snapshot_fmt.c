@@ -244,6 +244,12 @@ int snap_parse(const void *buf, size_t len, struct snap_reader *r, char *err, un
 				 snap_type_name(s.type), s.index, (unsigned long long)s.len);
 			goto bad;
 		}
+		if (!strcmp(snap_type_name(s.type), "unknown")) {
+			/* a new kind of state comes with a new format version */
+			snprintf(err, errlen, "state file: section %u has unknown type %u", i,
+				 s.type);
+			goto bad;
+		}
 		if (snap_is_vcpu(s.type) && s.index >= r->h.ncpus) {
 			snprintf(err, errlen,
 				 "state file: %s of vCPU %u, but the snapshot has %u vCPUs",

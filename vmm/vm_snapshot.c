@@ -619,6 +619,10 @@ static int snap_restore_vcpu(struct vm *vm, struct vcpu *v, const struct snap_re
 		struct kvm_xcrs xcrs;
 
 		SNAP_SET(KVM_SET_XCRS, xcrs, SNAP_VCPU_XCRS);
+	} else if (snap_has(vm, KVM_CAP_XCRS)) {
+		/* XCR0 left at its reset value: a guest that enabled AVX would fault */
+		snprintf(err, errlen, "state file: vcpu %u: no XCRs, which this host saves", v->id);
+		return -EINVAL;
 	}
 	SNAP_SET(KVM_SET_LAPIC, lapic, SNAP_VCPU_LAPIC);
 	m = snap_find(rd, SNAP_VCPU_MSRS, v->id);

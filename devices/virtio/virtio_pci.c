@@ -515,7 +515,11 @@ int virtio_pci_restore(struct virtio_pci *vp, const void *buf, size_t len, char 
 	memcpy(&st, buf, sizeof(st));
 	if (st.version != VIRTIO_PCI_STATE_VERSION || st.nqueues != vp->nqueues ||
 	    st.features != vp->features || (st.driver_features & ~vp->features) ||
-	    !virtio_pci_vector_ok(vp, st.msix_config)) {
+	    !virtio_pci_vector_ok(vp, st.msix_config) ||
+	    /* a status no live driver reaches (virtio_pci_set_status refuses the same) */
+	    ((st.status & VIRTIO_STATUS_FEATURES_OK) &&
+	     !(st.driver_features & (1ULL << VIRTIO_F_VERSION_1))) ||
+	    ((st.status & VIRTIO_STATUS_DRIVER_OK) && !(st.status & VIRTIO_STATUS_FEATURES_OK))) {
 		snprintf(err, errlen,
 			 "virtio %s: saved transport (version %u, %u queues, features 0x%llx) does "
 			 "not fit this device (%u queues, features 0x%llx)",

@@ -188,6 +188,9 @@ void pci_msix_notify(struct pci_dev *d, unsigned v);
 size_t pci_dev_state_size(const struct pci_dev *d);
 void pci_dev_save(struct pci_dev *d, void *buf);
 int pci_dev_restore(struct pci_dev *d, const void *buf, size_t len, char *err, unsigned errlen);
+/* Places d's BARs where its config space says again: after every function of a restore is
+ * back, a BAR that overlapped another's not yet restored window decodes now. */
+void pci_dev_bars_refresh(struct pci_dev *d);
 
 /* Config access as the CF8/CFC and ECAM handlers do it (tests use these directly). */
 void pci_cfg_read(struct pci_bus *b, unsigned busno, unsigned devfn, unsigned reg, void *data,
