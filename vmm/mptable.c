@@ -33,6 +33,12 @@
 #define MP_CPU_SIGNATURE 0x600
 #define MP_CPU_FEATURES	 0x201
 #define MP_BASE_MEM_END	 LAYOUT_EBDA_END
+#define MP_TABLE_MAX	 (MP_HDR_LEN + 255 * MP_CPU_LEN + MP_ENTRY_LEN * (1 + 1 + MP_ISA_IRQS + 2))
+
+_Static_assert(MPTABLE_PIR_START >= LAYOUT_BIOS_START + 0x10000 &&
+		   MPTABLE_PIR_START + MPTABLE_PIR_LEN <= MPTABLE_ALT_START &&
+		   MPTABLE_ALT_START + MP_TABLE_MAX <= LAYOUT_HIGH_RAM,
+	       "F segment: ACPI below, then $PIR, then the MP table for many CPUs");
 
 static size_t mp_table_len(unsigned cpus)
 {
@@ -62,6 +68,19 @@ static size_t mp_lint(uint8_t *t, size_t off, uint8_t type, uint8_t lint)
 	t[off + 6] = 0xff; /* every local APIC */
 	t[off + 7] = lint;
 	return off + MP_ENTRY_LEN;
+}
+
+/* $PIR header: signature, version 1.0, size, router bus/devfn (the host bridge, 00:00.0), no
+ * IRQs reserved for PCI, no compatible router, checksum over the whole table. */
+static int pir_build(struct guest_mem *gm)
+{
+	uint8_t t[MPTABLE_PIR_LEN] = {0};
+
+	memcpy(t, "$PIR", 4);
+	fw_put16(t, 4, 0x0100);
+	fw_put16(t, 6, MPTABLE_PIR_LEN);
+	t[31] = fw_checksum(t, MPTABLE_PIR_LEN);
+	return gmem_write(gm, MPTABLE_PIR_START, t, MPTABLE_PIR_LEN);
 }
 
 int mptable_build(struct guest_mem *gm, unsigned cpus, char *err, unsigned errlen)
@@ -136,7 +155,7 @@ int mptable_build(struct guest_mem *gm, unsigned cpus, char *err, unsigned errle
 	fp[10] = fw_checksum(fp, MP_FP_LEN);
 
 	if (off != len || gmem_write(gm, table_gpa, t, len) ||
-	    gmem_write(gm, LAYOUT_MPTABLE, fp, MP_FP_LEN)) {
+	    gmem_write(gm, LAYOUT_MPTABLE, fp, MP_FP_LEN) || pir_build(gm)) {
 		snprintf(err, errlen, "mptable: cannot write %zu bytes at 0x%llx", len,
 			 (unsigned long long)table_gpa);
 		r = -EFAULT;

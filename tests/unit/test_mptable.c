@@ -144,6 +144,28 @@ START_TEST(mp_many_cpus)
 }
 END_TEST
 
+/* The $PIR header Linux finds at its first probe of the F segment (without ACPI). */
+START_TEST(mp_pirq_table)
+{
+	const uint8_t *p;
+	uint8_t sum = 0;
+
+	check(1);
+	p = ram + MPTABLE_PIR_START;
+	ck_assert_mem_eq(p, "$PIR", 4);
+	ck_assert_uint_eq(p[4] | p[5] << 8, 0x0100);	      /* version 1.0 */
+	ck_assert_uint_eq(p[6] | p[7] << 8, MPTABLE_PIR_LEN); /* header only: no slots */
+	ck_assert_uint_eq(MPTABLE_PIR_LEN % 16, 0);
+	for (unsigned i = 0; i < MPTABLE_PIR_LEN; i++)
+		sum = (uint8_t)(sum + p[i]);
+	ck_assert_uint_eq(sum, 0);
+	/* a table for 255 CPUs lies after it and leaves it intact */
+	check(255);
+	ck_assert_mem_eq(ram + MPTABLE_PIR_START, "$PIR", 4);
+	ck_assert_uint_ge(MPTABLE_ALT_START, MPTABLE_PIR_START + MPTABLE_PIR_LEN);
+}
+END_TEST
+
 START_TEST(mp_rejects)
 {
 	struct guest_mem small;
@@ -166,6 +188,7 @@ static Suite *mptable_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, mp_cpu_counts);
 	tcase_add_test(tc, mp_many_cpus);
+	tcase_add_test(tc, mp_pirq_table);
 	tcase_add_test(tc, mp_rejects);
 	suite_add_tcase(s, tc);
 	return s;
