@@ -87,6 +87,13 @@ static struct gemini_ctx *open_ctx(const char *backend, size_t page, size_t cach
 }
 
 /*
+ * This bench opens only backends of the in-process controller, so its kernels are built with that
+ * queue driver alone (GEMINI_BK_HOST): none of the lio driver's registers. k_hit is also built
+ * with both drivers, the default of the device calls, for comparison (hit mode, HIT_BK=all).
+ */
+#define BK GEMINI_BK_HOST
+
+/*
  * Each thread reads reqs random 4 KiB blocks. raw 0: gemini_dev_read_direct (the map, then the
  * device: no page cache); 1: device offsets precomputed (no map lookup either); 2: gemini_dev_read
  * through the page cache (4 KiB pages; a miss loads the page, then the bytes are copied out of it).
@@ -105,11 +112,11 @@ __global__ static void k_randread(struct gemini_dev *d, int fd, const uint64_t *
 		int rc;
 
 		if (raw == 1) {
-			rc = gm_raw_cmd(d, NVME_CMD_READ, o, 4096, b);
+			rc = gm_raw_cmd<BK>(d, NVME_CMD_READ, o, 4096, b);
 		} else if (raw == 2) {
-			rc = gemini_dev_read(d, fd, o, 4096, b) != 4096;
+			rc = gemini_dev_read<BK>(d, fd, o, 4096, b) != 4096;
 		} else {
-			rc = gemini_dev_read_direct(d, fd, o, 4096, b);
+			rc = gemini_dev_read_direct<BK>(d, fd, o, 4096, b);
 		}
 		lat += gtime() - t0;
 		if (rc)
@@ -454,8 +461,10 @@ __device__ static inline uint64_t bench_next_off(uint32_t *s, uint64_t npos, uin
 }
 
 /* Warp-uniform reads of len bytes at random page-aligned offsets (through the cache or raw). */
-__global__ static void k_hit(struct gemini_dev *d, int fd, const uint8_t *raw, uint64_t size,
-			     uint32_t len, int iters, uint8_t *out, unsigned long long *errs)
+template <unsigned B>
+__device__ static inline void hit_body(struct gemini_dev *d, int fd, const uint8_t *raw,
+				       uint64_t size, uint32_t len, int iters, uint8_t *out,
+				       unsigned long long *errs)
 {
 	uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
 	uint32_t s = (uint32_t)warp * 2654435761u + 17;
@@ -471,10 +480,25 @@ __global__ static void k_hit(struct gemini_dev *d, int fd, const uint8_t *raw, u
 
 			for (uint32_t k = threadIdx.x & 31; k < len / 16; k += 32)
 				dst[k] = src[k];
-		} else if (gemini_dev_read(d, fd, o, len, b) != len && (threadIdx.x & 31) == 0) {
+		} else if (gemini_dev_read<B>(d, fd, o, len, b) != len && (threadIdx.x & 31) == 0) {
 			atomicAdd(errs, 1);
 		}
 	}
+}
+
+template <unsigned B>
+__global__ static void k_hit(struct gemini_dev *d, int fd, const uint8_t *raw, uint64_t size,
+			     uint32_t len, int iters, uint8_t *out, unsigned long long *errs)
+{
+	hit_body<B>(d, fd, raw, size, len, iters, out, errs);
+}
+
+/* The same with at most 64 registers a thread (4 blocks of 256 threads an SM): HIT_BK=host64 */
+__global__ static void __launch_bounds__(256, 4)
+    k_hit64(struct gemini_dev *d, int fd, const uint8_t *raw, uint64_t size, uint32_t len,
+	    int iters, uint8_t *out, unsigned long long *errs)
+{
+	hit_body<BK>(d, fd, raw, size, len, iters, out, errs);
 }
 
 __global__ static void k_seq(struct gemini_dev *d, int fd, uint64_t size, uint32_t chunk,
@@ -486,9 +510,13 @@ __global__ static void k_seq(struct gemini_dev *d, int fd, uint64_t size, uint32
 	uint8_t *b = out + warp * chunk;
 
 	for (uint64_t o = warp * per; o < (warp + 1) * per; o += chunk)
-		if (gemini_dev_read(d, fd, o, chunk, b) != chunk && (threadIdx.x & 31) == 0)
+		if (gemini_dev_read<BK>(d, fd, o, chunk, b) != chunk && (threadIdx.x & 31) == 0)
 			atomicAdd(errs, 1);
 }
+
+/* HIT_BK=all: k_hit built with both queue drivers (what a kernel gets by default); host64: at
+ * most 64 registers */
+static bool hit_all, hit_64;
 
 static float run_hit(struct gemini_ctx *c, int fd, const uint8_t *raw, uint64_t size, uint32_t len,
 		     int warps, int iters, uint8_t *out, unsigned long long *de)
@@ -500,7 +528,15 @@ static float run_hit(struct gemini_ctx *c, int fd, const uint8_t *raw, uint64_t 
 	cudaEventCreate(&a);
 	cudaEventCreate(&b);
 	cudaEventRecord(a);
-	k_hit<<<warps * 32 / bs, bs>>>(gemini_device(c), fd, raw, size, len, iters, out, de);
+	if (hit_64)
+		k_hit64<<<warps * 32 / bs, bs>>>(gemini_device(c), fd, raw, size, len, iters, out,
+						 de);
+	else if (hit_all)
+		k_hit<GEMINI_BK_ALL>
+		    <<<warps * 32 / bs, bs>>>(gemini_device(c), fd, raw, size, len, iters, out, de);
+	else
+		k_hit<BK>
+		    <<<warps * 32 / bs, bs>>>(gemini_device(c), fd, raw, size, len, iters, out, de);
 	cudaEventRecord(b);
 	CK(cudaEventSynchronize(b));
 	cudaEventElapsedTime(&ms, a, b);
@@ -586,13 +622,14 @@ __global__ static void k_ablate(struct gemini_dev *d, int fd, uint64_t size, uin
 		if (stage == 3) {
 			if (__activemask() != 0xffffffffu && lane == __ffs(__activemask()) - 1)
 				atomicAdd(div, 1);
-			gemini_dev_read(d, fd, o, len, b);
+			gemini_dev_read<BK>(d, fd, o, len, b);
 			continue;
 		}
 		if (lane == 0) {
 			if (stage == 2) {
 				bool missed;
-				int slot = gm_acquire(d, fd, o >> d->page_shift, 1, false, &missed);
+				int slot =
+				    gm_acquire<BK>(d, fd, o >> d->page_shift, 1, false, &missed);
 
 				if (slot >= 0)
 					gm_release(d, slot, 1, false);
@@ -823,6 +860,10 @@ static std::vector<int> parse_list(const char *s)
 
 int main(int argc, char **argv)
 {
+	const char *bk = getenv("HIT_BK");
+
+	hit_all = bk && !strcmp(bk, "all");
+	hit_64 = bk && !strcmp(bk, "host64");
 	if (argc >= 7 && !strcmp(argv[1], "randread"))
 		bench_randread(argv[2], argv[3], (unsigned)atoi(argv[4]), atoi(argv[5]),
 			       parse_list(argv[6]), argc > 7 ? atoi(argv[7]) : 64);
@@ -851,7 +892,7 @@ int main(int argc, char **argv)
 		    "gemini_dev_read (cache)\n"
 		    "       bench_gemini cpu FILE buffered|direct|gds T1,T2.. [REQS]\n"
 		    "       bench_gemini cpu-batched FILE buffered|direct T1,T2.. [REQS [BATCH]]\n"
-		    "       bench_gemini hit FILE PAGESIZE W1,W2..\n"
+		    "       [HIT_BK=all|host64] bench_gemini hit FILE PAGESIZE W1,W2..\n"
 		    "       bench_gemini ablate FILE PAGESIZE W1,W2..\n"
 		    "       bench_gemini copycost\n"
 		    "       bench_gemini seq FILE BACKEND PAGESIZE PREFETCH WARPS\n");

@@ -10,7 +10,8 @@
 static struct gemini_ctx *gt_ctx;
 static size_t gt_page;
 
-/* Each warp moves whole pages (a full-page write skips the read of the old page). */
+/* Each warp moves whole pages (a full-page write skips the read of the old page). Built for the
+ * in-process controller's queue driver alone: the contexts here are of its backends. */
 __global__ static void gt_xfer(struct gemini_dev *d, int fd, uint64_t off, uint64_t len,
 			       uint8_t *buf, uint32_t page, int write, int *err)
 {
@@ -20,8 +21,10 @@ __global__ static void gt_xfer(struct gemini_dev *d, int fd, uint64_t off, uint6
 
 	for (uint64_t k = warp; k < nchunks; k += nw) {
 		uint64_t n = len - k * page < page ? len - k * page : page;
-		int64_t r = write ? gemini_dev_write(d, fd, off + k * page, n, buf + k * page)
-				  : gemini_dev_read(d, fd, off + k * page, n, buf + k * page);
+		int64_t r =
+		    write
+			? gemini_dev_write<GEMINI_BK_HOST>(d, fd, off + k * page, n, buf + k * page)
+			: gemini_dev_read<GEMINI_BK_HOST>(d, fd, off + k * page, n, buf + k * page);
 
 		if (r != (int64_t)n && (threadIdx.x & 31) == 0)
 			atomicExch(err, 1);
@@ -30,7 +33,7 @@ __global__ static void gt_xfer(struct gemini_dev *d, int fd, uint64_t off, uint6
 
 __global__ static void gt_sync_kernel(struct gemini_dev *d, int fd, int *err)
 {
-	if (gemini_dev_sync(d, fd))
+	if (gemini_dev_sync<GEMINI_BK_HOST>(d, fd))
 		atomicExch(err, 1);
 }
 

@@ -71,6 +71,22 @@ int64_t gemini_file_size(struct gemini_ctx *ctx, int fd);
 int gemini_register_buffer(struct gemini_ctx *ctx, void *gpu_ptr, size_t len);
 /* One line on where the backend's data comes from (namespace, raw disk or file, gds state). */
 const char *gemini_backend_desc(const struct gemini_ctx *ctx);
+
+/*
+ * GPU queue drivers a kernel that calls the device functions is built with: their template
+ * argument, gemini_dev_read<GEMINI_BK_HOST>(...). GEMINI_BK_HOST drives the in-process
+ * controller's queues (every backend but lio), GEMINI_BK_LIO the queue pairs of a LightIOV
+ * backend; the default, GEMINI_BK_ALL, holds both and picks at run time. A kernel's registers
+ * are those of its most demanding driver: the lio driver's copy keeps 32 loads in flight per
+ * thread, so a kernel built with it holds about 2.5 times the registers of one built for the
+ * in-process queues alone (docs/gpu-fs.md, section 4). A call on a context whose driver the
+ * kernel lacks returns -EOPNOTSUPP. gemini_dev_driver says which one ctx needs, for launchers
+ * that keep one kernel instance per driver.
+ */
+#define GEMINI_BK_HOST 1u
+#define GEMINI_BK_LIO  2u
+#define GEMINI_BK_ALL  (GEMINI_BK_HOST | GEMINI_BK_LIO)
+unsigned gemini_dev_driver(const struct gemini_ctx *ctx);
 /* Host-side gemini_dev_sync: writes back every dirty page of fd and flushes the backing. */
 int gemini_sync(struct gemini_ctx *ctx, int fd);
 /* Drops every clean, unreferenced page (tests and cold-cache benchmarks). */

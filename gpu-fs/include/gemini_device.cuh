@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "gemini.h" /* GEMINI_BK_*: the queue drivers a kernel is built with */
 #include "lightiov/nvme.h"
 
 #define GM_STAT_HITS   0
@@ -80,28 +81,38 @@ struct gemini_dev {
 
 #ifdef __CUDACC__
 
+/*
+ * The device calls. B: the queue drivers compiled into the calling kernel (GEMINI_BK_*, gemini.h);
+ * the default holds both. A context whose driver B lacks gets -EOPNOTSUPP (95).
+ */
+
 /* Reads len bytes of file fd at off into buf through the page cache; bytes or -errno. */
+template <unsigned B = GEMINI_BK_ALL>
 __device__ static inline int64_t gemini_dev_read(struct gemini_dev *d, int fd, uint64_t off,
 						 uint64_t len, void *buf)
 {
-	return gm_rw(d, fd, off, len, (uint8_t *)buf, false);
+	return gm_rw<B>(d, fd, off, len, (uint8_t *)buf, false);
 }
 
 /* Writes into the page cache; data reaches the backing on eviction or gemini_dev_sync. */
+template <unsigned B = GEMINI_BK_ALL>
 __device__ static inline int64_t gemini_dev_write(struct gemini_dev *d, int fd, uint64_t off,
 						  uint64_t len, const void *buf)
 {
-	return gm_rw(d, fd, off, len, (uint8_t *)buf, true);
+	return gm_rw<B>(d, fd, off, len, (uint8_t *)buf, true);
 }
 
 /* Reads straight from the backing into buf, bypassing the cache (one thread, block aligned). */
+template <unsigned B = GEMINI_BK_ALL>
 __device__ static inline int gemini_dev_read_direct(struct gemini_dev *d, int fd, uint64_t off,
 						    uint32_t len, void *buf)
 {
+	if (!gm_bk_ok<B>(d))
+		return -GM_EOPNOTSUPP;
 	if (fd < 0 || fd >= 16 || !d->files[fd].open || off > d->files[fd].data_size ||
 	    len > d->files[fd].data_size - off || (off | len) & 511 || (uintptr_t)buf & 3)
 		return -22; /* PRP1 must be dword aligned */
-	return gm_file_io(d, fd, NVME_CMD_READ, off, len, (uint8_t *)buf);
+	return gm_file_io<B>(d, fd, NVME_CMD_READ, off, len, (uint8_t *)buf);
 }
 
 /*
@@ -122,6 +133,7 @@ __device__ static inline int gemini_dev_read_direct(struct gemini_dev *d, int fd
  * written the file's pages without error. Failed pages stay dirty, so a later gemini_dev_sync
  * retries them and clears the error once they reach the backing.
  */
+template <unsigned B = GEMINI_BK_ALL>
 __device__ static inline int gemini_dev_sync(struct gemini_dev *d, int fd)
 {
 	const unsigned active = __activemask();
@@ -136,6 +148,8 @@ __device__ static inline int gemini_dev_sync(struct gemini_dev *d, int fd)
 	uint32_t e0 = 0;
 	int rc = 0, worst;
 
+	if (!gm_bk_ok<B>(d))
+		return -GM_EOPNOTSUPP;
 	if (fd < 0 || fd >= 16 || !d->files[fd].open)
 		return -22;
 	if (lane == leader)
@@ -156,7 +170,7 @@ __device__ static inline int gemini_dev_sync(struct gemini_dev *d, int fd)
 			break;
 		}
 		if (d->key[i] == k && d->dirty[i] && d->state[i] == GM_PAGE_VALID) {
-			rc = gm_writeback_unlock(d, s, (int)i, k);
+			rc = gm_writeback_unlock<B>(d, s, (int)i, k);
 		} else {
 			unsigned ns = 64;
 			uint64_t t0 = 0;
@@ -174,7 +188,7 @@ __device__ static inline int gemini_dev_sync(struct gemini_dev *d, int fd)
 	worst = __reduce_min_sync(active, rc);
 	if (lane == leader) {
 		if (!worst) {
-			int st = gm_raw_cmd(d, NVME_CMD_FLUSH, 0, 0, d->data);
+			int st = gm_raw_cmd<B>(d, NVME_CMD_FLUSH, 0, 0, d->data);
 
 			worst = st == GM_SC_TIMEOUT ? -GM_ETIMEDOUT : st ? -GM_EIO : 0;
 		}

@@ -21,6 +21,11 @@ const char *gemini_backend_desc(const struct gemini_ctx *c)
 	return c->ns_desc;
 }
 
+unsigned gemini_dev_driver(const struct gemini_ctx *c)
+{
+	return c->cfg.backend == GEMINI_BACKEND_LIO ? GEMINI_BK_LIO : GEMINI_BK_HOST;
+}
+
 /* The whole disk holding the file system of the file (the map's offsets are disk relative). */
 static int gm_open_raw(const struct gvdk_header *h, char *why, size_t n)
 {

@@ -96,7 +96,8 @@ __device__ static inline uint32_t rnd(uint32_t *s)
 	return *s;
 }
 
-/* Random reads of 1..maxlen bytes; every fourth round the whole warp shares one request. */
+/* Random reads of 1..maxlen bytes; every fourth round the whole warp shares one request. Built
+ * with the in-process controller's queue driver alone (the other kernels here hold both). */
 __global__ static void k_read_check(struct gemini_dev *d, int fd, const uint8_t *ref, uint64_t size,
 				    int iters, uint32_t seed, uint32_t maxlen, uint8_t *scratch,
 				    unsigned long long *bad)
@@ -118,7 +119,7 @@ __global__ static void k_read_check(struct gemini_dev *d, int fd, const uint8_t 
 		}
 		if (len > size - off)
 			len = size - off;
-		int64_t r = gemini_dev_read(d, fd, off, len, buf);
+		int64_t r = gemini_dev_read<GEMINI_BK_HOST>(d, fd, off, len, buf);
 
 		__syncwarp();
 		if (r != (int64_t)len) {
@@ -502,22 +503,35 @@ __global__ static void k_bounds(struct gemini_dev *d, int rw, int ro, uint64_t s
 	out[6] = gemini_dev_read(d, rw, UINT64_MAX - 5, 10, buf);
 	/* hostile commands straight into a queue: the controller (lio_sqe_check, then its
 	 * namespace) must refuse each */
-	out[7] = gm_raw_cmd(d, NVME_CMD_READ, 1ull << 50, 4096, d->data);
-	out[8] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 4096, foreign);
-	out[9] = gm_raw_cmd(d, NVME_CMD_WRITE, gm_map(&d->files[ro], 0), 4096, d->data);
-	out[10] = gm_raw_cmd(d, 0x7f, 0, 4096, d->data);
-	out[11] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 256 << 10, d->data);
-	out[12] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 4096, d->data + 2);
-	out[13] =
-	    gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0) + 4096, 4096, d->data - 4096);
-	out[14] = gm_raw_cmd(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 4096, d->data);
+	out[7] = gm_raw_cmd<GEMINI_BK_ALL>(d, NVME_CMD_READ, 1ull << 50, 4096, d->data);
+	out[8] =
+	    gm_raw_cmd<GEMINI_BK_ALL>(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 4096, foreign);
+	out[9] =
+	    gm_raw_cmd<GEMINI_BK_ALL>(d, NVME_CMD_WRITE, gm_map(&d->files[ro], 0), 4096, d->data);
+	out[10] = gm_raw_cmd<GEMINI_BK_ALL>(d, 0x7f, 0, 4096, d->data);
+	out[11] = gm_raw_cmd<GEMINI_BK_ALL>(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 256 << 10,
+					    d->data);
+	out[12] = gm_raw_cmd<GEMINI_BK_ALL>(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 4096,
+					    d->data + 2);
+	out[13] = gm_raw_cmd<GEMINI_BK_ALL>(d, NVME_CMD_READ, gm_map(&d->files[rw], 0) + 4096, 4096,
+					    d->data - 4096);
+	out[14] =
+	    gm_raw_cmd<GEMINI_BK_HOST>(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 4096, d->data);
+	/* calls built without the context's queue driver (the lio driver alone, on the in-process
+	 * controller): refused, nothing sent */
+	out[15] = gemini_dev_read<GEMINI_BK_LIO>(d, rw, 0, 16, buf);
+	out[16] = gemini_dev_write<GEMINI_BK_LIO>(d, rw, 0, 16, buf);
+	out[17] = gemini_dev_sync<GEMINI_BK_LIO>(d, rw);
+	out[18] = gemini_dev_read_direct<GEMINI_BK_LIO>(d, rw, 0, 4096, buf);
+	out[19] =
+	    gm_raw_cmd<GEMINI_BK_LIO>(d, NVME_CMD_READ, gm_map(&d->files[rw], 0), 4096, d->data);
 }
 
 START_TEST(bounds_and_hostile_commands)
 {
 	struct gemini_ctx *c;
 	uint8_t *buf, *foreign;
-	long long *out, h[15];
+	long long *out, h[20];
 	char second[620];
 	int rw, ro;
 
@@ -558,6 +572,13 @@ START_TEST(bounds_and_hostile_commands)
 	ck_assert_int_eq(h[13],
 			 NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR) | NVME_STATUS_DNR);
 	ck_assert_int_eq(h[14], 0); /* and the controller still serves good commands */
+	ck_assert_uint_eq(gemini_dev_driver(c), GEMINI_BK_HOST);
+	ck_assert_int_eq(h[15], -EOPNOTSUPP);
+	ck_assert_int_eq(h[16], -EOPNOTSUPP);
+	ck_assert_int_eq(h[17], -EOPNOTSUPP);
+	ck_assert_int_eq(h[18], -EOPNOTSUPP);
+	ck_assert_int_eq(h[19],
+			 NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) | NVME_STATUS_DNR);
 	ck_assert_int_eq(gemini_close(c, ro), 0);
 	ck_assert_int_eq(gemini_close(c, rw), 0);
 	ck_assert_int_eq(gemini_close(c, rw), -EBADF);

@@ -285,12 +285,12 @@ END_TEST
 __global__ static void k_hostile(struct gemini_dev *d, uint64_t vol_bytes, uint8_t *buf, int *st)
 {
 	/* past the volume's end: the daemon's lio_sqe_check refuses (LBA Out of Range) */
-	st[0] = gm_raw_cmd(d, NVME_CMD_READ, vol_bytes, 4096, buf);
-	st[1] = gm_raw_cmd(d, NVME_CMD_WRITE, vol_bytes - 4096, 8192, buf);
+	st[0] = gm_raw_cmd<GEMINI_BK_LIO>(d, NVME_CMD_READ, vol_bytes, 4096, buf);
+	st[1] = gm_raw_cmd<GEMINI_BK_LIO>(d, NVME_CMD_WRITE, vol_bytes - 4096, 8192, buf);
 	/* not a whole LBA: the GPU driver refuses before any command */
-	st[2] = gm_raw_cmd(d, NVME_CMD_READ, 512, 4096, buf);
+	st[2] = gm_raw_cmd<GEMINI_BK_LIO>(d, NVME_CMD_READ, 512, 4096, buf);
 	/* the queue pair still serves */
-	st[3] = gm_raw_cmd(d, NVME_CMD_READ, 0, 4096, buf);
+	st[3] = gm_raw_cmd<GEMINI_BK_LIO>(d, NVME_CMD_READ, 0, 4096, buf);
 }
 
 /* Commands the GPU sends outside the volume are refused by softssd, counted as rejected, and

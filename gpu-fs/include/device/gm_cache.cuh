@@ -102,6 +102,7 @@ __device__ static inline uint8_t *gm_page_data(struct gemini_dev *d, int i)
  * the page stays dirty (acknowledged data is never dropped) and the file's error count rises:
  * the next gemini_dev_sync of the file reports it. Returns 0, -EIO or -ETIMEDOUT.
  */
+template <unsigned BK>
 __device__ static inline int gm_writeback_unlock(struct gemini_dev *d, struct gm_shard *s, int i,
 						 unsigned long long k)
 {
@@ -114,7 +115,7 @@ __device__ static inline int gm_writeback_unlock(struct gemini_dev *d, struct gm
 	atomicExch(&d->dirty[i], 0u);
 	gm_unlock(&s->lock);
 	__threadfence();
-	rc = gm_file_io(d, fd, NVME_CMD_WRITE, off, (uint32_t)d->page_size, gm_page_data(d, i));
+	rc = gm_file_io<BK>(d, fd, NVME_CMD_WRITE, off, (uint32_t)d->page_size, gm_page_data(d, i));
 	if (rc) {
 		atomicExch(&d->dirty[i], 1u);
 		__threadfence(); /* the page is dirty again before the failure is counted */
@@ -170,6 +171,7 @@ __device__ static inline int gm_victim(struct gemini_dev *d, struct gm_shard *s)
  * the lock (gm_writeback_unlock) and the search starts over; if that write fails the page is
  * kept, dirty, and the caller gets the error.
  */
+template <unsigned BK>
 __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t pg, int n,
 					bool prefetching, bool *missed)
 {
@@ -228,7 +230,7 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 		    d->state[i] == GM_PAGE_VALID) {
 			/* written back without the lock; then look again (the key may have been
 			 * loaded meanwhile, and the victim hit again) */
-			int rc = gm_writeback_unlock(d, s, i, d->key[i]);
+			int rc = gm_writeback_unlock<BK>(d, s, i, d->key[i]);
 
 			if (rc)
 				return prefetching ? -16 : rc;
@@ -288,6 +290,7 @@ __device__ static inline void gm_publish(struct gemini_dev *d, int i, bool ok)
  * before the copy, a reader of the same page would see the bytes of the evicted page, which
  * may belong to another file. Slot or a negative value (see gm_acquire).
  */
+template <unsigned BK>
 __device__ static inline int gm_get_page(struct gemini_dev *d, int fd, uint64_t pg, int cnt,
 					 bool full, bool *unpublished)
 {
@@ -297,7 +300,7 @@ __device__ static inline int gm_get_page(struct gemini_dev *d, int fd, uint64_t 
 	bool missed;
 
 	*unpublished = false;
-	slot = gm_acquire(d, fd, pg, cnt, false, &missed);
+	slot = gm_acquire<BK>(d, fd, pg, cnt, false, &missed);
 	if (slot < 0 || !missed)
 		return slot;
 	if (full) {
@@ -306,8 +309,8 @@ __device__ static inline int gm_get_page(struct gemini_dev *d, int fd, uint64_t 
 	}
 	b.n = 0;
 	b.rc = 0;
-	gm_file_add(d, fd, NVME_CMD_READ, pg << d->page_shift, (uint32_t)d->page_size,
-		    gm_page_data(d, slot), &b);
+	gm_file_add<BK>(d, fd, NVME_CMD_READ, pg << d->page_shift, (uint32_t)d->page_size,
+			gm_page_data(d, slot), &b);
 	for (uint32_t k = 1; k <= d->prefetch && npre < 16; k++) {
 		uint64_t p = pg + k;
 		bool m2;
@@ -315,14 +318,14 @@ __device__ static inline int gm_get_page(struct gemini_dev *d, int fd, uint64_t 
 
 		if ((p << d->page_shift) >= f->data_size)
 			break;
-		i = gm_acquire(d, fd, p, 1, true, &m2);
+		i = gm_acquire<BK>(d, fd, p, 1, true, &m2);
 		if (i < 0)
 			continue;
 		pre[npre++] = i;
-		gm_file_add(d, fd, NVME_CMD_READ, p << d->page_shift, (uint32_t)d->page_size,
-			    gm_page_data(d, i), &b);
+		gm_file_add<BK>(d, fd, NVME_CMD_READ, p << d->page_shift, (uint32_t)d->page_size,
+				gm_page_data(d, i), &b);
 	}
-	gm_batch_run(d, &b);
+	gm_batch_run<BK>(d, &b);
 	if (b.rc)
 		gm_stat(d, GM_STAT_IOERR, 1);
 	for (int k = 0; k < npre; k++) {
@@ -373,6 +376,7 @@ __device__ static inline void gm_copy(uint8_t *dst, const uint8_t *src, uint32_t
  * the whole warp passes the same request, all lanes copy it together (coalesced). Returns bytes
  * transferred or a negative errno.
  */
+template <unsigned BK>
 __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t off, uint64_t len,
 				       uint8_t *buf, bool write)
 {
@@ -381,7 +385,9 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 	int64_t ret = 0;
 	bool bad = false;
 
-	if (fd < 0 || fd >= 16 || !d->files[fd].open)
+	if (!gm_bk_ok<BK>(d))
+		bad = true; /* the context's queue driver is not compiled into this kernel */
+	else if (fd < 0 || fd >= 16 || !d->files[fd].open)
 		bad = true;
 	else {
 		const struct gm_file *f = &d->files[fd];
@@ -404,8 +410,8 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 		__match_all_sync(active, fd, &pred);
 		all_same = all_same && pred;
 	}
-	if (bad)
-		ret = -22; /* -EINVAL: closed descriptor, read-only file or out of bounds */
+	if (bad) /* -EINVAL: closed descriptor, read-only file or out of bounds */
+		ret = gm_bk_ok<BK>(d) ? -22 : -GM_EOPNOTSUPP;
 	if (all_same) {
 		const int nl = __popc(active);
 		const int rank = __popc(active & ((1u << lane) - 1));
@@ -420,8 +426,8 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 			bool unpub = false;
 
 			if (lane == leader)
-				slot =
-				    gm_get_page(d, fd, pg, 1, write && n == d->page_size, &unpub);
+				slot = gm_get_page<BK>(d, fd, pg, 1, write && n == d->page_size,
+						       &unpub);
 			slot = __shfl_sync(active, slot, leader);
 			if (slot < 0) {
 				if (lane == leader && GM_ERR_HAS_SLOT(slot))
@@ -468,8 +474,8 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 		if (lane == leader) {
 			bool unpub;
 
-			slot =
-			    gm_get_page(d, fd, pos >> d->page_shift, __popc(group), false, &unpub);
+			slot = gm_get_page<BK>(d, fd, pos >> d->page_shift, __popc(group), false,
+					       &unpub);
 		}
 		slot = __shfl_sync(active, slot, leader);
 		if (mine) {

@@ -1,7 +1,10 @@
 /* Part of gemini_device.cuh (include that): command batches and the GPU-driven NVMe queues of
  * the in-process (host) controller. A batch holds the commands of one request, one per
  * physically contiguous run of the file (gm_file_add); gm_batch_run hands it to this warp's
- * queue, or to the lio driver (gm_lioq.cuh) when the context has LightIOV queue pairs. */
+ * queue, or to the lio driver (gm_lioq.cuh) when the context has LightIOV queue pairs.
+ * Every function on the way to gm_batch_run takes the set of queue drivers compiled in (BK,
+ * GEMINI_BK_*): a kernel built without GEMINI_BK_LIO holds none of the lio driver's code and
+ * none of its registers (gemini_device.cuh). */
 #ifndef GM_QUEUE_CUH
 #define GM_QUEUE_CUH
 
@@ -169,12 +172,26 @@ __device__ static inline void gm_sqe_put(struct gm_queue *q, uint32_t slot,
  */
 __device__ static inline void gm_lio_batch_run(struct gemini_dev *d, struct gm_batch *b);
 
+/* Whether the queue driver of d's context is among the drivers BK compiled in. */
+template <unsigned BK> __device__ static inline bool gm_bk_ok(const struct gemini_dev *d)
+{
+	return (BK & (d->lioq ? GEMINI_BK_LIO : GEMINI_BK_HOST)) != 0;
+}
+
+template <unsigned BK>
 __device__ static inline void gm_batch_run(struct gemini_dev *d, struct gm_batch *b)
 {
 	struct gm_queue *q;
 	uint32_t depth;
 
-	if (d->lioq) {
+	if (!gm_bk_ok<BK>(d)) {
+		/* a driver this kernel was built without (gm_rw refuses such calls first) */
+		gm_batch_fail(b, NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) |
+				     NVME_STATUS_DNR);
+		b->n = 0;
+		return;
+	}
+	if ((BK & GEMINI_BK_LIO) && d->lioq) {
 		gm_lio_batch_run(d, b);
 		return;
 	}
@@ -232,13 +249,14 @@ __device__ static inline int gm_batch_errno(const struct gm_batch *b)
 	return !b->rc ? 0 : b->rc == GM_SC_TIMEOUT ? -GM_ETIMEDOUT : -GM_EIO;
 }
 
+template <unsigned BK>
 __device__ static inline void gm_batch_add(struct gemini_dev *d, struct gm_batch *b, uint8_t op,
 					   uint64_t dev, uint32_t len, uint8_t *buf)
 {
 	struct gm_cmd *c;
 
 	if (b->n == GM_MAX_TICKETS)
-		gm_batch_run(d, b);
+		gm_batch_run<BK>(d, b);
 	c = &b->cmd[b->n++];
 	c->op = op;
 	c->dev = dev;
@@ -247,6 +265,7 @@ __device__ static inline void gm_batch_add(struct gemini_dev *d, struct gm_batch
 }
 
 /* One raw command (device offset, no map, no cache); its NVMe status field or GM_SC_TIMEOUT. */
+template <unsigned BK>
 __device__ static inline int gm_raw_cmd(struct gemini_dev *d, uint8_t op, uint64_t dev,
 					uint32_t len, uint8_t *buf)
 {
@@ -254,12 +273,13 @@ __device__ static inline int gm_raw_cmd(struct gemini_dev *d, uint8_t op, uint64
 
 	b.n = 0;
 	b.rc = 0;
-	gm_batch_add(d, &b, op, dev, len, buf);
-	gm_batch_run(d, &b);
+	gm_batch_add<BK>(d, &b, op, dev, len, buf);
+	gm_batch_run<BK>(d, &b);
 	return b.rc;
 }
 
 /* Adds the commands for len bytes of file fd at off, one per physically contiguous run. */
+template <unsigned BK>
 __device__ static inline void gm_file_add(struct gemini_dev *d, int fd, uint8_t op, uint64_t off,
 					  uint32_t len, uint8_t *buf, struct gm_batch *b)
 {
@@ -279,7 +299,7 @@ __device__ static inline void gm_file_add(struct gemini_dev *d, int fd, uint8_t 
 			run += (uint32_t)min((uint64_t)(len - run), step);
 		if (run > GM_MAX_CMD)
 			run = GM_MAX_CMD;
-		gm_batch_add(d, b, op, dev, run, buf);
+		gm_batch_add<BK>(d, b, op, dev, run, buf);
 		off += run;
 		buf += run;
 		len -= run;
@@ -287,6 +307,7 @@ __device__ static inline void gm_file_add(struct gemini_dev *d, int fd, uint8_t 
 }
 
 /* Synchronous transfer of len bytes; one thread. 0, -EIO or -ETIMEDOUT. */
+template <unsigned BK>
 __device__ static inline int gm_file_io(struct gemini_dev *d, int fd, uint8_t op, uint64_t off,
 					uint32_t len, uint8_t *buf)
 {
@@ -294,8 +315,8 @@ __device__ static inline int gm_file_io(struct gemini_dev *d, int fd, uint8_t op
 
 	b.n = 0;
 	b.rc = 0;
-	gm_file_add(d, fd, op, off, len, buf, &b);
-	gm_batch_run(d, &b);
+	gm_file_add<BK>(d, fd, op, off, len, buf, &b);
+	gm_batch_run<BK>(d, &b);
 	if (b.rc)
 		gm_stat(d, GM_STAT_IOERR, 1);
 	return gm_batch_errno(&b);

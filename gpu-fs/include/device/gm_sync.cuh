@@ -9,8 +9,9 @@
 
 #include "lightiov/nvme.h"
 
-#define GM_ETIMEDOUT 110
-#define GM_EIO	     5
+#define GM_ETIMEDOUT  110
+#define GM_EIO	      5
+#define GM_EOPNOTSUPP 95
 
 #ifdef __CUDACC__
 
