@@ -311,6 +311,18 @@ static int snap_supported(struct vm *vm, char *err, unsigned errlen)
 {
 	unsigned up = 1;
 
+	/* a restore opens each tap again by the name its config gives */
+	for (unsigned i = 0; i < vm->cfg.nnets && i < CONFIG_MAX_NETS; i++)
+		if (vm->cfg.nets[i].nfds) {
+			char id[sizeof(vm->cfg.nets[0].id)];
+
+			virtio_net_id(&vm->cfg.nets[i], i, id, sizeof(id));
+			snprintf(err, errlen,
+				 "device %s: its tap was handed over as file descriptors, which a "
+				 "restore cannot open again (give the tap by name)",
+				 id);
+			return -EOPNOTSUPP;
+		}
 	if (!vm->ap_manual || vm->boot.ap_entry)
 		return 0;
 	pthread_mutex_lock(&vm->lock);

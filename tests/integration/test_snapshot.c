@@ -6,12 +6,15 @@
 #include <check.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -378,25 +381,105 @@ START_TEST(test_restore_refusals)
 }
 END_TEST
 
-/* A device whose model cannot be saved refuses the snapshot by name, and nothing is written. */
+/* A vhost-user back end that answers virtio-fs's negotiation (VERSION_1 and REPLY_ACK offered,
+ * 8 queues) on one connection until it closes: enough for a share to be created. */
+static void *fsd_serve(void *arg)
+{
+	int lfd = (int)(intptr_t)arg, fd = accept(lfd, NULL, NULL);
+	uint32_t h[3];
+	uint8_t p[512];
+
+	while (fd >= 0 && read(fd, h, 12) == 12 && h[2] <= sizeof(p) &&
+	       (h[2] == 0 || read(fd, p, h[2]) == (ssize_t)h[2])) {
+		uint64_t v = h[0] == 1	  ? (1ULL << 32) | (1ULL << 30)
+			     : h[0] == 15 ? 9
+			     : h[0] == 17 ? 8
+					  : 0;
+		uint8_t b[20];
+
+		if (!(h[0] == 1 || h[0] == 15 || h[0] == 17 || h[0] == 11 || (h[1] & 8)))
+			continue;
+		memcpy(b, (uint32_t[]){h[0], 5, 8}, 12);
+		memcpy(b + 12, &v, 8);
+		if (write(fd, b, 20) != 20)
+			break;
+	}
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/* A device whose model cannot be saved refuses the snapshot by name and reason, and nothing is
+ * written: a virtio-fs share (its FUSE state is virtiofsd's). */
 START_TEST(test_snapshot_refuses_device)
 {
-	char sock[512], extra[700], path[512];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char extra[700], path[512];
+	pthread_t t;
+	int lfd;
 
 	TESTUTIL_NEED_KVM();
-	snprintf(sock, sizeof(sock), "%s/vsock.sock", T.dir);
-	snprintf(extra, sizeof(extra), ", \"vsock\": {\"cid\": 3, \"socket\": \"%s\"}", sock);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/fsd.sock", T.dir);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, fsd_serve, (void *)(intptr_t)lfd), 0);
+	pthread_detach(t);
+	snprintf(extra, sizeof(extra), ", \"fs\": [{\"tag\": \"share\", \"socket\": \"%s\"}]",
+		 sa.sun_path);
 	apitest_start(&T, NULL);
 	ck_assert_int_eq(put("vm.create", spin_config(extra)), 204);
 	ck_assert_int_eq(put("vm.boot", NULL), 204);
 	ck_assert_int_eq(put("vm.pause", NULL), 204);
 	expect_error("vm.snapshot", url("destination_url", snap, NULL), 400,
-		     "(virtio-vsock) cannot be saved yet");
+		     "device fs0 (virtio-fs) cannot be saved: the guest's FUSE state");
 	snprintf(path, sizeof(path), "%s/state.bin", snap);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/memory.bin", snap);
 	ck_assert_int_ne(access(path, F_OK), 0);
 	expect_error("vm.snapshot", url("destination_url", "/nonexistent/dir", NULL), 400,
 		     "nonexistent");
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+	close(lfd);
+}
+END_TEST
+
+/* virtio-vsock and a guest without a vsock driver: saved, SIGKILL, restored; the restored lvmm
+ * listens at PATH again (the dead one's stale socket replaced) and the guest goes on. */
+START_TEST(test_snapshot_vsock)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char extra[700], line[64] = "";
+	struct timeval tv = {.tv_sec = 5};
+	long saved;
+	int fd;
+
+	TESTUTIL_NEED_KVM();
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/v.sock", T.dir);
+	snprintf(extra, sizeof(extra), ", \"vsock\": {\"cid\": 3, \"socket\": \"%s\"}",
+		 sa.sun_path);
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(put("vm.create", spin_config(extra)), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert(heartbeat_reaches(2, 15000));
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	saved = last_heartbeat();
+	ck_assert_int_eq(put("vm.snapshot", url("destination_url", snap, NULL)), 204);
+	kill_lvmm();
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(truncate(T.console, 0), 0);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
+	ck_assert(heartbeat_reaches(saved + 2, 10000));
+	/* PATH is the restored device's: a CONNECT is taken and, with no driver, refused */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(write(fd, "CONNECT 80\n", 11), 11);
+	ck_assert_int_le(read(fd, line, sizeof(line) - 1), 0);
+	close(fd);
 	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
 }
 END_TEST
@@ -594,6 +677,7 @@ int main(void)
 	tcase_add_test(tc, test_run_restore_cli);
 	tcase_add_test(tc, test_restore_refusals);
 	tcase_add_test(tc, test_snapshot_refuses_device);
+	tcase_add_test(tc, test_snapshot_vsock);
 	tcase_add_test(tc, test_snapshot_hostile_files);
 	tcase_add_test(tc, test_snapshot_blk);
 	tcase_add_test(tc, test_snapshot_vnvme);
