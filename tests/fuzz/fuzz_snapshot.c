@@ -63,7 +63,8 @@ static void setup(void)
 
 static void fuzz_state_file(const uint8_t *data, size_t size)
 {
-	static const size_t sizes[] = {0, 1, 8, 16, 56, 120, 1024};
+	static const size_t sizes[] = {0, 1, 8, 16, 48, 56, 72, 120, 1024};
+	struct snap_mem_trailer t;
 	struct snap_reader r;
 	uint8_t out[1024];
 	char err[256];
@@ -73,10 +74,20 @@ static void fuzz_state_file(const uint8_t *data, size_t size)
 			abort(); /* a refusal always says why */
 		return;
 	}
+	/* memory.bin's trailer against the header: the file's last 64 bytes stand for one */
+	memset(&t, 0, sizeof(t));
+	memcpy(&t, data + size - (size < sizeof(t) ? size : sizeof(t)),
+	       size < sizeof(t) ? size : sizeof(t));
+	err[0] = 0;
+	if (snap_mem_trailer_check(&t, &r.h, err, sizeof(err)) && !err[0])
+		abort();
 	for (unsigned i = 0; i < r.n; i++) {
 		const struct snap_ref *s = snap_find(&r, r.sect[i].type, r.sect[i].index);
 
 		if (!s || s->data < data || s->data + s->len > data + size)
+			abort();
+		/* every section of a fixed size has it, once parsed */
+		if (snap_type_len(s->type) && s->len != snap_type_len(s->type))
 			abort();
 		for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
 			snap_get(&r, s->type, s->index, out, sizes[k], err, sizeof(err));

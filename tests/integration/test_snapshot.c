@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "apitest.h"
+#include "snapshot_fmt.h"
 #include "testutil.h"
 
 static struct apitest T;
@@ -184,7 +185,7 @@ START_TEST(test_snapshot_restore_continues)
 	/* the memory file is as big as the RAM, its zero pages holes */
 	snprintf(path, sizeof(path), "%s/memory.bin", snap);
 	ck_assert_int_eq(stat(path, &st), 0);
-	ck_assert_int_eq(st.st_size, 67108864);
+	ck_assert_int_eq(st.st_size, 67108864 + sizeof(struct snap_mem_trailer));
 	ck_assert_int_lt((long long)st.st_blocks * 512, 67108864 / 2);
 	/* the saved VM goes on too, from the same count */
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
@@ -213,6 +214,46 @@ START_TEST(test_snapshot_restore_continues)
 	ck_assert_int_eq(put("vm.pause", NULL), 204);
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
 	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+}
+END_TEST
+
+/* memory.bin is tied to its state.bin: one from another snapshot of the same VM (same size) is
+ * refused, as is one without the trailer (a version 1 file) and one with its trailer cut; the
+ * right pair still restores. */
+START_TEST(test_snapshot_hostile_memory)
+{
+	char snap2[300], a[400], b[400];
+	long saved;
+
+	TESTUTIL_NEED_KVM();
+	boot_and_save();
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert(heartbeat_reaches(last_heartbeat() + 2, 10000));
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	saved = last_heartbeat();
+	snprintf(snap2, sizeof(snap2), "%s/snap2", T.dir);
+	ck_assert_int_eq(mkdir(snap2, 0700), 0);
+	ck_assert_int_eq(put("vm.snapshot", url("destination_url", snap2, NULL)), 204);
+	kill_lvmm();
+	apitest_start(&T, NULL);
+	snprintf(a, sizeof(a), "%s/memory.bin", snap);
+	snprintf(b, sizeof(b), "%s/memory.bin", snap2);
+	ck_assert_int_eq(testutil_system("cp --sparse=always %s %s", b, a), 0);
+	expect_error("vm.restore", url("source_url", snap, NULL), 400,
+		     "memory.bin belongs to another snapshot");
+	/* the RAM alone, as version 1 wrote it */
+	ck_assert_int_eq(truncate(a, 67108864), 0);
+	expect_error("vm.restore", url("source_url", snap, NULL), 400,
+		     "memory.bin: 67108864 bytes, the snapshot's RAM is 67108864 (and a 64-byte "
+		     "trailer)");
+	/* the right size, the trailer zeroed */
+	ck_assert_int_eq(truncate(a, 67108864 + sizeof(struct snap_mem_trailer)), 0);
+	expect_error("vm.restore", url("source_url", snap, NULL), 400, "no snapshot trailer");
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, NULL), 404);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap2, ", \"resume\": true")), 204);
+	ck_assert(heartbeat_reaches(saved + 2, 10000));
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+	testutil_system("rm -rf %s", snap2);
 }
 END_TEST
 
@@ -679,6 +720,7 @@ int main(void)
 	tcase_add_test(tc, test_snapshot_refuses_device);
 	tcase_add_test(tc, test_snapshot_vsock);
 	tcase_add_test(tc, test_snapshot_hostile_files);
+	tcase_add_test(tc, test_snapshot_hostile_memory);
 	tcase_add_test(tc, test_snapshot_blk);
 	tcase_add_test(tc, test_snapshot_vnvme);
 	suite_add_tcase(s, tc);
