@@ -7,8 +7,8 @@
  * the VM is paused, saved and its lvmm SIGKILLed; a fresh lvmm restores it (the tap opened again
  * by name and addressed here again, PATH listened on again) and resumes: the guest's counts go on
  * with vsock and ping working, and a new host connection is echoed, which needs the guest's echo
- * server to have seen its old connection reset (the transport reset event). Prints the figures
- * docs/snapshot.md quotes. */
+ * server to have seen its old connection reset (the transport reset event), and the guest
+ * acknowledged the request to announce itself. Prints the figures docs/snapshot.md quotes. */
 #include <check.h>
 #include <errno.h>
 #include <jansson.h>
@@ -386,6 +386,10 @@ START_TEST(test_linux_snapshot_net_vsock)
 	ck_assert_uint_gt(counter(j, "net0", "rx_frames"), 0);
 	ck_assert_uint_gt(counter(j, "net0", "tx_frames"), 0);
 	ck_assert_uint_gt(counter(j, "vsock0", "read_ops"), 0);
+	/* the restored guest announced itself (GUEST_ANNOUNCE) and acknowledged it: the only
+	 * control command it sends after the restore, and none was refused */
+	ck_assert_uint_ge(counter(j, "net0", "backend_cmds"), 1);
+	ck_assert_uint_eq(counter(j, "net0", "backend_errors"), 0);
 	json_decref(j);
 	fprintf(stderr,
 		"test_linux_snapshot_net: saved at count %ld in %.3f s; vm.restore %.3f s; "

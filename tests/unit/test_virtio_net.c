@@ -40,6 +40,7 @@
 #define F_MRG_RXBUF  15
 #define F_STATUS     16
 #define F_CTRL_VQ    17
+#define F_ANNOUNCE   21
 #define F_MQ	     22
 
 static uint8_t *ram;
@@ -484,6 +485,7 @@ END_TEST
 START_TEST(test_snapshot)
 {
 	static const uint8_t mac_set[] = {1, 1, 0x52, 0x54, 0, 7, 7, 7};
+	static const uint8_t ack[] = {3, 0}; /* VIRTIO_NET_CTRL_ANNOUNCE_ACK */
 	struct dev_host h = {.cpus = 1, .gm = &gm};
 	struct virtio_net_config c = {.num_queues = 2};
 	uint8_t hdr[HLEN] = {0}, buf[4096], mac[6], *st, *bad;
@@ -492,6 +494,12 @@ START_TEST(test_snapshot)
 	void *b;
 	int nsv[2];
 
+	/* the guest takes the announce feature too */
+	features |= 1ull << F_ANNOUNCE;
+	driver_start(1);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + 6, 1), 1); /* link up, no announce */
+	ck_assert_uint_eq(ctrl(ack, sizeof(ack), &ulen), 1); /* nothing to acknowledge yet */
+	ck_assert_uint_eq(ctrl(ack, sizeof(ack), &ulen), 1);
 	rx_offer(0, 0, 2, 0x1000);
 	host_send(0, 80, 0x31, 0);
 	ck_assert(vdrv_used_next(0, &first, &ulen));
@@ -544,7 +552,12 @@ START_TEST(test_snapshot)
 	host_send(0, 90, 0x77, 0);
 	usleep(100 * 1000);
 	ck_assert_uint_eq(vdrv_used_idx(0), 1);
+	(void)vdrv_bar_r(VIRTIO_PCI_ISR_OFF, 1); /* read-to-clear */
 	virtio_net_model.resume(dev);
+	/* the restored guest is asked to announce itself: status ANNOUNCE, a configuration
+	 * interrupt, until its ACK */
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_ISR_OFF, 1) & 2, 2);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + 6, 1), 3);
 	ck_assert(vdrv_used_next(0, &id, &ulen));
 	ck_assert_uint_eq(ulen, HLEN + 90);
 	ck_assert_uint_eq(id, (first + 1) % QSIZE); /* the buffer the first device left */
@@ -554,6 +567,8 @@ START_TEST(test_snapshot)
 	ck_assert_int_eq(host_recv(0, buf, sizeof(buf), 2000), HLEN + 70);
 	ck_assert_uint_eq(buf[HLEN], 0x43);
 	ck_assert_uint_eq(counters().tx_dropped, 0);
+	ck_assert_uint_eq(ctrl(ack, sizeof(ack), &ulen), 0);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + 6, 1), 1);
 	free(st);
 	free(bad);
 }
