@@ -557,8 +557,10 @@ static int snap_restore_memory(struct vm *vm, int dirfd, const struct snap_heade
 	return 0;
 }
 
-/* The guest's TSC rate as saved: set on every vCPU (before their MSRs) when this host's differs,
- * refused when KVM cannot scale it. */
+/* The guest's TSC rate as saved: set on every vCPU (before their MSRs) when this host's differs.
+ * KVM scales the TSC where the CPU can (KVM_CAP_TSC_CONTROL); without scaling it still takes a
+ * rate above the host's (it keeps the guest's TSC caught up in software), and refuses one below,
+ * which the restore then refuses too, naming both rates. */
 static int snap_restore_tsc(struct vm *vm, const struct snap_reader *rd, char *err, unsigned errlen)
 {
 	struct snap_tsc tsc;
@@ -575,19 +577,20 @@ static int snap_restore_tsc(struct vm *vm, const struct snap_reader *rd, char *e
 	cur = ioctl(vm->vcpus[0].fd, KVM_GET_TSC_KHZ);
 	if (cur == (int)tsc.khz)
 		return 0;
-	if (cur <= 0 || !snap_has(vm, KVM_CAP_TSC_CONTROL)) {
+	if (cur <= 0) {
 		snprintf(err, errlen,
-			 "the snapshot's guest TSC runs at %u kHz, this host's %s and KVM cannot "
-			 "set it (no KVM_CAP_TSC_CONTROL)",
-			 tsc.khz, cur > 0 ? "at another rate" : "at a rate KVM does not report");
+			 "the snapshot's guest TSC runs at %u kHz and KVM does not report this "
+			 "host's rate (KVM_GET_TSC_KHZ): %s",
+			 tsc.khz, strerror(errno));
 		return -EINVAL;
 	}
 	for (unsigned i = 0; i < vm->ncpus; i++)
 		if (ioctl(vm->vcpus[i].fd, KVM_SET_TSC_KHZ, (unsigned long)tsc.khz)) {
 			snprintf(err, errlen,
-				 "vcpu %u: KVM_SET_TSC_KHZ %u (the snapshot's guest TSC rate; this "
-				 "host runs at %d kHz): %s",
-				 i, tsc.khz, cur, strerror(errno));
+				 "the snapshot's guest TSC runs at %u kHz, this host's at %d kHz, "
+				 "and KVM cannot set it (vcpu %u: KVM_SET_TSC_KHZ: %s%s)",
+				 tsc.khz, cur, i, strerror(errno),
+				 snap_has(vm, KVM_CAP_TSC_CONTROL) ? "" : "; no TSC scaling here");
 			return -EINVAL;
 		}
 	fprintf(stderr, "lvmm: restore: guest TSC set to the snapshot's %u kHz (host %d kHz)\n",

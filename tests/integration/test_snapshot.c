@@ -257,6 +257,88 @@ START_TEST(test_snapshot_hostile_memory)
 }
 END_TEST
 
+/* Sets the tsc section of the snapshot's state file to khz (its checksum made again): what a
+ * snapshot saved on a host of another TSC rate looks like here. The rate it had. */
+static uint32_t set_saved_tsc(uint32_t khz)
+{
+	char path[400], err[256];
+	struct snap_reader r;
+	struct snap_header h;
+	struct snap_tsc t;
+	const struct snap_ref *s;
+	uint8_t *buf;
+	size_t len;
+	uint32_t was;
+
+	snprintf(path, sizeof(path), "%s/state.bin", snap);
+	buf = malloc(1 << 20);
+	ck_assert_ptr_nonnull(buf);
+	len = testutil_read_file(path, (char *)buf, 1 << 20);
+	ck_assert_int_eq(snap_parse(buf, len, &r, err, sizeof(err)), 0);
+	s = snap_find(&r, SNAP_VM_TSC, 0);
+	ck_assert_ptr_nonnull(s);
+	memcpy(&t, s->data, sizeof(t));
+	was = t.khz;
+	t.khz = khz;
+	memcpy((uint8_t *)s->data, &t, sizeof(t));
+	snap_reader_free(&r);
+	memcpy(&h, buf, sizeof(h));
+	h.payload_hash = snap_hash(buf + sizeof(h), len - sizeof(h));
+	memcpy(buf, &h, sizeof(h));
+	testutil_write_file(path, buf, len, 0600);
+	free(buf);
+	return was;
+}
+
+/* The guest's TSC rate: a snapshot of a faster host's guest is restored at its rate (KVM keeps
+ * the guest's TSC up in software where it cannot scale), one of a slower host's is refused
+ * naming both rates when KVM cannot set it (no TSC scaling, as on kvm_pvm), else restored. */
+START_TEST(test_snapshot_tsc_rate)
+{
+	char *log;
+	uint32_t khz;
+	long saved;
+
+	TESTUTIL_NEED_KVM();
+	saved = boot_and_save();
+	kill_lvmm();
+	khz = set_saved_tsc(0);
+	ck_assert_uint_gt(khz, 0); /* this host's KVM reports its rate */
+	fprintf(stderr, "test_snapshot_tsc_rate: this host's guest TSC: %u kHz\n", khz);
+	set_saved_tsc(khz + 100000);
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(truncate(T.console, 0), 0);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
+	ck_assert(heartbeat_reaches(saved + 2, 10000));
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+	log = testutil_slurp(T.log);
+	ck_assert_msg(log && strstr(log, "guest TSC set to the snapshot's"), "%s", log ? log : "");
+	free(log);
+	kill_lvmm();
+	/* a slower host's snapshot */
+	set_saved_tsc(khz - 100000);
+	apitest_start(&T, NULL);
+	if (put("vm.restore", url("source_url", snap, NULL)) == 204) {
+		fprintf(stderr,
+			"test_snapshot_tsc_rate: this host's KVM scales the TSC down too\n");
+		ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+	} else {
+		char want[128];
+
+		snprintf(want, sizeof(want),
+			 "the snapshot's guest TSC runs at %u kHz, this host's at %u kHz, and KVM "
+			 "cannot set it",
+			 khz - 100000, khz);
+		expect_error("vm.restore", url("source_url", snap, NULL), 400, want);
+		ck_assert_int_eq(curl("GET", "vm.info", NULL, NULL), 404);
+	}
+	/* a snapshot whose host could not say: restored as it is */
+	set_saved_tsc(0);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+}
+END_TEST
+
 /* Two vCPUs: each one's state is saved and restored (the bench guest parks its AP). */
 START_TEST(test_two_vcpus)
 {
@@ -721,6 +803,7 @@ int main(void)
 	tcase_add_test(tc, test_snapshot_vsock);
 	tcase_add_test(tc, test_snapshot_hostile_files);
 	tcase_add_test(tc, test_snapshot_hostile_memory);
+	tcase_add_test(tc, test_snapshot_tsc_rate);
 	tcase_add_test(tc, test_snapshot_blk);
 	tcase_add_test(tc, test_snapshot_vnvme);
 	suite_add_tcase(s, tc);
