@@ -935,6 +935,12 @@ static int net_save(void *dev, void *buf, uint64_t *len, char *err, unsigned err
 	for (unsigned p = 0; p < n->pairs; p++)
 		st.dropped += n->pair[p].pend ? 1 : 0;
 	pthread_mutex_unlock(&n->vp.lock);
+	if (st.dropped)
+		fprintf(
+		    stderr,
+		    "net %s: %llu frame(s) read from the tap and not yet given to the guest are "
+		    "not saved (lost to a restored guest)\n",
+		    n->name, (unsigned long long)st.dropped);
 	memcpy(buf, &st, sizeof(st));
 	virtio_pci_save(&n->vp, (uint8_t *)buf + sizeof(st));
 	*len = need;

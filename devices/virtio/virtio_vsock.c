@@ -610,29 +610,31 @@ static bool event_run(struct virtio_vsock *v)
 {
 	struct virtq *q = &v->vp.q[VQ_EVENT].vq;
 	uint8_t ev[4] = {VIRTIO_VSOCK_EVENT_TRANSPORT_RESET, 0, 0, 0};
+	bool pushed = false;
 	char err[160];
 	int r;
 
-	if (!v->want_reset_event || !v->vp.q[VQ_EVENT].enabled)
-		return false;
-	do
-		r = virtq_pop(q, &v->chain, err, sizeof(err));
-	while (!r && virtq_has_avail(q));
-	if (r < 0)
-		virtio_pci_ring_error(&v->vp, VQ_EVENT, err);
-	if (r <= 0)
-		return false;
-	if (v->chain.in_len < sizeof(ev) || v->chain.out_len) {
-		/* not a buffer an event fits: returned empty, the event waits for the next */
-		virtq_push(q, v->chain.head, 0);
-		v->errors++;
-		return true;
+	while (v->want_reset_event && v->vp.q[VQ_EVENT].enabled) {
+		do
+			r = virtq_pop(q, &v->chain, err, sizeof(err));
+		while (!r && virtq_has_avail(q));
+		if (r < 0)
+			virtio_pci_ring_error(&v->vp, VQ_EVENT, err);
+		if (r <= 0)
+			break;
+		pushed = true;
+		if (v->chain.in_len < sizeof(ev) || v->chain.out_len) {
+			/* not a buffer an event fits: returned empty, the next one is tried */
+			virtq_push(q, v->chain.head, 0);
+			v->errors++;
+			continue;
+		}
+		virtq_chain_write(&v->chain, ev, sizeof(ev));
+		virtq_push(q, v->chain.head, sizeof(ev));
+		v->want_reset_event = false;
+		v->resets++;
 	}
-	virtq_chain_write(&v->chain, ev, sizeof(ev));
-	virtq_push(q, v->chain.head, sizeof(ev));
-	v->want_reset_event = false;
-	v->resets++;
-	return true;
+	return pushed;
 }
 
 /* ---- the host side ---- */
