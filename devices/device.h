@@ -80,6 +80,8 @@ struct dev_model {
 	 * from a file: untrusted, checked whole before use. */
 	int (*save)(void *dev, void *buf, uint64_t *len, char *err, unsigned errlen);
 	int (*restore)(void *dev, const void *buf, uint64_t len, char *err, unsigned errlen);
+	/* Optional, for a model without save: why it cannot be saved, for vm.snapshot's refusal. */
+	const char *nosave;
 	void (*counters)(void *dev, struct dev_counters *out); /* optional: id filled already */
 	void (*destroy)(void *dev);			       /* off the bus, then freed */
 };

@@ -629,7 +629,11 @@ int devices_save(struct vm *vm, struct snap_writer *w, char *err, unsigned errle
 	for (unsigned i = 0; ds && i < ds->n && !r; i++) {
 		const struct dev_inst *d = &ds->dev[i];
 
-		if (!d->model->save || !d->model->restore) {
+		if ((!d->model->save || !d->model->restore) && d->model->nosave) {
+			snprintf(err, errlen, "device %s (%s) cannot be saved: %s", d->id,
+				 d->model->name, d->model->nosave);
+			r = -EOPNOTSUPP;
+		} else if (!d->model->save || !d->model->restore) {
 			snprintf(err, errlen, "device %s (%s) cannot be saved yet", d->id,
 				 d->model->name);
 			r = -EOPNOTSUPP;

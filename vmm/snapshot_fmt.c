@@ -40,6 +40,8 @@ const char *snap_type_name(uint32_t type)
 		return "serial";
 	case SNAP_VM_LEGACY:
 		return "legacy";
+	case SNAP_VM_TSC:
+		return "tsc";
 	case SNAP_VCPU_REGS:
 		return "regs";
 	case SNAP_VCPU_SREGS:
@@ -65,6 +67,85 @@ const char *snap_type_name(uint32_t type)
 	default:
 		return "unknown";
 	}
+}
+
+uint64_t snap_type_len(uint32_t type)
+{
+	switch (type) {
+	case SNAP_VM_CLOCK:
+		return SNAP_LEN_CLOCK;
+	case SNAP_VM_PIC_MASTER:
+	case SNAP_VM_PIC_SLAVE:
+	case SNAP_VM_IOAPIC_KVM:
+		return SNAP_LEN_IRQCHIP;
+	case SNAP_VM_PIT:
+		return SNAP_LEN_PIT;
+	case SNAP_VM_IOAPIC_USER:
+		return SNAP_LEN_IOAPIC;
+	case SNAP_VM_SERIAL:
+		return SNAP_LEN_SERIAL;
+	case SNAP_VM_LEGACY:
+		return SNAP_LEN_LEGACY;
+	case SNAP_VM_TSC:
+		return SNAP_LEN_TSC;
+	case SNAP_VCPU_REGS:
+		return SNAP_LEN_REGS;
+	case SNAP_VCPU_SREGS:
+		return SNAP_LEN_SREGS;
+	case SNAP_VCPU_FPU:
+		return SNAP_LEN_FPU;
+	case SNAP_VCPU_XSAVE:
+		return SNAP_LEN_XSAVE;
+	case SNAP_VCPU_LAPIC:
+		return SNAP_LEN_LAPIC;
+	case SNAP_VCPU_MP_STATE:
+		return SNAP_LEN_MP_STATE;
+	case SNAP_VCPU_EVENTS:
+		return SNAP_LEN_EVENTS;
+	case SNAP_VCPU_XCRS:
+		return SNAP_LEN_XCRS;
+	case SNAP_VCPU_DEBUGREGS:
+		return SNAP_LEN_DEBUGREGS;
+	default:
+		return 0; /* MSRs, devices */
+	}
+}
+
+void snap_mem_trailer_make(struct snap_mem_trailer *t, uint64_t memory,
+			   const uint8_t id[SNAP_ID_LEN])
+{
+	memset(t, 0, sizeof(*t));
+	memcpy(t->magic, SNAP_MEM_MAGIC, sizeof(t->magic));
+	t->memory = memory;
+	memcpy(t->id, id, SNAP_ID_LEN);
+}
+
+int snap_mem_trailer_check(const struct snap_mem_trailer *t, const struct snap_header *h, char *err,
+			   unsigned errlen)
+{
+	static const uint64_t zero[4];
+
+	if (memcmp(t->magic, SNAP_MEM_MAGIC, sizeof(t->magic)) ||
+	    memcmp(t->reserved, zero, sizeof(zero))) {
+		snprintf(err, errlen,
+			 "memory.bin: no snapshot trailer after the RAM (not a memory "
+			 "file of this format)");
+		return -EINVAL;
+	}
+	if (t->memory != h->memory) {
+		snprintf(err, errlen,
+			 "memory.bin: its trailer says %llu bytes of RAM, the state "
+			 "file %llu",
+			 (unsigned long long)t->memory, (unsigned long long)h->memory);
+		return -EINVAL;
+	}
+	if (memcmp(t->id, h->id, SNAP_ID_LEN)) {
+		snprintf(err, errlen,
+			 "memory.bin belongs to another snapshot (its snapshot id is "
+			 "not the state file's)");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int snap_is_vcpu(uint32_t type)
@@ -164,6 +245,7 @@ int snap_finish(struct snap_writer *w, uint32_t ncpus, uint64_t memory, uint64_t
 	h.nsections = w->nsections;
 	h.payload_len = w->len - sizeof(h);
 	h.payload_hash = snap_hash(w->buf + sizeof(h), w->len - sizeof(h));
+	memcpy(h.id, w->id, SNAP_ID_LEN);
 	memcpy(w->buf, &h, sizeof(h));
 	return 0;
 }
@@ -192,9 +274,11 @@ int snap_parse(const void *buf, size_t len, struct snap_reader *r, char *err, un
 		return -EINVAL;
 	}
 	if (r->h.version != SNAP_VERSION) {
+		/* version 1's header is shorter: nothing past the version is read */
 		snprintf(err, errlen,
-			 "state file: format version %u, this lvmm reads version %u only",
-			 r->h.version, SNAP_VERSION);
+			 "state file: format version %u%s, this lvmm reads version %u only",
+			 r->h.version, r->h.version < SNAP_VERSION ? " (an older lvmm's)" : "",
+			 SNAP_VERSION);
 		return -EINVAL;
 	}
 	if (r->h.flags) {
@@ -248,6 +332,30 @@ int snap_parse(const void *buf, size_t len, struct snap_reader *r, char *err, un
 			/* a new kind of state comes with a new format version */
 			snprintf(err, errlen, "state file: section %u has unknown type %u", i,
 				 s.type);
+			goto bad;
+		}
+		if (snap_type_len(s.type) && s.len != snap_type_len(s.type)) {
+			snprintf(
+			    err, errlen,
+			    "state file: section %u (%s %u): %llu bytes, the format's are %llu", i,
+			    snap_type_name(s.type), s.index, (unsigned long long)s.len,
+			    (unsigned long long)snap_type_len(s.type));
+			goto bad;
+		}
+		if (s.type == SNAP_VCPU_MSRS &&
+		    (s.len % SNAP_LEN_MSR || s.len / SNAP_LEN_MSR > SNAP_MAX_MSRS)) {
+			snprintf(
+			    err, errlen,
+			    "state file: section %u (msrs %u): %llu bytes, not a list of at most "
+			    "%u MSRs",
+			    i, s.index, (unsigned long long)s.len, SNAP_MAX_MSRS);
+			goto bad;
+		}
+		if (s.type == SNAP_DEVICE && s.len < sizeof(struct snap_dev_head)) {
+			snprintf(err, errlen,
+				 "state file: section %u (device %u): %llu bytes, shorter than its "
+				 "head",
+				 i, s.index, (unsigned long long)s.len);
 			goto bad;
 		}
 		if (snap_is_vcpu(s.type) && s.index >= r->h.ncpus) {

@@ -55,6 +55,7 @@ struct vm_snapshot_stats {
 	unsigned msrs;	      /* per vCPU */
 	unsigned msrs_listed; /* by KVM_GET_MSR_INDEX_LIST; the others a vCPU cannot read */
 	bool xsave, xcrs;     /* the host has them: saved instead of / beside the legacy FPU */
+	unsigned tsc_khz;     /* the guest's TSC rate; 0 when KVM could not say */
 };
 int vm_snapshot(struct vm *vm, int dirfd, const char *dir, const void *config, size_t config_len,
 		struct vm_snapshot_stats *stats, char *err, unsigned errlen);

@@ -258,6 +258,19 @@ int vm_add_fs(struct vm *vm, struct virtio_fs_config *c, char *err, unsigned err
 	return 0;
 }
 
+/* The vsock device went: so does the socket listened on before a jail (--jail --vsock), which
+ * the configuration kept open for the device's rebuilds; open, PATH would go on accepting
+ * host programs into a backlog nobody reads. */
+static void vm_vsock_forget(struct vm *vm)
+{
+	if (vm->cfg.vsock.has_listen_fd) {
+		close(vm->cfg.vsock.listen_fd);
+		vm->cfg.vsock.has_listen_fd = false;
+		vm->cfg.vsock.listen_fd = -1;
+	}
+	vm->cfg.has_vsock = false;
+}
+
 /* vm.add-vsock: the VM's one vsock device. */
 int vm_add_vsock(struct vm *vm, const struct virtio_vsock_config *c, char *err, unsigned errlen)
 {
@@ -347,7 +360,7 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 	else if (fs < vm->cfg.nfs)
 		vm_fs_forget(vm, fs);
 	else
-		vm->cfg.has_vsock = false;
+		vm_vsock_forget(vm);
 	return 0;
 }
 
@@ -388,7 +401,7 @@ void vm_hotplug_reset(struct vm *vm)
 		virtio_vsock_id(&vm->cfg.vsock, id, sizeof(id));
 		if (devices_removing(vm, id)) {
 			fprintf(stderr, "lvmm: vsock %s: removed by the reset\n", id);
-			vm->cfg.has_vsock = false;
+			vm_vsock_forget(vm);
 		}
 	}
 }

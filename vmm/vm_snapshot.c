@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,7 +21,25 @@
 #define SNAP_STATE_FILE	 "state.bin"
 #define SNAP_MEMORY_FILE "memory.bin"
 #define SNAP_CHUNK	 (64 * 1024) /* memory is written and skipped in pieces this big */
-#define SNAP_MAX_MSRS	 1024
+
+/* Every structure written raw into the state file has the size the format says: a change of the
+ * KVM headers or of lvmm's own state structs fails the build instead of the format changing. */
+_Static_assert(sizeof(struct kvm_clock_data) == SNAP_LEN_CLOCK, "kvm_clock_data");
+_Static_assert(sizeof(struct kvm_irqchip) == SNAP_LEN_IRQCHIP, "kvm_irqchip");
+_Static_assert(sizeof(struct kvm_pit_state2) == SNAP_LEN_PIT, "kvm_pit_state2");
+_Static_assert(sizeof(struct ioapic_state) == SNAP_LEN_IOAPIC, "ioapic_state");
+_Static_assert(sizeof(struct serial_state) == SNAP_LEN_SERIAL, "serial_state");
+_Static_assert(sizeof(struct legacy_state) == SNAP_LEN_LEGACY, "legacy_state");
+_Static_assert(sizeof(struct kvm_regs) == SNAP_LEN_REGS, "kvm_regs");
+_Static_assert(sizeof(struct kvm_sregs) == SNAP_LEN_SREGS, "kvm_sregs");
+_Static_assert(sizeof(struct kvm_fpu) == SNAP_LEN_FPU, "kvm_fpu");
+_Static_assert(sizeof(struct kvm_xsave) == SNAP_LEN_XSAVE, "kvm_xsave");
+_Static_assert(sizeof(struct kvm_lapic_state) == SNAP_LEN_LAPIC, "kvm_lapic_state");
+_Static_assert(sizeof(struct kvm_msr_entry) == SNAP_LEN_MSR, "kvm_msr_entry");
+_Static_assert(sizeof(struct kvm_mp_state) == SNAP_LEN_MP_STATE, "kvm_mp_state");
+_Static_assert(sizeof(struct kvm_vcpu_events) == SNAP_LEN_EVENTS, "kvm_vcpu_events");
+_Static_assert(sizeof(struct kvm_xcrs) == SNAP_LEN_XCRS, "kvm_xcrs");
+_Static_assert(sizeof(struct kvm_debugregs) == SNAP_LEN_DEBUGREGS, "kvm_debugregs");
 
 /* ---- host capabilities ---- */
 
@@ -151,7 +170,8 @@ fail:
 	return r ? r : -EIO;
 }
 
-static int snap_save_vm(struct vm *vm, struct snap_writer *w, char *err, unsigned errlen)
+static int snap_save_vm(struct vm *vm, struct snap_writer *w, unsigned *tsc_khz, char *err,
+			unsigned errlen)
 {
 	struct kvm_clock_data clock = vm->paused_clock;
 	struct serial_state ser;
@@ -193,6 +213,14 @@ static int snap_save_vm(struct vm *vm, struct snap_writer *w, char *err, unsigne
 			return -errno;
 		}
 		snap_put(w, SNAP_VM_PIT, 0, &pit, sizeof(pit));
+	}
+	/* the guest's TSC rate: a restore on a host of another rate sets it (or refuses) */
+	{
+		int khz = ioctl(vm->vcpus[0].fd, KVM_GET_TSC_KHZ);
+		struct snap_tsc tsc = {.khz = khz > 0 ? (uint32_t)khz : 0};
+
+		snap_put(w, SNAP_VM_TSC, 0, &tsc, sizeof(tsc));
+		*tsc_khz = tsc.khz;
 	}
 	serial_save(&vm->serial, &ser);
 	snap_put(w, SNAP_VM_SERIAL, 0, &ser, sizeof(ser));
@@ -267,16 +295,24 @@ static int snap_open_write(int dirfd, const char *name, char *err, unsigned errl
 }
 
 /* RAM as a file as big as the RAM whose all-zero pieces are holes. */
-static int snap_save_memory(struct vm *vm, int dirfd, uint64_t *written, char *err, unsigned errlen)
+static int snap_save_memory(struct vm *vm, int dirfd, const uint8_t *id, uint64_t *written,
+			    char *err, unsigned errlen)
 {
 	int fd = snap_open_write(dirfd, SNAP_MEMORY_FILE, err, errlen);
 	uint64_t size = vm->gmem.size, off;
-	int r = 0;
+	struct snap_mem_trailer t;
+	int r;
 
 	*written = 0;
 	if (fd < 0)
 		return fd;
-	if (ftruncate(fd, (off_t)size)) {
+	snap_mem_trailer_make(&t, size, id);
+	r = snap_pwrite_all(fd, SNAP_MEMORY_FILE, &t, sizeof(t), size, err, errlen);
+	if (r) {
+		close(fd);
+		return r;
+	}
+	if (ftruncate(fd, (off_t)(size + sizeof(t)))) {
 		snprintf(err, errlen, "%s: %s", SNAP_MEMORY_FILE, strerror(errno));
 		close(fd);
 		return -EIO;
@@ -311,6 +347,18 @@ static int snap_supported(struct vm *vm, char *err, unsigned errlen)
 {
 	unsigned up = 1;
 
+	/* a restore opens each tap again by the name its config gives */
+	for (unsigned i = 0; i < vm->cfg.nnets && i < CONFIG_MAX_NETS; i++)
+		if (vm->cfg.nets[i].nfds) {
+			char id[sizeof(vm->cfg.nets[0].id)];
+
+			virtio_net_id(&vm->cfg.nets[i], i, id, sizeof(id));
+			snprintf(err, errlen,
+				 "device %s: its tap was handed over as file descriptors, which a "
+				 "restore cannot open again (give the tap by name)",
+				 id);
+			return -EOPNOTSUPP;
+		}
 	if (!vm->ap_manual || vm->boot.ap_entry)
 		return 0;
 	pthread_mutex_lock(&vm->lock);
@@ -336,6 +384,12 @@ int vm_snapshot(struct vm *vm, int dirfd, const char *dir, const void *config, s
 	int r;
 
 	memset(stats, 0, sizeof(*stats));
+	snap_writer_init(&w);
+	/* the id that ties memory.bin to this state file */
+	if (getrandom(w.id, sizeof(w.id), 0) != (ssize_t)sizeof(w.id)) {
+		snprintf(err, errlen, "getrandom: %s", strerror(errno));
+		return -EIO;
+	}
 	pthread_mutex_lock(&vm->lock);
 	r = vm->state == VM_PAUSED && !vm->stop_req ? 0 : -EINVAL;
 	if (r)
@@ -346,11 +400,10 @@ int vm_snapshot(struct vm *vm, int dirfd, const char *dir, const void *config, s
 		r = snap_supported(vm, err, errlen);
 	if (r)
 		return r;
-	snap_writer_init(&w);
 	/* the devices first: one that cannot be saved refuses the snapshot before any work */
 	r = devices_save(vm, &w, err, errlen);
 	if (!r)
-		r = snap_save_vm(vm, &w, err, errlen);
+		r = snap_save_vm(vm, &w, &stats->tsc_khz, err, errlen);
 	if (!r)
 		r = snap_msr_list(vm, &msr_idx, &nmsrs, &stats->msrs_listed, err, errlen);
 	for (unsigned i = 0; !r && i < vm->ncpus; i++)
@@ -373,7 +426,7 @@ int vm_snapshot(struct vm *vm, int dirfd, const char *dir, const void *config, s
 		r = -EIO;
 	}
 	if (!r)
-		r = snap_save_memory(vm, dirfd, &stats->memory_written, err, errlen);
+		r = snap_save_memory(vm, dirfd, w.id, &stats->memory_written, err, errlen);
 	if (!r)
 		r = snap_write_file(dirfd, SNAP_CONFIG_FILE, config, config_len, err, errlen);
 	/* the state file last: a directory without one is no snapshot */
@@ -390,10 +443,10 @@ int vm_snapshot(struct vm *vm, int dirfd, const char *dir, const void *config, s
 	if (!r)
 		fprintf(stderr,
 			"lvmm: snapshot %s: %u vCPUs (%u of %u listed MSRs each, XSAVE %s, XCRs "
-			"%s), %llu of "
+			"%s, TSC %u kHz), %llu of "
 			"%llu MiB of RAM written, %llu bytes of state\n",
 			dir, vm->ncpus, nmsrs, stats->msrs_listed, stats->xsave ? "yes" : "no",
-			stats->xcrs ? "yes" : "no",
+			stats->xcrs ? "yes" : "no", stats->tsc_khz,
 			(unsigned long long)(stats->memory_written >> 20),
 			(unsigned long long)(vm->gmem.size >> 20),
 			(unsigned long long)stats->state_bytes);
@@ -447,11 +500,14 @@ int vm_snapshot_read_config(int dirfd, char **config, size_t *len, char *err, un
 			      errlen);
 }
 
-/* memory.bin into the RAM: the RAM is zeroed, then each data extent of the file copied. */
-static int snap_restore_memory(struct vm *vm, int dirfd, char *err, unsigned errlen)
+/* memory.bin into the RAM once its trailer names the state file's snapshot: the RAM is zeroed,
+ * then each data extent of the file copied. */
+static int snap_restore_memory(struct vm *vm, int dirfd, const struct snap_header *h, char *err,
+			       unsigned errlen)
 {
 	int fd = openat(dirfd, SNAP_MEMORY_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	uint64_t size = vm->gmem.size;
+	struct snap_mem_trailer t;
 	struct stat st;
 	off_t data = 0, hole;
 
@@ -459,10 +515,20 @@ static int snap_restore_memory(struct vm *vm, int dirfd, char *err, unsigned err
 		snprintf(err, errlen, "%s: %s", SNAP_MEMORY_FILE, strerror(errno));
 		return -EINVAL;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
-		snprintf(err, errlen, "%s: %llu bytes, the snapshot's RAM is %llu",
-			 SNAP_MEMORY_FILE, (unsigned long long)st.st_size,
-			 (unsigned long long)size);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size + sizeof(t)) {
+		snprintf(err, errlen,
+			 "%s: %llu bytes, the snapshot's RAM is %llu (and a %zu-byte trailer)",
+			 SNAP_MEMORY_FILE, (unsigned long long)st.st_size, (unsigned long long)size,
+			 sizeof(t));
+		close(fd);
+		return -EINVAL;
+	}
+	if (pread(fd, &t, sizeof(t), (off_t)size) != (ssize_t)sizeof(t)) {
+		snprintf(err, errlen, "%s: its trailer cannot be read", SNAP_MEMORY_FILE);
+		close(fd);
+		return -EINVAL;
+	}
+	if (snap_mem_trailer_check(&t, h, err, errlen)) {
 		close(fd);
 		return -EINVAL;
 	}
@@ -491,12 +557,56 @@ static int snap_restore_memory(struct vm *vm, int dirfd, char *err, unsigned err
 	return 0;
 }
 
+/* The guest's TSC rate as saved: set on every vCPU (before their MSRs) when this host's differs.
+ * KVM scales the TSC where the CPU can (KVM_CAP_TSC_CONTROL); without scaling it still takes a
+ * rate above the host's (it keeps the guest's TSC caught up in software), and refuses one below,
+ * which the restore then refuses too, naming both rates. */
+static int snap_restore_tsc(struct vm *vm, const struct snap_reader *rd, char *err, unsigned errlen)
+{
+	struct snap_tsc tsc;
+	int r = snap_get(rd, SNAP_VM_TSC, 0, &tsc, sizeof(tsc), err, errlen), cur;
+
+	if (r)
+		return r;
+	if (tsc.flags) {
+		snprintf(err, errlen, "state file: TSC section flags 0x%x", tsc.flags);
+		return -EINVAL;
+	}
+	if (!tsc.khz)
+		return 0; /* the saving host could not say: nothing to match */
+	cur = ioctl(vm->vcpus[0].fd, KVM_GET_TSC_KHZ);
+	if (cur == (int)tsc.khz)
+		return 0;
+	if (cur <= 0) {
+		snprintf(err, errlen,
+			 "the snapshot's guest TSC runs at %u kHz and KVM does not report this "
+			 "host's rate (KVM_GET_TSC_KHZ): %s",
+			 tsc.khz, strerror(errno));
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < vm->ncpus; i++)
+		if (ioctl(vm->vcpus[i].fd, KVM_SET_TSC_KHZ, (unsigned long)tsc.khz)) {
+			snprintf(err, errlen,
+				 "the snapshot's guest TSC runs at %u kHz, this host's at %d kHz, "
+				 "and KVM cannot set it (vcpu %u: KVM_SET_TSC_KHZ: %s%s)",
+				 tsc.khz, cur, i, strerror(errno),
+				 snap_has(vm, KVM_CAP_TSC_CONTROL) ? "" : "; no TSC scaling here");
+			return -EINVAL;
+		}
+	fprintf(stderr, "lvmm: restore: guest TSC set to the snapshot's %u kHz (host %d kHz)\n",
+		tsc.khz, cur);
+	return 0;
+}
+
 static int snap_restore_vm(struct vm *vm, const struct snap_reader *rd, char *err, unsigned errlen)
 {
 	struct serial_state ser;
 	struct legacy_state leg;
 	int r;
 
+	r = snap_restore_tsc(vm, rd, err, errlen);
+	if (r)
+		return r;
 	r = snap_get(rd, SNAP_VM_CLOCK, 0, &vm->paused_clock, sizeof(vm->paused_clock), err,
 		     errlen);
 	if (r)
@@ -726,7 +836,7 @@ int vm_restore(const struct vm_config *cfg, int dirfd, const void *config, size_
 			vm->vcpus[i].ap_up = true;
 	}
 	if (!r)
-		r = snap_restore_memory(vm, dirfd, err, errlen);
+		r = snap_restore_memory(vm, dirfd, &rd.h, err, errlen);
 	if (!r)
 		r = snap_restore_vm(vm, &rd, err, errlen);
 	if (!r)

@@ -444,4 +444,8 @@ const struct dev_model virtio_fs_model = {
     .pci = fs_pci,
     .counters = fs_counters,
     .destroy = fs_destroy,
+    /* what a restore would need back is not lvmm's: the guest's FUSE session (node ids, file
+     * handles, lookup counts) is state of the virtiofsd process that served it */
+    .nosave = "the guest's FUSE state (inode ids, open file handles) lives in virtiofsd, which "
+	      "cannot hand it to the virtiofsd of a restored VM",
 };

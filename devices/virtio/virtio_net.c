@@ -26,22 +26,23 @@
 #define VIRTIO_ID_NET 1
 
 /* feature bits (5.1.3) */
-#define F_CSUM		0
-#define F_GUEST_CSUM	1
-#define F_MTU		3
-#define F_MAC		5
-#define F_GUEST_TSO4	7
-#define F_GUEST_TSO6	8
-#define F_GUEST_UFO	10
-#define F_HOST_TSO4	11
-#define F_HOST_TSO6	12
-#define F_HOST_UFO	14
-#define F_MRG_RXBUF	15
-#define F_STATUS	16
-#define F_CTRL_VQ	17
-#define F_MQ		22
-#define F_CTRL_MAC_ADDR 23
-#define BIT(f)		(1ull << (f))
+#define F_CSUM		 0
+#define F_GUEST_CSUM	 1
+#define F_MTU		 3
+#define F_MAC		 5
+#define F_GUEST_TSO4	 7
+#define F_GUEST_TSO6	 8
+#define F_GUEST_UFO	 10
+#define F_HOST_TSO4	 11
+#define F_HOST_TSO6	 12
+#define F_HOST_UFO	 14
+#define F_MRG_RXBUF	 15
+#define F_STATUS	 16
+#define F_CTRL_VQ	 17
+#define F_GUEST_ANNOUNCE 21
+#define F_MQ		 22
+#define F_CTRL_MAC_ADDR	 23
+#define BIT(f)		 (1ull << (f))
 
 /* virtio_net_hdr_v1 */
 #define HDR_F_NEEDS_CSUM 1
@@ -55,6 +56,7 @@
 /* control queue (5.1.6.5) */
 #define CTRL_RX		   0
 #define CTRL_MAC	   1
+#define CTRL_ANNOUNCE	   3
 #define CTRL_MQ		   4
 #define CTRL_MAC_TABLE_SET 0
 #define CTRL_MAC_ADDR_SET  1
@@ -88,6 +90,9 @@ struct virtio_net {
 	bool thread_up, paused;
 	uint64_t gen, seen_gen;
 	bool offloads_set;
+	/* restored: the guest is asked (status ANNOUNCE and a configuration interrupt at the
+	 * resume) to announce itself, as after a move; cleared by its ANNOUNCE_ACK */
+	bool announce, announce_due;
 	struct net_pair pair[VIRTIO_NET_MAX_PAIRS];
 	struct virtq_chain chain, first;
 	uint8_t cmd[CTRL_CMD_MAX];
@@ -104,7 +109,7 @@ static void net_cfg_read(struct virtio_pci *vp, uint64_t off, void *data, unsign
 	uint8_t img[12];
 
 	memcpy(img, n->mac, 6);
-	img[6] = 1; /* status: VIRTIO_NET_S_LINK_UP */
+	img[6] = 1 | (n->announce ? 2 : 0); /* status: LINK_UP, ANNOUNCE */
 	img[7] = 0;
 	img[8] = (uint8_t)n->pairs;
 	img[9] = 0;
@@ -444,6 +449,13 @@ static uint8_t ctrl_exec(struct virtio_net *n, const uint8_t *cmd, size_t len)
 				return CTRL_OK;
 		}
 		break;
+	case CTRL_ANNOUNCE:
+		/* VIRTIO_NET_CTRL_ANNOUNCE_ACK: the guest has announced itself */
+		if (cmd[1] == 0 && dl == 0 && negotiated(n, F_GUEST_ANNOUNCE) && n->announce) {
+			n->announce = false;
+			return CTRL_OK;
+		}
+		break;
 	case CTRL_MQ:
 		if (cmd[1] == CTRL_MQ_PAIRS_SET && dl == 2 && negotiated(n, F_MQ)) {
 			uint16_t want = le16(d);
@@ -530,6 +542,7 @@ static void net_new_gen(struct virtio_net *n)
 	n->seen_gen = n->gen;
 	n->active = 1;
 	n->offloads_set = false;
+	n->announce = n->announce_due = false;
 	for (unsigned p = 0; p < n->pairs; p++) {
 		n->pair[p].pend = 0;
 		n->pair[p].rx_wait = false;
@@ -721,8 +734,8 @@ static uint64_t net_features(struct virtio_net *n, const struct virtio_net_confi
 {
 	uint64_t tso = BIT(F_GUEST_TSO4) | BIT(F_GUEST_TSO6) | BIT(F_HOST_TSO4) | BIT(F_HOST_TSO6);
 	uint64_t ufo = BIT(F_GUEST_UFO) | BIT(F_HOST_UFO);
-	uint64_t f =
-	    BIT(F_MAC) | BIT(F_STATUS) | BIT(F_MRG_RXBUF) | BIT(F_CTRL_VQ) | BIT(F_CTRL_MAC_ADDR);
+	uint64_t f = BIT(F_MAC) | BIT(F_STATUS) | BIT(F_MRG_RXBUF) | BIT(F_CTRL_VQ) |
+		     BIT(F_CTRL_MAC_ADDR) | BIT(F_GUEST_ANNOUNCE);
 
 	if (n->pairs > 1)
 		f |= BIT(F_MQ);
@@ -870,8 +883,117 @@ static void net_resume(void *dev)
 
 	pthread_mutex_lock(&n->vp.lock);
 	n->paused = false;
+	if (n->announce_due) {
+		n->announce_due = false;
+		virtio_pci_config_interrupt(&n->vp);
+	}
 	pthread_mutex_unlock(&n->vp.lock);
 	virtio_eventfd_signal(n->vp.kick_fd[0]);
+}
+
+/* Snapshots. Paused, the thread is out of the rings (net_pause) and every transmit chain it took
+ * is already back in the used ring: a chain is sent and returned in one go under the lock. What
+ * the device may hold between kicks is one received frame per pair that the guest had no buffer
+ * for yet (pair[p].pend): it is not saved, so a restored guest never sees it (a frame lost on the
+ * wire, which its protocols recover from), and the rings stay as the guest left them. Saved: the
+ * transport, the MAC (set by the guest, or made from the process id when none was configured),
+ * the queue pairs offered and in use, the MTU. The tap is the restored config's, opened again as
+ * at vm.create; its offloads are set again from the accepted features before the first frame. */
+#define NET_STATE_VERSION 1u
+
+struct net_state {
+	uint32_t version, pairs, active;
+	uint16_t mtu;
+	uint8_t mac[6];
+	uint64_t dropped; /* frames held when saved, lost (reported only) */
+};
+
+static int net_save(void *dev, void *buf, uint64_t *len, char *err, unsigned errlen)
+{
+	struct virtio_net *n = dev;
+	size_t need = sizeof(struct net_state) + virtio_pci_state_size(&n->vp);
+	struct net_state st = {.version = NET_STATE_VERSION};
+
+	if (!buf) {
+		*len = need;
+		return 0;
+	}
+	if (*len < need) {
+		snprintf(err, errlen, "virtio-net %s: state needs %zu bytes", n->name, need);
+		return -ENOSPC;
+	}
+	pthread_mutex_lock(&n->vp.lock);
+	if (!n->paused) {
+		pthread_mutex_unlock(&n->vp.lock);
+		snprintf(err, errlen, "virtio-net %s: not paused", n->name);
+		return -EBUSY;
+	}
+	st.pairs = n->pairs;
+	st.active = n->active;
+	st.mtu = n->mtu;
+	memcpy(st.mac, n->mac, 6);
+	for (unsigned p = 0; p < n->pairs; p++)
+		st.dropped += n->pair[p].pend ? 1 : 0;
+	pthread_mutex_unlock(&n->vp.lock);
+	if (st.dropped)
+		fprintf(
+		    stderr,
+		    "net %s: %llu frame(s) read from the tap and not yet given to the guest are "
+		    "not saved (lost to a restored guest)\n",
+		    n->name, (unsigned long long)st.dropped);
+	memcpy(buf, &st, sizeof(st));
+	virtio_pci_save(&n->vp, (uint8_t *)buf + sizeof(st));
+	*len = need;
+	return 0;
+}
+
+static int net_restore(void *dev, const void *buf, uint64_t len, char *err, unsigned errlen)
+{
+	struct virtio_net *n = dev;
+	struct net_state st;
+	int r;
+
+	if (len < sizeof(st)) {
+		snprintf(err, errlen, "virtio-net %s: state of %llu bytes is too short", n->name,
+			 (unsigned long long)len);
+		return -EINVAL;
+	}
+	memcpy(&st, buf, sizeof(st));
+	if (st.version != NET_STATE_VERSION || st.pairs != n->pairs || st.mtu != n->mtu) {
+		snprintf(err, errlen,
+			 "virtio-net %s: saved with %u queue pairs and mtu %u (state version %u), "
+			 "the config makes %u and %u",
+			 n->name, st.pairs, st.mtu, st.version, n->pairs, n->mtu);
+		return -EINVAL;
+	}
+	if (st.active < 1 || st.active > n->pairs) {
+		snprintf(err, errlen,
+			 "virtio-net %s: saved state has %u active queue pairs (1..%u)", n->name,
+			 st.active, n->pairs);
+		return -EINVAL;
+	}
+	r = virtio_pci_restore(&n->vp, (const uint8_t *)buf + sizeof(st),
+			       (size_t)(len - sizeof(st)), err, errlen);
+	if (r)
+		return r;
+	pthread_mutex_lock(&n->vp.lock);
+	/* the thread has seen every reset there was (none: a fresh device) */
+	n->seen_gen = n->gen;
+	n->active = st.active;
+	if (st.active > 1 && !negotiated(n, F_MQ))
+		n->active = 1;
+	memcpy(n->mac, st.mac, 6);
+	for (unsigned p = 0; p < n->pairs; p++) {
+		n->pair[p].pend = 0;
+		n->pair[p].rx_wait = false;
+	}
+	n->offloads_set = false; /* the new tap learns the accepted offloads */
+	/* a restored guest tells the network where it is now (gratuitous ARP, IPv6 NA) */
+	n->announce = n->announce_due =
+	    negotiated(n, F_GUEST_ANNOUNCE) && (n->vp.status & VIRTIO_STATUS_DRIVER_OK);
+	n->paused = true; /* the VM comes back paused: nothing moves until vm.resume */
+	pthread_mutex_unlock(&n->vp.lock);
+	return 0;
 }
 
 static void net_counters(void *dev, struct dev_counters *out)
@@ -920,6 +1042,8 @@ const struct dev_model virtio_net_model = {
     .pci = net_pci,
     .pause = net_pause,
     .resume = net_resume,
+    .save = net_save,
+    .restore = net_restore,
     .counters = net_counters,
     .destroy = net_destroy,
 };

@@ -213,6 +213,13 @@ void virtio_pci_queue_interrupt(struct virtio_pci *vp, unsigned q)
 	virtio_pci_msix(vp, vp->q[q].msix_vector);
 }
 
+void virtio_pci_config_interrupt(struct virtio_pci *vp)
+{
+	vp->generation++;
+	vp->isr |= 2;
+	virtio_pci_msix(vp, vp->msix_config);
+}
+
 void virtio_pci_ring_error(struct virtio_pci *vp, unsigned q, const char *msg)
 {
 	vp->ring_errors++;

@@ -138,6 +138,9 @@ void virtio_eventfd_signal(int fd);
 
 /* After pushes to queue q (vp->lock held): interrupts the driver if it asked for one. */
 void virtio_pci_queue_interrupt(struct virtio_pci *vp, unsigned q);
+/* The device's configuration changed (vp->lock held): a new generation, ISR bit 1, the
+ * configuration vector. */
+void virtio_pci_config_interrupt(struct virtio_pci *vp);
 
 /* The driver broke a ring (vp->lock held): DEVICE_NEEDS_RESET and a configuration interrupt;
  * the message is logged once per device reset. */

@@ -105,6 +105,8 @@ struct virtio_vsock {
 	struct virtq_chain chain;
 	uint8_t pkt[HDR_LEN + PKT_MAX];
 	uint64_t gen, seen_gen; /* device resets (vp.lock), as the thread last saw them */
+	bool paused;		/* vm.pause: the thread stays out of the rings and sockets */
+	bool want_reset_event;	/* restored: TRANSPORT_RESET owed on the event queue */
 	/* counters */
 	uint64_t rx_pkts, tx_pkts, rx_bytes, tx_bytes, conns, resets, errors, wakeups;
 };
@@ -601,6 +603,40 @@ static bool rx_run(struct virtio_vsock *v, const bool *readable)
 	return pushed;
 }
 
+/* The transport reset event owed after a restore (vp.lock held): the guest's driver drops every
+ * connection it had (their host ends were in the old process) and reads the CID again. Waits
+ * for an event buffer when the guest has none queued; true when one was used. */
+static bool event_run(struct virtio_vsock *v)
+{
+	struct virtq *q = &v->vp.q[VQ_EVENT].vq;
+	uint8_t ev[4] = {VIRTIO_VSOCK_EVENT_TRANSPORT_RESET, 0, 0, 0};
+	bool pushed = false;
+	char err[160];
+	int r;
+
+	while (v->want_reset_event && v->vp.q[VQ_EVENT].enabled) {
+		do
+			r = virtq_pop(q, &v->chain, err, sizeof(err));
+		while (!r && virtq_has_avail(q));
+		if (r < 0)
+			virtio_pci_ring_error(&v->vp, VQ_EVENT, err);
+		if (r <= 0)
+			break;
+		pushed = true;
+		if (v->chain.in_len < sizeof(ev) || v->chain.out_len) {
+			/* not a buffer an event fits: returned empty, the next one is tried */
+			virtq_push(q, v->chain.head, 0);
+			v->errors++;
+			continue;
+		}
+		virtq_chain_write(&v->chain, ev, sizeof(ev));
+		virtq_push(q, v->chain.head, sizeof(ev));
+		v->want_reset_event = false;
+		v->resets++;
+	}
+	return pushed;
+}
+
 /* ---- the host side ---- */
 
 static void host_accept(struct virtio_vsock *v)
@@ -676,22 +712,28 @@ static void *vsock_thread(void *arg)
 		fprintf(stderr, "vsock %s: %s\n", v->name, err);
 	for (;;) {
 		unsigned n = 0;
-		bool tx = false, rx = false, live;
+		bool tx = false, rx = false, evq = false, live, paused;
 
+		pthread_mutex_lock(&v->vp.lock);
+		paused = v->paused;
+		pthread_mutex_unlock(&v->vp.lock);
 		p[n] = (struct pollfd){.fd = v->stop_fd, .events = POLLIN};
 		slot[n++] = -1;
 		p[n] = (struct pollfd){.fd = v->vp.kick_fd[VQ_TX], .events = POLLIN};
 		slot[n++] = -1;
 		p[n] = (struct pollfd){.fd = v->vp.kick_fd[VQ_RX], .events = POLLIN};
 		slot[n++] = -1;
-		p[n] = (struct pollfd){.fd = v->listen_fd, .events = POLLIN};
+		/* paused: no socket is watched (the resume kicks the thread), so none spins */
+		p[n] = (struct pollfd){.fd = paused ? -1 : v->listen_fd, .events = POLLIN};
+		slot[n++] = -1;
+		p[n] = (struct pollfd){.fd = v->vp.kick_fd[VQ_EVENT], .events = POLLIN};
 		slot[n++] = -1;
 		for (unsigned i = 0; i < CONN_MAX; i++) {
 			struct vsock_conn *c = &v->conn[i];
 			short ev = 0;
 
 			readable[i] = false;
-			if (c->state == C_FREE)
+			if (c->state == C_FREE || paused)
 				continue;
 			if (c->state == C_HOST_LINE ||
 			    (c->state == C_ESTABLISHED && !c->host_eof && guest_credit(c)))
@@ -710,7 +752,13 @@ static void *vsock_thread(void *arg)
 			break;
 		virtio_eventfd_take(v->vp.kick_fd[VQ_TX]);
 		virtio_eventfd_take(v->vp.kick_fd[VQ_RX]);
+		virtio_eventfd_take(v->vp.kick_fd[VQ_EVENT]);
 		pthread_mutex_lock(&v->vp.lock);
+		if (v->paused) {
+			/* a kick taken here is answered at the resume, which kicks again */
+			pthread_mutex_unlock(&v->vp.lock);
+			continue;
+		}
 		/* a driver reset since the last look ends every connection made before it */
 		if (v->gen != v->seen_gen) {
 			v->seen_gen = v->gen;
@@ -720,7 +768,7 @@ static void *vsock_thread(void *arg)
 			host_accept(v);
 		live = (v->vp.status & VIRTIO_STATUS_DRIVER_OK) &&
 		       !(v->vp.status & VIRTIO_STATUS_NEEDS_RESET);
-		for (unsigned k = 4; k < n; k++) {
+		for (unsigned k = 5; k < n; k++) {
 			struct vsock_conn *c = &v->conn[slot[k]];
 
 			if (c->state == C_FREE)
@@ -735,6 +783,7 @@ static void *vsock_thread(void *arg)
 				readable[slot[k]] = true;
 		}
 		if (live) {
+			evq = event_run(v);
 			tx = tx_run(v);
 			rx = rx_run(v, readable);
 		} else {
@@ -747,6 +796,8 @@ static void *vsock_thread(void *arg)
 			virtio_pci_queue_interrupt(&v->vp, VQ_TX);
 		if (rx)
 			virtio_pci_queue_interrupt(&v->vp, VQ_RX);
+		if (evq)
+			virtio_pci_queue_interrupt(&v->vp, VQ_EVENT);
 		pthread_mutex_unlock(&v->vp.lock);
 	}
 	return NULL;
@@ -902,6 +953,114 @@ static struct pci_dev *vsock_pci(void *dev)
 	return &((struct virtio_vsock *)dev)->vp.pci;
 }
 
+/* vm.pause: once the lock is ours the thread is out of the rings, and stays out; host programs
+ * that connect meanwhile wait in the listen backlog. */
+static void vsock_pause(void *dev)
+{
+	struct virtio_vsock *v = dev;
+
+	pthread_mutex_lock(&v->vp.lock);
+	v->paused = true;
+	pthread_mutex_unlock(&v->vp.lock);
+	virtio_eventfd_signal(v->vp.kick_fd[VQ_TX]); /* out of a poll on the sockets */
+}
+
+static void vsock_resume(void *dev)
+{
+	struct virtio_vsock *v = dev;
+
+	pthread_mutex_lock(&v->vp.lock);
+	v->paused = false;
+	pthread_mutex_unlock(&v->vp.lock);
+	virtio_eventfd_signal(v->vp.kick_fd[VQ_TX]);
+}
+
+/* Snapshots. The host ends of the guest's connections are Unix sockets of the process that
+ * saved, which cannot come across: only the transport and the CID are saved. Packets the guest
+ * queued and the device had not taken stay in the rings (guest RAM) and are answered after the
+ * restore as packets of no connection (a reset). The restored device sends
+ * VIRTIO_VSOCK_EVENT_TRANSPORT_RESET on the event queue once it runs: the guest's driver resets
+ * every connection it had and its programs connect again, through the PATH the restored lvmm
+ * listens at. */
+#define VSOCK_STATE_VERSION 1u
+
+struct vsock_state {
+	uint32_t version, pad;
+	uint64_t cid;
+};
+
+static int vsock_save(void *dev, void *buf, uint64_t *len, char *err, unsigned errlen)
+{
+	struct virtio_vsock *v = dev;
+	size_t need = sizeof(struct vsock_state) + virtio_pci_state_size(&v->vp);
+	struct vsock_state st = {.version = VSOCK_STATE_VERSION, .cid = v->cid};
+	bool paused;
+
+	if (!buf) {
+		*len = need;
+		return 0;
+	}
+	if (*len < need) {
+		snprintf(err, errlen, "virtio-vsock %s: state needs %zu bytes", v->name, need);
+		return -ENOSPC;
+	}
+	pthread_mutex_lock(&v->vp.lock);
+	paused = v->paused;
+	pthread_mutex_unlock(&v->vp.lock);
+	if (!paused) {
+		snprintf(err, errlen, "virtio-vsock %s: not paused", v->name);
+		return -EBUSY;
+	}
+	memcpy(buf, &st, sizeof(st));
+	virtio_pci_save(&v->vp, (uint8_t *)buf + sizeof(st));
+	*len = need;
+	return 0;
+}
+
+static int vsock_restore(void *dev, const void *buf, uint64_t len, char *err, unsigned errlen)
+{
+	struct virtio_vsock *v = dev;
+	struct vsock_state st;
+	int r;
+
+	if (len < sizeof(st)) {
+		snprintf(err, errlen, "virtio-vsock %s: state of %llu bytes is too short", v->name,
+			 (unsigned long long)len);
+		return -EINVAL;
+	}
+	memcpy(&st, buf, sizeof(st));
+	if (st.version != VSOCK_STATE_VERSION || st.cid != v->cid) {
+		snprintf(
+		    err, errlen,
+		    "virtio-vsock %s: saved with guest CID %llu (state version %u), the config "
+		    "makes CID %llu",
+		    v->name, (unsigned long long)st.cid, st.version, (unsigned long long)v->cid);
+		return -EINVAL;
+	}
+	r = virtio_pci_restore(&v->vp, (const uint8_t *)buf + sizeof(st),
+			       (size_t)(len - sizeof(st)), err, errlen);
+	if (r)
+		return r;
+	pthread_mutex_lock(&v->vp.lock);
+	v->seen_gen = v->gen;
+	/* a driver that was running had connections, or may think so */
+	v->want_reset_event = (v->vp.status & VIRTIO_STATUS_DRIVER_OK) != 0;
+	v->paused = true; /* the VM comes back paused: nothing moves until vm.resume */
+	pthread_mutex_unlock(&v->vp.lock);
+	return 0;
+}
+
+bool virtio_vsock_reset_owed(void *dev)
+{
+	struct virtio_vsock *v = dev;
+	bool owed;
+
+	pthread_mutex_lock(&v->vp.lock);
+	owed = v->want_reset_event;
+	pthread_mutex_unlock(&v->vp.lock);
+	return owed;
+}
+
 static void vsock_counters(void *dev, struct dev_counters *out)
 {
 	struct virtio_vsock *v = dev;
@@ -938,6 +1097,10 @@ const struct dev_model virtio_vsock_model = {
     .name = "virtio-vsock",
     .create = vsock_create,
     .pci = vsock_pci,
+    .pause = vsock_pause,
+    .resume = vsock_resume,
+    .save = vsock_save,
+    .restore = vsock_restore,
     .counters = vsock_counters,
     .destroy = vsock_destroy,
 };

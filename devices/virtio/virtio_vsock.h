@@ -7,15 +7,17 @@
 #ifndef LVMM_VIRTIO_VSOCK_H
 #define LVMM_VIRTIO_VSOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "device.h"
 
-#define VIRTIO_VSOCK_PATH_MAX 108 /* sun_path, with "_<port>" appended for guest connections */
-#define VIRTIO_VSOCK_HOST_CID 2
-#define VIRTIO_VSOCK_MIN_CID  3 /* 0-2 are reserved, -1 is "any" */
+#define VIRTIO_VSOCK_PATH_MAX		   108 /* sun_path, with "_<port>" appended for guest connections */
+#define VIRTIO_VSOCK_HOST_CID		   2
+#define VIRTIO_VSOCK_MIN_CID		   3 /* 0-2 are reserved, -1 is "any" */
+#define VIRTIO_VSOCK_EVENT_TRANSPORT_RESET 0 /* struct virtio_vsock_event's id (5.10.6.7) */
 
 struct virtio_vsock_config {
 	char id[64];			    /* device id, default "vsock0" */
@@ -45,5 +47,9 @@ int virtio_vsock_listen(const char *path, const char *name, char *err, unsigned 
 /* One packet from the guest (header and payload, as the tx queue carries them) through the
  * device's parser as if the guest had queued it: the packet fuzz target's entry. */
 void virtio_vsock_tx_packet(void *dev, const uint8_t *pkt, size_t len);
+
+/* Whether a restored device still owes the guest its transport reset event (no event buffer
+ * taken yet): for tests. */
+bool virtio_vsock_reset_owed(void *dev);
 
 #endif

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -306,6 +308,61 @@ START_TEST(test_jail_cgroup)
 }
 END_TEST
 
+/* --jail --vsock: the socket listened on before the jail goes with the device. The guest (the
+ * bench guest ejects nothing) is asked to remove vsock0 while paused and the reboot completes it;
+ * then nothing listens at PATH any more: a host program's connect is refused, not queued. */
+START_TEST(test_jail_vsock_removed)
+{
+	char vs_dir[200], vs_sock[300], vs[320], cmd[1200], *out = NULL;
+	char *argv[] = {"--jail",	   root,       "--kernel",     guest,	   "--cmdline",
+			"bench.mode=spin", "--memory", "64M",	       "--serial", "off",
+			"--vsock",	   vs,	       "--api-socket", sock,	   NULL};
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	pid_t pid;
+	int fd, status;
+
+	snprintf(vs_dir, sizeof(vs_dir), "%s/vs", dir);
+	ck_assert_int_eq(mkdir(vs_dir, 0755), 0);
+	snprintf(vs_sock, sizeof(vs_sock), "%s/v.sock", vs_dir);
+	snprintf(vs, sizeof(vs), "cid=3,socket=%s", vs_sock);
+	memcpy(sa.sun_path, vs_sock, strlen(vs_sock) + 1);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		char *full[24] = {(char *)testutil_lvmm(), "run"};
+
+		for (unsigned i = 0; argv[i]; i++)
+			full[2 + i] = argv[i];
+		execv(full[0], full);
+		_exit(127);
+	}
+	for (int i = 0; i < 400 && access(sock, F_OK); i++)
+		testutil_sleep_ms(25);
+	ck_assert_int_eq(access(sock, F_OK), 0);
+	/* listening: a connect is taken */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd),
+		 "L=%s; S=%s; $L api --socket $S pause && ! $L api --socket $S remove-device "
+		 "vsock0 2>&1; $L api --socket $S resume && $L api --socket $S reboot && $L api "
+		 "--socket $S info",
+		 testutil_lvmm(), sock);
+	ck_assert_int_eq(testutil_sh(cmd, &out), 0);
+	ck_assert_msg(out && !strstr(out, "\"vsock\""), "vsock0 still in the config: %s",
+		      out ? out : "");
+	free(out);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ne(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_msg(errno == ECONNREFUSED, "connect: %s", strerror(errno));
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "%s api --socket %s shutdown-vmm", testutil_lvmm(), sock);
+	(void)!testutil_sh(cmd, NULL);
+	status = wait_exit(pid);
+	ck_assert_msg(WIFEXITED(status), "status %#x", status);
+}
+END_TEST
+
 /* Refusals name what is wrong: not root is covered by the message; here a file as DIR, a
  * relative socket, a vsock socket in a directory others may write to (/tmp) or in the one that
  * holds the kernel (neither socket is left behind), and a virtio-fs back end nobody serves. */
@@ -377,6 +434,7 @@ int main(void)
 	tcase_add_test(tc, test_jail_confines);
 	tcase_add_test(tc, test_jail_cgroup);
 	tcase_add_test(tc, test_jail_refusals);
+	tcase_add_test(tc, test_jail_vsock_removed);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);

@@ -6,16 +6,20 @@
 #include <check.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "apitest.h"
+#include "snapshot_fmt.h"
 #include "testutil.h"
 
 static struct apitest T;
@@ -181,7 +185,7 @@ START_TEST(test_snapshot_restore_continues)
 	/* the memory file is as big as the RAM, its zero pages holes */
 	snprintf(path, sizeof(path), "%s/memory.bin", snap);
 	ck_assert_int_eq(stat(path, &st), 0);
-	ck_assert_int_eq(st.st_size, 67108864);
+	ck_assert_int_eq(st.st_size, 67108864 + sizeof(struct snap_mem_trailer));
 	ck_assert_int_lt((long long)st.st_blocks * 512, 67108864 / 2);
 	/* the saved VM goes on too, from the same count */
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
@@ -209,6 +213,128 @@ START_TEST(test_snapshot_restore_continues)
 	}
 	ck_assert_int_eq(put("vm.pause", NULL), 204);
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+}
+END_TEST
+
+/* memory.bin is tied to its state.bin: one from another snapshot of the same VM (same size) is
+ * refused, as is one without the trailer (a version 1 file) and one with its trailer cut; the
+ * right pair still restores. */
+START_TEST(test_snapshot_hostile_memory)
+{
+	char snap2[300], a[400], b[400];
+	long saved;
+
+	TESTUTIL_NEED_KVM();
+	boot_and_save();
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert(heartbeat_reaches(last_heartbeat() + 2, 10000));
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	saved = last_heartbeat();
+	snprintf(snap2, sizeof(snap2), "%s/snap2", T.dir);
+	ck_assert_int_eq(mkdir(snap2, 0700), 0);
+	ck_assert_int_eq(put("vm.snapshot", url("destination_url", snap2, NULL)), 204);
+	kill_lvmm();
+	apitest_start(&T, NULL);
+	snprintf(a, sizeof(a), "%s/memory.bin", snap);
+	snprintf(b, sizeof(b), "%s/memory.bin", snap2);
+	ck_assert_int_eq(testutil_system("cp --sparse=always %s %s", b, a), 0);
+	expect_error("vm.restore", url("source_url", snap, NULL), 400,
+		     "memory.bin belongs to another snapshot");
+	/* the RAM alone, as version 1 wrote it */
+	ck_assert_int_eq(truncate(a, 67108864), 0);
+	expect_error("vm.restore", url("source_url", snap, NULL), 400,
+		     "memory.bin: 67108864 bytes, the snapshot's RAM is 67108864 (and a 64-byte "
+		     "trailer)");
+	/* the right size, the trailer zeroed */
+	ck_assert_int_eq(truncate(a, 67108864 + sizeof(struct snap_mem_trailer)), 0);
+	expect_error("vm.restore", url("source_url", snap, NULL), 400, "no snapshot trailer");
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, NULL), 404);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap2, ", \"resume\": true")), 204);
+	ck_assert(heartbeat_reaches(saved + 2, 10000));
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+	testutil_system("rm -rf %s", snap2);
+}
+END_TEST
+
+/* Sets the tsc section of the snapshot's state file to khz (its checksum made again): what a
+ * snapshot saved on a host of another TSC rate looks like here. The rate it had. */
+static uint32_t set_saved_tsc(uint32_t khz)
+{
+	char path[400], err[256];
+	struct snap_reader r;
+	struct snap_header h;
+	struct snap_tsc t;
+	const struct snap_ref *s;
+	uint8_t *buf;
+	size_t len;
+	uint32_t was;
+
+	snprintf(path, sizeof(path), "%s/state.bin", snap);
+	buf = malloc(1 << 20);
+	ck_assert_ptr_nonnull(buf);
+	len = testutil_read_file(path, (char *)buf, 1 << 20);
+	ck_assert_int_eq(snap_parse(buf, len, &r, err, sizeof(err)), 0);
+	s = snap_find(&r, SNAP_VM_TSC, 0);
+	ck_assert_ptr_nonnull(s);
+	memcpy(&t, s->data, sizeof(t));
+	was = t.khz;
+	t.khz = khz;
+	memcpy((uint8_t *)s->data, &t, sizeof(t));
+	snap_reader_free(&r);
+	memcpy(&h, buf, sizeof(h));
+	h.payload_hash = snap_hash(buf + sizeof(h), len - sizeof(h));
+	memcpy(buf, &h, sizeof(h));
+	testutil_write_file(path, buf, len, 0600);
+	free(buf);
+	return was;
+}
+
+/* The guest's TSC rate: a snapshot of a faster host's guest is restored at its rate (KVM keeps
+ * the guest's TSC up in software where it cannot scale), one of a slower host's is refused
+ * naming both rates when KVM cannot set it (no TSC scaling, as on kvm_pvm), else restored. */
+START_TEST(test_snapshot_tsc_rate)
+{
+	char *log;
+	uint32_t khz;
+	long saved;
+
+	TESTUTIL_NEED_KVM();
+	saved = boot_and_save();
+	kill_lvmm();
+	khz = set_saved_tsc(0);
+	ck_assert_uint_gt(khz, 0); /* this host's KVM reports its rate */
+	fprintf(stderr, "test_snapshot_tsc_rate: this host's guest TSC: %u kHz\n", khz);
+	set_saved_tsc(khz + 100000);
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(truncate(T.console, 0), 0);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
+	ck_assert(heartbeat_reaches(saved + 2, 10000));
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+	log = testutil_slurp(T.log);
+	ck_assert_msg(log && strstr(log, "guest TSC set to the snapshot's"), "%s", log ? log : "");
+	free(log);
+	kill_lvmm();
+	/* a slower host's snapshot */
+	set_saved_tsc(khz - 100000);
+	apitest_start(&T, NULL);
+	if (put("vm.restore", url("source_url", snap, NULL)) == 204) {
+		fprintf(stderr,
+			"test_snapshot_tsc_rate: this host's KVM scales the TSC down too\n");
+		ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+	} else {
+		char want[128];
+
+		snprintf(want, sizeof(want),
+			 "the snapshot's guest TSC runs at %u kHz, this host's at %u kHz, and KVM "
+			 "cannot set it",
+			 khz - 100000, khz);
+		expect_error("vm.restore", url("source_url", snap, NULL), 400, want);
+		ck_assert_int_eq(curl("GET", "vm.info", NULL, NULL), 404);
+	}
+	/* a snapshot whose host could not say: restored as it is */
+	set_saved_tsc(0);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
 	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
 }
 END_TEST
@@ -378,25 +504,105 @@ START_TEST(test_restore_refusals)
 }
 END_TEST
 
-/* A device whose model cannot be saved refuses the snapshot by name, and nothing is written. */
+/* A vhost-user back end that answers virtio-fs's negotiation (VERSION_1 and REPLY_ACK offered,
+ * 8 queues) on one connection until it closes: enough for a share to be created. */
+static void *fsd_serve(void *arg)
+{
+	int lfd = (int)(intptr_t)arg, fd = accept(lfd, NULL, NULL);
+	uint32_t h[3];
+	uint8_t p[512];
+
+	while (fd >= 0 && read(fd, h, 12) == 12 && h[2] <= sizeof(p) &&
+	       (h[2] == 0 || read(fd, p, h[2]) == (ssize_t)h[2])) {
+		uint64_t v = h[0] == 1	  ? (1ULL << 32) | (1ULL << 30)
+			     : h[0] == 15 ? 9
+			     : h[0] == 17 ? 8
+					  : 0;
+		uint8_t b[20];
+
+		if (!(h[0] == 1 || h[0] == 15 || h[0] == 17 || h[0] == 11 || (h[1] & 8)))
+			continue;
+		memcpy(b, (uint32_t[]){h[0], 5, 8}, 12);
+		memcpy(b + 12, &v, 8);
+		if (write(fd, b, 20) != 20)
+			break;
+	}
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/* A device whose model cannot be saved refuses the snapshot by name and reason, and nothing is
+ * written: a virtio-fs share (its FUSE state is virtiofsd's). */
 START_TEST(test_snapshot_refuses_device)
 {
-	char sock[512], extra[700], path[512];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char extra[700], path[512];
+	pthread_t t;
+	int lfd;
 
 	TESTUTIL_NEED_KVM();
-	snprintf(sock, sizeof(sock), "%s/vsock.sock", T.dir);
-	snprintf(extra, sizeof(extra), ", \"vsock\": {\"cid\": 3, \"socket\": \"%s\"}", sock);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/fsd.sock", T.dir);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, fsd_serve, (void *)(intptr_t)lfd), 0);
+	pthread_detach(t);
+	snprintf(extra, sizeof(extra), ", \"fs\": [{\"tag\": \"share\", \"socket\": \"%s\"}]",
+		 sa.sun_path);
 	apitest_start(&T, NULL);
 	ck_assert_int_eq(put("vm.create", spin_config(extra)), 204);
 	ck_assert_int_eq(put("vm.boot", NULL), 204);
 	ck_assert_int_eq(put("vm.pause", NULL), 204);
 	expect_error("vm.snapshot", url("destination_url", snap, NULL), 400,
-		     "(virtio-vsock) cannot be saved yet");
+		     "device fs0 (virtio-fs) cannot be saved: the guest's FUSE state");
 	snprintf(path, sizeof(path), "%s/state.bin", snap);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/memory.bin", snap);
 	ck_assert_int_ne(access(path, F_OK), 0);
 	expect_error("vm.snapshot", url("destination_url", "/nonexistent/dir", NULL), 400,
 		     "nonexistent");
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+	close(lfd);
+}
+END_TEST
+
+/* virtio-vsock and a guest without a vsock driver: saved, SIGKILL, restored; the restored lvmm
+ * listens at PATH again (the dead one's stale socket replaced) and the guest goes on. */
+START_TEST(test_snapshot_vsock)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char extra[700], line[64] = "";
+	struct timeval tv = {.tv_sec = 5};
+	long saved;
+	int fd;
+
+	TESTUTIL_NEED_KVM();
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/v.sock", T.dir);
+	snprintf(extra, sizeof(extra), ", \"vsock\": {\"cid\": 3, \"socket\": \"%s\"}",
+		 sa.sun_path);
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(put("vm.create", spin_config(extra)), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert(heartbeat_reaches(2, 15000));
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	saved = last_heartbeat();
+	ck_assert_int_eq(put("vm.snapshot", url("destination_url", snap, NULL)), 204);
+	kill_lvmm();
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(truncate(T.console, 0), 0);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
+	ck_assert(heartbeat_reaches(saved + 2, 10000));
+	/* PATH is the restored device's: a CONNECT is taken and, with no driver, refused */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(write(fd, "CONNECT 80\n", 11), 11);
+	ck_assert_int_le(read(fd, line, sizeof(line) - 1), 0);
+	close(fd);
 	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
 }
 END_TEST
@@ -594,7 +800,10 @@ int main(void)
 	tcase_add_test(tc, test_run_restore_cli);
 	tcase_add_test(tc, test_restore_refusals);
 	tcase_add_test(tc, test_snapshot_refuses_device);
+	tcase_add_test(tc, test_snapshot_vsock);
 	tcase_add_test(tc, test_snapshot_hostile_files);
+	tcase_add_test(tc, test_snapshot_hostile_memory);
+	tcase_add_test(tc, test_snapshot_tsc_rate);
 	tcase_add_test(tc, test_snapshot_blk);
 	tcase_add_test(tc, test_snapshot_vnvme);
 	suite_add_tcase(s, tc);

@@ -1,8 +1,11 @@
 /* A guest's virtio driver for the unit tests of devices/virtio (vdrv.h). */
 #include "vdrv.h"
 
+#include <check.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "bus.h"
 
 static struct virtio_pci *cur;
 static uint8_t *mem;
@@ -14,6 +17,36 @@ void vdrv_attach(struct virtio_pci *vp, uint8_t *ram)
 	mem = ram;
 	memset(avail, 0, sizeof(avail));
 	memset(used_seen, 0, sizeof(used_seen));
+}
+
+static int vdrv_gsi(void *o)
+{
+	static int next = 24;
+
+	(void)o;
+	return next++;
+}
+
+void vdrv_bus_add(struct pci_dev *d)
+{
+	static struct bus pio, mmio;
+	static struct pci_bus pb;
+	static bool up;
+	struct pci_platform_ops ops = {.alloc_gsi = vdrv_gsi, .remap_inline = true};
+	char err[256];
+
+	if (!up) {
+		bus_init(&pio);
+		bus_init(&mmio);
+		ck_assert_int_eq(pci_bus_init(&pb, &ops, &pio, &mmio, err, sizeof(err)), 0);
+		up = true;
+	}
+	ck_assert_msg(pci_bus_add(&pb, d, err, sizeof(err)) == 0, "%s", err);
+}
+
+void vdrv_switch(struct virtio_pci *vp)
+{
+	cur = vp;
 }
 
 void vdrv_bar_w(uint64_t off, uint64_t v, unsigned len)

@@ -18,6 +18,11 @@
 
 /* The device the next calls drive and the guest RAM its rings live in; clears the ring indexes. */
 void vdrv_attach(struct virtio_pci *vp, uint8_t *ram);
+/* Puts d on a PCI bus of the library's own (platform ops that route nothing): a restore
+ * programs MSI-X routes and BARs through the bus. 0, or aborts the test. */
+void vdrv_bus_add(struct pci_dev *d);
+/* Another device takes over the same rings (a restored one): ring indexes kept. */
+void vdrv_switch(struct virtio_pci *vp);
 void vdrv_bar_w(uint64_t off, uint64_t v, unsigned len);
 uint64_t vdrv_bar_r(uint64_t off, unsigned len);
 /* Descriptor i of queue q. */

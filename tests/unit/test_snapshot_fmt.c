@@ -18,14 +18,15 @@ struct regs_like {
 static void build(struct snap_writer *w, uint32_t ncpus)
 {
 	struct regs_like a = {{0}}, b = {{0}};
-	uint64_t clock = 0x1234567890ULL;
+	uint64_t clock[6] = {0x1234567890ULL}; /* struct kvm_clock_data's 48 bytes */
 	const char dev[] = "device bytes";
 
 	a.r[0] = 1;
 	a.r[17] = 0xdead;
 	b.r[0] = 2;
 	snap_writer_init(w);
-	snap_put(w, SNAP_VM_CLOCK, 0, &clock, sizeof(clock));
+	memset(w->id, 0xa5, sizeof(w->id));
+	snap_put(w, SNAP_VM_CLOCK, 0, clock, sizeof(clock));
 	snap_put(w, SNAP_VCPU_REGS, 0, &a, sizeof(a));
 	snap_put(w, SNAP_VCPU_REGS, 1, &b, sizeof(b));
 	snap_put_device(w, 0, "rng0", "virtio-rng", 3, dev, sizeof(dev));
@@ -60,7 +61,7 @@ START_TEST(test_round_trip)
 	struct regs_like a;
 	struct snap_dev_head h;
 	const struct snap_ref *d;
-	uint64_t clock = 0;
+	uint64_t clock[6] = {0};
 	char err[256];
 
 	build(&w, 2);
@@ -70,9 +71,10 @@ START_TEST(test_round_trip)
 	ck_assert_uint_eq(r.h.memory, 128ULL << 20);
 	ck_assert_uint_eq(r.h.config_hash, snap_hash("cfg", 3));
 	ck_assert_uint_eq(r.n, 4);
-	ck_assert_int_eq(snap_get(&r, SNAP_VM_CLOCK, 0, &clock, sizeof(clock), err, sizeof(err)),
-			 0);
-	ck_assert_uint_eq(clock, 0x1234567890ULL);
+	ck_assert_int_eq(snap_get(&r, SNAP_VM_CLOCK, 0, clock, sizeof(clock), err, sizeof(err)), 0);
+	ck_assert_uint_eq(clock[0], 0x1234567890ULL);
+	ck_assert_uint_eq(r.h.id[0], 0xa5);
+	ck_assert_uint_eq(r.h.id[SNAP_ID_LEN - 1], 0xa5);
 	ck_assert_int_eq(snap_get(&r, SNAP_VCPU_REGS, 0, &a, sizeof(a), err, sizeof(err)), 0);
 	ck_assert_uint_eq(a.r[0], 1);
 	ck_assert_uint_eq(a.r[17], 0xdead);
@@ -91,7 +93,7 @@ START_TEST(test_round_trip)
 			 -ENOENT);
 	ck_assert_ptr_nonnull(strstr(err, "sregs"));
 	ck_assert_int_eq(snap_get(&r, SNAP_VM_CLOCK, 0, &a, sizeof(a), err, sizeof(err)), -EINVAL);
-	ck_assert_ptr_nonnull(strstr(err, "clock section 0 has 8 bytes"));
+	ck_assert_ptr_nonnull(strstr(err, "clock section 0 has 48 bytes, expected 144"));
 	snap_reader_free(&r);
 	snap_writer_free(&w);
 }
@@ -105,9 +107,11 @@ START_TEST(test_bad_magic_and_version)
 	w.buf[0] ^= 0xff;
 	expect_refused(w.buf, w.len, "bad magic");
 	w.buf[0] ^= 0xff;
-	w.buf[8] = 2; /* version */
-	expect_refused(w.buf, w.len, "format version 2");
-	w.buf[8] = 1;
+	w.buf[8] = 3; /* version */
+	expect_refused(w.buf, w.len, "format version 3, this lvmm reads version 2 only");
+	w.buf[8] = 1; /* an older lvmm's, whose header is shorter */
+	expect_refused(w.buf, w.len, "format version 1 (an older lvmm's)");
+	w.buf[8] = 2;
 	w.buf[36] = 1; /* flags */
 	expect_refused(w.buf, w.len, "unknown flags");
 	snap_writer_free(&w);
@@ -120,7 +124,7 @@ START_TEST(test_truncated_and_extended)
 	uint8_t *big;
 
 	build(&w, 2);
-	expect_refused(w.buf, 10, "shorter than its 56-byte header");
+	expect_refused(w.buf, 10, "shorter than its 72-byte header");
 	expect_refused(w.buf, sizeof(struct snap_header), "truncated");
 	for (size_t cut = sizeof(struct snap_header) + 1; cut < w.len; cut += 7)
 		expect_refused(w.buf, cut, "truncated");
@@ -192,12 +196,12 @@ END_TEST
 START_TEST(test_duplicate_and_limits)
 {
 	struct snap_writer w;
-	uint64_t x = 7;
+	uint64_t x[2] = {7, 0}; /* one MSR entry */
 	static uint8_t huge[SNAP_MAX_SECTION + 1];
 
 	snap_writer_init(&w);
-	snap_put(&w, SNAP_VM_CLOCK, 0, &x, sizeof(x));
-	snap_put(&w, SNAP_VM_CLOCK, 0, &x, sizeof(x));
+	snap_put(&w, SNAP_VCPU_MSRS, 0, &x, sizeof(x));
+	snap_put(&w, SNAP_VCPU_MSRS, 0, &x, sizeof(x));
 	ck_assert_int_eq(snap_finish(&w, 1, 4096, 0), 0);
 	expect_refused(w.buf, w.len, "appears twice");
 	snap_writer_free(&w);
@@ -206,6 +210,78 @@ START_TEST(test_duplicate_and_limits)
 	snap_writer_init(&w);
 	snap_put(&w, SNAP_DEVICE, 0, huge, sizeof(huge));
 	ck_assert_int_eq(snap_finish(&w, 1, 4096, 0), -E2BIG);
+	snap_writer_free(&w);
+}
+END_TEST
+
+/* Each section of a fixed size must have it exactly, MSRs whole entries, a device its head. */
+START_TEST(test_section_lengths)
+{
+	static const struct {
+		uint32_t type;
+		size_t len;
+		const char *needle;
+	} bad[] = {
+	    {SNAP_VCPU_REGS, 143, "(regs 0): 143 bytes, the format's are 144"},
+	    {SNAP_VCPU_XSAVE, 4104, "(xsave 0): 4104 bytes, the format's are 4096"},
+	    {SNAP_VM_CLOCK, 8, "(clock 0): 8 bytes, the format's are 48"},
+	    {SNAP_VM_TSC, 4, "(tsc 0): 4 bytes, the format's are 8"},
+	    {SNAP_VM_IOAPIC_KVM, 0, "(ioapic 0): 0 bytes, the format's are 520"},
+	    {SNAP_VCPU_MSRS, 24, "not a list of at most 1024 MSRs"},
+	    {SNAP_VCPU_MSRS, 16 * 1025, "not a list of at most 1024 MSRs"},
+	    {SNAP_DEVICE, 50, "shorter than its head"},
+	};
+	static uint8_t zero[16 * 1025];
+	struct snap_writer w;
+	struct snap_reader r;
+	char err[256];
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snap_writer_init(&w);
+		snap_put(&w, bad[i].type, 0, zero, bad[i].len);
+		ck_assert_int_eq(snap_finish(&w, 1, 4096, 0), 0);
+		expect_refused(w.buf, w.len, bad[i].needle);
+		snap_writer_free(&w);
+	}
+	/* the right sizes pass */
+	snap_writer_init(&w);
+	snap_put(&w, SNAP_VCPU_REGS, 0, zero, SNAP_LEN_REGS);
+	snap_put(&w, SNAP_VCPU_MSRS, 0, zero, 16 * 1024);
+	snap_put(&w, SNAP_VM_TSC, 0, zero, SNAP_LEN_TSC);
+	ck_assert_int_eq(snap_finish(&w, 1, 4096, 0), 0);
+	ck_assert_int_eq(snap_parse(w.buf, w.len, &r, err, sizeof(err)), 0);
+	snap_reader_free(&r);
+	snap_writer_free(&w);
+}
+END_TEST
+
+/* memory.bin's trailer: the state file's id and RAM size, or refused by what differs. */
+START_TEST(test_memory_trailer)
+{
+	struct snap_mem_trailer t;
+	struct snap_writer w;
+	struct snap_reader r;
+	char err[256];
+
+	build(&w, 2);
+	ck_assert_int_eq(snap_parse(w.buf, w.len, &r, err, sizeof(err)), 0);
+	snap_mem_trailer_make(&t, 128ULL << 20, w.id);
+	ck_assert_int_eq(snap_mem_trailer_check(&t, &r.h, err, sizeof(err)), 0);
+	t.id[3] ^= 1; /* another snapshot's */
+	ck_assert_int_eq(snap_mem_trailer_check(&t, &r.h, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "memory.bin belongs to another snapshot"));
+	t.id[3] ^= 1;
+	t.memory = 64ULL << 20;
+	ck_assert_int_eq(snap_mem_trailer_check(&t, &r.h, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "67108864 bytes of RAM, the state file 134217728"));
+	t.memory = 128ULL << 20;
+	t.reserved[2] = 1;
+	ck_assert_int_eq(snap_mem_trailer_check(&t, &r.h, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "no snapshot trailer"));
+	memset(&t, 0, sizeof(t)); /* a version 1 memory.bin's last bytes: RAM */
+	ck_assert_int_eq(snap_mem_trailer_check(&t, &r.h, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "no snapshot trailer"));
+	snap_reader_free(&r);
 	snap_writer_free(&w);
 }
 END_TEST
@@ -238,6 +314,8 @@ int main(void)
 	tcase_add_test(tc, test_section_overruns);
 	tcase_add_test(tc, test_vcpu_count);
 	tcase_add_test(tc, test_duplicate_and_limits);
+	tcase_add_test(tc, test_section_lengths);
+	tcase_add_test(tc, test_memory_trailer);
 	tcase_add_test(tc, test_empty_ok);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);

@@ -40,6 +40,7 @@
 #define F_MRG_RXBUF  15
 #define F_STATUS     16
 #define F_CTRL_VQ    17
+#define F_ANNOUNCE   21
 #define F_MQ	     22
 
 static uint8_t *ram;
@@ -476,6 +477,103 @@ START_TEST(test_pause)
 }
 END_TEST
 
+/* Snapshot: a device that served frames both ways and took a new MAC is paused, saved and
+ * restored into a second one on a new frame carrier (the tap the restored config opens): the
+ * second reads back the MAC, takes up the rings where the first stopped (the next frame lands
+ * in the rx buffer the first left, at the next used index) and sends through the new carrier;
+ * state that does not fit is refused. */
+START_TEST(test_snapshot)
+{
+	static const uint8_t mac_set[] = {1, 1, 0x52, 0x54, 0, 7, 7, 7};
+	static const uint8_t ack[] = {3, 0}; /* VIRTIO_NET_CTRL_ANNOUNCE_ACK */
+	struct dev_host h = {.cpus = 1, .gm = &gm};
+	struct virtio_net_config c = {.num_queues = 2};
+	uint8_t hdr[HLEN] = {0}, buf[4096], mac[6], *st, *bad;
+	uint64_t len = 0, big = 0;
+	uint32_t id, ulen, first;
+	void *b;
+	int nsv[2];
+
+	/* the guest takes the announce feature too */
+	features |= 1ull << F_ANNOUNCE;
+	driver_start(1);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + 6, 1), 1); /* link up, no announce */
+	ck_assert_uint_eq(ctrl(ack, sizeof(ack), &ulen), 1); /* nothing to acknowledge yet */
+	ck_assert_uint_eq(ctrl(ack, sizeof(ack), &ulen), 1);
+	rx_offer(0, 0, 2, 0x1000);
+	host_send(0, 80, 0x31, 0);
+	ck_assert(vdrv_used_next(0, &first, &ulen));
+	tx_frame(1, hdr, 60, 0x42);
+	ck_assert_int_eq(host_recv(0, buf, sizeof(buf), 2000), HLEN + 60);
+	ck_assert_uint_eq(ctrl(mac_set, sizeof(mac_set), &ulen), 0);
+	/* running: refused */
+	ck_assert_int_eq(virtio_net_model.save(dev, NULL, &len, err, sizeof(err)), 0);
+	st = malloc(len);
+	bad = malloc(len);
+	big = len;
+	ck_assert_int_eq(virtio_net_model.save(dev, st, &big, err, sizeof(err)), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(err, "not paused"));
+	virtio_net_model.pause(dev);
+	ck_assert_int_eq(virtio_net_model.save(dev, st, &len, err, sizeof(err)), 0);
+
+	/* the restored device: a new carrier, the config's MAC (the saved one wins) */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, nsv), 0);
+	c.fds[c.nfds++] = nsv[0];
+	memcpy(c.mac, "\x52\x54\x00\x01\x02\x03", 6);
+	ck_assert_msg(virtio_net_model.create(&h, &c, "net0", 0, &b, err, sizeof(err)) == 0, "%s",
+		      err);
+	close(nsv[0]);
+	/* refusals first: each leaves the device as it was */
+	ck_assert_int_eq(virtio_net_model.restore(b, st, 8, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "too short"));
+	memcpy(bad, st, len);
+	bad[4] = 2; /* two queue pairs */
+	ck_assert_int_eq(virtio_net_model.restore(b, bad, len, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "queue pairs"));
+	memcpy(bad, st, len);
+	bad[8] = 0; /* no active pair */
+	ck_assert_int_eq(virtio_net_model.restore(b, bad, len, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "active"));
+	ck_assert_int_eq(virtio_net_model.restore(b, st, len - 1, err, sizeof(err)), -EINVAL);
+	vdrv_bus_add(virtio_net_model.pci(b));
+	ck_assert_int_eq(virtio_net_model.restore(b, st, len, err, sizeof(err)), 0);
+	/* the first goes (its carrier with it), the second takes over the same rings */
+	virtio_net_model.destroy(dev);
+	close(sv[0][1]);
+	dev = b;
+	sv[0][1] = nsv[1];
+	vp = virtio_net_model.pci(dev)->priv;
+	vdrv_switch(vp);
+	for (unsigned i = 0; i < 6; i++)
+		mac[i] = (uint8_t)vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + i, 1);
+	ck_assert_mem_eq(mac, "\x52\x54\x00\x07\x07\x07", 6);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_STATUS, 1), 15);
+	/* paused until the VM resumes: a frame waits */
+	host_send(0, 90, 0x77, 0);
+	usleep(100 * 1000);
+	ck_assert_uint_eq(vdrv_used_idx(0), 1);
+	(void)vdrv_bar_r(VIRTIO_PCI_ISR_OFF, 1); /* read-to-clear */
+	virtio_net_model.resume(dev);
+	/* the restored guest is asked to announce itself: status ANNOUNCE, a configuration
+	 * interrupt, until its ACK */
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_ISR_OFF, 1) & 2, 2);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + 6, 1), 3);
+	ck_assert(vdrv_used_next(0, &id, &ulen));
+	ck_assert_uint_eq(ulen, HLEN + 90);
+	ck_assert_uint_eq(id, (first + 1) % QSIZE); /* the buffer the first device left */
+	ck_assert_uint_eq(ram[RXBUF(0) + 0x1000 * id + HLEN], 0x77);
+	ck_assert_uint_eq(vdrv_used_idx(0), 2);
+	tx_frame(1, hdr, 70, 0x43);
+	ck_assert_int_eq(host_recv(0, buf, sizeof(buf), 2000), HLEN + 70);
+	ck_assert_uint_eq(buf[HLEN], 0x43);
+	ck_assert_uint_eq(counters().tx_dropped, 0);
+	ck_assert_uint_eq(ctrl(ack, sizeof(ack), &ulen), 0);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + 6, 1), 1);
+	free(st);
+	free(bad);
+}
+END_TEST
+
 START_TEST(test_net_flag)
 {
 	struct virtio_net_config c;
@@ -589,6 +687,7 @@ static Suite *virtio_net_suite(void)
 	tcase_add_test(tc, test_reset);
 	tcase_add_test(tc, test_pause);
 	tcase_add_test(tc, test_peer_gone);
+	tcase_add_test(tc, test_snapshot);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("mq");
 	tcase_add_checked_fixture(tc, setup2, teardown);

@@ -31,6 +31,7 @@
 /* rx buffers; tx buffers (the rings: vdrv.h) */
 #define RXBUF 0x20000 /* QSIZE buffers of 0x1000 */
 #define TXBUF 0x40000 /* QSIZE buffers of 0x2000 */
+#define EVBUF 0x70000 /* event buffers of 8 bytes */
 #define GUEST 7
 #define HDR   44
 
@@ -378,6 +379,100 @@ START_TEST(test_socket_in_use)
 }
 END_TEST
 
+/* Snapshot: with a host connection established, the device is paused, saved and restored into
+ * a second one listening at the same PATH (the first gone, its connection with it). The second
+ * sends the guest a transport reset on the event queue once resumed, answers a packet of the
+ * old connection with a reset, and takes a new host connection on the rings where the first
+ * stopped; state of another CID or version is refused. */
+START_TEST(test_snapshot)
+{
+	struct dev_host h = {.cpus = 1, .gm = &gm};
+	struct virtio_vsock_config c = {.cid = GUEST};
+	uint64_t len = 0, room;
+	uint8_t *st, *bad;
+	uint32_t hport, id, ulen;
+	char buf[16];
+	struct pkt p;
+	void *b;
+	int fd, fd2;
+
+	/* the driver again with the event queue, and two event buffers */
+	vdrv_attach(vp, ram);
+	vdrv_start(0, 3);
+	for (unsigned i = 0; i < QSIZE; i++) {
+		vdrv_set_desc(RX, i, RXBUF + 0x1000 * i, 0x1000, VIRTQ_DESC_F_WRITE, 0);
+		vdrv_offer(RX, (uint16_t)i);
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		memset(ram + EVBUF + 8 * i, 0xee, 8);
+		vdrv_set_desc(2, i, EVBUF + 8 * i, 8, VIRTQ_DESC_F_WRITE, 0);
+		vdrv_offer(2, (uint16_t)i);
+	}
+	fd = established(&hport);
+	tx(80, hport, OP_RW, "before", 6);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 6);
+	ck_assert_int_eq(virtio_vsock_model.save(dev, NULL, &len, err, sizeof(err)), 0);
+	st = malloc(len);
+	bad = malloc(len);
+	room = len;
+	ck_assert_int_eq(virtio_vsock_model.save(dev, st, &room, err, sizeof(err)), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(err, "not paused"));
+	virtio_vsock_model.pause(dev);
+	/* paused: a host program's data waits, nothing reaches the rings */
+	ck_assert_int_eq(write(fd, "late", 4), 4);
+	usleep(100 * 1000);
+	ck_assert_uint_eq(vdrv_used_idx(2), 0);
+	ck_assert_int_eq(virtio_vsock_model.save(dev, st, &len, err, sizeof(err)), 0);
+	/* the saving process goes: its host connections with it */
+	virtio_vsock_model.destroy(dev);
+	dev = NULL;
+	ck_assert_int_le(read(fd, buf, sizeof(buf)), 0); /* the end, or a reset ("late" unread) */
+	close(fd);
+
+	snprintf(c.socket, sizeof(c.socket), "%s", path);
+	ck_assert_msg(virtio_vsock_model.create(&h, &c, "vsock0", 0, &b, err, sizeof(err)) == 0,
+		      "%s", err);
+	dev = b;
+	ck_assert_int_eq(virtio_vsock_model.restore(b, st, 4, err, sizeof(err)), -EINVAL);
+	memcpy(bad, st, len);
+	bad[8] = GUEST + 1;
+	ck_assert_int_eq(virtio_vsock_model.restore(b, bad, len, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "CID"));
+	memcpy(bad, st, len);
+	bad[0] = 9;
+	ck_assert_int_eq(virtio_vsock_model.restore(b, bad, len, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(virtio_vsock_model.restore(b, st, len + 8, err, sizeof(err)), -EINVAL);
+	vdrv_bus_add(virtio_vsock_model.pci(b));
+	ck_assert_int_eq(virtio_vsock_model.restore(b, st, len, err, sizeof(err)), 0);
+	vp = virtio_vsock_model.pci(b)->priv;
+	vdrv_switch(vp);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF, 8), GUEST);
+	ck_assert(virtio_vsock_reset_owed(b));
+	usleep(100 * 1000);
+	ck_assert_uint_eq(vdrv_used_idx(2), 0); /* not before the VM resumes */
+	virtio_vsock_model.resume(b);
+	ck_assert(vdrv_used_next(2, &id, &ulen));
+	ck_assert_uint_eq(id, 0);
+	ck_assert_uint_eq(ulen, 4);
+	ck_assert_uint_eq(le(ram + EVBUF, 4), VIRTIO_VSOCK_EVENT_TRANSPORT_RESET);
+	ck_assert_uint_eq(ram[EVBUF + 4], 0xee); /* nothing past the event */
+	ck_assert(!virtio_vsock_reset_owed(b));
+	/* the old connection's packets: reset, the device serves on */
+	tx(80, hport, OP_RW, "stale", 5);
+	ck_assert(rx_ctl(&p));
+	ck_assert_uint_eq(p.op, OP_RST);
+	ck_assert_uint_eq(p.dst_port, 80);
+	/* a new host connection through the restored device's PATH */
+	fd2 = established(&hport);
+	tx(80, hport, OP_RW, "after", 5);
+	ck_assert_int_eq(read(fd2, buf, sizeof(buf)), 5);
+	ck_assert_mem_eq(buf, "after", 5);
+	close(fd2);
+	free(st);
+	free(bad);
+}
+END_TEST
+
 START_TEST(test_vsock_flag)
 {
 	struct virtio_vsock_config c;
@@ -441,6 +536,7 @@ static Suite *virtio_vsock_suite(void)
 	tcase_add_test(tc, test_host_refusals);
 	tcase_add_test(tc, test_hostile_packets);
 	tcase_add_test(tc, test_socket_in_use);
+	tcase_add_test(tc, test_snapshot);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("config");
 	tcase_add_test(tc, test_vsock_flag);
