@@ -540,9 +540,10 @@ int nvme_ctrl_rebind(struct nvme_ctrl *c, uint16_t sqid, nvme_rebind_fn fn, void
 		if (st) {
 			snprintf(
 			    err, errlen,
-			    "nvme %s: bound queue pair %u: the backend refused it (status 0x%x)",
+			    "nvme %s: bound queue pair %u: its saved state was refused (out of "
+			    "range, or by the backend: status 0x%x)",
 			    sn, sqid, st);
-			r = -EIO;
+			r = -EINVAL;
 			goto out;
 		}
 	}

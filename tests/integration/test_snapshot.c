@@ -550,6 +550,67 @@ START_TEST(test_snapshot_vnvme)
 }
 END_TEST
 
+/* state.bin with one field of a vNVMe queue-pair record (record rec of nrec at the end of
+ * device dev's section, field at off inside it) set to v, the checksum made right again: what a
+ * crafted file, not a corrupt one, looks like. The old bytes go to *saved_file. */
+static void edit_qp_record(const char *dev, unsigned nrec, unsigned rec, unsigned off, uint32_t v,
+			   char **saved_file, size_t *saved_len)
+{
+	char path[512];
+	size_t len = 0, pos = 56;
+	uint8_t *b;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	bool done = false;
+
+	snprintf(path, sizeof(path), "%s/state.bin", snap);
+	{
+		struct stat sb;
+		int fd = open(path, O_RDONLY);
+
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(fstat(fd, &sb), 0);
+		len = (size_t)sb.st_size;
+		b = malloc(len);
+		ck_assert_msg(b && len > 56 && read(fd, b, len) == (ssize_t)len, "state.bin");
+		close(fd);
+	}
+	*saved_file = malloc(len);
+	memcpy(*saved_file, b, len);
+	*saved_len = len;
+	while (pos + 16 <= len && !done) {
+		uint32_t type;
+		uint64_t slen;
+
+		memcpy(&type, b + pos, 4);
+		memcpy(&slen, b + pos + 8, 8);
+		ck_assert(slen <= len - pos - 16);
+		if (type == 0x40 && !strcmp((char *)b + pos + 16, dev)) {
+			size_t at = pos + 16 + slen - (size_t)(nrec - rec) * 64 + off;
+
+			memcpy(b + at, &v, 4);
+			done = true;
+		}
+		pos += 16 + ((slen + 7) & ~7ULL);
+	}
+	ck_assert_msg(done, "no section of device %s", dev);
+	for (pos = 56; pos < len; pos++) {
+		h ^= b[pos];
+		h *= 0x100000001b3ULL;
+	}
+	memcpy(b + 48, &h, 8);
+	testutil_write_file(path, b, len, 0600);
+	free(b);
+}
+
+static void put_back_state(char *saved, size_t len)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/state.bin", snap);
+	testutil_write_file(path, saved, len, 0600);
+	free(saved);
+}
+
 /* The same bench run on a softssd volume, its queue pairs served by the SSD (mode isolated
  * or passthrough): the pause quiesces them, the snapshot saves their state, the lvmm is
  * killed, a fresh one restores the VM on the same named volume and the run finishes with every
@@ -637,6 +698,27 @@ static void snapshot_vnvme_ssd(const char *mode, const char *doorbell, const cha
 	kill_lvmm();
 	ck_assert_int_eq(truncate(T.console, 0), 0);
 	apitest_start(&T, NULL);
+	/* crafted records (right checksum): a phase of 2, an SQ head past the queue, a record
+	 * for an SQ the controller does not have; each refused, nothing left behind */
+	{
+		static const struct {
+			unsigned rec, off;
+			uint32_t v;
+			const char *want;
+		} bad[] = {
+		    {0, 28, 2, "bound queue pair 1: its saved state was refused"},
+		    {1, 16, 70000, "bound queue pair 2: its saved state was refused"},
+		    {2, 0, 9, "queue-pair record 2: SQ 9"},
+		};
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			char *keep = NULL;
+			size_t klen = 0;
+
+			edit_qp_record("nvme0", 4, bad[i].rec, bad[i].off, bad[i].v, &keep, &klen);
+			expect_error("vm.restore", url("source_url", snap, NULL), 400, bad[i].want);
+			put_back_state(keep, klen);
+		}
+	}
 	ck_assert_int_eq(put("vm.restore", url("source_url", snap, NULL)), 204);
 	/* a second restore of the same snapshot: the first holds the volume */
 	apitest_init(&T2, "/tmp/lvmm-itest-snap2-");
