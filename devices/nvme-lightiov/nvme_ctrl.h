@@ -176,7 +176,8 @@ void nvme_ctrl_resume(struct nvme_ctrl *c);
 
 /* Snapshots (docs/snapshot.md): the controller's state (registers, features, queues, async
  * events, error log, shadow doorbell addresses, CMB contents) as bytes. Saving needs a paused
- * controller with nothing in flight and no queue bound to a backend. state_size is the bytes
+ * controller with nothing in flight and no queue bound to a backend (unless
+ * nvme_ctrl_set_save_bound: then the device saves the backend's part). state_size is the bytes
  * save writes now (0 with err set when it cannot be saved). restore applies saved bytes to a
  * freshly created controller with the same parameters; they are untrusted and checked whole
  * (sizes against CAP.MQES, rings and buffers against guest memory, indices against sizes)
