@@ -176,7 +176,8 @@ void nvme_ctrl_resume(struct nvme_ctrl *c);
 
 /* Snapshots (docs/snapshot.md): the controller's state (registers, features, queues, async
  * events, error log, shadow doorbell addresses, CMB contents) as bytes. Saving needs a paused
- * controller with nothing in flight and no queue bound to a backend. state_size is the bytes
+ * controller with nothing in flight and no queue bound to a backend (unless
+ * nvme_ctrl_set_save_bound: then the device saves the backend's part). state_size is the bytes
  * save writes now (0 with err set when it cannot be saved). restore applies saved bytes to a
  * freshly created controller with the same parameters; they are untrusted and checked whole
  * (sizes against CAP.MQES, rings and buffers against guest memory, indices against sizes)
@@ -185,6 +186,17 @@ void nvme_ctrl_resume(struct nvme_ctrl *c);
 size_t nvme_ctrl_state_size(struct nvme_ctrl *c, char *err, unsigned errlen);
 int nvme_ctrl_save(struct nvme_ctrl *c, void *buf, size_t len, char *err, unsigned errlen);
 int nvme_ctrl_restore(struct nvme_ctrl *c, const void *buf, size_t len, char *err, unsigned errlen);
+/* Passthrough and isolated modes: the state of queues bound to a backend is the backend's, which
+ * the device saves beside the controller's (nvme_ctrl_set_save_bound allows the save). After
+ * nvme_ctrl_restore, nvme_ctrl_rebind binds restored SQ sqid again: fn gets the nvme_qp_bind
+ * Create I/O SQ would have made, and arg, and returns an NVMe status and the handle. 0 or a
+ * negative errno with err naming the queue. */
+typedef uint16_t (*nvme_rebind_fn)(void *opaque, const struct nvme_qp_bind *b, void *arg,
+				   uint32_t *handle);
+void nvme_ctrl_set_save_bound(struct nvme_ctrl *c, bool on);
+unsigned nvme_ctrl_io_sqs(struct nvme_ctrl *c); /* I/O SQs that exist */
+int nvme_ctrl_rebind(struct nvme_ctrl *c, uint16_t sqid, nvme_rebind_fn fn, void *arg, char *err,
+		     unsigned errlen);
 
 /* Interrupt coalescing timer: signals the I/O CQs whose aggregation time ran out by now
  * (CLOCK_MONOTONIC ns, nvme_now_ns()); returns ns until the next deadline, or -1 for none. The

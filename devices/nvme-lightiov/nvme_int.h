@@ -62,6 +62,7 @@ struct nvme_ctrl {
 	uint32_t inflight;   /* backend requests not yet done */
 	bool resetting;	     /* CC.EN cleared while requests were in flight */
 	bool paused;	     /* the VM is paused: nothing is fetched (nvme_ctrl_pause) */
+	bool save_bound;     /* bound queues may be saved: their backend state is saved beside */
 	pthread_cond_t idle; /* signalled when inflight drops to 0 */
 
 	unsigned nq; /* entries of sqs/cqs: max_ioqs + 1 */

@@ -309,8 +309,9 @@ static int lio_window(struct nvme_lio *l, const struct guest_mem *gm, uint64_t c
 	return 0;
 }
 
-uint16_t nvme_lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b, const struct guest_mem *gm,
-		       uint64_t cmb_gpa, int db_fd, int irq_fd, uint32_t *qp_id, void **db_host)
+static uint16_t lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b,
+			 const struct guest_mem *gm, uint64_t cmb_gpa, int db_fd, int irq_fd,
+			 const struct lio_qp_state *saved, uint32_t *qp_id, void **db_host)
 {
 	struct lio_qp_create q = {
 	    .vol_id = l->vol_id,
@@ -371,7 +372,17 @@ uint16_t nvme_lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b, const s
 		st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL) | NVME_STATUS_DNR;
 		goto out;
 	}
-	r = lio_client_qp_create(l->c, &q);
+	if (saved) {
+		struct lio_qp_restore rq = {.qp = q, .st = *saved};
+
+		/* what QP_QUIESCE reported, minus its output-only fields */
+		rq.st.qp_id = rq.st.timeout_ms = rq.st.flags = rq.st.rsvd = 0;
+		rq.st.quiesce_ns = 0;
+		r = lio_client_qp_restore(l->c, &rq);
+		q = rq.qp;
+	} else {
+		r = lio_client_qp_create(l->c, &q);
+	}
 	if (r) {
 		char what[64];
 
@@ -398,6 +409,52 @@ uint16_t nvme_lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b, const s
 out:
 	pthread_mutex_unlock(&l->lock);
 	return st;
+}
+
+uint16_t nvme_lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b, const struct guest_mem *gm,
+		       uint64_t cmb_gpa, int db_fd, int irq_fd, uint32_t *qp_id, void **db_host)
+{
+	return lio_bind(l, b, gm, cmb_gpa, db_fd, irq_fd, NULL, qp_id, db_host);
+}
+
+uint16_t nvme_lio_bind_saved(struct nvme_lio *l, const struct nvme_qp_bind *b,
+			     const struct guest_mem *gm, uint64_t cmb_gpa, int db_fd, int irq_fd,
+			     const struct lio_qp_state *saved, uint32_t *qp_id, void **db_host)
+{
+	return lio_bind(l, b, gm, cmb_gpa, db_fd, irq_fd, saved, qp_id, db_host);
+}
+
+bool nvme_lio_has_qp_state(const struct nvme_lio *l)
+{
+	return l->id.flags & LIO_ID_QP_STATE;
+}
+
+int nvme_lio_quiesce(struct nvme_lio *l, uint32_t qp_id, struct lio_qp_state *st)
+{
+	int r = -ENOTCONN;
+
+	pthread_mutex_lock(&l->lock);
+	if (!l->dead) {
+		r = lio_client_qp_quiesce(l->c, qp_id, 0, st);
+		if (r)
+			lio_note(l, r, "queue pair quiesce");
+	}
+	pthread_mutex_unlock(&l->lock);
+	return r;
+}
+
+int nvme_lio_resume(struct nvme_lio *l, uint32_t qp_id)
+{
+	int r = -ENOTCONN;
+
+	pthread_mutex_lock(&l->lock);
+	if (!l->dead) {
+		r = lio_client_qp_resume(l->c, qp_id);
+		if (r)
+			lio_note(l, r, "queue pair resume");
+	}
+	pthread_mutex_unlock(&l->lock);
+	return r;
 }
 
 void nvme_lio_unbind(struct nvme_lio *l, uint32_t qp_id)

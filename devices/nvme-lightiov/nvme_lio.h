@@ -55,6 +55,18 @@ bool nvme_lio_anon(const struct nvme_lio *l);
 uint16_t nvme_lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b, const struct guest_mem *gm,
 		       uint64_t cmb_gpa, int db_fd, int irq_fd, uint32_t *qp_id, void **db_host);
 void nvme_lio_unbind(struct nvme_lio *l, uint32_t qp_id);
+/* Snapshots. The backend serves the queue-pair state calls (IDENTIFY's LIO_ID_QP_STATE). */
+bool nvme_lio_has_qp_state(const struct nvme_lio *l);
+/* Stops the queue pair fetching, waits for what it holds to complete (LIO_OP_QP_QUIESCE) and
+ * returns its state; 0 or a negative errno (the reason printed with the device id). */
+int nvme_lio_quiesce(struct nvme_lio *l, uint32_t qp_id, struct lio_qp_state *st);
+/* It fetches again (LIO_OP_QP_RESUME). */
+int nvme_lio_resume(struct nvme_lio *l, uint32_t qp_id);
+/* nvme_lio_bind of a restored queue: the backend queue pair starts quiesced at *saved (resume
+ * it with nvme_lio_resume). */
+uint16_t nvme_lio_bind_saved(struct nvme_lio *l, const struct nvme_qp_bind *b,
+			     const struct guest_mem *gm, uint64_t cmb_gpa, int db_fd, int irq_fd,
+			     const struct lio_qp_state *saved, uint32_t *qp_id, void **db_host);
 int nvme_lio_qp_stats(struct nvme_lio *l, uint32_t qp_id, struct lio_qp_stats *s);
 /* The guest's volatile write cache is off (on = true) or on again: the session's queue pairs
  * make every write durable before its completion. *syncs (may be NULL) gets the writes made

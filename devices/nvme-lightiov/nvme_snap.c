@@ -86,7 +86,7 @@ static const char *unsaveable(const struct nvme_ctrl *c)
 		return "the controller is not paused";
 	if (c->inflight || c->resetting)
 		return "commands in flight";
-	if (c->st.bound)
+	if (c->st.bound && !c->save_bound)
 		return "I/O queues bound to a backend";
 	return NULL;
 }
@@ -485,4 +485,83 @@ out:
 	free(sqs);
 	free(cqs);
 	return r;
+}
+
+void nvme_ctrl_set_save_bound(struct nvme_ctrl *c, bool on)
+{
+	pthread_mutex_lock(&c->lock);
+	c->save_bound = on;
+	pthread_mutex_unlock(&c->lock);
+}
+
+int nvme_ctrl_rebind(struct nvme_ctrl *c, uint16_t sqid, nvme_rebind_fn fn, void *arg, char *err,
+		     unsigned errlen)
+{
+	struct nvme_sq *sq;
+	struct nvme_cq *cq;
+	char sn[21];
+	int r = 0;
+
+	ctrl_name(c, sn);
+	pthread_mutex_lock(&c->lock);
+	if (!sqid || sqid >= c->nq || !c->sqs[sqid].valid || c->sqs[sqid].bound) {
+		snprintf(err, errlen, "nvme %s: bound queue pair %u: no such SQ in the state", sn,
+			 sqid);
+		r = -EINVAL;
+		goto out;
+	}
+	sq = &c->sqs[sqid];
+	cq = &c->cqs[sq->cqid];
+	/* as at Create I/O SQ: one SQ per backend CQ, which lvmm never posted to */
+	if (cq->nsq != 1 || cq->head != cq->tail || cq->reserved) {
+		snprintf(err, errlen,
+			 "nvme %s: bound queue pair %u: its CQ %u is shared or not empty", sn, sqid,
+			 sq->cqid);
+		r = -EINVAL;
+		goto out;
+	}
+	{
+		struct nvme_qp_bind b = {
+		    .sqid = sqid,
+		    .cqid = sq->cqid,
+		    .sq_depth = sq->size,
+		    .cq_depth = cq->size,
+		    .sq_gpa = sq->base,
+		    .cq_gpa = cq->base,
+		    .sq_in_cmb =
+			nvme_in_cmb(c, sq->base, (uint64_t)sq->size * sizeof(struct nvme_sqe)),
+		    .ien = cq->ien,
+		    .vector = cq->vector,
+		    .dbbuf_dbs = c->dbbuf_dbs,
+		    .dbbuf_eis = c->dbbuf_eis,
+		};
+		uint16_t st = fn(c->hooks.opaque, &b, arg, &sq->handle);
+
+		if (st) {
+			snprintf(
+			    err, errlen,
+			    "nvme %s: bound queue pair %u: its saved state was refused (out of "
+			    "range, or by the backend: status 0x%x)",
+			    sn, sqid, st);
+			r = -EINVAL;
+			goto out;
+		}
+	}
+	sq->bound = true;
+	cq->bound = true;
+	c->st.bound++;
+out:
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+unsigned nvme_ctrl_io_sqs(struct nvme_ctrl *c)
+{
+	unsigned q, n = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (q = 1; q < c->nq; q++)
+		n += c->sqs[q].valid;
+	pthread_mutex_unlock(&c->lock);
+	return n;
 }

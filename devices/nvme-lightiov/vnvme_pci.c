@@ -42,6 +42,8 @@ struct vnvme_qp {
 	uint16_t cqid;	/* the CQ the guest paired with this SQ */
 	uint64_t cq_at; /* poll, CQ id != SQ id: the CQ head page's own mapping, else ~0 */
 	int db_fd;	/* eventfd doorbell, -1 */
+	bool quiesced;	/* the backend fetches nothing (vm.pause, or restored): st is its state */
+	struct lio_qp_state st;
 };
 
 struct vnvme {
@@ -59,8 +61,10 @@ struct vnvme {
 	uint64_t bar0;		 /* where BAR0 decodes, ~0 when nowhere */
 	bool dbbuf_on, evfds_on;
 	uint64_t evfds_at;
-	unsigned nqueues; /* I/O queue pairs offered */
-	unsigned dstrd;	  /* CAP.DSTRD */
+	unsigned nqueues;      /* I/O queue pairs offered */
+	unsigned dstrd;	       /* CAP.DSTRD */
+	char quiesce_err[200]; /* why the last pause left a queue pair serving, "" */
+	uint64_t quiesce_ns;   /* the last pause's quiesce of every queue pair */
 };
 
 /* ---- doorbell ioeventfds: only with shadow doorbells, whose values the I/O thread reads ---- */
@@ -200,9 +204,10 @@ static void vnvme_qp_doorbells_all(struct vnvme *v, bool on)
 			vnvme_qp_doorbells(v, q, on);
 }
 
-static uint16_t hook_bind(void *opaque, const struct nvme_qp_bind *b, uint32_t *handle)
+/* A guest SQ to a backend queue pair: a new one, or with saved the one a snapshot had. */
+static uint16_t vnvme_bind(struct vnvme *v, const struct nvme_qp_bind *b,
+			   const struct lio_qp_state *saved, uint32_t *handle)
 {
-	struct vnvme *v = opaque;
 	struct vnvme_qp *q = &v->qps[b->sqid];
 	int irq_fd = -1;
 	uint16_t st;
@@ -225,8 +230,12 @@ static uint16_t hook_bind(void *opaque, const struct nvme_qp_bind *b, uint32_t *
 	if (b->ien && b->vector < v->pci.msix.nvec)
 		irq_fd = v->pci.msix.efd[b->vector];
 	pthread_mutex_unlock(&v->pci.lock);
-	st = nvme_lio_bind(v->lio, b, v->host.gm, v->cmb_gpa, q->db_fd, irq_fd, &q->qp_id,
-			   &q->db_host);
+	if (saved)
+		st = nvme_lio_bind_saved(v->lio, b, v->host.gm, v->cmb_gpa, q->db_fd, irq_fd, saved,
+					 &q->qp_id, &q->db_host);
+	else
+		st = nvme_lio_bind(v->lio, b, v->host.gm, v->cmb_gpa, q->db_fd, irq_fd, &q->qp_id,
+				   &q->db_host);
 	if (st) {
 		if (q->db_fd >= 0)
 			close(q->db_fd);
@@ -235,10 +244,33 @@ static uint16_t hook_bind(void *opaque, const struct nvme_qp_bind *b, uint32_t *
 		return st;
 	}
 	q->bound = true;
+	if (saved) {
+		q->quiesced = true; /* until the VM resumes */
+		q->st = *saved;
+	}
 	vnvme_qp_doorbells(v, b->sqid, true);
 	pthread_mutex_unlock(&v->db_lock);
 	*handle = q->qp_id;
 	return 0;
+}
+
+static uint16_t hook_bind(void *opaque, const struct nvme_qp_bind *b, uint32_t *handle)
+{
+	return vnvme_bind(opaque, b, NULL, handle);
+}
+
+/* nvme_ctrl_rebind's callback: arg is the saved state, checked against the restored queues
+ * before the backend (which checks it again) sees it. */
+static uint16_t hook_rebind(void *opaque, const struct nvme_qp_bind *b, void *arg, uint32_t *handle)
+{
+	const struct lio_qp_state *st = arg;
+
+	if (st->sq_depth != b->sq_depth || st->cq_depth != b->cq_depth ||
+	    st->sq_head >= b->sq_depth || st->sq_tail_db >= b->sq_depth ||
+	    st->cq_tail >= b->cq_depth || st->cq_head >= b->cq_depth ||
+	    st->cq_head_db >= b->cq_depth || st->phase > 1)
+		return NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) | NVME_STATUS_DNR;
+	return vnvme_bind(opaque, b, st, handle);
 }
 
 /* A queue pair's backend counters added to a sum of them (lightiov/counters.h). */
@@ -657,30 +689,92 @@ static void vnvme_counters(void *dev, struct dev_counters *o)
 	vnvme_lio_counters(v, o);
 }
 
-/* vm.pause: nothing more is fetched, and whatever the backend holds completes first. */
+/* vm.pause: nothing more is fetched, and whatever the backend holds completes first: the
+ * controller's own queues here, each bound queue pair in the backend (QP_QUIESCE, whose state
+ * a snapshot saves). A queue pair that would not quiesce keeps serving; the save is refused. */
+static void vnvme_quiesce(struct vnvme *v)
+{
+	uint64_t t0 = nvme_now_ns();
+	unsigned q;
+	int r;
+
+	v->quiesce_err[0] = 0;
+	if (!nvme_lio_has_qp_state(v->lio)) {
+		snprintf(v->quiesce_err, sizeof(v->quiesce_err),
+			 "ssd %s does not serve the queue-pair state calls (an older softssd or "
+			 "lightiov.ko)",
+			 v->cfg.ssd);
+		return;
+	}
+	pthread_mutex_lock(&v->db_lock);
+	for (q = 1; q <= v->nqueues; q++) {
+		struct vnvme_qp *p = &v->qps[q];
+
+		if (!p->bound || p->quiesced)
+			continue;
+		r = nvme_lio_quiesce(v->lio, p->qp_id, &p->st);
+		if (r) {
+			snprintf(v->quiesce_err, sizeof(v->quiesce_err),
+				 "SQ %u: the backend did not quiesce queue pair %u: %s", q,
+				 p->qp_id, strerror(-r));
+			continue;
+		}
+		p->quiesced = true;
+	}
+	pthread_mutex_unlock(&v->db_lock);
+	v->quiesce_ns = nvme_now_ns() - t0;
+}
+
 static void vnvme_pause(void *dev)
 {
 	struct vnvme *v = dev;
 
 	nvme_ctrl_pause(v->ctrl);
+	if (v->lio)
+		vnvme_quiesce(v);
 }
 
 static void vnvme_resume(void *dev)
 {
 	struct vnvme *v = dev;
+	unsigned q;
 
+	if (v->lio) {
+		pthread_mutex_lock(&v->db_lock);
+		for (q = 1; q <= v->nqueues; q++) {
+			if (!v->qps[q].bound || !v->qps[q].quiesced)
+				continue;
+			/* a refusal is printed; the queue then stalls, visibly, as the guest
+			 * driver's timeout will tell */
+			nvme_lio_resume(v->lio, v->qps[q].qp_id);
+			v->qps[q].quiesced = false;
+		}
+		pthread_mutex_unlock(&v->db_lock);
+	}
 	nvme_ctrl_resume(v->ctrl);
 }
 
-/* Snapshots: emulate mode on a file only. The controller's state (nvme_snap.c) and the PCI
- * function's; the image is the user's to keep as it was, as for virtio-blk. In the other modes
- * the queues live in the SSD backend, which has no way yet to hand them over. */
-#define VNVME_STATE_VERSION 1u
+/* Snapshots: emulate mode on a file, passthrough and isolated modes on a named volume. The
+ * controller's state (nvme_snap.c) and the PCI function's; in the SSD modes then each bound
+ * queue pair's backend state (QP_QUIESCE's reply at vm.pause). The image or the volume is the
+ * user's to keep as it was, as for virtio-blk. Emulate over an SSD (lvmm's own queue pair and
+ * bounce buffers) is not saved yet. */
+#define VNVME_STATE_VERSION	1u /* emulate on a file */
+#define VNVME_STATE_VERSION_SSD 2u /* passthrough, isolated: queue-pair records follow */
 
 struct vnvme_state {
 	uint32_t version, nqueues;
 	uint64_t pci_len, ctrl_len;
 };
+
+/* Version 2: after the controller, u32 count, u32 0, then count of these. */
+struct vnvme_qp_rec {
+	uint16_t sqid;
+	uint16_t pad;
+	uint32_t pad2;
+	struct lio_qp_state st;
+};
+_Static_assert(sizeof(struct vnvme_qp_rec) == 64, "vNVMe queue-pair record layout");
 
 static int vnvme_unsaveable(const struct vnvme *v, char *err, unsigned errlen)
 {
@@ -688,11 +782,60 @@ static int vnvme_unsaveable(const struct vnvme *v, char *err, unsigned errlen)
 
 	if (v->file)
 		return 0;
-	snprintf(err, errlen,
-		 "device %s (vnvme) cannot be saved yet: %s mode over ssd %s (its queues live "
-		 "in the SSD backend)",
-		 v->cfg.id, modes[v->cfg.mode <= 2 ? v->cfg.mode : 0], v->cfg.ssd);
-	return -EOPNOTSUPP;
+	if (v->emu) {
+		snprintf(err, errlen,
+			 "device %s (vnvme) cannot be saved yet: %s mode over ssd %s (lvmm's own "
+			 "queue pair lives in the SSD backend)",
+			 v->cfg.id, modes[v->cfg.mode <= 2 ? v->cfg.mode : 0], v->cfg.ssd);
+		return -EOPNOTSUPP;
+	}
+	if (nvme_lio_anon(v->lio)) {
+		snprintf(err, errlen,
+			 "device %s (vnvme) cannot be saved: its volume on ssd %s is anonymous and "
+			 "is freed when this VM's session ends; give it a name (vol=NAME)",
+			 v->cfg.id, v->cfg.ssd);
+		return -EOPNOTSUPP;
+	}
+	if (v->quiesce_err[0]) {
+		snprintf(err, errlen, "device %s (vnvme) cannot be saved: %s", v->cfg.id,
+			 v->quiesce_err);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/* The records of the bound queue pairs, or how many (buf NULL). -EBUSY when one is not
+ * quiesced (the VM was not paused through vnvme_pause). */
+static int vnvme_qp_recs(struct vnvme *v, uint8_t *buf, char *err, unsigned errlen)
+{
+	uint32_t n = 0, zero = 0;
+	unsigned q;
+
+	pthread_mutex_lock(&v->db_lock);
+	for (q = 1; q <= v->nqueues; q++) {
+		const struct vnvme_qp *p = &v->qps[q];
+		struct vnvme_qp_rec r = {.sqid = (uint16_t)q};
+
+		if (!p->bound)
+			continue;
+		if (!p->quiesced) {
+			snprintf(err, errlen, "vnvme %s: SQ %u is still served by the backend",
+				 v->cfg.id, q);
+			pthread_mutex_unlock(&v->db_lock);
+			return -EBUSY;
+		}
+		if (buf) {
+			r.st = p->st;
+			memcpy(buf + 8 + (size_t)n * sizeof(r), &r, sizeof(r));
+		}
+		n++;
+	}
+	pthread_mutex_unlock(&v->db_lock);
+	if (buf) {
+		memcpy(buf, &n, sizeof(n));
+		memcpy(buf + 4, &zero, sizeof(zero));
+	}
+	return (int)n;
 }
 
 static int vnvme_save(void *dev, void *buf, uint64_t *len, char *err, unsigned errlen)
@@ -700,17 +843,25 @@ static int vnvme_save(void *dev, void *buf, uint64_t *len, char *err, unsigned e
 	struct vnvme *v = dev;
 	struct vnvme_state st = {.version = VNVME_STATE_VERSION, .nqueues = v->nqueues};
 	uint8_t *p = buf;
-	size_t need;
+	size_t need, recs = 0;
 	int r;
 
 	r = vnvme_unsaveable(v, err, errlen);
 	if (r)
 		return r;
+	if (v->lio) {
+		st.version = VNVME_STATE_VERSION_SSD;
+		r = vnvme_qp_recs(v, NULL, err, errlen);
+		if (r < 0)
+			return r;
+		recs = 8 + (size_t)r * sizeof(struct vnvme_qp_rec);
+		nvme_ctrl_set_save_bound(v->ctrl, true);
+	}
 	st.pci_len = pci_dev_state_size(&v->pci);
 	st.ctrl_len = nvme_ctrl_state_size(v->ctrl, err, errlen);
 	if (!st.ctrl_len)
 		return -EBUSY;
-	need = sizeof(st) + st.pci_len + st.ctrl_len;
+	need = sizeof(st) + st.pci_len + st.ctrl_len + recs;
 	if (!buf) {
 		*len = need;
 		return 0;
@@ -724,7 +875,70 @@ static int vnvme_save(void *dev, void *buf, uint64_t *len, char *err, unsigned e
 	r = nvme_ctrl_save(v->ctrl, p + sizeof(st) + st.pci_len, st.ctrl_len, err, errlen);
 	if (r)
 		return r;
+	if (v->lio) {
+		r = vnvme_qp_recs(v, p + sizeof(st) + st.pci_len + st.ctrl_len, err, errlen);
+		if (r < 0)
+			return r;
+		if (8 + (size_t)r * sizeof(struct vnvme_qp_rec) != recs) {
+			snprintf(err, errlen, "vnvme %s: queue pairs changed during the save",
+				 v->cfg.id);
+			return -EBUSY;
+		}
+		fprintf(stderr,
+			"vnvme %s: %d queue pairs of volume %s saved (quiesced in %.3f ms at the "
+			"pause)\n",
+			v->cfg.id, r, nvme_lio_vol_name(v->lio), (double)v->quiesce_ns / 1e6);
+	}
 	*len = need;
+	return 0;
+}
+
+/* Version 2's records: each bound again as it was, quiesced until the VM resumes. Every I/O SQ
+ * of the restored controller must have one (in these modes the backend serves them all). */
+static int vnvme_restore_qps(struct vnvme *v, const uint8_t *p, uint64_t len, char *err,
+			     unsigned errlen)
+{
+	uint32_t n, zero;
+	bool *seen;
+	int r = 0;
+
+	if (len < 8) {
+		snprintf(err, errlen, "vnvme %s: queue-pair records missing", v->cfg.id);
+		return -EINVAL;
+	}
+	memcpy(&n, p, sizeof(n));
+	memcpy(&zero, p + 4, sizeof(zero));
+	if (zero || n > v->nqueues || len != 8 + (uint64_t)n * sizeof(struct vnvme_qp_rec)) {
+		snprintf(err, errlen,
+			 "vnvme %s: %u queue-pair records in %llu bytes (at most %u records)",
+			 v->cfg.id, n, (unsigned long long)len, v->nqueues);
+		return -EINVAL;
+	}
+	seen = calloc(v->nqueues + 1, sizeof(*seen));
+	if (!seen)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n && !r; i++) {
+		struct vnvme_qp_rec rec;
+
+		memcpy(&rec, p + 8 + (size_t)i * sizeof(rec), sizeof(rec));
+		if (!rec.sqid || rec.sqid > v->nqueues || seen[rec.sqid] || rec.pad || rec.pad2) {
+			snprintf(err, errlen, "vnvme %s: queue-pair record %u: SQ %u", v->cfg.id, i,
+				 rec.sqid);
+			r = -EINVAL;
+			break;
+		}
+		seen[rec.sqid] = true;
+		r = nvme_ctrl_rebind(v->ctrl, rec.sqid, hook_rebind, &rec.st, err, errlen);
+	}
+	free(seen);
+	if (r)
+		return r;
+	/* an I/O SQ left unbound would be one nobody serves */
+	if (nvme_ctrl_io_sqs(v->ctrl) != n) {
+		snprintf(err, errlen, "vnvme %s: %u I/O SQs in the state, %u queue-pair records",
+			 v->cfg.id, nvme_ctrl_io_sqs(v->ctrl), n);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -744,7 +958,8 @@ static int vnvme_restore(void *dev, const void *buf, uint64_t len, char *err, un
 		return -EINVAL;
 	}
 	memcpy(&st, p, sizeof(st));
-	if (st.version != VNVME_STATE_VERSION || st.nqueues != v->nqueues) {
+	if (st.version != (v->lio ? VNVME_STATE_VERSION_SSD : VNVME_STATE_VERSION) ||
+	    st.nqueues != v->nqueues) {
 		snprintf(err, errlen,
 			 "vnvme %s: saved with %u I/O queues (state version %u), the config makes "
 			 "%u",
@@ -752,7 +967,8 @@ static int vnvme_restore(void *dev, const void *buf, uint64_t len, char *err, un
 		return -EINVAL;
 	}
 	if (st.pci_len != pci_dev_state_size(&v->pci) || st.ctrl_len > len - sizeof(st) ||
-	    st.pci_len != len - sizeof(st) - st.ctrl_len) {
+	    st.pci_len > len - sizeof(st) - st.ctrl_len ||
+	    (!v->lio && st.pci_len != len - sizeof(st) - st.ctrl_len)) {
 		snprintf(err, errlen,
 			 "vnvme %s: state of %llu bytes holds %llu of PCI and %llu of controller",
 			 v->cfg.id, (unsigned long long)len, (unsigned long long)st.pci_len,
@@ -764,6 +980,9 @@ static int vnvme_restore(void *dev, const void *buf, uint64_t len, char *err, un
 	if (!r)
 		r = nvme_ctrl_restore(v->ctrl, p + sizeof(st) + st.pci_len, (size_t)st.ctrl_len,
 				      err, errlen);
+	if (!r && v->lio)
+		r = vnvme_restore_qps(v, p + sizeof(st) + st.pci_len + st.ctrl_len,
+				      len - sizeof(st) - st.pci_len - st.ctrl_len, err, errlen);
 	return r;
 }
 

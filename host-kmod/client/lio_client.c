@@ -135,7 +135,8 @@ static const char *const lio_op_names[LIO_OP_MAX] = {
     [LIO_OP_VOL_RESIZE] = "vol-resize",	  [LIO_OP_VOL_LIST] = "vol-list",
     [LIO_OP_VOL_ATTACH] = "vol-attach",	  [LIO_OP_VOL_DETACH] = "vol-detach",
     [LIO_OP_SSD_STATS] = "ssd-stats",	  [LIO_OP_SESSION_LIST] = "session-list",
-    [LIO_OP_SESSION_SET] = "session-set",
+    [LIO_OP_SESSION_SET] = "session-set", [LIO_OP_QP_QUIESCE] = "qp-quiesce",
+    [LIO_OP_QP_RESUME] = "qp-resume",	  [LIO_OP_QP_RESTORE] = "qp-restore",
 };
 
 static const char *lio_op_name(uint32_t op)
@@ -151,7 +152,8 @@ static const unsigned long lio_op_ioctls[LIO_OP_MAX] = {
     [LIO_OP_VOL_RESIZE] = LIO_IOC_VOL_RESIZE,	[LIO_OP_VOL_LIST] = LIO_IOC_VOL_LIST,
     [LIO_OP_VOL_ATTACH] = LIO_IOC_VOL_ATTACH,	[LIO_OP_VOL_DETACH] = LIO_IOC_VOL_DETACH,
     [LIO_OP_SSD_STATS] = LIO_IOC_SSD_STATS,	[LIO_OP_SESSION_LIST] = LIO_IOC_SESSION_LIST,
-    [LIO_OP_SESSION_SET] = LIO_IOC_SESSION_SET,
+    [LIO_OP_SESSION_SET] = LIO_IOC_SESSION_SET, [LIO_OP_QP_QUIESCE] = LIO_IOC_QP_QUIESCE,
+    [LIO_OP_QP_RESUME] = LIO_IOC_QP_RESUME,	[LIO_OP_QP_RESTORE] = LIO_IOC_QP_RESTORE,
 };
 
 /* The ioctl transport: the request struct is the ioctl's argument (its size is in the command
@@ -169,6 +171,7 @@ static int lio_client_ioctl(struct lio_client *c, uint32_t op, const void *in, u
 		struct lio_identify id;
 		struct lio_ssd_stats st;
 		struct lio_qmem qm;
+		struct lio_qp_restore qr;
 	} a;
 	unsigned long cmd = op < LIO_OP_MAX ? lio_op_ioctls[op] : 0;
 	uint32_t size = (uint32_t)_IOC_SIZE(cmd);
@@ -551,6 +554,48 @@ int lio_client_qp_create(struct lio_client *c, struct lio_qp_create *q)
 	q->sq_off = rq.sq_off;
 	q->cq_off = rq.cq_off;
 	q->db_off = rq.db_off;
+	return 0;
+}
+
+int lio_client_qp_quiesce(struct lio_client *c, uint32_t qp_id, uint32_t timeout_ms,
+			  struct lio_qp_state *st)
+{
+	struct lio_qp_state rq = {.qp_id = qp_id, .timeout_ms = timeout_ms};
+	int r = lio_call_fixed(c, LIO_OP_QP_QUIESCE, &rq, sizeof(rq), NULL, 0, st, sizeof(*st));
+
+	/* the reply is the backend's word: a client keeps it only as a state to check later */
+	if (!r && st->qp_id != qp_id) {
+		snprintf(c->err, sizeof(c->err), "qp-quiesce: reply for queue pair %u, asked %u",
+			 st->qp_id, qp_id);
+		r = -EPROTO;
+	}
+	return r;
+}
+
+int lio_client_qp_resume(struct lio_client *c, uint32_t qp_id)
+{
+	struct lio_qp_ref ref = {.qp_id = qp_id};
+
+	return lio_call_fixed(c, LIO_OP_QP_RESUME, &ref, sizeof(ref), NULL, 0, NULL, 0);
+}
+
+int lio_client_qp_restore(struct lio_client *c, struct lio_qp_restore *q)
+{
+	struct lio_qp_restore rq;
+	int fds[2], r;
+	unsigned n = 0;
+
+	if (q->qp.flags & LIO_QP_DB_EVENTFD)
+		fds[n++] = q->qp.db_fd;
+	if (q->qp.flags & LIO_QP_IRQ_ENABLED)
+		fds[n++] = q->qp.irq_fd;
+	r = lio_call_fixed(c, LIO_OP_QP_RESTORE, q, sizeof(*q), fds, n, &rq, sizeof(rq));
+	if (r)
+		return r;
+	q->qp.qp_id = rq.qp.qp_id;
+	q->qp.sq_off = rq.qp.sq_off;
+	q->qp.cq_off = rq.qp.cq_off;
+	q->qp.db_off = rq.qp.db_off;
 	return 0;
 }
 

@@ -75,6 +75,12 @@ int lio_client_qmem_alloc(struct lio_client *c, struct lio_qmem *q);
 /* Sends q->db_fd when LIO_QP_DB_EVENTFD, then q->irq_fd when LIO_QP_IRQ_ENABLED. */
 int lio_client_qp_create(struct lio_client *c, struct lio_qp_create *q);
 int lio_client_qp_destroy(struct lio_client *c, uint32_t qp_id);
+/* LIO_OP_QP_QUIESCE (timeout_ms 0: the backend's default), LIO_OP_QP_RESUME and
+ * LIO_OP_QP_RESTORE (uapi.h): a queue pair's state out, and a queue pair from a state. */
+int lio_client_qp_quiesce(struct lio_client *c, uint32_t qp_id, uint32_t timeout_ms,
+			  struct lio_qp_state *st);
+int lio_client_qp_resume(struct lio_client *c, uint32_t qp_id);
+int lio_client_qp_restore(struct lio_client *c, struct lio_qp_restore *q);
 int lio_client_qp_stats(struct lio_client *c, uint32_t qp_id, struct lio_qp_stats *s);
 /* LIO_OP_SESSION_SET: s->mask and s->flags in; s->flags and s->syncs back. */
 int lio_client_session_set(struct lio_client *c, struct lio_session_set *s);

@@ -137,6 +137,58 @@ int lio_abi_qp_create(const struct lio_qp_create *q, const struct lio_abi_sessio
 	return abi_qp_rings(q, s, e);
 }
 
+int lio_abi_qp_quiesce(const struct lio_qp_state *st, struct lio_abi_err *e)
+{
+	abi_clear(e);
+	if (st->timeout_ms > LIO_QUIESCE_MAX_MS)
+		return abi_refuse(e, -EINVAL, "timeout_ms", st->timeout_ms, LIO_ABI_DEC,
+				  "above 60000");
+	return 0;
+}
+
+/* One index of the saved state against its ring's depth. */
+static int abi_index(uint32_t v, uint32_t depth, const char *field, struct lio_abi_err *e)
+{
+	if (v >= depth)
+		return abi_refuse(e, -EINVAL, field, v, LIO_ABI_DEC, "not below the queue's depth");
+	return 0;
+}
+
+int lio_abi_qp_restore(const struct lio_qp_restore *rq, const struct lio_abi_session *s,
+		       uint32_t served, bool fd_fields, struct lio_abi_err *e)
+{
+	const struct lio_qp_state *st = &rq->st;
+	const struct lio_qp_create *q = &rq->qp;
+	const char *depth = "not the request's depth";
+	int r;
+
+	r = lio_abi_qp_create(q, s, served, fd_fields, e);
+	if (r)
+		return r;
+	if (st->sq_depth && st->sq_depth != q->sq_depth)
+		return abi_refuse(e, -EINVAL, "sq_depth", st->sq_depth, LIO_ABI_DEC, depth);
+	if (st->cq_depth && st->cq_depth != q->cq_depth)
+		return abi_refuse(e, -EINVAL, "cq_depth", st->cq_depth, LIO_ABI_DEC, depth);
+	r = abi_index(st->sq_head, q->sq_depth, "sq_head", e);
+	if (!r)
+		r = abi_index(st->sq_tail_db, q->sq_depth, "sq_tail_db", e);
+	if (!r)
+		r = abi_index(st->cq_tail, q->cq_depth, "cq_tail", e);
+	if (!r)
+		r = abi_index(st->cq_head, q->cq_depth, "cq_head", e);
+	if (!r)
+		r = abi_index(st->cq_head_db, q->cq_depth, "cq_head_db", e);
+	if (r)
+		return r;
+	if (st->phase > 1)
+		return abi_refuse(e, -EINVAL, "phase", st->phase, LIO_ABI_DEC, "neither 0 nor 1");
+	if (st->flags)
+		return abi_refuse(e, -EINVAL, "state flags", st->flags, LIO_ABI_HEX, "must be 0");
+	if (st->rsvd)
+		return abi_refuse(e, -EINVAL, "state rsvd", st->rsvd, LIO_ABI_HEX, "must be 0");
+	return 0;
+}
+
 static int abi_region(const struct lio_dma_window *w, unsigned i, uint64_t *total,
 		      uint64_t max_bytes, struct lio_abi_err *e)
 {

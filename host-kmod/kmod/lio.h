@@ -136,6 +136,7 @@ struct lio_qp {
 	u32 irq_pending;
 	bool broken;
 	bool stopping;
+	bool quiesced; /* QP_QUIESCE, QP_RESTORE: nothing fetched until QP_RESUME */
 	struct eventfd_ctx *db_ctx, *irq_ctx;
 	wait_queue_entry_t db_wait;
 	poll_table db_pt;
@@ -250,6 +251,9 @@ dma_addr_t lio_qmem_dma(const struct lio_qmem_area *qm, u64 off);
 
 /* lio_qp.c: queue pairs */
 int lio_qp_create(struct lio_session *ss, struct lio_qp_create *q);
+int lio_qp_restore(struct lio_session *ss, struct lio_qp_restore *rq);
+int lio_qp_quiesce(struct lio_session *ss, struct lio_qp_state *st);
+int lio_qp_resume(struct lio_session *ss, u32 qp_id);
 void lio_qp_destroy(struct lio_qp *qp);
 struct lio_qp *lio_qp_find(struct lio_ssd *ssd, u32 id);
 void lio_ctr_add(struct lio_ctr *to, const struct lio_ctr *from);

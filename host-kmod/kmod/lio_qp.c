@@ -7,9 +7,12 @@
  * is the paper's passthrough instead: the controller's own rings in queue memory, its doorbell
  * pages mapped to the client, its vector signalling the irq eventfd (an IRQ-bypass producer).
  */
+#include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/file.h>
 #include <linux/interrupt.h>
+#include <linux/jiffies.h>
+#include <linux/ktime.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
 
@@ -301,7 +304,7 @@ static unsigned int lio_qp_fetch(struct lio_qp *qp)
 	u32 tail, room;
 	u16 st;
 
-	if (qp->broken || lio_qp_sq_tail(qp, &tail))
+	if (qp->broken || READ_ONCE(qp->quiesced) || lio_qp_sq_tail(qp, &tail))
 		return 0;
 	if (tail >= qp->sq_depth) {
 		lio_err(qp->ssd, "qp %u: SQ tail %u outside depth %u: queue stopped", qp->id, tail,
@@ -511,7 +514,8 @@ static int lio_qp_validate_direct(struct lio_ssd *ssd, const struct lio_qp_creat
  * grants and controller, the limits (the session's queue pairs, then the SSD's). The volume and
  * the resources follow in lio_qp_create and lio_qp_setup.
  */
-static int lio_qp_validate(struct lio_session *ss, const struct lio_qp_create *q)
+static int lio_qp_validate(struct lio_session *ss, const struct lio_qp_create *q,
+			   const struct lio_qp_restore *rq)
 {
 	struct lio_abi_session as = lio_abi_session(ss);
 	struct lio_ssd *ssd = ss->ssd;
@@ -519,9 +523,16 @@ static int lio_qp_validate(struct lio_session *ss, const struct lio_qp_create *q
 	int r;
 
 	/* the ioctl's fd fields are the fds themselves */
-	r = lio_abi_qp_create(q, &as, LIO_QP_FLAGS_ALL, true, &e);
+	if (rq)
+		r = lio_abi_qp_restore(rq, &as, LIO_QP_FLAGS_ALL, true, &e);
+	else
+		r = lio_abi_qp_create(q, &as, LIO_QP_FLAGS_ALL, true, &e);
 	if (r)
-		return lio_abi_refuse(ssd, "qp-create", r, &e);
+		return lio_abi_refuse(ssd, rq ? "qp-restore" : "qp-create", r, &e);
+	if (rq && (q->flags & LIO_QP_DB_DIRECT)) {
+		lio_err(ssd, "qp-restore: DB_DIRECT rings are the controller's: no state to restore");
+		return -EOPNOTSUPP;
+	}
 	if (q->flags & LIO_QP_DB_DIRECT) {
 		r = lio_qp_validate_direct(ssd, q);
 		if (r)
@@ -742,7 +753,9 @@ static int lio_qp_setup(struct lio_qp *qp, const struct lio_qp_create *q,
 	return 0;
 }
 
-int lio_qp_create(struct lio_session *ss, struct lio_qp_create *q)
+/* QP_CREATE, or with rq QP_RESTORE: the same queue pair, quiesced at rq->st. */
+static int lio_qp_make(struct lio_session *ss, struct lio_qp_create *q,
+		       const struct lio_qp_restore *rq)
 {
 	struct lio_ssd *ssd = ss->ssd;
 	struct lio_attached *vol = NULL;
@@ -750,7 +763,7 @@ int lio_qp_create(struct lio_session *ss, struct lio_qp_create *q)
 	unsigned int i;
 	int r;
 
-	r = lio_qp_validate(ss, q);
+	r = lio_qp_validate(ss, q, rq);
 	if (r)
 		return r;
 	for (i = 0; i < ss->nvols; i++)
@@ -779,6 +792,13 @@ int lio_qp_create(struct lio_session *ss, struct lio_qp_create *q)
 	qp->shadow_gpa = q->shadow_db_gpa;
 	qp->eventidx_gpa = q->eventidx_gpa;
 	qp->g_phase = 1;
+	if (rq) {
+		/* before the doorbell or the first tick can run the work item */
+		qp->quiesced = true;
+		qp->g_sq_head = rq->st.sq_head;
+		qp->g_cq_tail = rq->st.cq_tail;
+		qp->g_phase = rq->st.phase;
+	}
 	qp->sq_off = -1;
 	qp->cq_off = -1;
 	qp->db_off = -1;
@@ -808,6 +828,127 @@ int lio_qp_create(struct lio_session *ss, struct lio_qp_create *q)
 	q->sq_off = qp->sq_off >= 0 ? qp->sq_off : 0;
 	q->cq_off = qp->cq_off >= 0 ? qp->cq_off : 0;
 	q->db_off = qp->db_off >= 0 ? qp->db_off : qp->direct ? qp->mmap_off : 0;
+	if (rq && qp->db_k) {
+		/* the fresh doorbell pages get the values the queue pair had */
+		WRITE_ONCE(qp->db_k[0], cpu_to_le32(rq->st.sq_tail_db));
+		WRITE_ONCE(qp->db_k[LIO_PAGE_SIZE / 4], cpu_to_le32(rq->st.cq_head_db));
+	}
+	return 0;
+}
+
+int lio_qp_create(struct lio_session *ss, struct lio_qp_create *q)
+{
+	return lio_qp_make(ss, q, NULL);
+}
+
+int lio_qp_restore(struct lio_session *ss, struct lio_qp_restore *rq)
+{
+	int r = lio_qp_make(ss, &rq->qp, rq);
+
+	if (!r)
+		rq->st.qp_id = rq->qp.qp_id;
+	return r;
+}
+
+static struct lio_qp *lio_qp_mine(struct lio_session *ss, u32 id)
+{
+	struct lio_qp *qp;
+
+	list_for_each_entry(qp, &ss->qps, node)
+		if (qp->id == id)
+			return qp;
+	return NULL;
+}
+
+static void lio_qp_report(struct lio_qp *qp, struct lio_qp_state *st)
+{
+	u32 v = 0;
+
+	st->sq_head = qp->g_sq_head;
+	st->cq_tail = qp->g_cq_tail;
+	st->phase = qp->g_phase;
+	lio_qp_sq_tail(qp, &v);
+	st->sq_tail_db = v;
+	v = 0;
+	if (qp->db_k)
+		v = le32_to_cpu(READ_ONCE(qp->db_k[LIO_PAGE_SIZE / 4]));
+	else
+		lio_win_read32(&qp->ss->win, qp->shadow_gpa + 4, &v);
+	st->cq_head_db = v;
+	st->cq_head = v < qp->cq_depth ? v : 0;
+	st->sq_depth = qp->sq_depth;
+	st->cq_depth = qp->cq_depth;
+	st->flags = qp->broken ? LIO_QPS_BAD_DB : 0;
+	st->rsvd = 0;
+}
+
+/* Stops fetching, waits for the controller to complete what was fetched (each completion
+ * posted to the guest by the work item, its interrupt raised once none is left), then reports.
+ */
+int lio_qp_quiesce(struct lio_session *ss, struct lio_qp_state *st)
+{
+	struct lio_ssd *ssd = ss->ssd;
+	u32 ms = st->timeout_ms ? st->timeout_ms : LIO_QUIESCE_TIMEOUT_MS;
+	struct lio_abi_err e;
+	unsigned long deadline;
+	struct lio_qp *qp;
+	u64 t0;
+	int r;
+
+	r = lio_abi_qp_quiesce(st, &e);
+	if (r)
+		return lio_abi_refuse(ssd, "qp-quiesce", r, &e);
+	qp = lio_qp_mine(ss, st->qp_id);
+	if (!qp) {
+		lio_err(ssd, "qp-quiesce: queue pair %u is not one of this session's", st->qp_id);
+		return -ENOENT;
+	}
+	if (qp->direct) {
+		lio_err(ssd, "qp-quiesce: queue pair %u is DB_DIRECT: the client drives the controller",
+			qp->id);
+		return -EOPNOTSUPP;
+	}
+	t0 = ktime_get_ns();
+	WRITE_ONCE(qp->quiesced, true);
+	/* a fetch running now finishes; after this none starts */
+	flush_delayed_work(&qp->work);
+	deadline = jiffies + msecs_to_jiffies(ms);
+	while (READ_ONCE(qp->inflight) && time_before(jiffies, deadline)) {
+		mod_delayed_work(lio_wq, &qp->work, 0);
+		flush_delayed_work(&qp->work);
+		if (READ_ONCE(qp->inflight))
+			usleep_range(200, 500);
+	}
+	if (READ_ONCE(qp->inflight)) {
+		lio_err(ssd, "qp-quiesce: queue pair %u: %u commands still in flight after %u ms",
+			qp->id, qp->inflight, ms);
+		WRITE_ONCE(qp->quiesced, false);
+		mod_delayed_work(lio_wq, &qp->work, 0);
+		return -ETIMEDOUT;
+	}
+	/* the last reap's interrupt: the work item raises it once nothing is in flight */
+	mod_delayed_work(lio_wq, &qp->work, 0);
+	flush_delayed_work(&qp->work);
+	lio_qp_report(qp, st);
+	st->timeout_ms = ms;
+	st->quiesce_ns = ktime_get_ns() - t0;
+	return 0;
+}
+
+int lio_qp_resume(struct lio_session *ss, u32 qp_id)
+{
+	struct lio_qp *qp = lio_qp_mine(ss, qp_id);
+
+	if (!qp) {
+		lio_err(ss->ssd, "qp-resume: queue pair %u is not one of this session's", qp_id);
+		return -ENOENT;
+	}
+	if (!READ_ONCE(qp->quiesced)) {
+		lio_err(ss->ssd, "qp-resume: queue pair %u is not quiesced", qp_id);
+		return -EINVAL;
+	}
+	WRITE_ONCE(qp->quiesced, false);
+	mod_delayed_work(lio_wq, &qp->work, 0);
 	return 0;
 }
 

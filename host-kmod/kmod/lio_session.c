@@ -25,6 +25,8 @@ union lio_ioc_arg {
 	struct lio_ssd_stats st;
 	struct lio_session_list sl;
 	struct lio_session_set set;
+	struct lio_qp_state qs;
+	struct lio_qp_restore qr;
 };
 
 static int lio_open(struct inode *inode, struct file *file)
@@ -142,7 +144,7 @@ static void lio_identify(struct lio_ssd *ssd, struct lio_identify *id)
 	id->qpairs_in_use = ssd->nqpairs;
 	id->max_qdepth = LIO_MAX_QDEPTH;
 	id->nr_volumes = ssd->vt->n;
-	id->flags = LIO_ID_DB_POLL | LIO_ID_DB_EVENTFD | LIO_ID_KERNEL;
+	id->flags = LIO_ID_DB_POLL | LIO_ID_DB_EVENTFD | LIO_ID_KERNEL | LIO_ID_QP_STATE;
 	strscpy(id->name, ssd->name, sizeof(id->name));
 	strscpy(id->model, ssd->model, sizeof(id->model));
 }
@@ -301,6 +303,12 @@ static int lio_dispatch(struct lio_session *ss, unsigned int cmd, union lio_ioc_
 		return 0;
 	case LIO_IOC_SESSION_SET:
 		return lio_session_set(ss, &a->set);
+	case LIO_IOC_QP_QUIESCE:
+		return lio_qp_quiesce(ss, &a->qs);
+	case LIO_IOC_QP_RESUME:
+		return lio_qp_resume(ss, a->ref.qp_id);
+	case LIO_IOC_QP_RESTORE:
+		return lio_qp_restore(ss, &a->qr);
 	}
 	return -ENOTTY;
 }
@@ -323,6 +331,9 @@ static bool lio_ioc_known(unsigned int cmd)
 	case LIO_IOC_SSD_STATS:
 	case LIO_IOC_SESSION_LIST:
 	case LIO_IOC_SESSION_SET:
+	case LIO_IOC_QP_QUIESCE:
+	case LIO_IOC_QP_RESUME:
+	case LIO_IOC_QP_RESTORE:
 		return true;
 	}
 	return false;

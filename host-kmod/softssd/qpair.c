@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "softssd/qpair_int.h"
@@ -208,7 +209,9 @@ int ssd_qp_start(struct ssd_engine *e, struct ssd_qp *qp)
 		qp->reqs[i].next = i + 1 < n ? &qp->reqs[i + 1] : NULL;
 	}
 	qp->free_reqs = &qp->reqs[0];
-	qp->phase = 1;
+	if (!qp->restored)
+		qp->phase = 1;
+	qp->start_quiesced = qp->restored;
 	qp->chk.read_prp = ssd_read_prp;
 	qp->chk.opaque = (void *)qp->win;
 	qp->w = w;
@@ -274,4 +277,81 @@ void ssd_qp_free(struct ssd_qp *qp)
 	if (qp->irq_fd >= 0)
 		close(qp->irq_fd);
 	free(qp);
+}
+
+/* ---- quiesce and resume (a snapshot of the VM, a hand-over) ---- */
+
+static void ssd_qp_report(struct ssd_qp *qp, struct lio_qp_state *st)
+{
+	st->sq_head = qp->sq_head;
+	st->cq_tail = qp->cq_tail;
+	st->cq_head = qp->cq_head;
+	st->phase = qp->phase;
+	st->sq_tail_db = ssd_load_db(qp->sq_tail_db);
+	st->cq_head_db = ssd_load_db(qp->cq_head_db);
+	st->sq_depth = qp->sq_depth;
+	st->cq_depth = qp->cq_depth;
+	st->flags = qp->bad_db ? LIO_QPS_BAD_DB : 0;
+	st->rsvd = 0;
+}
+
+int ssd_qp_quiesce(struct ssd_qp *qp, uint32_t timeout_ms, struct lio_qp_state *st,
+		   uint32_t *inflight)
+{
+	struct ssd_worker *w = qp->w;
+	struct timespec dl;
+	int r = 0, s;
+
+	*inflight = 0;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&w->lock);
+	s = qp->state;
+	if (s == SSD_QP_NEW) {
+		/* never served: nothing fetched, nothing to wait for */
+		qp->start_quiesced = true;
+		goto report;
+	}
+	if (s == SSD_QP_ACTIVE)
+		__atomic_store_n(&qp->state, SSD_QP_QUIESCING, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&w->lock);
+	ssd_worker_wake(w);
+	pthread_mutex_lock(&w->lock);
+	while (r != ETIMEDOUT && __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == SSD_QP_QUIESCING)
+		r = pthread_cond_timedwait(&w->cond, &w->lock, &dl);
+	if (__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) != SSD_QP_QUIESCED) {
+		/* in flight past the deadline: serve on as before, the client decides */
+		*inflight = __atomic_load_n(&qp->inflight, __ATOMIC_RELAXED);
+		__atomic_store_n(&qp->state, SSD_QP_ACTIVE, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&w->lock);
+		ssd_worker_wake(w);
+		return -ETIMEDOUT;
+	}
+report:
+	ssd_qp_report(qp, st);
+	pthread_mutex_unlock(&w->lock);
+	return 0;
+}
+
+int ssd_qp_resume(struct ssd_qp *qp)
+{
+	struct ssd_worker *w = qp->w;
+	int r = 0;
+
+	pthread_mutex_lock(&w->lock);
+	if (qp->state == SSD_QP_NEW && qp->start_quiesced)
+		qp->start_quiesced = false;
+	else if (qp->state == SSD_QP_QUIESCED)
+		__atomic_store_n(&qp->state, SSD_QP_ACTIVE, __ATOMIC_RELEASE);
+	else
+		r = -EINVAL;
+	pthread_mutex_unlock(&w->lock);
+	if (!r)
+		ssd_worker_wake(w);
+	return r;
 }

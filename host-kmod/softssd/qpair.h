@@ -39,7 +39,16 @@ struct ssd_counters {
 void ssd_counters_add(struct ssd_counters *lio_to, const struct ssd_counters *lio_from);
 void ssd_counters_read(struct ssd_counters *lio_to, const struct ssd_counters *lio_from);
 
-enum ssd_qp_state { SSD_QP_NEW, SSD_QP_ACTIVE, SSD_QP_DYING, SSD_QP_DEAD };
+/* NEW -> ACTIVE (or QUIESCED when restored) -> DYING -> DEAD; ACTIVE -> QUIESCING -> QUIESCED
+ * (nothing fetched, nothing in flight) -> ACTIVE again on resume. */
+enum ssd_qp_state {
+	SSD_QP_NEW,
+	SSD_QP_ACTIVE,
+	SSD_QP_DYING,
+	SSD_QP_DEAD,
+	SSD_QP_QUIESCING,
+	SSD_QP_QUIESCED
+};
 
 struct ssd_qp {
 	/* set by the server before ssd_qp_start, constant afterwards */
@@ -62,6 +71,10 @@ struct ssd_qp {
 	/* the session's LIO_SESSION_WRITE_THROUGH (VWC off): set by the server at any time,
 	 * read by the worker per write (atomic) */
 	int write_through;
+	/* restored (LIO_OP_QP_RESTORE): sq_head, cq_tail, cq_head, phase and last_tail below are
+	 * set by the server before ssd_qp_start, and the queue pair starts quiesced */
+	bool restored;
+	bool start_quiesced; /* under the worker's lock: cleared by a resume before it starts */
 
 	/* the serving worker's */
 	struct ssd_counters ctr;
@@ -91,5 +104,13 @@ int ssd_qp_start(struct ssd_engine *e, struct ssd_qp *qp);
  * CQE posted), then the worker lets go. Returns when the qp may be freed. */
 void ssd_qp_stop(struct ssd_qp *qp);
 void ssd_qp_free(struct ssd_qp *qp);
+/* Stops fetching, waits up to timeout_ms for every fetched command to complete and post its
+ * CQE (interrupts signalled), then fills st's state fields (qp_id, timeout_ms untouched). On a
+ * quiesced queue pair it just reports. -ETIMEDOUT (the queue pair serves on, *inflight gets
+ * what was still outstanding) or 0. Control thread only. */
+int ssd_qp_quiesce(struct ssd_qp *qp, uint32_t timeout_ms, struct lio_qp_state *st,
+		   uint32_t *inflight);
+/* A quiesced (or restored, not yet started) queue pair fetches again. -EINVAL if it is not. */
+int ssd_qp_resume(struct ssd_qp *qp);
 
 #endif

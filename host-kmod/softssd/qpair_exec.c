@@ -44,9 +44,10 @@ static void ssd_req_done(struct ssd_worker *w, struct ssd_req *req, uint64_t now
 {
 	struct ssd_model *m = w->e->model;
 	struct ssd_req **pp;
+	int st = __atomic_load_n(&req->qp->state, __ATOMIC_ACQUIRE);
 
-	if (!m || !ssd_model_active(m) || req->status ||
-	    __atomic_load_n(&req->qp->state, __ATOMIC_ACQUIRE) == SSD_QP_DYING) {
+	if (!m || !ssd_model_active(m) || req->status || st == SSD_QP_DYING ||
+	    st == SSD_QP_QUIESCING) {
 		ssd_post(w, req);
 		return;
 	}

@@ -42,13 +42,16 @@ static void ssd_worker_sync(struct ssd_worker *w)
 
 				epoll_ctl(w->epfd, EPOLL_CTL_ADD, qp->db_fd, &ev);
 			}
-			__atomic_store_n(&qp->state, SSD_QP_ACTIVE, __ATOMIC_RELEASE);
+			__atomic_store_n(&qp->state,
+					 qp->start_quiesced ? SSD_QP_QUIESCED : SSD_QP_ACTIVE,
+					 __ATOMIC_RELEASE);
 		}
 	}
 	pthread_mutex_unlock(&w->lock);
 }
 
-/* A dying queue pair leaves once nothing it fetched is outstanding. */
+/* A dying queue pair leaves once nothing it fetched is outstanding; a quiescing one is then
+ * quiesced. */
 static void ssd_worker_reap_dying(struct ssd_worker *w)
 {
 	unsigned i, j;
@@ -56,7 +59,19 @@ static void ssd_worker_reap_dying(struct ssd_worker *w)
 	for (i = 0; i < w->nmine; i++) {
 		struct ssd_qp *qp = w->mine[i];
 
-		if (__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) != SSD_QP_DYING || qp->inflight)
+		int st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+
+		if (st == SSD_QP_QUIESCING && !qp->inflight) {
+			/* drained: every CQE posted, its interrupt raised; fetch nothing more */
+			ssd_irq_flush(qp);
+			pthread_mutex_lock(&w->lock);
+			if (qp->state == SSD_QP_QUIESCING)
+				__atomic_store_n(&qp->state, SSD_QP_QUIESCED, __ATOMIC_RELEASE);
+			pthread_cond_broadcast(&w->cond);
+			pthread_mutex_unlock(&w->lock);
+			continue;
+		}
+		if (st != SSD_QP_DYING || qp->inflight)
 			continue;
 		ssd_irq_flush(qp);
 		if (qp->db_fd >= 0)

@@ -56,7 +56,7 @@ static int ssd_op_identify(struct ssd_call *c)
 	id->max_qpairs = c->s->cfg->max_qpairs;
 	id->qpairs_in_use = c->s->nqpairs;
 	id->max_qdepth = LIO_MAX_QDEPTH;
-	id->flags = LIO_ID_DB_POLL | LIO_ID_DB_EVENTFD;
+	id->flags = LIO_ID_DB_POLL | LIO_ID_DB_EVENTFD | LIO_ID_QP_STATE;
 	snprintf(id->name, sizeof(id->name), "%s", c->s->cfg->name);
 	snprintf(id->model, sizeof(id->model), "%s", c->s->cfg->model->desc);
 	c->outlen = sizeof(*id);
@@ -425,7 +425,8 @@ static void ssd_qp_release(struct ssd_server *s, struct ssd_session *ss, struct 
 /* The shared rules, then softssd's own in the order abi.h gives: the fds' count, the limits
  * (this client's queue pairs, then the SSD's). The volume and the resources follow in
  * ssd_op_qp_create. */
-static int ssd_qp_validate(struct ssd_call *c, const struct lio_qp_create *q)
+static int ssd_qp_validate(struct ssd_call *c, const struct lio_qp_create *q,
+			   const struct lio_qp_restore *rq, const char *op)
 {
 	const uint32_t served = LIO_QP_FLAGS_ALL & ~LIO_QP_DB_DIRECT;
 	struct lio_abi_session as = ssd_abi_session(c->ss);
@@ -434,31 +435,34 @@ static int ssd_qp_validate(struct ssd_call *c, const struct lio_qp_create *q)
 	int r;
 
 	/* the fds travel beside the struct (SCM_RIGHTS): its fd fields are not looked at */
-	r = lio_abi_qp_create(q, &as, served, false, &e);
+	r = rq ? lio_abi_qp_restore(rq, &as, served, false, &e)
+	       : lio_abi_qp_create(q, &as, served, false, &e);
 	if (r)
-		return ssd_abi_err(c, "qp-create", r, &e);
+		return ssd_abi_err(c, op, r, &e);
 	want = !!(q->flags & LIO_QP_DB_EVENTFD) + !!(q->flags & LIO_QP_IRQ_ENABLED);
 	if (c->nfds != want) {
 		ssd_err(c,
-			"qp-create: %u fds, expected %u (db eventfd if DB_EVENTFD, then irq "
+			"%s: %u fds, expected %u (db eventfd if DB_EVENTFD, then irq "
 			"eventfd if IRQ_ENABLED)",
-			c->nfds, want);
+			op, c->nfds, want);
 		return -EINVAL;
 	}
 	if (c->ss->nqps >= c->s->cfg->max_qp_client) {
-		ssd_err(c, "qp-create: this client has %u queue pairs, the limit", c->ss->nqps);
+		ssd_err(c, "%s: this client has %u queue pairs, the limit", op, c->ss->nqps);
 		return -EMFILE;
 	}
 	if (c->s->nqpairs >= c->s->cfg->max_qpairs) {
-		ssd_err(c, "qp-create: the SSD serves %u queue pairs, its limit", c->s->nqpairs);
+		ssd_err(c, "%s: the SSD serves %u queue pairs, its limit", op, c->s->nqpairs);
 		return -ENOSPC;
 	}
 	return 0;
 }
 
-static int ssd_op_qp_create(struct ssd_call *c)
+/* QP_CREATE, or with rq QP_RESTORE: the same queue pair, starting quiesced at rq->st. */
+static int ssd_qp_make(struct ssd_call *c, const struct lio_qp_create *q,
+		       const struct lio_qp_restore *rq)
 {
-	const struct lio_qp_create *q = c->in;
+	const char *op = rq ? "qp-restore" : "qp-create";
 	struct lio_qp_create *out = (void *)c->out;
 	struct ssd_session *ss = c->ss;
 	struct ssd_server *s = c->s;
@@ -470,12 +474,12 @@ static int ssd_op_qp_create(struct ssd_call *c)
 	unsigned fi = 0;
 	int r;
 
-	r = ssd_qp_validate(c, q);
+	r = ssd_qp_validate(c, q, rq, op);
 	if (r)
 		return r;
 	vol = ssd_find_vol(ss, q->vol_id);
 	if (!vol) {
-		ssd_err(c, "qp-create: volume %u is not attached to this session", q->vol_id);
+		ssd_err(c, "%s: volume %u is not attached to this session", op, q->vol_id);
 		return -ENOENT;
 	}
 	x = calloc(1, sizeof(*x));
@@ -529,7 +533,7 @@ static int ssd_op_qp_create(struct ssd_call *c)
 	}
 	for (fi = 0; fi < c->nfds; fi++) {
 		if (!ssd_is_eventfd(c->fds[fi])) {
-			ssd_err(c, "qp-create: fd %u is not an eventfd", fi);
+			ssd_err(c, "%s: fd %u is not an eventfd", op, fi);
 			r = -EBADF;
 			goto fail;
 		}
@@ -543,7 +547,7 @@ static int ssd_op_qp_create(struct ssd_call *c)
 		qp->irq_fd = ssd_take_fd(c, fi++);
 	if ((qp->db_fd >= 0 && fcntl(qp->db_fd, F_SETFL, O_NONBLOCK)) ||
 	    (qp->irq_fd >= 0 && fcntl(qp->irq_fd, F_SETFL, O_NONBLOCK))) {
-		ssd_err(c, "qp-create: eventfd: %s", strerror(errno));
+		ssd_err(c, "%s: eventfd: %s", op, strerror(errno));
 		goto fail;
 	}
 	qp->chk.regions = ss->win.cr;
@@ -560,17 +564,30 @@ static int ssd_op_qp_create(struct ssd_call *c)
 		qp->chk.flags = LIO_CHECK_TRANSLATE;
 	if ((q->flags & LIO_QP_READONLY) || (vol->flags & LIO_ATTACH_READONLY))
 		qp->chk.flags |= LIO_CHECK_READONLY;
+	if (rq) {
+		qp->restored = true;
+		qp->sq_head = rq->st.sq_head;
+		qp->cq_tail = rq->st.cq_tail;
+		qp->cq_head = rq->st.cq_head;
+		qp->phase = (uint16_t)rq->st.phase;
+		qp->last_tail = rq->st.sq_tail_db;
+		if (q->flags & LIO_QP_DB_POLL) {
+			/* fresh doorbell pages: the values the queue pair had */
+			__atomic_store_n(qp->sq_tail_db, rq->st.sq_tail_db, __ATOMIC_RELEASE);
+			__atomic_store_n(qp->cq_head_db, rq->st.cq_head_db, __ATOMIC_RELEASE);
+		}
+	}
 	qp->lba_lo = qp->chk.lba_start;
 	qp->lba_hi = qp->chk.lba_start + qp->chk.lba_count;
 	qp->id = ssd_alloc_qp_id(s);
 	if (!qp->id) {
-		ssd_err(c, "qp-create: no free queue-pair id");
+		ssd_err(c, "%s: no free queue-pair id", op);
 		r = -ENOSPC;
 		goto fail;
 	}
 	r = ssd_qp_start(s->eng, qp);
 	if (r) {
-		ssd_err(c, "qp-create: out of memory");
+		ssd_err(c, "%s: out of memory", op);
 		qp->id = 0;
 		goto fail;
 	}
@@ -585,19 +602,39 @@ static int ssd_op_qp_create(struct ssd_call *c)
 	out->sq_off = x->sq_off >= 0 ? (uint64_t)x->sq_off : 0;
 	out->cq_off = x->cq_off >= 0 ? (uint64_t)x->cq_off : 0;
 	out->db_off = x->db_off >= 0 ? (uint64_t)x->db_off : 0;
-	c->outlen = sizeof(*out);
+	if (rq) {
+		struct lio_qp_restore *ro = (void *)c->out;
+
+		ro->st = rq->st;
+		ro->st.qp_id = qp->id;
+		c->outlen = sizeof(*ro);
+	} else {
+		c->outlen = sizeof(*out);
+	}
 	return 0;
 fail_space:
 	if (!c->err[0]) {
 		ssd_err(c,
-			"qp-create: queue memory of %" PRIu64 " bytes has no room for SQ %" PRIu64
+			"%s: queue memory of %" PRIu64 " bytes has no room for SQ %" PRIu64
 			" + CQ %" PRIu64 " + doorbells",
-			ss->qmem_bytes, sqb, cqb);
+			op, ss->qmem_bytes, sqb, cqb);
 		r = -ENOSPC;
 	}
 fail:
 	ssd_qp_release(s, ss, x);
 	return r;
+}
+
+static int ssd_op_qp_create(struct ssd_call *c)
+{
+	return ssd_qp_make(c, c->in, NULL);
+}
+
+static int ssd_op_qp_restore(struct ssd_call *c)
+{
+	const struct lio_qp_restore *rq = c->in;
+
+	return ssd_qp_make(c, &rq->qp, rq);
 }
 
 static struct ssd_qp *ssd_session_qp(struct ssd_session *ss, uint32_t id, struct ssd_qp ***prev)
@@ -636,6 +673,55 @@ static int ssd_op_qp_destroy(struct ssd_call *c)
 		return -ENOENT;
 	}
 	ssd_qp_destroy(c->s, c->ss, pp);
+	return 0;
+}
+
+static int ssd_op_qp_quiesce(struct ssd_call *c)
+{
+	const struct lio_qp_state *in = c->in;
+	struct lio_qp_state *out = (void *)c->out;
+	uint32_t ms = in->timeout_ms ? in->timeout_ms : LIO_QUIESCE_TIMEOUT_MS, inflight;
+	struct lio_abi_err e;
+	struct ssd_qp *qp;
+	uint64_t t0;
+	int r;
+
+	r = lio_abi_qp_quiesce(in, &e);
+	if (r)
+		return ssd_abi_err(c, "qp-quiesce", r, &e);
+	qp = ssd_session_qp(c->ss, in->qp_id, NULL);
+	if (!qp) {
+		ssd_err(c, "qp-quiesce: queue pair %u is not one of this session's", in->qp_id);
+		return -ENOENT;
+	}
+	memset(out, 0, sizeof(*out));
+	t0 = ssd_now_ns();
+	r = ssd_qp_quiesce(qp, ms, out, &inflight);
+	if (r) {
+		ssd_err(c, "qp-quiesce: queue pair %u: %u commands still in flight after %u ms",
+			qp->id, inflight, ms);
+		return r;
+	}
+	out->qp_id = qp->id;
+	out->timeout_ms = ms;
+	out->quiesce_ns = ssd_now_ns() - t0;
+	c->outlen = sizeof(*out);
+	return 0;
+}
+
+static int ssd_op_qp_resume(struct ssd_call *c)
+{
+	const struct lio_qp_ref *ref = c->in;
+	struct ssd_qp *qp = ssd_session_qp(c->ss, ref->qp_id, NULL);
+
+	if (!qp) {
+		ssd_err(c, "qp-resume: queue pair %u is not one of this session's", ref->qp_id);
+		return -ENOENT;
+	}
+	if (ssd_qp_resume(qp)) {
+		ssd_err(c, "qp-resume: queue pair %u is not quiesced", ref->qp_id);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -814,11 +900,15 @@ const uint32_t ssd_in_size[LIO_OP_MAX] = {
     [LIO_OP_SSD_STATS] = 0,
     [LIO_OP_SESSION_LIST] = sizeof(struct lio_session_list),
     [LIO_OP_SESSION_SET] = sizeof(struct lio_session_set),
+    [LIO_OP_QP_QUIESCE] = sizeof(struct lio_qp_state),
+    [LIO_OP_QP_RESUME] = sizeof(struct lio_qp_ref),
+    [LIO_OP_QP_RESTORE] = sizeof(struct lio_qp_restore),
 };
 
 int ssd_dispatch(struct ssd_call *c, uint32_t op)
 {
-	if (op != LIO_OP_DMA_REGISTER && op != LIO_OP_QP_CREATE && c->nfds) {
+	if (op != LIO_OP_DMA_REGISTER && op != LIO_OP_QP_CREATE && op != LIO_OP_QP_RESTORE &&
+	    c->nfds) {
 		ssd_err(c, "op %u takes no fds (%u sent)", op, c->nfds);
 		return -EINVAL;
 	}
@@ -851,6 +941,12 @@ int ssd_dispatch(struct ssd_call *c, uint32_t op)
 		return ssd_op_session_list(c);
 	case LIO_OP_SESSION_SET:
 		return ssd_op_session_set(c);
+	case LIO_OP_QP_QUIESCE:
+		return ssd_op_qp_quiesce(c);
+	case LIO_OP_QP_RESUME:
+		return ssd_op_qp_resume(c);
+	case LIO_OP_QP_RESTORE:
+		return ssd_op_qp_restore(c);
 	default:
 		return -EINVAL;
 	}

@@ -72,6 +72,16 @@ struct lio_abi_session {
 int lio_abi_qp_create(const struct lio_qp_create *q, const struct lio_abi_session *s,
 		      uint32_t served, bool fd_fields, struct lio_abi_err *e);
 
+/* LIO_OP_QP_QUIESCE: timeout_ms at most LIO_QUIESCE_MAX_MS (-EINVAL). Whose queue pair it is
+ * the server decides (-ENOENT). */
+int lio_abi_qp_quiesce(const struct lio_qp_state *st, struct lio_abi_err *e);
+
+/* LIO_OP_QP_RESTORE: lio_abi_qp_create on rq->qp, then the state: its sq_depth and cq_depth
+ * 0 or the request's; sq_head, sq_tail_db below sq_depth; cq_tail, cq_head, cq_head_db below
+ * cq_depth; phase 0 or 1; flags and rsvd 0 (-EINVAL). */
+int lio_abi_qp_restore(const struct lio_qp_restore *rq, const struct lio_abi_session *s,
+		       uint32_t served, bool fd_fields, struct lio_abi_err *e);
+
 /* LIO_OP_DMA_REGISTER: no queue pair of the session (-EBUSY); nr_regions 1..LIO_MAX_REGIONS;
  * each region: size > 0, size, fd_offset and gpa page multiples, neither gpa + size nor
  * fd_offset + size wrapping (-EINVAL), the regions so far at most max_bytes together (-E2BIG),

@@ -76,6 +76,10 @@ enum lio_op {
 	LIO_OP_SSD_STATS,    /* -> lio_ssd_stats (whole SSD and this session) */
 	LIO_OP_SESSION_LIST, /* lio_session_list (index range) -> lio_session_list */
 	LIO_OP_SESSION_SET,  /* lio_session_set -> lio_session_set */
+	LIO_OP_QP_QUIESCE, /* lio_qp_state (qp_id, timeout_ms) -> lio_qp_state (LIO_ID_QP_STATE) */
+	LIO_OP_QP_RESUME,  /* lio_qp_ref (LIO_ID_QP_STATE) */
+	LIO_OP_QP_RESTORE, /* lio_qp_restore (+ fds as QP_CREATE) -> lio_qp_restore
+			    * (LIO_ID_QP_STATE) */
 	LIO_OP_MAX
 };
 
@@ -98,6 +102,7 @@ struct lio_identify {
 #define LIO_ID_DB_POLL	  (1u << 0) /* serves doorbell pages it polls (LIO_QP_DB_POLL) */
 #define LIO_ID_DB_EVENTFD (1u << 1) /* serves doorbell eventfds (LIO_QP_DB_EVENTFD) */
 #define LIO_ID_KERNEL	  (1u << 2) /* lightiov.ko on a real controller */
+#define LIO_ID_QP_STATE	  (1u << 3) /* serves QP_QUIESCE, QP_RESUME and QP_RESTORE */
 
 /* LIO_OP_DMA_REGISTER: the session's DMA window, replacing any earlier one (refused with -EBUSY
  * while queue pairs exist). Regions must not overlap in GPA space; each is [gpa, gpa + size) of
@@ -262,6 +267,54 @@ struct lio_session_set {
  * its completion is posted, as if it had FUA set. */
 #define LIO_SESSION_WRITE_THROUGH (1u << 0)
 
+/* LIO_OP_QP_QUIESCE, LIO_OP_QP_RESUME, LIO_OP_QP_RESTORE: a queue pair's state handed out and
+ * taken back (a snapshot of the VM; the same state could seed a queue pair of another daemon).
+ * An older backend answers -EOPNOTSUPP (socket) or -ENOTTY (ioctl); IDENTIFY's LIO_ID_QP_STATE
+ * says a backend serves them.
+ *
+ * QP_QUIESCE (lio_qp_state: qp_id and timeout_ms in): the backend stops fetching from the SQ,
+ * waits until every command it fetched has completed and its CQE is posted (interrupts raised),
+ * and returns the state below; the queue pair then stays quiesced (no fetch, doorbells ignored
+ * but kept) until QP_RESUME or QP_DESTROY. A second QP_QUIESCE of a quiesced queue pair returns
+ * its state again. After timeout_ms (0: LIO_QUIESCE_TIMEOUT_MS; at most LIO_QUIESCE_MAX_MS)
+ * with commands still in flight it fails with -ETIMEDOUT and the queue pair serves on as
+ * before. Only the session's own queue pairs (-ENOENT).
+ *
+ * QP_RESUME (lio_qp_ref): a quiesced queue pair fetches again (-EINVAL if not quiesced).
+ *
+ * QP_RESTORE (lio_qp_restore): QP_CREATE's request and checks, plus a state from QP_QUIESCE
+ * (of this backend or another): the queue pair starts quiesced at that state: the next SQE
+ * fetched is sq_head's, the next CQE goes to cq_tail with phase tag phase. With LIO_QP_DB_POLL
+ * the backend writes sq_tail_db and cq_head_db into the new doorbell pages (the client may
+ * write them again while it is quiesced); with LIO_QP_DB_EVENTFD the shadow slots in guest
+ * memory are the doorbells and the two values are only checked. QP_RESUME starts it. Every
+ * state value is checked against the depths: sq_head, sq_tail_db < sq_depth; cq_tail,
+ * cq_head, cq_head_db < cq_depth; phase 0 or 1; sq_depth and cq_depth equal to the request's
+ * (or 0); flags and rsvd 0. */
+#define LIO_QUIESCE_TIMEOUT_MS 5000u
+#define LIO_QUIESCE_MAX_MS     60000u
+struct lio_qp_state {
+	uint32_t qp_id;	     /* in (QUIESCE); out: the queue pair (RESTORE: the new one) */
+	uint32_t timeout_ms; /* in (QUIESCE) */
+	uint32_t sq_head;    /* next SQ entry to fetch */
+	uint32_t cq_tail;    /* next CQ entry to post */
+	uint32_t cq_head;    /* CQ head as last read from the doorbell */
+	uint32_t phase;	     /* phase tag of the next CQE posted at cq_tail: 0 or 1 */
+	uint32_t sq_tail_db; /* the SQ tail doorbell's value when quiesced */
+	uint32_t cq_head_db; /* the CQ head doorbell's value when quiesced */
+	uint32_t sq_depth;   /* out (QUIESCE): the queue pair's depths, checked on RESTORE */
+	uint32_t cq_depth;
+	uint32_t flags; /* LIO_QPS_*: 0 on RESTORE */
+	uint32_t rsvd;
+	uint64_t quiesce_ns; /* out (QUIESCE): time spent draining */
+};
+#define LIO_QPS_BAD_DB (1u << 0) /* out: a doorbell value out of range was seen (ignored) */
+
+struct lio_qp_restore {
+	struct lio_qp_create qp; /* in/out as for QP_CREATE */
+	struct lio_qp_state st;	 /* in: where the queue pair goes on from */
+};
+
 /* ---- the socket transport (softssd) ----
  * Request: lio_msg_hdr + payload of hdr.len bytes (+ SCM_RIGHTS fds); reply: lio_msg_reply +
  * payload. One request at a time per connection; replies come in order. The first request of a
@@ -299,6 +352,9 @@ struct lio_msg_reply {
 #define LIO_IOC_SSD_STATS    _IOR(LIO_IOC_MAGIC, LIO_OP_SSD_STATS, struct lio_ssd_stats)
 #define LIO_IOC_SESSION_LIST _IOWR(LIO_IOC_MAGIC, LIO_OP_SESSION_LIST, struct lio_session_list)
 #define LIO_IOC_SESSION_SET  _IOWR(LIO_IOC_MAGIC, LIO_OP_SESSION_SET, struct lio_session_set)
+#define LIO_IOC_QP_QUIESCE   _IOWR(LIO_IOC_MAGIC, LIO_OP_QP_QUIESCE, struct lio_qp_state)
+#define LIO_IOC_QP_RESUME    _IOW(LIO_IOC_MAGIC, LIO_OP_QP_RESUME, struct lio_qp_ref)
+#define LIO_IOC_QP_RESTORE   _IOWR(LIO_IOC_MAGIC, LIO_OP_QP_RESTORE, struct lio_qp_restore)
 
 /* Fixed sizes: the same bytes from a 64-bit client to either backend. */
 LIO_STATIC_ASSERT(sizeof(struct lio_identify) == 128, "lio_identify");
@@ -313,6 +369,9 @@ LIO_STATIC_ASSERT(sizeof(struct lio_session_info) == 88, "lio_session_info");
 LIO_STATIC_ASSERT(__builtin_offsetof(struct lio_session_info, label) == 56, "session_info.label");
 LIO_STATIC_ASSERT(sizeof(struct lio_vol_info) == 56, "lio_vol_info");
 LIO_STATIC_ASSERT(sizeof(struct lio_vol_attach) == 64, "lio_vol_attach");
+LIO_STATIC_ASSERT(sizeof(struct lio_qp_state) == 56, "lio_qp_state");
+LIO_STATIC_ASSERT(sizeof(struct lio_qp_restore) == 168, "lio_qp_restore");
+LIO_STATIC_ASSERT(__builtin_offsetof(struct lio_qp_restore, st) == 112, "lio_qp_restore.st");
 LIO_STATIC_ASSERT(sizeof(struct lio_msg_hdr) == 48, "lio_msg_hdr");
 LIO_STATIC_ASSERT(sizeof(struct lio_msg_reply) == 176, "lio_msg_reply");
 

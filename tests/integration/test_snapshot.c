@@ -20,6 +20,7 @@
 
 #include "apitest.h"
 #include "snapshot_fmt.h"
+#include "ssdutil.h"
 #include "testutil.h"
 
 static struct apitest T;
@@ -755,6 +756,222 @@ START_TEST(test_snapshot_vnvme)
 }
 END_TEST
 
+/* state.bin with one field of a vNVMe queue-pair record (record rec of nrec at the end of
+ * device dev's section, field at off inside it) set to v, the checksum made right again: what a
+ * crafted file, not a corrupt one, looks like. The old bytes go to *saved_file. */
+static void edit_qp_record(const char *dev, unsigned nrec, unsigned rec, unsigned off, uint32_t v,
+			   char **saved_file, size_t *saved_len)
+{
+	char path[512];
+	size_t len = 0, pos = 56;
+	uint8_t *b;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	bool done = false;
+
+	snprintf(path, sizeof(path), "%s/state.bin", snap);
+	{
+		struct stat sb;
+		int fd = open(path, O_RDONLY);
+
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(fstat(fd, &sb), 0);
+		len = (size_t)sb.st_size;
+		b = malloc(len);
+		ck_assert_msg(b && len > 56 && read(fd, b, len) == (ssize_t)len, "state.bin");
+		close(fd);
+	}
+	*saved_file = malloc(len);
+	memcpy(*saved_file, b, len);
+	*saved_len = len;
+	while (pos + 16 <= len && !done) {
+		uint32_t type;
+		uint64_t slen;
+
+		memcpy(&type, b + pos, 4);
+		memcpy(&slen, b + pos + 8, 8);
+		ck_assert(slen <= len - pos - 16);
+		if (type == 0x40 && !strcmp((char *)b + pos + 16, dev)) {
+			size_t at = pos + 16 + slen - (size_t)(nrec - rec) * 64 + off;
+
+			memcpy(b + at, &v, 4);
+			done = true;
+		}
+		pos += 16 + ((slen + 7) & ~7ULL);
+	}
+	ck_assert_msg(done, "no section of device %s", dev);
+	for (pos = 56; pos < len; pos++) {
+		h ^= b[pos];
+		h *= 0x100000001b3ULL;
+	}
+	memcpy(b + 48, &h, 8);
+	testutil_write_file(path, b, len, 0600);
+	free(b);
+}
+
+static void put_back_state(char *saved, size_t len)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/state.bin", snap);
+	testutil_write_file(path, saved, len, 0600);
+	free(saved);
+}
+
+/* The same bench run on a softssd volume, its queue pairs served by the SSD (mode isolated
+ * or passthrough): the pause quiesces them, the snapshot saves their state, the lvmm is
+ * killed, a fresh one restores the VM on the same named volume and the run finishes with every
+ * I/O done once and every read verified. A second lvmm restoring the same snapshot meanwhile is
+ * refused: the first restore holds the volume. */
+static void snapshot_vnvme_ssd(const char *mode, const char *doorbell, const char *dbbuf)
+{
+	static uint64_t buf[NVME_SPAN / 8];
+	char file[512], extra[900], cmdline[300], logp[512], *c;
+	const char *res;
+	const char *opts[] = {"--backing", NULL, "--size", "64M", NULL};
+	char backing[512];
+	struct apitest T2;
+	long long before;
+	pid_t ssd = 0;
+	unsigned i;
+	int fd;
+
+	TESTUTIL_NEED_KVM();
+	setenv("LVMM_RUN_DIR", T.dir, 1);
+	snprintf(backing, sizeof(backing), "%s/ssd.img", T.dir);
+	snprintf(logp, sizeof(logp), "%s/ssd.log", T.dir);
+	opts[1] = backing;
+	ssd = testutil_ssd_start("snapssd", logp, opts);
+	/* the volume starts with the pattern the guest verifies */
+	snprintf(file, sizeof(file), "%s/pattern.img", T.dir);
+	for (i = 0; i < NVME_SPAN / 8; i++)
+		buf[i] = pattern(NVME_SEED, i * 8ULL);
+	fd = open(file, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, buf, NVME_SPAN, 0), NVME_SPAN);
+	close(fd);
+	ck_assert_int_eq(testutil_system("%s ssd vol create snapssd vm1 16M >/dev/null && "
+					 "%s ssd vol import snapssd vm1 %s >/dev/null",
+					 testutil_lvmm(), testutil_lvmm(), file),
+			 0);
+	snprintf(cmdline, sizeof(cmdline),
+		 "bench.mode=work bench.qp=4 bench.qd=4 bench.verify=on bench.span_mb=1 "
+		 "bench.seed=%u bench.rw=randrw bench.ios=%u%s",
+		 NVME_SEED, NVME_IOS, dbbuf);
+	snprintf(extra, sizeof(extra),
+		 ", \"vnvme\": [{\"ssd\": \"snapssd\", \"vol\": \"vm1\", \"mode\": \"%s\", "
+		 "\"doorbell\": \"%s\", \"num_queues\": 4}]",
+		 mode, doorbell);
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(put("vm.create", bench_config(cmdline, extra)), 204);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert_msg(console_has("bench: work start", 20000), "the run does not start");
+	testutil_sleep_ms(300);
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	c = testutil_slurp(T.console);
+	ck_assert_msg(!strstr(c, "work result"), "the run ended before the pause: raise ios");
+	free(c);
+	{
+		json_t *j = NULL, *n;
+		char path[600];
+		struct stat sb;
+		double t0;
+
+		ck_assert_int_eq(curl("GET", "vm.counters", NULL, &j), 200);
+		n = json_object_get(json_object_get(j, "nvme0"), "queues");
+		before = 0;
+		for (i = 0; i < json_array_size(n); i++) /* the backend's count per queue pair */
+			before += json_integer_value(json_object_get(json_array_get(n, i), "cmds"));
+		json_decref(j);
+		t0 = testutil_now_s();
+		ck_assert_int_eq(put("vm.snapshot", url("destination_url", snap, NULL)), 204);
+		t0 = testutil_now_s() - t0;
+		snprintf(path, sizeof(path), "%s/state.bin", snap);
+		ck_assert_int_eq(stat(path, &sb), 0);
+		c = testutil_slurp(T.log);
+		res = c ? strstr(c, "queue pairs of volume vm1 saved") : NULL;
+		fprintf(stderr,
+			"snapshot_vnvme_ssd %s/%s: paused after %lld I/Os; vm.snapshot %.3f s, "
+			"state.bin %lld bytes\n",
+			mode, doorbell, before, t0, (long long)sb.st_size);
+		if (res) {
+			const char *e = strchr(res, '\n');
+
+			fprintf(stderr, "  lvmm: %.*s\n", e ? (int)(e - res) : 80, res);
+		}
+		ck_assert_msg(res, "%s", c);
+		free(c);
+	}
+	kill_lvmm();
+	ck_assert_int_eq(truncate(T.console, 0), 0);
+	apitest_start(&T, NULL);
+	/* crafted records (right checksum): a phase of 2, an SQ head past the queue, a record
+	 * for an SQ the controller does not have; each refused, nothing left behind */
+	{
+		static const struct {
+			unsigned rec, off;
+			uint32_t v;
+			const char *want;
+		} bad[] = {
+		    {0, 28, 2, "bound queue pair 1: its saved state was refused"},
+		    {1, 16, 70000, "bound queue pair 2: its saved state was refused"},
+		    {2, 0, 9, "queue-pair record 2: SQ 9"},
+		};
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			char *keep = NULL;
+			size_t klen = 0;
+
+			edit_qp_record("nvme0", 4, bad[i].rec, bad[i].off, bad[i].v, &keep, &klen);
+			expect_error("vm.restore", url("source_url", snap, NULL), 400, bad[i].want);
+			put_back_state(keep, klen);
+		}
+	}
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, NULL)), 204);
+	/* a second restore of the same snapshot: the first holds the volume */
+	apitest_init(&T2, "/tmp/lvmm-itest-snap2-");
+	apitest_start(&T2, NULL);
+	apitest_expect_error(&T2, "vm.restore", url("source_url", snap, NULL), 409,
+			     "volume vm1 is in use by 1 session");
+	apitest_fini(&T2);
+	ck_assert_int_eq(put("vm.resume", NULL), 204);
+	ck_assert_msg(console_has("bench: done", 120000), "the restored run does not end");
+	ck_assert_msg(before > 0 && before < NVME_IOS, "%lld I/Os before the pause", before);
+	c = testutil_slurp(T.console);
+	res = strstr(c, "bench: work result");
+	ck_assert_msg(res && strstr(res, " ios=") &&
+			  strtoull(strstr(res, " ios=") + 5, NULL, 10) >= NVME_IOS &&
+			  strstr(res, " errors=0 ") && !strstr(res, " verified=0") &&
+			  !strstr(c, "verify FAIL") && !strstr(c, "bench: work start"),
+		      "%s", c);
+	free(c);
+	kill_lvmm();
+	/* every write the guest made is on the volume (once the daemon saw the session go) */
+	for (i = 0; i < 100 && testutil_system("%s ssd vol export snapssd vm1 %s >/dev/null 2>&1",
+					       testutil_lvmm(), file);
+	     i++)
+		testutil_sleep_ms(50);
+	ck_assert_uint_lt(i, 100);
+	fd = open(file, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, buf, NVME_SPAN, 0), NVME_SPAN);
+	close(fd);
+	for (i = 0; i < NVME_SPAN / 8; i++)
+		ck_assert_msg(buf[i] == pattern(NVME_SEED, i * 8ULL), "offset %u: %llx", i * 8,
+			      (unsigned long long)buf[i]);
+	ck_assert_int_eq(testutil_ssd_stop(&ssd, SIGTERM), 0);
+}
+
+START_TEST(test_snapshot_vnvme_isolated)
+{
+	snapshot_vnvme_ssd("isolated", "poll", "");
+}
+END_TEST
+
+START_TEST(test_snapshot_vnvme_passthrough)
+{
+	snapshot_vnvme_ssd("passthrough", "eventfd", " bench.dbbuf=on");
+}
+END_TEST
+
 /* A VM with a virtio-blk disk (and the rng) is saved; the restore checks the image it opens
  * against the saved disk: another size is refused by name. */
 START_TEST(test_snapshot_blk)
@@ -806,6 +1023,13 @@ int main(void)
 	tcase_add_test(tc, test_snapshot_tsc_rate);
 	tcase_add_test(tc, test_snapshot_blk);
 	tcase_add_test(tc, test_snapshot_vnvme);
+	suite_add_tcase(s, tc);
+	/* CK_RUN_CASE=ssd: a vNVMe whose queue pairs a softssd serves */
+	tc = tcase_create("ssd");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, test_snapshot_vnvme_isolated);
+	tcase_add_test(tc, test_snapshot_vnvme_passthrough);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
 }

@@ -72,6 +72,104 @@ static void qp_ok_both(const struct lio_qp_create *q)
 	qp_expect(q, &sess, 0, NULL);
 }
 
+/* A state QP_QUIESCE could have returned for qp_ok(): acceptable to QP_RESTORE. */
+static struct lio_qp_restore restore_ok(void)
+{
+	return (struct lio_qp_restore){.qp = qp_ok(),
+				       .st = {.sq_head = 15,
+					      .cq_tail = 15,
+					      .cq_head = 3,
+					      .phase = 0,
+					      .sq_tail_db = 2,
+					      .cq_head_db = 15,
+					      .sq_depth = 16,
+					      .cq_depth = 16}};
+}
+
+static void restore_expect(const struct lio_qp_restore *rq, int want, const char *field)
+{
+	struct lio_abi_err e;
+
+	for (int kmod = 0; kmod < 2; kmod++) {
+		int r = lio_abi_qp_restore(rq, &sess, kmod ? LIO_QP_FLAGS_ALL : SERVED_SOFTSSD,
+					   kmod, &e);
+
+		ck_assert_msg(r == want, "restore: %d, want %d (%s: %s)", r, want, e.field, e.why);
+		if (field)
+			ck_assert_str_eq(e.field, field);
+	}
+}
+
+START_TEST(restore_state)
+{
+	struct lio_qp_restore rq = restore_ok();
+	struct lio_abi_err e;
+	char msg[LIO_ERR_MAX];
+
+	restore_expect(&rq, 0, NULL);
+	rq.st.sq_depth = rq.st.cq_depth = 0; /* a state that does not say: the request's */
+	restore_expect(&rq, 0, NULL);
+	rq.st.phase = 1;
+	restore_expect(&rq, 0, NULL);
+	/* each value at its limit, and hostile */
+	rq = restore_ok();
+	rq.st.phase = 2;
+	restore_expect(&rq, -EINVAL, "phase");
+	rq.st.phase = 0xffffffffu;
+	restore_expect(&rq, -EINVAL, "phase");
+	rq = restore_ok();
+	rq.st.sq_head = 16;
+	restore_expect(&rq, -EINVAL, "sq_head");
+	rq = restore_ok();
+	rq.st.sq_tail_db = 0xffffffffu;
+	restore_expect(&rq, -EINVAL, "sq_tail_db");
+	rq = restore_ok();
+	rq.st.cq_tail = 16;
+	restore_expect(&rq, -EINVAL, "cq_tail");
+	rq = restore_ok();
+	rq.st.cq_head = 1000;
+	restore_expect(&rq, -EINVAL, "cq_head");
+	rq = restore_ok();
+	rq.st.cq_head_db = 16;
+	restore_expect(&rq, -EINVAL, "cq_head_db");
+	rq = restore_ok();
+	rq.st.sq_depth = 32;
+	restore_expect(&rq, -EINVAL, "sq_depth");
+	rq = restore_ok();
+	rq.st.cq_depth = 8;
+	restore_expect(&rq, -EINVAL, "cq_depth");
+	rq = restore_ok();
+	rq.st.flags = LIO_QPS_BAD_DB;
+	restore_expect(&rq, -EINVAL, "state flags");
+	rq = restore_ok();
+	rq.st.rsvd = 7;
+	restore_expect(&rq, -EINVAL, "state rsvd");
+	/* the create rules come first: a bad depth in the request, not the state, is named */
+	rq = restore_ok();
+	rq.qp.sq_depth = 1;
+	restore_expect(&rq, -EINVAL, "sq_depth");
+	rq = restore_ok();
+	rq.st.sq_head = 99;
+	ck_assert_int_eq(lio_abi_qp_restore(&rq, &sess, SERVED_SOFTSSD, false, &e), -EINVAL);
+	lio_abi_msg(msg, sizeof(msg), "qp-restore", &e);
+	ck_assert_str_eq(msg, "qp-restore: sq_head 99: not below the queue's depth");
+}
+END_TEST
+
+START_TEST(quiesce_timeout)
+{
+	struct lio_qp_state st = {.qp_id = 1, .timeout_ms = LIO_QUIESCE_MAX_MS};
+	struct lio_abi_err e;
+
+	ck_assert_int_eq(lio_abi_qp_quiesce(&st, &e), 0);
+	st.timeout_ms = 0;
+	ck_assert_int_eq(lio_abi_qp_quiesce(&st, &e), 0);
+	st.timeout_ms = LIO_QUIESCE_MAX_MS + 1;
+	ck_assert_int_eq(lio_abi_qp_quiesce(&st, &e), -EINVAL);
+	ck_assert_str_eq(e.field, "timeout_ms");
+}
+END_TEST
+
 START_TEST(qp_mode)
 {
 	struct lio_qp_create q = qp_ok();
@@ -576,6 +674,8 @@ static Suite *abi_suite(void)
 	tcase_add_test(other, qmem_size);
 	tcase_add_test(other, session_set_mask);
 	tcase_add_test(other, message);
+	tcase_add_test(other, restore_state);
+	tcase_add_test(other, quiesce_timeout);
 	suite_add_tcase(s, other);
 	return s;
 }
