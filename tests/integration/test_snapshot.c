@@ -763,9 +763,10 @@ static void edit_qp_record(const char *dev, unsigned nrec, unsigned rec, unsigne
 			   char **saved_file, size_t *saved_len)
 {
 	char path[512];
-	size_t len = 0, pos = 56;
+	const size_t hlen = sizeof(struct snap_header);
+	size_t len = 0, pos = hlen;
+	struct snap_header h;
 	uint8_t *b;
-	uint64_t h = 0xcbf29ce484222325ULL;
 	bool done = false;
 
 	snprintf(path, sizeof(path), "%s/state.bin", snap);
@@ -777,7 +778,7 @@ static void edit_qp_record(const char *dev, unsigned nrec, unsigned rec, unsigne
 		ck_assert_int_eq(fstat(fd, &sb), 0);
 		len = (size_t)sb.st_size;
 		b = malloc(len);
-		ck_assert_msg(b && len > 56 && read(fd, b, len) == (ssize_t)len, "state.bin");
+		ck_assert_msg(b && len > hlen && read(fd, b, len) == (ssize_t)len, "state.bin");
 		close(fd);
 	}
 	*saved_file = malloc(len);
@@ -799,11 +800,9 @@ static void edit_qp_record(const char *dev, unsigned nrec, unsigned rec, unsigne
 		pos += 16 + ((slen + 7) & ~7ULL);
 	}
 	ck_assert_msg(done, "no section of device %s", dev);
-	for (pos = 56; pos < len; pos++) {
-		h ^= b[pos];
-		h *= 0x100000001b3ULL;
-	}
-	memcpy(b + 48, &h, 8);
+	memcpy(&h, b, hlen);
+	h.payload_hash = snap_hash(b + hlen, len - hlen);
+	memcpy(b, &h, hlen);
 	testutil_write_file(path, b, len, 0600);
 	free(b);
 }
