@@ -336,6 +336,9 @@ static int devices_add(struct vm *vm, const struct dev_model *m, const void *cfg
 		d->model->destroy(d->dev);
 		return r;
 	}
+	/* added to a paused VM: paused with it until vm.resume, which resumes every device */
+	if (vm_get_state(vm) == VM_PAUSED && m->pause)
+		m->pause(d->dev);
 	fprintf(stderr, "lvmm: %s %s: hot-added at PCI 0000:00:%02x.0\n", m->name, id, *slot);
 	return 0;
 }

@@ -580,8 +580,19 @@ static int snap_restore_tsc(struct vm *vm, const struct snap_reader *rd, char *e
 	if (cur <= 0) {
 		snprintf(err, errlen,
 			 "the snapshot's guest TSC runs at %u kHz and KVM does not report this "
-			 "host's rate (KVM_GET_TSC_KHZ): %s",
-			 tsc.khz, strerror(errno));
+			 "host's rate (KVM_GET_TSC_KHZ)%s%s",
+			 tsc.khz, cur < 0 ? ": " : "", cur < 0 ? strerror(errno) : "");
+		return -EINVAL;
+	}
+	/* Without scaling KVM takes any rate above the host's by catching the guest's TSC up at
+	 * each entry: approximate time, so only within a factor of two either way (a crafted
+	 * state.bin cannot ask for a 4 THz guest clock). */
+	if (tsc.khz / 2 > (unsigned)cur || (unsigned)cur / 2 > tsc.khz) {
+		snprintf(
+		    err, errlen,
+		    "the snapshot's guest TSC runs at %u kHz, this host's at %d kHz: more than "
+		    "a factor of two apart",
+		    tsc.khz, cur);
 		return -EINVAL;
 	}
 	for (unsigned i = 0; i < vm->ncpus; i++)

@@ -972,6 +972,11 @@ static int net_restore(void *dev, const void *buf, uint64_t len, char *err, unsi
 			 st.active, n->pairs);
 		return -EINVAL;
 	}
+	/* the VM comes back paused: nothing moves until vm.resume, not while the rings are
+	 * restored either */
+	pthread_mutex_lock(&n->vp.lock);
+	n->paused = true;
+	pthread_mutex_unlock(&n->vp.lock);
 	r = virtio_pci_restore(&n->vp, (const uint8_t *)buf + sizeof(st),
 			       (size_t)(len - sizeof(st)), err, errlen);
 	if (r)
@@ -991,7 +996,6 @@ static int net_restore(void *dev, const void *buf, uint64_t len, char *err, unsi
 	/* a restored guest tells the network where it is now (gratuitous ARP, IPv6 NA) */
 	n->announce = n->announce_due =
 	    negotiated(n, F_GUEST_ANNOUNCE) && (n->vp.status & VIRTIO_STATUS_DRIVER_OK);
-	n->paused = true; /* the VM comes back paused: nothing moves until vm.resume */
 	pthread_mutex_unlock(&n->vp.lock);
 	return 0;
 }

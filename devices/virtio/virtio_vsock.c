@@ -6,6 +6,7 @@
  * more than the buffer space the guest advertised. Every packet header the guest writes is
  * untrusted: its addresses, ports, lengths and credit figures are checked before use; a packet
  * that breaks the protocol resets its connection, never the device. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -700,11 +701,15 @@ static void conns_drop_all(struct virtio_vsock *v)
 	v->nrst = 0;
 }
 
+/* The thread's poll set: stop, the tx, rx and event kicks and the listening socket, then one entry
+ * per connection. */
+#define POLL_FIXED 5
+
 static void *vsock_thread(void *arg)
 {
 	struct virtio_vsock *v = arg;
-	struct pollfd p[4 + CONN_MAX];
-	int slot[4 + CONN_MAX];
+	struct pollfd p[POLL_FIXED + CONN_MAX];
+	int slot[POLL_FIXED + CONN_MAX];
 	bool readable[CONN_MAX];
 	char err[256];
 
@@ -728,6 +733,7 @@ static void *vsock_thread(void *arg)
 		slot[n++] = -1;
 		p[n] = (struct pollfd){.fd = v->vp.kick_fd[VQ_EVENT], .events = POLLIN};
 		slot[n++] = -1;
+		assert(n == POLL_FIXED);
 		for (unsigned i = 0; i < CONN_MAX; i++) {
 			struct vsock_conn *c = &v->conn[i];
 			short ev = 0;
@@ -768,7 +774,7 @@ static void *vsock_thread(void *arg)
 			host_accept(v);
 		live = (v->vp.status & VIRTIO_STATUS_DRIVER_OK) &&
 		       !(v->vp.status & VIRTIO_STATUS_NEEDS_RESET);
-		for (unsigned k = 5; k < n; k++) {
+		for (unsigned k = POLL_FIXED; k < n; k++) {
 			struct vsock_conn *c = &v->conn[slot[k]];
 
 			if (c->state == C_FREE)
@@ -1037,6 +1043,11 @@ static int vsock_restore(void *dev, const void *buf, uint64_t len, char *err, un
 		    v->name, (unsigned long long)st.cid, st.version, (unsigned long long)v->cid);
 		return -EINVAL;
 	}
+	/* the VM comes back paused: nothing moves until vm.resume, not even while the rings are
+	 * being restored (a host program connecting meanwhile would wake the thread) */
+	pthread_mutex_lock(&v->vp.lock);
+	v->paused = true;
+	pthread_mutex_unlock(&v->vp.lock);
 	r = virtio_pci_restore(&v->vp, (const uint8_t *)buf + sizeof(st),
 			       (size_t)(len - sizeof(st)), err, errlen);
 	if (r)
@@ -1045,7 +1056,6 @@ static int vsock_restore(void *dev, const void *buf, uint64_t len, char *err, un
 	v->seen_gen = v->gen;
 	/* a driver that was running had connections, or may think so */
 	v->want_reset_event = (v->vp.status & VIRTIO_STATUS_DRIVER_OK) != 0;
-	v->paused = true; /* the VM comes back paused: nothing moves until vm.resume */
 	pthread_mutex_unlock(&v->vp.lock);
 	return 0;
 }

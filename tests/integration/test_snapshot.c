@@ -333,6 +333,18 @@ START_TEST(test_snapshot_tsc_rate)
 		expect_error("vm.restore", url("source_url", snap, NULL), 400, want);
 		ck_assert_int_eq(curl("GET", "vm.info", NULL, NULL), 404);
 	}
+	/* a crafted rate far above this host's (KVM would catch a 4 THz guest clock up) */
+	{
+		char want[128];
+
+		set_saved_tsc(0xffffffffu);
+		snprintf(want, sizeof(want),
+			 "the snapshot's guest TSC runs at %u kHz, this host's at %u kHz: more "
+			 "than a factor of two apart",
+			 0xffffffffu, khz);
+		expect_error("vm.restore", url("source_url", snap, NULL), 400, want);
+		ck_assert_int_eq(curl("GET", "vm.info", NULL, NULL), 404);
+	}
 	/* a snapshot whose host could not say: restored as it is */
 	set_saved_tsc(0);
 	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);

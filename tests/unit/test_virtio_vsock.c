@@ -234,6 +234,28 @@ START_TEST(test_host_connect_and_data)
 }
 END_TEST
 
+/* Every connection slot in use (255 host programs that never send their CONNECT line and one
+ * connected to the guest): the device keeps serving the one, and its thread still stops at
+ * teardown (its poll set has room for every slot besides its fixed entries). */
+START_TEST(test_all_slots_used)
+{
+	enum { SLOTS = 256 };
+	int idle[SLOTS - 1], fd;
+	char buf[16] = "";
+	uint32_t hport;
+
+	for (unsigned i = 0; i < SLOTS - 1; i++)
+		idle[i] = host_connect();
+	fd = established(&hport);
+	tx(80, hport, OP_RW, "still here", 10);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 10);
+	ck_assert_mem_eq(buf, "still here", 10);
+	close(fd);
+	for (unsigned i = 0; i < SLOTS - 1; i++)
+		close(idle[i]);
+}
+END_TEST
+
 /* The guest connects to the host's port 5000: PATH_5000 takes it; a port nobody serves is reset. */
 START_TEST(test_guest_connect)
 {
@@ -532,6 +554,7 @@ static Suite *virtio_vsock_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_config_cid);
 	tcase_add_test(tc, test_host_connect_and_data);
+	tcase_add_test(tc, test_all_slots_used);
 	tcase_add_test(tc, test_guest_connect);
 	tcase_add_test(tc, test_host_refusals);
 	tcase_add_test(tc, test_hostile_packets);
