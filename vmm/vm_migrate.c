@@ -390,6 +390,20 @@ out:
 	return r;
 }
 
+/* A destination that refused closes after its ERROR frame: a write then fails before the
+ * source reads it; what it said replaces "the peer is gone" when it is there to read. */
+static void mig_peer_reason(int sock, char *err, unsigned errlen)
+{
+	char msg[MIG_MAX_ERROR + 1] = "", e[64];
+	struct mig_hdr h;
+
+	if (mig_recv_hdr(sock, &h, NULL, 1000, e, sizeof(e)) || h.type != MIG_ERROR ||
+	    mig_recv_all(sock, msg, h.len, NULL, 1000, e, sizeof(e)))
+		return;
+	msg[h.len] = 0;
+	snprintf(err, errlen, "the destination refused: %s", msg);
+}
+
 int vm_migrate_send(struct vm *vm, const char *path, bool local, const void *config,
 		    size_t config_len, struct vm_migrate_stats *st, char *err, unsigned errlen)
 {
@@ -507,6 +521,8 @@ int vm_migrate_send(struct vm *vm, const char *path, bool local, const void *con
 		free(s.hash);
 		return 0;
 	}
+	if (!committed && r == -EPIPE)
+		mig_peer_reason(s.sock, err, errlen);
 	if (!committed)
 		mig_send_error(s.sock, err);
 	close(s.sock);
