@@ -490,6 +490,21 @@ START_TEST(test_refuses_device)
 }
 END_TEST
 
+/* With --allowed-dir the socket path is checked like any path a client names. */
+START_TEST(test_allowed_dir)
+{
+	char *extra[] = {"--allowed-dir", D.dir, NULL};
+
+	apitest_start(&D, extra);
+	apitest_expect_error(&D, "vm.receive-migration",
+			     "{\"receiver_url\": \"unix:/tmp/lvmm-outside.sock\"}", 400,
+			     "beneath the allowed directory");
+	apitest_expect_error(&D, "vm.receive-migration", "{\"receiver_url\": 3}", 400,
+			     "receiver_url (a string) is required");
+	ck_assert_int_eq(apitest_curl(&D, "GET", "vm.info", NULL, NULL), 404);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("migration");
@@ -505,6 +520,7 @@ int main(void)
 	tcase_add_test(tc, test_destination_vanishes);
 	tcase_add_test(tc, test_source_killed);
 	tcase_add_test(tc, test_refuses_device);
+	tcase_add_test(tc, test_allowed_dir);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
 }
