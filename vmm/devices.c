@@ -621,6 +621,30 @@ unsigned devices_counters(struct vm *vm, struct dev_counters *out, unsigned max)
 
 /* ---- snapshots ---- */
 
+int devices_save_check(struct vm *vm, char *err, unsigned errlen)
+{
+	struct devices *ds;
+	int r = 0;
+
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	for (unsigned i = 0; ds && i < ds->n && !r; i++) {
+		const struct dev_inst *d = &ds->dev[i];
+
+		if (!d->model->save || !d->model->restore) {
+			snprintf(err, errlen, "device %s (%s) cannot be saved yet", d->id,
+				 d->model->name);
+			r = -EOPNOTSUPP;
+		} else if (ds->hp_up && hotplug_state(&ds->hp, dev_slot(d)) != HOTPLUG_PRESENT) {
+			snprintf(err, errlen, "device %s: a hot-plug operation is under way",
+				 d->id);
+			r = -EBUSY;
+		}
+	}
+	pthread_mutex_unlock(&devices_lock);
+	return r;
+}
+
 int devices_save(struct vm *vm, struct snap_writer *w, char *err, unsigned errlen)
 {
 	struct devices *ds;

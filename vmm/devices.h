@@ -44,6 +44,8 @@ void devices_pause(struct vm *vm, bool pause);
 struct snap_writer;
 struct snap_reader;
 int devices_save(struct vm *vm, struct snap_writer *w, char *err, unsigned errlen);
+/* devices_save's first check alone: every device can be saved now (live migration). */
+int devices_save_check(struct vm *vm, char *err, unsigned errlen);
 int devices_restore(struct vm *vm, const struct snap_reader *rd, char *err, unsigned errlen);
 /* vm.counters: one entry per device that keeps counters, returns how many were filled. */
 unsigned devices_counters(struct vm *vm, struct dev_counters *out, unsigned max);

@@ -63,6 +63,38 @@ int vm_snapshot(struct vm *vm, int dirfd, const char *dir, const void *config, s
 int vm_snapshot_read_config(int dirfd, char **config, size_t *len, char *err, unsigned errlen);
 int vm_restore(const struct vm_config *cfg, int dirfd, const void *config, size_t config_len,
 	       struct vm **out, char *err, unsigned errlen);
+/* The pieces live migration shares (vm_migrate.c): a paused VM's state.bin bytes (malloc'd) and
+ * the check that refuses a VM that cannot be saved before any work; a VM built for a restore
+ * (its RAM then filled by the caller) and brought to the state in state.bin's bytes, Paused. */
+int vm_save_state(struct vm *vm, const void *config, size_t config_len, uint8_t **state,
+		  size_t *len, struct vm_snapshot_stats *stats, char *err, unsigned errlen);
+int vm_save_check(struct vm *vm, char *err, unsigned errlen);
+int vm_restore_create(const struct vm_config *cfg, struct vm **out, char *err, unsigned errlen);
+int vm_restore_state(struct vm *vm, const void *state, size_t state_len, const void *config,
+		     size_t config_len, char *err, unsigned errlen);
+
+/* Live migration (vm_migrate.c, docs/snapshot.md). vm_migrate_url: "unix:PATH" to PATH.
+ * vm_migrate_send moves a running or paused VM to the destination receiving at path: 0 once the
+ * destination took it over (the caller then destroys its VM and exits); otherwise the VM runs
+ * (or stays paused) as before, err says why. vm_migrate_receive listens at path for one source,
+ * builds the VM from the config parse() makes of the source's JSON and returns it running (or
+ * paused, as the source had it); on failure nothing is left of it. */
+struct vm_migrate_stats {
+	bool local, dirty_log;
+	unsigned rounds;		       /* pre-copy passes, the first full one included */
+	uint64_t last_dirty;		       /* pages dirty in the last pre-copy round */
+	uint64_t final_pages;		       /* sent while paused */
+	uint64_t pages, bytes;		       /* RAM pages and bytes sent or received */
+	uint64_t state_bytes;		       /* state.bin */
+	uint64_t start, paused_at, resumed_at; /* CLOCK_MONOTONIC microseconds */
+};
+typedef int (*vm_migrate_config_fn)(void *ctx, const char *json, size_t len, struct vm_config *cfg,
+				    char *err, unsigned errlen);
+int vm_migrate_url(const char *url, char *path, size_t len, char *err, unsigned errlen);
+int vm_migrate_send(struct vm *vm, const char *path, bool local, const void *config,
+		    size_t config_len, struct vm_migrate_stats *st, char *err, unsigned errlen);
+int vm_migrate_receive(const char *path, vm_migrate_config_fn parse, void *ctx, struct vm **out,
+		       struct vm_migrate_stats *st, char *err, unsigned errlen);
 
 /* Blocks until the VM stops (guest poweroff, fault, vm_shutdown); returns the reason. */
 enum vm_exit_reason vm_wait(struct vm *vm);

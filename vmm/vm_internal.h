@@ -135,6 +135,13 @@ int vm_create_memory(struct vm *vm, char *err, unsigned errlen);
  * faulted in by vm_populate_ram(). */
 bool vm_vnvme_maps_ram(const struct vnvme_config *v);
 int vm_populate_ram(struct vm *vm, char *err, unsigned errlen);
+/* Live migration: KVM's dirty log on the RAM slots on or off (0, or the first -errno), the
+ * bitmap of RAM slot i (one bit per page of the slot, cleared by the read), and a VM not yet
+ * started given memfd's pages as its RAM (same mapping address; checked: sealed, the RAM's size;
+ * the VM owns memfd on success). */
+int vm_ram_dirty_log(struct vm *vm, bool on);
+int vm_ram_dirty_get(struct vm *vm, unsigned slot, uint64_t *bitmap);
+int vm_adopt_ram(struct vm *vm, int memfd, char *err, unsigned errlen);
 /* gsi.c: KVM's GSI routing table with the default pin routes, and the MSI GSI allocator. */
 int vm_routes_init(struct vm *vm, char *err, unsigned errlen);
 /* vm_console.c: COM1 on the PIO bus (where its output goes is settled once, kept by a reboot);

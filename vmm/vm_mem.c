@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "layout.h"
@@ -172,4 +173,56 @@ int vm_unmap_host_mem(struct vm *vm, uint64_t gpa)
 	}
 	pthread_mutex_unlock(&vm->route_lock);
 	return ret;
+}
+
+/* ---- live migration (vm_migrate.c) ---- */
+
+int vm_ram_dirty_log(struct vm *vm, bool on)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; i < vm->gmem.nslots; i++) {
+		struct gmem_slot *s = &vm->gmem.slots[i];
+		int r =
+		    vm_set_slot(vm, i, s->gpa, s->size, s->host, on ? KVM_MEM_LOG_DIRTY_PAGES : 0);
+
+		if (r && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+int vm_ram_dirty_get(struct vm *vm, unsigned slot, uint64_t *bitmap)
+{
+	struct kvm_dirty_log log = {.slot = slot, .dirty_bitmap = bitmap};
+
+	return ioctl(vm->vm_fd, KVM_GET_DIRTY_LOG, &log) ? -errno : 0;
+}
+
+int vm_adopt_ram(struct vm *vm, int memfd, char *err, unsigned errlen)
+{
+	struct stat st;
+	int seals = fcntl(memfd, F_GET_SEALS);
+	void *p;
+
+	if (fstat(memfd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != vm->gmem.size ||
+	    seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
+		snprintf(err, errlen, "the RAM memfd is not a sealed memfd of the VM's %llu bytes",
+			 (unsigned long long)vm->gmem.size);
+		return -EINVAL;
+	}
+	if (vm->ram_map_size != vm->gmem.size || vm->state != VM_CREATED) {
+		snprintf(err, errlen, "the VM's RAM cannot be replaced now");
+		return -EINVAL;
+	}
+	/* the same address: KVM's slots, gmem's slots and every device keep their pointers */
+	p = mmap(vm->ram, vm->gmem.size, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED | MAP_NORESERVE, memfd, 0);
+	if (p == MAP_FAILED) {
+		snprintf(err, errlen, "the RAM memfd: mmap: %s", strerror(errno));
+		return -EINVAL;
+	}
+	close(vm->gmem.memfd);
+	vm->gmem.memfd = memfd;
+	return 0;
 }

@@ -375,19 +375,24 @@ static int snap_supported(struct vm *vm, char *err, unsigned errlen)
 	return 0;
 }
 
-int vm_snapshot(struct vm *vm, int dirfd, const char *dir, const void *config, size_t config_len,
-		struct vm_snapshot_stats *stats, char *err, unsigned errlen)
+/* The state of a paused VM into w (finished): what state.bin holds. */
+static int snap_save_state(struct vm *vm, const void *config, size_t config_len,
+			   struct snap_writer *w, struct vm_snapshot_stats *stats, char *err,
+			   unsigned errlen)
 {
-	struct snap_writer w;
 	uint32_t *msr_idx = NULL;
 	unsigned nmsrs = 0;
 	int r;
 
-	memset(stats, 0, sizeof(*stats));
-	snap_writer_init(&w);
 	/* the id that ties memory.bin to this state file */
-	if (getrandom(w.id, sizeof(w.id), 0) != (ssize_t)sizeof(w.id)) {
-		snprintf(err, errlen, "getrandom: %s", strerror(errno));
+	for (;;) {
+		ssize_t k = getrandom(w->id, sizeof(w->id), 0);
+
+		if (k == (ssize_t)sizeof(w->id))
+			break;
+		if (k < 0 && errno == EINTR)
+			continue;
+		snprintf(err, errlen, "getrandom: %s", k < 0 ? strerror(errno) : "short read");
 		return -EIO;
 	}
 	pthread_mutex_lock(&vm->lock);
@@ -401,19 +406,62 @@ int vm_snapshot(struct vm *vm, int dirfd, const char *dir, const void *config, s
 	if (r)
 		return r;
 	/* the devices first: one that cannot be saved refuses the snapshot before any work */
-	r = devices_save(vm, &w, err, errlen);
+	r = devices_save(vm, w, err, errlen);
 	if (!r)
-		r = snap_save_vm(vm, &w, &stats->tsc_khz, err, errlen);
+		r = snap_save_vm(vm, w, &stats->tsc_khz, err, errlen);
 	if (!r)
 		r = snap_msr_list(vm, &msr_idx, &nmsrs, &stats->msrs_listed, err, errlen);
 	for (unsigned i = 0; !r && i < vm->ncpus; i++)
-		r = snap_save_vcpu(vm, &vm->vcpus[i], &w, msr_idx, nmsrs, err, errlen);
+		r = snap_save_vcpu(vm, &vm->vcpus[i], w, msr_idx, nmsrs, err, errlen);
 	free(msr_idx);
 	if (!r) {
-		r = snap_finish(&w, vm->ncpus, vm->gmem.size, snap_hash(config, config_len));
+		r = snap_finish(w, vm->ncpus, vm->gmem.size, snap_hash(config, config_len));
 		if (r)
 			snprintf(err, errlen, "state file: %s", strerror(-r));
 	}
+	stats->state_bytes = w->len;
+	stats->msrs = nmsrs;
+	stats->xsave = snap_has(vm, KVM_CAP_XSAVE);
+	stats->xcrs = snap_has(vm, KVM_CAP_XCRS);
+	return r;
+}
+
+int vm_save_state(struct vm *vm, const void *config, size_t config_len, uint8_t **state,
+		  size_t *len, struct vm_snapshot_stats *stats, char *err, unsigned errlen)
+{
+	struct snap_writer w;
+	int r;
+
+	memset(stats, 0, sizeof(*stats));
+	*state = NULL;
+	*len = 0;
+	snap_writer_init(&w);
+	r = snap_save_state(vm, config, config_len, &w, stats, err, errlen);
+	if (r) {
+		snap_writer_free(&w);
+		return r;
+	}
+	*state = w.buf;
+	*len = w.len;
+	return 0;
+}
+
+int vm_save_check(struct vm *vm, char *err, unsigned errlen)
+{
+	int r = snap_supported(vm, err, errlen);
+
+	return r ? r : devices_save_check(vm, err, errlen);
+}
+
+int vm_snapshot(struct vm *vm, int dirfd, const char *dir, const void *config, size_t config_len,
+		struct vm_snapshot_stats *stats, char *err, unsigned errlen)
+{
+	struct snap_writer w;
+	int r;
+
+	memset(stats, 0, sizeof(*stats));
+	snap_writer_init(&w);
+	r = snap_save_state(vm, config, config_len, &w, stats, err, errlen);
 	/* An older snapshot's state file goes first (and for good: the directory is no snapshot
 	 * until the new one is complete), so a save that fails half-way never leaves it beside a
 	 * half-written memory file. */
@@ -436,17 +484,13 @@ int vm_snapshot(struct vm *vm, int dirfd, const char *dir, const void *config, s
 		snprintf(err, errlen, "snapshot directory: fsync: %s", strerror(errno));
 		r = -EIO;
 	}
-	stats->state_bytes = w.len;
-	stats->msrs = nmsrs;
-	stats->xsave = snap_has(vm, KVM_CAP_XSAVE);
-	stats->xcrs = snap_has(vm, KVM_CAP_XCRS);
 	if (!r)
 		fprintf(stderr,
 			"lvmm: snapshot %s: %u vCPUs (%u of %u listed MSRs each, XSAVE %s, XCRs "
 			"%s, TSC %u kHz), %llu of "
 			"%llu MiB of RAM written, %llu bytes of state\n",
-			dir, vm->ncpus, nmsrs, stats->msrs_listed, stats->xsave ? "yes" : "no",
-			stats->xcrs ? "yes" : "no", stats->tsc_khz,
+			dir, vm->ncpus, stats->msrs, stats->msrs_listed,
+			stats->xsave ? "yes" : "no", stats->xcrs ? "yes" : "no", stats->tsc_khz,
 			(unsigned long long)(stats->memory_written >> 20),
 			(unsigned long long)(vm->gmem.size >> 20),
 			(unsigned long long)stats->state_bytes);
@@ -805,12 +849,84 @@ fail:
 	return -EINVAL;
 }
 
+/* The parsed state file against the VM cfg describes and the config bytes it came with. */
+static int snap_check_state(const struct snap_reader *rd, const struct vm_config *cfg,
+			    const void *config, size_t config_len, char *err, unsigned errlen)
+{
+	if (rd->h.config_hash != snap_hash(config, config_len)) {
+		snprintf(err, errlen,
+			 "%s does not belong to this state file (changed or from another snapshot)",
+			 SNAP_CONFIG_FILE);
+		return -EINVAL;
+	}
+	if (rd->h.ncpus != cfg->cpus || rd->h.memory != cfg->memory) {
+		snprintf(err, errlen,
+			 "state file: %u vCPUs and %llu bytes of RAM, the config says %u and %llu",
+			 rd->h.ncpus, (unsigned long long)rd->h.memory, cfg->cpus,
+			 (unsigned long long)cfg->memory);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < cfg->cpus; i++)
+		if (!snap_find(rd, SNAP_VCPU_REGS, i)) {
+			snprintf(err, errlen, "state file: no state for vCPU %u of %u", i,
+				 cfg->cpus);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+int vm_restore_create(const struct vm_config *cfg, struct vm **out, char *err, unsigned errlen)
+{
+	int r = vm_create(cfg, out, err, errlen);
+
+	if (r)
+		return r;
+	(*out)->restored = true;
+	for (unsigned i = 1; i < (*out)->ncpus; i++)
+		(*out)->vcpus[i].ap_up = true;
+	return 0;
+}
+
+/* Everything but the RAM from rd into vm (from vm_restore_create, its RAM in place), then its
+ * threads started, Paused. */
+static int snap_restore_rest(struct vm *vm, const struct snap_reader *rd, char *err,
+			     unsigned errlen)
+{
+	uint32_t *msr_ok = NULL;
+	unsigned nmsr_ok = 0, listed = 0;
+	int r;
+
+	r = snap_restore_vm(vm, rd, err, errlen);
+	if (!r)
+		r = snap_msr_list(vm, &msr_ok, &nmsr_ok, &listed, err, errlen);
+	for (unsigned i = 0; !r && i < vm->ncpus; i++)
+		r = snap_restore_vcpu(vm, &vm->vcpus[i], rd, msr_ok, nmsr_ok, err, errlen);
+	free(msr_ok);
+	if (!r)
+		r = devices_restore(vm, rd, err, errlen);
+	if (!r)
+		r = vm_start_paused(vm, err, errlen);
+	return r;
+}
+
+int vm_restore_state(struct vm *vm, const void *state, size_t state_len, const void *config,
+		     size_t config_len, char *err, unsigned errlen)
+{
+	struct snap_reader rd = {0};
+	int r = snap_parse(state, state_len, &rd, err, errlen);
+
+	if (!r)
+		r = snap_check_state(&rd, &vm->cfg, config, config_len, err, errlen);
+	if (!r)
+		r = snap_restore_rest(vm, &rd, err, errlen);
+	snap_reader_free(&rd);
+	return r;
+}
+
 int vm_restore(const struct vm_config *cfg, int dirfd, const void *config, size_t config_len,
 	       struct vm **out, char *err, unsigned errlen)
 {
 	struct snap_reader rd = {0};
-	uint32_t *msr_ok = NULL;
-	unsigned nmsr_ok = 0, listed = 0;
 	struct vm *vm = NULL;
 	uint8_t *state = NULL;
 	size_t state_len = 0;
@@ -820,45 +936,14 @@ int vm_restore(const struct vm_config *cfg, int dirfd, const void *config, size_
 	r = snap_read_file(dirfd, SNAP_STATE_FILE, SNAP_MAX_FILE, &state, &state_len, err, errlen);
 	if (!r)
 		r = snap_parse(state, state_len, &rd, err, errlen);
-	if (!r && rd.h.config_hash != snap_hash(config, config_len)) {
-		snprintf(err, errlen,
-			 "%s does not belong to this state file (changed or from another snapshot)",
-			 SNAP_CONFIG_FILE);
-		r = -EINVAL;
-	}
-	if (!r && (rd.h.ncpus != cfg->cpus || rd.h.memory != cfg->memory)) {
-		snprintf(err, errlen,
-			 "state file: %u vCPUs and %llu bytes of RAM, the config says %u and %llu",
-			 rd.h.ncpus, (unsigned long long)rd.h.memory, cfg->cpus,
-			 (unsigned long long)cfg->memory);
-		r = -EINVAL;
-	}
-	for (unsigned i = 0; !r && i < cfg->cpus; i++)
-		if (!snap_find(&rd, SNAP_VCPU_REGS, i)) {
-			snprintf(err, errlen, "state file: no state for vCPU %u of %u", i,
-				 cfg->cpus);
-			r = -EINVAL;
-		}
 	if (!r)
-		r = vm_create(cfg, &vm, err, errlen);
-	if (!r) {
-		vm->restored = true;
-		for (unsigned i = 1; i < vm->ncpus; i++)
-			vm->vcpus[i].ap_up = true;
-	}
+		r = snap_check_state(&rd, cfg, config, config_len, err, errlen);
+	if (!r)
+		r = vm_restore_create(cfg, &vm, err, errlen);
 	if (!r)
 		r = snap_restore_memory(vm, dirfd, &rd.h, err, errlen);
 	if (!r)
-		r = snap_restore_vm(vm, &rd, err, errlen);
-	if (!r)
-		r = snap_msr_list(vm, &msr_ok, &nmsr_ok, &listed, err, errlen);
-	for (unsigned i = 0; !r && i < vm->ncpus; i++)
-		r = snap_restore_vcpu(vm, &vm->vcpus[i], &rd, msr_ok, nmsr_ok, err, errlen);
-	free(msr_ok);
-	if (!r)
-		r = devices_restore(vm, &rd, err, errlen);
-	if (!r)
-		r = vm_start_paused(vm, err, errlen);
+		r = snap_restore_rest(vm, &rd, err, errlen);
 	snap_reader_free(&rd);
 	free(state);
 	if (r) {

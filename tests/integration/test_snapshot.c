@@ -517,53 +517,18 @@ START_TEST(test_restore_refusals)
 }
 END_TEST
 
-/* A vhost-user back end that answers virtio-fs's negotiation (VERSION_1 and REPLY_ACK offered,
- * 8 queues) on one connection until it closes: enough for a share to be created. */
-static void *fsd_serve(void *arg)
-{
-	int lfd = (int)(intptr_t)arg, fd = accept(lfd, NULL, NULL);
-	uint32_t h[3];
-	uint8_t p[512];
-
-	while (fd >= 0 && read(fd, h, 12) == 12 && h[2] <= sizeof(p) &&
-	       (h[2] == 0 || read(fd, p, h[2]) == (ssize_t)h[2])) {
-		uint64_t v = h[0] == 1	  ? (1ULL << 32) | (1ULL << 30)
-			     : h[0] == 15 ? 9
-			     : h[0] == 17 ? 8
-					  : 0;
-		uint8_t b[20];
-
-		if (!(h[0] == 1 || h[0] == 15 || h[0] == 17 || h[0] == 11 || (h[1] & 8)))
-			continue;
-		memcpy(b, (uint32_t[]){h[0], 5, 8}, 12);
-		memcpy(b + 12, &v, 8);
-		if (write(fd, b, 20) != 20)
-			break;
-	}
-	if (fd >= 0)
-		close(fd);
-	return NULL;
-}
-
 /* A device whose model cannot be saved refuses the snapshot by name and reason, and nothing is
  * written: a virtio-fs share (its FUSE state is virtiofsd's). */
 START_TEST(test_snapshot_refuses_device)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	char extra[700], path[512];
-	pthread_t t;
+	char extra[700], path[512], sock[400];
 	int lfd;
 
 	TESTUTIL_NEED_KVM();
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/fsd.sock", T.dir);
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(lfd, 0);
-	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(listen(lfd, 4), 0);
-	ck_assert_int_eq(pthread_create(&t, NULL, fsd_serve, (void *)(intptr_t)lfd), 0);
-	pthread_detach(t);
+	snprintf(sock, sizeof(sock), "%s/fsd.sock", T.dir);
+	lfd = apitest_fake_vhost_fs(sock);
 	snprintf(extra, sizeof(extra), ", \"fs\": [{\"tag\": \"share\", \"socket\": \"%s\"}]",
-		 sa.sun_path);
+		 sock);
 	apitest_start(&T, NULL);
 	ck_assert_int_eq(put("vm.create", spin_config(extra)), 204);
 	ck_assert_int_eq(put("vm.boot", NULL), 204);

@@ -2,11 +2,15 @@
  * bounded wait, curl requests, and the temp directory holding socket, console and log. */
 #include <check.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -260,4 +264,47 @@ void apitest_expect_error(struct apitest *t, const char *endpoint, const char *d
 		      msg ? msg : "", needle);
 	json_decref(j);
 	ck_assert_int_eq(apitest_curl(t, "GET", "vmm.ping", NULL, NULL), 200);
+}
+
+static void *fake_vhost_fs(void *arg)
+{
+	int lfd = (int)(intptr_t)arg, fd = accept(lfd, NULL, NULL);
+	uint32_t h[3];
+	uint8_t p[512];
+
+	while (fd >= 0 && read(fd, h, 12) == 12 && h[2] <= sizeof(p) &&
+	       (h[2] == 0 || read(fd, p, h[2]) == (ssize_t)h[2])) {
+		uint64_t v = h[0] == 1	  ? (1ULL << 32) | (1ULL << 30)
+			     : h[0] == 15 ? 9
+			     : h[0] == 17 ? 8
+					  : 0;
+		uint8_t b[20];
+
+		if (!(h[0] == 1 || h[0] == 15 || h[0] == 17 || h[0] == 11 || (h[1] & 8)))
+			continue;
+		memcpy(b, (uint32_t[]){h[0], 5, 8}, 12);
+		memcpy(b + 12, &v, 8);
+		if (write(fd, b, 20) != 20)
+			break;
+	}
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+int apitest_fake_vhost_fs(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	pthread_t t;
+	int lfd;
+
+	ck_assert_uint_lt(strlen(path), sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, fake_vhost_fs, (void *)(intptr_t)lfd), 0);
+	pthread_detach(t);
+	return lfd;
 }

@@ -47,5 +47,9 @@ const char *apitest_vm_state(struct apitest *t);
 unsigned apitest_console_count(struct apitest *t, const char *what);
 /* Size of the console file (0 when absent). */
 off_t apitest_console_size(struct apitest *t);
+/* A fake virtio-fs back end listening at path: it answers one vhost-user negotiation (VERSION_1
+ * and REPLY_ACK offered, 8 queues) on its first connection, enough for a share to be created.
+ * Returns the listening fd (close it when done). */
+int apitest_fake_vhost_fs(const char *path);
 
 #endif

@@ -24,9 +24,9 @@
 
 #define BOOT_LIMIT_S	150 /* to the 5th count, on a loaded kvm_pvm host */
 #define RESUME_LIMIT_S	30
-#define TCASE_TIMEOUT_S 300
+#define TCASE_TIMEOUT_S 400
 
-static struct apitest T;
+static struct apitest T, T2; /* T2: the lvmm the restored guest migrates to */
 static char kernel[4096], initrd[4096], snap[256], disk[256], nvme[256];
 
 /* The guest side: builtins only (a fork costs seconds of emulated kernel time); a FIFO opened
@@ -228,6 +228,117 @@ static void kill_lvmm(void)
 	T.pid = 0;
 }
 
+/* T2 receiving at its mig.sock in a child `lvmm api`; its pid once the socket is there. */
+static pid_t t2_receive(const char *u, const char *mig, const char *out)
+{
+	struct stat st;
+	pid_t rp = fork();
+
+	ck_assert_int_ge(rp, 0);
+	if (!rp) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(T2.lvmm, T2.lvmm, "api", "--socket", T2.sock, "receive-migration", u,
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 400 && stat(mig, &st); i++)
+		testutil_sleep_ms(25);
+	return rp;
+}
+
+static int t2_status(pid_t rp)
+{
+	int status;
+
+	ck_assert_int_eq(waitpid(rp, &status, 0), rp);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* vm.send-migration on T: its status, the error text in err. */
+static int send_migration(const char *u, char *err, size_t len)
+{
+	char body[300];
+	json_t *j = NULL;
+	char *txt;
+	int code;
+
+	snprintf(body, sizeof(body), "{\"destination_url\": \"%s\"}", u);
+	T.curl_max_s = 120;
+	code = curl("PUT", "vm.send-migration", body, &j);
+	txt = j ? json_dumps(j, 0) : NULL;
+	snprintf(err, len, "%s", txt ? txt : "");
+	free(txt);
+	json_decref(j);
+	return code;
+}
+
+/* The running restored guest moved live (copy, KVM dirty log) from T to a third lvmm, T2,
+ * while it writes and reads back its numbered vNVMe lines. Its virtio-blk image is locked by
+ * T, so T2 refuses the first attempt and T runs on; with the disk hot-removed the migration
+ * goes through, T exits and the guest counts on in T2, every vNVMe line read back intact. */
+static void migrate_to_t2(void)
+{
+	char mig[200], u[220], out[300], err[600], want[96], *c;
+	long before;
+	pid_t rp;
+	double t0;
+	int code;
+
+	apitest_init(&T2, "/tmp/lvmm-ltest-mig-");
+	apitest_start(&T2, NULL);
+	snprintf(mig, sizeof(mig), "%s/mig.sock", T2.dir);
+	snprintf(u, sizeof(u), "unix:%s", mig);
+	snprintf(out, sizeof(out), "%s/receive.out", T2.dir);
+
+	rp = t2_receive(u, mig, out);
+	before = last_count();
+	code = send_migration(u, err, sizeof(err));
+	ck_assert_msg(code == 500 && strstr(err, "in use by another VM"), "%d %s", code, err);
+	ck_assert_int_eq(t2_status(rp), 1);
+	ck_assert_str_eq(apitest_vm_state(&T), "Running");
+	ck_assert_msg(count_reaches(before + 2, RESUME_LIMIT_S),
+		      "the source stalls after a refusal");
+	ck_assert_int_eq(curl("GET", "vm.info", NULL, NULL), 200);
+	ck_assert_int_eq(apitest_curl(&T2, "GET", "vm.info", NULL, NULL), 404);
+
+	ck_assert_int_eq(put("vm.remove-device", "{\"id\": \"disk0\"}"), 204);
+	rp = t2_receive(u, mig, out);
+	/* the guest acknowledges the removal in its own time: a migration waits for it */
+	t0 = testutil_now_s();
+	while ((code = send_migration(u, err, sizeof(err))) == 409 && strstr(err, "hot-plug") &&
+	       testutil_now_s() - t0 < RESUME_LIMIT_S)
+		testutil_sleep_ms(500);
+	before = last_count();
+	ck_assert_msg(code == 204, "vm.send-migration: %d %s (destination: %s)", code, err,
+		      testutil_slurp(out));
+	fprintf(stderr, "test_linux_snapshot: vm.send-migration done at count %ld\n", before);
+	ck_assert_int_eq(t2_status(rp), 0);
+	ck_assert_int_eq(apitest_wait(&T, 30), 0);
+	{
+		char *log = testutil_slurp(T.log);
+		char *line = log ? strstr(log, "lvmm: migrated to") : NULL;
+
+		ck_assert_ptr_nonnull(line);
+		fprintf(stderr, "test_linux_snapshot: %.*s\n", (int)strcspn(line, "\n"), line);
+		free(log);
+	}
+	ck_assert_str_eq(apitest_vm_state(&T2), "Running");
+	ck_assert_msg(count_reaches(before + 5, RESUME_LIMIT_S), "the migrated guest stalls");
+	c = testutil_slurp(T.console);
+	snprintf(want, sizeof(want), "LVMM-SNAP-COUNT %ld rng=ok disk=none nvme=ok", before + 5);
+	ck_assert_msg(strstr(c, want), "the migrated guest's devices fail:\n%s", c);
+	ck_assert_msg(!strstr(c, "nvme=bad") && !strstr(c, "I/O error") && !strstr(c, "resetting"),
+		      "the migrated guest's vNVMe misbehaved:\n%s", c);
+	free(c);
+	ck_assert_int_eq(apitest_curl(&T2, "PUT", "vm.shutdown", NULL, NULL), 204);
+	ck_assert_int_eq(apitest_curl(&T2, "PUT", "vmm.shutdown", NULL, NULL), 204);
+	ck_assert_int_eq(apitest_wait(&T2, 30), 0);
+	apitest_fini(&T2);
+}
+
 START_TEST(test_linux_snapshot_restore)
 {
 	char cfg[12000], path[512], *c;
@@ -331,9 +442,8 @@ START_TEST(test_linux_snapshot_restore)
 			      "the image holds '%.40s' at count %ld", line, last);
 	}
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
-	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
-	ck_assert_int_eq(put("vmm.shutdown", NULL), 204);
-	ck_assert_int_eq(apitest_wait(&T, 30), 0);
+	ck_assert_msg(count_reaches(last_count() + 2, RESUME_LIMIT_S), "no count after resume");
+	migrate_to_t2();
 
 	/* a corrupt state file: refused with a message, the lvmm serves on without a VM */
 	snprintf(path, sizeof(path), "%s/state.bin", snap);

@@ -617,6 +617,21 @@ START_TEST(test_not_implemented)
 }
 END_TEST
 
+/* Live migration with a VMM that has no migration ops (the fake): 404 without a VM for the
+ * sender, 501 otherwise; the receiver needs no VM and refuses when there is one. */
+START_TEST(test_migration_not_here)
+{
+	ck_assert_int_eq(put("vm.send-migration", "{\"destination_url\": \"unix:/tmp/x\"}"), 404);
+	ck_assert_int_eq(put("vm.receive-migration", "{\"receiver_url\": \"unix:/tmp/x\"}"), 501);
+	ck_assert_int_eq(put("vm.create", good_config), 204);
+	ck_assert_int_eq(put("vm.send-migration", "{\"destination_url\": \"unix:/tmp/x\"}"), 405);
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert_int_eq(put("vm.send-migration", "{\"destination_url\": \"unix:/tmp/x\"}"), 501);
+	ck_assert_int_eq(put("vm.receive-migration", "{\"receiver_url\": \"unix:/tmp/x\"}"), 409);
+	ck_assert_ptr_nonnull(strstr(error_text(), "already exists"));
+}
+END_TEST
+
 /* vm.add-* answers cloud-hypervisor's PciDeviceInfo, bdf as Kata parses it (0000:00:SS.0). */
 START_TEST(test_add_pci_device_info)
 {
@@ -814,6 +829,7 @@ static Suite *api_router_suite(void)
 	tcase_add_test(tc, test_info_no_nulls);
 	tcase_add_test(tc, test_resize);
 	tcase_add_test(tc, test_not_implemented);
+	tcase_add_test(tc, test_migration_not_here);
 	tcase_add_test(tc, test_add_pci_device_info);
 	tcase_add_test(tc, test_vmm_shutdown);
 	tcase_add_test(tc, test_external_vm);

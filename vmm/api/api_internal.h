@@ -62,6 +62,14 @@ struct api_vm_ops {
 			unsigned errlen);
 	int (*restore)(const struct vm_config *cfg, int dirfd, const void *config,
 		       size_t config_len, struct vm **out, char *err, unsigned errlen);
+	/* Live migration (vm.h); either NULL: vm.send-migration / vm.receive-migration answer
+	 * 501. */
+	int (*migrate_send)(struct vm *vm, const char *path, bool local, const void *config,
+			    size_t config_len, struct vm_migrate_stats *st, char *err,
+			    unsigned errlen);
+	int (*migrate_receive)(const char *path, vm_migrate_config_fn parse, void *ctx,
+			       struct vm **out, struct vm_migrate_stats *st, char *err,
+			       unsigned errlen);
 	/* Config defaults and checks (config.h); NULL validate skips the check. */
 	void (*defaults)(struct vm_config *c);
 	int (*validate)(const struct vm_config *c, char *err, unsigned errlen);

@@ -13,8 +13,9 @@
 #include "api/api.h"
 #include "api/api_internal.h"
 
-#define CLIENT_TIMEOUT_S  120 /* vm.create/boot load a kernel: allow slow disks */
-#define CLIENT_MAX_ANSWER (1 << 20)
+#define CLIENT_TIMEOUT_S	   120 /* vm.create/boot load a kernel: allow slow disks */
+#define CLIENT_MIGRATION_TIMEOUT_S 600
+#define CLIENT_MAX_ANSWER	   (1 << 20)
 
 enum client_body {
 	BODY_NONE,
@@ -26,7 +27,9 @@ enum client_body {
 	BODY_FS,
 	BODY_DEVICE_ID,
 	BODY_SNAPSHOT,
-	BODY_RESTORE
+	BODY_RESTORE,
+	BODY_SEND_MIGRATION,
+	BODY_RECEIVE_MIGRATION
 };
 
 struct client_verb {
@@ -62,6 +65,10 @@ static const struct client_verb client_verbs[] = {
      "save the paused VM into a directory (file:///DIR or /DIR)"},
     {"restore", "PUT", "vm.restore", BODY_RESTORE,
      "restore a snapshot: source_url=file:///DIR[,resume=on] or /DIR"},
+    {"send-migration", "PUT", "vm.send-migration", BODY_SEND_MIGRATION,
+     "migrate the VM to a receiving lvmm: unix:PATH [--local]; lvmm exits after"},
+    {"receive-migration", "PUT", "vm.receive-migration", BODY_RECEIVE_MIGRATION,
+     "wait at unix:PATH for a migrating VM; answers once it arrived"},
     {"shutdown-vmm", "PUT", "vmm.shutdown", BODY_NONE, "stop lvmm itself"},
 };
 
@@ -80,7 +87,9 @@ static void client_usage(FILE *f)
 		   "  lvmm api --socket vm.sock add-disk path=data.img,readonly=on\n"
 		   "  lvmm api --socket vm.sock add-net tap=tap0,mac=52:54:00:12:34:56\n"
 		   "  lvmm api --socket vm.sock --fd 3 add-net '{\"fds\": [3]}' 3<>...\n"
-		   "  lvmm api --socket vm.sock remove-device nvme1\n\n"
+		   "  lvmm api --socket vm.sock remove-device nvme1\n"
+		   "  lvmm api --socket dst.sock receive-migration unix:/tmp/mig.sock &\n"
+		   "  lvmm api --socket src.sock send-migration unix:/tmp/mig.sock [--local]\n\n"
 		   "add-net opens a tap=NAME itself and hands its fds over the socket\n"
 		   "(SCM_RIGHTS), one per queue pair; --fd N (repeatable) sends the caller's fd N\n"
 		   "with any request, as fd=N in the --net syntax does.\n");
@@ -117,6 +126,9 @@ static char *client_read_file(const char *path)
 	buf[len] = 0;
 	return buf;
 }
+
+/* send-migration --local: the RAM memfd goes over the socket instead of its pages */
+static bool client_local;
 
 /* Turns the verb's argument into the request body; NULL (with a message) on a bad argument. */
 /* fds sent with the request (SCM_RIGHTS): --fd N, or the taps add-net opened */
@@ -184,7 +196,9 @@ static char *client_body(const struct client_verb *v, const char *arg)
 			: v->body == BODY_DEVICE_ID ? " or a device id"
 			: v->body == BODY_SNAPSHOT  ? " or file:///DIR"
 			: v->body == BODY_RESTORE   ? " or source_url=file:///DIR[,resume=on]"
-						    : "");
+			: v->body == BODY_SEND_MIGRATION || v->body == BODY_RECEIVE_MIGRATION
+			    ? ": unix:PATH"
+			    : "");
 		return NULL;
 	}
 	if (arg[0] == '@')
@@ -262,6 +276,10 @@ static char *client_body(const struct client_verb *v, const char *arg)
 		free(c);
 	} else if (v->body == BODY_SNAPSHOT || v->body == BODY_RESTORE) {
 		j = client_snapshot_body(v, arg);
+	} else if (v->body == BODY_SEND_MIGRATION) {
+		j = json_pack("{s:s, s:b}", "destination_url", arg, "local", client_local);
+	} else if (v->body == BODY_RECEIVE_MIGRATION) {
+		j = json_pack("{s:s}", "receiver_url", arg);
 	} else {
 		j = json_pack("{s:s}", "id", arg);
 	}
@@ -272,10 +290,13 @@ static char *client_body(const struct client_verb *v, const char *arg)
 	return s;
 }
 
+static bool client_long; /* a migration verb */
+
 static int client_connect(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct timeval tv = {.tv_sec = CLIENT_TIMEOUT_S};
+	/* a migration's answer comes once the VM moved: the destination waits for its source */
+	struct timeval tv = {.tv_sec = client_long ? CLIENT_MIGRATION_TIMEOUT_S : CLIENT_TIMEOUT_S};
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
@@ -463,6 +484,7 @@ int api_client_main(int argc, char **argv)
 	    {"api-socket", required_argument, NULL, 's'}, /* ch-remote's spelling */
 	    {"fd", required_argument, NULL, 'f'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"local", no_argument, NULL, 'l'},
 	    {0},
 	};
 	const char *sock = NULL;
@@ -472,8 +494,13 @@ int api_client_main(int argc, char **argv)
 
 	optind = 1;
 	client_nfds = 0;
-	while ((c = getopt_long(argc, argv, "+s:f:h", opts, NULL)) != -1) {
+	client_local = false;
+	/* options anywhere: send-migration unix:PATH --local */
+	while ((c = getopt_long(argc, argv, "s:f:h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'l':
+			client_local = true;
+			break;
 		case 's':
 			sock = optarg;
 			break;
@@ -513,6 +540,11 @@ int api_client_main(int argc, char **argv)
 		client_usage(stderr);
 		return 2;
 	}
+	if (client_local && v->body != BODY_SEND_MIGRATION) {
+		fprintf(stderr, "lvmm api: --local goes with send-migration only\n");
+		return 2;
+	}
+	client_long = v->body == BODY_SEND_MIGRATION || v->body == BODY_RECEIVE_MIGRATION;
 	body = client_body(v, optind + 1 < argc ? argv[optind + 1] : NULL);
 	if (!body)
 		return 2;

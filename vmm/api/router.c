@@ -1070,6 +1070,181 @@ static void route_vm_restore(struct api_vmm *vmm, const struct api_request *req,
 	resp->status = 204;
 }
 
+/* ---- live migration (docs/snapshot.md) ---- */
+
+/* The migration socket's path from a unix:PATH URL, checked against the allowed directory. */
+static int route_migration_path(struct api_vmm *vmm, const char *url, bool create, char *path,
+				size_t len, char *err, unsigned errlen)
+{
+	int r = vm_migrate_url(url, path, len, err, errlen);
+
+	if (!r && vmm->ops->check_path && vmm->allowed_dir && vmm->allowed_dir[0])
+		r = vmm->ops->check_path(vmm->allowed_dir, "migration socket", path, create,
+					 FSUTIL_SOCKET, err, errlen);
+	return r;
+}
+
+static void route_vm_send_migration(struct api_vmm *vmm, const struct api_request *req,
+				    struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "", path[CONFIG_PATH_MAX];
+	struct vm_migrate_stats st;
+	const char *url = NULL;
+	int local = 0, r;
+	char *config = NULL;
+	json_t *j, *cfg;
+
+	if (!route_need_state(vmm, resp, "vm.send-migration", ST(VM_RUNNING) | ST(VM_PAUSED)))
+		return;
+	if (!vmm->ops->migrate_send) {
+		api_response_error(resp, 501, "vm.send-migration: not implemented here");
+		return;
+	}
+	j = route_load_body(req, resp);
+	if (!j)
+		return;
+	if (json_unpack(j, "{s:s, s?b}", "destination_url", &url, "local", &local) || !url) {
+		api_response_error(resp, 400,
+				   "vm.send-migration: destination_url (a string) is required; "
+				   "local is a boolean");
+		json_decref(j);
+		return;
+	}
+	r = route_migration_path(vmm, url, false, path, sizeof(path), err, sizeof(err));
+	json_decref(j);
+	if (r) {
+		api_response_error(resp, 400, "vm.send-migration: %s", err);
+		return;
+	}
+	cfg = api_config_to_json_ch(vmm->ops->get_config(vmm->vm), vmm->extra);
+	config = cfg ? json_dumps(cfg, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+	json_decref(cfg);
+	if (!config) {
+		api_response_error(resp, 500, "vm.send-migration: cannot encode the config");
+		return;
+	}
+	r = vmm->ops->migrate_send(vmm->vm, path, local, config, strlen(config), &st, err,
+				   sizeof(err));
+	free(config);
+	if (r) {
+		api_response_error(resp, r == -EOPNOTSUPP ? 400 : route_errno_status(r),
+				   "vm.send-migration: %s", *err ? err : strerror(-r));
+		return;
+	}
+	fprintf(stderr,
+		"lvmm: migrated to %s%s: %u pre-copy rounds, %llu pages (%llu MiB), %llu pages "
+		"while paused, %llu bytes of state, paused for %llu ms\n",
+		path, st.local ? " (local)" : "", st.rounds, (unsigned long long)st.pages,
+		(unsigned long long)(st.bytes >> 20), (unsigned long long)st.final_pages,
+		(unsigned long long)st.state_bytes,
+		(unsigned long long)((st.resumed_at - st.paused_at) / 1000));
+	/* cloud-hypervisor's source exits once the destination took over: the VM stays paused
+	 * until it goes with this process */
+	if (vmm->vm_external) {
+		enum vm_state s = vmm->ops->get_state(vmm->vm);
+
+		if (s == VM_RUNNING || s == VM_PAUSED)
+			vmm->ops->shutdown(vmm->vm, err, sizeof(err));
+	}
+	vmm->shutdown = true;
+	resp->status = 204;
+}
+
+struct route_mig_ctx {
+	struct api_vmm *vmm;
+	json_t *extra;
+};
+
+/* The source's config JSON as vm.create takes it, with vm.create's path checks. */
+static int route_mig_config(void *ctx, const char *json, size_t len, struct vm_config *cfg,
+			    char *err, unsigned errlen)
+{
+	struct route_mig_ctx *c = ctx;
+	json_error_t jerr;
+	json_t *j = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+	int r;
+
+	if (!j) {
+		snprintf(err, errlen, "the source's config: malformed JSON at line %d: %s",
+			 jerr.line, jerr.text);
+		return -EINVAL;
+	}
+	json_decref(c->extra);
+	c->extra = NULL;
+	r = api_json_to_config_ch(j, c->vmm->ops, cfg, &c->extra, err, errlen);
+	json_decref(j);
+	if (!r && route_check_paths(c->vmm, cfg, err, errlen))
+		r = -EINVAL;
+	if (!r)
+		snprintf(cfg->allowed_dir, sizeof(cfg->allowed_dir), "%s",
+			 c->vmm->allowed_dir ? c->vmm->allowed_dir : "");
+	return r ? -EINVAL : 0;
+}
+
+static void route_vm_receive_migration(struct api_vmm *vmm, const struct api_request *req,
+				       struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "", path[CONFIG_PATH_MAX];
+	struct route_mig_ctx ctx = {.vmm = vmm};
+	struct vm_migrate_stats st;
+	const char *url = NULL;
+	struct vm *vm = NULL;
+	json_t *j;
+	int r;
+
+	if (vmm->vm) {
+		api_response_error(resp, 409,
+				   "vm.receive-migration: a VM already exists (state %s); receive "
+				   "into an lvmm without one",
+				   vm_state_name(vmm->ops->get_state(vmm->vm)));
+		return;
+	}
+	if (!vmm->ops->migrate_receive) {
+		api_response_error(resp, 501, "vm.receive-migration: not implemented here");
+		return;
+	}
+	j = route_load_body(req, resp);
+	if (!j)
+		return;
+	if (json_unpack(j, "{s:s}", "receiver_url", &url) || !url) {
+		api_response_error(resp, 400,
+				   "vm.receive-migration: receiver_url (a string) is required");
+		json_decref(j);
+		return;
+	}
+	r = route_migration_path(vmm, url, true, path, sizeof(path), err, sizeof(err));
+	json_decref(j);
+	if (r) {
+		api_response_error(resp, 400, "vm.receive-migration: %s", err);
+		return;
+	}
+	/* as cloud-hypervisor: the answer comes once the VM arrived (or the migration failed) */
+	r = vmm->ops->migrate_receive(path, route_mig_config, &ctx, &vm, &st, err, sizeof(err));
+	if (r) {
+		json_decref(ctx.extra);
+		api_response_error(resp,
+				   r == -EPROTO || r == -ECANCELED ? 400 : route_errno_status(r),
+				   "vm.receive-migration: %s", *err ? err : strerror(-r));
+		return;
+	}
+	fprintf(stderr, "lvmm: received a VM at %s%s: %llu MiB of RAM pages, %s\n", path,
+		st.local ? " (local, RAM memfd)" : "", (unsigned long long)(st.bytes >> 20),
+		vmm->ops->get_state(vm) == VM_RUNNING ? "running" : "paused");
+	vmm->vm = vm;
+	vmm->vm_owned = true;
+	json_decref(vmm->extra);
+	vmm->extra = ctx.extra;
+	r = api_vmm_watch(vmm);
+	if (r) {
+		api_vmm_unwatch(vmm);
+		api_response_error(resp, 500,
+				   "vm.receive-migration: cannot start the VM waiter thread: %s",
+				   strerror(-r));
+		return;
+	}
+	resp->status = 204;
+}
+
 /* Endpoints of cloud-hypervisor's API that lvmm does not implement: after the same state
  * check cloud-hypervisor makes (404 without a VM), 501 naming what is missing. */
 struct route_missing {
@@ -1088,8 +1263,6 @@ static const struct route_missing route_missing[] = {
     {"vm.add-user-device", "lvmm has no vfio-user devices"},
     {"vm.coredump", "lvmm cannot write guest core dumps"},
     {"vm.nmi", "lvmm cannot inject an NMI through the API"},
-    {"vm.receive-migration", "lvmm has no live migration"},
-    {"vm.send-migration", "lvmm has no live migration"},
 };
 
 static bool route_not_implemented(struct api_vmm *vmm, const char *name,
@@ -1138,6 +1311,8 @@ static const struct route routes[] = {
     {"vm.resize", HTTP_PUT, true, route_vm_resize},
     {"vm.snapshot", HTTP_PUT, true, route_vm_snapshot},
     {"vm.restore", HTTP_PUT, true, route_vm_restore},
+    {"vm.send-migration", HTTP_PUT, true, route_vm_send_migration},
+    {"vm.receive-migration", HTTP_PUT, true, route_vm_receive_migration},
 };
 
 void api_route(struct api_vmm *vmm, const struct api_request *req, struct api_response *resp)

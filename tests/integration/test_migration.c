@@ -1,0 +1,531 @@
+/* Live migration end to end on the bench guest (bench.mode=spin: a heartbeat counter in guest
+ * memory printed every 200 ms) between lvmm processes: a running VM moved by copy and by
+ * passing its RAM memfd (local), the count going on in the destination and the source gone;
+ * hostile input from a fake source refused while the destination serves on; a destination that
+ * dies or never confirms leaves the source running; a source that dies leaves the destination
+ * without a VM, ready for another receive; a VM with a device that cannot be saved refused. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "apitest.h"
+#include "migrate_proto.h"
+#include "testutil.h"
+
+static struct apitest S, D;
+static char guest[512], mig[100], recv_out[256];
+
+static void setup(void)
+{
+	apitest_init(&S, "/tmp/lvmm-itest-migs-");
+	apitest_init(&D, "/tmp/lvmm-itest-migd-");
+	snprintf(guest, sizeof(guest), "%s", testutil_bench_guest());
+	ck_assert_msg(access(guest, R_OK) == 0, "no bench guest at %s", guest);
+	snprintf(mig, sizeof(mig), "%s/mig.sock", D.dir);
+	snprintf(recv_out, sizeof(recv_out), "%s/receive.out", D.dir);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void teardown(void)
+{
+	apitest_fini(&S);
+	apitest_fini(&D);
+}
+
+static char *spin_config(const char *extra)
+{
+	static char cfg[2048];
+
+	snprintf(cfg, sizeof(cfg),
+		 "{\"cpus\": {\"boot_vcpus\": 1}, \"memory\": {\"size\": 67108864},"
+		 " \"payload\": {\"kernel\": \"%s\", \"cmdline\": \"bench.mode=spin\"},"
+		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"}%s}",
+		 guest, S.console, extra ? extra : "");
+	return cfg;
+}
+
+/* The last heartbeat number on the (shared) console, -1 when none. */
+static long last_heartbeat(void)
+{
+	char *c = testutil_slurp(S.console), *p, *last = NULL;
+	long n = -1;
+
+	for (p = c; p && (p = strstr(p, "heartbeat ")); p++)
+		last = p;
+	if (last)
+		n = strtol(last + 10, NULL, 10);
+	free(c);
+	return n;
+}
+
+static bool heartbeat_reaches(long n, unsigned limit_ms)
+{
+	for (unsigned t = 0; t < limit_ms; t += 50) {
+		if (last_heartbeat() >= n)
+			return true;
+		testutil_sleep_ms(50);
+	}
+	return false;
+}
+
+/* `lvmm api VERB ARG [--local]` against t in a child; its pid. */
+static pid_t api_child(struct apitest *t, const char *verb, const char *arg, bool local,
+		       const char *out)
+{
+	pid_t p = fork();
+
+	ck_assert_int_ge(p, 0);
+	if (!p) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(t->lvmm, t->lvmm, "api", "--socket", t->sock, verb, arg,
+		      local ? "--local" : (char *)NULL, (char *)NULL);
+		_exit(127);
+	}
+	return p;
+}
+
+static int child_status(pid_t p, unsigned limit_s)
+{
+	int st = testutil_wait_limit(p, "lvmm api", limit_s);
+
+	return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* D starts receiving at mig; returns the client's pid once the socket is there. */
+static pid_t start_receive(void)
+{
+	char u[300];
+	pid_t p;
+	struct stat st;
+
+	snprintf(u, sizeof(u), "unix:%s", mig);
+	p = api_child(&D, "receive-migration", u, false, recv_out);
+	for (int i = 0; i < 200 && stat(mig, &st); i++)
+		testutil_sleep_ms(25);
+	ck_assert_msg(!stat(mig, &st) && S_ISSOCK(st.st_mode), "the destination does not listen");
+	return p;
+}
+
+static bool file_has(const char *path, const char *what)
+{
+	char *c = testutil_slurp(path);
+	bool yes = c && strstr(c, what);
+
+	free(c);
+	return yes;
+}
+
+static void boot_source(const char *extra)
+{
+	apitest_start(&S, NULL);
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.create", spin_config(extra), NULL), 204);
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.boot", NULL, NULL), 204);
+	ck_assert_msg(heartbeat_reaches(3, 15000), "the guest does not count");
+}
+
+static void migrate_ok(bool local)
+{
+	char body[400];
+	pid_t rp;
+	long before;
+
+	boot_source(NULL);
+	apitest_start(&D, NULL);
+	rp = start_receive();
+	before = last_heartbeat();
+	snprintf(body, sizeof(body), "{\"destination_url\": \"unix:%s\", \"local\": %s}", mig,
+		 local ? "true" : "false");
+	S.curl_max_s = 120;
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.send-migration", body, NULL), 204);
+	ck_assert_int_eq(child_status(rp, 30), 0);
+	/* the source exits; the destination runs the guest on from its count */
+	ck_assert_int_eq(apitest_wait(&S, 15), 0);
+	ck_assert_msg(file_has(S.log, "migrated to"), "no migration line in the source's log");
+	ck_assert_str_eq(apitest_vm_state(&D), "Running");
+	ck_assert_msg(heartbeat_reaches(before + 5, 10000), "no heartbeat past %ld after migration",
+		      before + 5);
+	ck_assert_int_eq(apitest_curl(&D, "PUT", "vm.pause", NULL, NULL), 204);
+	ck_assert_int_eq(apitest_curl(&D, "PUT", "vm.resume", NULL, NULL), 204);
+	ck_assert_int_eq(apitest_curl(&D, "PUT", "vm.shutdown", NULL, NULL), 204);
+}
+
+START_TEST(test_migrate_copy)
+{
+	TESTUTIL_NEED_KVM();
+	migrate_ok(false);
+	ck_assert_msg(file_has(D.log, "received a VM"), "no line in the destination's log");
+}
+END_TEST
+
+START_TEST(test_migrate_local)
+{
+	TESTUTIL_NEED_KVM();
+	migrate_ok(true);
+	ck_assert_msg(file_has(D.log, "local, RAM memfd"), "not a local migration");
+}
+END_TEST
+
+/* A paused VM arrives paused and runs once resumed, through the lvmm api verbs. */
+START_TEST(test_migrate_paused_cli)
+{
+	char u[300], out[300];
+	pid_t rp, sp;
+	long before;
+
+	TESTUTIL_NEED_KVM();
+	boot_source(NULL);
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.pause", NULL, NULL), 204);
+	before = last_heartbeat();
+	apitest_start(&D, NULL);
+	rp = start_receive();
+	snprintf(u, sizeof(u), "unix:%s", mig);
+	snprintf(out, sizeof(out), "%s/send.out", S.dir);
+	sp = api_child(&S, "send-migration", u, false, out);
+	ck_assert_int_eq(child_status(sp, 60), 0);
+	ck_assert_int_eq(child_status(rp, 30), 0);
+	ck_assert_int_eq(apitest_wait(&S, 15), 0);
+	ck_assert_str_eq(apitest_vm_state(&D), "Paused");
+	testutil_sleep_ms(500);
+	ck_assert_int_eq(last_heartbeat(), before);
+	ck_assert_int_eq(apitest_curl(&D, "PUT", "vm.resume", NULL, NULL), 204);
+	ck_assert(heartbeat_reaches(before + 3, 10000));
+	ck_assert_int_eq(apitest_curl(&D, "PUT", "vm.shutdown", NULL, NULL), 204);
+}
+END_TEST
+
+static int fake_connect(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", mig);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+static void put_frame(int fd, uint32_t type, const void *p, uint64_t len, uint64_t claim)
+{
+	struct mig_hdr h;
+
+	mig_make_hdr(&h, type, claim);
+	if (write(fd, &h, sizeof(h)) != sizeof(h) || (len && write(fd, p, len) != (ssize_t)len)) {
+		/* the destination may have hung up already: that is what is tested */
+	}
+}
+
+/* One hostile stream: the receive fails with needle in its answer, the destination serves on
+ * without a VM. */
+static void hostile(const void *bytes, size_t len, const char *needle)
+{
+	pid_t rp = start_receive();
+	int fd = fake_connect();
+
+	if (len && write(fd, bytes, len) != (ssize_t)len) {
+		/* as above */
+	}
+	shutdown(fd, SHUT_WR);
+	ck_assert_int_eq(child_status(rp, 60), 1);
+	close(fd);
+	ck_assert_msg(file_has(recv_out, needle), "'%s' not in the answer: %s", needle,
+		      testutil_slurp(recv_out));
+	ck_assert(apitest_ping(&D));
+	ck_assert_int_eq(apitest_curl(&D, "GET", "vm.info", NULL, NULL), 404);
+}
+
+START_TEST(test_hostile_source)
+{
+	struct mig_hdr h;
+	struct mig_hello hello = {.memory = 67108864, .ncpus = 1};
+	uint8_t buf[256];
+	size_t n;
+	pid_t rp;
+	int fd;
+
+	apitest_start(&D, NULL);
+	/* garbage, a short header, a wrong magic, version, type, reserved field */
+	hostile("GET / HTTP/1.1\r\n\r\nxxxxxxxx", 26, "not an lvmm migration stream");
+	hostile("LVMG", 4, "the peer is gone");
+	mig_make_hdr(&h, MIG_HELLO, sizeof(hello));
+	h.version = 7;
+	hostile(&h, sizeof(h), "version 7");
+	mig_make_hdr(&h, 99, 0);
+	hostile(&h, sizeof(h), "unknown frame type 99");
+	mig_make_hdr(&h, MIG_HELLO, sizeof(hello));
+	h.flags = 1;
+	hostile(&h, sizeof(h), "reserved");
+	/* huge lengths */
+	mig_make_hdr(&h, MIG_STATE, 1ull << 40);
+	hostile(&h, sizeof(h), "outside");
+	mig_make_hdr(&h, MIG_CONFIG, UINT64_MAX);
+	hostile(&h, sizeof(h), "outside");
+	/* out of order: memory before HELLO */
+	mig_make_hdr(&h, MIG_MEMORY, 8 + 4096);
+	hostile(&h, sizeof(h), "out of order");
+	/* a HELLO of an impossible VM, a short payload */
+	hello.ncpus = 1000;
+	mig_make_hdr(&h, MIG_HELLO, sizeof(hello));
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), &hello, sizeof(hello));
+	hostile(buf, sizeof(h) + sizeof(hello), "HELLO");
+	hostile(buf, sizeof(h) + 5, "the peer is gone");
+	/* a config that is no config, one whose kernel does not exist */
+	hello.ncpus = 1;
+	rp = start_receive();
+	fd = fake_connect();
+	put_frame(fd, MIG_HELLO, &hello, sizeof(hello), sizeof(hello));
+	put_frame(fd, MIG_CONFIG, "{nope", 5, 5);
+	ck_assert_int_eq(child_status(rp, 60), 1);
+	close(fd);
+	ck_assert(file_has(recv_out, "malformed JSON"));
+	rp = start_receive();
+	fd = fake_connect();
+	put_frame(fd, MIG_HELLO, &hello, sizeof(hello), sizeof(hello));
+	n = (size_t)snprintf((char *)buf, sizeof(buf),
+			     "{\"memory\": {\"size\": 67108864}, \"payload\": {\"kernel\": "
+			     "\"/nonexistent/k\"}}");
+	put_frame(fd, MIG_CONFIG, buf, n, n);
+	ck_assert_int_eq(child_status(rp, 60), 1);
+	close(fd);
+	ck_assert(file_has(recv_out, "/nonexistent/k"));
+	/* a valid start, then a page outside the RAM; then one that ends at EOF */
+	if (testutil_kvm_usable()) {
+		uint8_t *page = calloc(1, 8 + 4096);
+		uint64_t off = 67108864;
+		const char *cfg = spin_config(NULL);
+
+		rp = start_receive();
+		fd = fake_connect();
+		put_frame(fd, MIG_HELLO, &hello, sizeof(hello), sizeof(hello));
+		put_frame(fd, MIG_CONFIG, cfg, strlen(cfg), strlen(cfg));
+		memcpy(page, &off, 8);
+		put_frame(fd, MIG_MEMORY, page, 8 + 4096, 8 + 4096);
+		ck_assert_int_eq(child_status(rp, 60), 1);
+		close(fd);
+		ck_assert(file_has(recv_out, "not whole pages inside"));
+		/* the source dies mid-way: nothing left, and a new receive works */
+		rp = start_receive();
+		fd = fake_connect();
+		put_frame(fd, MIG_HELLO, &hello, sizeof(hello), sizeof(hello));
+		put_frame(fd, MIG_CONFIG, cfg, strlen(cfg), strlen(cfg));
+		off = 0;
+		memcpy(page, &off, 8);
+		put_frame(fd, MIG_MEMORY, page, 8 + 4096, 8 + 4096);
+		put_frame(fd, MIG_STATE, "x", 1, 1000);
+		close(fd);
+		ck_assert_int_eq(child_status(rp, 60), 1);
+		ck_assert(file_has(recv_out, "the peer is gone"));
+		ck_assert_int_eq(apitest_curl(&D, "GET", "vm.info", NULL, NULL), 404);
+		/* a state that is no state */
+		rp = start_receive();
+		fd = fake_connect();
+		put_frame(fd, MIG_HELLO, &hello, sizeof(hello), sizeof(hello));
+		put_frame(fd, MIG_CONFIG, cfg, strlen(cfg), strlen(cfg));
+		put_frame(fd, MIG_STATE, "garbage!", 8, 8);
+		ck_assert_int_eq(child_status(rp, 60), 1);
+		close(fd);
+		ck_assert_int_eq(apitest_curl(&D, "GET", "vm.info", NULL, NULL), 404);
+		free(page);
+	}
+	/* wrong URLs */
+	apitest_expect_error(&D, "vm.receive-migration", "{\"receiver_url\": \"tcp:1.2.3.4:5\"}",
+			     400, "unix:PATH");
+	apitest_expect_error(&D, "vm.send-migration", "{\"destination_url\": \"unix:/x\"}", 404,
+			     "no VM");
+}
+END_TEST
+
+/* A destination that dies while receiving (SIGKILL): the source answers the error and the
+ * guest runs on there. */
+START_TEST(test_destination_killed)
+{
+	char u[300], out[300];
+	pid_t rp, sp;
+	long at;
+
+	TESTUTIL_NEED_KVM();
+	boot_source(NULL);
+	apitest_start(&D, NULL);
+	rp = start_receive();
+	ck_assert_int_eq(kill(D.pid, SIGSTOP), 0);
+	snprintf(u, sizeof(u), "unix:%s", mig);
+	snprintf(out, sizeof(out), "%s/send.out", S.dir);
+	sp = api_child(&S, "send-migration", u, false, out);
+	testutil_sleep_ms(1000);
+	ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
+	apitest_wait(&D, 10);
+	ck_assert_int_eq(child_status(sp, 60), 1);
+	child_status(rp, 10);
+	ck_assert_msg(file_has(out, "the peer is gone"), "%s", testutil_slurp(out));
+	ck_assert_str_eq(apitest_vm_state(&S), "Running");
+	at = last_heartbeat();
+	ck_assert_msg(heartbeat_reaches(at + 3, 10000), "the source does not run on");
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.shutdown", NULL, NULL), 204);
+}
+END_TEST
+
+/* A fake destination that takes everything and closes without READY, or answers READY and
+ * closes without DONE: the source resumes both times. */
+static void fake_destination(bool ready)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int l = socket(AF_UNIX, SOCK_STREAM, 0), c, st;
+	pid_t sp;
+	char out[300], u[300];
+	long at;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", mig);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(l, 1), 0);
+	snprintf(u, sizeof(u), "unix:%s", mig);
+	snprintf(out, sizeof(out), "%s/send.out", S.dir);
+	sp = api_child(&S, "send-migration", u, false, out);
+	c = accept(l, NULL, NULL);
+	ck_assert_int_ge(c, 0);
+	for (;;) {
+		struct mig_hdr h;
+		static uint8_t skip[1 << 20];
+		uint64_t left;
+
+		ck_assert_int_eq(recv(c, &h, sizeof(h), MSG_WAITALL), sizeof(h));
+		ck_assert_int_eq(h.magic, MIG_MAGIC);
+		for (left = h.len; left;) {
+			ssize_t k = recv(c, skip, left < sizeof(skip) ? left : sizeof(skip), 0);
+
+			ck_assert_int_gt(k, 0);
+			left -= (uint64_t)k;
+		}
+		if (h.type == MIG_STATE)
+			break;
+	}
+	if (ready) {
+		struct mig_hdr h;
+
+		put_frame(c, MIG_READY, NULL, 0, 0);
+		ck_assert_int_eq(recv(c, &h, sizeof(h), MSG_WAITALL), sizeof(h));
+		ck_assert_int_eq(h.type, MIG_COMMIT);
+	}
+	close(c);
+	close(l);
+	unlink(mig);
+	st = child_status(sp, 60);
+	ck_assert_int_eq(st, 1);
+	ck_assert_str_eq(apitest_vm_state(&S), "Running");
+	at = last_heartbeat();
+	ck_assert_msg(heartbeat_reaches(at + 3, 10000), "the source does not run on");
+}
+
+START_TEST(test_destination_vanishes)
+{
+	TESTUTIL_NEED_KVM();
+	boot_source(NULL);
+	fake_destination(false);
+	fake_destination(true);
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.shutdown", NULL, NULL), 204);
+}
+END_TEST
+
+/* A source killed while sending: the destination drops what it got and can receive again. */
+START_TEST(test_source_killed)
+{
+	char u[300], out[300];
+	pid_t rp, sp;
+
+	TESTUTIL_NEED_KVM();
+	boot_source(NULL);
+	apitest_start(&D, NULL);
+	rp = start_receive();
+	ck_assert_int_eq(kill(D.pid, SIGSTOP), 0);
+	snprintf(u, sizeof(u), "unix:%s", mig);
+	snprintf(out, sizeof(out), "%s/send.out", S.dir);
+	sp = api_child(&S, "send-migration", u, false, out);
+	testutil_sleep_ms(1000);
+	ck_assert_int_eq(kill(S.pid, SIGKILL), 0);
+	apitest_wait(&S, 10);
+	ck_assert_int_eq(kill(D.pid, SIGCONT), 0);
+	ck_assert_int_eq(child_status(rp, 60), 1);
+	child_status(sp, 10);
+	ck_assert(apitest_ping(&D));
+	ck_assert_int_eq(apitest_curl(&D, "GET", "vm.info", NULL, NULL), 404);
+	/* another receive starts and ends cleanly */
+	hostile("", 0, "the peer is gone");
+}
+END_TEST
+
+/* A device that cannot be saved refuses the migration before anything is sent. */
+START_TEST(test_refuses_device)
+{
+	char extra[700], sock[400], body[400];
+	pid_t rp;
+	int lfd;
+
+	TESTUTIL_NEED_KVM();
+	snprintf(sock, sizeof(sock), "%s/fsd.sock", S.dir);
+	lfd = apitest_fake_vhost_fs(sock);
+	snprintf(extra, sizeof(extra), ", \"fs\": [{\"tag\": \"share\", \"socket\": \"%s\"}]",
+		 sock);
+	boot_source(extra);
+	apitest_start(&D, NULL);
+	rp = start_receive();
+	snprintf(body, sizeof(body), "{\"destination_url\": \"unix:%s\"}", mig);
+	apitest_expect_error(&S, "vm.send-migration", body, 400,
+			     "device fs0 (virtio-fs) cannot be saved");
+	ck_assert_str_eq(apitest_vm_state(&S), "Running");
+	/* nothing reached the destination, which still waits */
+	ck_assert_int_eq(waitpid(rp, NULL, WNOHANG), 0);
+	kill(rp, SIGKILL);
+	waitpid(rp, NULL, 0);
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.shutdown", NULL, NULL), 204);
+	close(lfd);
+}
+END_TEST
+
+/* With --allowed-dir the socket path is checked like any path a client names. */
+START_TEST(test_allowed_dir)
+{
+	char *extra[] = {"--allowed-dir", D.dir, NULL};
+
+	apitest_start(&D, extra);
+	apitest_expect_error(&D, "vm.receive-migration",
+			     "{\"receiver_url\": \"unix:/tmp/lvmm-outside.sock\"}", 400,
+			     "beneath the allowed directory");
+	apitest_expect_error(&D, "vm.receive-migration", "{\"receiver_url\": 3}", 400,
+			     "receiver_url (a string) is required");
+	ck_assert_int_eq(apitest_curl(&D, "GET", "vm.info", NULL, NULL), 404);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("migration");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, test_migrate_copy);
+	tcase_add_test(tc, test_migrate_local);
+	tcase_add_test(tc, test_migrate_paused_cli);
+	tcase_add_test(tc, test_hostile_source);
+	tcase_add_test(tc, test_destination_killed);
+	tcase_add_test(tc, test_destination_vanishes);
+	tcase_add_test(tc, test_source_killed);
+	tcase_add_test(tc, test_refuses_device);
+	tcase_add_test(tc, test_allowed_dir);
+	suite_add_tcase(s, tc);
+	return testutil_run_suite(s);
+}
