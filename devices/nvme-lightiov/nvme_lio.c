@@ -263,10 +263,12 @@ bool nvme_lio_alive(struct nvme_lio *l)
 	return !l->dead;
 }
 
-/* A transport error (not a refusal) means the daemon is gone: say so once, fail fast after. */
+/* A transport error (not a refusal) means the daemon is gone: say so once, fail fast after.
+ * A status the daemon answered is a refusal whatever its errno: QP_QUIESCE's -ETIMEDOUT says the
+ * queue pair still had commands in flight at the deadline, and it serves on. */
 static void lio_note(struct nvme_lio *l, int r, const char *what)
 {
-	if (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN || r == -ETIMEDOUT)
+	if (lio_client_broken(l->c) || r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN)
 		l->dead = true;
 	if (!l->warned || !l->dead)
 		fprintf(stderr, "vnvme %s: ssd %s: %s: %s\n", l->dev, l->id.name, what,

@@ -714,11 +714,20 @@ static void vnvme_quiesce(struct vnvme *v)
 			continue;
 		r = nvme_lio_quiesce(v->lio, p->qp_id, &p->st);
 		if (r) {
+			/* the first reason is the one reported; the queue pairs already quiesced
+			 * go on at vm.resume */
 			snprintf(v->quiesce_err, sizeof(v->quiesce_err),
 				 "SQ %u: the backend did not quiesce queue pair %u: %s", q,
 				 p->qp_id, strerror(-r));
-			continue;
+			break;
 		}
+		/* Doorbell values are the guest's to write: one out of range was ignored by the
+		 * backend, as a controller ignores it. Saved as what the backend acted on (all it
+		 * fetched, all it saw consumed), so the snapshot stays restorable. */
+		if (p->st.sq_tail_db >= p->st.sq_depth)
+			p->st.sq_tail_db = p->st.sq_head;
+		if (p->st.cq_head_db >= p->st.cq_depth)
+			p->st.cq_head_db = p->st.cq_head;
 		p->quiesced = true;
 	}
 	pthread_mutex_unlock(&v->db_lock);

@@ -292,7 +292,9 @@ struct lio_session_set {
  * cq_head, cq_head_db < cq_depth; phase 0 or 1; sq_depth and cq_depth equal to the request's
  * (or 0); flags and rsvd 0. */
 #define LIO_QUIESCE_TIMEOUT_MS 5000u
-#define LIO_QUIESCE_MAX_MS     60000u
+/* Well below a client's 30 s reply timeout: softssd answers its sessions one request at a time,
+ * so a longer quiesce would make other clients' ordinary requests time out. */
+#define LIO_QUIESCE_MAX_MS 10000u
 struct lio_qp_state {
 	uint32_t qp_id;	     /* in (QUIESCE); out: the queue pair (RESTORE: the new one) */
 	uint32_t timeout_ms; /* in (QUIESCE) */

@@ -257,8 +257,9 @@ static void hand_over(uint32_t mode, uint32_t flags)
 	rq = restore_req(d, va.vol_id, &st);
 	rq.st.rsvd = 1;
 	restore_refused(a, rq, "rsvd");
-	ck_assert_int_eq(lio_client_qp_quiesce(a, d->qp[0].qp_id, 60001, &st2), -EINVAL);
-	ck_assert_ptr_nonnull(strstr(lio_client_error(a), "timeout_ms 60001"));
+	ck_assert_int_eq(lio_client_qp_quiesce(a, d->qp[0].qp_id, LIO_QUIESCE_MAX_MS + 1, &st2),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(lio_client_error(a), "timeout_ms 10001"));
 	other = connect_ok("intruder", NULL);
 	r = lio_client_qp_quiesce(other, d->qp[0].qp_id, 0, &st2);
 	ck_assert_msg(r == -ENOENT, "quiesce of another session's queue pair: %d", r);
