@@ -66,13 +66,17 @@ static const char init_script[] =
     "fi\n"
     "if [ $n = 1 ]; then\n"
     "/bin/busybox mount -t devtmpfs devtmpfs /dev\n"
+    "[ -b /dev/nvme1n1 ] || echo LVMM-EVFD-NO-DISK\n"
     "read -r sz </sys/block/nvme1n1/size && echo \"LVMM-EVFD-SIZE $sz\"\n"
-    "/bin/busybox dd if=/pattern of=/dev/nvme1n1 bs=4096 conv=fsync 2>/dev/null "
+    "[ -b /dev/nvme1n1 ] && /bin/busybox dd if=/pattern of=/dev/nvme1n1 bs=4096 conv=fsync "
+    "2>/dev/null "
     "&& echo LVMM-EVFD-WRITTEN\n"
     "/bin/busybox sync && echo 3 >/proc/sys/vm/drop_caches\n"
-    "/bin/busybox dd if=/dev/nvme1n1 bs=4096 count=" PATTERN_BLOCKS_S " iflag=direct 2>/dev/null "
+    "[ -b /dev/nvme1n1 ] && /bin/busybox dd if=/dev/nvme1n1 bs=4096 count=" PATTERN_BLOCKS_S
+    " iflag=direct 2>/dev/null "
     "| /bin/busybox cmp /pattern - && echo LVMM-EVFD-SAME\n"
-    "/bin/busybox dd if=/dev/nvme1n1 bs=4096 count=" PATTERN_BLOCKS_S " 2>/dev/null "
+    "[ -b /dev/nvme1n1 ] && /bin/busybox dd if=/dev/nvme1n1 bs=4096 count=" PATTERN_BLOCKS_S
+    " 2>/dev/null "
     "| /bin/busybox cmp /pattern - && echo LVMM-EVFD-CACHED-SAME\n"
     "fi\n"
     "read -r sz </sys/block/nvme0n1/size && echo \"LVMM-NVME-SIZE $sz\"\n"
@@ -237,6 +241,7 @@ static void eventfd_checks(const struct linuxboot *b)
 	ck_assert_msg(strstr(b->log, "isolated volume data on ssd " SSD), "%s", b->log);
 	ck_assert_msg(strstr(b->log, "eventfd doorbells"), "no eventfd doorbells: %s", b->log);
 	ck_assert_msg(!strstr(b->console, "IO queues not created"), "no I/O queues");
+	ck_assert_msg(!strstr(b->console, "LVMM-EVFD-NO-DISK"), "no block device nvme1n1");
 	ck_assert_msg(strstr(b->console, "nvme nvme1: 1/0/0 default/read/poll queues"),
 		      "the eventfd vNVMe has not one I/O queue");
 	ck_assert_msg(strstr(b->console, "LVMM-EVFD-SIZE 32768"), "no 16 MiB nvme1n1");
