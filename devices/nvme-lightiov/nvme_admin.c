@@ -371,6 +371,35 @@ static uint16_t admin_create_cq(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 	return NVME_OK;
 }
 
+/* Hands the (valid or about to be) SQ and its CQ to a backend queue pair. */
+static uint16_t sq_bind(struct nvme_ctrl *c, struct nvme_sq *sq)
+{
+	struct nvme_cq *cq = &c->cqs[sq->cqid];
+	struct nvme_qp_bind b = {
+	    .sqid = sq->qid,
+	    .cqid = sq->cqid,
+	    .sq_depth = sq->size,
+	    .cq_depth = cq->size,
+	    .sq_gpa = sq->base,
+	    .cq_gpa = cq->base,
+	    .sq_in_cmb = nvme_in_cmb(c, sq->base, (uint64_t)sq->size * sizeof(struct nvme_sqe)),
+	    .ien = cq->ien,
+	    .vector = cq->vector,
+	    .dbbuf_dbs = c->dbbuf_dbs,
+	    .dbbuf_eis = c->dbbuf_eis,
+	};
+	uint16_t st;
+
+	st = c->hooks.bind(c->hooks.opaque, &b, &sq->handle);
+	if (st != NVME_OK)
+		return st;
+	sq->bind_pending = false;
+	sq->bound = true;
+	cq->bound = true;
+	c->st.bound++;
+	return NVME_OK;
+}
+
 static uint16_t admin_create_sq(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 {
 	uint32_t qid = cmd->cdw10 & 0xffff, size = (cmd->cdw10 >> 16) + 1;
@@ -404,35 +433,25 @@ static uint16_t admin_create_sq(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 	sq->host = host;
 	dbbuf_reset_slot(c, qid, false);
 	if (c->hooks.bind) {
-		struct nvme_cq *cq = &c->cqs[cqid];
-		struct nvme_qp_bind b = {
-		    .sqid = (uint16_t)qid,
-		    .cqid = (uint16_t)cqid,
-		    .sq_depth = size,
-		    .cq_depth = cq->size,
-		    .sq_gpa = cmd->prp1,
-		    .cq_gpa = cq->base,
-		    .sq_in_cmb =
-			nvme_in_cmb(c, cmd->prp1, (uint64_t)size * sizeof(struct nvme_sqe)),
-		    .ien = cq->ien,
-		    .vector = cq->vector,
-		    .dbbuf_dbs = c->dbbuf_dbs,
-		    .dbbuf_eis = c->dbbuf_eis,
-		};
 		uint16_t st;
 
 		/* The backend starts from an empty CQ: entries lvmm posted (none for a fresh
 		 * queue) would be overwritten. */
-		if (cq->head != cq->tail || cq->reserved)
-			return NVME_SPECIFIC(NVME_SC_CQ_INVALID);
-		st = c->hooks.bind(c->hooks.opaque, &b, &sq->handle);
-		if (st != NVME_OK) {
+		if (c->cqs[cqid].head != c->cqs[cqid].tail || c->cqs[cqid].reserved) {
 			memset(sq, 0, sizeof(*sq));
-			return st;
+			return NVME_SPECIFIC(NVME_SC_CQ_INVALID);
 		}
-		sq->bound = true;
-		cq->bound = true;
-		c->st.bound++;
+		/* Linux sends Doorbell Buffer Config only after it created its I/O queues: such
+		 * an SQ waits (nothing fetched) and is bound when the shadow buffer is known. */
+		if (c->p.bind_needs_dbbuf && !c->dbbuf_dbs) {
+			sq->bind_pending = true;
+		} else {
+			st = sq_bind(c, sq);
+			if (st != NVME_OK) {
+				memset(sq, 0, sizeof(*sq));
+				return st;
+			}
+		}
 	}
 	sq->valid = true;
 	sq->gen = ++c->qgen;
@@ -475,6 +494,7 @@ static uint16_t admin_delete_cq(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 static uint16_t admin_dbbuf(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 {
 	uint64_t dbs = cmd->prp1, eis = cmd->prp2;
+	uint16_t st = NVME_OK;
 	unsigned q;
 
 	if (!dbs || !eis || (dbs | eis) & (NVME_CTRL_PAGE - 1) ||
@@ -497,7 +517,25 @@ static uint16_t admin_dbbuf(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 	}
 	if (c->hooks.dbbuf)
 		c->hooks.dbbuf(c->hooks.opaque, true);
-	return NVME_OK;
+	/* SQs created before this command go to the backend now, which reads their doorbells
+	 * (lvmm's values, just copied to the shadow slots) from the buffer. A bind that fails
+	 * leaves its SQ waiting and fails this command: the driver's I/O on it times out and
+	 * its controller reset starts over. */
+	for (q = 1; q < c->nq; q++) {
+		uint16_t r;
+
+		if (!c->sqs[q].valid || !c->sqs[q].bind_pending)
+			continue;
+		r = sq_bind(c, &c->sqs[q]);
+		if (r != NVME_OK) {
+			fprintf(stderr,
+				"nvme: SQ %u: no backend queue pair after Doorbell Buffer "
+				"Config (status %#x)\n",
+				q, r);
+			st = r;
+		}
+	}
+	return st;
 }
 
 void nvme_error_note_cmd(struct nvme_ctrl *c, uint16_t sqid, const struct nvme_sqe *cmd)

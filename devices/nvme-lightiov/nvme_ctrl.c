@@ -707,7 +707,7 @@ void nvme_ctrl_process_locked(struct nvme_ctrl *c)
 		for (q = 0; q < c->nq; q++) {
 			struct nvme_sq *sq = &c->sqs[q];
 
-			if (!sq->valid || sq->bound)
+			if (!sq->valid || sq->bound || sq->bind_pending)
 				continue;
 			if (c->dbbuf_dbs) {
 				sq_refresh_shadow(c, sq);

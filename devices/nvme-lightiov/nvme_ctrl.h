@@ -37,6 +37,9 @@ struct nvme_ctrl_params {
 	/* No Doorbell Buffer Config: a backend polling doorbell pages never reads shadow values,
 	 * and a driver using them would ring only when an event index it never sees asks. */
 	bool no_dbbuf;
+	/* Backend queue pairs read doorbell values from the shadow buffer only (eventfd doorbells):
+	 * an I/O SQ created before Doorbell Buffer Config is bound when that command comes. */
+	bool bind_needs_dbbuf;
 	char serial[21];
 	char model[41];
 	uint16_t cntlid;

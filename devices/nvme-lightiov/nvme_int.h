@@ -17,8 +17,9 @@ struct nvme_sq {
 	uint32_t gen;
 	uint32_t inflight;
 	uint64_t base;
-	uint8_t *host; /* base as a host pointer (guest RAM or the CMB) */
-	bool bound;    /* served by a backend queue pair (hooks.bind): never fetched here */
+	uint8_t *host;	   /* base as a host pointer (guest RAM or the CMB) */
+	bool bound;	   /* served by a backend queue pair (hooks.bind): never fetched here */
+	bool bind_pending; /* to be bound once Doorbell Buffer Config comes: never fetched here */
 	uint32_t handle;
 };
 

@@ -435,6 +435,7 @@ static int vnvme_lio_open(struct vnvme *v, struct nvme_ctrl_params *p, struct nv
 	p->lba_shift = (uint8_t)nvme_lio_lba_shift(v->lio); /* lba_start/size: the SSD's units */
 	p->dstrd = nvme_lio_db_poll(v->lio) ? VNVME_DSTRD : 0;
 	p->no_dbbuf = nvme_lio_db_poll(v->lio);
+	p->bind_needs_dbbuf = !p->no_dbbuf;
 	v->dstrd = p->dstrd;
 	p->cmb_host = nvme_lio_cmb(v->lio);
 	h->kick = NULL; /* admin commands run on the vCPU that rang: no I/O thread at all */

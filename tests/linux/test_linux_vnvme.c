@@ -9,6 +9,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,13 @@
 #define TCASE_TIMEOUT_S 2400
 #define IMG_MB		64
 #define SSD		"lx0"
+/* Boot 1 also carries a data volume on a vNVMe with eventfd doorbells: /init writes PATTERN_BLOCKS
+ * blocks of 4 KiB from /pattern to it, then reads them back with O_DIRECT and through the page
+ * cache after dropping it. */
+#define DATA_MB		 16
+#define PATTERN_BLOCKS	 256
+#define PATTERN_BLOCKS_S "256"
+#define PATTERN_BYTES	 (PATTERN_BLOCKS * 4096)
 
 static char dir[64], img[128], logpath[128], last_mount[64];
 static pid_t daemon_pid;
@@ -56,6 +64,21 @@ static const char init_script[] =
     "echo 'written after the reset' >/after-flr || echo LVMM-FLR-WRITE-FAILED\n"
     "/bin/busybox sync && echo LVMM-FLR-SYNCED\n"
     "fi\n"
+    "if [ $n = 1 ]; then\n"
+    "/bin/busybox mount -t devtmpfs devtmpfs /dev\n"
+    "for d in nvme1n1 nvme2n1; do\n"
+    "if [ -b /dev/$d ]; then\n"
+    "read -r sz </sys/block/$d/size && echo \"LVMM-EVFD-SIZE $d $sz\"\n"
+    "/bin/busybox dd if=/pattern of=/dev/$d bs=4096 conv=fsync 2>/dev/null "
+    "&& echo \"LVMM-EVFD-WRITTEN $d\"\n"
+    "/bin/busybox sync && echo 3 >/proc/sys/vm/drop_caches\n"
+    "/bin/busybox dd if=/dev/$d bs=4096 count=" PATTERN_BLOCKS_S " iflag=direct 2>/dev/null "
+    "| /bin/busybox cmp /pattern - && echo \"LVMM-EVFD-SAME $d\"\n"
+    "/bin/busybox dd if=/dev/$d bs=4096 count=" PATTERN_BLOCKS_S " 2>/dev/null "
+    "| /bin/busybox cmp /pattern - && echo \"LVMM-EVFD-CACHED-SAME $d\"\n"
+    "else echo \"LVMM-EVFD-NO-DISK $d\"; fi\n"
+    "done\n"
+    "fi\n"
     "read -r sz </sys/block/nvme0n1/size && echo \"LVMM-NVME-SIZE $sz\"\n"
     "while read -r line; do case $line in *nvme0q*) echo \"LVMM-IRQ $line\";; esac; done "
     "</proc/interrupts\n"
@@ -76,10 +99,26 @@ static void daemon_start(void)
 	daemon_pid = testutil_ssd_start(SSD, logpath, opts);
 }
 
+/* The bytes boot 1 writes to the eventfd-doorbell volume: not zero, not repeating per block. */
+static unsigned char *pattern(void)
+{
+	unsigned char *p = malloc(PATTERN_BYTES);
+	uint32_t x = 0x2545f491;
+	size_t i;
+
+	ck_assert_ptr_nonnull(p);
+	for (i = 0; i < PATTERN_BYTES; i++) {
+		x = x * 1664525u + 1013904223u;
+		p[i] = (unsigned char)(x >> 24);
+	}
+	return p;
+}
+
 static void make_image(void)
 {
 	char root[128], path[256], cmd[512];
 	static const char *const sub[] = {"bin", "dev", "proc", "sys"};
+	unsigned char *pat;
 	unsigned i;
 
 	snprintf(root, sizeof(root), "%s/root", dir);
@@ -92,6 +131,10 @@ static void make_image(void)
 	ck_assert_msg(testutil_sh(cmd, NULL) == 0, "busybox-static is not installed");
 	snprintf(path, sizeof(path), "%s/init", root);
 	testutil_write_file(path, init_script, strlen(init_script), 0755);
+	pat = pattern();
+	snprintf(path, sizeof(path), "%s/pattern", root);
+	testutil_write_file(path, pat, PATTERN_BYTES, 0644);
+	free(pat);
 	snprintf(path, sizeof(path), "%s/boot-count", root);
 	testutil_write_file(path, "0\n", 2, 0644);
 	snprintf(cmd, sizeof(cmd), "mkfs.ext4 -q -F -d %s %s %dM 2>&1", root, img, IMG_MB);
@@ -185,6 +228,51 @@ static void flr_checks(const struct linuxboot *b)
 	ck_assert_uint_eq(stat_of(b->log, "mode isolated", "flrs "), 1);
 }
 
+/* Boot 1's second and third vNVMe, eventfd doorbells on data volumes, isolated (nvme1) and
+ * passthrough (nvme2, the test kernel's driver adds lba_start): the stock driver configures the
+ * shadow doorbell buffer only after it created its I/O queue, which the vNVMe must accept; then
+ * the pattern went out and came back the same, and the host finds it on the volume. */
+static void eventfd_checks(const struct linuxboot *b, const char *mode, const char *vol,
+			   const char *ctrl, const char *disk)
+{
+	char path[160], want[128];
+	unsigned char *pat, *got;
+	size_t len;
+	FILE *f;
+
+	snprintf(want, sizeof(want), "%s volume %s on ssd " SSD, mode, vol);
+	ck_assert_msg(strstr(b->log, want), "no '%s': %s", want, b->log);
+	ck_assert_msg(strstr(strstr(b->log, want), "eventfd doorbells"), "%s: not eventfd", vol);
+	snprintf(want, sizeof(want), "nvme %s: 1/0/0 default/read/poll queues", ctrl);
+	ck_assert_msg(strstr(b->console, want), "%s has not one I/O queue", ctrl);
+	snprintf(want, sizeof(want), "LVMM-EVFD-NO-DISK %s", disk);
+	ck_assert_msg(!strstr(b->console, want), "no block device %s", disk);
+	snprintf(want, sizeof(want), "LVMM-EVFD-SIZE %s %u", disk, DATA_MB * 2048);
+	ck_assert_msg(strstr(b->console, want), "%s is not %d MiB", disk, DATA_MB);
+	snprintf(want, sizeof(want), "LVMM-EVFD-WRITTEN %s", disk);
+	ck_assert_msg(strstr(b->console, want), "write to %s failed", disk);
+	snprintf(want, sizeof(want), "LVMM-EVFD-SAME %s", disk);
+	ck_assert_msg(strstr(b->console, want), "%s: O_DIRECT read-back differs", disk);
+	snprintf(want, sizeof(want), "LVMM-EVFD-CACHED-SAME %s", disk);
+	ck_assert_msg(strstr(b->console, want), "%s: read-back differs", disk);
+	snprintf(path, sizeof(path), "%s/%s.img", dir, vol);
+	ck_assert_int_eq(testutil_system("%s ssd vol export %s %s %s >/dev/null 2>&1",
+					 testutil_lvmm(), SSD, vol, path),
+			 0);
+	pat = pattern();
+	got = malloc(PATTERN_BYTES);
+	ck_assert_ptr_nonnull(got);
+	f = fopen(path, "rb");
+	ck_assert_ptr_nonnull(f);
+	len = fread(got, 1, PATTERN_BYTES, f);
+	fclose(f);
+	ck_assert_uint_eq(len, PATTERN_BYTES);
+	ck_assert_msg(!memcmp(pat, got, PATTERN_BYTES), "volume %s does not hold the pattern", vol);
+	free(pat);
+	free(got);
+	unlink(path);
+}
+
 START_TEST(test_vnvme_isolated_root)
 {
 	char kernel[4096];
@@ -194,6 +282,8 @@ START_TEST(test_vnvme_isolated_root)
 	    "--cpus",	 "1",
 	    "--memory",	 "128M",
 	    "--vnvme",	 SSD ",vol=root",
+	    NULL,	 NULL,
+	    NULL,	 NULL,
 	    NULL};
 	struct linuxboot b;
 	char want[64];
@@ -206,10 +296,21 @@ START_TEST(test_vnvme_isolated_root)
 					 testutil_lvmm(), SSD, IMG_MB),
 			 0);
 	vol_copy("import");
+	ck_assert_int_eq(testutil_system("%s ssd vol create %s data %dM >/dev/null 2>&1 && "
+					 "%s ssd vol create %s pdata %dM >/dev/null 2>&1",
+					 testutil_lvmm(), SSD, DATA_MB, testutil_lvmm(), SSD,
+					 DATA_MB),
+			 0);
 	ck_assert_int_eq(ext4check_mounts(img, last_mount, sizeof(last_mount)), 0);
 	for (boot = 1; boot <= 2; boot++) {
 		unsigned long long cmds, db;
 
+		/* boot 1 only: the FLR of boot 2 finds the vNVMe by its class. The stats lines and
+		 * checks below that look for "mode isolated" find nvme0's, printed first. */
+		args[10] = boot == 1 ? "--vnvme" : NULL;
+		args[11] = SSD ",vol=data,doorbell=eventfd";
+		args[12] = "--vnvme";
+		args[13] = SSD ",vol=pdata,mode=passthrough,doorbell=eventfd";
 		linuxboot_run(&b, args, NULL, BOOT_LIMIT_S, 0);
 		printf("linux isolated vNVMe root boot %d: %.1f s to exit\n", boot, b.t_exit);
 		fflush(stdout);
@@ -222,6 +323,11 @@ START_TEST(test_vnvme_isolated_root)
 		ck_assert_msg(strstr(b.console, "nvme nvme0: 1/0/0 default/read/poll queues"),
 			      "not one I/O queue");
 		ck_assert_msg(!strstr(b.console, "timeout, "), "nvme commands timed out");
+		if (boot == 1) {
+			ck_assert_msg(!strstr(b.console, "IO queues not created"), "no I/O queues");
+			eventfd_checks(&b, "isolated", "data", "nvme1", "nvme1n1");
+			eventfd_checks(&b, "passthrough", "pdata", "nvme2", "nvme2n1");
+		}
 		if (boot == FLR_BOOT) {
 			flr_checks(&b);
 		} else {

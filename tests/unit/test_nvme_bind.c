@@ -34,6 +34,7 @@ static struct nvme_qp_bind bound[8];
 static unsigned nbind, nunbind, bind_fail;
 static uint32_t unbound[8];
 static bool backend_alive;
+static bool bind_needs_dbbuf; /* the next controller's: eventfd doorbells */
 
 static uint16_t on_bind(void *opaque, const struct nvme_qp_bind *b, uint32_t *handle)
 {
@@ -84,6 +85,7 @@ static void make_ctrl(bool no_dbbuf)
 	    .size = 1 << 20,
 	    .lba_shift = ns_lba_shift,
 	    .no_dbbuf = no_dbbuf,
+	    .bind_needs_dbbuf = bind_needs_dbbuf,
 	    .serial = "BIND0001",
 	};
 	struct nvme_ctrl_hooks h = {.bind = on_bind, .unbind = on_unbind, .alive = on_alive};
@@ -121,6 +123,7 @@ static void setup(void)
 	admin_nsid = 0;
 	ns_lba_shift = 0;
 	backend_alive = true;
+	bind_needs_dbbuf = false;
 	make_ctrl(true);
 	enable();
 }
@@ -407,6 +410,42 @@ START_TEST(test_no_dbbuf)
 }
 END_TEST
 
+/* Eventfd doorbells: an SQ created before Doorbell Buffer Config (the Linux driver's order) is
+ * accepted and bound by that command, from the tail lvmm saw, copied to its shadow slot; a bind
+ * that then fails fails the command. */
+START_TEST(test_bind_after_dbbuf)
+{
+	nvme_ctrl_destroy(ctrl);
+	bind_needs_dbbuf = true;
+	make_ctrl(false);
+	enable();
+	ck_assert_uint_eq(create_cq(1, IOCQ_GPA, false, 0), 0);
+	ck_assert_uint_eq(create_sq(1, 1, IOSQ_GPA), 0);
+	ck_assert_uint_eq(nbind, 0);
+	w32(NVME_REG_DBS + 2 * STRIDE, 1); /* SQ 1's tail: nothing fetched by lvmm */
+	ck_assert_uint_eq(admin(NVME_ADMIN_DBBUF, 0, 0, 0x60000, 0x61000), 0);
+	ck_assert_uint_eq(nbind, 1);
+	ck_assert_uint_eq(bound[0].sqid, 1);
+	ck_assert_uint_eq(bound[0].cqid, 1);
+	ck_assert_uint_eq(bound[0].dbbuf_dbs, 0x60000);
+	ck_assert_uint_eq(bound[0].dbbuf_eis, 0x61000);
+	ck_assert_uint_eq(*(uint32_t *)(ram + 0x60000 + 2 * STRIDE), 1);
+	/* created after the buffer: bound at once */
+	ck_assert_uint_eq(create_cq(2, IOCQ_GPA + 0x1000, false, 0), 0);
+	ck_assert_uint_eq(create_sq(2, 2, IOSQ_GPA + 0x1000), 0);
+	ck_assert_uint_eq(nbind, 2);
+	/* after a reset the buffer is gone; a bind refused at Doorbell Buffer Config fails it */
+	w32(NVME_REG_CC, 0);
+	enable();
+	ck_assert_uint_eq(create_cq(1, IOCQ_GPA, false, 0), 0);
+	ck_assert_uint_eq(create_sq(1, 1, IOSQ_GPA), 0);
+	ck_assert_uint_eq(nbind, 2);
+	bind_fail = NVME_SC_INTERNAL;
+	ck_assert_uint_eq(admin(NVME_ADMIN_DBBUF, 0, 0, 0x60000, 0x61000), NVME_SC_INTERNAL);
+	ck_assert_uint_eq(nbind, 2);
+}
+END_TEST
+
 /* A backend that went away shows as Controller Fatal Status on the next CSTS read. */
 START_TEST(test_cfs_when_gone)
 {
@@ -440,6 +479,7 @@ static Suite *nvme_bind_suite(void)
 	tcase_add_test(t, test_bind_refusals);
 	tcase_add_test(t, test_bound_doorbells_ignored);
 	tcase_add_test(t, test_no_dbbuf);
+	tcase_add_test(t, test_bind_after_dbbuf);
 	tcase_add_test(t, test_cfs_when_gone);
 	tcase_add_test(t, test_external_cmb);
 	suite_add_tcase(s, t);
