@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1056,6 +1057,15 @@ static int vsock_restore(void *dev, const void *buf, uint64_t len, char *err, un
 	v->seen_gen = v->gen;
 	/* a driver that was running had connections, or may think so */
 	v->want_reset_event = (v->vp.status & VIRTIO_STATUS_DRIVER_OK) != 0;
+	/* host ports from elsewhere in their range than the saved lvmm's: a guest that has not
+	 * taken the reset event yet cannot mistake a new connection for one it still holds */
+	{
+		uint32_t rnd = 0;
+
+		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+			rnd = (uint32_t)v->gen * 2654435761u; /* no entropy yet: any other start */
+		v->next_host_port = HOST_PORT_FIRST + rnd % (1u << 29);
+	}
 	pthread_mutex_unlock(&v->vp.lock);
 	return 0;
 }

@@ -412,7 +412,7 @@ START_TEST(test_snapshot)
 	struct virtio_vsock_config c = {.cid = GUEST};
 	uint64_t len = 0, room;
 	uint8_t *st, *bad;
-	uint32_t hport, id, ulen;
+	uint32_t hport, old_port, id, ulen;
 	char buf[16];
 	struct pkt p;
 	void *b;
@@ -484,8 +484,12 @@ START_TEST(test_snapshot)
 	ck_assert(rx_ctl(&p));
 	ck_assert_uint_eq(p.op, OP_RST);
 	ck_assert_uint_eq(p.dst_port, 80);
-	/* a new host connection through the restored device's PATH */
+	/* a new host connection through the restored device's PATH, on a host port from
+	 * elsewhere in the range (the saved lvmm gave out the first one) */
+	old_port = hport;
 	fd2 = established(&hport);
+	ck_assert_uint_ne(hport, old_port);
+	ck_assert_uint_lt(hport, (1u << 30) + (1u << 29));
 	tx(80, hport, OP_RW, "after", 5);
 	ck_assert_int_eq(read(fd2, buf, sizeof(buf)), 5);
 	ck_assert_mem_eq(buf, "after", 5);
