@@ -21,6 +21,20 @@ uint64_t snap_hash(const void *buf, size_t len)
 	return h;
 }
 
+bool snap_all_zero(const void *p, size_t n)
+{
+	static const uint8_t zero[4096];
+	const uint8_t *b = p;
+
+	for (size_t off = 0; off < n; off += sizeof(zero)) {
+		size_t k = n - off < sizeof(zero) ? n - off : sizeof(zero);
+
+		if (memcmp(b + off, zero, k))
+			return false;
+	}
+	return true;
+}
+
 const char *snap_type_name(uint32_t type)
 {
 	switch (type) {

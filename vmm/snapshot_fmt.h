@@ -4,6 +4,7 @@
 #ifndef LVMM_SNAPSHOT_FMT_H
 #define LVMM_SNAPSHOT_FMT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -121,6 +122,8 @@ struct snap_dev_head {
 _Static_assert(sizeof(struct snap_dev_head) == 104, "snapshot device head layout");
 
 uint64_t snap_hash(const void *buf, size_t len);
+/* Whether the n bytes at p are all zero: the pages a snapshot or a migration leaves out. */
+bool snap_all_zero(const void *p, size_t n);
 
 struct snap_writer {
 	uint8_t *buf;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "migrate_proto.h"
+#include "snapshot_fmt.h"
 #include "vm_internal.h"
 
 #define MIG_IO_TIMEOUT_MS     30000  /* a peer silent this long mid-migration is given up */
@@ -216,16 +217,6 @@ static uint64_t mig_page_hash(const uint8_t *p)
 	return h | 1; /* 0: never sent */
 }
 
-static bool mig_page_zero(const uint8_t *p)
-{
-	const uint64_t *w = (const uint64_t *)p;
-
-	for (unsigned i = 0; i < MIG_PAGE / 8; i++)
-		if (w[i])
-			return false;
-	return true;
-}
-
 /* Pages [first, first + n) of the RAM in MEMORY frames. */
 static int mig_send_run(struct mig_src *s, uint64_t first, uint64_t n, char *err, unsigned errlen)
 {
@@ -278,7 +269,7 @@ static bool mig_want_first(struct mig_src *s, uint64_t p, void *ctx)
 
 	(void)ctx;
 	s->hash[p] = mig_page_hash(page);
-	return !mig_page_zero(page);
+	return !snap_all_zero(page, MIG_PAGE);
 }
 
 /* Pages in the dirty bitmap of the whole RAM (bit p: RAM page p). */

@@ -229,19 +229,6 @@ static int snap_save_vm(struct vm *vm, struct snap_writer *w, unsigned *tsc_khz,
 	return 0;
 }
 
-static bool snap_zero(const uint8_t *p, size_t n)
-{
-	static const uint8_t zero[4096];
-
-	for (size_t off = 0; off < n; off += sizeof(zero)) {
-		size_t k = n - off < sizeof(zero) ? n - off : sizeof(zero);
-
-		if (memcmp(p + off, zero, k))
-			return false;
-	}
-	return true;
-}
-
 /* len bytes of buf at off in fd (name for messages): 0, or -EIO with err set. */
 static int snap_pwrite_all(int fd, const char *name, const void *buf, size_t len, uint64_t off,
 			   char *err, unsigned errlen)
@@ -320,7 +307,7 @@ static int snap_save_memory(struct vm *vm, int dirfd, const uint8_t *id, uint64_
 	for (off = 0; off < size && !r; off += SNAP_CHUNK) {
 		size_t n = size - off < SNAP_CHUNK ? (size_t)(size - off) : SNAP_CHUNK;
 
-		if (snap_zero(vm->ram + off, n))
+		if (snap_all_zero(vm->ram + off, n))
 			continue;
 		r = snap_pwrite_all(fd, SNAP_MEMORY_FILE, vm->ram + off, n, off, err, errlen);
 		if (!r)
