@@ -41,6 +41,7 @@ inc_for = $(if $(filter host-kmod/%,$(1)),$(INC_HOSTKMOD),$(if $(filter devices/
 LIB_SRCS     := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard vmm/api/*.c) \
                 $(wildcard devices/*.c devices/nvme-lightiov/*.c devices/virtio/*.c) \
                 $(wildcard host-kmod/common/*.c) $(wildcard host-kmod/client/*.c) \
+                $(wildcard host-kmod/vfio/*.c) \
                 $(wildcard host-kmod/softssd/*.c)
 BINS         :=
 UNIT_TESTS   := $(call names,tests/unit)

@@ -103,11 +103,11 @@ allowed() {
 	case "$1" in
 	include) return 1 ;;
 	vmm/platform) return 1 ;;
-	host-kmod/common | host-kmod/kmod) [[ $2 == include ]] ;;
+	host-kmod/common | host-kmod/kmod | host-kmod/vfio) [[ $2 == include ]] ;;
 	host-kmod/client) [[ $2 == include || $2 == host-kmod/common ]] ;;
 	host-kmod/*) [[ $2 == include || $2 == host-kmod/* ]] ;;
 	devices | devices/*) [[ $2 == include || $2 == vmm/platform || $2 == devices* || \
-		$2 == host-kmod/client ]] ;;
+		$2 == host-kmod/client || $2 == host-kmod/vfio ]] ;;
 	vmm) [[ $2 != tests/* && $2 != tools/* && $2 != gpu-fs ]] ;;
 	gpu-fs) [[ $2 == include || $2 == host-kmod/client || $2 == host-kmod/common ]] ;;
 	*) return 0 ;;
