@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lightiov/size.h"
@@ -23,6 +24,8 @@
 static const char ssd_usage[] =
     "usage: lvmm ssd serve NAME --backing FILE|BLOCKDEV [OPTIONS]   run a software NVMe SSD\n"
     "       lvmm ssd stats NAME                                    counters of a running one\n"
+    "       lvmm ssd upgrade NAME [--binary PATH]                  a new daemon takes its clients\n"
+    "                                                              over (lvmm ssd upgrade --help)\n"
     "       lvmm ssd vol COMMAND ...                               its volumes (lvmm ssd vol "
     "--help)\n"
     "serve options:\n"
@@ -373,6 +376,119 @@ static int ssd_cmd_stats(int argc, char **argv)
 	return 0;
 }
 
+static const char ssd_upgrade_usage[] =
+    "usage: lvmm ssd upgrade NAME [--binary PATH]\n"
+    "Starts PATH (default: this lvmm) as the daemon of SSD NAME; it takes the running daemon's\n"
+    "clients over (sockets, memory, queue pairs, volumes) while their I/O pauses, and the old\n"
+    "daemon exits. Only root or the daemon's own user may ask. On any failure the old daemon\n"
+    "serves on. systemd: `systemctl reload lvmm-softssd@NAME`.\n";
+
+/* The new daemon runs detached from this command: its result comes back as one line on a pipe
+ * ("ok PID" or "error: ..."), then the command exits and the daemon serves on. */
+static int ssd_cmd_upgrade(int argc, char **argv)
+{
+	char self[4096], line[512] = "", *binary = NULL, fdarg[16];
+	const char *name = NULL;
+	size_t got = 0;
+	int p[2], i, st;
+	ssize_t n;
+	pid_t pid;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(ssd_upgrade_usage, stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--binary") && i + 1 < argc) {
+			binary = argv[++i];
+		} else if (argv[i][0] != '-' && !name) {
+			name = argv[i];
+		} else {
+			fprintf(stderr,
+				"lvmm: ssd upgrade: unexpected '%s' (lvmm ssd upgrade --help)\n",
+				argv[i]);
+			return 2;
+		}
+	}
+	if (!name || !lio_name_valid(name)) {
+		fprintf(stderr, "lvmm: ssd upgrade: %s%s%s (lvmm ssd upgrade --help)\n",
+			name ? "name '" : "expected one SSD NAME", name ? name : "",
+			name ? "' is not 1..31 of [A-Za-z0-9._-]" : "");
+		return 2;
+	}
+	if (!binary) {
+		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n <= 0) {
+			fprintf(stderr, "lvmm: ssd upgrade %s: /proc/self/exe: %s\n", name,
+				strerror(errno));
+			return 1;
+		}
+		self[n] = 0;
+		binary = self;
+	}
+	if (access(binary, X_OK)) {
+		fprintf(stderr, "lvmm: ssd upgrade %s: binary %s: %s\n", name, binary,
+			strerror(errno));
+		return 1;
+	}
+	if (pipe2(p, O_CLOEXEC)) {
+		fprintf(stderr, "lvmm: ssd upgrade %s: pipe: %s\n", name, strerror(errno));
+		return 1;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "lvmm: ssd upgrade %s: fork: %s\n", name, strerror(errno));
+		return 1;
+	}
+	if (!pid) {
+		char *args[] = {binary,	       "ssd", "take-over", (char *)name,
+				"--status-fd", fdarg, NULL};
+		int fd = fcntl(p[1], F_DUPFD, 3);
+
+		setsid(); /* the daemon outlives this command and its terminal */
+		snprintf(fdarg, sizeof(fdarg), "%d", fd);
+		execv(binary, args);
+		dprintf(fd, "error: exec %s: %s\n", binary, strerror(errno));
+		_exit(127);
+	}
+	close(p[1]);
+	while (got < sizeof(line) - 1 && (n = read(p[0], line + got, sizeof(line) - 1 - got)) > 0)
+		got += (size_t)n;
+	close(p[0]);
+	line[got] = 0;
+	if (!strncmp(line, "ok ", 3)) {
+		printf("ssd %s: upgraded: served by pid %d now\n", name, atoi(line + 3));
+		return 0;
+	}
+	line[strcspn(line, "\n")] = 0;
+	if (!strncmp(line, "error: ", 7)) {
+		fprintf(stderr, "lvmm: ssd upgrade %s: %s\n", name, line + 7);
+		waitpid(pid, &st, 0);
+		return 1;
+	}
+	waitpid(pid, &st, 0);
+	fprintf(stderr,
+		"lvmm: ssd upgrade %s: the new daemon %s %d before taking over; the old one "
+		"serves on\n",
+		name, WIFEXITED(st) ? "exited with status" : "died of signal",
+		WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	return 1;
+}
+
+/* Internal: the new daemon as ssd_cmd_upgrade starts it. */
+static int ssd_cmd_take_over(int argc, char **argv)
+{
+	uint64_t fd;
+
+	if (argc != 4 || strcmp(argv[2], "--status-fd") ||
+	    lio_count_parse(argv[3], 0, 65535, &fd) || !lio_name_valid(argv[1])) {
+		fprintf(stderr,
+			"usage: lvmm ssd take-over NAME --status-fd FD (lvmm ssd upgrade)\n");
+		return 2;
+	}
+	return ssd_take_over(argv[1], (int)fd);
+}
+
 int ssd_cli_main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
@@ -384,6 +500,10 @@ int ssd_cli_main(int argc, char **argv)
 		return ssd_cmd_serve(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "stats"))
 		return ssd_cmd_stats(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "upgrade"))
+		return ssd_cmd_upgrade(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "take-over"))
+		return ssd_cmd_take_over(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "vol"))
 		return ssd_vol_cli(argc - 1, argv + 1);
 	fprintf(stderr, "lvmm ssd: unknown command '%s' (lvmm ssd --help)\n", argv[1]);

@@ -338,6 +338,17 @@ report:
 	return 0;
 }
 
+bool ssd_qp_is_quiesced(struct ssd_qp *qp)
+{
+	struct ssd_worker *w = qp->w;
+	bool q;
+
+	pthread_mutex_lock(&w->lock);
+	q = qp->state == SSD_QP_QUIESCED || (qp->state == SSD_QP_NEW && qp->start_quiesced);
+	pthread_mutex_unlock(&w->lock);
+	return q;
+}
+
 int ssd_qp_resume(struct ssd_qp *qp)
 {
 	struct ssd_worker *w = qp->w;

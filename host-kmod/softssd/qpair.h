@@ -110,6 +110,8 @@ void ssd_qp_free(struct ssd_qp *qp);
  * what was still outstanding) or 0. Control thread only. */
 int ssd_qp_quiesce(struct ssd_qp *qp, uint32_t timeout_ms, struct lio_qp_state *st,
 		   uint32_t *inflight);
+/* Whether it is quiesced now (by QP_QUIESCE, or restored and not yet resumed). */
+bool ssd_qp_is_quiesced(struct ssd_qp *qp);
 /* A quiesced (or restored, not yet started) queue pair fetches again. -EINVAL if it is not. */
 int ssd_qp_resume(struct ssd_qp *qp);
 

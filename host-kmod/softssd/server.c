@@ -20,6 +20,7 @@
 
 #include "lightiov/voltable.h"
 #include "client/lio_client.h"
+#include "softssd/handover.h"
 #include "softssd/server_int.h"
 #include "softssd/volumes.h"
 
@@ -116,6 +117,15 @@ static int ssd_session_request(struct ssd_server *s, struct ssd_session *ss)
 	c.fds = fds;
 	c.nfds = nfds;
 	c.outfd = -1;
+	if ((size_t)r >= sizeof(uint32_t) && !memcmp(buf, &(uint32_t){SSD_HO_MAGIC}, 4)) {
+		/* a successor asking for the sessions (`lvmm ssd upgrade`): returns only if the
+		 * hand-over failed or was refused, and the asking connection ends */
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+		ssd_upgrade_give(s, ss, buf, (size_t)r, nfds,
+				 !!(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)));
+		return -1;
+	}
 	if ((size_t)r < sizeof(h)) {
 		ssd_err(&c, "request of %zd bytes: shorter than its header", r);
 		status = -EPROTO;
@@ -207,7 +217,7 @@ static void ssd_status_line(struct ssd_server *s, struct ssd_session *ss, const 
 	fflush(stdout);
 }
 
-static void ssd_session_end(struct ssd_server *s, struct ssd_session *ss)
+void ssd_session_end(struct ssd_server *s, struct ssd_session *ss)
 {
 	struct ssd_session **pp;
 	unsigned i;
@@ -443,7 +453,7 @@ static int ssd_listen(struct ssd_server *s, char *err, unsigned errlen)
 }
 
 /* sd_notify(READY=1) by hand: one datagram to $NOTIFY_SOCKET. */
-static void ssd_notify_ready(void)
+void ssd_notify_ready(void)
 {
 	const char *path = getenv("NOTIFY_SOCKET");
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -477,13 +487,9 @@ static void ssd_raise_nofile(void)
 	}
 }
 
-static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
+void ssd_process_setup(void)
 {
-	const struct ssd_server_cfg *cfg = s->cfg;
-	struct lio_identify id = {0};
-	struct epoll_event ev = {.events = EPOLLIN};
 	sigset_t set;
-	int r;
 
 	/* blocked before the workers start, so that they inherit the mask: only signalfd sees
 	 * SIGTERM and friends */
@@ -494,6 +500,55 @@ static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	ssd_raise_nofile();
+}
+
+int ssd_start_engine(struct ssd_server *s, char *err, unsigned errlen)
+{
+	s->lba_shift = ssd_volumes_lba_shift(s->vols);
+	s->qp_by_id = calloc(LIO_MAX_QPAIRS + 1, sizeof(*s->qp_by_id));
+	if (!s->qp_by_id)
+		return -ENOMEM;
+	return ssd_engine_start(&s->eng, s->cfg->backing_fd, s->cfg->direct_fd, s->lba_shift,
+				s->cfg->workers, s->cfg->model, err, errlen);
+}
+
+int ssd_start_events(struct ssd_server *s, char *err, unsigned errlen)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	s->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->sigfd < 0 || s->epfd < 0) {
+		snprintf(err, errlen, "softssd %s: signalfd/epoll: %s", s->cfg->name,
+			 strerror(errno));
+		return -errno;
+	}
+	ev.data.ptr = SSD_EV_LISTEN;
+	epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev);
+	ev.data.ptr = SSD_EV_SIGNAL;
+	epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->sigfd, &ev);
+	return 0;
+}
+
+int ssd_start_confine(struct ssd_server *s, char *err, unsigned errlen)
+{
+	int r = ssd_drop_caps(err, errlen);
+
+	return r ? r : ssd_seccomp_install(s->cfg->seccomp, err, errlen);
+}
+
+static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
+{
+	const struct ssd_server_cfg *cfg = s->cfg;
+	struct lio_identify id = {0};
+	int r;
+
+	ssd_process_setup();
 	r = ssd_volumes_open(&s->vols, cfg->backing_fd, cfg->name, cfg->capacity, cfg->lba_shift,
 			     true, err, errlen);
 	if (r)
@@ -508,27 +563,15 @@ static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 		printf("%s: freed %d anonymous volumes of clients of the previous daemon\n",
 		       cfg->name, r);
 	ssd_volumes_identify(s->vols, &id);
-	s->lba_shift = ssd_volumes_lba_shift(s->vols);
-	s->qp_by_id = calloc(LIO_MAX_QPAIRS + 1, sizeof(*s->qp_by_id));
-	if (!s->qp_by_id)
-		return -ENOMEM;
-	r = ssd_engine_start(&s->eng, cfg->backing_fd, cfg->direct_fd, s->lba_shift, cfg->workers,
-			     cfg->model, err, errlen);
+	r = ssd_start_engine(s, err, errlen);
 	if (r)
 		return r;
 	r = ssd_listen(s, err, errlen);
 	if (r)
 		return r;
-	s->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	s->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (s->sigfd < 0 || s->epfd < 0) {
-		snprintf(err, errlen, "softssd %s: signalfd/epoll: %s", cfg->name, strerror(errno));
-		return -errno;
-	}
-	ev.data.ptr = SSD_EV_LISTEN;
-	epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev);
-	ev.data.ptr = SSD_EV_SIGNAL;
-	epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->sigfd, &ev);
+	r = ssd_start_events(s, err, errlen);
+	if (r)
+		return r;
 	printf("%s: serving %s on %s: %" PRIu64 " LBAs of %u bytes, %u volumes, model %s, "
 	       "%u workers\n",
 	       cfg->name, "softssd", s->path, id.capacity_lbas, 1u << s->lba_shift, id.nr_volumes,
@@ -536,40 +579,29 @@ static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 	fflush(stdout);
 	if (cfg->notify)
 		ssd_notify_ready();
-	r = ssd_drop_caps(err, errlen);
-	return r ? r : ssd_seccomp_install(cfg->seccomp, err, errlen);
+	return ssd_start_confine(s, err, errlen);
 }
 
-int ssd_serve(const struct ssd_server_cfg *cfg)
+int ssd_serve_loop(struct ssd_server *s, int status)
 {
-	struct ssd_server s = {.cfg = cfg, .lfd = -1, .sigfd = -1, .epfd = -1};
-	char err[256] = "";
-	int r, status = 0;
-	bool stop = false;
+	bool stop = status != 0;
 
-	s.start_ns = ssd_now_ns();
-	r = ssd_start(&s, err, sizeof(err));
-	if (r) {
-		fprintf(stderr, "%s\n", err[0] ? err : strerror(-r));
-		status = 1;
-		stop = true;
-	}
 	while (!stop) {
 		struct epoll_event ev[16];
-		int n = epoll_wait(s.epfd, ev, 16, s.listen_paused ? SSD_LISTEN_RETRY_MS : -1), i;
+		int n = epoll_wait(s->epfd, ev, 16, s->listen_paused ? SSD_LISTEN_RETRY_MS : -1), i;
 
-		if (s.listen_paused &&
-		    ssd_now_ns() - s.listen_paused_ns >= SSD_LISTEN_RETRY_MS * 1000000ull)
-			ssd_listen_resume(&s);
+		if (s->listen_paused &&
+		    ssd_now_ns() - s->listen_paused_ns >= SSD_LISTEN_RETRY_MS * 1000000ull)
+			ssd_listen_resume(s);
 		for (i = 0; i < n && !stop; i++) {
 			void *p = ev[i].data.ptr;
 
 			if (p == SSD_EV_LISTEN) {
-				ssd_accept(&s);
+				ssd_accept(s);
 			} else if (p == SSD_EV_SIGNAL) {
 				struct signalfd_siginfo si;
 
-				if (read(s.sigfd, &si, sizeof(si)) == sizeof(si) &&
+				if (read(s->sigfd, &si, sizeof(si)) == sizeof(si) &&
 				    si.ssi_signo != SIGHUP)
 					stop = true;
 			} else {
@@ -577,35 +609,50 @@ int ssd_serve(const struct ssd_server_cfg *cfg)
 				int gone = 0;
 
 				if (ss->refused) {
-					ssd_refused_end(&s, ss);
+					ssd_refused_end(s, ss);
 					continue;
 				}
 				if (ev[i].events & EPOLLIN)
-					gone = ssd_session_request(&s, ss);
+					gone = ssd_session_request(s, ss);
 				else if (ev[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
 					gone = -1;
 				if (gone)
-					ssd_session_end(&s, ss);
+					ssd_session_end(s, ss);
 			}
 		}
 	}
-	while (s.sessions)
-		ssd_session_end(&s, s.sessions);
-	while (s.refused)
-		ssd_refused_end(&s, s.refused);
-	ssd_engine_stop(s.eng);
-	if (s.lfd >= 0) {
-		close(s.lfd);
-		unlink(s.path);
+	while (s->sessions)
+		ssd_session_end(s, s->sessions);
+	while (s->refused)
+		ssd_refused_end(s, s->refused);
+	ssd_engine_stop(s->eng);
+	if (s->lfd >= 0) {
+		close(s->lfd);
+		unlink(s->path);
 	}
-	if (s.vols)
-		ssd_volumes_close(s.vols);
-	if (s.sigfd >= 0)
-		close(s.sigfd);
-	if (s.epfd >= 0)
-		close(s.epfd);
-	free(s.qp_by_id);
+	if (s->vols)
+		ssd_volumes_close(s->vols);
+	if (s->sigfd >= 0)
+		close(s->sigfd);
+	if (s->epfd >= 0)
+		close(s->epfd);
+	free(s->qp_by_id);
 	if (!status)
-		printf("%s: stopped\n", cfg->name);
+		printf("%s: stopped\n", s->cfg->name);
 	return status;
+}
+
+int ssd_serve(const struct ssd_server_cfg *cfg)
+{
+	struct ssd_server s = {.cfg = cfg, .lfd = -1, .sigfd = -1, .epfd = -1};
+	char err[256] = "";
+	int r, status = 0;
+
+	s.start_ns = ssd_now_ns();
+	r = ssd_start(&s, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "%s\n", err[0] ? err : strerror(-r));
+		status = 1;
+	}
+	return ssd_serve_loop(&s, status);
 }

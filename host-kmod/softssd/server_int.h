@@ -36,6 +36,7 @@ struct ssd_session {
 	char label[LIO_NAME_MAX];
 	struct ssd_window win;
 	int win_fd[LIO_MAX_REGIONS];
+	uint64_t win_off[LIO_MAX_REGIONS]; /* each region's fd_offset (for a hand-over) */
 	uint64_t win_bytes;
 	int qmem_fd;
 	uint8_t *qmem;
@@ -107,5 +108,33 @@ void ssd_session_counters(const struct ssd_session *ss, struct ssd_counters *t);
 void ssd_qp_destroy(struct ssd_server *s, struct ssd_session *ss, struct ssd_qp **pp);
 /* Unmaps and closes the session's DMA window. */
 void ssd_window_drop(struct ssd_session *ss);
+
+/* ---- start-up pieces shared by `serve` (server.c) and a take-over (upgrade.c) ---- */
+/* Signals blocked (signalfd takes them), SIGPIPE ignored, the fd limit raised. */
+void ssd_process_setup(void);
+/* The queue-pair table and the workers, once s->vols is open. */
+int ssd_start_engine(struct ssd_server *s, char *err, unsigned errlen);
+/* The signalfd and the epoll set with the listener (s->lfd) in it. */
+int ssd_start_events(struct ssd_server *s, char *err, unsigned errlen);
+/* Capabilities dropped and the seccomp filter installed: the last step before serving. */
+int ssd_start_confine(struct ssd_server *s, char *err, unsigned errlen);
+/* Serves until a stop signal (status 0) or at once with status, then tears everything down. */
+int ssd_serve_loop(struct ssd_server *s, int status);
+void ssd_notify_ready(void);
+void ssd_session_end(struct ssd_server *s, struct ssd_session *ss);
+
+/* ---- hand-over (upgrade.c, session.c) ---- */
+struct ssd_ho_qp;
+/* Fills rec's id, creation request, queue-memory offsets and counters (not its state). */
+void ssd_qp_handover(const struct ssd_qp *qp, struct ssd_ho_qp *rec);
+/* Rebuilds a queue pair of c->ss from a hand-over record (its eventfds in c->fds), quiesced. */
+int ssd_qp_adopt(struct ssd_call *c, const struct ssd_ho_qp *rec);
+/* Takes the predecessor's queue memory fd (bytes long) for c->ss. */
+int ssd_qmem_adopt(struct ssd_call *c, int fd, uint64_t bytes);
+/* The old daemon's side of `lvmm ssd upgrade`, on a hand-over message from session req (buf,
+ * len bytes, nfds fds already closed): on success the process exits; on refusal or failure it
+ * returns with every queue pair serving as before, and the caller ends req. */
+void ssd_upgrade_give(struct ssd_server *s, struct ssd_session *req, const void *buf, size_t len,
+		      unsigned nfds, int trunc);
 
 #endif

@@ -15,6 +15,7 @@
 #include "lightiov/abi.h"
 #include "lightiov/check.h"
 #include "lightiov/voltable.h"
+#include "softssd/handover.h"
 #include "softssd/server_int.h"
 #include "softssd/volumes.h"
 
@@ -275,6 +276,8 @@ static int ssd_op_dma_register(struct ssd_call *c)
 	ssd_window_drop(ss);
 	ss->win = nw;
 	memcpy(ss->win_fd, nfd, sizeof(int) * nw.n);
+	for (i = 0; i < nw.n; i++)
+		ss->win_off[i] = w->r[i].fd_offset;
 	ss->win_bytes = total;
 	return 0;
 }
@@ -344,6 +347,22 @@ static int64_t ssd_qmem_carve(struct ssd_session *ss, uint64_t bytes)
 	return -1;
 }
 
+/* A hand-over's carving at off, as its predecessor made it: contents kept. 0, or -1 when it is
+ * not inside queue memory, not page aligned or not free. */
+static int64_t ssd_qmem_claim(struct ssd_session *ss, uint64_t off, uint64_t bytes)
+{
+	uint64_t n = (bytes + LIO_PAGE_SIZE - 1) / LIO_PAGE_SIZE, i;
+
+	if (!ss->qmem || off % LIO_PAGE_SIZE || off > ss->qmem_bytes ||
+	    n > (ss->qmem_bytes - off) / LIO_PAGE_SIZE)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (ss->qmem_used[off / LIO_PAGE_SIZE + i])
+			return -1;
+	memset(ss->qmem_used + off / LIO_PAGE_SIZE, 1, n);
+	return (int64_t)off;
+}
+
 static void ssd_qmem_release(struct ssd_session *ss, uint64_t off, uint64_t bytes)
 {
 	memset(ss->qmem_used + off / LIO_PAGE_SIZE, 0, (bytes + LIO_PAGE_SIZE - 1) / LIO_PAGE_SIZE);
@@ -351,11 +370,12 @@ static void ssd_qmem_release(struct ssd_session *ss, uint64_t off, uint64_t byte
 
 /* ---- queue pairs ---- */
 
-/* Queue-memory carvings of a qp, kept for its destroy. */
+/* Queue-memory carvings of a qp, kept for its destroy, and its request, for a hand-over. */
 struct ssd_qp_ext {
 	struct ssd_qp qp;
 	int64_t sq_off, cq_off, db_off;
 	uint32_t vol_id;
+	struct lio_qp_create req;
 };
 
 static struct ssd_attached *ssd_find_vol(struct ssd_session *ss, uint32_t vol_id)
@@ -458,9 +478,21 @@ static int ssd_qp_validate(struct ssd_call *c, const struct lio_qp_create *q,
 	return 0;
 }
 
-/* QP_CREATE, or with rq QP_RESTORE: the same queue pair, starting quiesced at rq->st. */
+/* Queue memory of a queue pair: carved anew, or with ad (a hand-over) where its predecessor
+ * had it, ad_flag saying whether it did. */
+static int64_t ssd_qp_qmem(struct ssd_session *ss, uint64_t bytes, const struct ssd_ho_qp *ad,
+			   uint32_t ad_flag, uint64_t ad_off)
+{
+	if (!ad)
+		return ssd_qmem_carve(ss, bytes);
+	return ad->flags & ad_flag ? ssd_qmem_claim(ss, ad_off, bytes) : -1;
+}
+
+/* QP_CREATE, or with rq QP_RESTORE: the same queue pair, starting quiesced at rq->st; with ad
+ * too, a hand-over's: its id and queue memory as its predecessor had them, the doorbells as they
+ * are. */
 static int ssd_qp_make(struct ssd_call *c, const struct lio_qp_create *q,
-		       const struct lio_qp_restore *rq)
+		       const struct lio_qp_restore *rq, const struct ssd_ho_qp *ad)
 {
 	const char *op = rq ? "qp-restore" : "qp-create";
 	struct lio_qp_create *out = (void *)c->out;
@@ -488,6 +520,8 @@ static int ssd_qp_make(struct ssd_call *c, const struct lio_qp_create *q,
 	qp = &x->qp;
 	x->sq_off = x->cq_off = x->db_off = -1;
 	x->vol_id = q->vol_id;
+	x->req = *q;
+	x->req.db_fd = x->req.irq_fd = -1;
 	qp->db_fd = qp->irq_fd = -1;
 	qp->mode = q->mode;
 	qp->flags = q->flags;
@@ -501,13 +535,13 @@ static int ssd_qp_make(struct ssd_call *c, const struct lio_qp_create *q,
 	qp->write_through = !!(ss->flags & LIO_SESSION_WRITE_THROUGH);
 	r = -EINVAL;
 	if (q->flags & LIO_QP_SQ_QMEM) {
-		x->sq_off = ssd_qmem_carve(ss, sqb);
+		x->sq_off = ssd_qp_qmem(ss, sqb, ad, SSD_HO_QP_SQ_OFF, ad ? ad->sq_off : 0);
 		qp->sq = x->sq_off < 0 ? NULL : (void *)(ss->qmem + x->sq_off);
 	} else {
 		qp->sq = ssd_gpa(c, "sq_gpa", q->sq_gpa, sqb);
 	}
 	if (q->flags & LIO_QP_CQ_QMEM) {
-		x->cq_off = ssd_qmem_carve(ss, cqb);
+		x->cq_off = ssd_qp_qmem(ss, cqb, ad, SSD_HO_QP_CQ_OFF, ad ? ad->cq_off : 0);
 		qp->cq = x->cq_off < 0 ? NULL : (void *)(ss->qmem + x->cq_off);
 	} else if (qp->sq) {
 		qp->cq = ssd_gpa(c, "cq_gpa", q->cq_gpa, cqb);
@@ -515,7 +549,8 @@ static int ssd_qp_make(struct ssd_call *c, const struct lio_qp_create *q,
 	if (!qp->sq || !qp->cq)
 		goto fail_space;
 	if (q->flags & LIO_QP_DB_POLL) {
-		x->db_off = ssd_qmem_carve(ss, 2 * LIO_PAGE_SIZE);
+		x->db_off =
+		    ssd_qp_qmem(ss, 2 * LIO_PAGE_SIZE, ad, SSD_HO_QP_DB_OFF, ad ? ad->db_off : 0);
 		if (x->db_off < 0)
 			goto fail_space;
 		qp->sq_tail_db = (uint32_t *)(ss->qmem + x->db_off);
@@ -571,7 +606,7 @@ static int ssd_qp_make(struct ssd_call *c, const struct lio_qp_create *q,
 		qp->cq_head = rq->st.cq_head;
 		qp->phase = (uint16_t)rq->st.phase;
 		qp->last_tail = rq->st.sq_tail_db;
-		if (q->flags & LIO_QP_DB_POLL) {
+		if ((q->flags & LIO_QP_DB_POLL) && !ad) {
 			/* fresh doorbell pages: the values the queue pair had */
 			__atomic_store_n(qp->sq_tail_db, rq->st.sq_tail_db, __ATOMIC_RELEASE);
 			__atomic_store_n(qp->cq_head_db, rq->st.cq_head_db, __ATOMIC_RELEASE);
@@ -579,7 +614,15 @@ static int ssd_qp_make(struct ssd_call *c, const struct lio_qp_create *q,
 	}
 	qp->lba_lo = qp->chk.lba_start;
 	qp->lba_hi = qp->chk.lba_start + qp->chk.lba_count;
-	qp->id = ssd_alloc_qp_id(s);
+	if (ad) {
+		qp->ctr = ad->ctr;
+		if (s->qp_by_id[ad->qp_id]) {
+			ssd_err(c, "%s: queue pair id %u given twice", op, ad->qp_id);
+			r = -EEXIST;
+			goto fail;
+		}
+	}
+	qp->id = ad ? ad->qp_id : ssd_alloc_qp_id(s);
 	if (!qp->id) {
 		ssd_err(c, "%s: no free queue-pair id", op);
 		r = -ENOSPC;
@@ -627,14 +670,75 @@ fail:
 
 static int ssd_op_qp_create(struct ssd_call *c)
 {
-	return ssd_qp_make(c, c->in, NULL);
+	return ssd_qp_make(c, c->in, NULL, NULL);
 }
 
 static int ssd_op_qp_restore(struct ssd_call *c)
 {
 	const struct lio_qp_restore *rq = c->in;
 
-	return ssd_qp_make(c, &rq->qp, rq);
+	return ssd_qp_make(c, &rq->qp, rq, NULL);
+}
+
+/* ---- hand-over (upgrade.c) ---- */
+
+void ssd_qp_handover(const struct ssd_qp *qp, struct ssd_ho_qp *rec)
+{
+	const struct ssd_qp_ext *x = (const struct ssd_qp_ext *)qp;
+
+	rec->qp_id = qp->id;
+	rec->rq.qp = x->req;
+	rec->rq.st.qp_id = 0;
+	rec->rq.st.timeout_ms = 0;
+	rec->rq.st.flags = 0; /* the restore takes none */
+	rec->rq.st.quiesce_ns = 0;
+	rec->sq_off = x->sq_off >= 0 ? (uint64_t)x->sq_off : 0;
+	rec->cq_off = x->cq_off >= 0 ? (uint64_t)x->cq_off : 0;
+	rec->db_off = x->db_off >= 0 ? (uint64_t)x->db_off : 0;
+	rec->flags |= (x->sq_off >= 0 ? SSD_HO_QP_SQ_OFF : 0) |
+		      (x->cq_off >= 0 ? SSD_HO_QP_CQ_OFF : 0) |
+		      (x->db_off >= 0 ? SSD_HO_QP_DB_OFF : 0);
+	ssd_counters_read(&rec->ctr, &qp->ctr);
+}
+
+int ssd_qp_adopt(struct ssd_call *c, const struct ssd_ho_qp *rec)
+{
+	return ssd_qp_make(c, &rec->rq.qp, &rec->rq, rec);
+}
+
+int ssd_qmem_adopt(struct ssd_call *c, int fd, uint64_t bytes)
+{
+	struct ssd_session *ss = c->ss;
+	struct stat st;
+	int seals = fcntl(fd, F_GET_SEALS);
+	void *p;
+	struct lio_qmem q = {.size = bytes};
+	struct lio_abi_session none = {0};
+	struct lio_abi_err e;
+
+	if (lio_abi_qmem(&q, &none, &e) || fstat(fd, &st) || (uint64_t)st.st_size != bytes ||
+	    seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
+		ssd_err(c,
+			"hand-over: queue memory of %" PRIu64
+			" bytes: not a sealed memfd of that size",
+			bytes);
+		return -EINVAL;
+	}
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		ssd_err(c, "hand-over: queue memory: mmap: %s", strerror(errno));
+		return -ENOMEM;
+	}
+	ss->qmem_used = calloc(bytes / LIO_PAGE_SIZE, 1);
+	if (!ss->qmem_used) {
+		munmap(p, bytes);
+		ssd_err(c, "hand-over: queue memory: out of memory");
+		return -ENOMEM;
+	}
+	ss->qmem = p;
+	ss->qmem_fd = fd;
+	ss->qmem_bytes = bytes;
+	return 0;
 }
 
 static struct ssd_qp *ssd_session_qp(struct ssd_session *ss, uint32_t id, struct ssd_qp ***prev)

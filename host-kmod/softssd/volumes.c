@@ -601,6 +601,80 @@ out:
 	return r;
 }
 
+int ssd_volumes_hold_name(struct ssd_volumes *v, uint32_t vol_id, uint64_t owner,
+			  char name[LIO_NAME_MAX])
+{
+	unsigned i;
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&v->lock);
+	for (i = 0; i < v->nr_holds && r; i++) {
+		if (v->holds[i].vol_id == vol_id && v->holds[i].owner == owner) {
+			memcpy(name, v->holds[i].name, LIO_NAME_MAX);
+			r = 0;
+		}
+	}
+	pthread_mutex_unlock(&v->lock);
+	return r;
+}
+
+int ssd_volumes_adopt(struct ssd_volumes *v, const struct lio_vol_attach *a, uint64_t owner,
+		      char *err, unsigned errlen)
+{
+	enum hold_mode mode = a->flags & LIO_ATTACH_EXCL_ALL   ? HOLD_ALL
+			      : a->flags & LIO_ATTACH_READONLY ? HOLD_READ
+							       : HOLD_WRITE;
+	const struct lio_vt_entry *e;
+	struct vols_hold *h;
+	unsigned i;
+	int idx, r = -EINVAL;
+
+	pthread_mutex_lock(&v->lock);
+	idx = memchr(a->name, 0, LIO_NAME_MAX) ? lio_vt_find(v->vt, a->name) : -1;
+	if (idx < 0 || !owner || !a->vol_id) {
+		snprintf(err, errlen, "%s: hand-over: volume '%.*s' (id %u) is not in the table",
+			 v->ssd, LIO_NAME_MAX - 1, a->name, a->vol_id);
+		r = -ENOENT;
+		goto out;
+	}
+	e = &v->vt->e[idx];
+	if (((e->flags & LIO_VOL_ANON) != 0) != ((a->flags & LIO_ATTACH_ANON) != 0) ||
+	    ((e->flags & LIO_VOL_ANON) && e->owner != owner) || e->lba_start != a->lba_start ||
+	    e->lba_count != a->lba_count) {
+		snprintf(err, errlen,
+			 "%s: hand-over: volume %s: attach flags 0x%x or LBAs %" PRIu64 "+%" PRIu64
+			 " differ from the table's",
+			 v->ssd, e->name, a->flags, a->lba_start, a->lba_count);
+		goto out;
+	}
+	for (i = 0; i < v->nr_holds; i++) {
+		if (!strcmp(v->holds[i].name, e->name) != (v->holds[i].vol_id == a->vol_id)) {
+			snprintf(err, errlen, "%s: hand-over: volume %s: id %u given twice", v->ssd,
+				 e->name, a->vol_id);
+			goto out;
+		}
+	}
+	if (vols_conflict(v, e->name, mode)) {
+		snprintf(err, errlen, "%s: hand-over: volume %s held twice against its rules",
+			 v->ssd, e->name);
+		r = -EBUSY;
+		goto out;
+	}
+	r = vols_add_hold(v, e->name, owner, mode, &(uint32_t){0});
+	if (r) {
+		snprintf(err, errlen, "%s: hand-over: volume %s: too many attachments", v->ssd,
+			 e->name);
+		goto out;
+	}
+	h = &v->holds[v->nr_holds - 1];
+	h->vol_id = a->vol_id;
+	if (a->vol_id > v->last_vol_id)
+		v->last_vol_id = a->vol_id;
+out:
+	pthread_mutex_unlock(&v->lock);
+	return r;
+}
+
 int ssd_volumes_detach(struct ssd_volumes *v, uint32_t vol_id, uint64_t owner)
 {
 	char name[LIO_NAME_MAX], err[LIO_ERR_MAX];

@@ -58,6 +58,15 @@ int ssd_volumes_attach(struct ssd_volumes *v, struct lio_vol_attach *a, uint64_t
  * frees it. 0, or -ENOENT when owner does not hold vol_id, or the error of the table write. */
 int ssd_volumes_detach(struct ssd_volumes *v, uint32_t vol_id, uint64_t owner);
 
+/* A hand-over (`lvmm ssd upgrade`): the name of the volume owner holds as vol_id (-ENOENT), and
+ * the same hold taken again by the successor: a->name, a->flags (as attached), a->vol_id and
+ * a->lba_start/lba_count as the predecessor had them, each checked against this table and the
+ * holds already adopted (-ENOENT, -EINVAL, -EBUSY with err naming the volume). */
+int ssd_volumes_hold_name(struct ssd_volumes *v, uint32_t vol_id, uint64_t owner,
+			  char name[LIO_NAME_MAX]);
+int ssd_volumes_adopt(struct ssd_volumes *v, const struct lio_vol_attach *a, uint64_t owner,
+		      char *err, unsigned errlen);
+
 /*
  * Who asks, for the calls that take it (the _by variants): a session of the daemon, by the uid its
  * peer credentials (SO_PEERCRED) gave at connect. NULL means the administrator: the offline CLI

@@ -1,0 +1,617 @@
+/* softssd's upgrade under running clients: the old daemon quiesces every queue pair and hands
+ * its sockets, memory, eventfds, volumes and queue states to its successor, which rebuilds them. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client/lio_client.h"
+#include "softssd/handover.h"
+#include "softssd/server_int.h"
+#include "softssd/volumes.h"
+
+#define SSD_HO_QUIESCE_MS 5000u /* every queue pair together; past it the upgrade is refused */
+
+static uint64_t ssd_ho_deadline(uint32_t ms)
+{
+	return ssd_now_ns() + (uint64_t)ms * 1000000ull;
+}
+
+/* ---- the old daemon ---- */
+
+/* A refusal or failure told to the successor: best effort, it may be gone. */
+static void ssd_give_abort(int fd, int status, const char *why)
+{
+	struct ssd_ho_ack a = {.status = status, .pid = (uint32_t)getpid()};
+
+	snprintf(a.err, sizeof(a.err), "%s", why);
+	ssd_ho_send(fd, SSD_HO_ABORT, &a, sizeof(a), NULL, 0, ssd_ho_deadline(100));
+}
+
+static int ssd_give_session(struct ssd_server *s, int fd, struct ssd_session *ss, uint64_t dl,
+			    char *err, unsigned errlen)
+{
+	struct ssd_ho_session r;
+	int fds[SSD_HO_MAX_FDS];
+	unsigned n = 0, i;
+
+	memset(&r, 0, sizeof(r));
+	r.pid = (uint32_t)ss->pid;
+	r.uid = (uint32_t)ss->uid;
+	r.owner = ss->owner;
+	r.admin = ss->admin;
+	r.flags = ss->flags;
+	memcpy(r.label, ss->label, sizeof(r.label));
+	r.label[sizeof(r.label) - 1] = 0;
+	r.qmem_bytes = ss->qmem ? ss->qmem_bytes : 0;
+	r.nqps = ss->nqps;
+	r.win.nr_regions = ss->win.n;
+	fds[n++] = ss->fd;
+	for (i = 0; i < ss->win.n; i++) {
+		r.win.r[i].gpa = ss->win.cr[i].gpa;
+		r.win.r[i].size = ss->win.cr[i].size;
+		/* the window was mapped at fd_offset; the mapping's offset is the record's */
+		r.win.r[i].fd_offset = ss->win_off[i];
+		r.win.r[i].fd = -1;
+		fds[n++] = ss->win_fd[i];
+	}
+	if (ss->qmem)
+		fds[n++] = ss->qmem_fd;
+	r.nvols = ss->nvols;
+	for (i = 0; i < ss->nvols; i++) {
+		struct ssd_ho_vol *v = &r.vols[i];
+
+		v->vol_id = ss->vols[i].vol_id;
+		v->flags = ss->vols[i].flags;
+		v->lba_start = ss->vols[i].lba_start;
+		v->lba_count = ss->vols[i].lba_count;
+		if (ssd_volumes_hold_name(s->vols, v->vol_id, ss->owner, v->name)) {
+			snprintf(err, errlen, "client %" PRIu64 ": volume %u has no hold",
+				 ss->owner, v->vol_id);
+			return -ENOENT;
+		}
+	}
+	ssd_counters_read(&r.retired, &ss->retired);
+	return ssd_ho_send(fd, SSD_HO_SESSION, &r, sizeof(r), fds, n, dl);
+}
+
+static int ssd_give_server(struct ssd_server *s, int fd, uint64_t dl)
+{
+	const struct ssd_server_cfg *cfg = s->cfg;
+	struct ssd_ho_server r;
+	int fds[5] = {s->lfd, cfg->backing_fd, 1, 2, cfg->direct_fd};
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.name, sizeof(r.name), "%s", cfg->name);
+	snprintf(r.model, sizeof(r.model), "%s", cfg->model->desc);
+	r.capacity = cfg->capacity;
+	r.max_mem_client = cfg->max_mem_client;
+	r.next_owner = s->next_owner;
+	r.start_ns = s->start_ns;
+	r.lba_shift = s->lba_shift;
+	r.workers = cfg->workers;
+	r.max_clients = cfg->max_clients;
+	r.max_qp_client = cfg->max_qp_client;
+	r.max_qpairs = cfg->max_qpairs;
+	r.allow_uid = (uint32_t)cfg->allow_uid;
+	r.allow_gid = (uint32_t)cfg->allow_gid;
+	r.seccomp = cfg->seccomp;
+	r.flags = (cfg->direct_fd >= 0 ? SSD_HO_SRV_DIRECT : 0) |
+		  (cfg->require_resident ? SSD_HO_SRV_RESIDENT : 0) |
+		  (cfg->notify ? SSD_HO_SRV_NOTIFY : 0);
+	r.next_qp_id = s->next_qp_id;
+	ssd_counters_read(&r.retired, &s->retired);
+	return ssd_ho_send(fd, SSD_HO_SERVER, &r, sizeof(r), fds, cfg->direct_fd >= 0 ? 5 : 4, dl);
+}
+
+/* Every queue pair but those its client had quiesced already: stopped, drained, each state in
+ * st[] (in session order). 0, or -ETIMEDOUT naming the queue pair (*nq: how many were done). */
+static int ssd_give_quiesce(struct ssd_server *s, struct ssd_session *req, struct ssd_ho_qp *st,
+			    unsigned *nq, char *err, unsigned errlen)
+{
+	uint64_t dl = ssd_ho_deadline(SSD_HO_QUIESCE_MS);
+	struct ssd_session *ss;
+	struct ssd_qp *qp;
+
+	*nq = 0;
+	for (ss = s->sessions; ss; ss = ss->next) {
+		if (ss == req)
+			continue;
+		for (qp = ss->qps; qp; qp = qp->next_in_owner) {
+			struct ssd_ho_qp *r = &st[*nq];
+			uint64_t now = ssd_now_ns();
+			uint32_t left = now < dl ? (uint32_t)((dl - now) / 1000000u) + 1 : 1, infl;
+
+			memset(r, 0, sizeof(*r));
+			if (ssd_qp_is_quiesced(qp))
+				r->flags = SSD_HO_QP_QUIESCED;
+			if (ssd_qp_quiesce(qp, left, &r->rq.st, &infl)) {
+				snprintf(err, errlen,
+					 "queue pair %u: %u commands still in flight after %u ms",
+					 qp->id, infl, SSD_HO_QUIESCE_MS);
+				return -ETIMEDOUT;
+			}
+			ssd_qp_handover(qp, r);
+			(*nq)++;
+		}
+	}
+	return 0;
+}
+
+static void ssd_give_resume(struct ssd_server *s, struct ssd_session *req,
+			    const struct ssd_ho_qp *st, unsigned nq)
+{
+	struct ssd_session *ss;
+	struct ssd_qp *qp;
+	unsigned i = 0;
+
+	for (ss = s->sessions; ss && i < nq; ss = ss->next) {
+		if (ss == req)
+			continue;
+		for (qp = ss->qps; qp && i < nq; qp = qp->next_in_owner, i++)
+			if (!(st[i].flags & SSD_HO_QP_QUIESCED))
+				ssd_qp_resume(qp);
+	}
+}
+
+void ssd_upgrade_give(struct ssd_server *s, struct ssd_session *req, const void *buf, size_t len,
+		      unsigned nfds, int trunc)
+{
+	const char *name = s->cfg->name;
+	struct ssd_ho_rec rec;
+	struct ssd_ho_qp *st = NULL;
+	struct ssd_ho_end end = {0};
+	struct ssd_session *ss;
+	char err[LIO_ERR_MAX] = "", why[2 * LIO_ERR_MAX];
+	uint64_t t0 = ssd_now_ns(), dl;
+	unsigned nq = 0, i;
+	int r;
+
+	r = ssd_ho_parse(buf, len, nfds, trunc, &rec, err, sizeof(err));
+	if (!r && rec.kind != SSD_HO_REQUEST) {
+		snprintf(err, sizeof(err), "hand-over: record kind %u where a request belongs",
+			 rec.kind);
+		r = -EPROTO;
+	}
+	if (r) {
+		ssd_give_abort(req->fd, r, err);
+		printf("%s: upgrade request of pid %d refused: %s\n", name, (int)req->pid, err);
+		fflush(stdout);
+		return;
+	}
+	/* the successor gets every VM's memory: the daemon's owner (or root) may ask, no client */
+	if (!req->admin) {
+		snprintf(
+		    err, sizeof(err),
+		    "softssd %s: upgrade refused: uid %u is not root or the daemon's owner (%u)",
+		    name, (unsigned)req->uid, (unsigned)geteuid());
+		ssd_give_abort(req->fd, -EPERM, err);
+		printf("%s: upgrade request of pid %d uid %u refused: not root or the owner\n",
+		       name, (int)req->pid, (unsigned)req->uid);
+		fflush(stdout);
+		return;
+	}
+	printf("%s: upgrade: handing %u clients, %u queue pairs over to pid %u\n", name,
+	       s->nsessions - 1, s->nqpairs, rec.u.req.pid);
+	fflush(stdout);
+	st = calloc(s->nqpairs + 1, sizeof(*st));
+	if (!st) {
+		snprintf(err, sizeof(err), "out of memory");
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = ssd_give_quiesce(s, req, st, &nq, err, sizeof(err));
+	if (r)
+		goto fail;
+	dl = ssd_ho_deadline(SSD_HO_TIMEOUT_MS);
+	r = ssd_give_server(s, req->fd, dl);
+	for (ss = s->sessions, i = 0; ss && !r; ss = ss->next) {
+		struct ssd_qp *qp;
+
+		if (ss == req)
+			continue;
+		r = ssd_give_session(s, req->fd, ss, dl, err, sizeof(err));
+		for (qp = ss->qps; qp && !r; qp = qp->next_in_owner, i++) {
+			int fds[2];
+			unsigned n = 0;
+
+			if (qp->db_fd >= 0)
+				fds[n++] = qp->db_fd;
+			if (qp->irq_fd >= 0)
+				fds[n++] = qp->irq_fd;
+			r = ssd_ho_send(req->fd, SSD_HO_QP, &st[i], sizeof(st[i]), fds, n, dl);
+		}
+		end.nsessions++;
+	}
+	end.nqps = nq;
+	if (!r)
+		r = ssd_ho_send(req->fd, SSD_HO_END, &end, sizeof(end), NULL, 0, dl);
+	if (r && !err[0])
+		snprintf(err, sizeof(err), "sending: %s", strerror(-r));
+	if (r)
+		goto fail;
+	r = ssd_ho_recv(req->fd, &rec, ssd_ho_deadline(SSD_HO_TIMEOUT_MS), err, sizeof(err));
+	if (!r && rec.kind != SSD_HO_ACK) {
+		ssd_ho_close_fds(&rec);
+		snprintf(err, sizeof(err), "record kind %u where the acknowledgement belongs",
+			 rec.kind);
+		r = -EPROTO;
+	}
+	if (!r && rec.u.ack.status) {
+		snprintf(err, sizeof(err), "the new daemon refused: %.120s", rec.u.ack.err);
+		r = rec.u.ack.status;
+	}
+	if (r)
+		goto fail;
+	/* committed: the successor resumes once this process is gone (the connection's end);
+	 * nothing here is torn down, the clients' sessions are its now */
+	printf("%s: upgrade: handed over to pid %u in %" PRIu64 " us; exiting\n", name,
+	       rec.u.ack.pid, (ssd_now_ns() - t0) / 1000u);
+	fflush(stdout);
+	fflush(stderr);
+	_exit(0);
+fail:
+	snprintf(why, sizeof(why), "softssd %s: upgrade failed, the old daemon serves on: %s", name,
+		 err);
+	why[LIO_ERR_MAX - 1] = 0;
+	ssd_give_abort(req->fd, r < 0 ? r : -EPROTO, why);
+	if (st)
+		ssd_give_resume(s, req, st, nq);
+	free(st);
+	printf("%s: upgrade failed, serving on: %s\n", name, err);
+	fflush(stdout);
+}
+
+/* ---- the new daemon ---- */
+
+struct ssd_taker {
+	struct ssd_server s;
+	struct ssd_server_cfg cfg;
+	struct ssd_model model;
+	char name[LIO_NAME_MAX];
+	int fd;
+	uint8_t *keep_quiesced; /* by queue-pair id: its client had quiesced it */
+	char err[LIO_ERR_MAX];
+};
+
+static int ssd_take_connect(struct ssd_taker *t, const char *name)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct ssd_ho_request rq = {.pid = (uint32_t)getpid()};
+
+	if (lio_sock_path(name, sa.sun_path, sizeof(sa.sun_path))) {
+		snprintf(t->err, sizeof(t->err), "ssd '%s': not a valid SSD name", name);
+		return -EINVAL;
+	}
+	t->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (t->fd < 0 || connect(t->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		snprintf(t->err, sizeof(t->err), "ssd %s: %s: %s (is it served?)", name,
+			 sa.sun_path, strerror(errno));
+		return -errno;
+	}
+	return ssd_ho_send(t->fd, SSD_HO_REQUEST, &rq, sizeof(rq), NULL, 0,
+			   ssd_ho_deadline(SSD_HO_TIMEOUT_MS));
+}
+
+/* The next record, of kind want (or, for want SERVER, an ABORT telling why not). */
+static int ssd_take_recv(struct ssd_taker *t, struct ssd_ho_rec *rec, uint16_t want)
+{
+	int r = ssd_ho_recv(t->fd, rec, ssd_ho_deadline(SSD_HO_TIMEOUT_MS), t->err, sizeof(t->err));
+
+	if (r)
+		return r;
+	if (rec->kind == SSD_HO_ABORT) {
+		snprintf(t->err, sizeof(t->err), "%s", rec->u.ack.err);
+		return rec->u.ack.status ? rec->u.ack.status : -ECANCELED;
+	}
+	if (rec->kind != want) {
+		snprintf(t->err, sizeof(t->err), "hand-over: record kind %u where %u belongs",
+			 rec->kind, want);
+		ssd_ho_close_fds(rec);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static int ssd_take_server(struct ssd_taker *t, struct ssd_ho_rec *rec)
+{
+	const struct ssd_ho_server *r = &rec->u.srv;
+	struct ssd_server *s = &t->s;
+	struct ssd_server_cfg *cfg = &t->cfg;
+	int rc;
+
+	if (strcmp(r->name, t->name)) {
+		snprintf(t->err, sizeof(t->err), "hand-over: the daemon serves '%s', not '%s'",
+			 r->name, t->name);
+		return -EINVAL;
+	}
+	rc = ssd_model_parse(&t->model, r->model, t->err, sizeof(t->err));
+	if (rc)
+		return rc;
+	cfg->name = t->name;
+	cfg->model = &t->model;
+	cfg->capacity = r->capacity;
+	cfg->lba_shift = r->lba_shift;
+	cfg->workers = r->workers;
+	cfg->max_clients = r->max_clients;
+	cfg->max_qp_client = r->max_qp_client;
+	cfg->max_qpairs = r->max_qpairs;
+	cfg->max_mem_client = r->max_mem_client;
+	cfg->allow_uid = (uid_t)r->allow_uid;
+	cfg->allow_gid = (gid_t)r->allow_gid;
+	cfg->require_resident = !!(r->flags & SSD_HO_SRV_RESIDENT);
+	cfg->notify = !!(r->flags & SSD_HO_SRV_NOTIFY);
+	cfg->seccomp = (enum ssd_seccomp_mode)r->seccomp;
+	s->lfd = rec->fds[0];
+	cfg->backing_fd = rec->fds[1];
+	cfg->direct_fd = r->flags & SSD_HO_SRV_DIRECT ? rec->fds[4] : -1;
+	/* the log goes on where the old daemon's went (the journal, a test's file) */
+	dup2(rec->fds[2], 1);
+	dup2(rec->fds[3], 2);
+	close(rec->fds[2]);
+	close(rec->fds[3]);
+	s->cfg = cfg;
+	s->next_owner = r->next_owner;
+	s->start_ns = r->start_ns;
+	s->next_qp_id = r->next_qp_id;
+	s->retired = r->retired;
+	if (lio_sock_path(t->name, s->path, sizeof(s->path))) {
+		snprintf(t->err, sizeof(t->err), "ssd %s: socket path too long", t->name);
+		return -EINVAL;
+	}
+	rc = ssd_volumes_open(&s->vols, cfg->backing_fd, t->name, cfg->capacity, cfg->lba_shift,
+			      false, t->err, sizeof(t->err));
+	if (!rc && ssd_volumes_lba_shift(s->vols) != r->lba_shift) {
+		snprintf(t->err, sizeof(t->err), "hand-over: LBA shift %u, the table's is %u",
+			 r->lba_shift, ssd_volumes_lba_shift(s->vols));
+		rc = -EINVAL;
+	}
+	if (!rc)
+		rc = ssd_start_engine(s, t->err, sizeof(t->err));
+	if (!rc)
+		rc = ssd_start_events(s, t->err, sizeof(t->err));
+	return rc;
+}
+
+static int ssd_take_session(struct ssd_taker *t, struct ssd_ho_rec *rec, struct ssd_session **out)
+{
+	const struct ssd_ho_session *r = &rec->u.sess;
+	struct ssd_server *s = &t->s;
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP};
+	static struct ssd_call c;
+	struct ssd_session *ss = calloc(1, sizeof(*ss));
+	unsigned fi = 1, i;
+	int rc = 0;
+
+	if (!ss) {
+		snprintf(t->err, sizeof(t->err), "hand-over: out of memory");
+		return -ENOMEM;
+	}
+	ss->fd = rec->fds[0];
+	ss->pid = (pid_t)r->pid;
+	ss->uid = (uid_t)r->uid;
+	ss->admin = r->admin;
+	ss->owner = r->owner;
+	ss->flags = r->flags;
+	ss->qmem_fd = -1;
+	ss->retired = r->retired;
+	memcpy(ss->label, r->label, sizeof(ss->label));
+	ss->next = s->sessions;
+	s->sessions = ss;
+	s->nsessions++;
+	*out = ss;
+	memset(&c, 0, sizeof(c));
+	c.s = s;
+	c.ss = ss;
+	c.outfd = -1;
+	/* the window goes through DMA_REGISTER's own checks and mapping */
+	if (r->win.nr_regions) {
+		c.in = &r->win;
+		c.inlen = sizeof(r->win);
+		c.fds = &rec->fds[fi];
+		c.nfds = r->win.nr_regions;
+		rc = ssd_dispatch(&c, LIO_OP_DMA_REGISTER);
+		fi += r->win.nr_regions;
+	}
+	if (!rc && r->qmem_bytes) {
+		rc = ssd_qmem_adopt(&c, rec->fds[fi], r->qmem_bytes);
+		if (!rc)
+			rec->fds[fi] = -1;
+	}
+	for (i = 0; !rc && i < r->nvols; i++) {
+		struct lio_vol_attach a = {.flags = r->vols[i].flags,
+					   .vol_id = r->vols[i].vol_id,
+					   .lba_start = r->vols[i].lba_start,
+					   .lba_count = r->vols[i].lba_count};
+
+		memcpy(a.name, r->vols[i].name, sizeof(a.name));
+		rc = ssd_volumes_adopt(s->vols, &a, ss->owner, c.err, sizeof(c.err));
+		if (!rc)
+			ss->vols[ss->nvols++] = (struct ssd_attached){.vol_id = a.vol_id,
+								      .flags = a.flags,
+								      .lba_start = a.lba_start,
+								      .lba_count = a.lba_count};
+	}
+	if (rc) {
+		snprintf(t->err, sizeof(t->err), "client %" PRIu64 ": %.120s", r->owner, c.err);
+		return rc;
+	}
+	ev.data.ptr = ss;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, ss->fd, &ev)) {
+		snprintf(t->err, sizeof(t->err), "client %" PRIu64 ": epoll: %s", r->owner,
+			 strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int ssd_take_qp(struct ssd_taker *t, struct ssd_session *ss, struct ssd_ho_rec *rec)
+{
+	static struct ssd_call c;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	c.s = &t->s;
+	c.ss = ss;
+	c.fds = rec->fds;
+	c.nfds = rec->nfds;
+	c.outfd = -1;
+	rc = ssd_qp_adopt(&c, &rec->u.qp);
+	if (rc) {
+		snprintf(t->err, sizeof(t->err), "client %" PRIu64 ": %.120s", ss->owner, c.err);
+		return rc;
+	}
+	if (rec->u.qp.flags & SSD_HO_QP_QUIESCED)
+		t->keep_quiesced[rec->u.qp.qp_id] = 1;
+	return 0;
+}
+
+/* Records until END, each rebuilt as it comes. */
+static int ssd_take_all(struct ssd_taker *t)
+{
+	static struct ssd_ho_rec rec;
+	unsigned nsess = 0, nqps = 0;
+	int rc;
+
+	rc = ssd_take_recv(t, &rec, SSD_HO_SERVER);
+	if (rc)
+		return rc;
+	rc = ssd_take_server(t, &rec);
+	if (rc)
+		return rc;
+	for (;;) {
+		struct ssd_session *ss;
+		unsigned want, i;
+
+		rc = ssd_ho_recv(t->fd, &rec, ssd_ho_deadline(SSD_HO_TIMEOUT_MS), t->err,
+				 sizeof(t->err));
+		if (rc)
+			return rc;
+		if (rec.kind == SSD_HO_END)
+			break;
+		if (rec.kind != SSD_HO_SESSION) {
+			snprintf(t->err, sizeof(t->err),
+				 "hand-over: record kind %u where a session belongs", rec.kind);
+			return -EPROTO;
+		}
+		want = rec.u.sess.nqps;
+		rc = ssd_take_session(t, &rec, &ss);
+		ssd_ho_close_fds(&rec);
+		nsess++;
+		for (i = 0; !rc && i < want; i++) {
+			rc = ssd_take_recv(t, &rec, SSD_HO_QP);
+			if (!rc)
+				rc = ssd_take_qp(t, ss, &rec);
+			ssd_ho_close_fds(&rec);
+			nqps++;
+		}
+		if (rc)
+			return rc;
+	}
+	if (rec.u.end.nsessions != nsess || rec.u.end.nqps != nqps) {
+		snprintf(t->err, sizeof(t->err),
+			 "hand-over: end record counts %u sessions, %u queue pairs; %u and %u came",
+			 rec.u.end.nsessions, rec.u.end.nqps, nsess, nqps);
+		return -EPROTO;
+	}
+	if (getenv("LVMM_SSD_UPGRADE_REFUSE")) { /* tests: a successor that fails at the end */
+		snprintf(t->err, sizeof(t->err), "LVMM_SSD_UPGRADE_REFUSE is set");
+		return -ECANCELED;
+	}
+	return 0;
+}
+
+static void ssd_take_status(int fd, const char *line)
+{
+	if (fd < 0)
+		return;
+	if (write(fd, line, strlen(line)) < 0)
+		return;
+	close(fd);
+}
+
+int ssd_take_over(const char *name, int status_fd)
+{
+	static struct ssd_taker t;
+	struct ssd_ho_ack ack = {.pid = (uint32_t)getpid()};
+	struct ssd_session *ss;
+	struct ssd_qp *qp;
+	char line[2 * LIO_ERR_MAX];
+	uint64_t t0;
+	int rc;
+
+	t.s.lfd = t.s.sigfd = t.s.epfd = t.fd = -1;
+	snprintf(t.name, sizeof(t.name), "%s", name);
+	ssd_process_setup();
+	t.keep_quiesced = calloc(LIO_MAX_QPAIRS + 1, 1);
+	rc = t.keep_quiesced ? ssd_take_connect(&t, name) : -ENOMEM;
+	t0 = ssd_now_ns();
+	if (!rc)
+		rc = ssd_take_all(&t);
+	if (rc) {
+		/* nothing of the sessions is touched: the old daemon still owns them all */
+		if (!t.err[0])
+			snprintf(t.err, sizeof(t.err), "%s", strerror(-rc));
+		ack.status = rc;
+		snprintf(ack.err, sizeof(ack.err), "%s", t.err);
+		if (t.fd >= 0)
+			ssd_ho_send(t.fd, SSD_HO_ACK, &ack, sizeof(ack), NULL, 0,
+				    ssd_ho_deadline(100));
+		snprintf(line, sizeof(line), "error: %s\n", t.err);
+		ssd_take_status(status_fd, line);
+		fflush(stdout);
+		_exit(1);
+	}
+	rc = ssd_ho_send(t.fd, SSD_HO_ACK, &ack, sizeof(ack), NULL, 0,
+			 ssd_ho_deadline(SSD_HO_TIMEOUT_MS));
+	if (!rc) {
+		/* the old daemon serves nothing once acknowledged; its exit ends the connection.
+		 * An ABORT instead (it gave up waiting) means it serves on: this one must not. */
+		static struct ssd_ho_rec rec;
+
+		rc = ssd_ho_recv(t.fd, &rec, UINT64_MAX, t.err, sizeof(t.err));
+		if (rc == -ECONNRESET)
+			rc = 0;
+		else if (!rc) {
+			ssd_ho_close_fds(&rec);
+			snprintf(t.err, sizeof(t.err), "the old daemon %s",
+				 rec.kind == SSD_HO_ABORT ? "gave up: it serves on"
+							  : "sent a record after the end");
+			rc = -ECANCELED;
+		}
+	}
+	if (rc) {
+		snprintf(line, sizeof(line), "error: %s\n", t.err);
+		ssd_take_status(status_fd, line);
+		printf("%s: take-over by pid %d abandoned: %s\n", name, (int)getpid(), t.err);
+		fflush(stdout);
+		_exit(1);
+	}
+	close(t.fd);
+	for (ss = t.s.sessions; ss; ss = ss->next)
+		for (qp = ss->qps; qp; qp = qp->next_in_owner)
+			if (!t.keep_quiesced[qp->id])
+				ssd_qp_resume(qp);
+	free(t.keep_quiesced);
+	printf("%s: pid %d took over %u clients, %u queue pairs; serving in %" PRIu64 " us\n", name,
+	       (int)getpid(), t.s.nsessions, t.s.nqpairs, (ssd_now_ns() - t0) / 1000u);
+	fflush(stdout);
+	if (t.cfg.notify)
+		ssd_notify_ready();
+	snprintf(line, sizeof(line), "ok %d\n", (int)getpid());
+	ssd_take_status(status_fd, line);
+	rc = ssd_start_confine(&t.s, t.err, sizeof(t.err));
+	if (rc)
+		fprintf(stderr, "%s\n", t.err);
+	rc = ssd_serve_loop(&t.s, rc ? 1 : 0);
+	close(t.cfg.backing_fd);
+	if (t.cfg.direct_fd >= 0)
+		close(t.cfg.direct_fd);
+	ssd_model_destroy(&t.model);
+	return rc;
+}
