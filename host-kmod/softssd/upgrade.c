@@ -393,6 +393,7 @@ static int ssd_take_session(struct ssd_taker *t, struct ssd_ho_rec *rec, struct 
 		return -ENOMEM;
 	}
 	ss->fd = rec->fds[0];
+	rec->fds[0] = -1;
 	ss->pid = (pid_t)r->pid;
 	ss->uid = (uid_t)r->uid;
 	ss->admin = r->admin;
@@ -494,6 +495,10 @@ static int ssd_take_all(struct ssd_taker *t)
 			return rc;
 		if (rec.kind == SSD_HO_END)
 			break;
+		if (rec.kind == SSD_HO_ABORT) {
+			snprintf(t->err, sizeof(t->err), "%s", rec.u.ack.err);
+			return rec.u.ack.status ? rec.u.ack.status : -ECANCELED;
+		}
 		if (rec.kind != SSD_HO_SESSION) {
 			snprintf(t->err, sizeof(t->err),
 				 "hand-over: record kind %u where a session belongs", rec.kind);

@@ -1,0 +1,333 @@
+/* `lvmm ssd upgrade` under running VMs: two bench guests (isolated and passthrough queue pairs)
+ * write and verify on one softssd while it is replaced three times and one upgrade fails; no
+ * guest error, every read verified, the volumes hold what they wrote. And the refusals: a
+ * client that is not the daemon's owner, a successor that fails or cannot start. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "apitest.h"
+#include "ssdutil.h"
+#include "testutil.h"
+
+#define SPAN (1u << 20)
+#define IOS  60000
+
+static struct apitest T[2];
+static char guest[512], dir[64];
+
+static void setup(void)
+{
+	snprintf(guest, sizeof(guest), "%s", testutil_bench_guest());
+	ck_assert_msg(access(guest, R_OK) == 0, "no bench guest at %s", guest);
+	apitest_init(&T[0], "/tmp/lvmm-itest-upg-");
+	apitest_init(&T[1], "/tmp/lvmm-itest-upg2-");
+	snprintf(dir, sizeof(dir), "%s", T[0].dir);
+	setenv("LVMM_RUN_DIR", dir, 1);
+}
+
+static void teardown(void)
+{
+	apitest_fini(&T[1]);
+	apitest_fini(&T[0]);
+}
+
+/* The guest's bench.verify pattern (tools/bench-guest/workload.c). */
+static uint64_t pattern(uint64_t seed, uint64_t off)
+{
+	uint64_t x = (seed + 1) * 0x9e3779b97f4a7c15ULL ^ off;
+
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	return x ^ (x >> 29);
+}
+
+static void write_pattern(const char *file, unsigned seed)
+{
+	static uint64_t buf[SPAN / 8];
+	unsigned i;
+	int fd;
+
+	for (i = 0; i < SPAN / 8; i++)
+		buf[i] = pattern(seed, i * 8ULL);
+	fd = open(file, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, buf, SPAN, 0), SPAN);
+	close(fd);
+}
+
+static void check_pattern(const char *file, unsigned seed)
+{
+	static uint64_t buf[SPAN / 8];
+	unsigned i;
+	int fd = open(file, O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, buf, SPAN, 0), SPAN);
+	close(fd);
+	for (i = 0; i < SPAN / 8; i++)
+		ck_assert_msg(buf[i] == pattern(seed, i * 8ULL), "%s offset %u: %llx", file, i * 8,
+			      (unsigned long long)buf[i]);
+}
+
+static bool console_has(struct apitest *t, const char *what, unsigned limit_ms)
+{
+	for (unsigned ms = 0; ms < limit_ms; ms += 50) {
+		if (apitest_console_count(t, what))
+			return true;
+		testutil_sleep_ms(50);
+	}
+	return false;
+}
+
+/* `lvmm ssd upgrade NAME EXTRA`: its exit status; *newpid the successor's pid on success. */
+static int upgrade(const char *name, const char *extra, pid_t *newpid)
+{
+	char cmd[1024], out[512] = "";
+	FILE *f;
+	int st;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), "%s ssd upgrade %s %s 2>&1", testutil_lvmm(), name,
+		 extra ? extra : "");
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	st = pclose(f);
+	fprintf(stderr, "upgrade %s %s: %s", name, extra ? extra : "", out);
+	if (newpid && WIFEXITED(st) && !WEXITSTATUS(st)) {
+		const char *p = strstr(out, "served by pid ");
+
+		ck_assert_msg(p, "%s", out);
+		*newpid = (pid_t)atoi(p + 14);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A daemon this test did not start (a successor): SIGTERM, gone within 20 s. */
+static void stop_foreign(pid_t pid)
+{
+	unsigned i;
+
+	ck_assert_int_eq(kill(pid, SIGTERM), 0);
+	for (i = 0; i < 400; i++) {
+		char path[64], st[256] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		f = fopen(path, "r");
+		if (!f)
+			return;
+		if (!fgets(st, sizeof(st), f))
+			st[0] = 0;
+		fclose(f);
+		if (strstr(st, ") Z ")) /* exited, waiting for its reaper */
+			return;
+		testutil_sleep_ms(50);
+	}
+	ck_abort_msg("softssd pid %d did not stop", (int)pid);
+}
+
+static char *vm_config(struct apitest *t, unsigned seed, const char *vol, const char *mode,
+		       const char *doorbell, const char *dbbuf)
+{
+	static char cfg[2048];
+
+	snprintf(cfg, sizeof(cfg),
+		 "{\"cpus\": {\"boot_vcpus\": 1}, \"memory\": {\"size\": 67108864},"
+		 " \"payload\": {\"kernel\": \"%s\", \"cmdline\": \"bench.mode=work bench.qp=4 "
+		 "bench.qd=4 bench.verify=on bench.span_mb=1 bench.seed=%u bench.rw=randrw "
+		 "bench.ios=%u%s\"}, \"serial\": {\"mode\": \"File\", \"file\": \"%s\"},"
+		 " \"vnvme\": [{\"ssd\": \"upgssd\", \"vol\": \"%s\", \"mode\": \"%s\", "
+		 "\"doorbell\": \"%s\", \"num_queues\": 4}]}",
+		 guest, seed, IOS, dbbuf, t->console, vol, mode, doorbell);
+	return cfg;
+}
+
+static void check_result(struct apitest *t)
+{
+	char *c = testutil_slurp(t->console);
+	const char *res = c ? strstr(c, "bench: work result") : NULL;
+
+	ck_assert_msg(res && strstr(res, " ios=") &&
+			  strtoull(strstr(res, " ios=") + 5, NULL, 10) >= IOS &&
+			  strstr(res, " errors=0 ") && !strstr(res, " verified=0") &&
+			  !strstr(c, "verify FAIL"),
+		      "%s", c ? c : "(no console)");
+	free(c);
+}
+
+START_TEST(test_upgrade_under_two_vms)
+{
+	static const unsigned seed[2] = {31, 37};
+	const char *opts[] = {"--backing", NULL, "--size", "64M", NULL};
+	char backing[512], logp[512], file[2][512];
+	pid_t ssd, cur;
+	unsigned i, k;
+	int st;
+
+	TESTUTIL_NEED_KVM();
+	snprintf(backing, sizeof(backing), "%s/ssd.img", dir);
+	snprintf(logp, sizeof(logp), "%s/ssd.log", dir);
+	opts[1] = backing;
+	ssd = testutil_ssd_start("upgssd", logp, opts);
+	for (i = 0; i < 2; i++) {
+		snprintf(file[i], sizeof(file[i]), "%s/vm%u.img", dir, i + 1);
+		write_pattern(file[i], seed[i]);
+		ck_assert_int_eq(testutil_system("%s ssd vol create upgssd vm%u 16M >/dev/null && "
+						 "%s ssd vol import upgssd vm%u %s >/dev/null",
+						 testutil_lvmm(), i + 1, testutil_lvmm(), i + 1,
+						 file[i]),
+				 0);
+	}
+	for (i = 0; i < 2; i++) {
+		apitest_start(&T[i], NULL);
+		ck_assert_int_eq(
+		    apitest_curl(&T[i], "PUT", "vm.create",
+				 vm_config(&T[i], seed[i], i ? "vm2" : "vm1",
+					   i ? "passthrough" : "isolated", i ? "eventfd" : "poll",
+					   i ? " bench.dbbuf=on" : ""),
+				 NULL),
+		    204);
+		ck_assert_int_eq(apitest_curl(&T[i], "PUT", "vm.boot", NULL, NULL), 204);
+	}
+	for (i = 0; i < 2; i++)
+		ck_assert_msg(console_has(&T[i], "bench: work start", 30000),
+			      "VM %u does not start", i + 1);
+	/* three successors, each taking over from the last, while both guests run */
+	cur = ssd;
+	for (k = 0; k < 3; k++) {
+		pid_t next = 0;
+
+		testutil_sleep_ms(200);
+		if (upgrade("upgssd", NULL, &next)) {
+			char *log = testutil_slurp(logp);
+
+			ck_abort_msg("upgrade %u failed: %s", k + 1, log ? log : "");
+		}
+		ck_assert_int_gt(next, 0);
+		ck_assert_int_ne(next, cur);
+		if (cur == ssd) { /* the first daemon is this test's child: it exits 0 */
+			ck_assert_int_eq(waitpid(ssd, &st, 0), ssd);
+			ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "old daemon status %d",
+				      st);
+			ssd = 0;
+		}
+		cur = next;
+	}
+	/* a successor that refuses at the end, and one that never starts: the current daemon
+	 * resumes its queue pairs and serves on */
+	setenv("LVMM_SSD_UPGRADE_REFUSE", "1", 1);
+	ck_assert_int_eq(upgrade("upgssd", NULL, NULL), 1);
+	unsetenv("LVMM_SSD_UPGRADE_REFUSE");
+	ck_assert_int_eq(upgrade("upgssd", "--binary /bin/false", NULL), 1);
+	ck_assert_int_eq(kill(cur, 0), 0);
+	for (i = 0; i < 2; i++) {
+		char *c = testutil_slurp(T[i].console);
+
+		ck_assert_msg(c && !strstr(c, "work result"),
+			      "VM %u ended before the last upgrade: raise IOS: %s", i + 1, c);
+		free(c);
+	}
+	for (i = 0; i < 2; i++) {
+		ck_assert_msg(console_has(&T[i], "bench: done", 180000), "VM %u does not end",
+			      i + 1);
+		check_result(&T[i]);
+		apitest_wait(&T[i], 20);
+	}
+	/* every write each guest made is on its volume (once the daemon saw the session go) */
+	for (i = 0; i < 2; i++) {
+		for (k = 0;
+		     k < 100 && testutil_system("%s ssd vol export upgssd vm%u %s >/dev/null "
+						"2>&1",
+						testutil_lvmm(), i + 1, file[i]);
+		     k++)
+			testutil_sleep_ms(50);
+		ck_assert_uint_lt(k, 100);
+		check_pattern(file[i], seed[i]);
+	}
+	{
+		char *log = testutil_slurp(logp);
+
+		ck_assert_msg(log && strstr(log, "took over 2 clients, 8 queue pairs") &&
+				  strstr(log, "upgrade failed, serving on: the new daemon refused"),
+			      "%s", log ? log : "");
+		free(log);
+	}
+	stop_foreign(cur);
+}
+END_TEST
+
+/* A peer the daemon admits (--allow-uid) but that is not its owner asks for the sessions: it
+ * is refused with a message, and the daemon serves on. */
+START_TEST(test_upgrade_refused_to_client)
+{
+	const char *opts[] = {"--backing", NULL, "--size", "16M", "--allow-uid", "65534", NULL};
+	char backing[512], logp[512], sock[600], out[512] = "";
+	int p[2], st;
+	ssize_t n;
+	pid_t ssd, pid;
+
+	snprintf(backing, sizeof(backing), "%s/ssd.img", dir);
+	snprintf(logp, sizeof(logp), "%s/ssd.log", dir);
+	opts[1] = backing;
+	ssd = testutil_ssd_start("upgssd", logp, opts);
+	if (geteuid() != 0) {
+		testutil_ssd_stop(&ssd, SIGTERM);
+		return; /* needs root to act as another uid */
+	}
+	/* the other uid must reach the socket: the directories opened to it */
+	snprintf(sock, sizeof(sock), "%s/ssd/upgssd.sock", dir);
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	snprintf(out, sizeof(out), "%s/ssd", dir);
+	ck_assert_int_eq(chmod(out, 0755), 0);
+	ck_assert_int_eq(chmod(sock, 0666), 0);
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		if (setgid(65534) || setuid(65534))
+			_exit(126);
+		execl(testutil_lvmm(), testutil_lvmm(), "ssd", "take-over", "upgssd", "--status-fd",
+		      "1", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	n = read(p[0], out, sizeof(out) - 1);
+	out[n > 0 ? n : 0] = 0;
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d: %s", st, out);
+	ck_assert_msg(strstr(out, "upgrade refused: uid 65534 is not root or the daemon's owner"),
+		      "%s", out);
+	ck_assert_int_eq(kill(ssd, 0), 0);
+	ck_assert_int_eq(testutil_system("%s ssd vol list upgssd >/dev/null", testutil_lvmm()), 0);
+	/* a successor that exits at once: the old daemon never notices */
+	ck_assert_int_eq(upgrade("upgssd", "--binary /bin/false", NULL), 1);
+	ck_assert_int_eq(upgrade("nosuchssd", NULL, NULL), 1);
+	ck_assert_int_eq(testutil_ssd_stop(&ssd, SIGTERM), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("ssd_upgrade");
+	TCase *tc = tcase_create("upgrade");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_upgrade_refused_to_client);
+	tcase_add_test(tc, test_upgrade_under_two_vms);
+	suite_add_tcase(s, tc);
+	return testutil_run_suite(s);
+}
