@@ -9,10 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "softssd/handover.h"
+#include "softssd/server_int.h"
 #include "apitest.h"
 #include "ssdutil.h"
 #include "testutil.h"
@@ -21,6 +27,8 @@
 #define IOS  60000
 
 static struct apitest T[2];
+static struct ssd_ho_rec rec_in;
+static char err_in[256];
 static char guest[512], dir[64];
 
 static void setup(void)
@@ -319,6 +327,145 @@ START_TEST(test_upgrade_refused_to_client)
 }
 END_TEST
 
+/* ---- a hostile predecessor ---- */
+
+enum hostile_case { H_UNSEALED, H_PHASE, H_VOLUME, H_COUNT };
+
+/* The session (and queue pair) records of one case. */
+static void hostile_send(int fd, enum hostile_case hc)
+{
+	uint64_t dl = ssd_now_ns() + 5000000000ull;
+	struct ssd_ho_session ss = {.pid = 1, .owner = 1, .admin = 1, .nqps = hc == H_PHASE};
+	struct ssd_ho_qp qp = {.qp_id = 1};
+	struct ssd_ho_end end = {1, hc == H_PHASE};
+	int mfd = memfd_create("win", MFD_ALLOW_SEALING), efd = eventfd(0, 0), sp[2], fds[2];
+
+	ck_assert_int_ge(mfd, 0);
+	ck_assert_int_eq(ftruncate(mfd, 1 << 20), 0);
+	if (hc != H_UNSEALED)
+		ck_assert_int_eq(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), 0);
+	strcpy(ss.label, "vm1");
+	ss.win.nr_regions = 1;
+	ss.win.r[0].gpa = 0x100000;
+	ss.win.r[0].size = 1 << 20;
+	ss.nvols = 1;
+	strcpy(ss.vols[0].name, hc == H_VOLUME ? "nosuch" : "v1");
+	ss.vols[0].vol_id = 1;
+	ss.vols[0].lba_start = 2048;
+	ss.vols[0].lba_count = 16384;
+	fds[0] = sp[0];
+	fds[1] = mfd;
+	ck_assert_int_eq(ssd_ho_send(fd, SSD_HO_SESSION, &ss, sizeof(ss), fds, 2, dl), 0);
+	if (hc == H_PHASE) {
+		qp.rq.qp = (struct lio_qp_create){.vol_id = 1,
+						  .mode = LIGHTIOV_MODE_ISOLATED,
+						  .flags = LIO_QP_DB_EVENTFD,
+						  .sqid = 1,
+						  .cqid = 1,
+						  .sq_depth = 16,
+						  .cq_depth = 16,
+						  .sq_gpa = 0x100000,
+						  .cq_gpa = 0x101000,
+						  .shadow_db_gpa = 0x102000,
+						  .db_fd = -1,
+						  .irq_fd = -1};
+		qp.rq.st.phase = 2;
+		ck_assert_int_eq(ssd_ho_send(fd, SSD_HO_QP, &qp, sizeof(qp), &efd, 1, dl), 0);
+	}
+	ck_assert_int_eq(ssd_ho_send(fd, SSD_HO_END, &end, sizeof(end), NULL, 0, dl), 0);
+	close(mfd);
+	close(efd);
+	close(sp[0]);
+	close(sp[1]);
+}
+
+/* The successor takes from a predecessor that sends what hc says: it acknowledges with the
+ * reason (want) and exits 1, nothing served. */
+static void hostile_case(const char *backing, enum hostile_case hc, const char *want)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	uint64_t dl = ssd_now_ns() + 10000000000ull;
+	struct ssd_ho_server sv = {.lba_shift = 9,
+				   .capacity = 16 << 20,
+				   .workers = 1,
+				   .max_clients = 4,
+				   .max_qp_client = 4,
+				   .max_qpairs = 16,
+				   .max_mem_client = 1 << 30,
+				   .allow_uid = (uint32_t)-1,
+				   .allow_gid = (uint32_t)-1,
+				   .seccomp = 2};
+	char logp[512], status[512] = "";
+	int lfd, cfd, bfd, logfd, p[2], fds[4], st;
+	ssize_t n;
+	pid_t pid;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ssd/hostile.sock", dir);
+	unlink(sa.sun_path);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		dup2(p[1], 3);
+		execl(testutil_lvmm(), testutil_lvmm(), "ssd", "take-over", "hostile",
+		      "--status-fd", "3", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	cfd = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(cfd, 0);
+	ck_assert_int_eq(ssd_ho_recv(cfd, &rec_in, dl, err_in, sizeof(err_in)), 0);
+	ck_assert_uint_eq(rec_in.kind, SSD_HO_REQUEST);
+	ck_assert_int_eq((int)rec_in.u.req.pid, pid);
+	strcpy(sv.name, "hostile");
+	strcpy(sv.model, "none");
+	bfd = open(backing, O_RDWR);
+	snprintf(logp, sizeof(logp), "%s/hostile.log", dir);
+	logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	ck_assert_int_ge(bfd, 0);
+	ck_assert_int_ge(logfd, 0);
+	fds[0] = lfd;
+	fds[1] = bfd;
+	fds[2] = fds[3] = logfd;
+	ck_assert_int_eq(ssd_ho_send(cfd, SSD_HO_SERVER, &sv, sizeof(sv), fds, 4, dl), 0);
+	hostile_send(cfd, hc);
+	ck_assert_int_eq(ssd_ho_recv(cfd, &rec_in, dl, err_in, sizeof(err_in)), 0);
+	ck_assert_uint_eq(rec_in.kind, SSD_HO_ACK);
+	ck_assert_int_lt(rec_in.u.ack.status, 0);
+	ck_assert_msg(strstr(rec_in.u.ack.err, want), "case %d: %s", hc, rec_in.u.ack.err);
+	n = read(p[0], status, sizeof(status) - 1);
+	status[n > 0 ? n : 0] = 0;
+	ck_assert_msg(!strncmp(status, "error: ", 7) && strstr(status, want), "%s", status);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "case %d: status %d", hc, st);
+	close(p[0]);
+	close(cfd);
+	close(lfd);
+	close(bfd);
+	close(logfd);
+}
+
+START_TEST(test_upgrade_hostile_predecessor)
+{
+	char backing[512], sub[600];
+
+	snprintf(backing, sizeof(backing), "%s/hostile.img", dir);
+	snprintf(sub, sizeof(sub), "%s/ssd", dir);
+	ck_assert_int_eq(mkdir(sub, 0750), 0);
+	ck_assert_int_eq(testutil_system("truncate -s 16M %s && %s ssd vol create hostile v1 8M "
+					 "--backing %s >/dev/null",
+					 backing, testutil_lvmm(), backing),
+			 0);
+	hostile_case(backing, H_UNSEALED, "not sealed with F_SEAL_SHRINK");
+	hostile_case(backing, H_PHASE, "phase 2");
+	hostile_case(backing, H_VOLUME, "volume 'nosuch' (id 1) is not in the table");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ssd_upgrade");
@@ -327,6 +474,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_upgrade_refused_to_client);
+	tcase_add_test(tc, test_upgrade_hostile_predecessor);
 	tcase_add_test(tc, test_upgrade_under_two_vms);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
