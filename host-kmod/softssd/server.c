@@ -452,27 +452,40 @@ static int ssd_listen(struct ssd_server *s, char *err, unsigned errlen)
 	return 0;
 }
 
-/* sd_notify(READY=1) by hand: one datagram to $NOTIFY_SOCKET. */
-void ssd_notify_ready(void)
+/* sd_notify by hand: datagrams to $NOTIFY_SOCKET, through a socket opened before the seccomp
+ * filter (which allows sendto, not socket): READY=1 once serving, and MAINPID= when an upgrade
+ * hands the service to its successor. */
+static int ssd_notify_fd = -1;
+static struct sockaddr_un ssd_notify_sa = {.sun_family = AF_UNIX};
+static socklen_t ssd_notify_len;
+
+void ssd_notify_open(void)
 {
 	const char *path = getenv("NOTIFY_SOCKET");
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	char msg[64];
-	socklen_t len;
-	int fd;
 
-	if (!path || !*path || strlen(path) >= sizeof(sa.sun_path))
+	if (ssd_notify_fd >= 0 || !path || !*path || strlen(path) >= sizeof(ssd_notify_sa.sun_path))
 		return;
-	memcpy(sa.sun_path, path, strlen(path));
-	if (sa.sun_path[0] == '@')
-		sa.sun_path[0] = 0;
-	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return;
+	memcpy(ssd_notify_sa.sun_path, path, strlen(path));
+	if (ssd_notify_sa.sun_path[0] == '@')
+		ssd_notify_sa.sun_path[0] = 0;
+	ssd_notify_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
+	ssd_notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+}
+
+void ssd_notify(const char *msg)
+{
+	if (ssd_notify_fd >= 0)
+		sendto(ssd_notify_fd, msg, strlen(msg), MSG_NOSIGNAL,
+		       (struct sockaddr *)&ssd_notify_sa, ssd_notify_len);
+}
+
+void ssd_notify_ready(void)
+{
+	char msg[64];
+
+	ssd_notify_open();
 	snprintf(msg, sizeof(msg), "READY=1\nMAINPID=%d", (int)getpid());
-	sendto(fd, msg, strlen(msg), MSG_NOSIGNAL, (struct sockaddr *)&sa, len);
-	close(fd);
+	ssd_notify(msg);
 }
 
 /* Every client holds a socket, its window's memfds and two eventfds per queue pair: the soft

@@ -120,6 +120,10 @@ int ssd_start_events(struct ssd_server *s, char *err, unsigned errlen);
 int ssd_start_confine(struct ssd_server *s, char *err, unsigned errlen);
 /* Serves until a stop signal (status 0) or at once with status, then tears everything down. */
 int ssd_serve_loop(struct ssd_server *s, int status);
+/* systemd's notification socket ($NOTIFY_SOCKET; nothing without it): opened, one message sent,
+ * and READY=1 with this process as the main one. */
+void ssd_notify_open(void);
+void ssd_notify(const char *msg);
 void ssd_notify_ready(void);
 void ssd_session_end(struct ssd_server *s, struct ssd_session *ss);
 

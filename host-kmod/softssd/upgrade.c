@@ -250,6 +250,11 @@ void ssd_upgrade_give(struct ssd_server *s, struct ssd_session *req, const void 
 		goto fail;
 	/* committed: the successor resumes once this process is gone (the connection's end);
 	 * nothing here is torn down, the clients' sessions are its now */
+	if (s->cfg->notify) {
+		/* the service's main process changes here, before this one exits */
+		snprintf(why, sizeof(why), "MAINPID=%u", rec.u.ack.pid);
+		ssd_notify(why);
+	}
 	printf("%s: upgrade: handed over to pid %u in %" PRIu64 " us; exiting\n", name,
 	       rec.u.ack.pid, (ssd_now_ns() - t0) / 1000u);
 	fflush(stdout);

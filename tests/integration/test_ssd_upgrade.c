@@ -327,6 +327,54 @@ START_TEST(test_upgrade_refused_to_client)
 }
 END_TEST
 
+/* Under systemd (--notify): the old daemon names its successor as the main process before it
+ * exits, and the successor says READY=1; a failed upgrade names nobody. */
+START_TEST(test_upgrade_notify)
+{
+	const char *opts[] = {"--backing", NULL, "--size", "16M", "--notify", NULL};
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct timeval tv = {.tv_sec = 10};
+	char backing[512], logp[512], buf[256], want[64];
+	pid_t ssd, next = 0;
+	int fd, st;
+	ssize_t n;
+
+	snprintf(backing, sizeof(backing), "%s/ssd.img", dir);
+	snprintf(logp, sizeof(logp), "%s/ssd.log", dir);
+	opts[1] = backing;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/notify", dir);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setenv("NOTIFY_SOCKET", sa.sun_path, 1);
+	ssd = testutil_ssd_start("upgssd", logp, opts);
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	ck_assert_int_gt(n, 0);
+	buf[n] = 0;
+	ck_assert_ptr_nonnull(strstr(buf, "READY=1"));
+	setenv("LVMM_SSD_UPGRADE_REFUSE", "1", 1);
+	ck_assert_int_eq(upgrade("upgssd", NULL, NULL), 1);
+	unsetenv("LVMM_SSD_UPGRADE_REFUSE");
+	ck_assert_int_eq(upgrade("upgssd", NULL, &next), 0);
+	unsetenv("NOTIFY_SOCKET");
+	ck_assert_int_eq(waitpid(ssd, &st, 0), ssd);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "old daemon status %d", st);
+	/* the refused upgrade sent nothing: the first message names the successor */
+	snprintf(want, sizeof(want), "MAINPID=%d", (int)next);
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	ck_assert_int_gt(n, 0);
+	buf[n] = 0;
+	ck_assert_str_eq(buf, want);
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	ck_assert_int_gt(n, 0);
+	buf[n] = 0;
+	ck_assert_ptr_nonnull(strstr(buf, "READY=1"));
+	ck_assert_ptr_nonnull(strstr(buf, want));
+	close(fd);
+	stop_foreign(next);
+}
+END_TEST
+
 /* ---- a hostile predecessor ---- */
 
 enum hostile_case { H_UNSEALED, H_PHASE, H_VOLUME, H_COUNT };
@@ -475,6 +523,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_upgrade_refused_to_client);
 	tcase_add_test(tc, test_upgrade_hostile_predecessor);
+	tcase_add_test(tc, test_upgrade_notify);
 	tcase_add_test(tc, test_upgrade_under_two_vms);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
