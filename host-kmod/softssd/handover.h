@@ -1,5 +1,10 @@
 /* softssd's hand-over to its successor (`lvmm ssd upgrade`): the records the old daemon sends
- * over the new one's connection, their fds (SCM_RIGHTS) and the checks the new one makes. */
+ * over the new one's connection, their fds (SCM_RIGHTS) and the checks the new one makes.
+ *
+ * new: REQUEST; old: SERVER; new: ACK (volumes and workers ready); old quiesces every queue
+ * pair, then SESSION (each followed by its QP records) ... END; new rebuilds them, ACK; the old
+ * one exits and the new one resumes once the connection ends. ABORT (old) or an ACK with a
+ * negative status (new) at any step: the old daemon resumes and serves on. */
 #ifndef SOFTSSD_HANDOVER_H
 #define SOFTSSD_HANDOVER_H
 
@@ -20,7 +25,8 @@ enum ssd_ho_kind {
 	SSD_HO_SESSION, /* ssd_ho_session + client socket, window memfds[, queue memory] */
 	SSD_HO_QP,	/* ssd_ho_qp + db eventfd if DB_EVENTFD, irq eventfd if IRQ_ENABLED */
 	SSD_HO_END,	/* ssd_ho_end: the counts, nothing after it */
-	SSD_HO_ACK,	/* new -> old: ssd_ho_ack; 0: rebuilt, the old one goes */
+	SSD_HO_ACK,	/* new -> old: ssd_ho_ack; after SERVER: ready for the sessions, after
+			 * END: rebuilt, the old one goes; status < 0: refused */
 	SSD_HO_ABORT,	/* old -> new: ssd_ho_ack; the old one serves on */
 	SSD_HO_KIND_MAX
 };
@@ -98,6 +104,7 @@ struct ssd_ho_qp {
 struct ssd_ho_end {
 	uint32_t nsessions;
 	uint32_t nqps;
+	uint64_t quiesce_ns; /* when the old daemon began to quiesce (CLOCK_MONOTONIC) */
 };
 
 struct ssd_ho_ack {

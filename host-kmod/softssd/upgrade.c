@@ -33,6 +33,24 @@ static void ssd_give_abort(int fd, int status, const char *why)
 	ssd_ho_send(fd, SSD_HO_ABORT, &a, sizeof(a), NULL, 0, ssd_ho_deadline(100));
 }
 
+/* The successor's acknowledgement: 0, or its refusal (err says why). */
+static int ssd_give_wait_ack(int fd, char *err, unsigned errlen)
+{
+	struct ssd_ho_rec rec;
+	int r = ssd_ho_recv(fd, &rec, ssd_ho_deadline(SSD_HO_TIMEOUT_MS), err, errlen);
+
+	if (!r && rec.kind != SSD_HO_ACK) {
+		ssd_ho_close_fds(&rec);
+		snprintf(err, errlen, "record kind %u where the acknowledgement belongs", rec.kind);
+		return -EPROTO;
+	}
+	if (!r && rec.u.ack.status) {
+		snprintf(err, errlen, "the new daemon refused: %.120s", rec.u.ack.err);
+		return rec.u.ack.status;
+	}
+	return r;
+}
+
 static int ssd_give_session(struct ssd_server *s, int fd, struct ssd_session *ss, uint64_t dl,
 			    char *err, unsigned errlen)
 {
@@ -205,11 +223,20 @@ void ssd_upgrade_give(struct ssd_server *s, struct ssd_session *req, const void 
 		r = -ENOMEM;
 		goto fail;
 	}
+	/* the successor opens the volume table and starts its workers first: no queue pair
+	 * waits for that */
+	r = ssd_give_server(s, req->fd, ssd_ho_deadline(SSD_HO_TIMEOUT_MS));
+	if (!r)
+		r = ssd_give_wait_ack(req->fd, err, sizeof(err));
+	if (r && !err[0])
+		snprintf(err, sizeof(err), "sending: %s", strerror(-r));
+	if (r)
+		goto fail;
+	end.quiesce_ns = ssd_now_ns();
 	r = ssd_give_quiesce(s, req, st, &nq, err, sizeof(err));
 	if (r)
 		goto fail;
 	dl = ssd_ho_deadline(SSD_HO_TIMEOUT_MS);
-	r = ssd_give_server(s, req->fd, dl);
 	for (ss = s->sessions, i = 0; ss && !r; ss = ss->next) {
 		struct ssd_qp *qp;
 
@@ -233,30 +260,19 @@ void ssd_upgrade_give(struct ssd_server *s, struct ssd_session *req, const void 
 		r = ssd_ho_send(req->fd, SSD_HO_END, &end, sizeof(end), NULL, 0, dl);
 	if (r && !err[0])
 		snprintf(err, sizeof(err), "sending: %s", strerror(-r));
-	if (r)
-		goto fail;
-	r = ssd_ho_recv(req->fd, &rec, ssd_ho_deadline(SSD_HO_TIMEOUT_MS), err, sizeof(err));
-	if (!r && rec.kind != SSD_HO_ACK) {
-		ssd_ho_close_fds(&rec);
-		snprintf(err, sizeof(err), "record kind %u where the acknowledgement belongs",
-			 rec.kind);
-		r = -EPROTO;
-	}
-	if (!r && rec.u.ack.status) {
-		snprintf(err, sizeof(err), "the new daemon refused: %.120s", rec.u.ack.err);
-		r = rec.u.ack.status;
-	}
+	if (!r)
+		r = ssd_give_wait_ack(req->fd, err, sizeof(err));
 	if (r)
 		goto fail;
 	/* committed: the successor resumes once this process is gone (the connection's end);
 	 * nothing here is torn down, the clients' sessions are its now */
 	if (s->cfg->notify) {
 		/* the service's main process changes here, before this one exits */
-		snprintf(why, sizeof(why), "MAINPID=%u", rec.u.ack.pid);
+		snprintf(why, sizeof(why), "MAINPID=%u", rec.u.req.pid);
 		ssd_notify(why);
 	}
 	printf("%s: upgrade: handed over to pid %u in %" PRIu64 " us; exiting\n", name,
-	       rec.u.ack.pid, (ssd_now_ns() - t0) / 1000u);
+	       rec.u.req.pid, (ssd_now_ns() - t0) / 1000u);
 	fflush(stdout);
 	fflush(stderr);
 	_exit(0);
@@ -281,6 +297,7 @@ struct ssd_taker {
 	char name[LIO_NAME_MAX];
 	int fd;
 	uint8_t *keep_quiesced; /* by queue-pair id: its client had quiesced it */
+	uint64_t quiesce_ns;	/* when the old daemon began to quiesce (CLOCK_MONOTONIC) */
 	char err[LIO_ERR_MAX];
 };
 
@@ -490,6 +507,13 @@ static int ssd_take_all(struct ssd_taker *t)
 	rc = ssd_take_server(t, &rec);
 	if (rc)
 		return rc;
+	/* ready for the sessions: the old daemon quiesces its queue pairs only now */
+	rc = ssd_ho_send(t->fd, SSD_HO_ACK, &(struct ssd_ho_ack){.pid = (uint32_t)getpid()},
+			 sizeof(struct ssd_ho_ack), NULL, 0, ssd_ho_deadline(SSD_HO_TIMEOUT_MS));
+	if (rc) {
+		snprintf(t->err, sizeof(t->err), "hand-over: acknowledging: %s", strerror(-rc));
+		return rc;
+	}
 	for (;;) {
 		struct ssd_session *ss;
 		unsigned want, i;
@@ -523,6 +547,7 @@ static int ssd_take_all(struct ssd_taker *t)
 		if (rc)
 			return rc;
 	}
+	t->quiesce_ns = rec.u.end.quiesce_ns;
 	if (rec.u.end.nsessions != nsess || rec.u.end.nqps != nqps) {
 		snprintf(t->err, sizeof(t->err),
 			 "hand-over: end record counts %u sessions, %u queue pairs; %u and %u came",
@@ -608,8 +633,10 @@ int ssd_take_over(const char *name, int status_fd)
 			if (!t.keep_quiesced[qp->id])
 				ssd_qp_resume(qp);
 	free(t.keep_quiesced);
-	printf("%s: pid %d took over %u clients, %u queue pairs; serving in %" PRIu64 " us\n", name,
-	       (int)getpid(), t.s.nsessions, t.s.nqpairs, (ssd_now_ns() - t0) / 1000u);
+	printf("%s: pid %d took over %u clients, %u queue pairs; serving in %" PRIu64
+	       " us, I/O paused %" PRIu64 " us\n",
+	       name, (int)getpid(), t.s.nsessions, t.s.nqpairs, (ssd_now_ns() - t0) / 1000u,
+	       (ssd_now_ns() - t.quiesce_ns) / 1000u);
 	fflush(stdout);
 	if (t.cfg.notify)
 		ssd_notify_ready();

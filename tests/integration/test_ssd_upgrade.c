@@ -385,7 +385,7 @@ static void hostile_send(int fd, enum hostile_case hc)
 	uint64_t dl = ssd_now_ns() + 5000000000ull;
 	struct ssd_ho_session ss = {.pid = 1, .owner = 1, .admin = 1, .nqps = hc == H_PHASE};
 	struct ssd_ho_qp qp = {.qp_id = 1};
-	struct ssd_ho_end end = {1, hc == H_PHASE};
+	struct ssd_ho_end end = {.nsessions = 1, .nqps = hc == H_PHASE};
 	int mfd = memfd_create("win", MFD_ALLOW_SEALING), efd = eventfd(0, 0), sp[2], fds[2];
 
 	ck_assert_int_ge(mfd, 0);
@@ -480,6 +480,10 @@ static void hostile_case(const char *backing, enum hostile_case hc, const char *
 	fds[1] = bfd;
 	fds[2] = fds[3] = logfd;
 	ck_assert_int_eq(ssd_ho_send(cfd, SSD_HO_SERVER, &sv, sizeof(sv), fds, 4, dl), 0);
+	/* the successor opened the table and started its workers: ready for the sessions */
+	ck_assert_int_eq(ssd_ho_recv(cfd, &rec_in, dl, err_in, sizeof(err_in)), 0);
+	ck_assert_uint_eq(rec_in.kind, SSD_HO_ACK);
+	ck_assert_int_eq(rec_in.u.ack.status, 0);
 	hostile_send(cfd, hc);
 	ck_assert_int_eq(ssd_ho_recv(cfd, &rec_in, dl, err_in, sizeof(err_in)), 0);
 	ck_assert_uint_eq(rec_in.kind, SSD_HO_ACK);

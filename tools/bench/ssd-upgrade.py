@@ -96,10 +96,13 @@ def main():
         with open(f"{d}/ssd.log") as f:
             log = f.read()
         gave = [int(x) for x in re.findall(r"handed over to pid \d+ in (\d+) us", log)]
-        took = [int(x) for x in re.findall(r"took over .*; serving in (\d+) us", log)]
-        if gave and took:
-            print(f"bench: daemon hand-over {min(gave)}-{max(gave)} us (old side), take-over "
-                  f"{min(took)}-{max(took)} us (new side, from its connect)", flush=True)
+        paused = [int(x) for x in re.findall(r"took over .* I/O paused (\d+) us", log)]
+        if gave and paused:
+            print(f"bench: daemon hand-over {min(gave)}-{max(gave)} us (old side, request to "
+                  f"exit), I/O paused {min(paused)}-{max(paused)} us (first quiesce to resume)",
+                  flush=True)
+            for r in rows:
+                r["daemon_paused_us"] = paused.pop(0) if r["kind"] == "upgrade" and paused else ""
     finally:
         if current:
             os.kill(current, signal.SIGTERM)
