@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "client/lio_client.h"
 #include "softssd/handover.h"
 #include "softssd/server_int.h"
 #include "apitest.h"
@@ -327,6 +328,96 @@ START_TEST(test_upgrade_refused_to_client)
 }
 END_TEST
 
+/* A client in the middle of its control requests (one at a time, as lvmm sends them): every
+ * request it sends across three upgrades is answered once, by one daemon or the other, and its
+ * session (its label) lives on. Replies of two sizes alternate: a lost reply would time out, a
+ * second one would be taken for the next request's and refused by its size. */
+static int control_loop(int stop_fd)
+{
+	struct lio_client *c;
+	struct lio_ssd_stats st;
+	struct lio_session_list l;
+	char err[256];
+	unsigned n = 0, i;
+	char b;
+
+	if (lio_client_connect(&c, "upgssd", "looper", NULL, err, sizeof(err))) {
+		printf("connect: %s\n", err);
+		return 1;
+	}
+	lio_client_set_timeout_ms(c, 5000);
+	while (read(stop_fd, &b, 1) < 0) {
+		bool mine = false;
+
+		memset(&l, 0, sizeof(l));
+		if (lio_client_ssd_stats(c, &st) || lio_client_session_list(c, &l)) {
+			printf("request %u: %s\n", n, lio_client_error(c));
+			return 1;
+		}
+		for (i = 0; i < l.count; i++)
+			mine |= !strcmp(l.s[i].label, "looper") && l.s[i].pid == (int32_t)getpid();
+		if (!mine) {
+			printf("request %u: the session list lacks this one\n", n);
+			return 1;
+		}
+		n += 2;
+	}
+	printf("%u requests answered\n", n);
+	lio_client_close(c);
+	return 0;
+}
+
+START_TEST(test_upgrade_control_requests)
+{
+	const char *opts[] = {"--backing", NULL, "--size", "16M", NULL};
+	char backing[512], logp[512], out[256] = "";
+	pid_t ssd, cur = 0, child;
+	int stop[2], outp[2], st, k;
+	ssize_t n;
+
+	snprintf(backing, sizeof(backing), "%s/ssd.img", dir);
+	snprintf(logp, sizeof(logp), "%s/ssd.log", dir);
+	opts[1] = backing;
+	ssd = testutil_ssd_start("upgssd", logp, opts);
+	ck_assert_int_eq(pipe(stop), 0);
+	ck_assert_int_eq(pipe(outp), 0);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (!child) {
+		close(stop[1]);
+		dup2(outp[1], 1);
+		fcntl(stop[0], F_SETFL, O_NONBLOCK);
+		k = control_loop(stop[0]);
+		fflush(stdout);
+		_exit(k);
+	}
+	close(stop[0]);
+	close(outp[1]);
+	for (k = 0; k < 3; k++) {
+		pid_t next = 0;
+
+		testutil_sleep_ms(100);
+		ck_assert_int_eq(upgrade("upgssd", NULL, &next), 0);
+		if (!cur) {
+			ck_assert_int_eq(waitpid(ssd, &st, 0), ssd);
+			ssd = 0;
+		}
+		cur = next;
+	}
+	testutil_sleep_ms(100);
+	ck_assert_int_eq(write(stop[1], "x", 1), 1);
+	ck_assert_int_eq(waitpid(child, &st, 0), child);
+	n = read(outp[0], out, sizeof(out) - 1);
+	out[n > 0 ? n : 0] = 0;
+	fprintf(stderr, "control client: %s", out);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client: %s", out);
+	ck_assert_msg(strstr(out, "requests answered") && atoi(out) > 0, "%s", out);
+	close(stop[1]);
+	close(outp[0]);
+	stop_foreign(cur);
+}
+END_TEST
+
 /* Under systemd (--notify): the old daemon names its successor as the main process before it
  * exits, and the successor says READY=1; a failed upgrade names nobody. */
 START_TEST(test_upgrade_notify)
@@ -528,6 +619,7 @@ int main(void)
 	tcase_add_test(tc, test_upgrade_refused_to_client);
 	tcase_add_test(tc, test_upgrade_hostile_predecessor);
 	tcase_add_test(tc, test_upgrade_notify);
+	tcase_add_test(tc, test_upgrade_control_requests);
 	tcase_add_test(tc, test_upgrade_under_two_vms);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
