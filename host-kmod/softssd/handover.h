@@ -63,6 +63,7 @@ struct ssd_ho_server {
 	uint32_t seccomp; /* enum ssd_seccomp_mode */
 	uint32_t flags;	  /* SSD_HO_SRV_* */
 	uint32_t next_qp_id;
+	uint32_t pid; /* the old daemon: the new one resumes only once this process has exited */
 	struct ssd_counters retired;
 };
 

@@ -692,6 +692,12 @@ void ssd_qp_handover(const struct ssd_qp *qp, struct ssd_ho_qp *rec)
 	rec->rq.st.timeout_ms = 0;
 	rec->rq.st.flags = 0; /* the restore takes none */
 	rec->rq.st.quiesce_ns = 0;
+	/* a doorbell value out of range was ignored: saved as the queue pair acted on it, so that
+	 * one guest's bad write cannot make its restore, and so the whole upgrade, fail */
+	if (rec->rq.st.sq_tail_db >= qp->sq_depth)
+		rec->rq.st.sq_tail_db = rec->rq.st.sq_head;
+	if (rec->rq.st.cq_head_db >= qp->cq_depth)
+		rec->rq.st.cq_head_db = rec->rq.st.cq_head;
 	rec->sq_off = x->sq_off >= 0 ? (uint64_t)x->sq_off : 0;
 	rec->cq_off = x->cq_off >= 0 ? (uint64_t)x->cq_off : 0;
 	rec->db_off = x->db_off >= 0 ? (uint64_t)x->db_off : 0;

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -123,6 +125,7 @@ static int ssd_give_server(struct ssd_server *s, int fd, uint64_t dl)
 		  (cfg->require_resident ? SSD_HO_SRV_RESIDENT : 0) |
 		  (cfg->notify ? SSD_HO_SRV_NOTIFY : 0);
 	r.next_qp_id = s->next_qp_id;
+	r.pid = (uint32_t)getpid();
 	ssd_counters_read(&r.retired, &s->retired);
 	return ssd_ho_send(fd, SSD_HO_SERVER, &r, sizeof(r), fds, cfg->direct_fd >= 0 ? 5 : 4, dl);
 }
@@ -298,6 +301,7 @@ struct ssd_taker {
 	int fd;
 	uint8_t *keep_quiesced; /* by queue-pair id: its client had quiesced it */
 	uint64_t quiesce_ns;	/* when the old daemon began to quiesce (CLOCK_MONOTONIC) */
+	int old_pidfd;		/* the old daemon's process */
 	char err[LIO_ERR_MAX];
 };
 
@@ -382,6 +386,13 @@ static int ssd_take_server(struct ssd_taker *t, struct ssd_ho_rec *rec)
 	s->start_ns = r->start_ns;
 	s->next_qp_id = r->next_qp_id;
 	s->retired = r->retired;
+	/* the connection's end alone does not prove the old daemon gone (an abort closes it too) */
+	t->old_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)r->pid, 0);
+	if (t->old_pidfd < 0) {
+		snprintf(t->err, sizeof(t->err), "hand-over: old daemon pid %u: pidfd_open: %s",
+			 r->pid, strerror(errno));
+		return -ESRCH;
+	}
 	if (lio_sock_path(t->name, s->path, sizeof(s->path))) {
 		snprintf(t->err, sizeof(t->err), "ssd %s: socket path too long", t->name);
 		return -EINVAL;
@@ -561,6 +572,63 @@ static int ssd_take_all(struct ssd_taker *t)
 	return 0;
 }
 
+/* After a refusal: the records still coming are read and dropped until the old daemon's ABORT
+ * or its end, so that closing with them unread does not reset the connection before the old
+ * one has read why. */
+static void ssd_take_drain(struct ssd_taker *t)
+{
+	static struct ssd_ho_rec rec;
+	uint64_t dl = ssd_ho_deadline(SSD_HO_TIMEOUT_MS);
+	char ignored[LIO_ERR_MAX];
+
+	while (t->fd >= 0) {
+		int rc = ssd_ho_recv(t->fd, &rec, dl, ignored, sizeof(ignored));
+
+		if (!rc)
+			ssd_ho_close_fds(&rec);
+		if (rc == -ECONNRESET || rc == -ETIMEDOUT || (!rc && rec.kind == SSD_HO_ABORT))
+			return;
+	}
+}
+
+/* After the last acknowledgement: the old daemon either exits (its process ends; then its end
+ * of the connection closes) or gives up (ABORT, and it serves on). Only the first lets this one
+ * serve. 0, or -ECANCELED with t->err set. */
+static int ssd_take_wait_exit(struct ssd_taker *t)
+{
+	static struct ssd_ho_rec rec;
+	struct pollfd pf[2] = {{.fd = t->old_pidfd, .events = POLLIN},
+			       {.fd = t->fd, .events = POLLIN}};
+	bool ended = false;
+
+	for (;;) {
+		/* once the connection ended the process must follow promptly */
+		int n = poll(pf, ended ? 1 : 2, ended ? (int)SSD_HO_TIMEOUT_MS : -1), rc;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n > 0 && (pf[0].revents & POLLIN))
+			return 0;
+		if (n <= 0) {
+			snprintf(t->err, sizeof(t->err),
+				 "the old daemon closed the hand-over but did not exit");
+			return -ECANCELED;
+		}
+		rc = ssd_ho_recv(t->fd, &rec, ssd_ho_deadline(SSD_HO_TIMEOUT_MS), t->err,
+				 sizeof(t->err));
+		if (rc == -ECONNRESET) {
+			ended = true;
+			continue;
+		}
+		if (!rc)
+			ssd_ho_close_fds(&rec);
+		snprintf(t->err, sizeof(t->err), "the old daemon %s",
+			 !rc && rec.kind == SSD_HO_ABORT ? "gave up: it serves on"
+							 : "sent something after the end");
+		return -ECANCELED;
+	}
+}
+
 static void ssd_take_status(int fd, const char *line)
 {
 	if (fd < 0)
@@ -580,7 +648,7 @@ int ssd_take_over(const char *name, int status_fd)
 	uint64_t t0;
 	int rc;
 
-	t.s.lfd = t.s.sigfd = t.s.epfd = t.fd = -1;
+	t.s.lfd = t.s.sigfd = t.s.epfd = t.fd = t.old_pidfd = -1;
 	snprintf(t.name, sizeof(t.name), "%s", name);
 	ssd_process_setup();
 	t.keep_quiesced = calloc(LIO_MAX_QPAIRS + 1, 1);
@@ -599,27 +667,14 @@ int ssd_take_over(const char *name, int status_fd)
 				    ssd_ho_deadline(100));
 		snprintf(line, sizeof(line), "error: %s\n", t.err);
 		ssd_take_status(status_fd, line);
+		ssd_take_drain(&t);
 		fflush(stdout);
 		_exit(1);
 	}
 	rc = ssd_ho_send(t.fd, SSD_HO_ACK, &ack, sizeof(ack), NULL, 0,
 			 ssd_ho_deadline(SSD_HO_TIMEOUT_MS));
-	if (!rc) {
-		/* the old daemon serves nothing once acknowledged; its exit ends the connection.
-		 * An ABORT instead (it gave up waiting) means it serves on: this one must not. */
-		static struct ssd_ho_rec rec;
-
-		rc = ssd_ho_recv(t.fd, &rec, UINT64_MAX, t.err, sizeof(t.err));
-		if (rc == -ECONNRESET)
-			rc = 0;
-		else if (!rc) {
-			ssd_ho_close_fds(&rec);
-			snprintf(t.err, sizeof(t.err), "the old daemon %s",
-				 rec.kind == SSD_HO_ABORT ? "gave up: it serves on"
-							  : "sent a record after the end");
-			rc = -ECANCELED;
-		}
-	}
+	if (!rc)
+		rc = ssd_take_wait_exit(&t);
 	if (rc) {
 		snprintf(line, sizeof(line), "error: %s\n", t.err);
 		ssd_take_status(status_fd, line);
@@ -628,6 +683,7 @@ int ssd_take_over(const char *name, int status_fd)
 		_exit(1);
 	}
 	close(t.fd);
+	close(t.old_pidfd);
 	for (ss = t.s.sessions; ss; ss = ss->next)
 		for (qp = ss->qps; qp; qp = qp->next_in_owner)
 			if (!t.keep_quiesced[qp->id])

@@ -418,6 +418,92 @@ START_TEST(test_upgrade_control_requests)
 }
 END_TEST
 
+/* A client of its own (lio_drv) with rings and doorbell pages in queue memory, an anonymous
+ * volume, one queue pair quiesced by the client (a snapshot in progress) and a CQ doorbell value
+ * out of range: the upgrade keeps the data, the queue-memory layout and the quiesce; the volume
+ * is freed by the successor when the client goes. */
+START_TEST(test_upgrade_queue_memory)
+{
+	const char *opts[] = {"--backing", NULL, "--size", "32M", NULL};
+	struct lio_vol_attach a = {.size_bytes = 8 << 20, .flags = LIO_ATTACH_ANON};
+	struct lio_drv_opts o = {.lba_shift = 9,
+				 .mode = LIGHTIOV_MODE_ISOLATED,
+				 .qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL,
+				 .nr_qp = 3,
+				 .depth = 16};
+	struct lio_client *c;
+	struct lio_drv *d;
+	struct lio_qp_state qs;
+	struct lio_vol_list l;
+	char backing[512], logp[512], err[256];
+	uint64_t buf;
+	uint32_t *p;
+	unsigned i, q;
+	pid_t ssd, next = 0;
+	int st;
+
+	snprintf(backing, sizeof(backing), "%s/ssd.img", dir);
+	snprintf(logp, sizeof(logp), "%s/ssd.log", dir);
+	opts[1] = backing;
+	ssd = testutil_ssd_start("upgssd", logp, opts);
+	ck_assert_int_eq(lio_client_connect(&c, "upgssd", "cmb", NULL, err, sizeof(err)), 0);
+	ck_assert_int_eq(lio_client_vol_attach(c, &a), 0);
+	o.vol_id = a.vol_id;
+	o.lba_start = a.lba_start;
+	o.lba_count = a.lba_count;
+	ck_assert_msg(!lio_drv_open(&d, c, &o, err, sizeof(err)), "%s", err);
+	buf = lio_drv_alloc(d, 4096);
+	p = lio_drv_ptr(d, buf);
+	for (q = 0; q < 3; q++) {
+		for (i = 0; i < 1024; i++)
+			p[i] = q << 16 | i;
+		ck_assert_int_eq(lio_drv_io(d, q, NVME_CMD_WRITE, q * 8, 8, buf), 0);
+	}
+	ck_assert_int_eq(lio_client_qp_quiesce(c, d->qp[2].qp_id, 0, &qs), 0);
+	*d->qp[1].cq_db = 999; /* out of range: ignored, counted */
+	testutil_sleep_ms(50);
+	ck_assert_int_eq(upgrade("upgssd", NULL, &next), 0);
+	ck_assert_int_eq(waitpid(ssd, &st, 0), ssd);
+	*d->qp[1].cq_db = d->qp[1].cq_head;
+	/* what was written reads back through the rings the successor adopted */
+	for (q = 0; q < 2; q++) {
+		memset(p, 0, 4096);
+		ck_assert_int_eq(lio_drv_io(d, q, NVME_CMD_READ, q * 8, 8, buf), 0);
+		for (i = 0; i < 1024; i++)
+			ck_assert_uint_eq(p[i], q << 16 | i);
+	}
+	/* the client's own quiesce held through the upgrade: nothing is fetched until it resumes */
+	{
+		struct nvme_sqe sqe = {.opcode = NVME_CMD_READ, .nsid = 1, .cdw10 = 16, .cdw12 = 7};
+		struct nvme_cqe cqe;
+
+		lio_drv_prp(d, 2, &sqe, buf, 4096);
+		memset(p, 0, 4096);
+		ck_assert_int_ge(lio_drv_submit(d, 2, &sqe), 0);
+		ck_assert_int_eq(lio_drv_reap(d, 2, &cqe, 1, 300), 0);
+		ck_assert_int_eq(lio_client_qp_resume(c, d->qp[2].qp_id), 0);
+		ck_assert_int_eq(lio_drv_reap(d, 2, &cqe, 1, 10000), 1);
+		ck_assert_uint_eq(cqe.status >> 1, 0);
+		for (i = 0; i < 1024; i++)
+			ck_assert_uint_eq(p[i], 2u << 16 | i);
+	}
+	lio_drv_close(d);
+	lio_client_close(c);
+	/* the anonymous volume was the client's: the successor frees it when the session ends */
+	ck_assert_int_eq(lio_client_connect(&c, "upgssd", "list", NULL, err, sizeof(err)), 0);
+	for (i = 0; i < 100; i++) {
+		memset(&l, 0, sizeof(l));
+		ck_assert_int_eq(lio_client_vol_list(c, &l), 0);
+		if (!l.total)
+			break;
+		testutil_sleep_ms(50);
+	}
+	ck_assert_uint_eq(l.total, 0);
+	lio_client_close(c);
+	stop_foreign(next);
+}
+END_TEST
+
 /* Under systemd (--notify): the old daemon names its successor as the main process before it
  * exits, and the successor says READY=1; a failed upgrade names nobody. */
 START_TEST(test_upgrade_notify)
@@ -468,7 +554,9 @@ END_TEST
 
 /* ---- a hostile predecessor ---- */
 
-enum hostile_case { H_UNSEALED, H_PHASE, H_VOLUME, H_COUNT };
+/* The last two hand over nothing and are acknowledged; then the "old daemon" gives up, with an
+ * ABORT or just closing, but does not exit: the successor must not serve. */
+enum hostile_case { H_UNSEALED, H_PHASE, H_VOLUME, H_ABORT_AFTER_ACK, H_CLOSE_AFTER_ACK };
 
 /* The session (and queue pair) records of one case. */
 static void hostile_send(int fd, enum hostile_case hc)
@@ -478,6 +566,14 @@ static void hostile_send(int fd, enum hostile_case hc)
 	struct ssd_ho_qp qp = {.qp_id = 1};
 	struct ssd_ho_end end = {.nsessions = 1, .nqps = hc == H_PHASE};
 	int mfd = memfd_create("win", MFD_ALLOW_SEALING), efd = eventfd(0, 0), sp[2], fds[2];
+
+	if (hc >= H_ABORT_AFTER_ACK) {
+		end.nsessions = 0;
+		ck_assert_int_eq(ssd_ho_send(fd, SSD_HO_END, &end, sizeof(end), NULL, 0, dl), 0);
+		close(mfd);
+		close(efd);
+		return;
+	}
 
 	ck_assert_int_ge(mfd, 0);
 	ck_assert_int_eq(ftruncate(mfd, 1 << 20), 0);
@@ -561,6 +657,7 @@ static void hostile_case(const char *backing, enum hostile_case hc, const char *
 	ck_assert_uint_eq(rec_in.kind, SSD_HO_REQUEST);
 	ck_assert_int_eq((int)rec_in.u.req.pid, pid);
 	strcpy(sv.name, "hostile");
+	sv.pid = (uint32_t)getpid(); /* this test plays the old daemon */
 	strcpy(sv.model, "none");
 	bfd = open(backing, O_RDWR);
 	snprintf(logp, sizeof(logp), "%s/hostile.log", dir);
@@ -576,17 +673,38 @@ static void hostile_case(const char *backing, enum hostile_case hc, const char *
 	ck_assert_uint_eq(rec_in.kind, SSD_HO_ACK);
 	ck_assert_int_eq(rec_in.u.ack.status, 0);
 	hostile_send(cfd, hc);
-	ck_assert_int_eq(ssd_ho_recv(cfd, &rec_in, dl, err_in, sizeof(err_in)), 0);
+	if (ssd_ho_recv(cfd, &rec_in, dl, err_in, sizeof(err_in))) {
+		n = read(p[0], status, sizeof(status) - 1);
+		status[n > 0 ? n : 0] = 0;
+		waitpid(pid, &st, 0);
+		ck_abort_msg("case %d: %s; successor status %d: %s; log: %s", hc, err_in, st,
+			     status, testutil_slurp(logp));
+	}
 	ck_assert_uint_eq(rec_in.kind, SSD_HO_ACK);
-	ck_assert_int_lt(rec_in.u.ack.status, 0);
-	ck_assert_msg(strstr(rec_in.u.ack.err, want), "case %d: %s", hc, rec_in.u.ack.err);
+	if (hc >= H_ABORT_AFTER_ACK) {
+		struct ssd_ho_ack ab = {.status = -ETIMEDOUT, .err = "gave up"};
+
+		ck_assert_int_eq(rec_in.u.ack.status, 0);
+		if (hc == H_ABORT_AFTER_ACK)
+			ck_assert_int_eq(
+			    ssd_ho_send(cfd, SSD_HO_ABORT, &ab, sizeof(ab), NULL, 0, dl), 0);
+	} else {
+		ck_assert_int_lt(rec_in.u.ack.status, 0);
+		ck_assert_msg(strstr(rec_in.u.ack.err, want), "case %d: %s", hc, rec_in.u.ack.err);
+	}
+	close(cfd); /* as the old daemon ends the asking session: the successor stops waiting */
 	n = read(p[0], status, sizeof(status) - 1);
 	status[n > 0 ? n : 0] = 0;
 	ck_assert_msg(!strncmp(status, "error: ", 7) && strstr(status, want), "%s", status);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "case %d: status %d", hc, st);
+	{
+		char *log = testutil_slurp(logp);
+
+		ck_assert_msg(!log || !strstr(log, "took over"), "case %d: %s", hc, log);
+		free(log);
+	}
 	close(p[0]);
-	close(cfd);
 	close(lfd);
 	close(bfd);
 	close(logfd);
@@ -606,6 +724,9 @@ START_TEST(test_upgrade_hostile_predecessor)
 	hostile_case(backing, H_UNSEALED, "not sealed with F_SEAL_SHRINK");
 	hostile_case(backing, H_PHASE, "phase 2");
 	hostile_case(backing, H_VOLUME, "volume 'nosuch' (id 1) is not in the table");
+	hostile_case(backing, H_ABORT_AFTER_ACK, "the old daemon gave up: it serves on");
+	/* no ABORT, but alive: the successor waits its bound for the exit, then gives up */
+	hostile_case(backing, H_CLOSE_AFTER_ACK, "closed the hand-over but did not exit");
 }
 END_TEST
 
@@ -614,13 +735,20 @@ int main(void)
 	Suite *s = suite_create("ssd_upgrade");
 	TCase *tc = tcase_create("upgrade");
 
+	/* CK_RUN_CASE=upgrade: two VMs through three upgrades */
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_upgrade_under_two_vms);
+	suite_add_tcase(s, tc);
+	/* CK_RUN_CASE=control: no VM */
+	tc = tcase_create("control");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_upgrade_refused_to_client);
 	tcase_add_test(tc, test_upgrade_hostile_predecessor);
 	tcase_add_test(tc, test_upgrade_notify);
 	tcase_add_test(tc, test_upgrade_control_requests);
-	tcase_add_test(tc, test_upgrade_under_two_vms);
+	tcase_add_test(tc, test_upgrade_queue_memory);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
 }
