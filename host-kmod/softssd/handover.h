@@ -9,6 +9,7 @@
 #define SOFTSSD_HANDOVER_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "lightiov/uapi.h"
 #include "softssd/qpair.h"
@@ -113,6 +114,16 @@ struct ssd_ho_ack {
 	uint32_t pid;
 	char err[LIO_ERR_MAX];
 };
+
+/* deadline_ns for the record calls: ms from now (CLOCK_MONOTONIC) */
+static inline uint64_t ssd_ho_deadline(uint32_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+	       (uint64_t)ms * 1000000ull;
+}
 
 /* One record as received: its kind, its payload (aligned copy) and its fds. */
 struct ssd_ho_rec {

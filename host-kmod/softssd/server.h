@@ -37,9 +37,9 @@ struct ssd_server_cfg {
 /* Serves until SIGINT or SIGTERM: 0 after a clean stop, else 1 with the reason on stderr. */
 int ssd_serve(const struct ssd_server_cfg *cfg);
 
-/* Takes over the sessions of the daemon serving name (`lvmm ssd upgrade`, upgrade.c) and serves
- * them as it was configured; one line, "ok PID" or the reason, goes to status_fd (then closed).
- * Exits like ssd_serve; 1 when the take-over failed (the old daemon serves on). */
+/* Takes over the sessions of the daemon serving name (`lvmm ssd upgrade`, upgrade_take.c) and
+ * serves them as it was configured; one line, "ok PID" or the reason, goes to status_fd (then
+ * closed). Exits like ssd_serve; 1 when the take-over failed (the old daemon serves on). */
 int ssd_take_over(const char *name, int status_fd);
 
 /* The daemon's system-call filter (seccomp.c), installed on every thread once start-up is done. */

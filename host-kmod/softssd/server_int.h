@@ -109,7 +109,7 @@ void ssd_qp_destroy(struct ssd_server *s, struct ssd_session *ss, struct ssd_qp 
 /* Unmaps and closes the session's DMA window. */
 void ssd_window_drop(struct ssd_session *ss);
 
-/* ---- start-up pieces shared by `serve` (server.c) and a take-over (upgrade.c) ---- */
+/* ---- start-up pieces shared by `serve` (server.c) and a take-over (upgrade_take.c) ---- */
 /* Signals blocked (signalfd takes them), SIGPIPE ignored, the fd limit raised. */
 void ssd_process_setup(void);
 /* The queue-pair table and the workers, once s->vols is open. */
@@ -127,7 +127,7 @@ void ssd_notify(const char *msg);
 void ssd_notify_ready(void);
 void ssd_session_end(struct ssd_server *s, struct ssd_session *ss);
 
-/* ---- hand-over (upgrade.c, session.c) ---- */
+/* ---- hand-over (upgrade_give.c, upgrade_take.c, session.c) ---- */
 struct ssd_ho_qp;
 /* Fills rec's id, creation request, queue-memory offsets and counters (not its state). */
 void ssd_qp_handover(const struct ssd_qp *qp, struct ssd_ho_qp *rec);

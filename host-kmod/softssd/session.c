@@ -680,7 +680,7 @@ static int ssd_op_qp_restore(struct ssd_call *c)
 	return ssd_qp_make(c, &rq->qp, rq, NULL);
 }
 
-/* ---- hand-over (upgrade.c) ---- */
+/* ---- hand-over (upgrade_give.c, upgrade_take.c) ---- */
 
 void ssd_qp_handover(const struct ssd_qp *qp, struct ssd_ho_qp *rec)
 {

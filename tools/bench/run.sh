@@ -10,14 +10,15 @@
 # BENCH_ONLY=virtio, lvmm's virtio-blk and vNVMe against QEMU's virtio-blk and nvme on one image;
 # net: netbench.py, virtio-net of lvmm and QEMU and Linux boots with devices, several minutes of
 # Linux boots on a kvm_pvm host, skipped without the test guest of make guest; sparse:
-# sparse.py, one read every 5 ms, native client against lvmm's isolated doorbell modes),
+# sparse.py, one read every 5 ms, native client against lvmm's isolated doorbell modes; upgrade:
+# ssd-upgrade.py, a QD1 guest's slowest I/O across `lvmm ssd upgrade` against rounds without),
 # RESULTS (docs/bench), DOC (docs/benchmarks.md); storage.py lists its own.
 set -euo pipefail
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 results=${RESULTS:-docs/bench}
 doc=${DOC:-docs/benchmarks.md}
-benches=${BENCHES:-nvme api boot storage virtio net sparse}
+benches=${BENCHES:-nvme api boot storage virtio net sparse upgrade}
 want() { [[ " $benches " == *" $1 "* ]]; }
 for f in "$build/lvmm" "$build/bench-guest/bench-guest.elf" "$build/softssd-bench-client"; do
 	[ -e "$f" ] || { echo "bench: no $f (run make first)" >&2; exit 1; }
@@ -98,6 +99,11 @@ if want sparse; then
 	echo "bench: sparse I/O, native client against lvmm isolated (sparse.py)"
 	/usr/bin/python3 "$here/sparse.py" "$build" "$results" "$doc"
 	took sparse
+fi
+if want upgrade; then
+	echo "bench: softssd upgrade pause at QD1 (ssd-upgrade.py)"
+	/usr/bin/python3 "$here/ssd-upgrade.py" "$build" "$results" "${ROUNDS:-3}"
+	took upgrade
 fi
 
 # host.json and report.py belong to the nvme, api and boot tables: only a run of all three
