@@ -98,6 +98,18 @@ static int ssd_take_server(struct ssd_taker *t, struct ssd_ho_rec *rec)
 	cfg->require_resident = !!(r->flags & SSD_HO_SRV_RESIDENT);
 	cfg->notify = !!(r->flags & SSD_HO_SRV_NOTIFY);
 	cfg->seccomp = (enum ssd_seccomp_mode)r->seccomp;
+	{
+		int acc = 0, type = 0;
+		socklen_t l1 = sizeof(acc), l2 = sizeof(type);
+
+		if (getsockopt(rec->fds[0], SOL_SOCKET, SO_ACCEPTCONN, &acc, &l1) ||
+		    getsockopt(rec->fds[0], SOL_SOCKET, SO_TYPE, &type, &l2) || !acc ||
+		    type != SOCK_SEQPACKET) {
+			snprintf(t->err, sizeof(t->err),
+				 "hand-over: the listener fd is not a listening seqpacket socket");
+			return -EINVAL;
+		}
+	}
 	s->lfd = rec->fds[0];
 	cfg->backing_fd = rec->fds[1];
 	cfg->direct_fd = r->flags & SSD_HO_SRV_DIRECT ? rec->fds[4] : -1;
