@@ -382,7 +382,7 @@ int ssd_take_over(const char *name, int status_fd)
 	struct ssd_session *ss;
 	struct ssd_qp *qp;
 	char line[2 * LIO_ERR_MAX];
-	uint64_t t0;
+	uint64_t t0, acked, resumed;
 	int rc;
 
 	t.s.lfd = t.s.sigfd = t.s.epfd = t.fd = t.old_pidfd = -1;
@@ -408,6 +408,9 @@ int ssd_take_over(const char *name, int status_fd)
 		fflush(stdout);
 		_exit(1);
 	}
+	acked = ssd_now_ns();
+	if (t.quiesce_ns > acked) /* the old daemon's clock value: kept within reason */
+		t.quiesce_ns = acked;
 	rc = ssd_ho_send(t.fd, SSD_HO_ACK, &ack, sizeof(ack), NULL, 0,
 			 ssd_ho_deadline(SSD_HO_TIMEOUT_MS));
 	if (!rc)
@@ -425,11 +428,15 @@ int ssd_take_over(const char *name, int status_fd)
 		for (qp = ss->qps; qp; qp = qp->next_in_owner)
 			if (!t.keep_quiesced[qp->id])
 				ssd_qp_resume(qp);
+	resumed = ssd_now_ns();
 	free(t.keep_quiesced);
+	/* where the pause went: the records and their rebuild, then the old process's exit */
 	printf("%s: pid %d took over %u clients, %u queue pairs; serving in %" PRIu64
-	       " us, I/O paused %" PRIu64 " us\n",
-	       name, (int)getpid(), t.s.nsessions, t.s.nqpairs, (ssd_now_ns() - t0) / 1000u,
-	       (ssd_now_ns() - t.quiesce_ns) / 1000u);
+	       " us, I/O paused %" PRIu64 " us (records and rebuild %" PRIu64
+	       " us, the old daemon's exit %" PRIu64 " us)\n",
+	       name, (int)getpid(), t.s.nsessions, t.s.nqpairs, (resumed - t0) / 1000u,
+	       (resumed - t.quiesce_ns) / 1000u, (acked - t.quiesce_ns) / 1000u,
+	       (resumed - acked) / 1000u);
 	fflush(stdout);
 	if (t.cfg.notify)
 		ssd_notify_ready();
