@@ -452,7 +452,9 @@ static int ssd_cmd_upgrade(int argc, char **argv)
 		_exit(127);
 	}
 	close(p[1]);
-	while (got < sizeof(line) - 1 && (n = read(p[0], line + got, sizeof(line) - 1 - got)) > 0)
+	/* one line: the daemon may hand the pipe on (a wrapper, a debugger) and never close it */
+	while (got < sizeof(line) - 1 && !memchr(line, '\n', got) &&
+	       (n = read(p[0], line + got, sizeof(line) - 1 - got)) > 0)
 		got += (size_t)n;
 	close(p[0]);
 	line[got] = 0;

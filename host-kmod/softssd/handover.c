@@ -3,6 +3,7 @@
 #include "softssd/handover.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -176,6 +177,18 @@ int ssd_ho_parse(const void *buf, size_t len, unsigned nfds, int trunc, struct s
 	return 0;
 }
 
+/* Sleeps until fd is ready for events or the deadline passes (the caller retries either way). */
+static void ssd_ho_wait(int fd, short events, uint64_t deadline_ns)
+{
+	struct pollfd pf = {.fd = fd, .events = events};
+	uint64_t now = ssd_now_ns();
+
+	uint64_t ms = now < deadline_ns ? (deadline_ns - now) / 1000000u + 1 : 0;
+
+	if (ms)
+		poll(&pf, 1, ms < 1000 ? (int)ms : 1000);
+}
+
 int ssd_ho_send(int fd, uint16_t kind, const void *p, uint32_t len, const int *fds, unsigned nfds,
 		uint64_t deadline_ns)
 {
@@ -212,7 +225,7 @@ int ssd_ho_send(int fd, uint16_t kind, const void *p, uint32_t len, const int *f
 			return -errno;
 		if (ssd_now_ns() >= deadline_ns)
 			return -ETIMEDOUT;
-		nanosleep(&(struct timespec){0, 200000}, NULL);
+		ssd_ho_wait(fd, POLLOUT, deadline_ns);
 	}
 }
 
@@ -253,7 +266,7 @@ int ssd_ho_recv(int fd, struct ssd_ho_rec *rec, uint64_t deadline_ns, char *err,
 				 SSD_HO_TIMEOUT_MS);
 			return -ETIMEDOUT;
 		}
-		nanosleep(&(struct timespec){0, 200000}, NULL);
+		ssd_ho_wait(fd, POLLIN, deadline_ns);
 	}
 	rec->nfds = 0;
 	for (cm = n >= 0 ? CMSG_FIRSTHDR(&m) : NULL; cm; cm = CMSG_NXTHDR(&m, cm)) {

@@ -41,6 +41,8 @@ static const char *const ssd_seccomp_allowed[] = {
     "epoll_pwait",
     "epoll_pwait2",
     "epoll_ctl",
+    "poll", /* an upgrade's exchange with the successor (handover.c) */
+    "ppoll",
     "accept4",
     "recvmsg",
     "sendmsg",

@@ -176,7 +176,7 @@ void ssd_upgrade_give(struct ssd_server *s, struct ssd_session *req, const void 
 	struct ssd_ho_end end = {0};
 	struct ssd_session *ss;
 	char err[LIO_ERR_MAX] = "", why[2 * LIO_ERR_MAX];
-	uint64_t t0 = ssd_now_ns(), dl;
+	uint64_t t0 = ssd_now_ns(), dl, quiesced;
 	unsigned nq = 0, i;
 	int r;
 
@@ -224,6 +224,7 @@ void ssd_upgrade_give(struct ssd_server *s, struct ssd_session *req, const void 
 		goto fail;
 	end.quiesce_ns = ssd_now_ns();
 	r = ssd_give_quiesce(s, req, st, &nq, err, sizeof(err));
+	quiesced = ssd_now_ns();
 	if (r)
 		goto fail;
 	dl = ssd_ho_deadline(SSD_HO_TIMEOUT_MS);
@@ -261,8 +262,10 @@ void ssd_upgrade_give(struct ssd_server *s, struct ssd_session *req, const void 
 		snprintf(why, sizeof(why), "MAINPID=%u", rec.u.req.pid);
 		ssd_notify(why);
 	}
-	printf("%s: upgrade: handed over to pid %u in %" PRIu64 " us; exiting\n", name,
-	       rec.u.req.pid, (ssd_now_ns() - t0) / 1000u);
+	printf("%s: upgrade: handed over to pid %u in %" PRIu64
+	       " us (%u queue pairs quiesced in %" PRIu64 " us); exiting\n",
+	       name, rec.u.req.pid, (ssd_now_ns() - t0) / 1000u, nq,
+	       (quiesced - end.quiesce_ns) / 1000u);
 	fflush(stdout);
 	fflush(stderr);
 	_exit(0);
