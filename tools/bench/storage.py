@@ -299,7 +299,9 @@ class Bench:
                           f"{row.get('iops', 0):8.0f} IOPS p50 {row.get('p50_us', 0):8.1f} us",
                           flush=True)
                     rows.append(row)
-        write_csv(f"{self.results}/storage{'-' + self.only if self.only else ''}.csv", rows)
+                    # after every row: a run cut short keeps what it measured
+                    write_csv(f"{self.results}/storage{'-' + self.only if self.only else ''}"
+                              ".csv", rows)
         return rows
 
     # ---- N VMs on one SSD ----
