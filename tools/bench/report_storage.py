@@ -170,14 +170,15 @@ def storage_plot(rows, path):
 
 def scale_table(rows):
     out = ["| VMs | mode, wait | VMs ok | aggregate IOPS | x single-VM saturation | mean us / VM "
-           "| p99 us (median VM, worst VM) | Jain index | host CPU us/I/O | RSS / PSS / private "
-           "MiB per lvmm |", "|" + "---|" * 10]
+           "| p99 us (median VM, worst VM) | Jain index | host CPU us/I/O (softssd's) "
+           "| RSS / PSS / private MiB per lvmm |", "|" + "---|" * 10]
     for r in rows:
         late = f" ({r['late_vms']} late)" if r.get("late_vms") not in (None, "", "0") else ""
         out.append(f"| {r['vms']} | {r['mode']}, {r.get('wait', 'poll')} | {r['ok_vms']}{late} | {fmt(num(r['aggregate_iops']))} "
                    f"| {fmt(num(r['ratio']), 2)} | {fmt(num(r['mean_us']))} | "
                    f"{fmt(num(r['p99_us_median_vm']))}, {fmt(num(r['p99_us_worst_vm']))} | "
-                   f"{fmt(num(r['jain']), 3)} | {fmt(num(r['host_cpu_us_per_io']))} | "
+                   f"{fmt(num(r['jain']), 3)} | {fmt(num(r['host_cpu_us_per_io']))} "
+                   f"({fmt(num(r.get('softssd_cpu_us_per_io')), 1)}) | "
                    f"{fmt(num(r['rss_mib']), 1)} / {fmt(num(r['pss_mib']), 1)} / "
                    f"{fmt(num(r['private_mib']), 1)} |")
     return "\n".join(out)
@@ -279,6 +280,14 @@ def main():
             f"{h.get('commit') or 'an unknown commit'}.\n\n" + storage_table(rows) + "\n\n" +
             ram_ratio_table(rows)))
         storage_plot(rows, f"{res}/storage-ram.png")
+    rows = load(f"{res}/scale-vms.csv")  # BENCH_ONLY=vms: saturation and scale points alone
+    if rows:
+        h = json.load(open(f"{res}/storage-vms-host.json"))
+        doc = replace(doc, "scale-vms", (
+            f"Run {h['date']} on {h['host']} ({h.get('load_at_end', '?')} at the end); "
+            f"{h['duration_s']} s in all, {h['bench_time_s']} s per point; lvmm at "
+            f"{h.get('commit') or 'an unknown commit'}.\n\n" + scale_table(rows)))
+        scale_plot(rows, f"{res}/scale-vms.png")
     rows = load(f"{res}/scale.csv")
     if rows:
         doc = replace(doc, "scale", scale_table(rows))

@@ -16,7 +16,9 @@
 #   tmpfs, DIR=/dev/shm unless set; fio with io_uring on the image as the native reference, then
 #   softssd's own client, lvmm's modes and virtio-blk, QEMU's nvme and virtio-blk, reads and
 #   writes at QD1/32/128 on one queue pair, into storage-ram.csv; IOPS per busy host core from
-#   every process's CPU time)
+#   every process's CPU time), BENCH_ONLY=vms (single-VM saturation, lvmm isolated reads at
+#   QD32/128, then the N-VM scale points, into storage-vms.csv and scale-vms.csv: the many-VM
+#   picture of a host without the rest; DIR as set, /var/tmp by default)
 import csv
 import json
 import os
@@ -48,9 +50,9 @@ class Bench:
         self.rounds = int(os.environ.get("ROUNDS", "2"))
         self.smoke = os.environ.get("SMOKE") == "1"
         self.only = os.environ.get("BENCH_ONLY", "")
-        if self.only not in ("", "mq", "virtio", "ram"):
-            sys.exit(f"storage.py: BENCH_ONLY={self.only}: only 'mq', 'virtio' and 'ram' are "
-                     "known")
+        if self.only not in ("", "mq", "virtio", "ram", "vms"):
+            sys.exit(f"storage.py: BENCH_ONLY={self.only}: only 'mq', 'virtio', 'ram' and 'vms' "
+                     "are known")
         self.vol_mb = int(os.environ.get("VOL_MB", "64" if self.smoke else "1024"))
         self.ram = self.only == "ram"
         base = os.environ.get("DIR", "/dev/shm" if self.ram else "/var/tmp")
@@ -234,6 +236,8 @@ class Bench:
             return [(rw, qd, 4) for rw in ("randread", "randwrite") for qd in (1, 32, 128)]
         if self.only == "virtio":
             return [(rw, qd, 1) for rw in ("randread", "randwrite") for qd in (1, 32)]
+        if self.only == "vms":
+            return [("randread", qd, 1) for qd in (32, 128)]
         if self.ram:
             if self.smoke:
                 return [("randread", 1, 1), ("randwrite", 32, 1)]
@@ -264,12 +268,14 @@ class Bench:
                                     lambda *a: self.run_lvmm("emulate-file", *a)))
                 if self.only == "mq":
                     runs = [r for r in runs if not r[0].startswith("QEMU")]
+                if self.only == "vms":  # the saturation the scale points are a share of
+                    runs = [r for r in runs if r[0] == "lvmm isolated"]
                 if self.ram:  # every row in every round: the ratios are the point
                     runs += [r for r in extra if r[0] == "lvmm emulate, file"]
                 # the variants are not in any target's ratio: one round of them (two when
                 # runs are long), so that make bench BENCH_TIME=2 stays under 10 minutes
                 if rw == "randread" and qp == 1 and (rnd == 1 or self.secs > 2) and \
-                        self.only not in ("virtio", "ram"):
+                        self.only not in ("virtio", "ram", "vms"):
                     runs += extra
                 # the 2-vCPU rows: all of them with BENCH_ONLY=mq; in the full matrix at QD32
                 # in round 1, and only when runs are long (BENCH_TIME=2 keeps its 10 minutes)
@@ -318,7 +324,8 @@ class Bench:
             for mode in modes:
                 for wait in waits + (["poll"] if n == poll_at and "poll" not in waits else []):
                     rows.append(self.scale_point(n, mode, wait, sat_iops))
-        write_csv(f"{self.results}/scale.csv", rows)
+                    write_csv(f"{self.results}/scale{'-' + self.only if self.only else ''}.csv",
+                              rows)
         return rows
 
     def scale_point(self, n, mode, wait, sat_iops):
@@ -376,6 +383,8 @@ class Bench:
                "jain": jain,
                "host_cpu_us_per_io": ((c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime) +
                                       (dc1 - dc0)) * 1e6 / max(ios, 1),
+               # of which softssd's (the rest: the lvmm processes, vCPU threads included)
+               "softssd_cpu_us_per_io": (dc1 - dc0) * 1e6 / max(ios, 1),
                "rss_mib": sum(m["rss_kib"] for m in mem) / len(mem) / 1024 if mem else None,
                "pss_mib": sum(m["pss_kib"] for m in mem) / len(mem) / 1024 if mem else None,
                "private_mib": sum(m["private_kib"] for m in mem) / len(mem) / 1024
@@ -496,8 +505,9 @@ def main():
         rows = b.storage()
         sat = [r["iops"] for r in rows if r["ok"] and r["system"] == "lvmm isolated"
                and r["rw"] == "randread"]
-        if not b.only:
+        if b.only in ("", "vms"):
             b.scale(max(sat) if sat else None)
+        if not b.only:
             b.boot()
     finally:
         b.cleanup()
