@@ -86,20 +86,21 @@ START_TEST(test_linux_vfio)
 {
 	char kernel[4096], prog[256], disk[256], vnvme[256];
 	const char *const extra[] = {prog, "bin/vfio-test", NULL};
-	char *args[] = {"--kernel",
-			kernel,
-			"--cmdline",
-			"console=ttyS0 acpi=off root=/dev/vda rw rootfstype=ext4 rootwait init=/init "
-			"vfio.enable_unsafe_noiommu_mode=1",
-			"--cpus",
-			"1",
-			"--memory",
-			"160M",
-			"--disk",
-			disk,
-			"--vnvme",
-			vnvme,
-			NULL};
+	char *args[] = {
+	    "--kernel",
+	    kernel,
+	    "--cmdline",
+	    "console=ttyS0 acpi=off root=/dev/vda rw rootfstype=ext4 rootwait init=/init "
+	    "vfio.enable_unsafe_noiommu_mode=1",
+	    "--cpus",
+	    "1",
+	    "--memory",
+	    "160M",
+	    "--disk",
+	    disk,
+	    "--vnvme",
+	    vnvme,
+	    NULL};
 	uint8_t got[BLOCKS * 512];
 	struct linuxboot b;
 	const char *c;
