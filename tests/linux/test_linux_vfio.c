@@ -128,11 +128,14 @@ START_TEST(test_linux_vfio)
 	must_see(c, "LVMM-VFIO-NOIOMMU Y");
 	must_see(c, "noiommu-0 vfio");
 	/* vfio-test's steps, in order of the library's layers */
+	must_see(c, "VFIO-NOFLAG ok refused: vfio 0000:");
+	must_see(c, "is a no-IOMMU group: not allowed without the no-IOMMU flag");
 	must_see(c, "VFIO-CONTAINER ok");
 	must_see(c, "backend=noiommu");
 	must_see(c, "reset=yes");
 	must_see(c, "VFIO-CONFIG ok vendor=0x1b36");
 	must_see(c, "VFIO-BAR0 ok size=");
+	must_see(c, "VFIO-REFUSALS ok");
 	must_see(c, "VFIO-REGS ok cap=");
 	must_see(c, "vs=0x10400");
 	must_see(c, "VFIO-MSIX ok");

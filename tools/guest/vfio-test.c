@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "lightiov/nvme.h"
@@ -99,6 +100,18 @@ int main(int argc, char **argv)
 	}
 	bdf = argv[1];
 
+	/* without the no-IOMMU flag the group is refused before it is opened */
+	rc = vfio_container_open(&c, false, err, sizeof(err));
+	if (!rc) {
+		rc = vfio_device_open(&c, bdf, &d, err, sizeof(err));
+		vfio_container_close(&c);
+		if (!rc)
+			fail("NOFLAG", "a no-IOMMU group opened without the flag");
+		printf("VFIO-NOFLAG ok refused: %s\n", err);
+	} else {
+		printf("VFIO-NOFLAG ok refused: %s\n", err);
+	}
+
 	rc = vfio_container_open(&c, true, err, sizeof(err));
 	if (rc)
 		fail("CONTAINER", "%s", err);
@@ -127,6 +140,27 @@ int main(int argc, char **argv)
 		     d.regions[VFIO_PCI_BAR0_REGION_INDEX].size, sys_size);
 	printf("VFIO-BAR0 ok size=%#" PRIx64 " (sysfs equal) mmap-areas=%u\n", sys_size,
 	       d.regions[VFIO_PCI_BAR0_REGION_INDEX].nsparse);
+
+	/* what the library refuses on a real device */
+	{
+		uint8_t b[8];
+		void *p;
+
+		rc = vfio_region_read(&d, VFIO_PCI_BAR0_REGION_INDEX, sys_size - 4, b, 8);
+		if (rc != -ERANGE)
+			fail("REFUSALS", "a read across BAR0's end gave %d", rc);
+		p = vfio_region_mmap(&d, VFIO_PCI_CONFIG_REGION_INDEX, 0, 4096, PROT_READ);
+		if (p || errno != EACCES)
+			fail("REFUSALS", "config space mmap gave %p errno %d", p, errno);
+		rc = vfio_dma_map(&c, 0, 4096, b, true, err, sizeof(err));
+		if (rc != -EOPNOTSUPP)
+			fail("REFUSALS", "a no-IOMMU DMA map gave %d", rc);
+		rc = vfio_irq_set(&d, VFIO_PCI_MSIX_IRQ_INDEX,
+				  d.irqs[VFIO_PCI_MSIX_IRQ_INDEX].count, 1, &rc);
+		if (rc != -ERANGE)
+			fail("REFUSALS", "an MSI-X vector past the last gave %d", rc);
+		printf("VFIO-REFUSALS ok bar-range config-mmap dma-map msix-range\n");
+	}
 
 	rc = unvme_attach(&n, &d, err, sizeof(err));
 	if (rc)
