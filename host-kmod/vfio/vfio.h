@@ -88,6 +88,7 @@ int vfio_region_parse(struct vfio_region *r, unsigned index, const void *info, s
  * (the user's explicit flag: no isolation, and DMA goes to physical addresses). iommufd-only
  * kernels are not supported (docs/vfio.md). 0 or a negative errno with err. */
 int vfio_container_open(struct vfio_container *c, bool allow_noiommu, char *err, unsigned errlen);
+/* Closes the container and any group still in it: close its devices first. */
 void vfio_container_close(struct vfio_container *c);
 
 /* Opens device bdf: its group joins the container (the group must be viable: every device in it
