@@ -14,6 +14,8 @@
 #include "lightiov/counters.h"
 #include "pci.h"
 
+struct vfio_container;
+
 /* What the VMM lends a device for its lifetime. */
 struct dev_host {
 	void *opaque; /* the VM, handed back to every call */
@@ -31,6 +33,11 @@ struct dev_host {
 	/* The same for a device thread whose host end is Unix sockets it accepts and connects
 	 * (vsock): the device-I/O filter plus those calls. */
 	int (*sock_thread)(char *err, unsigned errlen);
+	/* Passed-through functions (devices/vfio): the VM's one VFIO container, opened at the
+	 * first call (NULL with err when the host has no VFIO), and guest RAM DMA-mapped in it
+	 * at IOVA = GPA once a device's group joined it (the VMM keeps the mappings current). */
+	struct vfio_container *(*vfio_container)(void *opaque, char *err, unsigned errlen);
+	int (*vfio_dma_ready)(void *opaque, char *err, unsigned errlen);
 };
 
 /* Counters of one device for vm.counters: the device fills these, the API prints them. */

@@ -15,6 +15,8 @@
 #include "pci.h"
 #include "seccomp_filter.h"
 #include "snapshot_fmt.h"
+#include "vfio/vfio_pci.h"
+#include "vfio_host.h"
 #include "virtio/virtio_blk.h"
 #include "virtio/virtio_fs.h"
 #include "virtio/virtio_net.h"
@@ -22,8 +24,10 @@
 #include "virtio/virtio_vsock.h"
 
 /* Every vNVMe, one virtio-rng at most, every disk, one vsock, every net device, every virtio-fs
- * share */
-#define DEVICES_MAX (CONFIG_MAX_VNVME + 1 + CONFIG_MAX_DISKS + 1 + CONFIG_MAX_NETS + CONFIG_MAX_FS)
+ * share, every passed-through device */
+#define DEVICES_MAX                                                                                \
+	(CONFIG_MAX_VNVME + 1 + CONFIG_MAX_DISKS + 1 + CONFIG_MAX_NETS + CONFIG_MAX_FS +           \
+	 CONFIG_MAX_DEVICES)
 
 /* ---- the registry: each model and where a vm_config holds its instances ---- */
 
@@ -94,6 +98,17 @@ static const void *fs_cfg(const struct vm_config *c, unsigned i, char *id, size_
 	return &c->fs[i];
 }
 
+static unsigned vfio_count(const struct vm_config *c)
+{
+	return c->ndevices < CONFIG_MAX_DEVICES ? c->ndevices : CONFIG_MAX_DEVICES;
+}
+
+static const void *vfio_cfg(const struct vm_config *c, unsigned i, char *id, size_t len)
+{
+	vfio_pci_id(&c->devices[i], i, id, len);
+	return &c->devices[i];
+}
+
 /* In boot order: earlier entries take the lower PCI slots (the vNVMe functions keep the slots
  * they had before virtio-rng existed). */
 static const struct dev_entry {
@@ -110,6 +125,7 @@ static const struct dev_entry {
     {&virtio_vsock_model, vsock_count, vsock_cfg, 1, true},
     {&virtio_net_model, net_count, net_cfg, CONFIG_MAX_NETS, true},
     {&virtio_fs_model, fs_count, fs_cfg, CONFIG_MAX_FS, true},
+    {&vfio_pci_model, vfio_count, vfio_cfg, CONFIG_MAX_DEVICES, true},
 };
 
 static const struct dev_entry *devices_entry(const struct dev_model *m)
@@ -171,6 +187,7 @@ struct devices {
 	struct dev_inst dev[DEVICES_MAX]; /* in creation order */
 	struct hotplug hp;		  /* bus 0's slots as the guest's ACPI sees them */
 	bool hp_up;
+	struct vfio_host vfio; /* the container of passed-through devices */
 };
 
 /* One VM per lvmm process in practice; a small table keeps devices.h free of state. */
@@ -224,6 +241,38 @@ static int plat_unmap_host(void *vm, uint64_t gpa)
 static int host_ioeventfd(void *vm, uint64_t gpa, unsigned len, int fd, bool assign)
 {
 	return vm_ioeventfd(vm, gpa, len, fd, assign);
+}
+
+static struct vfio_host *host_vfio(void *vm)
+{
+	struct devices *ds;
+
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	pthread_mutex_unlock(&devices_lock);
+	return ds ? &ds->vfio : NULL;
+}
+
+static struct vfio_container *host_vfio_container(void *vm, char *err, unsigned errlen)
+{
+	struct vfio_host *vh = host_vfio(vm);
+
+	if (!vh) {
+		snprintf(err, errlen, "vfio: the VM has no devices");
+		return NULL;
+	}
+	return vfio_host_container(vh, err, errlen);
+}
+
+static int host_vfio_dma_ready(void *vm, char *err, unsigned errlen)
+{
+	struct vfio_host *vh = host_vfio(vm);
+
+	if (!vh) {
+		snprintf(err, errlen, "vfio: the VM has no devices");
+		return -ENODEV;
+	}
+	return vfio_host_dma_ready(vh, err, errlen);
 }
 
 /* ---- instances ---- */
@@ -379,6 +428,15 @@ int devices_add_fs(struct vm *vm, const struct virtio_fs_config *c, unsigned idx
 	return devices_add(vm, &virtio_fs_model, c, id, idx, slot, err, errlen);
 }
 
+int devices_add_vfio(struct vm *vm, const struct vfio_pci_config *c, unsigned idx, unsigned *slot,
+		     char *err, unsigned errlen)
+{
+	char id[sizeof(c->id)];
+
+	vfio_pci_id(c, idx, id, sizeof(id));
+	return devices_add(vm, &vfio_pci_model, c, id, idx, slot, err, errlen);
+}
+
 int devices_add_disk(struct vm *vm, const struct virtio_blk_config *c, unsigned idx, unsigned *slot,
 		     char *err, unsigned errlen)
 {
@@ -513,7 +571,10 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 	    .unmap_host = plat_unmap_host,
 	    .io_thread = seccomp_io_thread_install,
 	    .sock_thread = seccomp_sock_thread_install,
+	    .vfio_container = host_vfio_container,
+	    .vfio_dma_ready = host_vfio_dma_ready,
 	};
+	vfio_host_init(&ds->vfio, vm_guest_mem(vm));
 	r = pci_bus_init(&ds->bus, &ops, vm_pio_bus(vm), vm_mmio_bus(vm), err, errlen);
 	if (r) {
 		free(ds);
@@ -570,6 +631,7 @@ void devices_exit(struct vm *vm)
 		return;
 	for (i = 0; i < ds->n; i++)
 		ds->dev[i].model->destroy(ds->dev[i].dev);
+	vfio_host_close(&ds->vfio);
 	if (ds->hp_up) {
 		bus_unregister(vm_pio_bus(vm), LAYOUT_HOTPLUG_PORT, &ds->hp);
 		hotplug_destroy(&ds->hp);

@@ -30,6 +30,8 @@ int devices_add_vsock(struct vm *vm, const struct virtio_vsock_config *c, unsign
 		      unsigned errlen);
 int devices_add_fs(struct vm *vm, const struct virtio_fs_config *c, unsigned idx, unsigned *slot,
 		   char *err, unsigned errlen);
+int devices_add_vfio(struct vm *vm, const struct vfio_pci_config *c, unsigned idx, unsigned *slot,
+		     char *err, unsigned errlen);
 int devices_remove(struct vm *vm, const char *id, unsigned timeout_ms, char *err, unsigned errlen);
 /* Whether the device's removal was requested (ejected or not): a reset completes it. */
 bool devices_removing(struct vm *vm, const char *id);

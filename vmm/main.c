@@ -74,6 +74,8 @@ static void usage_run(FILE *f)
 	    "  --fs SPEC            virtio-fs share served by a vhost-user back end (virtiofsd):\n"
 	    "                       tag=TAG,socket=PATH[,num_queues=N][,queue_size=N][,id=ID]\n"
 	    "                       (repeat for more shares)\n"
+	    "  --device SPEC        pass a host PCI function through (VFIO, docs/vfio.md):\n"
+	    "                       path=/sys/bus/pci/devices/BDF[,id=ID]; repeatable\n"
 	    "  --rng [src=PATH]     virtio-rng fed from PATH (default /dev/urandom; the\n"
 	    "                       kernel's random, urandom or hwrng device only)\n"
 	    "  --restore source_url=file:///DIR[,resume=on]\n"
@@ -158,6 +160,7 @@ enum {
 	OPT_VSOCK,
 	OPT_NET,
 	OPT_FS,
+	OPT_DEVICE,
 	OPT_RESTORE,
 	OPT_HELP
 };
@@ -212,6 +215,7 @@ static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts
 	    {"vsock", required_argument, NULL, OPT_VSOCK},
 	    {"net", required_argument, NULL, OPT_NET},
 	    {"fs", required_argument, NULL, OPT_FS},
+	    {"device", required_argument, NULL, OPT_DEVICE},
 	    {"restore", required_argument, NULL, OPT_RESTORE},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
@@ -279,6 +283,19 @@ static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts
 				return -1;
 			}
 			c->nnets++;
+			break;
+		case OPT_DEVICE:
+			if (c->ndevices >= CONFIG_MAX_DEVICES) {
+				fprintf(stderr, "lvmm: --device: at most %d devices\n",
+					CONFIG_MAX_DEVICES);
+				return -1;
+			}
+			if (config_parse_device(optarg, &c->devices[c->ndevices], err,
+						sizeof(err))) {
+				fprintf(stderr, "lvmm: --%s\n", err);
+				return -1;
+			}
+			c->ndevices++;
 			break;
 		case OPT_FS:
 			if (c->nfs >= CONFIG_MAX_FS) {

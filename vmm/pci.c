@@ -30,7 +30,7 @@ void pci_dev_init(struct pci_dev *d, const char *name, uint16_t vendor, uint16_t
 	      PCI_COMMAND_IO | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER | PCI_COMMAND_INTX_DISABLE);
 	d->wmask[PCI_INTERRUPT_LINE] = 0xff;
 	d->next_cap = 0x40;
-	d->msix.bar = PCI_NUM_BARS;
+	d->msix.bar = d->msix.pba_bar = PCI_NUM_BARS;
 }
 
 int pci_dev_add_bar(struct pci_dev *d, unsigned bar, uint64_t size, bool is64, bool prefetch,
@@ -155,6 +155,8 @@ void pci_cfg_read(struct pci_bus *b, unsigned busno, unsigned devfn, unsigned re
 	pthread_mutex_lock(&d->lock);
 	memcpy(data, d->cfg + reg, len);
 	pthread_mutex_unlock(&d->lock);
+	if (d->cfg_read)
+		d->cfg_read(d, reg, data, len);
 }
 
 /* Applies a write; returns true when BAR decoding may have changed. *flr: Initiate FLR written. */
@@ -222,6 +224,8 @@ static void cfg_write(struct pci_bus *b, unsigned busno, unsigned devfn, unsigne
 	pthread_mutex_lock(&d->lock);
 	remap = cfg_write_locked(d, reg, data, len, &flr);
 	pthread_mutex_unlock(&d->lock);
+	if (d->cfg_write)
+		d->cfg_write(d, reg, data, len);
 	if (flr) {
 		/* the device's reset takes its own locks, which its interrupts hold into d->lock */
 		pci_dev_do_flr(d);

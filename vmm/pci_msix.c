@@ -98,88 +98,165 @@ void pci_msix_notify(struct pci_dev *d, unsigned v)
 	pthread_mutex_unlock(&d->lock);
 }
 
+bool pci_msix_access(struct pci_dev *d, unsigned bar, uint64_t off, void *data, unsigned len,
+		     bool write)
+{
+	struct pci_msix *m = &d->msix;
+	bool table, pba, ok = (len == 4 || len == 8) && !(off & (len - 1));
+	uint8_t buf[8] = {0};
+	uint64_t rel;
+	unsigned v, i;
+
+	table =
+	    m->nvec && bar == m->bar && off >= m->table_off && off - m->table_off < m->nvec * 16ULL;
+	pba = m->nvec && bar == m->pba_bar && off >= m->pba_off &&
+	      off - m->pba_off < ((m->nvec + 63) / 64) * 8ULL;
+	if (!table && !pba)
+		return false;
+	if (!write)
+		memset(data, 0, len > 8 ? 8 : len);
+	/* Only dword/qword aligned accesses that stay inside count; the PBA is read-only. */
+	rel = table ? off - m->table_off : off - m->pba_off;
+	if (!ok || rel + len > (table ? m->nvec * 16ULL : ((m->nvec + 63) / 64) * 8ULL) ||
+	    (pba && write))
+		return true;
+	pthread_mutex_lock(&d->lock);
+	if (!write && table) {
+		memcpy(buf, (uint8_t *)m->table + rel, len);
+	} else if (!write) {
+		unsigned first = (unsigned)rel * 8;
+
+		for (v = first; v < first + len * 8 && v < m->nvec; v++)
+			msix_drain(d, v);
+		memcpy(buf, (uint8_t *)m->pba + rel, len);
+	} else {
+		v = (unsigned)(rel / 16);
+		for (i = 0; i < len; i += 4) {
+			uint32_t val;
+			unsigned field = (unsigned)((rel + i) % 16) / 4;
+
+			memcpy(&val, (const uint8_t *)data + i, 4);
+			switch (field) {
+			case 0:
+				m->table[v].addr_lo = val & ~3u;
+				break;
+			case 1:
+				m->table[v].addr_hi = val;
+				break;
+			case 2:
+				m->table[v].data = val;
+				break;
+			default:
+				m->table[v].ctrl = val & PCI_MSIX_ENTRY_CTRL_MASKBIT;
+				break;
+			}
+		}
+		msix_update(d, v);
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (!write)
+		memcpy(data, buf, len);
+	return true;
+}
+
 static void msix_mmio_read(void *opaque, uint64_t off, void *data, unsigned len)
 {
 	struct pci_dev *d = opaque;
-	struct pci_msix *m = &d->msix;
-	uint8_t buf[8] = {0};
 
-	pthread_mutex_lock(&d->lock);
-	if ((len == 4 || len == 8) && !(off & (len - 1))) {
-		if (off >= m->table_off && off + len <= m->table_off + m->nvec * 16ULL)
-			memcpy(buf, (uint8_t *)m->table + (off - m->table_off), len);
-		else if (off >= m->pba_off &&
-			 off + len <= m->pba_off + ((m->nvec + 63) / 64) * 8ULL) {
-			unsigned v, first = (unsigned)(off - m->pba_off) * 8;
-
-			for (v = first; v < first + len * 8 && v < m->nvec; v++)
-				msix_drain(d, v);
-			memcpy(buf, (uint8_t *)m->pba + (off - m->pba_off), len);
-		}
-	}
-	pthread_mutex_unlock(&d->lock);
-	memcpy(data, buf, len > 8 ? 8 : len);
+	if (!pci_msix_access(d, d->msix.bar, off, data, len, false))
+		memset(data, 0, len > 8 ? 8 : len);
 }
 
 static void msix_mmio_write(void *opaque, uint64_t off, const void *data, unsigned len)
 {
 	struct pci_dev *d = opaque;
-	struct pci_msix *m = &d->msix;
-	uint64_t rel;
-	unsigned v, i;
 
-	/* Only dword/qword aligned table writes count; the PBA is read-only. */
-	if ((len != 4 && len != 8) || (off & (len - 1)) || off < m->table_off)
-		return;
-	rel = off - m->table_off;
-	if (rel + len > m->nvec * 16ULL)
-		return;
-	pthread_mutex_lock(&d->lock);
-	v = (unsigned)(rel / 16);
-	for (i = 0; i < len; i += 4) {
-		uint32_t val;
-		unsigned field = (unsigned)((rel + i) % 16) / 4;
-
-		memcpy(&val, (const uint8_t *)data + i, 4);
-		switch (field) {
-		case 0:
-			m->table[v].addr_lo = val & ~3u;
-			break;
-		case 1:
-			m->table[v].addr_hi = val;
-			break;
-		case 2:
-			m->table[v].data = val;
-			break;
-		default:
-			m->table[v].ctrl = val & PCI_MSIX_ENTRY_CTRL_MASKBIT;
-			break;
-		}
-	}
-	msix_update(d, v);
-	pthread_mutex_unlock(&d->lock);
+	pci_msix_access(d, d->msix.bar, off, (void *)data, len, true);
 }
 
 static const struct bus_ops msix_mmio_ops = {.read = msix_mmio_read, .write = msix_mmio_write};
+
+static int msix_alloc(struct pci_dev *d, unsigned nvec, char *err, unsigned errlen);
 
 int pci_dev_add_msix(struct pci_dev *d, unsigned nvec, unsigned bar, char *err, unsigned errlen)
 {
 	struct pci_msix *m = &d->msix;
 	uint8_t cap[12] = {PCI_CAP_ID_MSIX, 0};
 	uint64_t size = 4096;
+	int off, r;
+
+	m->bar = m->pba_bar = bar;
+	m->table_off = 0;
+	m->pba_off = (nvec * 16 + 4095) & ~4095u;
+	r = msix_alloc(d, nvec, err, errlen);
+	if (r)
+		return r;
+	while (size < m->pba_off + 4096)
+		size <<= 1;
+	put16(cap + PCI_MSIX_FLAGS, (uint16_t)(nvec - 1));
+	put32(cap + 4, m->table_off | bar);
+	put32(cap + 8, m->pba_off | bar);
+	off = pci_dev_add_cap(d, cap, sizeof(cap));
+	if (off < 0 || pci_dev_add_bar(d, bar, size, true, false, &msix_mmio_ops, d, NULL)) {
+		snprintf(err, errlen, "pci %s: no room for the MSI-X capability / BAR %u", d->name,
+			 bar);
+		return -ENOSPC;
+	}
+	m->cap = (uint8_t)off;
+	put16(d->wmask + off + PCI_MSIX_FLAGS, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
+	return 0;
+}
+
+int pci_dev_add_msix_at(struct pci_dev *d, uint8_t cap, char *err, unsigned errlen)
+{
+	struct pci_msix *m = &d->msix;
+	uint32_t table, pba;
+	unsigned nvec;
+	int r;
+
+	if (cap < 0x40 || cap > PCI_CFG_SIZE - 12) {
+		snprintf(err, errlen, "pci %s: MSI-X capability at 0x%x is outside config space",
+			 d->name, cap);
+		return -EINVAL;
+	}
+	nvec = (get16(d->cfg + cap + PCI_MSIX_FLAGS) & PCI_MSIX_FLAGS_QSIZE) + 1u;
+	table = get32(d->cfg + cap + PCI_MSIX_TABLE);
+	pba = get32(d->cfg + cap + PCI_MSIX_PBA);
+	m->bar = table & PCI_MSIX_BIR;
+	m->pba_bar = pba & PCI_MSIX_BIR;
+	m->table_off = table & ~(uint32_t)PCI_MSIX_BIR;
+	m->pba_off = pba & ~(uint32_t)PCI_MSIX_BIR;
+	if (m->bar >= PCI_NUM_BARS || m->pba_bar >= PCI_NUM_BARS ||
+	    m->table_off + nvec * 16ULL > d->bar[m->bar].size ||
+	    m->pba_off + (nvec + 63) / 64 * 8ULL > d->bar[m->pba_bar].size) {
+		snprintf(err, errlen,
+			 "pci %s: MSI-X table (BAR%u+0x%x) or PBA (BAR%u+0x%x) of %u vectors lies "
+			 "outside its BAR",
+			 d->name, m->bar, m->table_off, m->pba_bar, m->pba_off, nvec);
+		return -EINVAL;
+	}
+	r = msix_alloc(d, nvec, err, errlen);
+	if (r)
+		return r;
+	/* Reset state: off, function mask clear; only the two control bits are the guest's. */
+	put16(d->cfg + cap + PCI_MSIX_FLAGS, (uint16_t)(nvec - 1));
+	memset(d->wmask + cap, 0, 12);
+	put16(d->wmask + cap + PCI_MSIX_FLAGS, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
+	m->cap = cap;
+	return 0;
+}
+
+/* The table, PBA, GSIs and eventfds of nvec vectors, every vector masked (reset state). */
+static int msix_alloc(struct pci_dev *d, unsigned nvec, char *err, unsigned errlen)
+{
+	struct pci_msix *m = &d->msix;
 	unsigned v;
-	int off;
 
 	if (nvec < 1 || nvec > 2048) {
 		snprintf(err, errlen, "pci %s: %u MSI-X vectors is outside 1..2048", d->name, nvec);
 		return -EINVAL;
 	}
 	m->nvec = nvec;
-	m->bar = bar;
-	m->table_off = 0;
-	m->pba_off = (nvec * 16 + 4095) & ~4095u;
-	while (size < m->pba_off + 4096)
-		size <<= 1;
 	m->table = calloc(nvec, sizeof(*m->table));
 	m->pba = calloc((nvec + 63) / 64, sizeof(uint64_t));
 	m->gsi = calloc(nvec, sizeof(int));
@@ -193,17 +270,6 @@ int pci_dev_add_msix(struct pci_dev *d, unsigned nvec, unsigned bar, char *err, 
 		m->table[v].ctrl = PCI_MSIX_ENTRY_CTRL_MASKBIT; /* masked after reset */
 		m->gsi[v] = m->efd[v] = -1;
 	}
-	put16(cap + PCI_MSIX_FLAGS, (uint16_t)(nvec - 1));
-	put32(cap + 4, m->table_off | bar);
-	put32(cap + 8, m->pba_off | bar);
-	off = pci_dev_add_cap(d, cap, sizeof(cap));
-	if (off < 0 || pci_dev_add_bar(d, bar, size, true, false, &msix_mmio_ops, d, NULL)) {
-		snprintf(err, errlen, "pci %s: no room for the MSI-X capability / BAR %u", d->name,
-			 bar);
-		return -ENOSPC;
-	}
-	m->cap = (uint8_t)off;
-	put16(d->wmask + off + PCI_MSIX_FLAGS, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
 	return 0;
 }
 
@@ -219,6 +285,8 @@ void msix_ctrl_changed(struct pci_dev *d)
 
 	if (!m->cap || (en == m->enabled && mask == m->maskall && master == m->master))
 		return;
+	if (en != m->enabled && d->msix_enable)
+		d->msix_enable(d, en);
 	m->enabled = en;
 	m->maskall = mask;
 	m->master = master;

@@ -34,6 +34,7 @@
 #define PCI_CAPABILITY_LIST	    0x34
 #define PCI_INTERRUPT_LINE	    0x3c
 #define PCI_INTERRUPT_PIN	    0x3d
+#define PCI_CAP_ID_MSI		    0x05
 #define PCI_CAP_ID_MSIX		    0x11
 #define PCI_CAP_ID_VNDR		    0x09
 #define PCI_CAP_ID_EXP		    0x10
@@ -47,6 +48,10 @@
 #define PCI_MSIX_FLAGS		    2	 /* within the capability */
 #define PCI_MSIX_FLAGS_ENABLE	    0x8000
 #define PCI_MSIX_FLAGS_MASKALL	    0x4000
+#define PCI_MSIX_FLAGS_QSIZE	    0x07ff
+#define PCI_MSIX_TABLE		    4 /* within the capability: BIR (bits 2:0) and offset */
+#define PCI_MSIX_PBA		    8
+#define PCI_MSIX_BIR		    0x7
 #define PCI_MSIX_ENTRY_SIZE	    16
 #define PCI_MSIX_ENTRY_CTRL_MASKBIT 0x1
 
@@ -87,7 +92,7 @@ struct pci_msix_entry {
 
 struct pci_msix {
 	unsigned nvec;
-	unsigned bar;
+	unsigned bar, pba_bar; /* where the table and the PBA live */
 	uint32_t table_off, pba_off;
 	uint8_t cap; /* config offset of the capability, 0 = none */
 	bool enabled, maskall;
@@ -119,6 +124,13 @@ struct pci_dev {
 	uint8_t cfg_reset[PCI_CFG_SIZE];
 	void (*flr)(struct pci_dev *d);
 	uint64_t flrs;
+	/* Optional, a passed-through function (devices/vfio): config reads get the emulated bytes
+	 * from cfg, then cfg_read() merges the device's own over those it does not emulate; writes
+	 * apply to cfg (write masks, BARs, MSI-X) and then go to cfg_write(). Both run without
+	 * d->lock. msix_enable() is told when the guest turns MSI-X on or off (d->lock held). */
+	void (*cfg_read)(struct pci_dev *d, unsigned reg, void *data, unsigned len);
+	void (*cfg_write)(struct pci_dev *d, unsigned reg, const void *data, unsigned len);
+	void (*msix_enable)(struct pci_dev *d, bool on);
 };
 
 struct pci_bus {
@@ -161,6 +173,14 @@ int pci_dev_add_bar(struct pci_dev *d, unsigned bar, uint64_t size, bool is64, b
 int pci_dev_add_cap(struct pci_dev *d, const void *cap, unsigned len);
 /* MSI-X with nvec vectors; table and PBA in BAR bar (which this call creates, 64-bit). */
 int pci_dev_add_msix(struct pci_dev *d, unsigned nvec, unsigned bar, char *err, unsigned errlen);
+/* MSI-X of a passed-through function: its own capability, already in cfg at offset cap, says
+ * how many vectors and where the table and PBA lie in its BARs; the BARs' handlers hand those
+ * accesses to pci_msix_access(). */
+int pci_dev_add_msix_at(struct pci_dev *d, uint8_t cap, char *err, unsigned errlen);
+/* A guest access at off inside BAR bar: served from the emulated MSI-X table or PBA (true), or
+ * not theirs (false). len 4 or 8, aligned; anything else inside them reads 0 and is dropped. */
+bool pci_msix_access(struct pci_dev *d, unsigned bar, uint64_t off, void *data, unsigned len,
+		     bool write);
 /* A PCI Express capability (integrated endpoint) advertising Function Level Reset. A write of
  * Initiate FLR resets the function: config space to its reset values (command 0, BARs
  * unassigned, MSI-X off, every vector masked, nothing pending), then flr(d) resets the device
