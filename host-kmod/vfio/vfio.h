@@ -12,8 +12,8 @@
 
 #define VFIO_MAX_GROUPS 16
 #define VFIO_MAX_SPARSE 8 /* mmap-able areas per region kept (the sparse-mmap capability) */
-#define VFIO_NREGIONS	9 /* VFIO_PCI_NUM_REGIONS: BAR0..5, ROM, config, VGA */
-#define VFIO_NIRQS	5 /* VFIO_PCI_NUM_IRQS: INTx, MSI, MSI-X, ERR, REQ */
+#define VFIO_NREGIONS 9	  /* VFIO_PCI_NUM_REGIONS: BAR0..5, ROM, config, VGA */
+#define VFIO_NIRQS 5	  /* VFIO_PCI_NUM_IRQS: INTx, MSI, MSI-X, ERR, REQ */
 
 /* Which kernel interface a container uses. */
 enum vfio_backend {
@@ -63,7 +63,7 @@ struct vfio_device {
 	int fd;
 	char name[32]; /* the PCI address, 0000:00:04.0 */
 	struct vfio_container *c;
-	int group;	/* index in c->groups, -1 for iommufd */
+	int group; /* index in c->groups, -1 for iommufd */
 	uint32_t flags; /* VFIO_DEVICE_FLAGS_PCI, _RESET */
 	uint32_t num_regions, num_irqs;
 	struct vfio_region regions[VFIO_NREGIONS];
@@ -110,8 +110,8 @@ void *vfio_region_mmap(struct vfio_device *d, unsigned region, uint64_t off, uin
 		       int prot);
 
 /* Interrupts. fds[i] (an eventfd, or -1 to leave vector start + i unsignalled) for count vectors
- * of type index (VFIO_PCI_MSIX_IRQ_INDEX ...): VFIO_DEVICE_SET_IRQS with
- * DATA_EVENTFD|ACTION_TRIGGER. count 0 disables the type. */
+ * of type index (VFIO_PCI_MSIX_IRQ_INDEX ...): VFIO_DEVICE_SET_IRQS with DATA_EVENTFD|ACTION_TRIGGER.
+ * count 0 disables the type. */
 int vfio_irq_set(struct vfio_device *d, unsigned index, unsigned start, unsigned count,
 		 const int *fds);
 int vfio_irq_disable(struct vfio_device *d, unsigned index);
