@@ -27,8 +27,7 @@ struct vfio_container *vfio_host_container(struct vfio_host *vh, char *err, unsi
 	struct vfio_container *c = NULL;
 
 	pthread_mutex_lock(&vh->lock);
-	if (!vh->open &&
-	    !vfio_container_open(&vh->c, vfio_host_noiommu_allowed(), err, errlen))
+	if (!vh->open && !vfio_container_open(&vh->c, vfio_host_noiommu_allowed(), err, errlen))
 		vh->open = true;
 	if (vh->open)
 		c = &vh->c;
@@ -64,8 +63,7 @@ void vfio_host_close(struct vfio_host *vh)
 	if (vh->open) {
 		if (vh->c.backend != VFIO_BACKEND_NOIOMMU)
 			for (unsigned i = 0; i < vh->nmapped; i++)
-				vfio_dma_unmap(&vh->c, vh->gm->slots[i].gpa,
-					       vh->gm->slots[i].size);
+				vfio_dma_unmap(&vh->c, vh->gm->slots[i].gpa, vh->gm->slots[i].size);
 		vfio_container_close(&vh->c);
 	}
 	vh->open = false;

@@ -41,8 +41,9 @@ static int cfg_bars(struct vfio_pci *v, const uint8_t *raw, const struct bus_ops
 		uint64_t size = 4096;
 
 		if (i < v->info->num_regions && rg->size && (flags & 1))
-			fprintf(stderr, "lvmm: device %s: BAR%u is an I/O BAR: not passed through\n",
-				v->id, i);
+			fprintf(stderr,
+				"lvmm: device %s: BAR%u is an I/O BAR: not passed through\n", v->id,
+				i);
 		if (i >= v->info->num_regions || !rg->size || (flags & 1))
 			continue;
 		if (is64 && i == PCI_NUM_BARS - 1) {
@@ -106,8 +107,9 @@ static int cfg_caps(struct vfio_pci *v, const uint8_t *raw, char *err, unsigned 
 				continue;
 			/* lvmm's bus 0 has no root ports: its functions are integrated endpoints */
 			v->pcie_cap = (uint8_t)off;
-			d->cfg[off + PCI_EXP_FLAGS] = (uint8_t)((raw[off + PCI_EXP_FLAGS] & 0x0f) |
-							       PCI_EXP_TYPE_RC_END << PCI_EXP_TYPE_SH);
+			d->cfg[off + PCI_EXP_FLAGS] =
+			    (uint8_t)((raw[off + PCI_EXP_FLAGS] & 0x0f) | PCI_EXP_TYPE_RC_END
+									      << PCI_EXP_TYPE_SH);
 			v->emu[off + PCI_EXP_FLAGS] = 1;
 			break;
 		default:
@@ -129,7 +131,8 @@ static int cfg_caps(struct vfio_pci *v, const uint8_t *raw, char *err, unsigned 
 	return 0;
 }
 
-int vfio_pci_cfg_build(struct vfio_pci *v, const struct bus_ops *bar_ops, char *err, unsigned errlen)
+int vfio_pci_cfg_build(struct vfio_pci *v, const struct bus_ops *bar_ops, char *err,
+		       unsigned errlen)
 {
 	struct pci_dev *d = &v->pci;
 	uint8_t raw[PCI_CFG_SIZE];
@@ -189,8 +192,8 @@ void vfio_pci_cfg_sync_command(struct vfio_pci *v)
 	int r;
 
 	pthread_mutex_lock(&v->pci.lock);
-	cmd = (uint16_t)(rd16(v->pci.cfg + PCI_COMMAND) &
-			 (PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER));
+	cmd =
+	    (uint16_t)(rd16(v->pci.cfg + PCI_COMMAND) & (PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER));
 	pthread_mutex_unlock(&v->pci.lock);
 	cmd |= PCI_COMMAND_INTX_DISABLE; /* no INTx is routed */
 	if (cmd == v->cmd)

@@ -9,7 +9,7 @@
 
 #include "vfio/vfio_pci.h"
 
-#define PAGE		   4096ULL
+#define PAGE		    4096ULL
 #define VFIO_MSIX_IRQ_INDEX 2 /* VFIO_PCI_MSIX_IRQ_INDEX */
 
 static bool bar_in_region(const struct vfio_pci_bar *b, uint64_t off, unsigned len)
@@ -42,8 +42,7 @@ static void bar_write(void *opaque, uint64_t off, const void *data, unsigned len
 static const struct bus_ops vfio_bar_ops = {.read = bar_read, .write = bar_write};
 
 /* The pages of BAR bar the MSI-X table or PBA touch: [*lo, *hi), empty when none. */
-static void msix_pages(const struct pci_msix *m, unsigned bar, bool pba, uint64_t *lo,
-		       uint64_t *hi)
+static void msix_pages(const struct pci_msix *m, unsigned bar, bool pba, uint64_t *lo, uint64_t *hi)
 {
 	uint64_t off = pba ? m->pba_off : m->table_off;
 	uint64_t len = pba ? (m->nvec + 63) / 64 * 8ULL : m->nvec * 16ULL;
@@ -99,8 +98,8 @@ static void bar_pieces(struct vfio_pci *v, unsigned i)
 			fprintf(stderr,
 				"lvmm: device %s: BAR%u+0x%llx (%llu bytes) not mapped: %s; "
 				"trapped\n",
-				v->id, i, (unsigned long long)pc->off,
-				(unsigned long long)pc->size, strerror(errno));
+				v->id, i, (unsigned long long)pc->off, (unsigned long long)pc->size,
+				strerror(errno));
 	}
 }
 

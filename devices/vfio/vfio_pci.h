@@ -19,14 +19,13 @@
 
 /* cloud-hypervisor's DeviceConfig */
 struct vfio_pci_config {
-	char id[64];			/* device id, default "dev<N>" */
-	char path[VFIO_PCI_PATH_MAX];	/* /sys/bus/pci/devices/BDF (or the BDF itself) */
-	bool iommu;			/* behind a virtual IOMMU: not supported, refused */
-	unsigned pci_segment;		/* only segment 0 holds devices */
+	char id[64];		      /* device id, default "dev<N>" */
+	char path[VFIO_PCI_PATH_MAX]; /* /sys/bus/pci/devices/BDF (or the BDF itself) */
+	bool iommu;		      /* behind a virtual IOMMU: not supported, refused */
+	unsigned pci_segment;	      /* only segment 0 holds devices */
 };
 
-static inline void vfio_pci_id(const struct vfio_pci_config *c, unsigned idx, char *buf,
-			       size_t len)
+static inline void vfio_pci_id(const struct vfio_pci_config *c, unsigned idx, char *buf, size_t len)
 {
 	if (c->id[0])
 		snprintf(buf, len, "%s", c->id);
@@ -99,7 +98,7 @@ void vfio_pci_exit(struct vfio_pci *v);
 /* vfio_cfg.c: config space. Reads the device's config, builds v->pci's header, capabilities
  * and emulation map; 0 or -EINVAL/-EIO with err. */
 int vfio_pci_cfg_build(struct vfio_pci *v, const struct bus_ops *bar_ops, char *err,
-		   unsigned errlen);
+		       unsigned errlen);
 void vfio_pci_cfg_read(struct pci_dev *d, unsigned reg, void *data, unsigned len);
 void vfio_pci_cfg_write(struct pci_dev *d, unsigned reg, const void *data, unsigned len);
 /* Gives the device the memory, bus-master and INTx-disable bits of the emulated command
