@@ -60,6 +60,9 @@ struct vm_config {
 	/* platform.num_pci_segments: PCI segments the ACPI tables describe, 1..96; 0 reads as 1.
 	 * Every device sits on segment 0; the others are empty host bridges. */
 	unsigned num_pci_segments;
+	/* Set by the VMM once the boot devices are placed, never by a client: the 64-bit PCI
+	 * window's size for the firmware tables (0 reads as LAYOUT_MMIO64_SIZE). */
+	uint64_t mmio64_size;
 };
 
 #define CONFIG_DEFAULT_CPUS	    1

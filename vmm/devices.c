@@ -2,6 +2,7 @@
  * models (device.h) and their instances, wired to KVM through vm.h, and PCI hotplug (functions
  * added and removed at run time through the ACPI hotplug controller). A device model lives in
  * devices/; this file knows it only by its struct dev_model and where vm_config holds it. */
+#include <cpuid.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -273,6 +274,32 @@ static int host_vfio_dma_ready(void *vm, char *err, unsigned errlen)
 		return -ENODEV;
 	}
 	return vfio_host_dma_ready(vh, err, errlen);
+}
+
+/* How far the 64-bit PCI window may reach: below the host's physical address width (what KVM
+ * reports to the guest), at most 2^48. */
+static uint64_t devices_mmio64_max(void)
+{
+	unsigned a, b, c, d, bits = 46;
+
+	if (__get_cpuid(0x80000008, &a, &b, &c, &d) && (a & 0xff) >= 40)
+		bits = a & 0xff;
+	if (bits > 48)
+		bits = 48;
+	return (1ULL << bits) - LAYOUT_MMIO64_START;
+}
+
+uint64_t devices_mmio64_size(struct vm *vm)
+{
+	struct devices *ds;
+	uint64_t size = LAYOUT_MMIO64_SIZE;
+
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	if (ds)
+		size = ds->bus.mmio64_size;
+	pthread_mutex_unlock(&devices_lock);
+	return size;
 }
 
 /* ---- instances ---- */
@@ -581,6 +608,7 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 		return r;
 	}
 	ds->bus_up = true;
+	pci_bus_mmio64_limit(&ds->bus, devices_mmio64_max());
 	hotplug_init(&ds->hp, devices_ged_notify, vm);
 	r = bus_register(vm_pio_bus(vm), LAYOUT_HOTPLUG_PORT, LAYOUT_HOTPLUG_LEN, &hotplug_bus_ops,
 			 &ds->hp, "pci-hotplug");
@@ -613,6 +641,8 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 			}
 		}
 	}
+	/* what the firmware tables describe; hot-added functions fit in it */
+	pci_bus_mmio64_seal(&ds->bus);
 	return 0;
 }
 

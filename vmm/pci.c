@@ -344,6 +344,7 @@ int pci_bus_init(struct pci_bus *b, const struct pci_platform_ops *ops, struct b
 	b->pio = pio;
 	b->mmio = mmio;
 	b->mmio64_next = LAYOUT_MMIO64_START;
+	b->mmio64_size = b->mmio64_max = LAYOUT_MMIO64_SIZE;
 	b->mmio32_next = LAYOUT_MMIO32_START;
 	pthread_mutex_init(&b->lock, NULL);
 	pthread_mutex_init(&b->remap_lock, NULL);

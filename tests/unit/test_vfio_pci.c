@@ -425,6 +425,49 @@ START_TEST(test_mmap_refused_traps)
 }
 END_TEST
 
+/* GPUs with 256 GiB BAR1s: the 64-bit window grows to hold them all while the boot devices are
+ * placed, the firmware sees its final size, and a hot-added one that does not fit is refused. */
+START_TEST(test_mmio64_window_grows)
+{
+	static struct fake_vfio fk[3];
+	static struct vfio_pci gpu[3];
+	uint64_t big = 256ULL << 30, size;
+	char err[200];
+
+	pci_bus_mmio64_limit(&pb, 4ULL << 40);
+	for (unsigned i = 0; i < 3; i++) {
+		fake_vfio_init(&fk[i]);
+		fk[i].info.regions[1].size = big;
+		fk[i].info.regions[1].sparse[0].size = big;
+		ck_assert_msg(vfio_pci_init(&gpu[i], "gpu", &fk[i].info, &fake_vfio_ops, &fk[i],
+					    &host, err, sizeof(err)) == 0,
+			      "%s", err);
+	}
+	for (unsigned i = 0; i < 2; i++)
+		ck_assert_msg(pci_bus_add(&pb, &gpu[i].pci, err, sizeof(err)) == 0, "%s", err);
+	size = pci_bus_mmio64_seal(&pb);
+	ck_assert_uint_ge(size, 2 * big);
+	ck_assert_uint_le(size, 4ULL << 40);
+	for (unsigned i = 0; i < 2; i++) {
+		uint64_t a = gpu[i].pci.bar[1].mapped_addr;
+
+		ck_assert(gpu[i].pci.bar[1].mapped);
+		ck_assert_uint_ge(a, LAYOUT_MMIO64_START);
+		ck_assert_uint_le(a + big, LAYOUT_MMIO64_START + size);
+		ck_assert_ptr_nonnull(map_at(a));
+	}
+	/* sealed: a third only if it fits what the guest was told */
+	if (size < 3 * big + (1ULL << 30)) {
+		ck_assert_int_eq(pci_bus_add(&pb, &gpu[2].pci, err, sizeof(err)), -ENOSPC);
+		ck_assert_ptr_nonnull(strstr(err, "does not fit the window"));
+	}
+	vfio_pci_exit(&gpu[2]);
+	for (unsigned i = 0; i < 2; i++)
+		vfio_pci_exit(&gpu[i]);
+	ck_assert_uint_eq(nmaps(), 0);
+}
+END_TEST
+
 START_TEST(test_refused_devices)
 {
 	char err[200];
@@ -482,6 +525,7 @@ static Suite *vfio_pci_suite(void)
 	tcase_add_test(t, test_msix_table_and_vfio);
 	tcase_add_test(t, test_msix_hostile_accesses);
 	tcase_add_test(t, test_mmap_refused_traps);
+	tcase_add_test(t, test_mmio64_window_grows);
 	tcase_add_test(t, test_refused_devices);
 	tcase_set_timeout(t, 60);
 	suite_add_tcase(s, t);

@@ -140,6 +140,10 @@ struct pci_bus {
 	uint32_t cf8;
 	struct pci_dev *dev[PCI_MAX_DEVS];
 	uint64_t mmio64_next, mmio32_next;
+	/* The 64-bit window's size now, and what it may grow to while BARs are placed before the
+	 * guest sees it (pci_bus_mmio64_seal() ends that): large prefetchable BARs (a GPU's 16-256
+	 * GiB BAR1) make it as large as the functions present need. */
+	uint64_t mmio64_size, mmio64_max;
 	/* Window space of removed functions (pci_dev_exit), taken again by an exact size. */
 	struct {
 		uint64_t addr, size;
@@ -186,6 +190,11 @@ bool pci_msix_access(struct pci_dev *d, unsigned bar, uint64_t off, void *data, 
  * unassigned, MSI-X off, every vector masked, nothing pending), then flr(d) resets the device
  * behind it, called without d->lock. Returns the capability's offset or < 0. */
 int pci_dev_add_flr(struct pci_dev *d, void (*flr)(struct pci_dev *d));
+/* The 64-bit window may grow up to max bytes (from LAYOUT_MMIO64_START) until sealed; seal
+ * returns its size then, which the firmware tables describe. Hot-added functions fit the
+ * sealed window or are refused. */
+void pci_bus_mmio64_limit(struct pci_bus *b, uint64_t max);
+uint64_t pci_bus_mmio64_seal(struct pci_bus *b);
 /* Places the device on the bus at the next free slot, assigns and maps its BARs. */
 int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen);
 void pci_dev_exit(struct pci_dev *d);
