@@ -14,7 +14,7 @@
 #include "lightiov/counters.h"
 #include "pci.h"
 
-struct vfio_container;
+struct vfio_device;
 
 /* What the VMM lends a device for its lifetime. */
 struct dev_host {
@@ -33,11 +33,11 @@ struct dev_host {
 	/* The same for a device thread whose host end is Unix sockets it accepts and connects
 	 * (vsock): the device-I/O filter plus those calls. */
 	int (*sock_thread)(char *err, unsigned errlen);
-	/* Passed-through functions (devices/vfio): the VM's one VFIO container, opened at the
-	 * first call (NULL with err when the host has no VFIO), and guest RAM DMA-mapped in it
-	 * at IOVA = GPA once a device's group joined it (the VMM keeps the mappings current). */
-	struct vfio_container *(*vfio_container)(void *opaque, char *err, unsigned errlen);
-	int (*vfio_dma_ready)(void *opaque, char *err, unsigned errlen);
+	/* Passed-through functions (devices/vfio): PCI function bdf opened in the VM's one VFIO
+	 * container, whose IOMMU maps guest RAM at IOVA = GPA (NULL with err: no VFIO here, a
+	 * group that is not viable ...), and given back when the device goes. */
+	struct vfio_device *(*vfio_open)(void *opaque, const char *bdf, char *err, unsigned errlen);
+	void (*vfio_release)(void *opaque, struct vfio_device *d);
 };
 
 /* Counters of one device for vm.counters: the device fills these, the API prints them. */

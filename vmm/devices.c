@@ -254,7 +254,7 @@ static struct vfio_host *host_vfio(void *vm)
 	return ds ? &ds->vfio : NULL;
 }
 
-static struct vfio_container *host_vfio_container(void *vm, char *err, unsigned errlen)
+static struct vfio_device *host_vfio_open(void *vm, const char *bdf, char *err, unsigned errlen)
 {
 	struct vfio_host *vh = host_vfio(vm);
 
@@ -262,18 +262,15 @@ static struct vfio_container *host_vfio_container(void *vm, char *err, unsigned 
 		snprintf(err, errlen, "vfio: the VM has no devices");
 		return NULL;
 	}
-	return vfio_host_container(vh, err, errlen);
+	return vfio_host_open(vh, bdf, err, errlen);
 }
 
-static int host_vfio_dma_ready(void *vm, char *err, unsigned errlen)
+static void host_vfio_release(void *vm, struct vfio_device *d)
 {
 	struct vfio_host *vh = host_vfio(vm);
 
-	if (!vh) {
-		snprintf(err, errlen, "vfio: the VM has no devices");
-		return -ENODEV;
-	}
-	return vfio_host_dma_ready(vh, err, errlen);
+	if (vh)
+		vfio_host_release(vh, d);
 }
 
 /* How far the 64-bit PCI window may reach: below the host's physical address width (what KVM
@@ -598,8 +595,8 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 	    .unmap_host = plat_unmap_host,
 	    .io_thread = seccomp_io_thread_install,
 	    .sock_thread = seccomp_sock_thread_install,
-	    .vfio_container = host_vfio_container,
-	    .vfio_dma_ready = host_vfio_dma_ready,
+	    .vfio_open = host_vfio_open,
+	    .vfio_release = host_vfio_release,
 	};
 	vfio_host_init(&ds->vfio, vm_guest_mem(vm));
 	r = pci_bus_init(&ds->bus, &ops, vm_pio_bus(vm), vm_mmio_bus(vm), err, errlen);

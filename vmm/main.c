@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -26,6 +27,7 @@
 #include "default_guest.h"
 #include "nvme-lightiov/ssd_autostart.h"
 #include "softssd/cli.h"
+#include "vfio_host.h"
 #include "vm.h"
 #include "vm_internal.h"
 
@@ -536,7 +538,9 @@ static int run_jail_sockets(struct vm_config *cfg, struct stat *made)
  * host's, and the VM process keeps the fd), then the confinement itself. */
 static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allowed_dir, int *lfd)
 {
-	int keep[3 + CONFIG_MAX_NETS * VIRTIO_NET_MAX_PAIRS + CONFIG_MAX_FS], n = 0;
+	int keep[3 + CONFIG_MAX_NETS * VIRTIO_NET_MAX_PAIRS + CONFIG_MAX_FS + 1 + VFIO_MAX_GROUPS +
+		 CONFIG_MAX_DEVICES];
+	unsigned n = 0;
 	char err[512] = "";
 
 	/* the taps, opened out here (run_open_taps), go in with the VM */
@@ -549,6 +553,20 @@ static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allo
 		return -1;
 	if (cfg->has_vsock && cfg->vsock.has_listen_fd)
 		keep[n++] = cfg->vsock.listen_fd;
+	/* passed-through functions: their nodes are root's and outside the jail; guest RAM is
+	 * pinned for their DMA, which the jail's user could not lock otherwise (where lvmm may
+	 * not raise the limit, the DMA mapping says so later) */
+	if (cfg->kernel[0] && cfg->ndevices) {
+		struct rlimit unl = {RLIM_INFINITY, RLIM_INFINITY};
+
+		(void)setrlimit(RLIMIT_MEMLOCK, &unl);
+		if (vfio_host_preopen(cfg, keep, &n, sizeof(keep) / sizeof(keep[0]), err,
+				      sizeof(err))) {
+			fprintf(stderr, "lvmm: %s\n", err);
+			run_jail_sockets_undo(cfg, &ro->jail.vsock_made);
+			return -1;
+		}
+	}
 	for (unsigned i = 0; i < cfg->nfs && i < CONFIG_MAX_FS; i++)
 		if (cfg->fs[i].has_fd)
 			keep[n++] = cfg->fs[i].fd;
@@ -570,7 +588,7 @@ static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allo
 	ro->jail.dir = ro->jail_dir;
 	ro->jail.api_socket = ro->api_sock;
 	ro->jail.keep_fds = keep;
-	ro->jail.nkeep = (unsigned)n;
+	ro->jail.nkeep = n;
 	if (jail_enter(cfg, &ro->jail, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		run_jail_sockets_undo(cfg, &ro->jail.vsock_made); /* made above, for nothing */

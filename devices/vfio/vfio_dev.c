@@ -61,18 +61,17 @@ const struct vfio_pci_ops vfio_pci_lib_ops = {
     .reset = lib_reset,
 };
 
-/* The model's instance: the function and the VFIO device under it. */
+/* The model's instance: the function and the VFIO device under it (the VMM's). */
 struct vfio_dev {
 	struct vfio_pci v;
-	struct vfio_device dev;
-	bool open;
+	const struct dev_host *h;
+	struct vfio_device *dev;
 };
 
 static int vfio_dev_create(const struct dev_host *h, const void *cfg, const char *id, unsigned idx,
 			   void **out, char *err, unsigned errlen)
 {
 	const struct vfio_pci_config *c = cfg;
-	struct vfio_container *ct;
 	struct vfio_dev *vd;
 	char bdf[32], why[200];
 	int r;
@@ -87,35 +86,25 @@ static int vfio_dev_create(const struct dev_host *h, const void *cfg, const char
 		snprintf(err, errlen, "device %s: %s", id, why);
 		return -EINVAL;
 	}
-	if (!h->vfio_container || !h->vfio_dma_ready) {
+	if (!h->vfio_open || !h->vfio_release) {
 		snprintf(err, errlen, "device %s: VFIO is not available to devices here", id);
 		return -EOPNOTSUPP;
-	}
-	ct = h->vfio_container(h->opaque, why, sizeof(why));
-	if (!ct) {
-		snprintf(err, errlen, "device %s (%s): %s", id, bdf, why);
-		return -ENODEV;
 	}
 	vd = calloc(1, sizeof(*vd));
 	if (!vd) {
 		snprintf(err, errlen, "device %s: out of memory", id);
 		return -ENOMEM;
 	}
-	r = vfio_device_open(ct, bdf, &vd->dev, why, sizeof(why));
-	if (!r) {
-		vd->open = true;
-		r = h->vfio_dma_ready(h->opaque, why, sizeof(why));
-	}
-	if (r) {
+	vd->h = h;
+	vd->dev = h->vfio_open(h->opaque, bdf, why, sizeof(why));
+	if (!vd->dev) {
 		snprintf(err, errlen, "device %s (%s): %s", id, bdf, why);
-		if (vd->open)
-			vfio_device_close(&vd->dev);
 		free(vd);
-		return r;
+		return -ENODEV;
 	}
-	r = vfio_pci_init(&vd->v, id, &vd->dev, &vfio_pci_lib_ops, &vd->dev, h, err, errlen);
+	r = vfio_pci_init(&vd->v, id, vd->dev, &vfio_pci_lib_ops, vd->dev, h, err, errlen);
 	if (r) {
-		vfio_device_close(&vd->dev);
+		h->vfio_release(h->opaque, vd->dev);
 		free(vd);
 		return r;
 	}
@@ -151,8 +140,8 @@ static void vfio_dev_destroy(void *dev)
 	vfio_pci_exit(&vd->v);
 	/* left reset for the host, best effort (-ENOTTY: it has none); a VM reset rebuilds the
 	 * device and resets it again */
-	(void)vfio_device_reset(&vd->dev);
-	vfio_device_close(&vd->dev);
+	(void)vfio_device_reset(vd->dev);
+	vd->h->vfio_release(vd->h->opaque, vd->dev);
 	free(vd);
 }
 

@@ -10,13 +10,20 @@
 
 #include "testutil.h"
 
-/* lvmm's status: 1 for a VM that cannot be built, 2 for a command line it does not take */
-static void run_refused(const char *spec, int status, const char *want)
+/* lvmm's status: 1 for a VM that cannot be built, 2 for a command line it does not take.
+ * jail: run with --jail DIR, where the device is opened before the jail. */
+static void run_refused_in(const char *spec, const char *jail, int status, const char *want)
 {
 	char *args[] = {"run",	      "--kernel", (char *)testutil_bench_guest(),
 			"--memory",   "32M",	  "--device",
-			(char *)spec, NULL};
+			(char *)spec, NULL,	  NULL,
+			NULL};
 	struct testutil_run r;
+
+	if (jail) {
+		args[7] = "--jail";
+		args[8] = (char *)jail;
+	}
 
 	testutil_run_lvmm(&r, args, NULL, NULL, 0, 30);
 	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == status, "status %#x: %s",
@@ -25,6 +32,11 @@ static void run_refused(const char *spec, int status, const char *want)
 	ck_assert_msg(testutil_lines(r.err) == 1, "more than the reason: %s", r.err);
 	ck_assert_msg(!strstr(r.out, "hello"), "the guest ran: %s", r.out);
 	fprintf(stderr, "refused as expected: %s", r.err);
+}
+
+static void run_refused(const char *spec, int status, const char *want)
+{
+	run_refused_in(spec, NULL, status, want);
 }
 
 START_TEST(test_no_vfio)
@@ -38,6 +50,22 @@ START_TEST(test_no_vfio)
 		return;
 	}
 	run_refused("path=/sys/bus/pci/devices/0000:00:1f.7,id=gpu0", 1, "lvmm: device gpu0");
+}
+END_TEST
+
+/* --jail opens the devices before it confines the process: the same one line, before any jail
+ * is made. */
+START_TEST(test_no_vfio_jail)
+{
+	char dir[64];
+
+	if (!access("/dev/vfio", F_OK) || geteuid()) {
+		testutil_skip("vfio_nodev: /dev/vfio here, or not root (--jail)");
+		return;
+	}
+	testutil_mkdtemp(dir, sizeof(dir), "/tmp/lvmm-vfiojail-");
+	run_refused_in("path=/sys/bus/pci/devices/0000:00:1f.7,id=gpu0", dir, 1, "lvmm: device");
+	testutil_rmtree(dir);
 }
 END_TEST
 
@@ -58,6 +86,7 @@ int main(void)
 
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, test_no_vfio);
+	tcase_add_test(t, test_no_vfio_jail);
 	tcase_add_test(t, test_bad_specs);
 	suite_add_tcase(s, t);
 	return testutil_run_suite(s);
