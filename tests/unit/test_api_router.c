@@ -263,6 +263,8 @@ static const struct {
      " \"x_nv_gpudirect_clique\": 0}]}",
      "'devices[0].x_nv_gpudirect_clique' is unsupported"},
     {"{\"devices\": [{\"id\": \"gpu0\"}]}", "devices[0].path"},
+    {"{\"devices\": [{\"path\": \"0000:01:00.0\", \"x_exclude_mmap_bars\": [2]}]}",
+     "'devices[0].x_exclude_mmap_bars' is unsupported"},
     {"{\"net\": [{\"tap\": \"tap0\", \"vhost_user\": true}]}",
      "'net[0].vhost_user' is unsupported"},
     {"{\"net\": [{\"tap\": \"tap0\", \"host_mac\": \"52:54:00:00:00:01\"}]}",

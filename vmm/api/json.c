@@ -1139,6 +1139,7 @@ int api_json_to_device(const json_t *obj, const char *where, struct vfio_pci_con
 	    {"iommu", JD_FALSE, "lvmm has no virtual IOMMU"},
 	    {"pci_segment", JD_ZERO, "lvmm places devices on PCI segment 0"},
 	    {"x_nv_gpudirect_clique", JD_ABSENT, "lvmm has no GPUDirect P2P cliques"},
+	    {"x_exclude_mmap_bars", JD_EMPTY, "lvmm maps every BAR VFIO lets it"},
 	    {NULL, 0, NULL},
 	};
 	static const char *const mine[] = {"path", "id", NULL};

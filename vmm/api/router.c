@@ -736,7 +736,8 @@ static void route_vm_add_device(struct api_vmm *vmm, const struct api_request *r
 		return;
 	}
 	r = vmm->ops->add_device(vmm->vm, &c, err, sizeof(err));
-	if (r == -EEXIST || r == -ENOSPC || r == -EINVAL)
+	/* a function that cannot be opened (no VFIO, not bound to vfio-pci) is the client's */
+	if (r == -EEXIST || r == -ENOSPC || r == -EINVAL || r == -ENODEV)
 		api_response_error(resp, 400, "vm.add-device: %s", err);
 	else if (r)
 		route_op_error(resp, "vm.add-device", r, err);
