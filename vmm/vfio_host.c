@@ -158,8 +158,9 @@ int vfio_host_preopen(const struct vm_config *cfg, int *keep, unsigned *n, unsig
 		return -EALREADY;
 	}
 	r = vfio_container_open(&vfio_pre.c, vfio_host_noiommu_allowed(), why, sizeof(why));
+	vfio_pci_id(&cfg->devices[0], 0, id, sizeof(id));
 	if (r)
-		snprintf(err, errlen, "device: %s", why);
+		snprintf(err, errlen, "device %s: %s", id, why);
 	copen = !r;
 	for (unsigned i = 0; !r && i < cfg->ndevices && i < CONFIG_MAX_DEVICES; i++) {
 		struct vfio_host_dev *hd = &vfio_pre.devs[i];
@@ -176,7 +177,7 @@ int vfio_host_preopen(const struct vm_config *cfg, int *keep, unsigned *n, unsig
 	}
 	if (!r) {
 		/* the container, each group once, each device */
-		unsigned need = 1 + vfio_pre.c.ngroups + cfg->ndevices;
+		unsigned need = 1 + VFIO_MAX_GROUPS + cfg->ndevices;
 
 		if (*n + need > max) {
 			snprintf(err, errlen,
@@ -187,7 +188,7 @@ int vfio_host_preopen(const struct vm_config *cfg, int *keep, unsigned *n, unsig
 	}
 	if (!r) {
 		keep[(*n)++] = vfio_pre.c.fd;
-		for (unsigned g = 0; g < vfio_pre.c.ngroups; g++)
+		for (unsigned g = 0; g < VFIO_MAX_GROUPS; g++) /* a free slot's fd is -1 */
 			if (vfio_pre.c.groups[g].fd >= 0)
 				keep[(*n)++] = vfio_pre.c.groups[g].fd;
 		for (unsigned i = 0; i < CONFIG_MAX_DEVICES; i++)

@@ -50,6 +50,7 @@ START_TEST(test_no_vfio)
 		return;
 	}
 	run_refused("path=/sys/bus/pci/devices/0000:00:1f.7,id=gpu0", 1, "lvmm: device gpu0");
+	run_refused("path=/sys/bus/pci/devices/0000:00:1f.7,id=gpu0", 1, "/dev/vfio");
 }
 END_TEST
 
@@ -64,7 +65,8 @@ START_TEST(test_no_vfio_jail)
 		return;
 	}
 	testutil_mkdtemp(dir, sizeof(dir), "/tmp/lvmm-vfiojail-");
-	run_refused_in("path=/sys/bus/pci/devices/0000:00:1f.7,id=gpu0", dir, 1, "lvmm: device");
+	run_refused_in("path=/sys/bus/pci/devices/0000:00:1f.7,id=gpu0", dir, 1,
+		       "lvmm: device gpu0: vfio: /dev/vfio");
 	testutil_rmtree(dir);
 }
 END_TEST
