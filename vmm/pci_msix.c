@@ -16,13 +16,13 @@ static bool msix_masked(const struct pci_dev *d, unsigned v)
 	       (d->msix.table[v].ctrl & PCI_MSIX_ENTRY_CTRL_MASKBIT);
 }
 
-static void msix_fire(struct pci_dev *d, unsigned v)
+static void vec_fire(struct pci_dev *d, int efd, uint64_t *fired)
 {
 	uint64_t one = 1;
 
-	d->msix.fired++;
-	if (d->msix.efd[v] >= 0 && write(d->msix.efd[v], &one, sizeof(one)) < 0)
-		perror("pci: msi-x irqfd");
+	(*fired)++;
+	if (efd >= 0 && write(efd, &one, sizeof(one)) < 0)
+		fprintf(stderr, "pci %s: vector eventfd: %s\n", d->name, strerror(errno));
 }
 
 static bool msix_bit(const uint64_t *map, unsigned v)
@@ -30,58 +30,70 @@ static bool msix_bit(const uint64_t *map, unsigned v)
 	return map[v / 64] & (1ULL << (v % 64));
 }
 
-/* A backend signals a vector's eventfd straight (the SSD's interrupt, no lvmm hop). While the
- * vector is masked the eventfd is out of KVM's hands and its count is the interrupt pending:
- * moved to the PBA bit here, when the guest reads the PBA or unmasks. d->lock held. */
-void msix_drain(struct pci_dev *d, unsigned v)
+/* A backend signals a vector's eventfd straight (the SSD's interrupt, a passed-through
+ * function's, no lvmm hop). While the vector is masked the eventfd is out of KVM's hands and its
+ * count is the interrupt pending: moved to its pending bit here, when the guest reads the
+ * pending bits or unmasks. d->lock held. */
+void vec_drain(int efd, const uint64_t *live, uint64_t *pend, unsigned v, uint64_t *pended)
 {
-	struct pci_msix *m = &d->msix;
 	uint64_t n = 0;
 
-	if (m->efd[v] < 0 || msix_bit(m->live, v))
+	if (efd < 0 || msix_bit(live, v))
 		return;
-	if (read(m->efd[v], &n, sizeof(n)) == sizeof(n) && n) {
-		m->pba[v / 64] |= 1ULL << (v % 64);
-		m->pended++;
+	if (read(efd, &n, sizeof(n)) == sizeof(n) && n) {
+		pend[v / 64] |= 1ULL << (v % 64);
+		(*pended)++;
 	}
 }
 
-/* Programs vector v's route from its table entry. Masking takes the irqfd out of KVM (a signal
- * on a GSI without a route would be dropped); unmasking routes it first, gives the eventfd back
- * and delivers what pended meanwhile. Nothing here runs per interrupt while unmasked. */
+void msix_drain(struct pci_dev *d, unsigned v)
+{
+	vec_drain(d->msix.efd[v], d->msix.live, d->msix.pba, v, &d->msix.pended);
+}
+
+/* One message-signalled vector (MSI-X or MSI) programmed: its route from addr/data; masking
+ * takes the irqfd out of KVM (a signal on a GSI without a route would be dropped); unmasking
+ * routes it first, gives the eventfd back and delivers what pended meanwhile. Nothing here runs
+ * per interrupt while unmasked. d->lock held. */
+void vec_update(struct pci_dev *d, const char *kind, unsigned v, int gsi, int efd, uint64_t *live,
+		uint64_t *pend, uint64_t addr, uint32_t data, bool masked, uint64_t *pended,
+		uint64_t *fired)
+{
+	const struct pci_platform_ops *ops = &d->bus->ops;
+	int r;
+
+	if (masked && msix_bit(live, v)) {
+		if (ops->irqfd && gsi >= 0)
+			ops->irqfd(ops->opaque, (unsigned)gsi, efd, false);
+		live[v / 64] &= ~(1ULL << (v % 64));
+	}
+	if (ops->set_msi_route && gsi >= 0)
+		ops->set_msi_route(ops->opaque, (unsigned)gsi, addr, data, masked);
+	if (masked)
+		return;
+	if (!msix_bit(live, v) && efd >= 0) {
+		vec_drain(efd, live, pend, v, pended);
+		r = ops->irqfd && gsi >= 0 ? ops->irqfd(ops->opaque, (unsigned)gsi, efd, true) : 0;
+		if (r)
+			fprintf(stderr, "pci %s: irqfd for %s vector %u (GSI %d): %s\n", d->name,
+				kind, v, gsi, strerror(-r));
+		else
+			live[v / 64] |= 1ULL << (v % 64);
+	}
+	if (msix_bit(pend, v)) {
+		pend[v / 64] &= ~(1ULL << (v % 64));
+		vec_fire(d, efd, fired);
+	}
+}
+
 void msix_update(struct pci_dev *d, unsigned v)
 {
 	struct pci_msix *m = &d->msix;
-	const struct pci_platform_ops *ops = &d->bus->ops;
-	struct pci_msix_entry *e = &m->table[v];
-	bool masked = msix_masked(d, v);
-	int r;
+	const struct pci_msix_entry *e = &m->table[v];
 
-	if (masked && msix_bit(m->live, v)) {
-		if (ops->irqfd && m->gsi[v] >= 0)
-			ops->irqfd(ops->opaque, (unsigned)m->gsi[v], m->efd[v], false);
-		m->live[v / 64] &= ~(1ULL << (v % 64));
-	}
-	if (ops->set_msi_route && m->gsi[v] >= 0)
-		ops->set_msi_route(ops->opaque, (unsigned)m->gsi[v],
-				   (uint64_t)e->addr_hi << 32 | e->addr_lo, e->data, masked);
-	if (masked)
-		return;
-	if (!msix_bit(m->live, v) && m->efd[v] >= 0) {
-		msix_drain(d, v);
-		r = ops->irqfd && m->gsi[v] >= 0
-			? ops->irqfd(ops->opaque, (unsigned)m->gsi[v], m->efd[v], true)
-			: 0;
-		if (r)
-			fprintf(stderr, "pci %s: irqfd for MSI-X vector %u (GSI %d): %s\n", d->name,
-				v, m->gsi[v], strerror(-r));
-		else
-			m->live[v / 64] |= 1ULL << (v % 64);
-	}
-	if (msix_bit(m->pba, v)) {
-		m->pba[v / 64] &= ~(1ULL << (v % 64));
-		msix_fire(d, v);
-	}
+	vec_update(d, "MSI-X", v, m->gsi[v], m->efd[v], m->live, m->pba,
+		   (uint64_t)e->addr_hi << 32 | e->addr_lo, e->data, msix_masked(d, v), &m->pended,
+		   &m->fired);
 }
 
 void pci_msix_notify(struct pci_dev *d, unsigned v)
@@ -92,7 +104,7 @@ void pci_msix_notify(struct pci_dev *d, unsigned v)
 			d->msix.pba[v / 64] |= 1ULL << (v % 64);
 			d->msix.pended++;
 		} else {
-			msix_fire(d, v);
+			vec_fire(d, d->msix.efd[v], &d->msix.fired);
 		}
 	}
 	pthread_mutex_unlock(&d->lock);
@@ -295,29 +307,46 @@ void msix_ctrl_changed(struct pci_dev *d)
 }
 
 /* The MSI-X part of pci_bus_add(): a GSI and an eventfd for every vector of d. */
+int vec_alloc(struct pci_bus *b, struct pci_dev *d, const char *kind, unsigned v, int *gsi,
+	      int *efd, char *err, unsigned errlen)
+{
+	*gsi = b->ops.alloc_gsi ? b->ops.alloc_gsi(b->ops.opaque) : -1;
+	if (b->ops.alloc_gsi && *gsi < 0) {
+		snprintf(err, errlen, "pci %s: no GSI for %s vector %u: %s", d->name, kind, v,
+			 strerror(-*gsi));
+		return *gsi;
+	}
+	/* Handed to KVM as an irqfd while the vector is unmasked (vec_update). */
+	*efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (*efd < 0) {
+		snprintf(err, errlen, "pci %s: eventfd for %s vector %u: %s", d->name, kind, v,
+			 strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+void vec_free(struct pci_bus *b, int gsi, int efd, const uint64_t *live, unsigned v)
+{
+	if (efd >= 0) {
+		if (b && b->ops.irqfd && gsi >= 0 && msix_bit(live, v))
+			b->ops.irqfd(b->ops.opaque, (unsigned)gsi, efd, false);
+		close(efd);
+	}
+	/* After the irqfd went: the next function added may get this GSI. */
+	if (b && b->ops.free_gsi && gsi >= 0)
+		b->ops.free_gsi(b->ops.opaque, (unsigned)gsi);
+}
+
+/* The MSI-X part of pci_bus_add(): a GSI and an eventfd for every vector of d. */
 int msix_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen)
 {
 	struct pci_msix *m = &d->msix;
-	unsigned v;
+	int r = 0;
 
-	for (v = 0; v < m->nvec; v++) {
-		int gsi = b->ops.alloc_gsi ? b->ops.alloc_gsi(b->ops.opaque) : -1;
-
-		if (b->ops.alloc_gsi && gsi < 0) {
-			snprintf(err, errlen, "pci %s: no GSI for MSI-X vector %u: %s", d->name, v,
-				 strerror(-gsi));
-			return gsi;
-		}
-		m->gsi[v] = gsi;
-		/* Handed to KVM as an irqfd while the vector is unmasked (msix_update). */
-		m->efd[v] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (m->efd[v] < 0) {
-			snprintf(err, errlen, "pci %s: eventfd for MSI-X vector %u: %s", d->name, v,
-				 strerror(errno));
-			return -EIO;
-		}
-	}
-	return 0;
+	for (unsigned v = 0; !r && v < m->nvec; v++)
+		r = vec_alloc(b, d, "MSI-X", v, &m->gsi[v], &m->efd[v], err, errlen);
+	return r;
 }
 
 /* The MSI-X part of pci_dev_exit(): every vector's irqfd, eventfd and GSI given back (b NULL:
@@ -327,16 +356,8 @@ void msix_exit(struct pci_bus *b, struct pci_dev *d)
 	struct pci_msix *m = &d->msix;
 	unsigned v;
 
-	for (v = 0; m->efd && v < m->nvec; v++) {
-		if (m->efd[v] >= 0) {
-			if (b && b->ops.irqfd && m->gsi[v] >= 0 && msix_bit(m->live, v))
-				b->ops.irqfd(b->ops.opaque, (unsigned)m->gsi[v], m->efd[v], false);
-			close(m->efd[v]);
-		}
-		/* After the irqfd went: the next function added may get this GSI. */
-		if (b && b->ops.free_gsi && m->gsi[v] >= 0)
-			b->ops.free_gsi(b->ops.opaque, (unsigned)m->gsi[v]);
-	}
+	for (v = 0; m->efd && v < m->nvec; v++)
+		vec_free(b, m->gsi[v], m->efd[v], m->live, v);
 	free(m->table);
 	free(m->pba);
 	free(m->gsi);

@@ -1,7 +1,6 @@
 /* Config space of a passed-through function (vfio_pci.h): the header, BARs, capability links,
- * MSI-X and the PCIe capability's type are lvmm's (the platform's pci_dev), every other byte of
- * the first 256 is the device's, read and written through VFIO. MSI is hidden: vectors reach
- * the guest by MSI-X only. */
+ * MSI, MSI-X and the PCIe capability's type are lvmm's (the platform's pci_dev), every other
+ * byte of the first 256 is the device's, read and written through VFIO. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,12 +74,12 @@ static int cfg_bars(struct vfio_pci *v, const uint8_t *raw, const struct bus_ops
 	return 0;
 }
 
-/* Walks the device's capability list: MSI-X and PCIe kept (MSI-X emulated by the platform, the
- * PCIe capability's type rewritten), MSI left out of the chain, others kept as the device's. */
+/* Walks the device's capability list: MSI and MSI-X emulated by the platform, the PCIe
+ * capability's type rewritten, the others kept as the device's. */
 static int cfg_caps(struct vfio_pci *v, const uint8_t *raw, char *err, unsigned errlen)
 {
 	struct pci_dev *d = &v->pci;
-	uint8_t keep[CAP_HOPS_MAX], msix = 0;
+	uint8_t keep[CAP_HOPS_MAX], msix = 0, msi = 0;
 	unsigned nkeep = 0, hops = 0, off;
 
 	if (!(rd16(raw + PCI_STATUS) & PCI_STATUS_CAP_LIST))
@@ -93,9 +92,15 @@ static int cfg_caps(struct vfio_pci *v, const uint8_t *raw, char *err, unsigned 
 			return -EINVAL;
 		}
 		switch (raw[off]) {
-		case PCI_CAP_ID_MSI:
-			v->msi_cap = (uint8_t)off;
-			continue;
+		case PCI_CAP_ID_MSI: {
+			unsigned len = pci_msi_cap_len(rd16(raw + off + PCI_MSI_FLAGS));
+
+			if (off + len > PCI_CFG_SIZE || msi)
+				continue;
+			msi = (uint8_t)off;
+			memset(v->emu + off, 1, len);
+			break;
+		}
 		case PCI_CAP_ID_MSIX:
 			if (off > PCI_CFG_SIZE - 12 || msix)
 				continue;
@@ -126,6 +131,9 @@ static int cfg_caps(struct vfio_pci *v, const uint8_t *raw, char *err, unsigned 
 	}
 	if (nkeep)
 		wr16(d->cfg + PCI_STATUS, PCI_STATUS_CAP_LIST);
+	if (msi && pci_dev_add_msi_at(d, msi, err, errlen))
+		return -EINVAL;
+	v->msi_cap = msi;
 	if (msix)
 		return pci_dev_add_msix_at(d, msix, err, errlen);
 	return 0;

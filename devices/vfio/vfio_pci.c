@@ -10,6 +10,7 @@
 #include "vfio/vfio_pci.h"
 
 #define PAGE		    4096ULL
+#define VFIO_MSI_IRQ_INDEX  1 /* VFIO_PCI_MSI_IRQ_INDEX */
 #define VFIO_MSIX_IRQ_INDEX 2 /* VFIO_PCI_MSIX_IRQ_INDEX */
 
 static bool bar_in_region(const struct vfio_pci_bar *b, uint64_t off, unsigned len)
@@ -153,6 +154,30 @@ static void vfio_msix_enable(struct pci_dev *d, bool on)
 	v->msix_on = on;
 }
 
+/* The guest enabled nvec MSI vectors, or none (d->lock held): VFIO signals the platform's
+ * vector eventfds as for MSI-X. */
+static void vfio_msi_enable(struct pci_dev *d, unsigned nvec)
+{
+	struct vfio_pci *v = (struct vfio_pci *)d;
+	int r;
+
+	if (nvec > v->info->irqs[VFIO_MSI_IRQ_INDEX].count)
+		nvec = v->info->irqs[VFIO_MSI_IRQ_INDEX].count;
+	if (nvec == v->msi_on)
+		return;
+	/* VFIO takes a new vector count only from off */
+	if (v->msi_on && nvec)
+		v->ops->irq_set(v->o, VFIO_MSI_IRQ_INDEX, 0, 0, NULL);
+	r = v->ops->irq_set(v->o, VFIO_MSI_IRQ_INDEX, 0, nvec, nvec ? d->msi.efd : NULL);
+	if (r) {
+		v->irq_errors++;
+		fprintf(stderr, "lvmm: device %s: MSI %u vectors: %s\n", v->id, nvec, strerror(-r));
+		v->msi_on = 0;
+		return;
+	}
+	v->msi_on = nvec;
+}
+
 int vfio_pci_init(struct vfio_pci *v, const char *id, const struct vfio_device *info,
 		  const struct vfio_pci_ops *ops, void *o, const struct dev_host *h, char *err,
 		  unsigned errlen)
@@ -181,6 +206,7 @@ int vfio_pci_init(struct vfio_pci *v, const char *id, const struct vfio_device *
 		return r;
 	}
 	v->pci.msix_enable = vfio_msix_enable;
+	v->pci.msi_enable = vfio_msi_enable;
 	for (unsigned i = 0; i < PCI_NUM_BARS; i++)
 		if (v->pci.bar[i].size) {
 			v->pci.bar[i].moved = bar_moved;
@@ -194,6 +220,8 @@ void vfio_pci_exit(struct vfio_pci *v)
 	pthread_mutex_lock(&v->pci.lock);
 	if (v->msix_on && v->ops->irq_set(v->o, VFIO_MSIX_IRQ_INDEX, 0, 0, NULL) == 0)
 		v->msix_on = false;
+	if (v->msi_on && v->ops->irq_set(v->o, VFIO_MSI_IRQ_INDEX, 0, 0, NULL) == 0)
+		v->msi_on = 0;
 	pthread_mutex_unlock(&v->pci.lock);
 	pci_dev_exit(&v->pci); /* BARs stop decoding: bar_moved(~0) took the pieces out */
 	for (unsigned i = 0; i < PCI_NUM_BARS; i++)

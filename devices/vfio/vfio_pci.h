@@ -82,6 +82,7 @@ struct vfio_pci {
 	uint8_t msi_cap, pcie_cap; /* config offsets, 0 = none */
 	uint16_t cmd;		   /* the command register as last written to the device */
 	bool msix_on;		   /* VFIO's MSI-X vectors are the irqfds now */
+	unsigned msi_on;	   /* MSI vectors VFIO signals now */
 	uint64_t irq_errors;
 };
 

@@ -17,7 +17,8 @@
 #define FAKE_MSIX_TABLE 0x2000 /* in BAR0 */
 #define FAKE_MSIX_PBA	0x3000 /* in BAR0 */
 #define FAKE_PCIE_CAP	0x60
-#define FAKE_MSI_CAP	0x48
+#define FAKE_MSI_CAP	0x48 /* 64-bit, per-vector masks: 24 bytes, up to the PCIe cap */
+#define FAKE_MSI_NVEC	4
 #define FAKE_PM_CAP	0x40
 #define FAKE_VNDR_CAP	0xb0
 #define FAKE_BAR0_SIZE	(16ULL << 20)
@@ -181,7 +182,7 @@ static inline void fake_vfio_init(struct fake_vfio *f)
 	f->info.regions[3] = (struct vfio_region){.index = 3, .size = FAKE_BAR3_SIZE};
 	f->info.regions[5] = (struct vfio_region){.index = 5, .size = 0x80};
 	f->info.irqs[0].count = 1;
-	f->info.irqs[1].count = 1;
+	f->info.irqs[1].count = FAKE_MSI_NVEC;
 	f->info.irqs[2].count = FAKE_MSIX_NVEC;
 
 	fake_put16(c + 0x00, 0x10de);
@@ -201,7 +202,7 @@ static inline void fake_vfio_init(struct fake_vfio *f)
 	fake_put16(c + FAKE_PM_CAP + 2, 0x0003);
 	c[FAKE_MSI_CAP] = PCI_CAP_ID_MSI;
 	c[FAKE_MSI_CAP + 1] = FAKE_PCIE_CAP;
-	fake_put16(c + FAKE_MSI_CAP + 2, 0x0080); /* 64-bit, one vector */
+	fake_put16(c + FAKE_MSI_CAP + 2, PCI_MSI_FLAGS_64BIT | PCI_MSI_FLAGS_MASKBIT | 2 << 1);
 	c[FAKE_PCIE_CAP] = PCI_CAP_ID_EXP;
 	c[FAKE_PCIE_CAP + 1] = FAKE_MSIX_CAP;
 	fake_put16(c + FAKE_PCIE_CAP + PCI_EXP_FLAGS, 0x0002); /* v2, PCIe endpoint (type 0) */

@@ -230,12 +230,13 @@ START_TEST(test_caps_chain)
 	ck_assert(cfg_rd(0x04) >> 16 & PCI_STATUS_CAP_LIST);
 	for (off = cfg_rd(0x34) & 0xff; off && n < 8; off = cfg_rd(off) >> 8 & 0xff)
 		ids[n++] = cfg_rd(off) & 0xff;
-	/* PM, PCIe, MSI-X, vendor: MSI is left out */
-	ck_assert_uint_eq(n, 4);
+	/* the device's list, in its order */
+	ck_assert_uint_eq(n, 5);
 	ck_assert_uint_eq(ids[0], 0x01);
-	ck_assert_uint_eq(ids[1], PCI_CAP_ID_EXP);
-	ck_assert_uint_eq(ids[2], PCI_CAP_ID_MSIX);
-	ck_assert_uint_eq(ids[3], PCI_CAP_ID_VNDR);
+	ck_assert_uint_eq(ids[1], PCI_CAP_ID_MSI);
+	ck_assert_uint_eq(ids[2], PCI_CAP_ID_EXP);
+	ck_assert_uint_eq(ids[3], PCI_CAP_ID_MSIX);
+	ck_assert_uint_eq(ids[4], PCI_CAP_ID_VNDR);
 	/* lvmm's bus has no root ports: an integrated endpoint */
 	ck_assert_uint_eq(cfg_rd(FAKE_PCIE_CAP) >> 16 & 0xff, 0x02 | PCI_EXP_TYPE_RC_END << 4);
 	/* the PCIe capability's other registers are the device's, read live */
@@ -387,6 +388,74 @@ START_TEST(test_msix_table_and_vfio)
 }
 END_TEST
 
+static uint64_t efd_take(int fd)
+{
+	uint64_t n = 0;
+
+	if (read(fd, &n, sizeof(n)) != sizeof(n))
+		n = 0;
+	return n;
+}
+
+/* MSI: lvmm's capability (4 vectors, 64-bit, per-vector masks); enabling hands VFIO the
+ * platform's vector eventfds, masks keep a vector's signal as its pending bit until unmasked. */
+START_TEST(test_msi)
+{
+	const unsigned c = FAKE_MSI_CAP;
+	uint64_t one = 1;
+	int gsi1;
+
+	plug();
+	ck_assert_uint_eq(cfg_rd(c) >> 16,
+			  PCI_MSI_FLAGS_64BIT | PCI_MSI_FLAGS_MASKBIT | 2 << 1); /* off */
+	fake.cfg_writes = 0;
+	cfg_wr(c + 4, 0xfee01003); /* the low two bits are not the guest's */
+	cfg_wr(c + 8, 0);
+	cfg_wr(c + 12, 0x4020);
+	ck_assert_uint_eq(cfg_rd(c + 4), 0xfee01000);
+	ck_assert_uint_eq(fake.irq_sets, 0);
+	/* four vectors (MME 2) on */
+	cfg_wr16(c + 2, PCI_MSI_FLAGS_ENABLE | 2 << 4);
+	ck_assert_uint_eq(fake.irq_sets, 1);
+	ck_assert_uint_eq(fake.irq_index, 1);
+	ck_assert_uint_eq(fake.irq_count, FAKE_MSI_NVEC);
+	for (unsigned i = 0; i < FAKE_MSI_NVEC; i++) {
+		ck_assert_int_eq(fake.irq_fds[i], vp.pci.msi.efd[i]);
+		ck_assert(!routes[vp.pci.msi.gsi[i]].masked);
+		ck_assert_uint_eq(routes[vp.pci.msi.gsi[i]].addr, 0xfee01000);
+		ck_assert_uint_eq(routes[vp.pci.msi.gsi[i]].data, 0x4020 | i);
+		ck_assert_int_eq(irqfds[vp.pci.msi.gsi[i]], vp.pci.msi.efd[i]);
+	}
+	/* vector 1 masked: out of KVM; what the device signals then is pending */
+	gsi1 = vp.pci.msi.gsi[1];
+	cfg_wr(c + 16, 1u << 1);
+	ck_assert_int_eq(irqfds[gsi1], -1);
+	ck_assert(routes[gsi1].masked);
+	ck_assert_int_eq(write(vp.pci.msi.efd[1], &one, sizeof(one)), sizeof(one));
+	cfg_wr(c + 16, 1u << 1);
+	ck_assert_uint_eq(cfg_rd(c + 20), 1u << 1);
+	/* unmasked: routed again, the pending signal delivered on its eventfd */
+	cfg_wr(c + 16, 0);
+	ck_assert_int_eq(irqfds[gsi1], vp.pci.msi.efd[1]);
+	ck_assert_uint_eq(cfg_rd(c + 20), 0);
+	ck_assert_uint_eq(efd_take(vp.pci.msi.efd[1]), 1);
+	/* bus mastering off masks every vector */
+	cfg_wr16(PCI_COMMAND, PCI_COMMAND_MEMORY);
+	ck_assert_int_eq(irqfds[vp.pci.msi.gsi[0]], -1);
+	cfg_wr16(PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+	/* more vectors than offered: clamped to 4 */
+	cfg_wr16(c + 2, PCI_MSI_FLAGS_ENABLE | 5 << 4);
+	ck_assert_uint_eq(vp.pci.msi.enabled, FAKE_MSI_NVEC);
+	/* off */
+	cfg_wr16(c + 2, 0);
+	ck_assert_uint_eq(fake.irq_count, 0);
+	ck_assert_uint_eq(vp.pci.msi.enabled, 0);
+	/* none of it reached the device's config space but the command register */
+	for (unsigned i = 0; i < fake.cfg_writes && i < FAKE_MAX_LOG; i++)
+		ck_assert_uint_eq(fake.cfg_log[i].off, PCI_COMMAND);
+}
+END_TEST
+
 START_TEST(test_msix_hostile_accesses)
 {
 	uint64_t b0;
@@ -523,6 +592,7 @@ static Suite *vfio_pci_suite(void)
 	tcase_add_test(t, test_bar_pieces_follow);
 	tcase_add_test(t, test_bar_trapped_accesses);
 	tcase_add_test(t, test_msix_table_and_vfio);
+	tcase_add_test(t, test_msi);
 	tcase_add_test(t, test_msix_hostile_accesses);
 	tcase_add_test(t, test_mmap_refused_traps);
 	tcase_add_test(t, test_mmio64_window_grows);

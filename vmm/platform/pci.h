@@ -52,6 +52,13 @@
 #define PCI_MSIX_TABLE		    4 /* within the capability: BIR (bits 2:0) and offset */
 #define PCI_MSIX_PBA		    8
 #define PCI_MSIX_BIR		    0x7
+#define PCI_MSI_FLAGS		    2 /* within the capability */
+#define PCI_MSI_FLAGS_ENABLE	    0x0001
+#define PCI_MSI_FLAGS_QMASK	    0x000e /* vectors offered, log2 */
+#define PCI_MSI_FLAGS_QSIZE	    0x0070 /* vectors enabled, log2 */
+#define PCI_MSI_FLAGS_64BIT	    0x0080
+#define PCI_MSI_FLAGS_MASKBIT	    0x0100
+#define PCI_MSI_MAX_VECTORS	    32
 #define PCI_MSIX_ENTRY_SIZE	    16
 #define PCI_MSIX_ENTRY_CTRL_MASKBIT 0x1
 
@@ -105,6 +112,19 @@ struct pci_msix {
 	uint64_t fired, pended;
 };
 
+/* MSI (a passed-through function's own capability): emulated, each vector a GSI and eventfd as
+ * MSI-X's are. */
+struct pci_msi {
+	uint8_t cap;   /* config offset, 0 = none */
+	unsigned nvec; /* offered (1..32) */
+	bool is64, maskable;
+	unsigned enabled; /* vectors enabled now, 0 = off */
+	bool master;
+	int gsi[PCI_MSI_MAX_VECTORS], efd[PCI_MSI_MAX_VECTORS];
+	uint64_t live[1], pending[1];
+	uint64_t fired, pended;
+};
+
 struct pci_bus;
 
 struct pci_dev {
@@ -117,6 +137,7 @@ struct pci_dev {
 	uint8_t next_cap;
 	struct pci_bar bar[PCI_NUM_BARS];
 	struct pci_msix msix;
+	struct pci_msi msi;
 	void *priv;
 	/* Function Level Reset (pci_dev_add_flr): the PCIe capability's offset, the config
 	 * values a reset restores (taken before the BARs are placed), the device's own reset. */
@@ -131,6 +152,8 @@ struct pci_dev {
 	void (*cfg_read)(struct pci_dev *d, unsigned reg, void *data, unsigned len);
 	void (*cfg_write)(struct pci_dev *d, unsigned reg, const void *data, unsigned len);
 	void (*msix_enable)(struct pci_dev *d, bool on);
+	/* Optional: the guest enabled nvec MSI vectors (0: MSI off), d->lock held. */
+	void (*msi_enable)(struct pci_dev *d, unsigned nvec);
 };
 
 struct pci_bus {
@@ -181,6 +204,12 @@ int pci_dev_add_msix(struct pci_dev *d, unsigned nvec, unsigned bar, char *err, 
  * how many vectors and where the table and PBA lie in its BARs; the BARs' handlers hand those
  * accesses to pci_msix_access(). */
 int pci_dev_add_msix_at(struct pci_dev *d, uint8_t cap, char *err, unsigned errlen);
+/* MSI of a passed-through function: its own capability, already in cfg at offset cap (and
+ * linked), emulated: enable, vectors enabled, address, data and mask bits are the guest's,
+ * each enabled vector routed like an MSI-X one; pending bits read back. */
+int pci_dev_add_msi_at(struct pci_dev *d, uint8_t cap, char *err, unsigned errlen);
+/* The MSI capability's length in bytes from its Message Control word. */
+unsigned pci_msi_cap_len(uint16_t flags);
 /* A guest access at off inside BAR bar: served from the emulated MSI-X table or PBA (true), or
  * not theirs (false). len 4 or 8, aligned; anything else inside them reads 0 and is dropped. */
 bool pci_msix_access(struct pci_dev *d, unsigned bar, uint64_t off, void *data, unsigned len,
