@@ -197,22 +197,23 @@ void vfio_pci_cfg_sync_command(struct vfio_pci *v)
 {
 	uint16_t cmd;
 	uint8_t b[2];
-	int r;
+	int r = 0;
 
+	/* under the function's lock: two vCPUs' writes reach the device in their order */
 	pthread_mutex_lock(&v->pci.lock);
 	cmd =
 	    (uint16_t)(rd16(v->pci.cfg + PCI_COMMAND) & (PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER));
-	pthread_mutex_unlock(&v->pci.lock);
 	cmd |= PCI_COMMAND_INTX_DISABLE; /* no INTx is routed */
-	if (cmd == v->cmd)
-		return;
-	wr16(b, cmd);
-	r = v->ops->cfg_write(v->o, PCI_COMMAND, b, 2);
+	if (cmd != v->cmd) {
+		wr16(b, cmd);
+		r = v->ops->cfg_write(v->o, PCI_COMMAND, b, 2);
+		if (!r)
+			v->cmd = cmd;
+	}
+	pthread_mutex_unlock(&v->pci.lock);
 	if (r)
 		fprintf(stderr, "lvmm: device %s: command 0x%04x not written: %s\n", v->id, cmd,
 			strerror(-r));
-	else
-		v->cmd = cmd;
 }
 
 void vfio_pci_cfg_write(struct pci_dev *d, unsigned reg, const void *data, unsigned len)
