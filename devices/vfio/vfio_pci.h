@@ -1,6 +1,6 @@
 /* A host PCI function passed through to the guest over VFIO (`--device path=...`): its BARs as
  * guest memory where VFIO lets them be mapped and trapped elsewhere, its config space with the
- * header, BARs, MSI/MSI-X and command register emulated, MSI-X vectors on KVM irqfds. Everything
+ * header, BARs, MSI/MSI-X and command register emulated, its vectors on KVM irqfds. Everything
  * here talks to VFIO through struct vfio_pci_ops, so tests run it over a fake device. */
 #ifndef LVMM_VFIO_PCI_H
 #define LVMM_VFIO_PCI_H
@@ -107,7 +107,7 @@ void vfio_pci_cfg_write(struct pci_dev *d, unsigned reg, const void *data, unsig
 void vfio_pci_cfg_sync_command(struct vfio_pci *v);
 
 /* The model (device.h): created from a struct vfio_pci_config; opens the device in the VM's
- * container (dev_host.vfio_container) and resets it. */
+ * container (dev_host.vfio_open) and resets it. */
 extern const struct dev_model vfio_pci_model;
 
 #endif
