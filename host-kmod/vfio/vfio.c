@@ -152,8 +152,8 @@ static int vfio_group_get(struct vfio_container *c, const char *bdf, char *err, 
 {
 	struct vfio_group_status st = {.argsz = sizeof(st)};
 	enum vfio_backend want;
-	int id, gi = -1, rc, e;
-	bool noiommu;
+	int id = -1, gi = -1, rc, e;
+	bool noiommu = false;
 	char path[64];
 	struct vfio_group *g;
 
