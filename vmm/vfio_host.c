@@ -127,6 +127,9 @@ void vfio_host_release(struct vfio_host *vh, struct vfio_device *d)
 			vfio_device_close(d);
 			vh->devs[i].open = false;
 		}
+	/* the last group gone took the IOMMU type and its mappings: the next device maps again */
+	if (vh->c == &vh->own && !vh->own.ngroups)
+		vh->nmapped = 0;
 	pthread_mutex_unlock(&vh->lock);
 }
 
