@@ -14,8 +14,8 @@
 #include "fsutil.h"
 #include "layout.h"
 
-/* 1 TiB: well past any microVM, and far below where GPA arithmetic could wrap. */
-#define CONFIG_MAX_MEMORY (1ULL << 40)
+/* RAM above the 32-bit hole continues at 4 GiB and must end below the 64-bit PCI window: 511 GiB */
+#define CONFIG_MAX_MEMORY (LAYOUT_MMIO64_START - LAYOUT_RAM_HIGH + LAYOUT_MMIO32_START)
 #define CONFIG_MAX_CPUS	  255
 /* cloud-hypervisor's bound on platform.num_pci_segments (acpi.h's ACPI_MAX_PCI_SEGMENTS) */
 #define CONFIG_MAX_PCI_SEGMENTS 96

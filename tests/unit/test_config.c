@@ -323,6 +323,10 @@ START_TEST(validate_errors)
 	c.memory = (1ULL << 40) + 4096;
 	invalid(&c, "above the maximum");
 	valid_config(&c);
+	/* RAM past 511 GiB would run into the 64-bit PCI window at 512 GiB */
+	c.memory = 512ULL << 30;
+	invalid(&c, "above the maximum of 511 GiB");
+	valid_config(&c);
 	c.memory = (64ULL << 20) + 1;
 	invalid(&c, "not a multiple of 4 KiB");
 	valid_config(&c);
