@@ -39,7 +39,7 @@ INC_TESTS    := $(INC_VMM) -Itests/lib
 inc_for = $(if $(filter host-kmod/%,$(1)),$(INC_HOSTKMOD),$(if $(filter devices/%,$(1)),$(INC_DEVICES),$(if \
           $(filter vmm/%,$(1)),$(INC_VMM),$(INC_TESTS))))
 LIB_SRCS     := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard vmm/api/*.c) \
-                $(wildcard devices/*.c devices/nvme-lightiov/*.c devices/virtio/*.c) \
+                $(wildcard devices/*.c devices/nvme-lightiov/*.c devices/virtio/*.c devices/vfio/*.c) \
                 $(wildcard host-kmod/common/*.c) $(wildcard host-kmod/client/*.c) \
                 $(wildcard host-kmod/vfio/*.c) \
                 $(wildcard host-kmod/softssd/*.c)

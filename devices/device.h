@@ -14,6 +14,8 @@
 #include "lightiov/counters.h"
 #include "pci.h"
 
+struct vfio_device;
+
 /* What the VMM lends a device for its lifetime. */
 struct dev_host {
 	void *opaque; /* the VM, handed back to every call */
@@ -31,6 +33,11 @@ struct dev_host {
 	/* The same for a device thread whose host end is Unix sockets it accepts and connects
 	 * (vsock): the device-I/O filter plus those calls. */
 	int (*sock_thread)(char *err, unsigned errlen);
+	/* Passed-through functions (devices/vfio): PCI function bdf opened in the VM's one VFIO
+	 * container, whose IOMMU maps guest RAM at IOVA = GPA (NULL with err: no VFIO here, a
+	 * group that is not viable ...), and given back when the device goes. */
+	struct vfio_device *(*vfio_open)(void *opaque, const char *bdf, char *err, unsigned errlen);
+	void (*vfio_release)(void *opaque, struct vfio_device *d);
 };
 
 /* Counters of one device for vm.counters: the device fills these, the API prints them. */

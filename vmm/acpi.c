@@ -118,7 +118,7 @@ static void acpi_segment_bridge(struct aml *sb, unsigned seg)
 		aml_block(sb, 1, AML_DEVICE, name, dev.b, dev.n);
 }
 
-size_t acpi_dsdt_aml_segments(uint8_t *buf, size_t max, unsigned nseg)
+size_t acpi_dsdt_aml_segments(uint8_t *buf, size_t max, unsigned nseg, uint64_t mmio64_size)
 {
 	uint8_t crs_b[256], pci_b[ACPI_DSDT_PCI0_MAX], mres_b[128];
 	size_t sb_max = ACPI_DSDT_FIXED_MAX + 128 * (size_t)nseg, n = 0;
@@ -154,7 +154,7 @@ size_t acpi_dsdt_aml_segments(uint8_t *buf, size_t max, unsigned nseg)
 	res_word(&crs, RES_TYPE_IO, RES_IO_ENTIRE_RANGE, 0x0000, LAYOUT_PCI_CONF_ADDR - 1);
 	res_word(&crs, RES_TYPE_IO, RES_IO_ENTIRE_RANGE, 0x0d00, 0xffff);
 	res_dword_mem(&crs, (uint32_t)LAYOUT_MMIO32_START, (uint32_t)LAYOUT_MMIO32_SIZE);
-	res_qword_mem(&crs, LAYOUT_MMIO64_START, LAYOUT_MMIO64_SIZE);
+	res_qword_mem(&crs, LAYOUT_MMIO64_START, mmio64_size ? mmio64_size : LAYOUT_MMIO64_SIZE);
 	res_end(&crs);
 
 	aml_name_eisaid(&pci, "_HID", "PNP0A08");
@@ -193,7 +193,7 @@ size_t acpi_dsdt_aml_segments(uint8_t *buf, size_t max, unsigned nseg)
 
 size_t acpi_dsdt_aml(uint8_t *buf, size_t max)
 {
-	return acpi_dsdt_aml_segments(buf, max, 1);
+	return acpi_dsdt_aml_segments(buf, max, 1, 0);
 }
 
 /* ---- tables ---- */
@@ -318,11 +318,11 @@ static void acpi_mcfg(uint8_t *t, unsigned nseg)
 int acpi_build(struct guest_mem *gm, unsigned cpus, unsigned max_cpus, uint64_t *rsdp, char *err,
 	       unsigned errlen)
 {
-	return acpi_build_segments(gm, cpus, max_cpus, 1, rsdp, err, errlen);
+	return acpi_build_segments(gm, cpus, max_cpus, 1, 0, rsdp, err, errlen);
 }
 
 int acpi_build_segments(struct guest_mem *gm, unsigned cpus, unsigned max_cpus, unsigned nseg,
-			uint64_t *rsdp, char *err, unsigned errlen)
+			uint64_t mmio64_size, uint64_t *rsdp, char *err, unsigned errlen)
 {
 	const uint64_t base = LAYOUT_BIOS_START;
 	unsigned ncpu = max_cpus > cpus ? max_cpus : cpus;
@@ -343,7 +343,7 @@ int acpi_build_segments(struct guest_mem *gm, unsigned cpus, unsigned max_cpus, 
 	}
 	aml = malloc(aml_max);
 	a.b = calloc(1, ACPI_AREA_SIZE);
-	aml_len = aml ? acpi_dsdt_aml_segments(aml, aml_max, nseg) : 0;
+	aml_len = aml ? acpi_dsdt_aml_segments(aml, aml_max, nseg, mmio64_size) : 0;
 	if (!a.b || !aml_len) {
 		snprintf(err, errlen, "acpi: out of memory");
 		free(aml);

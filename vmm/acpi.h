@@ -19,14 +19,15 @@ int acpi_build(struct guest_mem *gm, unsigned cpus, unsigned max_cpus, uint64_t 
 
 /* The same with nseg PCI segments (1..ACPI_MAX_PCI_SEGMENTS, cloud-hypervisor's bound): an MCFG
  * entry per segment, segment n's ECAM window at LAYOUT_ECAM_START + n * LAYOUT_ECAM_SIZE (all
- * below the I/O APIC), and a host bridge PCnn (_SEG n, bus 0) in the DSDT for each one past 0. */
+ * below the I/O APIC), and a host bridge PCnn (_SEG n, bus 0) in the DSDT for each one past 0.
+ * mmio64_size: the 64-bit PCI window PCI0 declares (0: LAYOUT_MMIO64_SIZE). */
 #define ACPI_MAX_PCI_SEGMENTS 96u
 int acpi_build_segments(struct guest_mem *gm, unsigned cpus, unsigned max_cpus, unsigned nseg,
-			uint64_t *rsdp, char *err, unsigned errlen);
+			uint64_t mmio64_size, uint64_t *rsdp, char *err, unsigned errlen);
 
 /* The DSDT's AML body (after the 36-byte header) into buf; returns its length, or 0 when buf
  * is too small. Exposed for tests that decode it. */
 size_t acpi_dsdt_aml(uint8_t *buf, size_t max);
-size_t acpi_dsdt_aml_segments(uint8_t *buf, size_t max, unsigned nseg);
+size_t acpi_dsdt_aml_segments(uint8_t *buf, size_t max, unsigned nseg, uint64_t mmio64_size);
 
 #endif

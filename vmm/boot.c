@@ -339,7 +339,8 @@ int boot_load_linux(struct guest_mem *gm, const struct vm_config *cfg, const cha
 		goto out;
 	}
 	/* platform.num_pci_segments: a host bridge and an MCFG entry per segment */
-	r = acpi_build_segments(gm, cfg->cpus, cfg->max_cpus, nseg, &rsdp, err, errlen);
+	r = acpi_build_segments(gm, cfg->cpus, cfg->max_cpus, nseg, cfg->mmio64_size, &rsdp, err,
+				errlen);
 	if (r)
 		goto out;
 	bp->acpi_rsdp_addr = rsdp;

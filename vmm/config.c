@@ -14,8 +14,8 @@
 #include "fsutil.h"
 #include "layout.h"
 
-/* 1 TiB: well past any microVM, and far below where GPA arithmetic could wrap. */
-#define CONFIG_MAX_MEMORY (1ULL << 40)
+/* RAM above the 32-bit hole continues at 4 GiB and must end below the 64-bit PCI window: 511 GiB */
+#define CONFIG_MAX_MEMORY (LAYOUT_MMIO64_START - LAYOUT_RAM_HIGH + LAYOUT_MMIO32_START)
 #define CONFIG_MAX_CPUS	  255
 /* cloud-hypervisor's bound on platform.num_pci_segments (acpi.h's ACPI_MAX_PCI_SEGMENTS) */
 #define CONFIG_MAX_PCI_SEGMENTS 96
@@ -484,6 +484,75 @@ int config_parse_fs(const char *s, struct virtio_fs_config *out, char *err, unsi
 	return r;
 }
 
+int config_validate_device(const struct vfio_pci_config *d, char *err, unsigned errlen)
+{
+	if (!memchr(d->path, 0, sizeof(d->path)) || !memchr(d->id, 0, sizeof(d->id))) {
+		snprintf(err, errlen, "device: unterminated string field");
+		return -EINVAL;
+	}
+	if (!d->path[0]) {
+		snprintf(err, errlen, "device: path=/sys/bus/pci/devices/BDF is required");
+		return -EINVAL;
+	}
+	if (d->iommu || d->pci_segment) {
+		snprintf(err, errlen, "device %s: %s is not supported", d->path,
+			 d->iommu ? "iommu=on (no virtual IOMMU)" : "a pci_segment other than 0");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int config_parse_device(const char *s, struct vfio_pci_config *out, char *err, unsigned errlen)
+{
+	char buf[VFIO_PCI_PATH_MAX + 256], *tok, *save = NULL;
+	struct vfio_pci_config o;
+	int r = 0;
+
+	memset(&o, 0, sizeof(o));
+	if (!s || !*s || strlen(s) >= sizeof(buf)) {
+		snprintf(err, errlen, "device: %s argument", s && *s ? "overlong" : "empty");
+		return -EINVAL;
+	}
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok && !r; tok = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(tok, '=');
+
+		if (!v) {
+			snprintf(err, errlen, "device: '%s' is not KEY=VALUE", tok);
+			return -EINVAL;
+		}
+		*v++ = '\0';
+		if (!strcmp(tok, "path")) {
+			if (!*v || strlen(v) >= sizeof(o.path)) {
+				snprintf(err, errlen, "device: path is %s (1..%zu characters)",
+					 *v ? "too long" : "empty", sizeof(o.path) - 1);
+				return -EINVAL;
+			}
+			strcpy(o.path, v);
+		} else if (!strcmp(tok, "id")) {
+			r = vnvme_copy_name(o.id, sizeof(o.id), "id", v, strlen(v), err, errlen);
+		} else if (!strcmp(tok, "iommu")) {
+			r = vnvme_parse_bool(tok, v, &o.iommu, err, errlen);
+		} else if (!strcmp(tok, "pci_segment")) {
+			if (config_parse_count(v, 0, 0xffff, &o.pci_segment)) {
+				snprintf(err, errlen, "device: pci_segment '%s' is not a number",
+					 v);
+				return -EINVAL;
+			}
+		} else {
+			snprintf(err, errlen,
+				 "device: unknown option '%s' (path, id, iommu, pci_segment)", tok);
+			return -EINVAL;
+		}
+	}
+	if (r)
+		return r;
+	r = config_validate_device(&o, err, errlen);
+	if (!r)
+		*out = o;
+	return r;
+}
+
 int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out)
 {
 	uint64_t n;
@@ -935,6 +1004,13 @@ int config_validate(const struct vm_config *c, char *err, unsigned errlen)
 	}
 	for (unsigned i = 0; !r && i < c->nfs; i++)
 		r = config_validate_fs(&c->fs[i], err, errlen);
+	if (!r && c->ndevices > CONFIG_MAX_DEVICES) {
+		snprintf(err, errlen, "device: %u devices, at most %d are supported", c->ndevices,
+			 CONFIG_MAX_DEVICES);
+		r = -EINVAL;
+	}
+	for (unsigned i = 0; !r && i < c->ndevices; i++)
+		r = config_validate_device(&c->devices[i], err, errlen);
 	if (!r)
 		r = devices_config_check_ids(c, err, errlen);
 	return r;

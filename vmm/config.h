@@ -8,16 +8,18 @@
 #include <stdint.h>
 
 #include "nvme-lightiov/vnvme.h"
+#include "vfio/vfio_pci.h"
 #include "virtio/virtio_blk.h"
 #include "virtio/virtio_fs.h"
 #include "virtio/virtio_net.h"
 #include "virtio/virtio_vsock.h"
 
-#define CONFIG_MAX_VNVME 8
-#define CONFIG_MAX_DISKS 8
-#define CONFIG_MAX_NETS	 4
-#define CONFIG_MAX_FS	 4
-#define CONFIG_PATH_MAX	 4096
+#define CONFIG_MAX_VNVME   8
+#define CONFIG_MAX_DISKS   8
+#define CONFIG_MAX_NETS	   4
+#define CONFIG_MAX_FS	   4
+#define CONFIG_MAX_DEVICES 8
+#define CONFIG_PATH_MAX	   4096
 
 enum serial_mode { SERIAL_STDIO, SERIAL_FILE, SERIAL_OFF, SERIAL_NULL };
 
@@ -52,9 +54,15 @@ struct vm_config {
 	/* virtio-fs shares (cloud-hypervisor's fs / --fs) */
 	unsigned nfs;
 	struct virtio_fs_config fs[CONFIG_MAX_FS];
+	/* passed-through host PCI functions (cloud-hypervisor's devices / --device) */
+	unsigned ndevices;
+	struct vfio_pci_config devices[CONFIG_MAX_DEVICES];
 	/* platform.num_pci_segments: PCI segments the ACPI tables describe, 1..96; 0 reads as 1.
 	 * Every device sits on segment 0; the others are empty host bridges. */
 	unsigned num_pci_segments;
+	/* Set by the VMM once the boot devices are placed, never by a client: the 64-bit PCI
+	 * window's size for the firmware tables (0 reads as LAYOUT_MMIO64_SIZE). */
+	uint64_t mmio64_size;
 };
 
 #define CONFIG_DEFAULT_CPUS	    1
@@ -110,6 +118,12 @@ int config_validate_vsock(const struct virtio_vsock_config *v, char *err, unsign
 int config_parse_fs(const char *s, struct virtio_fs_config *out, char *err, unsigned errlen);
 /* The checks of one share the command line, vm.create and vm.add-fs share. */
 int config_validate_fs(const struct virtio_fs_config *f, char *err, unsigned errlen);
+
+/* --device argument, cloud-hypervisor's syntax: "path=/sys/bus/pci/devices/BDF[,id=ID]
+ * [,iommu=on|off][,pci_segment=N]" (iommu=on and a segment other than 0 are refused). */
+int config_parse_device(const char *s, struct vfio_pci_config *out, char *err, unsigned errlen);
+/* The checks of one device the command line, vm.create and vm.add-device share. */
+int config_validate_device(const struct vfio_pci_config *d, char *err, unsigned errlen);
 
 /* --rng argument: "" (no value) or "src=PATH"; the source defaults to CONFIG_DEFAULT_RNG_SRC. */
 #define CONFIG_DEFAULT_RNG_SRC "/dev/urandom"

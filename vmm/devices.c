@@ -2,6 +2,7 @@
  * models (device.h) and their instances, wired to KVM through vm.h, and PCI hotplug (functions
  * added and removed at run time through the ACPI hotplug controller). A device model lives in
  * devices/; this file knows it only by its struct dev_model and where vm_config holds it. */
+#include <cpuid.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,6 +16,8 @@
 #include "pci.h"
 #include "seccomp_filter.h"
 #include "snapshot_fmt.h"
+#include "vfio/vfio_pci.h"
+#include "vfio_host.h"
 #include "virtio/virtio_blk.h"
 #include "virtio/virtio_fs.h"
 #include "virtio/virtio_net.h"
@@ -22,8 +25,10 @@
 #include "virtio/virtio_vsock.h"
 
 /* Every vNVMe, one virtio-rng at most, every disk, one vsock, every net device, every virtio-fs
- * share */
-#define DEVICES_MAX (CONFIG_MAX_VNVME + 1 + CONFIG_MAX_DISKS + 1 + CONFIG_MAX_NETS + CONFIG_MAX_FS)
+ * share, every passed-through device */
+#define DEVICES_MAX                                                                                \
+	(CONFIG_MAX_VNVME + 1 + CONFIG_MAX_DISKS + 1 + CONFIG_MAX_NETS + CONFIG_MAX_FS +           \
+	 CONFIG_MAX_DEVICES)
 
 /* ---- the registry: each model and where a vm_config holds its instances ---- */
 
@@ -94,6 +99,17 @@ static const void *fs_cfg(const struct vm_config *c, unsigned i, char *id, size_
 	return &c->fs[i];
 }
 
+static unsigned vfio_count(const struct vm_config *c)
+{
+	return c->ndevices < CONFIG_MAX_DEVICES ? c->ndevices : CONFIG_MAX_DEVICES;
+}
+
+static const void *vfio_cfg(const struct vm_config *c, unsigned i, char *id, size_t len)
+{
+	vfio_pci_id(&c->devices[i], i, id, len);
+	return &c->devices[i];
+}
+
 /* In boot order: earlier entries take the lower PCI slots (the vNVMe functions keep the slots
  * they had before virtio-rng existed). */
 static const struct dev_entry {
@@ -110,6 +126,7 @@ static const struct dev_entry {
     {&virtio_vsock_model, vsock_count, vsock_cfg, 1, true},
     {&virtio_net_model, net_count, net_cfg, CONFIG_MAX_NETS, true},
     {&virtio_fs_model, fs_count, fs_cfg, CONFIG_MAX_FS, true},
+    {&vfio_pci_model, vfio_count, vfio_cfg, CONFIG_MAX_DEVICES, true},
 };
 
 static const struct dev_entry *devices_entry(const struct dev_model *m)
@@ -171,6 +188,7 @@ struct devices {
 	struct dev_inst dev[DEVICES_MAX]; /* in creation order */
 	struct hotplug hp;		  /* bus 0's slots as the guest's ACPI sees them */
 	bool hp_up;
+	struct vfio_host vfio; /* the container of passed-through devices */
 };
 
 /* One VM per lvmm process in practice; a small table keeps devices.h free of state. */
@@ -224,6 +242,61 @@ static int plat_unmap_host(void *vm, uint64_t gpa)
 static int host_ioeventfd(void *vm, uint64_t gpa, unsigned len, int fd, bool assign)
 {
 	return vm_ioeventfd(vm, gpa, len, fd, assign);
+}
+
+static struct vfio_host *host_vfio(void *vm)
+{
+	struct devices *ds;
+
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	pthread_mutex_unlock(&devices_lock);
+	return ds ? &ds->vfio : NULL;
+}
+
+static struct vfio_device *host_vfio_open(void *vm, const char *bdf, char *err, unsigned errlen)
+{
+	struct vfio_host *vh = host_vfio(vm);
+
+	if (!vh) {
+		snprintf(err, errlen, "vfio: the VM has no devices");
+		return NULL;
+	}
+	return vfio_host_open(vh, bdf, err, errlen);
+}
+
+static void host_vfio_release(void *vm, struct vfio_device *d)
+{
+	struct vfio_host *vh = host_vfio(vm);
+
+	if (vh)
+		vfio_host_release(vh, d);
+}
+
+/* How far the 64-bit PCI window may reach: below the host's physical address width (what KVM
+ * reports to the guest), at most 2^48. */
+static uint64_t devices_mmio64_max(void)
+{
+	unsigned a, b, c, d, bits = 46;
+
+	if (__get_cpuid(0x80000008, &a, &b, &c, &d) && (a & 0xff) >= 40)
+		bits = a & 0xff;
+	if (bits > 48)
+		bits = 48;
+	return (1ULL << bits) - LAYOUT_MMIO64_START;
+}
+
+uint64_t devices_mmio64_size(struct vm *vm)
+{
+	struct devices *ds;
+	uint64_t size = LAYOUT_MMIO64_SIZE;
+
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	if (ds)
+		size = ds->bus.mmio64_size;
+	pthread_mutex_unlock(&devices_lock);
+	return size;
 }
 
 /* ---- instances ---- */
@@ -379,6 +452,15 @@ int devices_add_fs(struct vm *vm, const struct virtio_fs_config *c, unsigned idx
 	return devices_add(vm, &virtio_fs_model, c, id, idx, slot, err, errlen);
 }
 
+int devices_add_vfio(struct vm *vm, const struct vfio_pci_config *c, unsigned idx, unsigned *slot,
+		     char *err, unsigned errlen)
+{
+	char id[sizeof(c->id)];
+
+	vfio_pci_id(c, idx, id, sizeof(id));
+	return devices_add(vm, &vfio_pci_model, c, id, idx, slot, err, errlen);
+}
+
 int devices_add_disk(struct vm *vm, const struct virtio_blk_config *c, unsigned idx, unsigned *slot,
 		     char *err, unsigned errlen)
 {
@@ -513,13 +595,17 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 	    .unmap_host = plat_unmap_host,
 	    .io_thread = seccomp_io_thread_install,
 	    .sock_thread = seccomp_sock_thread_install,
+	    .vfio_open = host_vfio_open,
+	    .vfio_release = host_vfio_release,
 	};
+	vfio_host_init(&ds->vfio, vm_guest_mem(vm));
 	r = pci_bus_init(&ds->bus, &ops, vm_pio_bus(vm), vm_mmio_bus(vm), err, errlen);
 	if (r) {
 		free(ds);
 		return r;
 	}
 	ds->bus_up = true;
+	pci_bus_mmio64_limit(&ds->bus, devices_mmio64_max());
 	hotplug_init(&ds->hp, devices_ged_notify, vm);
 	r = bus_register(vm_pio_bus(vm), LAYOUT_HOTPLUG_PORT, LAYOUT_HOTPLUG_LEN, &hotplug_bus_ops,
 			 &ds->hp, "pci-hotplug");
@@ -552,6 +638,8 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 			}
 		}
 	}
+	/* what the firmware tables describe; hot-added functions fit in it */
+	pci_bus_mmio64_seal(&ds->bus);
 	return 0;
 }
 
@@ -570,6 +658,7 @@ void devices_exit(struct vm *vm)
 		return;
 	for (i = 0; i < ds->n; i++)
 		ds->dev[i].model->destroy(ds->dev[i].dev);
+	vfio_host_close(&ds->vfio);
 	if (ds->hp_up) {
 		bus_unregister(vm_pio_bus(vm), LAYOUT_HOTPLUG_PORT, &ds->hp);
 		hotplug_destroy(&ds->hp);

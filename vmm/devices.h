@@ -15,6 +15,9 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 const char *devices_config_id_owner(const struct vm_config *c, const char *id);
 int devices_config_check_ids(const struct vm_config *c, char *err, unsigned errlen);
 void devices_exit(struct vm *vm);
+/* The 64-bit PCI window's size once the boot devices are placed (LAYOUT_MMIO64_START on): at
+ * least LAYOUT_MMIO64_SIZE, more when their prefetchable BARs need it. */
+uint64_t devices_mmio64_size(struct vm *vm);
 /* PCI hotplug (hotplug.h, ACPI in acpi_hotplug.c), called from the API's thread. Add: creates the
  * vNVMe (idx: its controller id) on a free slot of bus 0 and tells the guest; *slot gets the slot.
  * Remove: asks the guest to eject the device and waits up to timeout_ms for its _EJ0, then
@@ -30,6 +33,8 @@ int devices_add_vsock(struct vm *vm, const struct virtio_vsock_config *c, unsign
 		      unsigned errlen);
 int devices_add_fs(struct vm *vm, const struct virtio_fs_config *c, unsigned idx, unsigned *slot,
 		   char *err, unsigned errlen);
+int devices_add_vfio(struct vm *vm, const struct vfio_pci_config *c, unsigned idx, unsigned *slot,
+		     char *err, unsigned errlen);
 int devices_remove(struct vm *vm, const char *id, unsigned timeout_ms, char *err, unsigned errlen);
 /* Whether the device's removal was requested (ejected or not): a reset completes it. */
 bool devices_removing(struct vm *vm, const char *id);

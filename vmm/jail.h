@@ -9,7 +9,7 @@
 
 #include "config.h"
 
-#define JAIL_MAX_KEEP 32
+#define JAIL_MAX_KEEP 64
 /* The default jail uid and gid: this plus the outer lvmm's pid (pid_max is at most 2^22), so
  * no two running jails, and no account, share one. */
 #define JAIL_UID_BASE 1500000000u

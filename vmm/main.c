@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -26,6 +27,7 @@
 #include "default_guest.h"
 #include "nvme-lightiov/ssd_autostart.h"
 #include "softssd/cli.h"
+#include "vfio_host.h"
 #include "vm.h"
 #include "vm_internal.h"
 
@@ -74,6 +76,8 @@ static void usage_run(FILE *f)
 	    "  --fs SPEC            virtio-fs share served by a vhost-user back end (virtiofsd):\n"
 	    "                       tag=TAG,socket=PATH[,num_queues=N][,queue_size=N][,id=ID]\n"
 	    "                       (repeat for more shares)\n"
+	    "  --device SPEC        pass a host PCI function through (VFIO, docs/vfio.md):\n"
+	    "                       path=/sys/bus/pci/devices/BDF[,id=ID]; repeatable\n"
 	    "  --rng [src=PATH]     virtio-rng fed from PATH (default /dev/urandom; the\n"
 	    "                       kernel's random, urandom or hwrng device only)\n"
 	    "  --restore source_url=file:///DIR[,resume=on]\n"
@@ -158,6 +162,7 @@ enum {
 	OPT_VSOCK,
 	OPT_NET,
 	OPT_FS,
+	OPT_DEVICE,
 	OPT_RESTORE,
 	OPT_HELP
 };
@@ -212,6 +217,7 @@ static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts
 	    {"vsock", required_argument, NULL, OPT_VSOCK},
 	    {"net", required_argument, NULL, OPT_NET},
 	    {"fs", required_argument, NULL, OPT_FS},
+	    {"device", required_argument, NULL, OPT_DEVICE},
 	    {"restore", required_argument, NULL, OPT_RESTORE},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {NULL, 0, NULL, 0},
@@ -279,6 +285,19 @@ static int parse_run(int argc, char **argv, struct vm_config *c, struct run_opts
 				return -1;
 			}
 			c->nnets++;
+			break;
+		case OPT_DEVICE:
+			if (c->ndevices >= CONFIG_MAX_DEVICES) {
+				fprintf(stderr, "lvmm: --device: at most %d devices\n",
+					CONFIG_MAX_DEVICES);
+				return -1;
+			}
+			if (config_parse_device(optarg, &c->devices[c->ndevices], err,
+						sizeof(err))) {
+				fprintf(stderr, "lvmm: --%s\n", err);
+				return -1;
+			}
+			c->ndevices++;
 			break;
 		case OPT_FS:
 			if (c->nfs >= CONFIG_MAX_FS) {
@@ -519,7 +538,9 @@ static int run_jail_sockets(struct vm_config *cfg, struct stat *made)
  * host's, and the VM process keeps the fd), then the confinement itself. */
 static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allowed_dir, int *lfd)
 {
-	int keep[3 + CONFIG_MAX_NETS * VIRTIO_NET_MAX_PAIRS + CONFIG_MAX_FS], n = 0;
+	int keep[3 + CONFIG_MAX_NETS * VIRTIO_NET_MAX_PAIRS + CONFIG_MAX_FS + 1 + VFIO_MAX_GROUPS +
+		 CONFIG_MAX_DEVICES];
+	unsigned n = 0;
 	char err[512] = "";
 
 	/* the taps, opened out here (run_open_taps), go in with the VM */
@@ -532,6 +553,20 @@ static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allo
 		return -1;
 	if (cfg->has_vsock && cfg->vsock.has_listen_fd)
 		keep[n++] = cfg->vsock.listen_fd;
+	/* passed-through functions: their nodes are root's and outside the jail; guest RAM is
+	 * pinned for their DMA, which the jail's user could not lock otherwise (where lvmm may
+	 * not raise the limit, the DMA mapping says so later) */
+	if (cfg->kernel[0] && cfg->ndevices) {
+		struct rlimit unl = {RLIM_INFINITY, RLIM_INFINITY};
+
+		(void)setrlimit(RLIMIT_MEMLOCK, &unl);
+		if (vfio_host_preopen(cfg, keep, &n, sizeof(keep) / sizeof(keep[0]), err,
+				      sizeof(err))) {
+			fprintf(stderr, "lvmm: %s\n", err);
+			run_jail_sockets_undo(cfg, &ro->jail.vsock_made);
+			return -1;
+		}
+	}
 	for (unsigned i = 0; i < cfg->nfs && i < CONFIG_MAX_FS; i++)
 		if (cfg->fs[i].has_fd)
 			keep[n++] = cfg->fs[i].fd;
@@ -553,7 +588,7 @@ static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allo
 	ro->jail.dir = ro->jail_dir;
 	ro->jail.api_socket = ro->api_sock;
 	ro->jail.keep_fds = keep;
-	ro->jail.nkeep = (unsigned)n;
+	ro->jail.nkeep = n;
 	if (jail_enter(cfg, &ro->jail, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s\n", err);
 		run_jail_sockets_undo(cfg, &ro->jail.vsock_made); /* made above, for nothing */

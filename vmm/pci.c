@@ -30,7 +30,7 @@ void pci_dev_init(struct pci_dev *d, const char *name, uint16_t vendor, uint16_t
 	      PCI_COMMAND_IO | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER | PCI_COMMAND_INTX_DISABLE);
 	d->wmask[PCI_INTERRUPT_LINE] = 0xff;
 	d->next_cap = 0x40;
-	d->msix.bar = PCI_NUM_BARS;
+	d->msix.bar = d->msix.pba_bar = PCI_NUM_BARS;
 }
 
 int pci_dev_add_bar(struct pci_dev *d, unsigned bar, uint64_t size, bool is64, bool prefetch,
@@ -114,6 +114,7 @@ static void pci_dev_do_flr(struct pci_dev *d)
 	msix_ctrl_changed(d);
 	for (v = 0; v < m->nvec; v++)
 		msix_update(d, v); /* entries changed even where the enable bits did not */
+	msi_changed(d);
 	d->flrs++;
 	pthread_mutex_unlock(&d->lock);
 	if (d->flr)
@@ -155,6 +156,8 @@ void pci_cfg_read(struct pci_bus *b, unsigned busno, unsigned devfn, unsigned re
 	pthread_mutex_lock(&d->lock);
 	memcpy(data, d->cfg + reg, len);
 	pthread_mutex_unlock(&d->lock);
+	if (d->cfg_read)
+		d->cfg_read(d, reg, data, len);
 }
 
 /* Applies a write; returns true when BAR decoding may have changed. *flr: Initiate FLR written. */
@@ -162,7 +165,7 @@ static bool cfg_write_locked(struct pci_dev *d, unsigned reg, const uint8_t *val
 			     bool *flr)
 {
 	uint16_t cmd_before = get16(d->cfg + PCI_COMMAND);
-	bool bars = false, msix = false;
+	bool bars = false, msix = false, msi = false;
 	unsigned i;
 
 	for (i = 0; i < len; i++) {
@@ -177,6 +180,9 @@ static bool cfg_write_locked(struct pci_dev *d, unsigned reg, const uint8_t *val
 			if (d->msix.cap && off >= d->msix.cap + (unsigned)PCI_MSIX_FLAGS &&
 			    off < d->msix.cap + PCI_MSIX_FLAGS + 2u)
 				msix = true;
+			if (d->msi.cap && off >= d->msi.cap + (unsigned)PCI_MSI_FLAGS &&
+			    off < d->msi.cap + pci_msi_cap_len(get16(d->cfg + d->msi.cap + 2)))
+				msi = true;
 			if (d->pcie_cap && off == d->pcie_cap + PCI_EXP_DEVCTL + 1u &&
 			    (val[i] & (PCI_EXP_DEVCTL_BCR_FLR >> 8)))
 				*flr = true;
@@ -206,6 +212,8 @@ static bool cfg_write_locked(struct pci_dev *d, unsigned reg, const uint8_t *val
 	}
 	if (msix || ((cmd_before ^ get16(d->cfg + PCI_COMMAND)) & PCI_COMMAND_MASTER))
 		msix_ctrl_changed(d);
+	if (msi || ((cmd_before ^ get16(d->cfg + PCI_COMMAND)) & PCI_COMMAND_MASTER))
+		msi_changed(d);
 	return bars || ((cmd_before ^ get16(d->cfg + PCI_COMMAND)) & PCI_COMMAND_MEMORY);
 }
 
@@ -222,6 +230,8 @@ static void cfg_write(struct pci_bus *b, unsigned busno, unsigned devfn, unsigne
 	pthread_mutex_lock(&d->lock);
 	remap = cfg_write_locked(d, reg, data, len, &flr);
 	pthread_mutex_unlock(&d->lock);
+	if (d->cfg_write)
+		d->cfg_write(d, reg, data, len);
 	if (flr) {
 		/* the device's reset takes its own locks, which its interrupts hold into d->lock */
 		pci_dev_do_flr(d);
@@ -340,6 +350,7 @@ int pci_bus_init(struct pci_bus *b, const struct pci_platform_ops *ops, struct b
 	b->pio = pio;
 	b->mmio = mmio;
 	b->mmio64_next = LAYOUT_MMIO64_START;
+	b->mmio64_size = b->mmio64_max = LAYOUT_MMIO64_SIZE;
 	b->mmio32_next = LAYOUT_MMIO32_START;
 	pthread_mutex_init(&b->lock, NULL);
 	pthread_mutex_init(&b->remap_lock, NULL);
@@ -392,10 +403,13 @@ int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen
 	r = bars_place(b, d, err, errlen);
 	if (!r)
 		r = msix_bus_add(b, d, err, errlen);
+	if (!r)
+		r = msi_bus_add(b, d, err, errlen);
 	if (r)
 		return r;
 	put16(d->cfg + PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
 	msix_ctrl_changed(d);
+	msi_changed(d);
 	pthread_mutex_lock(&b->lock);
 	b->dev[slot] = d;
 	pthread_mutex_unlock(&b->lock);
@@ -431,6 +445,7 @@ void pci_dev_exit(struct pci_dev *d)
 		bars_release(b, d);
 	}
 	msix_exit(b, d);
+	msi_exit(b, d);
 }
 
 void pci_bus_exit(struct pci_bus *b)

@@ -34,10 +34,10 @@ static bool remap_log_due(struct pci_bus *b)
 static const char *bar_place_check(struct pci_bus *b, const struct pci_dev *self, unsigned self_bar,
 				   uint64_t addr, uint64_t size)
 {
-	static const struct {
+	const struct {
 		uint64_t start, size;
 	} win[] = {{LAYOUT_MMIO32_START, LAYOUT_MMIO32_SIZE},
-		   {LAYOUT_MMIO64_START, LAYOUT_MMIO64_SIZE}};
+		   {LAYOUT_MMIO64_START, b->mmio64_size}};
 	bool inside = false;
 	unsigned w, s, i;
 
@@ -194,7 +194,7 @@ void pci_bus_remap_flush(struct pci_bus *b)
  * as it was placed so. 0 when none. */
 static uint64_t bar_space_take(struct pci_bus *b, uint64_t size, uint64_t start)
 {
-	uint64_t wsize = start == LAYOUT_MMIO64_START ? LAYOUT_MMIO64_SIZE : LAYOUT_MMIO32_SIZE;
+	uint64_t wsize = start == LAYOUT_MMIO64_START ? b->mmio64_size : LAYOUT_MMIO32_SIZE;
 	unsigned i;
 
 	for (i = 0; i < b->nbar_free; i++) {
@@ -224,6 +224,30 @@ static void bar_space_put(struct pci_bus *b, const struct pci_bar *bar)
 			(unsigned long long)bar->placed, (unsigned long long)bar->size);
 }
 
+/* The 64-bit window grown to hold need bytes: the next power of two, within its limit. */
+static void mmio64_grow(struct pci_bus *b, uint64_t need)
+{
+	uint64_t size = b->mmio64_size;
+
+	while (size < need && size <= b->mmio64_max / 2)
+		size <<= 1;
+	if (size < need && need <= b->mmio64_max)
+		size = b->mmio64_max;
+	b->mmio64_size = size;
+}
+
+void pci_bus_mmio64_limit(struct pci_bus *b, uint64_t max)
+{
+	if (max > b->mmio64_size)
+		b->mmio64_max = max;
+}
+
+uint64_t pci_bus_mmio64_seal(struct pci_bus *b)
+{
+	b->mmio64_max = b->mmio64_size;
+	return b->mmio64_size;
+}
+
 /* Firmware-style placement, largest BARs first, naturally aligned: prefetchable BARs in the
  * 64-bit window, the others in the 32-bit hole (ACPI declares the 64-bit window
  * prefetchable, so Linux would not claim a non-prefetchable BAR there). */
@@ -245,11 +269,8 @@ int bars_place(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen)
 		if (!best)
 			break;
 		next = best->prefetch ? &b->mmio64_next : &b->mmio32_next;
-		end = best->prefetch ? LAYOUT_MMIO64_START + LAYOUT_MMIO64_SIZE
-				     : LAYOUT_MMIO32_START + LAYOUT_MMIO32_SIZE;
 		a = bar_space_take(b, best->size,
-				   end -
-				       (best->prefetch ? LAYOUT_MMIO64_SIZE : LAYOUT_MMIO32_SIZE));
+				   best->prefetch ? LAYOUT_MMIO64_START : LAYOUT_MMIO32_START);
 		if (a) {
 			best->placed = a;
 			put32(d->cfg + PCI_BAR0 + 4 * bi,
@@ -259,6 +280,10 @@ int bars_place(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen)
 			continue;
 		}
 		a = (*next + best->size - 1) & ~(best->size - 1);
+		if (best->prefetch)
+			mmio64_grow(b, a + best->size - LAYOUT_MMIO64_START);
+		end = best->prefetch ? LAYOUT_MMIO64_START + b->mmio64_size
+				     : LAYOUT_MMIO32_START + LAYOUT_MMIO32_SIZE;
 		if (a + best->size > end) {
 			snprintf(err, errlen, "pci %s: BAR%u (%llu bytes) does not fit the window",
 				 d->name, bi, (unsigned long long)best->size);

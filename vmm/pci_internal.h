@@ -46,6 +46,26 @@ void bars_update(struct pci_dev *d);
 /* The bus's remap worker (pci_bus_init() starts it unless ops->remap_inline). */
 void *pci_remap_thread(void *opaque);
 
+/* pci_msix.c: one message-signalled vector v (MSI-X or MSI, kind names it in messages) with its
+ * GSI, eventfd, live and pending bitmaps: routed from addr/data, an irqfd while unmasked, what
+ * the eventfd collected while masked moved to the pending bit (vec_drain) and delivered at the
+ * unmask. d->lock held. */
+void vec_update(struct pci_dev *d, const char *kind, unsigned v, int gsi, int efd, uint64_t *live,
+		uint64_t *pend, uint64_t addr, uint32_t data, bool masked, uint64_t *pended,
+		uint64_t *fired);
+void vec_drain(int efd, const uint64_t *live, uint64_t *pend, unsigned v, uint64_t *pended);
+/* Vector v's GSI and eventfd (pci_bus_add), and back (b NULL: never on a bus). */
+int vec_alloc(struct pci_bus *b, struct pci_dev *d, const char *kind, unsigned v, int *gsi,
+	      int *efd, char *err, unsigned errlen);
+void vec_free(struct pci_bus *b, int gsi, int efd, const uint64_t *live, unsigned v);
+
+/* pci_msi.c: MSI, d->lock held. After a write that may have touched the capability or the
+ * bus-master bit: every vector's route, and the device told when the enabled count changed. */
+void msi_changed(struct pci_dev *d);
+/* The MSI parts of pci_bus_add() and pci_dev_exit(): each vector's GSI and eventfd. */
+int msi_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen);
+void msi_exit(struct pci_bus *b, struct pci_dev *d);
+
 /* pci_msix.c. msix_update() and msix_ctrl_changed() run with d->lock held. */
 /* Programs vector v's route and irqfd from its table entry and the enable bits. */
 void msix_update(struct pci_dev *d, unsigned v);

@@ -15,6 +15,7 @@
 
 #include <linux/fs.h>
 #include <linux/if_tun.h>
+#include <linux/vfio.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -188,6 +189,11 @@ static const unsigned long seccomp_lio_session[] = {
     LIO_IOC_VOL_DELETE, LIO_IOC_VOL_RESIZE,   LIO_IOC_VOL_LIST,	    LIO_IOC_VOL_ATTACH,
     LIO_IOC_VOL_DETACH, LIO_IOC_SSD_STATS,    LIO_IOC_SESSION_LIST,
 };
+/* Passed-through functions (devices/vfio): a guest turning MSI-X on or off in config space,
+ * from a vCPU's config access, hands VFIO the vector eventfds. Containers, groups, devices, DMA
+ * maps and resets are the main and API threads' (every VFIO and iommufd request, type ';'). */
+static const unsigned long seccomp_vfio_vcpu[] = {VFIO_DEVICE_SET_IRQS};
+
 /* The stdio console: isatty, raw mode and its restore, the foreground-job test. */
 static const unsigned long seccomp_tty[] = {TCGETS,  TCSETS,	TCSETSW,
 					    TCSETSF, TIOCGPGRP, TIOCGWINSZ};
@@ -307,9 +313,15 @@ static int seccomp_rules_args(scmp_filter_ctx ctx, enum seccomp_kind kind)
 			       sizeof(seccomp_lio_queue) / sizeof(seccomp_lio_queue[0]));
 	if (r)
 		return r;
-	if (kind == SECCOMP_VCPU)
-		return seccomp_allow_list(ctx, seccomp_kvm_vcpu,
-					  sizeof(seccomp_kvm_vcpu) / sizeof(seccomp_kvm_vcpu[0]));
+	if (kind == SECCOMP_VCPU) {
+		r = seccomp_allow_list(ctx, seccomp_kvm_vcpu,
+				       sizeof(seccomp_kvm_vcpu) / sizeof(seccomp_kvm_vcpu[0]));
+		if (!r)
+			r = seccomp_allow_list(ctx, seccomp_vfio_vcpu,
+					       sizeof(seccomp_vfio_vcpu) /
+						   sizeof(seccomp_vfio_vcpu[0]));
+		return r;
+	}
 	if (kind == SECCOMP_IO || kind == SECCOMP_SOCK) {
 		r = seccomp_allow_list(ctx, seccomp_kvm_io,
 				       sizeof(seccomp_kvm_io) / sizeof(seccomp_kvm_io[0]));
@@ -324,9 +336,14 @@ static int seccomp_rules_args(scmp_filter_ctx ctx, enum seccomp_kind kind)
 					     SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
 		return r;
 	}
-	/* MAIN: every KVM request (type 0xAE), the console's terminal requests. */
+	/* MAIN: every KVM request (type 0xAE) and VFIO request (';'), the console's terminal
+	 * requests. */
 	r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 			     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, (scmp_datum_t)KVMIO << 8));
+	if (!r)
+		r = seccomp_rule_add(
+		    ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, (scmp_datum_t)VFIO_TYPE << 8));
 	if (!r)
 		r = seccomp_allow_list(ctx, seccomp_tty,
 				       sizeof(seccomp_tty) / sizeof(seccomp_tty[0]));

@@ -262,6 +262,8 @@ static int vm_build(struct vm *vm, char *err, unsigned errlen)
 			vm->cfg.disks[k].root = vm->cfg.allowed_dir[0] ? vm->cfg.allowed_dir : NULL;
 		ret = devices_init(vm, &vm->cfg, err, errlen);
 		vm->devices_up = !ret;
+		if (!ret)
+			vm->cfg.mmio64_size = devices_mmio64_size(vm);
 	}
 	if (!ret) {
 		ret = hostcompat_cmdline(vm->cfg.cmdline, vm->hostcompat, vm->cmdline,

@@ -116,13 +116,14 @@ void vm_console_stats(struct vm *vm, struct serial_stats *st);
  * answers once the guest was told; the remove once the guest ejected the device and lvmm tore it
  * down, or -ETIMEDOUT after 30 s (the request stays pending; a vm.reboot completes it). */
 int vm_add_vnvme(struct vm *vm, struct vnvme_config *c, char *err, unsigned errlen);
-/* vm_add_disk, _net and _fs: a c without an id gets the first "disk<N>", "net<N>" or "fs<N>"
- * no device of the VM has, written into c->id. */
+/* vm_add_disk, _net, _fs and vm_add_device: a c without an id gets the first "disk<N>",
+ * "net<N>", "fs<N>" or "dev<N>" no device of the VM has, written into c->id. */
 int vm_add_disk(struct vm *vm, struct virtio_blk_config *c, char *err, unsigned errlen);
 /* vm.add-net: the fds in c stay the caller's (the VM keeps duplicates). Before vm.boot the
  * device is on the bus when the guest starts; afterwards it is hot-added. */
 int vm_add_net(struct vm *vm, struct virtio_net_config *c, char *err, unsigned errlen);
 int vm_add_fs(struct vm *vm, struct virtio_fs_config *c, char *err, unsigned errlen);
+int vm_add_device(struct vm *vm, struct vfio_pci_config *c, char *err, unsigned errlen);
 int vm_add_vsock(struct vm *vm, const struct virtio_vsock_config *c, char *err, unsigned errlen);
 int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen);
 

@@ -75,6 +75,17 @@ static void vm_fs_ids_fix(struct vm *vm)
 	}
 }
 
+/* Every passed-through device's id written into the config, likewise. */
+static void vm_vfio_ids_fix(struct vm *vm)
+{
+	char id[sizeof(vm->cfg.devices[0].id)];
+
+	for (unsigned i = 0; i < vm->cfg.ndevices && i < CONFIG_MAX_DEVICES; i++) {
+		vfio_pci_id(&vm->cfg.devices[i], i, id, sizeof(id));
+		memcpy(vm->cfg.devices[i].id, id, sizeof(id));
+	}
+}
+
 /* id as given, else the first "<prefix><N>" no device of the VM has (every model's ids written
  * into the config first). */
 static void vm_pick_id(struct vm *vm, char *id, size_t cap, const char *prefix)
@@ -83,6 +94,7 @@ static void vm_pick_id(struct vm *vm, char *id, size_t cap, const char *prefix)
 	vm_disk_ids_fix(vm);
 	vm_net_ids_fix(vm);
 	vm_fs_ids_fix(vm);
+	vm_vfio_ids_fix(vm);
 	for (unsigned k = 0; !id[0] && k < 4096; k++) {
 		snprintf(id, cap, "%s%u", prefix, k);
 		if (devices_config_id_owner(&vm->cfg, id))
@@ -258,6 +270,47 @@ int vm_add_fs(struct vm *vm, struct virtio_fs_config *c, char *err, unsigned err
 	return 0;
 }
 
+static void vm_vfio_forget(struct vm *vm, unsigned i)
+{
+	memmove(&vm->cfg.devices[i], &vm->cfg.devices[i + 1],
+		(vm->cfg.ndevices - i - 1) * sizeof(vm->cfg.devices[0]));
+	vm->cfg.ndevices--;
+	memset(&vm->cfg.devices[vm->cfg.ndevices], 0, sizeof(vm->cfg.devices[0]));
+}
+
+/* vm.add-device: a host PCI function passed through, opened before the guest hears of it. */
+int vm_add_device(struct vm *vm, struct vfio_pci_config *c, char *err, unsigned errlen)
+{
+	struct vfio_pci_config nc = *c;
+	unsigned slot;
+	int r;
+
+	if (vm->state != VM_RUNNING && vm->state != VM_PAUSED) {
+		snprintf(err, errlen, "device %s: hot-add needs a running or paused VM, not %s",
+			 c->path, vm_state_name(vm->state));
+		return -EINVAL;
+	}
+	if (vm->cfg.ndevices >= CONFIG_MAX_DEVICES) {
+		snprintf(err, errlen, "device %s: the VM already has %u devices (at most %u)",
+			 c->path, vm->cfg.ndevices, CONFIG_MAX_DEVICES);
+		return -ENOSPC;
+	}
+	vm_pick_id(vm, nc.id, sizeof(nc.id), "dev");
+	if (devices_config_id_owner(&vm->cfg, nc.id)) {
+		snprintf(err, errlen, "device %s: the VM's %s device has this id", nc.id,
+			 devices_config_id_owner(&vm->cfg, nc.id));
+		return -EEXIST;
+	}
+	r = config_validate_device(&nc, err, errlen);
+	if (!r)
+		r = devices_add_vfio(vm, &nc, vm->cfg.ndevices, &slot, err, errlen);
+	if (r)
+		return r;
+	vm->cfg.devices[vm->cfg.ndevices++] = nc;
+	memcpy(c->id, nc.id, sizeof(c->id));
+	return 0;
+}
+
 /* The vsock device went: so does the socket listened on before a jail (--jail --vsock), which
  * the configuration kept open for the device's rebuilds; open, PATH would go on accepting
  * host programs into a backlog nobody reads. */
@@ -310,7 +363,7 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 {
 	bool paused = vm->state == VM_PAUSED;
 	char vsock_id[sizeof(vm->cfg.vsock.id)] = "";
-	unsigned i, disk, net, fs;
+	unsigned i, disk, net, fs, dev;
 	bool is_vsock;
 	int r;
 
@@ -335,11 +388,15 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 	for (fs = 0; fs < vm->cfg.nfs; fs++)
 		if (!strcmp(vm->cfg.fs[fs].id, id))
 			break;
+	vm_vfio_ids_fix(vm);
+	for (dev = 0; dev < vm->cfg.ndevices; dev++)
+		if (!strcmp(vm->cfg.devices[dev].id, id))
+			break;
 	if (vm->cfg.has_vsock)
 		virtio_vsock_id(&vm->cfg.vsock, vsock_id, sizeof(vsock_id));
 	is_vsock = vm->cfg.has_vsock && !strcmp(vsock_id, id);
 	if (i == vm->cfg.nvnvme && disk == vm->cfg.ndisks && net == vm->cfg.nnets &&
-	    fs == vm->cfg.nfs && !is_vsock) {
+	    fs == vm->cfg.nfs && dev == vm->cfg.ndevices && !is_vsock) {
 		snprintf(err, errlen, "device %s: no such device", id);
 		return -ENOENT;
 	}
@@ -359,6 +416,8 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen)
 		vm_net_forget(vm, net);
 	else if (fs < vm->cfg.nfs)
 		vm_fs_forget(vm, fs);
+	else if (dev < vm->cfg.ndevices)
+		vm_vfio_forget(vm, dev);
 	else
 		vm_vsock_forget(vm);
 	return 0;
@@ -394,6 +453,13 @@ void vm_hotplug_reset(struct vm *vm)
 		if (devices_removing(vm, vm->cfg.fs[i].id)) {
 			fprintf(stderr, "lvmm: fs %s: removed by the reset\n", vm->cfg.fs[i].id);
 			vm_fs_forget(vm, i);
+		}
+	vm_vfio_ids_fix(vm);
+	for (i = vm->cfg.ndevices; i-- > 0;)
+		if (devices_removing(vm, vm->cfg.devices[i].id)) {
+			fprintf(stderr, "lvmm: device %s: removed by the reset\n",
+				vm->cfg.devices[i].id);
+			vm_vfio_forget(vm, i);
 		}
 	if (vm->cfg.has_vsock) {
 		char id[sizeof(vm->cfg.vsock.id)];

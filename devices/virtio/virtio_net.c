@@ -306,6 +306,12 @@ static bool tx_run(struct virtio_net *n, unsigned p)
 
 /* ---- to the guest: receive ---- */
 
+/* An rx chain the device may fill: device-writable only, with room for the header. */
+static bool rx_chain_ok(const struct virtq_chain *c)
+{
+	return !c->out_len && c->in_len >= VIRTIO_NET_HDR_LEN;
+}
+
 /* Pops the next rx chain of queue qi; chains with a readable buffer or no room for a header
  * are returned empty and counted. 1, 0 when none is left, -1 when the ring broke. */
 static int rx_pop(struct virtio_net *n, unsigned qi, struct virtq_chain *c, bool *pushed)
@@ -313,7 +319,7 @@ static int rx_pop(struct virtio_net *n, unsigned qi, struct virtq_chain *c, bool
 	int r;
 
 	while ((r = net_pop(n, qi, c)) > 0) {
-		if (!c->out_len && c->in_len >= VIRTIO_NET_HDR_LEN)
+		if (rx_chain_ok(c))
 			return 1;
 		virtq_push(&n->vp.q[qi].vq, c->head, 0);
 		*pushed = true;
@@ -345,12 +351,23 @@ static bool rx_deliver(struct virtio_net *n, unsigned p, bool *pushed)
 			n->rx_dropped++;
 			return true;
 		}
-		r = rx_pop(n, qi, c, pushed);
+		/* Bad chains are consumed (pushed empty) only before the frame's first buffer: once
+		 * chains are held, popping past one leaves nothing an unpop could rewind to. A bad
+		 * chain there ends the frame: each held chain goes back empty, the frame drops. */
+		r = k ? net_pop(n, qi, c) : rx_pop(n, qi, c, pushed);
 		if (r < 0)
 			return true;
 		if (!r) {
 			virtq_unpop(q, (uint16_t)k);
 			return false;
+		}
+		if (!rx_chain_ok(c)) {
+			for (unsigned i = 0; i < k; i++)
+				virtq_push(q, heads[i], 0);
+			virtq_push(q, c->head, 0);
+			*pushed = true;
+			n->rx_dropped++;
+			return true;
 		}
 		room = c->in_len > UINT32_MAX ? UINT32_MAX : (uint32_t)c->in_len;
 		t = np->pend - off < room ? np->pend - off : room;

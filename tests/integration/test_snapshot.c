@@ -198,7 +198,8 @@ START_TEST(test_snapshot_restore_continues)
 	ck_assert_str_eq(apitest_vm_state(&T), "Paused");
 	expect_error("vm.restore", url("source_url", snap, NULL), 409, "already exists");
 	/* the console file now ends past the saved count (the first VM ran on after the save):
-	 * the restored guest's next line is saved + 1 again */
+	 * the restored guest's next line is saved + 1 again, but the pause may have split it and
+	 * its start goes with the truncation: saved + 2 is the first line seen whole */
 	ck_assert_int_eq(truncate(T.console, 0), 0);
 	ck_assert_int_eq(put("vm.resume", NULL), 204);
 	ck_assert_msg(heartbeat_reaches(saved + 3, 10000), "no heartbeat past %ld after restore",
@@ -206,8 +207,8 @@ START_TEST(test_snapshot_restore_continues)
 	{
 		char *c = testutil_slurp(T.console);
 
-		ck_assert_msg(has_heartbeat(c, saved + 1),
-			      "restored guest did not go on at %ld: %s", saved + 1, c);
+		ck_assert_msg(has_heartbeat(c, saved + 2),
+			      "restored guest did not go on after %ld: %s", saved, c);
 		ck_assert_msg(!has_heartbeat(c, 0) && !has_heartbeat(c, 1),
 			      "restored guest counted from 0");
 		free(c);
@@ -444,9 +445,11 @@ START_TEST(test_run_restore_cli)
 		kill(pid, SIGTERM);
 		ck_assert_int_ge(testutil_wait_limit(pid, "lvmm --restore", 10), 0);
 	}
+	/* saved + 2, not + 1: a pause may split the next line, whose start went to the console
+	 * truncated above */
 	out = testutil_slurp(T.console);
-	ck_assert_msg(has_heartbeat(out, saved + 1) && !has_heartbeat(out, 0),
-		      "--restore did not go on at %ld: %s", saved + 1, out);
+	ck_assert_msg(has_heartbeat(out, saved + 2) && !has_heartbeat(out, 0),
+		      "--restore did not go on after %ld: %s", saved, out);
 	free(out);
 }
 END_TEST

@@ -62,7 +62,7 @@ static uint64_t build(unsigned nseg)
 	uint64_t rsdp = 0;
 
 	err[0] = 0;
-	ck_assert_msg(acpi_build_segments(&gm, 1, 1, nseg, &rsdp, err, sizeof(err)) == 0, "%s",
+	ck_assert_msg(acpi_build_segments(&gm, 1, 1, nseg, 0, &rsdp, err, sizeof(err)) == 0, "%s",
 		      err);
 	return rsdp;
 }
@@ -144,14 +144,32 @@ END_TEST
 START_TEST(test_one_segment_unchanged)
 {
 	static uint8_t a[16384], b[16384];
-	size_t la = acpi_dsdt_aml(a, sizeof(a)), lb = acpi_dsdt_aml_segments(b, sizeof(b), 1);
+	size_t la = acpi_dsdt_aml(a, sizeof(a)), lb = acpi_dsdt_aml_segments(b, sizeof(b), 1, 0);
 
 	ck_assert_uint_gt(la, 0);
 	ck_assert_uint_eq(la, lb);
 	ck_assert_int_eq(memcmp(a, b, la), 0);
 	ck_assert_ptr_null(memmem(a, la, "PC01", 4));
-	ck_assert_uint_eq(acpi_dsdt_aml_segments(b, sizeof(b), 0), 0);
-	ck_assert_uint_eq(acpi_dsdt_aml_segments(b, 64, 2), 0);
+	ck_assert_uint_eq(acpi_dsdt_aml_segments(b, sizeof(b), 0, 0), 0);
+	ck_assert_uint_eq(acpi_dsdt_aml_segments(b, 64, 2, 0), 0);
+}
+END_TEST
+
+/* A 64-bit window grown for large BARs (passed-through GPUs): PCI0's QWord memory range says so,
+ * and the default window is gone from it. */
+START_TEST(test_mmio64_window_size)
+{
+	static uint8_t b[16384];
+	uint64_t big = 1ULL << 40, end = LAYOUT_MMIO64_START + big - 1,
+		 dflt = LAYOUT_MMIO64_START + LAYOUT_MMIO64_SIZE - 1;
+	size_t lb = acpi_dsdt_aml_segments(b, sizeof(b), 1, big);
+
+	ck_assert_uint_gt(lb, 0);
+	ck_assert_ptr_nonnull(memmem(b, lb, &big, 8));
+	ck_assert_ptr_nonnull(memmem(b, lb, &end, 8));
+	ck_assert_ptr_null(memmem(b, lb, &dflt, 8));
+	lb = acpi_dsdt_aml_segments(b, sizeof(b), 1, 0);
+	ck_assert_ptr_nonnull(memmem(b, lb, &dflt, 8));
 }
 END_TEST
 
@@ -159,10 +177,10 @@ START_TEST(test_refusals)
 {
 	uint64_t rsdp = 0;
 
-	ck_assert_int_eq(acpi_build_segments(&gm, 1, 1, 0, &rsdp, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(acpi_build_segments(&gm, 1, 1, 0, 0, &rsdp, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "PCI segments"));
 	ck_assert_int_eq(
-	    acpi_build_segments(&gm, 1, 1, ACPI_MAX_PCI_SEGMENTS + 1, &rsdp, err, sizeof(err)),
+	    acpi_build_segments(&gm, 1, 1, ACPI_MAX_PCI_SEGMENTS + 1, 0, &rsdp, err, sizeof(err)),
 	    -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "97"));
 	ck_assert_uint_eq(rsdp, 0);
@@ -214,6 +232,7 @@ int main(void)
 	tcase_add_test(tc, test_mcfg_per_segment);
 	tcase_add_test(tc, test_dsdt_bridges);
 	tcase_add_test(tc, test_one_segment_unchanged);
+	tcase_add_test(tc, test_mmio64_window_size);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_iasl);
 	suite_add_tcase(s, tc);

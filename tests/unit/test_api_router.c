@@ -255,6 +255,16 @@ static const struct {
     {"{\"disks\": [{\"path\": \"/d\", \"vhost_user\": true}]}",
      "'disks[0].vhost_user' is unsupported"},
     {"{\"disks\": [{\"readonly\": true}]}", "disks[0].path"},
+    {"{\"devices\": [{\"path\": \"/sys/bus/pci/devices/0000:01:00.0\", \"iommu\": true}]}",
+     "'devices[0].iommu' is unsupported"},
+    {"{\"devices\": [{\"path\": \"/sys/bus/pci/devices/0000:01:00.0\", \"pci_segment\": 1}]}",
+     "'devices[0].pci_segment' is unsupported"},
+    {"{\"devices\": [{\"path\": \"/sys/bus/pci/devices/0000:01:00.0\","
+     " \"x_nv_gpudirect_clique\": 0}]}",
+     "'devices[0].x_nv_gpudirect_clique' is unsupported"},
+    {"{\"devices\": [{\"id\": \"gpu0\"}]}", "devices[0].path"},
+    {"{\"devices\": [{\"path\": \"0000:01:00.0\", \"x_exclude_mmap_bars\": [2]}]}",
+     "'devices[0].x_exclude_mmap_bars' is unsupported"},
     {"{\"net\": [{\"tap\": \"tap0\", \"vhost_user\": true}]}",
      "'net[0].vhost_user' is unsupported"},
     {"{\"net\": [{\"tap\": \"tap0\", \"host_mac\": \"52:54:00:00:00:01\"}]}",
@@ -659,6 +669,37 @@ START_TEST(test_add_pci_device_info)
 }
 END_TEST
 
+/* cloud-hypervisor's DeviceConfig in vm.create: kept, listed by vm.info, fed back the same; a
+ * VM layer without passthrough answers vm.add-device 500. */
+START_TEST(test_devices_config)
+{
+	json_t *devs, *d;
+
+	ck_assert_int_eq(put("vm.create",
+			     "{\"payload\": {\"kernel\": \"/boot/vmlinux\"},"
+			     " \"devices\": [{\"path\": \"/sys/bus/pci/devices/0000:01:00.0\","
+			     " \"id\": \"gpu0\", \"iommu\": false, \"pci_segment\": 0},"
+			     " {\"path\": \"/sys/bus/pci/devices/0000:02:00.0\"}]}"),
+			 204);
+	ck_assert_uint_eq(vmm.vm->cfg.ndevices, 2);
+	ck_assert_str_eq(vmm.vm->cfg.devices[0].path, "/sys/bus/pci/devices/0000:01:00.0");
+	ck_assert_int_eq(get("vm.info"), 200);
+	devs = json_object_get(json_object_get(answer, "config"), "devices");
+	ck_assert_uint_eq(json_array_size(devs), 2);
+	d = json_array_get(devs, 0);
+	ck_assert_str_eq(json_string_value(json_object_get(d, "id")), "gpu0");
+	ck_assert(json_is_false(json_object_get(d, "iommu")));
+	d = json_array_get(devs, 1);
+	ck_assert_str_eq(json_string_value(json_object_get(d, "id")), "dev1");
+	ck_assert_str_eq(json_string_value(json_object_get(d, "path")),
+			 "/sys/bus/pci/devices/0000:02:00.0");
+	ck_assert_int_eq(put("vm.boot", NULL), 204);
+	ck_assert_int_eq(put("vm.add-device", "{\"path\": \"/sys/bus/pci/devices/0000:03:00.0\"}"),
+			 500);
+	ck_assert_ptr_nonnull(strstr(error_text(), "vm.add-device"));
+}
+END_TEST
+
 START_TEST(test_vmm_shutdown)
 {
 	ck_assert_int_eq(put("vm.create", good_config), 204);
@@ -831,6 +872,7 @@ static Suite *api_router_suite(void)
 	tcase_add_test(tc, test_not_implemented);
 	tcase_add_test(tc, test_migration_not_here);
 	tcase_add_test(tc, test_add_pci_device_info);
+	tcase_add_test(tc, test_devices_config);
 	tcase_add_test(tc, test_vmm_shutdown);
 	tcase_add_test(tc, test_external_vm);
 

@@ -323,6 +323,10 @@ START_TEST(validate_errors)
 	c.memory = (1ULL << 40) + 4096;
 	invalid(&c, "above the maximum");
 	valid_config(&c);
+	/* RAM past 511 GiB would run into the 64-bit PCI window at 512 GiB */
+	c.memory = 512ULL << 30;
+	invalid(&c, "above the maximum of 511 GiB");
+	valid_config(&c);
 	c.memory = (64ULL << 20) + 1;
 	invalid(&c, "not a multiple of 4 KiB");
 	valid_config(&c);
@@ -422,6 +426,39 @@ START_TEST(serial_forms)
 }
 END_TEST
 
+/* --device: cloud-hypervisor's path and id; iommu and other segments refused by name. */
+START_TEST(device_forms)
+{
+	struct vfio_pci_config d;
+
+	ck_assert_int_eq(config_parse_device("path=/sys/bus/pci/devices/0000:41:00.0,id=gpu0", &d,
+					     err, sizeof(err)),
+			 0);
+	ck_assert_str_eq(d.path, "/sys/bus/pci/devices/0000:41:00.0");
+	ck_assert_str_eq(d.id, "gpu0");
+	ck_assert(!d.iommu);
+	ck_assert_int_eq(
+	    config_parse_device("path=0000:41:00.0,iommu=off,pci_segment=0", &d, err, sizeof(err)),
+	    0);
+	ck_assert_str_eq(d.id, "");
+	ck_assert_int_eq(config_parse_device("path=0000:41:00.0,iommu=on", &d, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "iommu"));
+	ck_assert_int_eq(
+	    config_parse_device("path=0000:41:00.0,pci_segment=2", &d, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "pci_segment"));
+	ck_assert_int_eq(config_parse_device("path=0000:41:00.0,rom=x", &d, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "'rom'"));
+	ck_assert_int_eq(config_parse_device("id=a", &d, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "path="));
+	ck_assert_int_eq(config_parse_device("path=", &d, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(config_parse_device("path=0000:41:00.0,id=../x", &d, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_int_eq(config_parse_device("", &d, err, sizeof(err)), -EINVAL);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -435,6 +472,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, vnvme_ssd_form);
 	tcase_add_test(tc, vnvme_errors);
 	tcase_add_test(tc, serial_forms);
+	tcase_add_test(tc, device_forms);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("validate");
 	tcase_add_checked_fixture(tc, setup_kernel, teardown_kernel);

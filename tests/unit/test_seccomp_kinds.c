@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
+#include <linux/vfio.h>
 #include <liburing.h>
 #include <poll.h>
 #include <pthread.h>
@@ -46,6 +47,8 @@ enum probe {
 	P_LIO_FOREIGN,
 	P_TUNSETIFF,
 	P_TUNSETOFFLOAD,
+	P_VFIO_SET_IRQS,
+	P_VFIO_DMA_MAP,
 };
 
 static void *thread_noop(void *arg)
@@ -117,6 +120,12 @@ static void probe_run(enum probe p)
 		break;
 	case P_TUNSETOFFLOAD:
 		ioctl(-1, TUNSETOFFLOAD, 0);
+		break;
+	case P_VFIO_SET_IRQS:
+		ioctl(-1, VFIO_DEVICE_SET_IRQS, NULL);
+		break;
+	case P_VFIO_DMA_MAP:
+		ioctl(-1, VFIO_IOMMU_MAP_DMA, NULL);
 		break;
 	case P_TCGETS: {
 		struct termios tio;
@@ -269,6 +278,18 @@ START_TEST(test_sock_kind)
 END_TEST
 
 /* virtio-net: the main thread sets a tap up; its I/O thread only changes the offloads. */
+/* Passed-through functions: VFIO's set-up on the main thread, MSI-X vectors from a vCPU's
+ * config write; device I/O threads make no VFIO requests. */
+START_TEST(test_vfio_requests)
+{
+	expect_allowed(SECCOMP_MAIN, P_VFIO_DMA_MAP);
+	expect_allowed(SECCOMP_MAIN, P_VFIO_SET_IRQS);
+	expect_allowed(SECCOMP_VCPU, P_VFIO_SET_IRQS);
+	expect_killed(SECCOMP_VCPU, P_VFIO_DMA_MAP);
+	expect_killed(SECCOMP_IO, P_VFIO_SET_IRQS);
+}
+END_TEST
+
 START_TEST(test_tun_requests)
 {
 	expect_allowed(SECCOMP_MAIN, P_TUNSETIFF);
@@ -458,6 +479,7 @@ int main(void)
 	tcase_add_test(tc, test_io_allows);
 	tcase_add_test(tc, test_sock_kind);
 	tcase_add_test(tc, test_tun_requests);
+	tcase_add_test(tc, test_vfio_requests);
 	tcase_add_test(tc, test_fs_kinds);
 	tcase_add_test(tc, test_log_mode);
 	tcase_add_test(tc, test_thread_needs_process_filter);

@@ -344,6 +344,41 @@ START_TEST(test_rx_malformed)
 }
 END_TEST
 
+/* A bad chain after a frame's first buffer (mergeable): each chain comes back once, empty, the
+ * frame is dropped, and the next frame is delivered whole into fresh buffers. */
+START_TEST(test_rx_malformed_mid_frame)
+{
+	uint32_t id, len;
+	unsigned seen[QSIZE] = {0};
+
+	rx_offer(0, 0, 1, 0x800);
+	vdrv_set_desc(0, 1, RXBUF(0) + 0x1000, 0x800, 0, 0); /* readable: not for rx */
+	vdrv_offer(0, 1);
+	host_send(0, 3000, 0x44, 0);
+	for (unsigned i = 0; i < 2; i++) {
+		ck_assert(vdrv_used_next(0, &id, &len));
+		ck_assert_uint_lt(id, QSIZE);
+		ck_assert_uint_eq(len, 0);
+		seen[id]++;
+	}
+	ck_assert_uint_eq(seen[0], 1);
+	ck_assert_uint_eq(seen[1], 1);
+	rx_offer(0, 2, 2, 0x800);
+	host_send(0, 3000, 0x45, 0);
+	ck_assert(vdrv_used_next(0, &id, &len));
+	ck_assert_uint_eq(id, 2);
+	ck_assert_uint_eq(len, 0x800);
+	ck_assert_uint_eq(ram[RXBUF(0) + 0x1000 * 2 + 10], 2); /* num_buffers */
+	ck_assert(vdrv_used_next(0, &id, &len));
+	ck_assert_uint_eq(id, 3);
+	ck_assert_uint_eq(len, HLEN + 3000 - 0x800);
+	usleep(50 * 1000);
+	ck_assert_uint_eq(vdrv_used_idx(0), 4); /* nothing pushed twice */
+	ck_assert_uint_eq(counters().rx_dropped, 1);
+	ck_assert_uint_eq(counters().rx_frames, 1);
+}
+END_TEST
+
 /* One control command (class, cmd, data) in a readable buffer, the ack in a writable one. */
 static uint8_t ctrl(const uint8_t *cmd, uint32_t len, uint32_t *used_len)
 {
@@ -683,6 +718,7 @@ static Suite *virtio_net_suite(void)
 	tcase_add_test(tc, test_rx_mergeable);
 	tcase_add_test(tc, test_rx_no_mergeable);
 	tcase_add_test(tc, test_rx_malformed);
+	tcase_add_test(tc, test_rx_malformed_mid_frame);
 	tcase_add_test(tc, test_ctrl);
 	tcase_add_test(tc, test_reset);
 	tcase_add_test(tc, test_pause);

@@ -15,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-ORDER = ["native", "lvmm passthrough", "lvmm isolated", "lvmm emulate", "lvmm emulate, file",
+ORDER = ["fio io_uring", "native", "lvmm passthrough", "lvmm isolated", "lvmm emulate", "lvmm emulate, file",
          "lvmm virtio-blk", "lvmm passthrough, 2 vCPUs", "lvmm isolated, 2 vCPUs", "lvmm emulate, 2 vCPUs",
          "QEMU nvme",
          "QEMU nvme, shadow doorbells", "QEMU nvme, SQ in CMB", "QEMU virtio-blk"]
@@ -56,7 +56,7 @@ def key(r):
 def storage_table(rows):
     out = ["| workload | system | IOPS | mean / p50 / p99 / p99.9 us | exits/I/O (to user space) "
            "| lvmm wake-ups/I/O | VMM CPU us/I/O | vCPU (native: client) CPU us/I/O "
-           "| backend CPU us/I/O | rounds ok |", "|" + "---|" * 10]
+           "| backend CPU us/I/O | IOPS per busy core | rounds ok |", "|" + "---|" * 11]
     groups = {}
     for r in rows:
         groups.setdefault(key(r), {}).setdefault(r["system"], []).append(r)
@@ -75,7 +75,7 @@ def storage_table(rows):
             out.append(f"| {k[0]} QD{k[1]} x {k[2]} QP | {s} | {fmt(m('iops'))} | {lat} | {ex} | "
                        f"{fmt(m('wakeups_per_io'), 3)} | {fmt(m('vmm_cpu_us'), 1)} | "
                        f"{fmt(m('vcpu_cpu_us'), 1)} | {fmt(m('backend_cpu_us'), 1)} | "
-                       f"{len(ok)}/{len(rs)} |")
+                       f"{fmt(m('iops_per_core'))} | {len(ok)}/{len(rs)} |")
     return "\n".join(out)
 
 
@@ -112,6 +112,38 @@ def ratio_table(rows):
     return "\n".join(out)
 
 
+def ram_ratio_table(rows):
+    """The RAM rows' ratios (issue targets: softssd at 0.8x of fio from the same file, isolated
+    within 3% of native, at least 3x QEMU's emulated NVMe at QD128, isolated's backend CPU per
+    I/O within 1.5x of passthrough's)."""
+    pairs = [("native", "fio io_uring", "iops"), ("lvmm isolated", "fio io_uring", "iops"),
+             ("lvmm passthrough", "native", "iops"), ("lvmm isolated", "native", "iops"),
+             ("lvmm passthrough", "QEMU nvme", "iops"), ("lvmm isolated", "QEMU nvme", "iops"),
+             ("lvmm emulate, file", "QEMU nvme", "iops"),
+             ("lvmm virtio-blk", "QEMU virtio-blk", "iops"),
+             ("lvmm isolated", "lvmm passthrough", "backend_cpu_us"),
+             ("lvmm isolated", "native", "iops_per_core"),
+             ("lvmm isolated", "QEMU nvme", "iops_per_core")]
+    out = ["| workload | ratio | of | median (per round) | target |", "|---|---|---|---|---|"]
+    for k in sorted({key(r) for r in rows}, key=lambda k: (k[0], k[2], k[1])):
+        for a, b, col in pairs:
+            r, xs = ratio(rows, k, a, b, col)
+            if r is None:
+                continue
+            target = ""
+            if b == "fio io_uring" and a == "native" and k[0] == "randread":
+                target = f"0.8x: {'met' if r >= 0.8 else 'missed'}"
+            elif b == "native" and col == "iops" and k[1] == 128:
+                target = f"within 3%: {'met' if r >= 0.97 else 'missed'}"
+            elif a == "lvmm passthrough" and b == "QEMU nvme" and k[1] == 128:
+                target = f"3x: {'met' if r >= 3 else 'missed'}"
+            elif col == "backend_cpu_us":
+                target = f"at most 1.5x: {'met' if r <= 1.5 else 'missed'}"
+            out.append(f"| {k[0]} QD{k[1]} x {k[2]} QP | {a} / {b} | {col} | {r:.2f} "
+                       f"({', '.join(f'{x:.2f}' for x in xs)}) | {target} |")
+    return "\n".join(out)
+
+
 def storage_plot(rows, path):
     ks = sorted({key(r) for r in rows}, key=lambda k: (k[0], k[2], k[1]))
     systems = [s for s in ORDER if any(r["system"] == s for r in rows)]
@@ -138,14 +170,15 @@ def storage_plot(rows, path):
 
 def scale_table(rows):
     out = ["| VMs | mode, wait | VMs ok | aggregate IOPS | x single-VM saturation | mean us / VM "
-           "| p99 us (median VM, worst VM) | Jain index | host CPU us/I/O | RSS / PSS / private "
-           "MiB per lvmm |", "|" + "---|" * 10]
+           "| p99 us (median VM, worst VM) | Jain index | host CPU us/I/O (softssd's) "
+           "| RSS / PSS / private MiB per lvmm |", "|" + "---|" * 10]
     for r in rows:
         late = f" ({r['late_vms']} late)" if r.get("late_vms") not in (None, "", "0") else ""
         out.append(f"| {r['vms']} | {r['mode']}, {r.get('wait', 'poll')} | {r['ok_vms']}{late} | {fmt(num(r['aggregate_iops']))} "
                    f"| {fmt(num(r['ratio']), 2)} | {fmt(num(r['mean_us']))} | "
                    f"{fmt(num(r['p99_us_median_vm']))}, {fmt(num(r['p99_us_worst_vm']))} | "
-                   f"{fmt(num(r['jain']), 3)} | {fmt(num(r['host_cpu_us_per_io']))} | "
+                   f"{fmt(num(r['jain']), 3)} | {fmt(num(r['host_cpu_us_per_io']))} "
+                   f"({fmt(num(r.get('softssd_cpu_us_per_io')), 1)}) | "
                    f"{fmt(num(r['rss_mib']), 1)} / {fmt(num(r['pss_mib']), 1)} / "
                    f"{fmt(num(r['private_mib']), 1)} |")
     return "\n".join(out)
@@ -236,6 +269,25 @@ def main():
             f"{h['vol_mb']} MiB image; {h.get('qemu') or 'no QEMU: its rows are missing'}; lvmm "
             f"at {h.get('commit') or 'an unknown commit'}.\n\n" + storage_table(rows)))
         storage_plot(rows, f"{res}/storage-virtio.png")
+    rows = load(f"{res}/storage-ram.csv")  # BENCH_ONLY=ram: every row on tmpfs
+    if rows:
+        h = json.load(open(f"{res}/storage-ram-host.json"))
+        doc = replace(doc, "storage-ram", (
+            f"Run {h['date']} on {h['host']} ({h.get('load_at_end', '?')} at the end); "
+            f"{h['duration_s']} s in all, {h['rounds']} rounds of {h['bench_time_s']} s per run, "
+            f"{h['vol_mb']} MiB image and volume in tmpfs; "
+            f"{h.get('qemu') or 'no QEMU: its rows are missing'}; lvmm at "
+            f"{h.get('commit') or 'an unknown commit'}.\n\n" + storage_table(rows) + "\n\n" +
+            ram_ratio_table(rows)))
+        storage_plot(rows, f"{res}/storage-ram.png")
+    rows = load(f"{res}/scale-vms.csv")  # BENCH_ONLY=vms: saturation and scale points alone
+    if rows:
+        h = json.load(open(f"{res}/storage-vms-host.json"))
+        doc = replace(doc, "scale-vms", (
+            f"Run {h['date']} on {h['host']} ({h.get('load_at_end', '?')} at the end); "
+            f"{h['duration_s']} s in all, {h['bench_time_s']} s per point; lvmm at "
+            f"{h.get('commit') or 'an unknown commit'}.\n\n" + scale_table(rows)))
+        scale_plot(rows, f"{res}/scale-vms.png")
     rows = load(f"{res}/scale.csv")
     if rows:
         doc = replace(doc, "scale", scale_table(rows))

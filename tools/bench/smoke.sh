@@ -41,6 +41,22 @@ for t in storage ratios scale boot-footprint; do
 	check "table $t in the report" 'grep -q "<!-- /bench:$t -->" "$tmp/doc.md"'
 done
 check "plots drawn" '[ -s "$tmp/res/storage.png" ] && [ -s "$tmp/res/scale.png" ]'
+# the RAM rows (BENCH_ONLY=ram): fio's reference and lvmm's isolated row on a tmpfs image
+skip=0
+shm=$(stat -f -c %T /dev/shm 2>/dev/null || true)
+if [ "$shm" = tmpfs ] && command -v fio >/dev/null; then
+	SMOKE=1 BENCH_ONLY=ram ROUNDS=1 BENCH_TIME=0.3 VOL_MB=16 DIR=/dev/shm \
+		/usr/bin/python3 "$here/storage.py" "$build" "$tmp/res" >>"$tmp/log" 2>&1
+	for s in "fio io_uring" "lvmm isolated"; do
+		check "ram: $s measured" \
+			'[ "$(grep -c "^1,$s,rand[a-z]*,[0-9]*,1,1," "$tmp/res/storage-ram.csv" 2>/dev/null)" = 2 ]'
+	done
+	/usr/bin/python3 "$here/report_storage.py" "$tmp/res" "$tmp/doc.md" >>"$tmp/log" 2>&1
+	check "ram table in the report" 'grep -q "<!-- /bench:storage-ram -->" "$tmp/doc.md"'
+else
+	echo "bench-smoke: SKIP ram rows: /dev/shm is ${shm:-absent}, not tmpfs, or fio is missing"
+	skip=1
+fi
 net_measured() { # one row, ok, each phase's rate above 0
 	/usr/bin/python3 - "$1" <<'PY' 2>/dev/null
 import csv, sys
@@ -63,6 +79,6 @@ else
 		'grep -q "<!-- /bench:net -->" "$tmp/doc.md" && [ -s "$tmp/net/net.png" ]'
 fi
 [ $fail -eq 0 ] || cat "$tmp/log" >&2
-echo "bench-smoke: $pass passed, $fail failed"
-[ -n "${LVMM_TEST_TOTALS:-}" ] && echo "bench-smoke $pass $fail 0" >>"$LVMM_TEST_TOTALS"
+echo "bench-smoke: $pass passed, $fail failed, $skip skipped"
+[ -n "${LVMM_TEST_TOTALS:-}" ] && echo "bench-smoke $pass $fail $skip" >>"$LVMM_TEST_TOTALS"
 [ $fail -eq 0 ]

@@ -11,7 +11,14 @@
 #   BENCH_ONLY=mq (only the 4-queue-pair rows: native, lvmm on 1 vCPU and on 2 vCPUs each driving
 #   2 of the pairs, into storage-mq.csv; no scale or boot runs), BENCH_ONLY=virtio (lvmm's
 #   virtio-blk, lvmm's vNVMe in emulate mode on the same image file and QEMU's virtio-blk and
-#   nvme on it, QD1 and QD32 reads and writes on one queue pair, into storage-virtio.csv)
+#   nvme on it, QD1 and QD32 reads and writes on one queue pair, into storage-virtio.csv),
+#   BENCH_ONLY=ram (the software's cost apart from any disk: the softssd backing and the image in
+#   tmpfs, DIR=/dev/shm unless set; fio with io_uring on the image as the native reference, then
+#   softssd's own client, lvmm's modes and virtio-blk, QEMU's nvme and virtio-blk, reads and
+#   writes at QD1/32/128 on one queue pair, into storage-ram.csv; IOPS per busy host core from
+#   every process's CPU time), BENCH_ONLY=vms (single-VM saturation, lvmm isolated reads at
+#   QD32/128, then the N-VM scale points, into storage-vms.csv and scale-vms.csv: the many-VM
+#   picture of a host without the rest; DIR as set, /var/tmp by default)
 import csv
 import json
 import os
@@ -43,10 +50,16 @@ class Bench:
         self.rounds = int(os.environ.get("ROUNDS", "2"))
         self.smoke = os.environ.get("SMOKE") == "1"
         self.only = os.environ.get("BENCH_ONLY", "")
-        if self.only not in ("", "mq", "virtio"):
-            sys.exit(f"storage.py: BENCH_ONLY={self.only}: only 'mq' and 'virtio' are known")
+        if self.only not in ("", "mq", "virtio", "ram", "vms"):
+            sys.exit(f"storage.py: BENCH_ONLY={self.only}: only 'mq', 'virtio', 'ram' and 'vms' "
+                     "are known")
         self.vol_mb = int(os.environ.get("VOL_MB", "64" if self.smoke else "1024"))
-        self.dir = tempfile.mkdtemp(prefix="lvmm-bench-", dir=os.environ.get("DIR", "/var/tmp"))
+        self.ram = self.only == "ram"
+        base = os.environ.get("DIR", "/dev/shm" if self.ram else "/var/tmp")
+        if self.ram and fs_type(base) != "tmpfs":
+            sys.exit(f"storage.py: BENCH_ONLY=ram wants DIR on tmpfs; {base} is "
+                     f"{fs_type(base) or 'unknown'}")
+        self.dir = tempfile.mkdtemp(prefix="lvmm-bench-", dir=base)
         os.environ["LVMM_RUN_DIR"] = self.dir
         os.environ["LVMM_STATE_DIR"] = "/proc/lvmm-none"  # never auto-start another SSD
         os.environ["LVMM_STATS"] = "1"
@@ -116,8 +129,9 @@ class Bench:
     def run_lvmm_vblk(self, rw, qd, qp, seed):
         """lvmm's virtio-blk on the image QEMU's rows read, driven by the same vblk loop;
         O_DIRECT as QEMU's cache=none and the vNVMe's file backend (no page cache hits)."""
+        direct = "off" if self.ram else "on"  # RAM rows: the page cache is the medium
         argv = [self.lvmm, "run", "--kernel", self.guest, "--memory", "64M", "--disk",
-                f"path={self.img},num_queues={qp},queue_size=1024,direct=on", "--cmdline",
+                f"path={self.img},num_queues={qp},queue_size=1024,direct={direct}", "--cmdline",
                 self.cmdline(rw, qd, qp, seed, "", "vblk")]
         res, d, text = vms.run_guest(argv, None, self.secs + 90, self.perf_out)
         if res:
@@ -138,7 +152,8 @@ class Bench:
             extra = " bench.sq=cmb"
         argv = [QEMU, *QEMU_BASE, "-kernel", self.guest,
                 "-append", self.cmdline(rw, qd, qp, seed, extra, mode),
-                "-drive", f"file={self.img},if=none,id=d0,format=raw,cache=none,aio=io_uring",
+                "-drive", f"file={self.img},if=none,id=d0,format=raw,"
+                f"cache={'writeback' if self.ram else 'none'},aio=io_uring",
                 "-device", dev]
         res, d, text = vms.run_guest(argv, None, self.secs + 90, self.perf_out)
         if res:
@@ -171,9 +186,43 @@ class Bench:
              "exits": 0.0, "user_exits": 0.0, "wakeups": 0.0, "wall_s": wall}
         return res, d, p.stdout
 
+    def run_fio(self, rw, qd, qp, seed):
+        """fio with io_uring on the image QEMU's rows read: the native reference of the RAM
+        rows (registered files and buffers: what a practitioner tuning it would set)."""
+        c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        p = subprocess.run(["fio", "--name=ram", f"--filename={self.img}", "--ioengine=io_uring",
+                            "--fixedbufs=1", "--registerfiles=1", f"--direct={0 if self.ram else 1}",
+                            "--bs=4k", f"--rw={rw}", f"--iodepth={qd}", f"--numjobs={qp}",
+                            "--group_reporting=1", "--time_based", f"--runtime={self.secs}",
+                            f"--ramp_time={min(0.5, self.secs / 10)}", f"--size={self.vol_mb}M",
+                            f"--randseed={seed}", "--lat_percentiles=1", "--output-format=json"],
+                           capture_output=True, text=True, timeout=self.secs + 90)
+        wall = time.perf_counter() - t0
+        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        try:
+            job = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0]
+        except (ValueError, KeyError, IndexError):
+            return None, None, p.stdout + p.stderr
+        side = job["read" if "read" in rw else "write"]
+        ios = side["total_ios"]
+        pct = side["lat_ns"].get("percentile", {})
+        res = {"iops": side["iops"], "mean_ns": side["lat_ns"]["mean"],
+               "p50_ns": pct.get("50.000000", 0), "p99_ns": pct.get("99.000000", 0),
+               "p999_ns": pct.get("99.900000", 0), "reads": ios if "read" in rw else 0,
+               "writes": 0 if "read" in rw else ios, "errors": 0}
+        # the whole process, ramp included: per I/O over every I/O it did
+        all_ios = ios + side["iops"] * min(0.5, self.secs / 10)
+        cpu = (c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime) * 1e6 / max(all_ios, 1)
+        d = {"vcpu_us": cpu, "vmm_us": 0.0, "backend_us": 0.0, "exits": 0.0, "user_exits": 0.0,
+             "wakeups": 0.0, "wall_s": wall}
+        return res, d, p.stdout
+
     # ---- the matrix ----
     def systems(self):
         s = [("native", lambda *a: self.run_native(*a))]
+        if self.ram and shutil.which("fio"):
+            s.insert(0, ("fio io_uring", lambda *a: self.run_fio(*a)))
         for m in ("passthrough", "isolated", "emulate"):
             s.append((f"lvmm {m}", lambda *a, m=m: self.run_lvmm(m, *a)))
         s.append(("lvmm virtio-blk", lambda *a: self.run_lvmm_vblk(*a)))
@@ -187,6 +236,12 @@ class Bench:
             return [(rw, qd, 4) for rw in ("randread", "randwrite") for qd in (1, 32, 128)]
         if self.only == "virtio":
             return [(rw, qd, 1) for rw in ("randread", "randwrite") for qd in (1, 32)]
+        if self.only == "vms":
+            return [("randread", qd, 1) for qd in (32, 128)]
+        if self.ram:
+            if self.smoke:
+                return [("randread", 1, 1), ("randwrite", 32, 1)]
+            return [(rw, qd, 1) for rw in ("randread", "randwrite") for qd in (1, 32, 128)]
         if self.smoke:
             return [("randread", 1, 1), ("randwrite", 4, 2)]
         return [(rw, qd, qp) for rw in ("randread", "randwrite") for qp in (1, 4)
@@ -198,7 +253,7 @@ class Bench:
         if QEMU and not self.smoke:
             extra = [(n, lambda *a, v=v: self.run_qemu(v, *a)) for n, v in
                      (("QEMU nvme, shadow doorbells", "dbbuf"), ("QEMU nvme, SQ in CMB", "cmb"))]
-        if self.emu_ssd and not self.smoke and not self.only:  # emulate on QEMU's image
+        if self.emu_ssd and not self.smoke and self.only in ("", "ram"):  # on QEMU's image
             extra.append(("lvmm emulate, file", lambda *a: self.run_lvmm("emulate-file", *a)))
         # the same queue pairs spread over two vCPUs (bench.cpus=2)
         mq = [(f"lvmm {m}, 2 vCPUs", lambda *a, m=m: self.run_lvmm(m, *a, cpus=2))
@@ -213,10 +268,14 @@ class Bench:
                                     lambda *a: self.run_lvmm("emulate-file", *a)))
                 if self.only == "mq":
                     runs = [r for r in runs if not r[0].startswith("QEMU")]
+                if self.only == "vms":  # the saturation the scale points are a share of
+                    runs = [r for r in runs if r[0] == "lvmm isolated"]
+                if self.ram:  # every row in every round: the ratios are the point
+                    runs += [r for r in extra if r[0] == "lvmm emulate, file"]
                 # the variants are not in any target's ratio: one round of them (two when
                 # runs are long), so that make bench BENCH_TIME=2 stays under 10 minutes
                 if rw == "randread" and qp == 1 and (rnd == 1 or self.secs > 2) and \
-                        self.only != "virtio":
+                        self.only not in ("virtio", "ram", "vms"):
                     runs += extra
                 # the 2-vCPU rows: all of them with BENCH_ONLY=mq; in the full matrix at QD32
                 # in round 1, and only when runs are long (BENCH_TIME=2 keeps its 10 minutes)
@@ -236,6 +295,9 @@ class Bench:
                                    wakeups_per_io=d.get("wakeups"),
                                    vmm_cpu_us=d["vmm_us"], vcpu_cpu_us=d["vcpu_us"],
                                    backend_cpu_us=d["backend_us"])
+                        busy = d["vmm_us"] + d["vcpu_us"] + d["backend_us"]
+                        # what one fully busy host core would do at this CPU cost per I/O
+                        row["iops_per_core"] = 1e6 / busy if busy > 0 else None
                     else:
                         sys.stderr.write(f"bench: {name} {rw} qd{qd} qp{qp} failed:\n"
                                          f"{text[-2000:]}\n")
@@ -243,7 +305,9 @@ class Bench:
                           f"{row.get('iops', 0):8.0f} IOPS p50 {row.get('p50_us', 0):8.1f} us",
                           flush=True)
                     rows.append(row)
-        write_csv(f"{self.results}/storage{'-' + self.only if self.only else ''}.csv", rows)
+                    # after every row: a run cut short keeps what it measured
+                    write_csv(f"{self.results}/storage{'-' + self.only if self.only else ''}"
+                              ".csv", rows)
         return rows
 
     # ---- N VMs on one SSD ----
@@ -260,7 +324,8 @@ class Bench:
             for mode in modes:
                 for wait in waits + (["poll"] if n == poll_at and "poll" not in waits else []):
                     rows.append(self.scale_point(n, mode, wait, sat_iops))
-        write_csv(f"{self.results}/scale.csv", rows)
+                    write_csv(f"{self.results}/scale{'-' + self.only if self.only else ''}.csv",
+                              rows)
         return rows
 
     def scale_point(self, n, mode, wait, sat_iops):
@@ -318,6 +383,8 @@ class Bench:
                "jain": jain,
                "host_cpu_us_per_io": ((c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime) +
                                       (dc1 - dc0)) * 1e6 / max(ios, 1),
+               # of which softssd's (the rest: the lvmm processes, vCPU threads included)
+               "softssd_cpu_us_per_io": (dc1 - dc0) * 1e6 / max(ios, 1),
                "rss_mib": sum(m["rss_kib"] for m in mem) / len(mem) / 1024 if mem else None,
                "pss_mib": sum(m["pss_kib"] for m in mem) / len(mem) / 1024 if mem else None,
                "private_mib": sum(m["private_kib"] for m in mem) / len(mem) / 1024
@@ -412,6 +479,19 @@ def write_csv(path, rows):
             w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()})
 
 
+def fs_type(path):
+    """The file system type of the mount holding path ("" when unknown)."""
+    best, kind = "", ""
+    real = os.path.realpath(path)
+    with open("/proc/mounts") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 2 and (real == parts[1] or real.startswith(parts[1].rstrip("/") + "/")) \
+                    and len(parts[1]) >= len(best):
+                best, kind = parts[1], parts[2]
+    return kind
+
+
 def main():
     build, results = sys.argv[1], sys.argv[2]
     os.makedirs(results, exist_ok=True)
@@ -425,8 +505,9 @@ def main():
         rows = b.storage()
         sat = [r["iops"] for r in rows if r["ok"] and r["system"] == "lvmm isolated"
                and r["rw"] == "randread"]
-        if not b.only:
+        if b.only in ("", "vms"):
             b.scale(max(sat) if sat else None)
+        if not b.only:
             b.boot()
     finally:
         b.cleanup()

@@ -53,6 +53,8 @@ struct api_vm_ops {
 			 unsigned errlen); /* may be NULL likewise */
 	int (*add_net)(struct vm *vm, struct virtio_net_config *c, char *err,
 		       unsigned errlen); /* may be NULL likewise */
+	int (*add_device)(struct vm *vm, struct vfio_pci_config *c, char *err,
+			  unsigned errlen); /* may be NULL likewise */
 	int (*remove_device)(struct vm *vm, const char *id, char *err, unsigned errlen);
 	/* PCI slot (device number on bus 0) of a device by id: 0, or -ENOENT; may be NULL. */
 	int (*device_slot)(struct vm *vm, const char *id, unsigned *slot);
@@ -185,6 +187,11 @@ json_t *api_net_to_json(const struct virtio_net_config *c, unsigned idx);
 int api_json_to_fs(const json_t *obj, const char *where, struct virtio_fs_config *c, char *err,
 		   unsigned errlen);
 json_t *api_fs_to_json(const struct virtio_fs_config *c, unsigned idx);
+/* cloud-hypervisor's DeviceConfig (vm.create's devices, vm.add-device): path, id, iommu,
+ * pci_segment; any other field is refused by name. */
+int api_json_to_device(const json_t *obj, const char *where, struct vfio_pci_config *c, char *err,
+		       unsigned errlen);
+json_t *api_device_to_json(const struct vfio_pci_config *c, unsigned idx);
 int api_json_to_vsock(const json_t *obj, const char *where, struct virtio_vsock_config *c,
 		      char *err, unsigned errlen);
 json_t *api_vsock_to_json(const struct virtio_vsock_config *c);

@@ -25,6 +25,7 @@ enum client_body {
 	BODY_VSOCK,
 	BODY_NET,
 	BODY_FS,
+	BODY_VFIO,
 	BODY_DEVICE_ID,
 	BODY_SNAPSHOT,
 	BODY_RESTORE,
@@ -60,6 +61,8 @@ static const struct client_verb client_verbs[] = {
      "hot-add the vsock device (JSON or --vsock syntax)"},
     {"add-net", "PUT", "vm.add-net", BODY_NET,
      "hot-add virtio-net (JSON or --net syntax; taps passed as fds)"},
+    {"add-device", "PUT", "vm.add-device", BODY_VFIO,
+     "pass a host PCI function through (JSON or --device syntax)"},
     {"remove-device", "PUT", "vm.remove-device", BODY_DEVICE_ID, "hot-remove a device by id"},
     {"snapshot", "PUT", "vm.snapshot", BODY_SNAPSHOT,
      "save the paused VM into a directory (file:///DIR or /DIR)"},
@@ -193,6 +196,7 @@ static char *client_body(const struct client_verb *v, const char *arg)
 			: v->body == BODY_VSOCK	    ? " or cid=N,socket=PATH"
 			: v->body == BODY_NET	    ? " or tap=NAME,..."
 			: v->body == BODY_FS	    ? " or tag=TAG,socket=PATH,.."
+			: v->body == BODY_VFIO	    ? " or path=/sys/bus/pci/devices/BDF[,id=ID]"
 			: v->body == BODY_DEVICE_ID ? " or a device id"
 			: v->body == BODY_SNAPSHOT  ? " or file:///DIR"
 			: v->body == BODY_RESTORE   ? " or source_url=file:///DIR[,resume=on]"
@@ -222,6 +226,16 @@ static char *client_body(const struct client_verb *v, const char *arg)
 			j = api_fs_to_json(&c, 0);
 			if (j && !c.id[0])
 				json_object_del(j, "id"); /* the VM picks the first free fs<N> */
+		} else {
+			fprintf(stderr, "lvmm api: %s\n", err);
+		}
+	} else if (v->body == BODY_VFIO) {
+		struct vfio_pci_config c;
+
+		if (config_parse_device(arg, &c, err, sizeof(err)) == 0) {
+			j = api_device_to_json(&c, 0);
+			if (j && !c.id[0])
+				json_object_del(j, "id"); /* the VM picks the first free dev<N> */
 		} else {
 			fprintf(stderr, "lvmm api: %s\n", err);
 		}

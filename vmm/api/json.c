@@ -860,6 +860,17 @@ static int json_fs_item(const json_t *item, const char *where, struct vm_config 
 	return r;
 }
 
+static int json_vfio_item(const json_t *item, const char *where, struct vm_config *cfg, size_t i,
+			  char *err, unsigned errlen)
+{
+	struct vfio_pci_config *c = &cfg->devices[i];
+	int r = api_json_to_device(item, where, c, err, errlen);
+
+	if (!r && !c->id[0])
+		snprintf(c->id, sizeof(c->id), "dev%zu", i);
+	return r;
+}
+
 static int json_vnvme_item(const json_t *item, const char *where, struct vm_config *cfg, size_t i,
 			   char *err, unsigned errlen)
 {
@@ -1121,12 +1132,51 @@ json_t *api_fs_to_json(const struct virtio_fs_config *c, unsigned idx)
 			 0, "id", id);
 }
 
+int api_json_to_device(const json_t *obj, const char *where, struct vfio_pci_config *c, char *err,
+		       unsigned errlen)
+{
+	static const struct json_rule rules[] = {
+	    {"iommu", JD_FALSE, "lvmm has no virtual IOMMU"},
+	    {"pci_segment", JD_ZERO, "lvmm places devices on PCI segment 0"},
+	    {"x_nv_gpudirect_clique", JD_ABSENT, "lvmm has no GPUDirect P2P cliques"},
+	    {"x_exclude_mmap_bars", JD_EMPTY, "lvmm maps every BAR VFIO lets it"},
+	    {NULL, 0, NULL},
+	};
+	static const char *const mine[] = {"path", "id", NULL};
+	const char *keys[8];
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	if (!json_is_object(obj))
+		return json_fail(err, errlen, "'%s' must be an object", where);
+	json_keys_of(rules, mine, keys, 8);
+	json_note_keys(obj, where, keys);
+	r = json_check_rules(obj, where, rules, err, errlen);
+	if (!r)
+		r = json_get_str(obj, where, "path", c->path, sizeof(c->path), err, errlen);
+	if (!r && !c->path[0])
+		r = json_fail(err, errlen, "field '%s.path' is required", where);
+	if (!r)
+		r = json_get_id(obj, where, c->id, sizeof(c->id), err, errlen);
+	if (!r && config_validate_device(c, err, errlen))
+		r = -EINVAL;
+	return r;
+}
+
+json_t *api_device_to_json(const struct vfio_pci_config *c, unsigned idx)
+{
+	char id[sizeof(c->id)];
+
+	vfio_pci_id(c, idx, id, sizeof(id));
+	return json_pack("{s:s, s:b, s:i, s:s}", "path", c->path, "iommu", 0, "pci_segment", 0,
+			 "id", id);
+}
+
 static const struct json_rule json_root_rules[] = {
     {"rate_limit_groups", JD_EMPTY, "lvmm has no rate-limited virtio devices"},
     {"balloon", JD_ABSENT, "lvmm has no virtio-balloon"},
     {"generic_vhost_user", JD_EMPTY, "lvmm has no vhost-user devices"},
     {"pmem", JD_EMPTY, "lvmm has no virtio-pmem"},
-    {"devices", JD_EMPTY, "lvmm has no VFIO passthrough"},
     {"user_devices", JD_EMPTY, "lvmm has no vfio-user devices"},
     {"vdpa", JD_EMPTY, "lvmm has no vDPA devices"},
     {"numa", JD_EMPTY, "lvmm describes no NUMA nodes"},
@@ -1145,9 +1195,8 @@ int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, stru
 			  json_t **extra_out, char *err, unsigned errlen)
 {
 	static const char *const mine[] = {
-	    "cpus",	     "memory", "payload",  "serial", "console",
-	    "debug_console", "rng",    "platform", "vnvme",  "disks",
-	    "vsock",	     "net",    "fs",	   NULL};
+	    "cpus",  "memory", "payload", "serial", "console", "debug_console", "rng", "platform",
+	    "vnvme", "disks",  "vsock",	  "net",    "fs",      "devices",	NULL};
 	const char *keys[48];
 	json_t *extra = json_object();
 	unsigned nseg = 1;
@@ -1196,6 +1245,9 @@ int api_json_to_config_ch(const json_t *root, const struct api_vm_ops *ops, stru
 	if (!r)
 		r = json_device_list(root, "fs", CONFIG_MAX_FS, cfg, json_fs_item, &cfg->nfs, err,
 				     errlen);
+	if (!r)
+		r = json_device_list(root, "devices", CONFIG_MAX_DEVICES, cfg, json_vfio_item,
+				     &cfg->ndevices, err, errlen);
 	if (!r && json_field(root, "vsock")) {
 		r = api_json_to_vsock(json_field(root, "vsock"), "vsock", &cfg->vsock, err, errlen);
 		cfg->has_vsock = !r;
@@ -1279,6 +1331,13 @@ json_t *api_config_to_json(const struct vm_config *cfg)
 		for (i = 0; fs && i < cfg->nfs && i < CONFIG_MAX_FS; i++)
 			json_array_append_new(fs, api_fs_to_json(&cfg->fs[i], i));
 		json_object_set_new(o, "fs", fs);
+	}
+	if (o && cfg->ndevices) {
+		json_t *devs = json_array();
+
+		for (i = 0; devs && i < cfg->ndevices && i < CONFIG_MAX_DEVICES; i++)
+			json_array_append_new(devs, api_device_to_json(&cfg->devices[i], i));
+		json_object_set_new(o, "devices", devs);
 	}
 	return o;
 }

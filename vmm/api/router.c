@@ -710,6 +710,41 @@ static void route_vm_add_fs(struct api_vmm *vmm, const struct api_request *req,
 		route_device_info(vmm, resp, "vm.add-fs", c.id);
 }
 
+/* cloud-hypervisor's vm.add-device: DeviceConfig in, PciDeviceInfo out. The path names a host
+ * PCI function (sysfs), not a file: what lvmm may open of it is /dev/vfio's permissions' say. */
+static void route_vm_add_device(struct api_vmm *vmm, const struct api_request *req,
+				struct api_response *resp)
+{
+	char err[API_ERR_LEN] = "";
+	struct vfio_pci_config c;
+	json_t *j;
+	int r;
+
+	if (!route_need_state(vmm, resp, "vm.add-device", ST(VM_RUNNING) | ST(VM_PAUSED)))
+		return;
+	if (!vmm->ops->add_device) {
+		api_response_error(resp, 500, "vm.add-device: not available");
+		return;
+	}
+	j = route_load_body(req, resp);
+	if (!j)
+		return;
+	r = api_json_to_device(j, "device", &c, err, sizeof(err));
+	json_decref(j);
+	if (r) {
+		api_response_error(resp, 400, "vm.add-device: %s", err);
+		return;
+	}
+	r = vmm->ops->add_device(vmm->vm, &c, err, sizeof(err));
+	/* a function that cannot be opened (no VFIO, not bound to vfio-pci) is the client's */
+	if (r == -EEXIST || r == -ENOSPC || r == -EINVAL || r == -ENODEV)
+		api_response_error(resp, 400, "vm.add-device: %s", err);
+	else if (r)
+		route_op_error(resp, "vm.add-device", r, err);
+	else
+		route_device_info(vmm, resp, "vm.add-device", c.id);
+}
+
 static void route_vm_remove_device(struct api_vmm *vmm, const struct api_request *req,
 				   struct api_response *resp)
 {
@@ -1307,6 +1342,7 @@ static const struct route routes[] = {
     {"vm.add-vsock", HTTP_PUT, true, route_vm_add_vsock},
     {"vm.add-net", HTTP_PUT, true, route_vm_add_net},
     {"vm.add-fs", HTTP_PUT, true, route_vm_add_fs},
+    {"vm.add-device", HTTP_PUT, true, route_vm_add_device},
     {"vm.remove-device", HTTP_PUT, true, route_vm_remove_device},
     {"vm.resize", HTTP_PUT, true, route_vm_resize},
     {"vm.snapshot", HTTP_PUT, true, route_vm_snapshot},

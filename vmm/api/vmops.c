@@ -22,6 +22,7 @@ const struct api_vm_ops api_vm_ops_kvm = {
     .add_fs = vm_add_fs,
     .add_vsock = vm_add_vsock,
     .add_net = vm_add_net,
+    .add_device = vm_add_device,
     .remove_device = vm_remove_device,
     .device_slot = devices_slot,
     .snapshot = vm_snapshot,

@@ -34,6 +34,7 @@
 #define PCI_CAPABILITY_LIST	    0x34
 #define PCI_INTERRUPT_LINE	    0x3c
 #define PCI_INTERRUPT_PIN	    0x3d
+#define PCI_CAP_ID_MSI		    0x05
 #define PCI_CAP_ID_MSIX		    0x11
 #define PCI_CAP_ID_VNDR		    0x09
 #define PCI_CAP_ID_EXP		    0x10
@@ -47,6 +48,17 @@
 #define PCI_MSIX_FLAGS		    2	 /* within the capability */
 #define PCI_MSIX_FLAGS_ENABLE	    0x8000
 #define PCI_MSIX_FLAGS_MASKALL	    0x4000
+#define PCI_MSIX_FLAGS_QSIZE	    0x07ff
+#define PCI_MSIX_TABLE		    4 /* within the capability: BIR (bits 2:0) and offset */
+#define PCI_MSIX_PBA		    8
+#define PCI_MSIX_BIR		    0x7
+#define PCI_MSI_FLAGS		    2 /* within the capability */
+#define PCI_MSI_FLAGS_ENABLE	    0x0001
+#define PCI_MSI_FLAGS_QMASK	    0x000e /* vectors offered, log2 */
+#define PCI_MSI_FLAGS_QSIZE	    0x0070 /* vectors enabled, log2 */
+#define PCI_MSI_FLAGS_64BIT	    0x0080
+#define PCI_MSI_FLAGS_MASKBIT	    0x0100
+#define PCI_MSI_MAX_VECTORS	    32
 #define PCI_MSIX_ENTRY_SIZE	    16
 #define PCI_MSIX_ENTRY_CTRL_MASKBIT 0x1
 
@@ -87,7 +99,7 @@ struct pci_msix_entry {
 
 struct pci_msix {
 	unsigned nvec;
-	unsigned bar;
+	unsigned bar, pba_bar; /* where the table and the PBA live */
 	uint32_t table_off, pba_off;
 	uint8_t cap; /* config offset of the capability, 0 = none */
 	bool enabled, maskall;
@@ -97,6 +109,19 @@ struct pci_msix {
 	int *efd;
 	uint64_t *live; /* bitmap: efd[v] is KVM's irqfd now (vector unmasked) */
 	bool master;	/* bus mastering on: a message may be written */
+	uint64_t fired, pended;
+};
+
+/* MSI (a passed-through function's own capability): emulated, each vector a GSI and eventfd as
+ * MSI-X's are. */
+struct pci_msi {
+	uint8_t cap;   /* config offset, 0 = none */
+	unsigned nvec; /* offered (1..32) */
+	bool is64, maskable;
+	unsigned enabled; /* vectors enabled now, 0 = off */
+	bool master;
+	int gsi[PCI_MSI_MAX_VECTORS], efd[PCI_MSI_MAX_VECTORS];
+	uint64_t live[1], pending[1];
 	uint64_t fired, pended;
 };
 
@@ -112,6 +137,7 @@ struct pci_dev {
 	uint8_t next_cap;
 	struct pci_bar bar[PCI_NUM_BARS];
 	struct pci_msix msix;
+	struct pci_msi msi;
 	void *priv;
 	/* Function Level Reset (pci_dev_add_flr): the PCIe capability's offset, the config
 	 * values a reset restores (taken before the BARs are placed), the device's own reset. */
@@ -119,6 +145,15 @@ struct pci_dev {
 	uint8_t cfg_reset[PCI_CFG_SIZE];
 	void (*flr)(struct pci_dev *d);
 	uint64_t flrs;
+	/* Optional, a passed-through function (devices/vfio): config reads get the emulated bytes
+	 * from cfg, then cfg_read() merges the device's own over those it does not emulate; writes
+	 * apply to cfg (write masks, BARs, MSI-X) and then go to cfg_write(). Both run without
+	 * d->lock. msix_enable() is told when the guest turns MSI-X on or off (d->lock held). */
+	void (*cfg_read)(struct pci_dev *d, unsigned reg, void *data, unsigned len);
+	void (*cfg_write)(struct pci_dev *d, unsigned reg, const void *data, unsigned len);
+	void (*msix_enable)(struct pci_dev *d, bool on);
+	/* Optional: the guest enabled nvec MSI vectors (0: MSI off), d->lock held. */
+	void (*msi_enable)(struct pci_dev *d, unsigned nvec);
 };
 
 struct pci_bus {
@@ -128,6 +163,10 @@ struct pci_bus {
 	uint32_t cf8;
 	struct pci_dev *dev[PCI_MAX_DEVS];
 	uint64_t mmio64_next, mmio32_next;
+	/* The 64-bit window's size now, and what it may grow to while BARs are placed before the
+	 * guest sees it (pci_bus_mmio64_seal() ends that): large prefetchable BARs (a GPU's 16-256
+	 * GiB BAR1) make it as large as the functions present need. */
+	uint64_t mmio64_size, mmio64_max;
 	/* Window space of removed functions (pci_dev_exit), taken again by an exact size. */
 	struct {
 		uint64_t addr, size;
@@ -161,11 +200,30 @@ int pci_dev_add_bar(struct pci_dev *d, unsigned bar, uint64_t size, bool is64, b
 int pci_dev_add_cap(struct pci_dev *d, const void *cap, unsigned len);
 /* MSI-X with nvec vectors; table and PBA in BAR bar (which this call creates, 64-bit). */
 int pci_dev_add_msix(struct pci_dev *d, unsigned nvec, unsigned bar, char *err, unsigned errlen);
+/* MSI-X of a passed-through function: its own capability, already in cfg at offset cap, says
+ * how many vectors and where the table and PBA lie in its BARs; the BARs' handlers hand those
+ * accesses to pci_msix_access(). */
+int pci_dev_add_msix_at(struct pci_dev *d, uint8_t cap, char *err, unsigned errlen);
+/* MSI of a passed-through function: its own capability, already in cfg at offset cap (and
+ * linked), emulated: enable, vectors enabled, address, data and mask bits are the guest's,
+ * each enabled vector routed like an MSI-X one; pending bits read back. */
+int pci_dev_add_msi_at(struct pci_dev *d, uint8_t cap, char *err, unsigned errlen);
+/* The MSI capability's length in bytes from its Message Control word. */
+unsigned pci_msi_cap_len(uint16_t flags);
+/* A guest access at off inside BAR bar: served from the emulated MSI-X table or PBA (true), or
+ * not theirs (false). len 4 or 8, aligned; anything else inside them reads 0 and is dropped. */
+bool pci_msix_access(struct pci_dev *d, unsigned bar, uint64_t off, void *data, unsigned len,
+		     bool write);
 /* A PCI Express capability (integrated endpoint) advertising Function Level Reset. A write of
  * Initiate FLR resets the function: config space to its reset values (command 0, BARs
  * unassigned, MSI-X off, every vector masked, nothing pending), then flr(d) resets the device
  * behind it, called without d->lock. Returns the capability's offset or < 0. */
 int pci_dev_add_flr(struct pci_dev *d, void (*flr)(struct pci_dev *d));
+/* The 64-bit window may grow up to max bytes (from LAYOUT_MMIO64_START) until sealed; seal
+ * returns its size then, which the firmware tables describe. Hot-added functions fit the
+ * sealed window or are refused. */
+void pci_bus_mmio64_limit(struct pci_bus *b, uint64_t max);
+uint64_t pci_bus_mmio64_seal(struct pci_bus *b);
 /* Places the device on the bus at the next free slot, assigns and maps its BARs. */
 int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen);
 void pci_dev_exit(struct pci_dev *d);

@@ -1,0 +1,240 @@
+/* Config space of a passed-through function (vfio_pci.h): the header, BARs, capability links,
+ * MSI, MSI-X and the PCIe capability's type are lvmm's (the platform's pci_dev), every other
+ * byte of the first 256 is the device's, read and written through VFIO. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vfio/vfio_pci.h"
+
+#define CFG_HEADER_END	0x40
+#define CAP_HOPS_MAX	48 /* a capability list longer than this loops */
+#define PCI_EXP_TYPE_SH 4
+
+static uint16_t rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)rd16(p) | (uint32_t)rd16(p + 2) << 16;
+}
+
+static void wr16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+/* BARs from the device's regions and its BAR flags: I/O BARs are not passed through (a
+ * message says so), a 32-bit prefetchable BAR is presented non-prefetchable (lvmm's 64-bit
+ * window takes only 64-bit BARs), every BAR at least a page. */
+static int cfg_bars(struct vfio_pci *v, const uint8_t *raw, const struct bus_ops *ops, char *err,
+		    unsigned errlen)
+{
+	for (unsigned i = 0; i < PCI_NUM_BARS; i++) {
+		const struct vfio_region *rg = &v->info->regions[i];
+		uint32_t flags = rd32(raw + PCI_BAR0 + 4 * i);
+		bool is64 = (flags & 7) == PCI_BAR_MEM_TYPE_64, pref = flags & PCI_BAR_MEM_PREFETCH;
+		uint64_t size = 4096;
+
+		if (i < v->info->num_regions && rg->size && (flags & 1))
+			fprintf(stderr,
+				"lvmm: device %s: BAR%u is an I/O BAR: not passed through\n", v->id,
+				i);
+		if (i >= v->info->num_regions || !rg->size || (flags & 1))
+			continue;
+		if (is64 && i == PCI_NUM_BARS - 1) {
+			snprintf(err, errlen, "device %s: BAR5 claims 64 bits (flags 0x%x)", v->id,
+				 flags);
+			return -EINVAL;
+		}
+		if (rg->size > (1ULL << 40)) {
+			snprintf(err, errlen, "device %s: BAR%u of %llu bytes exceeds 1 TiB", v->id,
+				 i, (unsigned long long)rg->size);
+			return -EINVAL;
+		}
+		while (size < rg->size)
+			size <<= 1;
+		if (!is64 && size > (1ULL << 31)) {
+			snprintf(err, errlen, "device %s: 32-bit BAR%u of %llu bytes", v->id, i,
+				 (unsigned long long)rg->size);
+			return -EINVAL;
+		}
+		v->bar[i].region_size = rg->size;
+		if (pci_dev_add_bar(&v->pci, i, size, is64, is64 && pref, ops, &v->bar[i], NULL)) {
+			snprintf(err, errlen, "device %s: BAR%u (%llu bytes) rejected", v->id, i,
+				 (unsigned long long)size);
+			return -EINVAL;
+		}
+		if (is64)
+			i++;
+	}
+	return 0;
+}
+
+/* Walks the device's capability list: MSI and MSI-X emulated by the platform, the PCIe
+ * capability's type rewritten, the others kept as the device's. */
+static int cfg_caps(struct vfio_pci *v, const uint8_t *raw, char *err, unsigned errlen)
+{
+	struct pci_dev *d = &v->pci;
+	uint8_t keep[CAP_HOPS_MAX], msix = 0, msi = 0;
+	unsigned nkeep = 0, hops = 0, off;
+
+	if (!(rd16(raw + PCI_STATUS) & PCI_STATUS_CAP_LIST))
+		return 0;
+	for (off = raw[PCI_CAPABILITY_LIST] & ~3u; off; off = raw[off + 1] & ~3u) {
+		if (off < CFG_HEADER_END || off > PCI_CFG_SIZE - 4 || ++hops > CAP_HOPS_MAX) {
+			snprintf(err, errlen,
+				 "device %s: capability list broken at 0x%x (after %u entries)",
+				 v->id, off, hops);
+			return -EINVAL;
+		}
+		switch (raw[off]) {
+		case PCI_CAP_ID_MSI: {
+			unsigned len = pci_msi_cap_len(rd16(raw + off + PCI_MSI_FLAGS));
+
+			if (off + len > PCI_CFG_SIZE || msi)
+				continue;
+			msi = (uint8_t)off;
+			memset(v->emu + off, 1, len);
+			break;
+		}
+		case PCI_CAP_ID_MSIX:
+			if (off > PCI_CFG_SIZE - 12 || msix)
+				continue;
+			msix = (uint8_t)off;
+			memset(v->emu + off, 1, 12);
+			break;
+		case PCI_CAP_ID_EXP:
+			if (off > PCI_CFG_SIZE - 4)
+				continue;
+			/* lvmm's bus 0 has no root ports: its functions are integrated endpoints */
+			v->pcie_cap = (uint8_t)off;
+			d->cfg[off + PCI_EXP_FLAGS] =
+			    (uint8_t)((raw[off + PCI_EXP_FLAGS] & 0x0f) | PCI_EXP_TYPE_RC_END
+									      << PCI_EXP_TYPE_SH);
+			v->emu[off + PCI_EXP_FLAGS] = 1;
+			break;
+		default:
+			break;
+		}
+		keep[nkeep++] = (uint8_t)off;
+	}
+	/* The chain of what is kept: ids and links are lvmm's. */
+	d->cfg[PCI_CAPABILITY_LIST] = nkeep ? keep[0] : 0;
+	for (unsigned k = 0; k < nkeep; k++) {
+		d->cfg[keep[k]] = raw[keep[k]];
+		d->cfg[keep[k] + 1] = k + 1 < nkeep ? keep[k + 1] : 0;
+		v->emu[keep[k]] = v->emu[keep[k] + 1] = 1;
+	}
+	if (nkeep)
+		wr16(d->cfg + PCI_STATUS, PCI_STATUS_CAP_LIST);
+	if (msi && pci_dev_add_msi_at(d, msi, err, errlen))
+		return -EINVAL;
+	v->msi_cap = msi;
+	if (msix)
+		return pci_dev_add_msix_at(d, msix, err, errlen);
+	return 0;
+}
+
+int vfio_pci_cfg_build(struct vfio_pci *v, const struct bus_ops *bar_ops, char *err,
+		       unsigned errlen)
+{
+	struct pci_dev *d = &v->pci;
+	uint8_t raw[PCI_CFG_SIZE];
+	int r;
+
+	r = v->ops->cfg_read(v->o, 0, raw, sizeof(raw));
+	if (r) {
+		snprintf(err, errlen, "device %s: config space unreadable: %s", v->id,
+			 strerror(-r));
+		return -EIO;
+	}
+	if (rd16(raw + PCI_VENDOR_ID) == 0xffff || (raw[PCI_HEADER_TYPE] & 0x7f)) {
+		snprintf(err, errlen,
+			 "device %s: vendor 0x%04x, header type 0x%02x: only PCI endpoints (header "
+			 "type 0) pass through",
+			 v->id, rd16(raw + PCI_VENDOR_ID), raw[PCI_HEADER_TYPE]);
+		return -EINVAL;
+	}
+	pci_dev_init(d, v->id, rd16(raw + PCI_VENDOR_ID), rd16(raw + PCI_DEVICE_ID),
+		     rd32(raw + PCI_REVISION_ID) >> 8, rd16(raw + PCI_SUBSYSTEM_VENDOR_ID),
+		     rd16(raw + PCI_SUBSYSTEM_ID));
+	d->cfg[PCI_REVISION_ID] = raw[PCI_REVISION_ID];
+	/* Beyond the header the device's bytes, so a byte lvmm keeps has its value; the rest is
+	 * read from the device on every access. No INTx (pin 0), no expansion ROM. */
+	memcpy(d->cfg + CFG_HEADER_END, raw + CFG_HEADER_END, PCI_CFG_SIZE - CFG_HEADER_END);
+	memset(v->emu, 0, sizeof(v->emu));
+	memset(v->emu, 1, CFG_HEADER_END);
+	r = cfg_bars(v, raw, bar_ops, err, errlen);
+	if (!r)
+		r = cfg_caps(v, raw, err, errlen);
+	if (r)
+		return r;
+	d->cfg_read = vfio_pci_cfg_read;
+	d->cfg_write = vfio_pci_cfg_write;
+	return 0;
+}
+
+void vfio_pci_cfg_read(struct pci_dev *d, unsigned reg, void *data, unsigned len)
+{
+	struct vfio_pci *v = (struct vfio_pci *)d;
+	uint8_t raw[4], *out = data;
+	unsigned i;
+
+	for (i = 0; i < len && v->emu[reg + i]; i++)
+		;
+	if (i == len || v->ops->cfg_read(v->o, reg, raw, len))
+		return; /* all emulated, or the device did not answer: the emulated bytes stay */
+	for (i = 0; i < len; i++)
+		if (!v->emu[reg + i])
+			out[i] = raw[i];
+}
+
+void vfio_pci_cfg_sync_command(struct vfio_pci *v)
+{
+	uint16_t cmd;
+	uint8_t b[2];
+	int r = 0;
+
+	/* under the function's lock: two vCPUs' writes reach the device in their order */
+	pthread_mutex_lock(&v->pci.lock);
+	cmd =
+	    (uint16_t)(rd16(v->pci.cfg + PCI_COMMAND) & (PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER));
+	cmd |= PCI_COMMAND_INTX_DISABLE; /* no INTx is routed */
+	if (cmd != v->cmd) {
+		wr16(b, cmd);
+		r = v->ops->cfg_write(v->o, PCI_COMMAND, b, 2);
+		if (!r)
+			v->cmd = cmd;
+	}
+	pthread_mutex_unlock(&v->pci.lock);
+	if (r)
+		fprintf(stderr, "lvmm: device %s: command 0x%04x not written: %s\n", v->id, cmd,
+			strerror(-r));
+}
+
+void vfio_pci_cfg_write(struct pci_dev *d, unsigned reg, const void *data, unsigned len)
+{
+	struct vfio_pci *v = (struct vfio_pci *)d;
+	const uint8_t *in = data;
+	unsigned i, emu = 0;
+
+	if (reg < PCI_COMMAND + 2 && reg + len > PCI_COMMAND)
+		vfio_pci_cfg_sync_command(v);
+	for (i = 0; i < len; i++)
+		emu += v->emu[reg + i];
+	if (emu == len)
+		return;
+	/* The device's own registers: as written when none of the bytes is lvmm's, else the
+	 * device's bytes one at a time. */
+	if (!emu) {
+		v->ops->cfg_write(v->o, reg, in, len);
+		return;
+	}
+	for (i = 0; i < len; i++)
+		if (!v->emu[reg + i])
+			v->ops->cfg_write(v->o, reg + i, in + i, 1);
+}
