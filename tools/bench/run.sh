@@ -6,19 +6,21 @@
 # Knobs (environment): BENCH_TIME (seconds per storage run, 5; scales fio runs too), ROUNDS
 # (rounds of the nvme and storage benches: 7 and 2; 3 and 2 when BENCH_TIME <= 2), FIO_SECS (per
 # fio run), API_N (requests per API case, 2000; 1000 short), BOOT_RUNS (boots per VM shape, 20;
-# 10 short), BENCHES (which: "nvme api boot storage virtio ram net sparse"; virtio: storage.py
+# 10 short), BENCHES (which: "nvme api boot storage virtio ram net sparse snapshot"; virtio: storage.py
 # BENCH_ONLY=virtio, lvmm's virtio-blk and vNVMe against QEMU's virtio-blk and nvme on one image;
 # net: netbench.py, virtio-net of lvmm and QEMU and Linux boots with devices, several minutes of
 # Linux boots on a kvm_pvm host, skipped without the test guest of make guest; sparse:
 # sparse.py, one read every 5 ms, native client against lvmm's isolated doorbell modes; ram:
-# storage.py BENCH_ONLY=ram, every row on a tmpfs image and softssd backing, fio as reference),
+# storage.py BENCH_ONLY=ram, every row on a tmpfs image and softssd backing, fio as reference;
+# snapshot: snapbench.py, snapshot, restore and live migration of the bench guest, 256 MiB and
+# 1 GiB, about 2 minutes),
 # RESULTS (docs/bench), DOC (docs/benchmarks.md); storage.py lists its own.
 set -euo pipefail
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 results=${RESULTS:-docs/bench}
 doc=${DOC:-docs/benchmarks.md}
-benches=${BENCHES:-nvme api boot storage virtio ram net sparse}
+benches=${BENCHES:-nvme api boot storage virtio ram net sparse snapshot}
 want() { [[ " $benches " == *" $1 "* ]]; }
 for f in "$build/lvmm" "$build/bench-guest/bench-guest.elf" "$build/softssd-bench-client"; do
 	[ -e "$f" ] || { echo "bench: no $f (run make first)" >&2; exit 1; }
@@ -106,6 +108,12 @@ if want sparse; then
 	echo "bench: sparse I/O, native client against lvmm isolated (sparse.py)"
 	/usr/bin/python3 "$here/sparse.py" "$build" "$results" "$doc"
 	took sparse
+fi
+if want snapshot; then
+	echo "bench: snapshot, restore and live migration (snapbench.py)"
+	/usr/bin/python3 "$here/snapbench.py" "$build" "$results"
+	/usr/bin/python3 "$here/report_snapshot.py" "$results" "$doc"
+	took snapshot
 fi
 
 # host.json and report.py belong to the nvme, api and boot tables: only a run of all three
