@@ -1077,15 +1077,16 @@ static int vnvme_reclaim(void *dev, char *err, unsigned errlen)
 		struct nvme_qp_bind b;
 		struct lio_qp_state st;
 		uint32_t handle;
+		bool gone;
 		uint16_t s;
 
 		pthread_mutex_lock(&v->db_lock);
 		b = p->b;
 		st = p->st;
-		s = p->released;
+		gone = p->released;
 		p->released = false;
 		pthread_mutex_unlock(&v->db_lock);
-		if (!s)
+		if (!gone)
 			continue;
 		s = vnvme_bind(v, &b, &st, &handle);
 		if (s) {
