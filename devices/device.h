@@ -87,6 +87,11 @@ struct dev_model {
 	 * from a file: untrusted, checked whole before use. */
 	int (*save)(void *dev, void *buf, uint64_t *len, char *err, unsigned errlen);
 	int (*restore)(void *dev, const void *buf, uint64_t len, char *err, unsigned errlen);
+	/* Optional, for live migration of a paused, saved VM: let go of what the destination VMM
+	 * must hold alone (a volume one writer may attach), and take it back as saved when the
+	 * migration fails before the destination took over. */
+	int (*release)(void *dev, char *err, unsigned errlen);
+	int (*reclaim)(void *dev, char *err, unsigned errlen);
 	/* Optional, for a model without save: why it cannot be saved, for vm.snapshot's refusal. */
 	const char *nosave;
 	void (*counters)(void *dev, struct dev_counters *out); /* optional: id filled already */

@@ -687,6 +687,60 @@ void devices_pause(struct vm *vm, bool pause)
 	pthread_mutex_unlock(&devices_lock);
 }
 
+/* Devices [0, n) reclaimed, each tried; the first failure's message in err. */
+static int devices_reclaim_n(struct devices *ds, unsigned n, char *err, unsigned errlen)
+{
+	int r = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct dev_model *m = ds->dev[i].model;
+		char e[256];
+		int r1;
+
+		if (!m->reclaim)
+			continue;
+		r1 = m->reclaim(ds->dev[i].dev, e, sizeof(e));
+		if (r1 && !r) {
+			r = r1;
+			snprintf(err, errlen, "%s", e);
+		}
+	}
+	return r;
+}
+
+int devices_release(struct vm *vm, char *err, unsigned errlen)
+{
+	struct devices *ds;
+	unsigned i;
+	int r = 0;
+
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	for (i = 0; ds && i < ds->n && !r; i++)
+		if (ds->dev[i].model->release)
+			r = ds->dev[i].model->release(ds->dev[i].dev, err, errlen);
+	if (r) {
+		char e[8];
+
+		devices_reclaim_n(ds, i - 1, e, sizeof(e));
+	}
+	pthread_mutex_unlock(&devices_lock);
+	return r;
+}
+
+int devices_reclaim(struct vm *vm, char *err, unsigned errlen)
+{
+	struct devices *ds;
+	int r = 0;
+
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	if (ds)
+		r = devices_reclaim_n(ds, ds->n, err, errlen);
+	pthread_mutex_unlock(&devices_lock);
+	return r;
+}
+
 unsigned devices_counters(struct vm *vm, struct dev_counters *out, unsigned max)
 {
 	struct devices *ds;

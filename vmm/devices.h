@@ -52,6 +52,10 @@ int devices_save(struct vm *vm, struct snap_writer *w, char *err, unsigned errle
 /* devices_save's first check alone: every device can be saved now (live migration). */
 int devices_save_check(struct vm *vm, char *err, unsigned errlen);
 int devices_restore(struct vm *vm, const struct snap_reader *rd, char *err, unsigned errlen);
+/* Live migration, after devices_save: each device's release op (the first failure is returned,
+ * the devices released so far are reclaimed); devices_reclaim undoes it, every device tried. */
+int devices_release(struct vm *vm, char *err, unsigned errlen);
+int devices_reclaim(struct vm *vm, char *err, unsigned errlen);
 /* vm.counters: one entry per device that keeps counters, returns how many were filled. */
 unsigned devices_counters(struct vm *vm, struct dev_counters *out, unsigned max);
 

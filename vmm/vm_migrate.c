@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "devices.h"
 #include "migrate_proto.h"
 #include "snapshot_fmt.h"
 #include "vm_internal.h"
@@ -27,6 +28,7 @@
 #define MIG_ACCEPT_TIMEOUT_MS 300000 /* how long a destination waits for its source */
 #define MIG_MAX_ROUNDS	      8	     /* pre-copy rounds after the first full pass */
 #define MIG_DIRTY_STOP	      256    /* pages: a dirty set this small ends the pre-copy */
+#define MIG_RECLAIM_WAIT_MS   10000  /* for a failed destination's session to let a volume go */
 
 static uint64_t mig_now_us(void)
 {
@@ -405,7 +407,7 @@ int vm_migrate_send(struct vm *vm, const char *path, bool local, const void *con
 	uint8_t *state = NULL;
 	size_t state_len = 0;
 	struct vm_snapshot_stats ss;
-	bool running, committed = false;
+	bool running, committed = false, released = false;
 	int r;
 
 	memset(st, 0, sizeof(*st));
@@ -469,6 +471,12 @@ int vm_migrate_send(struct vm *vm, const char *path, bool local, const void *con
 		st->paused_at = mig_now_us(); /* a paused VM: no downtime of ours */
 	if (!r)
 		r = vm_save_state(vm, config, config_len, &state, &state_len, &ss, err, errlen);
+	/* A volume one writer attaches (an SSD-mode vNVMe) is let go now, saved and quiesced, for
+	 * the destination to attach when STATE comes; taken back below if the migration fails. */
+	if (!r && !local) {
+		r = devices_release(vm, err, errlen);
+		released = !r;
+	}
 	if (!r) {
 		st->state_bytes = state_len;
 		r = mig_send(s.sock, MIG_STATE, state, state_len, NULL, 0, -1, err, errlen);
@@ -520,6 +528,25 @@ int vm_migrate_send(struct vm *vm, const char *path, bool local, const void *con
 	free(s.hash);
 	if (st->dirty_log)
 		vm_ram_dirty_log(vm, false);
+	if (released) {
+		char e2[256];
+
+		uint64_t t0 = mig_now_us();
+		int r2;
+
+		/* the destination refused or is gone: the volume is free again once its session
+		 * has closed, which may take it a moment */
+		while ((r2 = devices_reclaim(vm, e2, sizeof(e2))) &&
+		       mig_now_us() - t0 < MIG_RECLAIM_WAIT_MS * 1000ULL)
+			usleep(20000);
+		if (r2) {
+			fprintf(stderr,
+				"lvmm: migration failed and a device was not taken back: %s; "
+				"the VM stays paused\n",
+				e2);
+			running = false;
+		}
+	}
 	if (running && vm_get_state(vm) == VM_PAUSED) {
 		char e2[128];
 
@@ -562,15 +589,44 @@ static int mig_accept(const char *path, char *err, unsigned errlen)
 	return r ? r : c;
 }
 
+/* RAM received before its VM exists: a sealed memfd of size bytes the VM adopts later. */
+static uint8_t *mig_stage_ram(uint64_t size, int *fd, char *err, unsigned errlen)
+{
+	uint8_t *p;
+
+	*fd = memfd_create("lvmm-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (*fd < 0) {
+		snprintf(err, errlen, "memory: memfd_create: %s", strerror(errno));
+		return NULL;
+	}
+	if (ftruncate(*fd, (off_t)size) || fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW)) {
+		snprintf(err, errlen, "memory: %llu MiB: %s", (unsigned long long)(size >> 20),
+			 strerror(errno));
+		close(*fd);
+		*fd = -1;
+		return NULL;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, *fd, 0);
+	if (p == MAP_FAILED) {
+		snprintf(err, errlen, "memory: mmap of %llu MiB: %s",
+			 (unsigned long long)(size >> 20), strerror(errno));
+		close(*fd);
+		*fd = -1;
+		return NULL;
+	}
+	return p;
+}
+
 int vm_migrate_receive(const char *path, vm_migrate_config_fn parse, void *ctx, struct vm **out,
 		       struct vm_migrate_stats *st, char *err, unsigned errlen)
 {
 	struct mig_rx rx;
 	struct vm_config *cfg = NULL;
 	struct vm *vm = NULL;
-	uint8_t *buf = NULL, *config = NULL;
+	uint8_t *buf = NULL, *config = NULL, *stage = NULL;
 	size_t config_len = 0;
-	int sock, fd = -1, r = 0;
+	int sock, fd = -1, stage_fd = -1, r = 0;
+	bool late = false; /* the VM is built at STATE (below) */
 
 	*out = NULL;
 	memset(st, 0, sizeof(*st));
@@ -625,17 +681,26 @@ int vm_migrate_receive(const char *path, vm_migrate_config_fn parse, void *ctx, 
 					 (unsigned long long)rx.hello.memory);
 				r = -EINVAL;
 			}
-			for (unsigned k = 0; !r && rx.hello.local && k < cfg->nvnvme; k++)
-				if (vm_vnvme_maps_ram(&cfg->vnvme[k])) {
+			for (unsigned k = 0; !r && k < cfg->nvnvme; k++)
+				if (vm_vnvme_maps_ram(&cfg->vnvme[k]) && rx.hello.local) {
 					snprintf(err, errlen,
 						 "vNVMe %s hands RAM to an SSD backend: no local "
 						 "migration",
 						 cfg->vnvme[k].id);
 					r = -EINVAL;
+				} else if (vm_vnvme_maps_ram(&cfg->vnvme[k])) {
+					late = true;
 				}
-			if (!r)
+			/* A vNVMe on an SSD volume attaches it as the device is made, and the
+			 * source holds it until it has paused and saved: such a VM is built when
+			 * STATE comes, its RAM received meanwhile into a memfd it adopts then. */
+			if (!r && late) {
+				stage = mig_stage_ram(rx.hello.memory, &stage_fd, err, errlen);
+				r = stage ? 0 : -ENOMEM;
+			} else if (!r) {
 				r = vm_restore_create(cfg, &vm, err, errlen);
-			if (!r && madvise(vm->ram, vm->gmem.size, MADV_REMOVE))
+			}
+			if (!r && !late && madvise(vm->ram, vm->gmem.size, MADV_REMOVE))
 				memset(vm->ram, 0, vm->gmem.size);
 			if (!r) {
 				config = buf;
@@ -644,7 +709,7 @@ int vm_migrate_receive(const char *path, vm_migrate_config_fn parse, void *ctx, 
 			}
 			break;
 		case MIG_MEMORY:
-			memcpy(vm->ram + off, pages, n);
+			memcpy((late ? stage : vm->ram) + off, pages, n);
 			break;
 		case MIG_MEMFD:
 			if (fd < 0) {
@@ -658,7 +723,18 @@ int vm_migrate_receive(const char *path, vm_migrate_config_fn parse, void *ctx, 
 			break;
 		case MIG_STATE:
 			st->paused_at = mig_now_us();
-			r = vm_restore_state(vm, buf, h.len, config, config_len, err, errlen);
+			if (late) {
+				r = vm_restore_create(cfg, &vm, err, errlen);
+				if (!r)
+					r = vm_adopt_ram(vm, stage_fd, err, errlen);
+				if (!r) {
+					stage_fd = -1;
+					r = vm_populate_ram(vm, err, errlen);
+				}
+			}
+			if (!r)
+				r = vm_restore_state(vm, buf, h.len, config, config_len, err,
+						     errlen);
 			if (!r)
 				r = mig_send(sock, MIG_READY, NULL, 0, NULL, 0, -1, err, errlen);
 			break;
@@ -687,6 +763,10 @@ int vm_migrate_receive(const char *path, vm_migrate_config_fn parse, void *ctx, 
 	free(cfg);
 	if (fd >= 0)
 		close(fd);
+	if (stage)
+		munmap(stage, rx.hello.memory);
+	if (stage_fd >= 0)
+		close(stage_fd);
 	if (r && rx.phase != MIG_RX_END) {
 		vm_destroy(vm);
 		return r;

@@ -459,6 +459,53 @@ int nvme_lio_resume(struct nvme_lio *l, uint32_t qp_id)
 	return r;
 }
 
+int nvme_lio_release(struct nvme_lio *l, char *err, unsigned errlen)
+{
+	int r = -ENOTCONN;
+
+	pthread_mutex_lock(&l->lock);
+	if (!l->dead) {
+		r = lio_client_vol_detach(l->c, l->vol_id);
+		if (r)
+			lio_note(l, r, "volume detach");
+	}
+	if (r)
+		lio_fail(l, err, errlen, "volume detach for the migration");
+	pthread_mutex_unlock(&l->lock);
+	return r;
+}
+
+int nvme_lio_reclaim(struct nvme_lio *l, char *err, unsigned errlen)
+{
+	struct lio_vol_attach a = {0};
+	int r = -ENOTCONN;
+
+	snprintf(a.name, sizeof(a.name), "%s", l->vol);
+	a.flags = l->qp_flags & LIO_QP_READONLY ? LIO_ATTACH_READONLY : 0;
+	pthread_mutex_lock(&l->lock);
+	if (!l->dead) {
+		r = lio_client_vol_attach(l->c, &a);
+		if (r)
+			lio_note(l, r, "volume attach");
+	}
+	if (r) {
+		lio_fail(l, err, errlen, "volume attach after a failed migration");
+	} else if (a.lba_start != l->lba_start || a.lba_count != l->lba_count) {
+		snprintf(err, errlen,
+			 "vnvme %s: ssd %s: volume %s came back at LBA %llu, %llu LBAs (it was at "
+			 "%llu, %llu)",
+			 l->dev, l->id.name, l->vol, (unsigned long long)a.lba_start,
+			 (unsigned long long)a.lba_count, (unsigned long long)l->lba_start,
+			 (unsigned long long)l->lba_count);
+		lio_client_vol_detach(l->c, a.vol_id);
+		r = -ESTALE;
+	} else {
+		l->vol_id = a.vol_id;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return r;
+}
+
 void nvme_lio_unbind(struct nvme_lio *l, uint32_t qp_id)
 {
 	int r;

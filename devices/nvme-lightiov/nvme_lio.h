@@ -62,6 +62,10 @@ bool nvme_lio_has_qp_state(const struct nvme_lio *l);
 int nvme_lio_quiesce(struct nvme_lio *l, uint32_t qp_id, struct lio_qp_state *st);
 /* It fetches again (LIO_OP_QP_RESUME). */
 int nvme_lio_resume(struct nvme_lio *l, uint32_t qp_id);
+/* Live migration: the volume detached once its queue pairs are gone (another VMM attaches it),
+ * and attached again, refused unless it is where and as large as it was. */
+int nvme_lio_release(struct nvme_lio *l, char *err, unsigned errlen);
+int nvme_lio_reclaim(struct nvme_lio *l, char *err, unsigned errlen);
 /* nvme_lio_bind of a restored queue: the backend queue pair starts quiesced at *saved (resume
  * it with nvme_lio_resume). */
 uint16_t nvme_lio_bind_saved(struct nvme_lio *l, const struct nvme_qp_bind *b,

@@ -44,6 +44,8 @@ struct vnvme_qp {
 	int db_fd;	/* eventfd doorbell, -1 */
 	bool quiesced;	/* the backend fetches nothing (vm.pause, or restored): st is its state */
 	struct lio_qp_state st;
+	bool released; /* destroyed in the backend for a migration: b and st bind it again */
+	struct nvme_qp_bind b;
 };
 
 struct vnvme {
@@ -65,6 +67,7 @@ struct vnvme {
 	unsigned dstrd;	       /* CAP.DSTRD */
 	char quiesce_err[200]; /* why the last pause left a queue pair serving, "" */
 	uint64_t quiesce_ns;   /* the last pause's quiesce of every queue pair */
+	bool released;	       /* the volume detached for a migration (vnvme_release) */
 };
 
 /* ---- doorbell ioeventfds: only with shadow doorbells, whose values the I/O thread reads ---- */
@@ -244,6 +247,7 @@ static uint16_t vnvme_bind(struct vnvme *v, const struct nvme_qp_bind *b,
 		return st;
 	}
 	q->bound = true;
+	q->b = *b;
 	if (saved) {
 		q->quiesced = true; /* until the VM resumes */
 		q->st = *saved;
@@ -287,10 +291,13 @@ static void hook_unbind(void *opaque, uint16_t sqid, uint32_t handle)
 	struct lio_qp_stats st;
 
 	pthread_mutex_lock(&v->db_lock);
-	vnvme_qp_doorbells(v, sqid, false);
-	if (!nvme_lio_qp_stats(v->lio, handle, &st))
-		vnvme_stats_add(&v->gone, &st);
-	nvme_lio_unbind(v->lio, handle);
+	(void)handle; /* q->qp_id: a migration that failed bound it again under another id */
+	if (!q->released) {
+		vnvme_qp_doorbells(v, sqid, false);
+		if (!nvme_lio_qp_stats(v->lio, q->qp_id, &st))
+			vnvme_stats_add(&v->gone, &st);
+		nvme_lio_unbind(v->lio, q->qp_id);
+	}
 	if (q->db_fd >= 0)
 		close(q->db_fd);
 	memset(q, 0, sizeof(*q));
@@ -621,7 +628,15 @@ static void vnvme_lio_counters(struct vnvme *v, struct dev_counters *o)
 		const struct lio_qp_stats *lio_from = &s;
 		struct dev_queue_counters *lio_to = &o->q[o->nqueues];
 
-		if (nvme_lio_qp_stats(v->lio, h[i], &s))
+		uint32_t id;
+		bool gone;
+
+		(void)h;
+		pthread_mutex_lock(&v->db_lock);
+		id = v->qps[qid[i]].qp_id;
+		gone = v->qps[qid[i]].released;
+		pthread_mutex_unlock(&v->db_lock);
+		if (gone || nvme_lio_qp_stats(v->lio, id, &s))
 			continue;
 		lio_to->qid = qid[i];
 		LIO_COUNTERS_SESSION(LIO_COUNTER_COPY)
@@ -996,6 +1011,100 @@ static int vnvme_restore(void *dev, const void *buf, uint64_t len, char *err, un
 	return r;
 }
 
+/* Live migration, the VM paused and saved: each bound queue pair (quiesced, its state saved)
+ * destroyed in the backend, then the volume detached, so that the destination's session can
+ * attach it (one writer per volume). vnvme_reclaim binds them again from the same states when
+ * the migration fails; they stay quiesced until the VM resumes. */
+static int vnvme_reclaim(void *dev, char *err, unsigned errlen);
+
+static int vnvme_release(void *dev, char *err, unsigned errlen)
+{
+	struct vnvme *v = dev;
+	int r = 0;
+
+	if (!v->lio)
+		return 0;
+	pthread_mutex_lock(&v->db_lock);
+	for (unsigned q = 1; q <= v->nqueues; q++) {
+		struct vnvme_qp *p = &v->qps[q];
+		struct lio_qp_stats st;
+
+		if (!p->bound || p->released)
+			continue;
+		if (!p->quiesced) {
+			snprintf(err, errlen, "vnvme %s: SQ %u: queue pair %u is not quiesced",
+				 v->cfg.id, q, p->qp_id);
+			r = -EBUSY;
+			break;
+		}
+		vnvme_qp_doorbells(v, q, false);
+		if (!nvme_lio_qp_stats(v->lio, p->qp_id, &st))
+			vnvme_stats_add(&v->gone, &st);
+		nvme_lio_unbind(v->lio, p->qp_id);
+		if (p->db_fd >= 0)
+			close(p->db_fd);
+		p->db_fd = -1;
+		p->released = true;
+	}
+	pthread_mutex_unlock(&v->db_lock);
+	if (!r) {
+		r = nvme_lio_release(v->lio, err, errlen);
+		v->released = !r;
+	}
+	if (r) {
+		char e[8];
+
+		vnvme_reclaim(v, e, sizeof(e));
+	}
+	return r;
+}
+
+static int vnvme_reclaim(void *dev, char *err, unsigned errlen)
+{
+	struct vnvme *v = dev;
+	int r = 0;
+
+	if (!v->lio)
+		return 0;
+	if (v->released) {
+		r = nvme_lio_reclaim(v->lio, err, errlen);
+		if (r)
+			return r;
+		v->released = false;
+	}
+	for (unsigned q = 1; q <= v->nqueues; q++) {
+		struct vnvme_qp *p = &v->qps[q];
+		struct nvme_qp_bind b;
+		struct lio_qp_state st;
+		uint32_t handle;
+		bool gone;
+		uint16_t s;
+
+		pthread_mutex_lock(&v->db_lock);
+		b = p->b;
+		st = p->st;
+		gone = p->released;
+		p->released = false;
+		pthread_mutex_unlock(&v->db_lock);
+		if (!gone)
+			continue;
+		s = vnvme_bind(v, &b, &st, &handle);
+		if (s) {
+			pthread_mutex_lock(&v->db_lock);
+			p->released = true; /* no backend queue pair to destroy */
+			pthread_mutex_unlock(&v->db_lock);
+		}
+		if (s && !r) {
+			snprintf(err, errlen,
+				 "vnvme %s: SQ %u: its queue pair was not created again (status "
+				 "0x%x)",
+				 v->cfg.id, q, s);
+			r = -EIO;
+		}
+	}
+	return r;
+}
+
 static void vnvme_destroy(void *dev)
 {
 	vnvme_free(dev);
@@ -1009,6 +1118,8 @@ const struct dev_model vnvme_model = {
     .resume = vnvme_resume,
     .save = vnvme_save,
     .restore = vnvme_restore,
+    .release = vnvme_release,
+    .reclaim = vnvme_reclaim,
     .counters = vnvme_counters,
     .destroy = vnvme_destroy,
 };

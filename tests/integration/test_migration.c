@@ -3,7 +3,9 @@
  * passing its RAM memfd (local), the count going on in the destination and the source gone;
  * hostile input from a fake source refused while the destination serves on; a destination that
  * dies or never confirms leaves the source running; a source that dies leaves the destination
- * without a VM, ready for another receive; a VM with a device that cannot be saved refused. */
+ * without a VM, ready for another receive; a VM with a device that cannot be saved refused; a
+ * vNVMe on a softssd volume handed over to the destination, and taken back by a source whose
+ * destination vanished. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,7 @@
 
 #include "apitest.h"
 #include "migrate_proto.h"
+#include "ssdutil.h"
 #include "testutil.h"
 
 static struct apitest S, D;
@@ -387,7 +390,6 @@ static void fake_destination(bool ready)
 	int l = socket(AF_UNIX, SOCK_STREAM, 0), c, st;
 	pid_t sp;
 	char out[300], u[300];
-	long at;
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", mig);
 	ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
@@ -426,17 +428,119 @@ static void fake_destination(bool ready)
 	st = child_status(sp, 60);
 	ck_assert_int_eq(st, 1);
 	ck_assert_str_eq(apitest_vm_state(&S), "Running");
-	at = last_heartbeat();
-	ck_assert_msg(heartbeat_reaches(at + 3, 10000), "the source does not run on");
 }
 
 START_TEST(test_destination_vanishes)
 {
+	long at;
+
 	TESTUTIL_NEED_KVM();
 	boot_source(NULL);
-	fake_destination(false);
-	fake_destination(true);
+	for (int ready = 0; ready < 2; ready++) {
+		fake_destination(ready);
+		at = last_heartbeat();
+		ck_assert_msg(heartbeat_reaches(at + 3, 10000), "the source does not run on");
+	}
 	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.shutdown", NULL, NULL), 204);
+}
+END_TEST
+
+/* Commands the SSD served on the VM's vNVMe nvme0 so far (every queue pair's). */
+static long long ssd_cmds(struct apitest *t)
+{
+	json_t *j = NULL, *q;
+	long long n = 0;
+
+	ck_assert_int_eq(apitest_curl(t, "GET", "vm.counters", NULL, &j), 200);
+	q = json_object_get(json_object_get(j, "nvme0"), "queues");
+	for (size_t i = 0; i < json_array_size(q); i++)
+		n += json_integer_value(json_object_get(json_array_get(q, i), "cmds"));
+	json_decref(j);
+	return n;
+}
+
+static bool ssd_cmds_pass(struct apitest *t, long long n, unsigned limit_ms)
+{
+	for (unsigned ms = 0; ms < limit_ms; ms += 50) {
+		if (ssd_cmds(t) > n)
+			return true;
+		testutil_sleep_ms(50);
+	}
+	return false;
+}
+
+/* The bench guest writing at random on 4 queue pairs of a softssd volume (isolated, polled
+ * doorbells), which one writer may attach: `local` is refused; two fake destinations that
+ * vanish (before READY, after COMMIT) after the source let the volume go leave the source
+ * taking it back, its queue pairs going on where they were; then a real destination attaches
+ * the volume at STATE and the run ends there with every I/O done and none failed. */
+START_TEST(test_migrate_ssd)
+{
+	const char *opts[] = {"--backing", NULL, "--size", "64M", NULL};
+	char backing[600], logp[600], cfg[2048], body[400], *c;
+	const char *res;
+	long long n;
+	pid_t ssd, rp;
+
+	TESTUTIL_NEED_KVM();
+	setenv("LVMM_RUN_DIR", S.dir, 1);
+	snprintf(backing, sizeof(backing), "%s/ssd.img", S.dir);
+	snprintf(logp, sizeof(logp), "%s/ssd.log", S.dir);
+	opts[1] = backing;
+	ssd = testutil_ssd_start("migssd", logp, opts);
+	ck_assert_int_eq(
+	    testutil_system("%s ssd vol create migssd vm1 16M >/dev/null", testutil_lvmm()), 0);
+	snprintf(cfg, sizeof(cfg),
+		 "{\"cpus\": {\"boot_vcpus\": 1}, \"memory\": {\"size\": 67108864},"
+		 " \"payload\": {\"kernel\": \"%s\", \"cmdline\": \"bench.mode=work bench.qp=4 "
+		 "bench.qd=4 bench.span_mb=1 bench.rw=randwrite bench.ios=150000\"},"
+		 " \"vnvme\": [{\"ssd\": \"migssd\", \"vol\": \"vm1\", \"mode\": \"isolated\","
+		 " \"doorbell\": \"poll\", \"num_queues\": 4}],"
+		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"}}",
+		 guest, S.console);
+	apitest_start(&S, NULL);
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.create", cfg, NULL), 204);
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.boot", NULL, NULL), 204);
+	ck_assert_msg(ssd_cmds_pass(&S, 100, 20000), "the run does not start");
+	snprintf(body, sizeof(body), "{\"destination_url\": \"unix:%s\", \"local\": true}", mig);
+	apitest_expect_error(&S, "vm.send-migration", body, 400, "hands guest RAM");
+	for (int ready = 0; ready < 2; ready++) {
+		fake_destination(ready);
+		n = ssd_cmds(&S);
+		ck_assert_msg(ssd_cmds_pass(&S, n + 100, 20000), "the source's I/O stalls");
+	}
+	c = testutil_slurp(S.console);
+	ck_assert_msg(!strstr(c, "work result"), "the run ended before the migration: raise ios");
+	free(c);
+
+	apitest_start(&D, NULL);
+	rp = start_receive();
+	snprintf(body, sizeof(body), "{\"destination_url\": \"unix:%s\"}", mig);
+	S.curl_max_s = 120;
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.send-migration", body, NULL), 204);
+	ck_assert_int_eq(child_status(rp, 30), 0);
+	ck_assert_int_eq(apitest_wait(&S, 15), 0);
+	c = testutil_slurp(S.log);
+	res = c ? strstr(c, "lvmm: migrated to") : NULL;
+	ck_assert_msg(res, "no migration line in the source's log");
+	fprintf(stderr, "test_migrate_ssd: %.*s\n", (int)strcspn(res, "\n"), res);
+	free(c);
+	n = ssd_cmds(&D);
+	ck_assert_msg(ssd_cmds_pass(&D, n + 100, 20000), "the destination's I/O stalls at %lld", n);
+	for (unsigned ms = 0; ms < 300000 && !file_has(S.console, "bench: done"); ms += 100)
+		testutil_sleep_ms(100);
+	c = testutil_slurp(S.console);
+	ck_assert_msg(strstr(c, "bench: done"),
+		      "the migrated run does not end (%lld commands):\n%s", ssd_cmds(&D), c);
+	free(c);
+	c = testutil_slurp(S.console);
+	res = strstr(c, "bench: work result");
+	ck_assert_msg(res && strstr(res, " ios=") &&
+			  strtoull(strstr(res, " ios=") + 5, NULL, 10) >= 150000 &&
+			  strstr(res, " errors=0 "),
+		      "%s", c);
+	free(c);
+	ck_assert_int_eq(testutil_ssd_stop(&ssd, SIGTERM), 0);
 }
 END_TEST
 
@@ -526,6 +630,12 @@ int main(void)
 	tcase_add_test(tc, test_source_killed);
 	tcase_add_test(tc, test_refuses_device);
 	tcase_add_test(tc, test_allowed_dir);
+	suite_add_tcase(s, tc);
+	/* CK_RUN_CASE=ssd: a vNVMe on a softssd volume; its bench run is long on a loaded host */
+	tc = tcase_create("ssd");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 400);
+	tcase_add_test(tc, test_migrate_ssd);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
 }

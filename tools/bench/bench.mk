@@ -2,7 +2,8 @@
 # round trips, boot to poweroff, and the storage benchmarks side by side (storage.py: every
 # data-path mode, native, QEMU; N VMs on one SSD; boot and footprint against QEMU; virtio-blk
 # against QEMU's on one image), virtio-net against QEMU's and Linux boots with devices
-# (netbench.py, on the test guest of make guest). Results:
+# (netbench.py, on the test guest of make guest), snapshot, restore and live migration
+# (snapbench.py). Results:
 # docs/bench/*.csv, *.png and the tables in docs/benchmarks.md. Knobs: BENCH_TIME (seconds per
 # storage run), ROUNDS, FIO_SECS, API_N, BOOT_RUNS, BENCHES (see run.sh and storage.py).
 # make test runs bench-smoke: the storage harness end to end in seconds, results in a temp dir.

@@ -6,22 +6,23 @@
 # Knobs (environment): BENCH_TIME (seconds per storage run, 5; scales fio runs too), ROUNDS
 # (rounds of the nvme and storage benches: 7 and 2; 3 and 2 when BENCH_TIME <= 2), FIO_SECS (per
 # fio run), API_N (requests per API case, 2000; 1000 short), BOOT_RUNS (boots per VM shape, 20;
-# 10 short), BENCHES (which: "nvme api boot storage virtio ram net sparse upgrade"; virtio:
-# storage.py BENCH_ONLY=virtio, lvmm's virtio-blk and vNVMe against QEMU's virtio-blk and nvme on
-# one image;
+# 10 short), BENCHES (which: "nvme api boot storage virtio ram net sparse upgrade snapshot";
+# virtio: storage.py BENCH_ONLY=virtio, lvmm's virtio-blk and vNVMe against QEMU's virtio-blk and
+# nvme on one image;
 # net: netbench.py, virtio-net of lvmm and QEMU and Linux boots with devices, several minutes of
 # Linux boots on a kvm_pvm host, skipped without the test guest of make guest; sparse:
 # sparse.py, one read every 5 ms, native client against lvmm's isolated doorbell modes; ram:
 # storage.py BENCH_ONLY=ram, every row on a tmpfs image and softssd backing, fio as reference;
 # upgrade: ssd-upgrade.py, a QD1 guest's slowest I/O across `lvmm ssd upgrade` against rounds
-# without),
+# without; snapshot: snapbench.py, snapshot, restore and live migration of the bench guest,
+# 256 MiB and 1 GiB, about 2 minutes),
 # RESULTS (docs/bench), DOC (docs/benchmarks.md); storage.py lists its own.
 set -euo pipefail
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 results=${RESULTS:-docs/bench}
 doc=${DOC:-docs/benchmarks.md}
-benches=${BENCHES:-nvme api boot storage virtio ram net sparse upgrade}
+benches=${BENCHES:-nvme api boot storage virtio ram net sparse upgrade snapshot}
 want() { [[ " $benches " == *" $1 "* ]]; }
 for f in "$build/lvmm" "$build/bench-guest/bench-guest.elf" "$build/softssd-bench-client"; do
 	[ -e "$f" ] || { echo "bench: no $f (run make first)" >&2; exit 1; }
@@ -114,6 +115,12 @@ if want upgrade; then
 	echo "bench: softssd upgrade pause at QD1 (ssd-upgrade.py)"
 	/usr/bin/python3 "$here/ssd-upgrade.py" "$build" "$results" "${ROUNDS:-3}"
 	took upgrade
+fi
+if want snapshot; then
+	echo "bench: snapshot, restore and live migration (snapbench.py)"
+	/usr/bin/python3 "$here/snapbench.py" "$build" "$results"
+	/usr/bin/python3 "$here/report_snapshot.py" "$results" "$doc"
+	took snapshot
 fi
 
 # host.json and report.py belong to the nvme, api and boot tables: only a run of all three

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make test's smoke run of the storage benchmark harness (seconds, not a benchmark): every row
-# kind once at a tiny size into a temp dir, the report into a copy of docs/benchmarks.md, and the
+# kind once at a tiny size into a temp dir, the report into a copy of docs/benchmarks.md, the
+# snapshot and migration harness at 64 MiB (snapbench.py SMOKE=1), and the
 # virtio-net harness on the host (netbench.py NET_ONLY=loop, no VM); fails when a row, a table
 # or a plot is missing. Appends "bench-smoke PASSED FAILED 0" to
 # $LVMM_TEST_TOTALS (tests/run-suites.sh).
@@ -57,6 +58,15 @@ else
 	echo "bench-smoke: SKIP ram rows: /dev/shm is ${shm:-absent}, not tmpfs, or fio is missing"
 	skip=1
 fi
+# snapbench.py at 64 MiB: one snapshot and restore, the four migrations, the report and plot
+SMOKE=1 timeout 120 /usr/bin/python3 "$here/snapbench.py" "$build" "$tmp/res" >>"$tmp/log" 2>&1
+check "snapshot: saved, restored and alive again" \
+	'grep -q "^1,snapshot,64,32,[0-9.]*,[0-9.]*,64.0,[0-9]*,[0-9.]*,[0-9.]*" "$tmp/res/snapshot-smoke.csv" 2>/dev/null'
+check "snapshot: the four migrations measured" \
+	'[ "$(grep -c "^1,migration,64,32," "$tmp/res/snapshot-smoke-migration.csv" 2>/dev/null)" = 4 ]'
+/usr/bin/python3 "$here/report_snapshot.py" "$tmp/res" "$tmp/doc.md" snapshot-smoke >>"$tmp/log" 2>&1
+check "snapshot tables and plot" \
+	'grep -q "<!-- /bench:migration -->" "$tmp/doc.md" && [ -s "$tmp/res/snapshot-smoke.png" ]'
 net_measured() { # one row, ok, each phase's rate above 0
 	/usr/bin/python3 - "$1" <<'PY' 2>/dev/null
 import csv, sys
