@@ -20,6 +20,7 @@
 
 #include "lightiov/voltable.h"
 #include "client/lio_client.h"
+#include "softssd/backing_io.h"
 #include "softssd/server_int.h"
 #include "softssd/volumes.h"
 
@@ -482,6 +483,7 @@ static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 	const struct ssd_server_cfg *cfg = s->cfg;
 	struct lio_identify id = {0};
 	struct epoll_event ev = {.events = EPOLLIN};
+	struct ssd_dev dev;
 	sigset_t set;
 	int r;
 
@@ -494,8 +496,10 @@ static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	ssd_raise_nofile();
-	r = ssd_volumes_open(&s->vols, cfg->backing_fd, cfg->name, cfg->capacity, cfg->lba_shift,
-			     true, err, errlen);
+	dev.fd = cfg->backing_fd;
+	dev.nvme = cfg->nvme;
+	r = ssd_volumes_open_dev(&s->vols, &dev, cfg->name, cfg->capacity, cfg->lba_shift, true,
+				 err, errlen);
 	if (r)
 		return r;
 	r = ssd_volumes_reclaim(s->vols);
@@ -512,8 +516,8 @@ static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 	s->qp_by_id = calloc(LIO_MAX_QPAIRS + 1, sizeof(*s->qp_by_id));
 	if (!s->qp_by_id)
 		return -ENOMEM;
-	r = ssd_engine_start(&s->eng, cfg->backing_fd, cfg->direct_fd, s->lba_shift, cfg->workers,
-			     cfg->model, err, errlen);
+	r = ssd_engine_start(&s->eng, cfg->backing_fd, cfg->direct_fd, cfg->nvme, s->lba_shift,
+			     cfg->workers, cfg->model, err, errlen);
 	if (r)
 		return r;
 	r = ssd_listen(s, err, errlen);
@@ -531,11 +535,19 @@ static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 	epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->sigfd, &ev);
 	printf("%s: serving %s on %s: %" PRIu64 " LBAs of %u bytes, %u volumes, model %s, "
 	       "%u workers\n",
-	       cfg->name, "softssd", s->path, id.capacity_lbas, 1u << s->lba_shift, id.nr_volumes,
-	       cfg->model->desc, cfg->workers);
+	       cfg->name, cfg->nvme ? cfg->nvme->name : "softssd", s->path, id.capacity_lbas,
+	       1u << s->lba_shift, id.nr_volumes, cfg->model->desc, cfg->workers);
 	fflush(stdout);
 	if (cfg->notify)
 		ssd_notify_ready();
+	if (cfg->nvme) {
+		/* DMA-window registration maps (type1) or locks and translates (no-IOMMU) client
+		 * memory for the controller: calls and privileges the filter and the dropped
+		 * capabilities would take away (docs/vfio.md, softssd --vfio) */
+		printf("%s: --vfio: capabilities kept and no system-call filter\n", cfg->name);
+		fflush(stdout);
+		return 0;
+	}
 	r = ssd_drop_caps(err, errlen);
 	return r ? r : ssd_seccomp_install(cfg->seccomp, err, errlen);
 }

@@ -134,6 +134,8 @@ void ssd_window_drop(struct ssd_session *ss)
 	unsigned i;
 
 	for (i = 0; i < ss->win.n; i++) {
+		if (ss->win.nvme)
+			nvme_pci_dma_del(ss->win.nvme, &ss->win.dma[i]);
 		munmap(ss->win.host[i], ss->win.map_bytes[i]);
 		close(ss->win_fd[i]);
 	}
@@ -265,6 +267,19 @@ static int ssd_op_dma_register(struct ssd_call *c)
 		}
 		if (np > 0)
 			nonres += (uint64_t)np * LIO_PAGE_SIZE;
+	}
+	nw.nvme = c->s->cfg->nvme;
+	for (i = 0; nw.nvme && i < nw.n; i++) {
+		/* the controller reaches the window: mapped at IOVAs, or locked and translated */
+		r = nvme_pci_dma_add(nw.nvme, &nw.dma[i], nw.host[i], nw.map_bytes[i], c->err,
+				     sizeof(c->err));
+		if (r) {
+			while (i--)
+				nvme_pci_dma_del(nw.nvme, &nw.dma[i]);
+			for (j = 0; j < nw.n; j++)
+				munmap(nw.host[j], nw.map_bytes[j]);
+			return r;
+		}
 	}
 	if (nonres)
 		printf("%s: client %" PRIu64 " pid %d: DMA window of %" PRIu64 " MiB, %" PRIu64

@@ -89,8 +89,8 @@ static int nvme_wait_csts(struct nvme_pci *c, uint32_t mask, uint32_t want, cons
 			return -EIO;
 		}
 		if (nvme_now_ms() > end) {
-			snprintf(err, errlen, "nvme %s: CSTS 0x%x after %u ms while %s", c->name, csts,
-				 c->timeout_ms, what);
+			snprintf(err, errlen, "nvme %s: CSTS 0x%x after %u ms while %s", c->name,
+				 csts, c->timeout_ms, what);
 			return -ETIMEDOUT;
 		}
 		nvme_pause();
@@ -99,8 +99,8 @@ static int nvme_wait_csts(struct nvme_pci *c, uint32_t mask, uint32_t want, cons
 
 /* ---- DMA memory ---- */
 
-int nvme_pci_dma_add(struct nvme_pci *c, struct nvme_dma_map *m, void *va, uint64_t size,
-		     char *err, unsigned errlen)
+int nvme_pci_dma_add(struct nvme_pci *c, struct nvme_dma_map *m, void *va, uint64_t size, char *err,
+		     unsigned errlen)
 {
 	uint64_t i, n = size / NVME_PCI_PAGE;
 	int r;
@@ -332,8 +332,8 @@ static int nvme_sync_run(struct nvme_pci_queue *q, struct nvme_sqe *sqe, uint32_
 		}
 		if (nvme_now_ms() > end) {
 			/* the cid stays taken: the controller may still answer it */
-			snprintf(err, errlen, "nvme %s: %s: no completion after %u ms", c->name, what,
-				 NVME_PCI_CMD_MS);
+			snprintf(err, errlen, "nvme %s: %s: no completion after %u ms", c->name,
+				 what, NVME_PCI_CMD_MS);
 			return -ETIMEDOUT;
 		}
 		nvme_pause();
@@ -419,7 +419,8 @@ static int nvme_identify_all(struct nvme_pci *c, char *err, unsigned errlen)
 	c->lba_shift = idn->lbaf[fmt].ds;
 	c->nsze = idn->nsze;
 	if (c->lba_shift != 9 && c->lba_shift != 12) {
-		snprintf(err, errlen, "nvme %s: namespace 1 has %u-byte LBAs (softssd needs 512 or 4096)",
+		snprintf(err, errlen,
+			 "nvme %s: namespace 1 has %u-byte LBAs (softssd needs 512 or 4096)",
 			 c->name, c->lba_shift < 32 ? 1u << c->lba_shift : 0);
 		return -EOPNOTSUPP;
 	}
@@ -470,7 +471,7 @@ static int nvme_setup_irqs(struct nvme_pci *c, char *err, unsigned errlen)
 
 	if (c->dev.irqs[VFIO_PCI_MSIX_IRQ_INDEX].count < c->nioq)
 		return 0; /* polled */
-	fds[0] = -1; /* vector 0: the admin queue and ioq[0], both polled */
+	fds[0] = -1;	  /* vector 0: the admin queue and ioq[0], both polled */
 	for (i = 1; i < c->nioq; i++) {
 		c->ioq[i].irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (c->ioq[i].irq_fd < 0) {
@@ -501,7 +502,8 @@ static int nvme_enable(struct nvme_pci *c, char *err, unsigned errlen)
 	}
 	c->cap = nvme_rd64(c, NVME_REG_CAP);
 	if (c->cap == ~0ull) {
-		snprintf(err, errlen, "nvme %s: CAP reads all ones (no device behind BAR0)", c->name);
+		snprintf(err, errlen, "nvme %s: CAP reads all ones (no device behind BAR0)",
+			 c->name);
 		return -ENODEV;
 	}
 	mqes = NVME_CAP_MQES(c->cap) + 1;
@@ -516,10 +518,11 @@ static int nvme_enable(struct nvme_pci *c, char *err, unsigned errlen)
 		c->bar = NULL;
 	}
 	if (!(c->cap & NVME_CAP_CSS_NVM) || mpsmin || mqes < 2) {
-		snprintf(err, errlen,
-			 "nvme %s: CAP 0x%llx: needs the NVM command set, 4 KiB pages and queues of "
-			 "2 entries",
-			 c->name, (unsigned long long)c->cap);
+		snprintf(
+		    err, errlen,
+		    "nvme %s: CAP 0x%llx: needs the NVM command set, 4 KiB pages and queues of "
+		    "2 entries",
+		    c->name, (unsigned long long)c->cap);
 		return -EOPNOTSUPP;
 	}
 	if (nvme_rd32(c, NVME_REG_CC) & NVME_CC_EN)
@@ -617,8 +620,9 @@ int nvme_pci_open(struct nvme_pci *c, const char *bdf, bool allow_noiommu, unsig
 			goto fail;
 		got = (dw0 & 0xffff) < (dw0 >> 16) ? (dw0 & 0xffff) + 1 : (dw0 >> 16) + 1;
 		if (got < c->nioq) {
-			snprintf(err, errlen, "nvme %s: the controller grants %u I/O queues, not %u",
-				 c->name, got, c->nioq);
+			snprintf(err, errlen,
+				 "nvme %s: the controller grants %u I/O queues, not %u", c->name,
+				 got, c->nioq);
 			r = -EOPNOTSUPP;
 			goto fail;
 		}
@@ -657,8 +661,8 @@ void nvme_pci_close(struct nvme_pci *c)
 	if (cc != ~0u && (cc & NVME_CC_EN)) {
 		/* a normal shutdown: the controller writes its cache back */
 		nvme_wr32(c, NVME_REG_CC, (cc & ~(3u << 14)) | (NVME_CC_SHN_NORMAL << 14));
-		if (nvme_wait_csts(c, NVME_CSTS_SHST_MASK, NVME_CSTS_SHST_CMPLT, "shutting down", err,
-				   sizeof(err)))
+		if (nvme_wait_csts(c, NVME_CSTS_SHST_MASK, NVME_CSTS_SHST_CMPLT, "shutting down",
+				   err, sizeof(err)))
 			fprintf(stderr, "%s\n", err);
 		nvme_wr32(c, NVME_REG_CC, 0);
 	}
@@ -689,17 +693,18 @@ static int nvme_check_range(struct nvme_pci *c, uint64_t off, uint64_t len, char
 	uint64_t mask = (1ull << c->lba_shift) - 1, end = c->nsze << c->lba_shift;
 
 	if ((off | len) & mask || off > end || len > end - off) {
-		snprintf(err, errlen, "nvme %s: I/O of %llu bytes at %llu outside namespace 1 or "
-			 "not in whole LBAs", c->name, (unsigned long long)len,
-			 (unsigned long long)off);
+		snprintf(err, errlen,
+			 "nvme %s: I/O of %llu bytes at %llu outside namespace 1 or "
+			 "not in whole LBAs",
+			 c->name, (unsigned long long)len, (unsigned long long)off);
 		return -EINVAL;
 	}
 	return 0;
 }
 
 /* One command of len <= mdts bytes on ioq[0] with the bounce buffer as its data. */
-static int nvme_bounce_io(struct nvme_pci *c, uint8_t opcode, uint64_t off, uint32_t len,
-			  char *err, unsigned errlen)
+static int nvme_bounce_io(struct nvme_pci *c, uint8_t opcode, uint64_t off, uint32_t len, char *err,
+			  unsigned errlen)
 {
 	struct nvme_pci_queue *q = &c->ioq[0];
 	uint64_t ent[NVME_PCI_BOUNCE / NVME_PCI_PAGE], list_addr;
@@ -723,7 +728,8 @@ static int nvme_bounce_io(struct nvme_pci *c, uint8_t opcode, uint64_t off, uint
 	sqe.cdw10 = (uint32_t)lba;
 	sqe.cdw11 = (uint32_t)(lba >> 32);
 	sqe.cdw12 = (len >> c->lba_shift) - 1;
-	return nvme_sync_run(q, &sqe, NULL, opcode == NVME_CMD_READ ? "read" : "write", err, errlen);
+	return nvme_sync_run(q, &sqe, NULL, opcode == NVME_CMD_READ ? "read" : "write", err,
+			     errlen);
 }
 
 int nvme_pci_read(struct nvme_pci *c, uint64_t off, void *buf, uint64_t len, char *err,

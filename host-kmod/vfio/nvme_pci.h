@@ -45,10 +45,10 @@ struct nvme_pci_queue {
 	uint8_t *lists; /* one PRP-list page per cid */
 	uint64_t sq_addr, cq_addr, lists_off;
 	uint32_t sq_tail, sq_head, cq_head, phase, rung;
-	void **ctx;	 /* per cid: the caller's command, NULL when free */
+	void **ctx;	/* per cid: the caller's command, NULL when free */
 	uint16_t *free; /* free cids, a stack */
 	uint32_t nfree;
-	int irq_fd;	  /* MSI-X vector's eventfd, or -1: polled */
+	int irq_fd;	   /* MSI-X vector's eventfd, or -1: polled */
 	uint64_t bad_cqes; /* replies refused (unknown cid, wrong queue, bad SQ head) */
 };
 
@@ -59,9 +59,9 @@ struct nvme_pci {
 	bool opened, noiommu;
 	volatile uint8_t *bar; /* BAR0 mapped, or NULL: registers through the device fd */
 	uint64_t cap;
-	uint32_t dstrd;		     /* doorbell stride in bytes */
-	uint32_t timeout_ms;	     /* CAP.TO */
-	struct nvme_dma_map pool;    /* queues, PRP lists, identify and bounce buffers */
+	uint32_t dstrd;		  /* doorbell stride in bytes */
+	uint32_t timeout_ms;	  /* CAP.TO */
+	struct nvme_dma_map pool; /* queues, PRP lists, identify and bounce buffers */
 	uint64_t pool_used, next_iova;
 	struct nvme_pci_queue admin;
 	struct nvme_pci_queue ioq[NVME_PCI_MAX_IOQ]; /* ioq[0]: the synchronous path's */
@@ -106,8 +106,8 @@ void nvme_pci_close(struct nvme_pci *c);
 
 /* Makes [va, va + size) reachable by the controller (page aligned; locked for no-IOMMU).
  * 0 or a negative errno with err. */
-int nvme_pci_dma_add(struct nvme_pci *c, struct nvme_dma_map *m, void *va, uint64_t size,
-		     char *err, unsigned errlen);
+int nvme_pci_dma_add(struct nvme_pci *c, struct nvme_dma_map *m, void *va, uint64_t size, char *err,
+		     unsigned errlen);
 void nvme_pci_dma_del(struct nvme_pci *c, struct nvme_dma_map *m);
 
 /* Synchronous I/O on namespace 1 through the bounce buffer and ioq[0] (control thread only):

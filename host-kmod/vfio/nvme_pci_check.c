@@ -42,8 +42,8 @@ int nvme_cqe_check(const struct nvme_cqe *e, uint16_t qid, uint32_t depth, void 
 		return -EPROTO;
 	}
 	if (e->cid >= depth || !ctx[e->cid]) {
-		snprintf(err, errlen, "queue %u: completion for cid %u, which is not in flight", qid,
-			 e->cid);
+		snprintf(err, errlen, "queue %u: completion for cid %u, which is not in flight",
+			 qid, e->cid);
 		return -EPROTO;
 	}
 	return 0;

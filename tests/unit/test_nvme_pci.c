@@ -135,8 +135,15 @@ START_TEST(queue_submit_reap)
 	snprintf(c.name, sizeof(c.name), "0000:00:04.0");
 	c.bar = bar;
 	c.dstrd = 4;
-	*q = (struct nvme_pci_queue){.c = &c, .qid = 2, .depth = 8, .sq = sq, .cq = cq,
-				     .phase = 1, .ctx = ctx, .free = free_ids, .irq_fd = -1};
+	*q = (struct nvme_pci_queue){.c = &c,
+				     .qid = 2,
+				     .depth = 8,
+				     .sq = sq,
+				     .cq = cq,
+				     .phase = 1,
+				     .ctx = ctx,
+				     .free = free_ids,
+				     .irq_fd = -1};
 	for (unsigned i = 7; i > 0; i--)
 		q->free[q->nfree++] = (uint16_t)(i - 1);
 	cid_a = nvme_pci_reserve(q);
