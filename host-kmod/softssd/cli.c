@@ -149,6 +149,11 @@ static int ssd_serve_vfio(struct ssd_server_cfg *cfg, const char *bdf, bool noio
 		r = 1;
 		goto out;
 	}
+	if (nvme->nioq - 1 < cfg->workers) {
+		printf("%s: nvme %s grants %u I/O queues: %u worker%s\n", cfg->name, nvme->name,
+		       nvme->nioq, nvme->nioq - 1, nvme->nioq == 2 ? "" : "s");
+		cfg->workers = nvme->nioq - 1;
+	}
 	printf("%s: nvme %s (%s, serial %s): %s, %llu LBAs of %u bytes, %u I/O queues, %s\n",
 	       cfg->name, nvme->name, nvme->model, nvme->serial,
 	       nvme->noiommu ? "no-IOMMU" : "IOMMU", (unsigned long long)nvme->nsze,

@@ -146,8 +146,9 @@ static void ssd_worker_sleep(struct ssd_worker *w, uint64_t now)
 	}
 	/* the model's next completion to the nanosecond (epoll_pwait2): an 80 us device must not
 	 * become a 1 ms one because its worker went to sleep */
-	if (w->nq && w->ring_inflight && w->nq->irq_fd < 0) {
-		/* a polled controller queue cannot wake us either */
+	if (w->nq && w->ring_inflight) {
+		/* a polled controller queue cannot wake us, and an interrupt lost on the way
+		 * must not hold its commands for good */
 		if (w->idle_ns < timeout_ns)
 			timeout_ns = w->idle_ns;
 		w->idle_ns *= 2;

@@ -17,7 +17,6 @@
 
 #define NVME_PCI_IOVA_BASE (1ull << 32) /* type1: IOVAs handed out from here, never reused */
 #define NVME_PCI_CMD_MS	   30000u	/* a synchronous command's limit */
-#define NVME_PCI_BAR_MAP   0x2000u	/* registers and doorbells mapped from BAR0 */
 
 /* ---- registers ---- */
 
@@ -25,7 +24,7 @@ static uint32_t nvme_rd32(struct nvme_pci *c, uint32_t off)
 {
 	uint32_t v = ~0u;
 
-	if (c->bar)
+	if (c->bar && off + 4 <= c->bar_len)
 		return *(volatile uint32_t *)(c->bar + off);
 	if (vfio_region_read(&c->dev, VFIO_PCI_BAR0_REGION_INDEX, off, &v, 4))
 		return ~0u;
@@ -34,7 +33,7 @@ static uint32_t nvme_rd32(struct nvme_pci *c, uint32_t off)
 
 static void nvme_wr32(struct nvme_pci *c, uint32_t off, uint32_t v)
 {
-	if (c->bar)
+	if (c->bar && off + 4 <= c->bar_len)
 		*(volatile uint32_t *)(c->bar + off) = v;
 	else
 		vfio_region_write(&c->dev, VFIO_PCI_BAR0_REGION_INDEX, off, &v, 4);
@@ -512,11 +511,14 @@ static int nvme_enable(struct nvme_pci *c, char *err, unsigned errlen)
 	if (!c->timeout_ms)
 		c->timeout_ms = 500;
 	c->dstrd = 4u << NVME_CAP_DSTRD(c->cap);
-	if (c->bar && NVME_REG_DBS + 2ull * NVME_PCI_MAX_IOQ * c->dstrd > NVME_PCI_BAR_MAP) {
-		/* doorbells past the mapped part: every register through the fd */
-		munmap((void *)c->bar, NVME_PCI_BAR_MAP);
-		c->bar = NULL;
-	}
+	/* the registers and our queues' doorbells mapped; through the fd when not mappable */
+	c->bar_len = NVME_REG_DBS + 2ull * NVME_PCI_MAX_IOQ * c->dstrd;
+	c->bar_len = (c->bar_len + NVME_PCI_PAGE - 1) & ~(uint64_t)(NVME_PCI_PAGE - 1);
+	if (c->bar_len > c->dev.regions[VFIO_PCI_BAR0_REGION_INDEX].size)
+		c->bar_len = c->dev.regions[VFIO_PCI_BAR0_REGION_INDEX].size &
+			     ~(uint64_t)(NVME_PCI_PAGE - 1);
+	c->bar = vfio_region_mmap(&c->dev, VFIO_PCI_BAR0_REGION_INDEX, 0, c->bar_len,
+				  PROT_READ | PROT_WRITE);
 	if (!(c->cap & NVME_CAP_CSS_NVM) || mpsmin || mqes < 2) {
 		snprintf(
 		    err, errlen,
@@ -583,9 +585,6 @@ int nvme_pci_open(struct nvme_pci *c, const char *bdf, bool allow_noiommu, unsig
 		r = -ENODEV;
 		goto fail;
 	}
-	/* registers and the first doorbells mapped; through the fd when not mappable */
-	c->bar = vfio_region_mmap(&c->dev, VFIO_PCI_BAR0_REGION_INDEX, 0, NVME_PCI_BAR_MAP,
-				  PROT_READ | PROT_WRITE);
 	/* the pool: admin queue, identify page, bounce buffer, each I/O queue with its lists */
 	c->nioq = nr_io + 1;
 	pool_pages = 2 + 1 + NVME_PCI_BOUNCE / NVME_PCI_PAGE + c->nioq * (2 + NVME_PCI_IO_DEPTH);
@@ -671,7 +670,7 @@ void nvme_pci_close(struct nvme_pci *c)
 		nvme_queue_fini(&c->ioq[i]);
 	nvme_queue_fini(&c->admin);
 	if (c->bar)
-		munmap((void *)c->bar, NVME_PCI_BAR_MAP);
+		munmap((void *)c->bar, c->bar_len);
 	c->bar = NULL;
 	if (c->pool.va) {
 		void *va = c->pool.va;

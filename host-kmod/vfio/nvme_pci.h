@@ -58,6 +58,7 @@ struct nvme_pci {
 	struct vfio_device dev;
 	bool opened, noiommu;
 	volatile uint8_t *bar; /* BAR0 mapped, or NULL: registers through the device fd */
+	uint64_t bar_len;
 	uint64_t cap;
 	uint32_t dstrd;		  /* doorbell stride in bytes */
 	uint32_t timeout_ms;	  /* CAP.TO */
@@ -97,8 +98,9 @@ void nvme_status_str(uint16_t status, char *buf, unsigned len);
 
 /* Opens bdf through VFIO (allow_noiommu: accept a no-IOMMU group), resets and enables the
  * controller, identifies it and namespace 1, and creates nr_io + 1 I/O queues (the first for
- * the synchronous calls below), with one MSI-X vector each when msix and the device has them,
- * else polled. 0 or a negative errno with err naming the device and the value. */
+ * the synchronous calls below; fewer, nioq, when the controller grants fewer but 2), with one
+ * MSI-X vector each when msix and the device has them, else polled. 0 or a negative errno with err
+ * naming the device and the value. */
 int nvme_pci_open(struct nvme_pci *c, const char *bdf, bool allow_noiommu, unsigned nr_io,
 		  bool msix, char *err, unsigned errlen);
 /* Shuts the controller down (CC.SHN, so its cache is written back) and releases everything. */

@@ -134,6 +134,7 @@ START_TEST(queue_submit_reap)
 	memset(cq, 0, 4096);
 	snprintf(c.name, sizeof(c.name), "0000:00:04.0");
 	c.bar = bar;
+	c.bar_len = 0x2000;
 	c.dstrd = 4;
 	*q = (struct nvme_pci_queue){.c = &c,
 				     .qid = 2,
