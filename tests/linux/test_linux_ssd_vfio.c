@@ -56,7 +56,7 @@ static const char init_script[] =
     "while [ ! -S /tmp/run/ssd/ssd0.sock ] && [ $n -lt 600 ] && $b kill -0 $pid; do\n"
     "\t$b sleep 0.1; n=$((n + 1))\n"
     "done\n"
-    "t=\"$b timeout 300\"\n" /* a hang guard: the daemon's counters are printed after */
+    "t=\"$b timeout 120\"\n" /* a hang guard: the daemon's counters are printed after */
     "$t $s vol create ssd0 v1 1M\n"
     "echo \"LVMM-SSDVFIO-CREATE-RC $?\"\n"
     "$t $s vol import ssd0 v1 /pattern.bin\n"
