@@ -36,7 +36,8 @@ struct vfio_container {
 	enum vfio_backend backend;
 	uint32_t ioas; /* iommufd's IO address space */
 	uint64_t iova_pgsizes;
-	unsigned ngroups;
+	bool allow_noiommu; /* no-IOMMU groups may join (vfio_container_open's flag) */
+	unsigned ngroups;   /* groups open; a free slot of groups[] has fd -1 */
 	struct vfio_group groups[VFIO_MAX_GROUPS];
 };
 
@@ -54,7 +55,7 @@ struct vfio_region {
 	struct vfio_sparse sparse[VFIO_MAX_SPARSE];
 };
 
-struct vfio_irq_info {
+struct vfio_irq_type {
 	uint32_t flags; /* VFIO_IRQ_INFO_EVENTFD/MASKABLE/AUTOMASKED/NORESIZE */
 	uint32_t count; /* vectors (0: the device has none of this type) */
 };
@@ -67,17 +68,27 @@ struct vfio_device {
 	uint32_t flags; /* VFIO_DEVICE_FLAGS_PCI, _RESET */
 	uint32_t num_regions, num_irqs;
 	struct vfio_region regions[VFIO_NREGIONS];
-	struct vfio_irq_info irqs[VFIO_NIRQS];
+	struct vfio_irq_type irqs[VFIO_NIRQS];
 };
 
 /* A PCI address or a sysfs path (/sys/bus/pci/devices/BDF) as the canonical BDF; 0, or -EINVAL
  * with err for anything that is not one. */
 int vfio_parse_bdf(const char *spec, char *bdf, size_t len, char *err, unsigned errlen);
 
-/* Opens a container. allow_noiommu: take the no-IOMMU type when that is all the kernel offers
- * (only with the user's explicit flag: no isolation, and DMA goes to physical addresses). 0 or a
- * negative errno with err. */
+/* The region info the kernel returned (len bytes: struct vfio_region_info and its capability
+ * chain) as r, every offset and size checked: the index must be index, the region must fit in the
+ * device fd, each capability header and the sparse-mmap areas inside len, the chain strictly
+ * forward, the areas inside the region (more than VFIO_MAX_SPARSE: the rest are not mmap-able).
+ * 0, or -EINVAL with err. Pure: no device needed. */
+int vfio_region_parse(struct vfio_region *r, unsigned index, const void *info, size_t len,
+		      char *err, unsigned errlen);
+
+/* Opens a container. Its IOMMU type is set when the first group joins: VFIO_TYPE1v2_IOMMU, or
+ * the no-IOMMU type for a no-IOMMU group (/dev/vfio/noiommu-N), which only allow_noiommu admits
+ * (the user's explicit flag: no isolation, and DMA goes to physical addresses). iommufd-only
+ * kernels are not supported (docs/vfio.md). 0 or a negative errno with err. */
 int vfio_container_open(struct vfio_container *c, bool allow_noiommu, char *err, unsigned errlen);
+/* Closes the container and any group still in it: close its devices first. */
 void vfio_container_close(struct vfio_container *c);
 
 /* Opens device bdf: its group joins the container (the group must be viable: every device in it

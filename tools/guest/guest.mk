@@ -7,6 +7,7 @@ GUEST_INITRAMFS := $(GUEST_DIR)/initramfs.cpio
 GUEST_ROOTDISK  := $(GUEST_DIR)/rootfs.img
 GUEST_SWEEP     := $(GUEST_DIR)/nvme-sweep
 GUEST_VSOCK     := $(GUEST_DIR)/vsock-test
+GUEST_VFIO      := $(GUEST_DIR)/vfio-test
 GUEST_NETBENCH  := $(GUEST_DIR)/net-bench
 GUEST_SRC       := tools/guest
 
@@ -14,7 +15,8 @@ BINS += $(BUILD)/extract-vmlinux
 
 .PHONY: guest guest-kernel guest-debian
 
-guest: $(GUEST_KERNEL) $(GUEST_INITRAMFS) $(GUEST_ROOTDISK) $(GUEST_SWEEP) $(GUEST_VSOCK) $(GUEST_NETBENCH)
+guest: $(GUEST_KERNEL) $(GUEST_INITRAMFS) $(GUEST_ROOTDISK) $(GUEST_SWEEP) $(GUEST_VSOCK) $(GUEST_NETBENCH) \
+       $(GUEST_VFIO)
 
 # build-kernel.sh keeps its own stamp (fragment, patches, source package version) and returns at
 # once when nothing changed, so running it on every `make guest` is cheap and never stale.
@@ -43,6 +45,15 @@ $(GUEST_VSOCK): $(GUEST_SRC)/vsock-test.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@ (static)"
 	$(Q)$(CC) -static -O2 -std=gnu11 $(WARN) -D_GNU_SOURCE -o $@ $<
+
+# test_linux_vfio's guest side: lvmm's VFIO library and the user-space NVMe driver on it
+GUEST_VFIO_SRCS := $(GUEST_SRC)/vfio-test.c $(GUEST_SRC)/vfio-nvme.c $(wildcard host-kmod/vfio/*.c)
+$(GUEST_VFIO): $(GUEST_VFIO_SRCS) $(GUEST_SRC)/vfio-nvme.h $(wildcard host-kmod/vfio/*.h) \
+	       include/lightiov/nvme.h include/lightiov/nvmeq.h
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@ (static)"
+	$(Q)$(CC) -static -O2 -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Ihost-kmod -o $@ \
+		$(GUEST_VFIO_SRCS)
 
 # make bench's virtio-net client (tools/bench/netbench.py adds it to the initramfs it boots)
 $(GUEST_NETBENCH): $(GUEST_SRC)/net-bench.c
