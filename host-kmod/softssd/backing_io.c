@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "softssd/backing_io.h"
+#include "vfio/nvme_pci.h"
 
 #define BIO_ALIGN 4096u	     /* buffers fit a backing opened with O_DIRECT */
 #define BIO_CHUNK (1u << 20) /* unit of written zeros */
@@ -122,16 +123,72 @@ int ssd_backing_zero(int fd, uint64_t off, uint64_t len)
 
 int ssd_backing_copy(int fd, uint64_t src, uint64_t dst, uint64_t len, void *buf, size_t buflen)
 {
+	const struct ssd_dev d = {.fd = fd};
+
+	return ssd_dev_copy(&d, src, dst, len, buf, buflen);
+}
+
+/* ---- either kind of backing ---- */
+
+/* The driver's error line goes to the daemon's output; the caller gets the errno. */
+static int ssd_dev_said(int r, const char *err)
+{
+	if (r)
+		fprintf(stderr, "softssd: %s\n", err);
+	return r;
+}
+
+int ssd_dev_pread(const struct ssd_dev *d, void *buf, size_t len, uint64_t off)
+{
+	char err[160];
+
+	if (!d->nvme)
+		return ssd_backing_pread(d->fd, buf, len, off);
+	return ssd_dev_said(nvme_pci_read(d->nvme, off, buf, len, err, sizeof(err)), err);
+}
+
+int ssd_dev_pwrite(const struct ssd_dev *d, const void *buf, size_t len, uint64_t off)
+{
+	char err[160];
+
+	if (!d->nvme)
+		return ssd_backing_pwrite(d->fd, buf, len, off);
+	return ssd_dev_said(nvme_pci_write(d->nvme, off, buf, len, err, sizeof(err)), err);
+}
+
+int ssd_dev_flush(const struct ssd_dev *d)
+{
+	char err[160];
+
+	if (!d->nvme)
+		return fdatasync(d->fd) ? -errno : 0;
+	return ssd_dev_said(nvme_pci_flush(d->nvme, err, sizeof(err)), err);
+}
+
+int ssd_dev_zero(const struct ssd_dev *d, uint64_t off, uint64_t len)
+{
+	char err[160];
+	int r;
+
+	if (!d->nvme)
+		return ssd_backing_zero(d->fd, off, len);
+	r = ssd_dev_said(nvme_pci_zero(d->nvme, off, len, err, sizeof(err)), err);
+	return r ? r : ssd_dev_flush(d);
+}
+
+int ssd_dev_copy(const struct ssd_dev *d, uint64_t src, uint64_t dst, uint64_t len, void *buf,
+		 size_t buflen)
+{
 	int r;
 
 	while (len) {
 		size_t n = len < buflen ? (size_t)len : buflen;
 
-		r = ssd_backing_pread(fd, buf, n, src);
+		r = ssd_dev_pread(d, buf, n, src);
 		if (r)
 			return r;
 		if (!ssd_all_zero(buf, n)) {
-			r = ssd_backing_pwrite(fd, buf, n, dst);
+			r = ssd_dev_pwrite(d, buf, n, dst);
 			if (r)
 				return r;
 		}
@@ -139,5 +196,5 @@ int ssd_backing_copy(int fd, uint64_t src, uint64_t dst, uint64_t len, void *buf
 		dst += n;
 		len -= n;
 	}
-	return fdatasync(fd) ? -errno : 0;
+	return ssd_dev_flush(d);
 }

@@ -20,9 +20,12 @@
 #include "client/lio_client.h"
 #include "softssd/model.h"
 #include "softssd/server.h"
+#include "vfio/nvme_pci.h"
 
 static const char ssd_usage[] =
     "usage: lvmm ssd serve NAME --backing FILE|BLOCKDEV [OPTIONS]   run a software NVMe SSD\n"
+    "       lvmm ssd serve NAME --vfio BDF [OPTIONS]               the same on a real NVMe\n"
+    "                                                              controller bound to vfio-pci\n"
     "       lvmm ssd stats NAME                                    counters of a running one\n"
     "       lvmm ssd upgrade NAME [--binary PATH]                  a new daemon takes its clients\n"
     "                                                              over (lvmm ssd upgrade --help)\n"
@@ -45,6 +48,11 @@ static const char ssd_usage[] =
     "  --daemon              detach (stdout to /dev/null); default: foreground, one status line\n"
     "                        per client\n"
     "  --notify              READY=1 to $NOTIFY_SOCKET once serving (systemd Type=notify)\n"
+    "  --vfio BDF            drive the NVMe controller at PCI address BDF (bound to vfio-pci)\n"
+    "                        in place of a backing: volume table and volumes on namespace 1\n"
+    "  --allow-noiommu       accept a VFIO group without an IOMMU (no isolation: DMA to\n"
+    "                        physical addresses; needs root)\n"
+    "  --vfio-poll           take the controller's completions by polling, not MSI-X\n"
     "Sockets: $LVMM_RUN_DIR/ssd/NAME.sock (default /run/lvmm).\n";
 
 /* Opens (creating or growing a file to size when asked) the backing; *cap its bytes. */
@@ -116,6 +124,55 @@ static int ssd_parse_id(const char *what, const char *s, unsigned *out)
 	return 0;
 }
 
+/* serve --vfio: the controller in place of the backing. Detached first: a fork after the DMA
+ * pool is locked and translated would leave the child with other pages. */
+static int ssd_serve_vfio(struct ssd_server_cfg *cfg, const char *bdf, bool noiommu, bool msix,
+			  bool daemonize)
+{
+	struct nvme_pci *nvme = calloc(1, sizeof(*nvme));
+	char err[256];
+	int r;
+
+	if (!nvme)
+		return 1;
+	if (daemonize && daemon(0, 0)) {
+		fprintf(stderr, "lvmm ssd serve: --daemon: %s\n", strerror(errno));
+		free(nvme);
+		return 1;
+	}
+	r = nvme_pci_open(nvme, bdf, noiommu, cfg->workers, msix, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "lvmm ssd serve: %s\n", err);
+		free(nvme);
+		return 1;
+	}
+	if (cfg->lba_shift && cfg->lba_shift != nvme->lba_shift) {
+		fprintf(stderr, "lvmm ssd serve: nvme %s: namespace 1 has %u-byte LBAs, not %u\n",
+			nvme->name, 1u << nvme->lba_shift, 1u << cfg->lba_shift);
+		r = 1;
+		goto out;
+	}
+	if (nvme->nioq - 1 < cfg->workers) {
+		printf("%s: nvme %s grants %u I/O queues: %u worker%s\n", cfg->name, nvme->name,
+		       nvme->nioq, nvme->nioq - 1, nvme->nioq == 2 ? "" : "s");
+		cfg->workers = nvme->nioq - 1;
+	}
+	printf("%s: nvme %s (%s, serial %s): %s, %llu LBAs of %u bytes, %u I/O queues, %s\n",
+	       cfg->name, nvme->name, nvme->model, nvme->serial,
+	       nvme->noiommu ? "no-IOMMU" : "IOMMU", (unsigned long long)nvme->nsze,
+	       1u << nvme->lba_shift, nvme->nioq, nvme->ioq[1].irq_fd >= 0 ? "MSI-X" : "polled");
+	fflush(stdout);
+	cfg->lba_shift = nvme->lba_shift;
+	cfg->capacity = nvme->nsze << nvme->lba_shift;
+	cfg->backing_fd = cfg->direct_fd = -1;
+	cfg->nvme = nvme;
+	r = ssd_serve(cfg);
+out:
+	nvme_pci_close(nvme);
+	free(nvme);
+	return r;
+}
+
 static int ssd_cmd_serve(int argc, char **argv)
 {
 	enum {
@@ -134,7 +191,10 @@ static int ssd_cmd_serve(int argc, char **argv)
 		O_NOTIFY,
 		O_HELP,
 		O_CACHED,
-		O_RESIDENT
+		O_RESIDENT,
+		O_VFIO,
+		O_NOIOMMU,
+		O_VFIO_POLL
 	};
 	static const struct option opts[] = {{"backing", required_argument, 0, O_BACKING},
 					     {"size", required_argument, 0, O_SIZE},
@@ -152,6 +212,9 @@ static int ssd_cmd_serve(int argc, char **argv)
 					     {"help", no_argument, 0, O_HELP},
 					     {"cached", no_argument, 0, O_CACHED},
 					     {"require-resident", no_argument, 0, O_RESIDENT},
+					     {"vfio", required_argument, 0, O_VFIO},
+					     {"allow-noiommu", no_argument, 0, O_NOIOMMU},
+					     {"vfio-poll", no_argument, 0, O_VFIO_POLL},
 					     {0, 0, 0, 0}};
 	struct ssd_server_cfg cfg = {
 	    .max_clients = SSD_DEF_MAX_CLIENTS,
@@ -161,9 +224,9 @@ static int ssd_cmd_serve(int argc, char **argv)
 	    .allow_uid = (uid_t)-1,
 	    .allow_gid = (gid_t)-1,
 	};
-	const char *backing = NULL, *model = "none";
+	const char *backing = NULL, *model = "none", *vfio = NULL;
 	struct ssd_model m;
-	bool daemonize = false, direct = true;
+	bool daemonize = false, direct = true, noiommu = false, vfio_poll = false;
 	uint64_t size = 0, n;
 	unsigned v;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -251,6 +314,15 @@ static int ssd_cmd_serve(int argc, char **argv)
 		case O_RESIDENT:
 			cfg.require_resident = true;
 			break;
+		case O_VFIO:
+			vfio = optarg;
+			break;
+		case O_NOIOMMU:
+			noiommu = true;
+			break;
+		case O_VFIO_POLL:
+			vfio_poll = true;
+			break;
 		case O_HELP:
 			fputs(ssd_usage, stdout);
 			return 0;
@@ -259,10 +331,15 @@ static int ssd_cmd_serve(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind + 1 != argc || !backing) {
+	if (optind + 1 != argc || !backing == !vfio || ((noiommu || vfio_poll) && !vfio) ||
+	    (vfio && size)) {
 		/* one line, as every other command refuses: the usage is what --help is for */
 		fprintf(stderr, "lvmm: ssd serve: %s (lvmm ssd --help)\n",
-			optind + 1 != argc ? "expected one SSD NAME" : "--backing is required");
+			optind + 1 != argc  ? "expected one SSD NAME"
+			: backing && vfio   ? "--backing and --vfio exclude each other"
+			: !backing && !vfio ? "--backing or --vfio is required"
+			: vfio		    ? "--size is the controller's with --vfio"
+					    : "--allow-noiommu and --vfio-poll go with --vfio");
 		return 2;
 	}
 	cfg.name = argv[optind];
@@ -277,6 +354,11 @@ static int ssd_cmd_serve(int argc, char **argv)
 		return 2;
 	}
 	cfg.model = &m;
+	if (vfio) {
+		r = ssd_serve_vfio(&cfg, vfio, noiommu, !vfio_poll, daemonize);
+		ssd_model_destroy(&m);
+		return r;
+	}
 	cfg.backing_fd = ssd_backing_open(backing, size, &cfg.capacity);
 	if (cfg.backing_fd < 0)
 		return 1;

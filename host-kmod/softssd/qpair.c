@@ -81,6 +81,10 @@ static int ssd_worker_ring(struct ssd_worker *w, char *err, unsigned errlen)
 	}
 	ev.data.u64 = SSD_EV_WAKE;
 	epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wake_fd, &ev);
+	if (w->nq && w->nq->irq_fd >= 0) {
+		ev.data.u64 = SSD_EV_NVME;
+		epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->nq->irq_fd, &ev);
+	}
 	if (w->sync_io)
 		return 0;
 	r = io_uring_register_eventfd(&w->ring, w->ring_efd);
@@ -102,15 +106,23 @@ static int ssd_worker_ring(struct ssd_worker *w, char *err, unsigned errlen)
 	return 0;
 }
 
-int ssd_engine_start(struct ssd_engine **out, int backing_fd, int direct_fd, uint32_t lba_shift,
-		     unsigned nr, struct ssd_model *model, char *err, unsigned errlen)
+int ssd_engine_start(struct ssd_engine **out, int backing_fd, int direct_fd, struct nvme_pci *nvme,
+		     uint32_t lba_shift, unsigned nr, struct ssd_model *model, char *err,
+		     unsigned errlen)
 {
-	struct ssd_engine *e = calloc(1, sizeof(*e));
+	struct ssd_engine *e;
 	unsigned i;
 	int r, slack;
 
+	if (nvme && nvme->nioq <= nr) {
+		snprintf(err, errlen, "nvme %s: %u I/O queues for %u workers", nvme->name,
+			 nvme->nioq - 1, nr);
+		return -EINVAL;
+	}
+	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
+	e->nvme = nvme;
 	e->fd = backing_fd;
 	e->dfd = direct_fd;
 	e->lba_shift = lba_shift;
@@ -132,6 +144,7 @@ int ssd_engine_start(struct ssd_engine **out, int backing_fd, int direct_fd, uin
 		w->e = e;
 		w->idx = i;
 		w->ring_efd = w->wake_fd = w->epfd = -1;
+		w->nq = nvme ? &nvme->ioq[i + 1] : NULL;
 		pthread_mutex_init(&w->lock, NULL);
 		pthread_cond_init(&w->cond, NULL);
 		r = ssd_worker_ring(w, err, errlen);

@@ -10,6 +10,7 @@
 #include "lightiov/check.h"
 #include "lightiov/nvme.h"
 #include "lightiov/uapi.h"
+#include "vfio/nvme_pci.h"
 
 struct ssd_model;
 struct ssd_engine;
@@ -26,6 +27,8 @@ struct ssd_window {
 	struct lio_check_region cr[LIO_MAX_REGIONS];
 	uint8_t *host[LIO_MAX_REGIONS];
 	uint64_t map_bytes[LIO_MAX_REGIONS];
+	struct nvme_pci *nvme;			  /* --vfio: each region reachable by it, */
+	struct nvme_dma_map dma[LIO_MAX_REGIONS]; /* as dma[i] says */
 };
 
 /* Host pointer of [gpa, gpa + len) when it lies inside one region, else NULL. */
@@ -91,10 +94,12 @@ struct ssd_qp {
 };
 
 /* Starts nr workers serving I/O on backing_fd (LBAs of 1 << lba_shift bytes); reads and writes
- * whose buffers allow it go to direct_fd (the backing opened with O_DIRECT; -1: none). model may
- * be NULL or inactive. 0 or a negative errno with err set. */
-int ssd_engine_start(struct ssd_engine **out, int backing_fd, int direct_fd, uint32_t lba_shift,
-		     unsigned nr, struct ssd_model *model, char *err, unsigned errlen);
+ * whose buffers allow it go to direct_fd (the backing opened with O_DIRECT; -1: none). With
+ * nvme (softssd --vfio) the commands run on the controller instead, worker i on its I/O queue
+ * ioq[i + 1] (nvme->nioq > nr). model may be NULL or inactive. 0 or a negative errno with err. */
+int ssd_engine_start(struct ssd_engine **out, int backing_fd, int direct_fd, struct nvme_pci *nvme,
+		     uint32_t lba_shift, unsigned nr, struct ssd_model *model, char *err,
+		     unsigned errlen);
 void ssd_engine_stop(struct ssd_engine *e);
 unsigned ssd_engine_workers(const struct ssd_engine *e);
 

@@ -40,7 +40,7 @@ static void ssd_post(struct ssd_worker *w, struct ssd_req *req)
 }
 
 /* A command finished (backing I/O done, or refused): now, or when the model says. */
-static void ssd_req_done(struct ssd_worker *w, struct ssd_req *req, uint64_t now)
+void ssd_req_done(struct ssd_worker *w, struct ssd_req *req, uint64_t now)
 {
 	struct ssd_model *m = w->e->model;
 	struct ssd_req **pp;
@@ -124,9 +124,7 @@ static struct io_uring_sqe *ssd_ring_sqe(struct ssd_worker *w)
 	return s;
 }
 
-/* The DSM range list into r (private memory, read once), checked: 0 with *nr set, or the status.
- */
-static uint16_t ssd_dsm_ranges(struct ssd_req *req, struct nvme_dsm_range *r, unsigned *nr_out)
+uint16_t ssd_dsm_ranges(struct ssd_req *req, struct nvme_dsm_range *r, unsigned *nr_out)
 {
 	struct ssd_qp *qp = req->qp;
 	unsigned nr = (unsigned)(req->io.bytes / sizeof(r[0])), i, got = 0;
@@ -344,6 +342,10 @@ void ssd_req_start(struct ssd_worker *w, struct ssd_req *req, uint64_t now)
 			CTR_ADD(qp, syncs, 1);
 		}
 	}
+	if (w->nq) {
+		ssd_nvme_start(w, req, now);
+		return;
+	}
 	if (w->sync_io) {
 		/* a sandbox without io_uring: everything in this thread, slow commands too */
 		if (io->kind == LIO_IO_DSM)
@@ -407,6 +409,10 @@ void ssd_reap(struct ssd_worker *w, uint64_t now, unsigned *work)
 {
 	struct io_uring_cqe *cqe;
 
+	if (w->nq) {
+		ssd_nvme_reap(w, now, work);
+		return;
+	}
 	if (w->sync_io)
 		return;
 	while (io_uring_peek_cqe(&w->ring, &cqe) == 0) {

@@ -31,7 +31,7 @@ unsigned ssd_qp_fetch(struct ssd_worker *w, struct ssd_qp *qp, uint64_t now)
 			qp->stalled = qp->inflight >= room;
 			break;
 		}
-		if (w->ring_inflight >= SSD_RING_ENTRIES)
+		if (w->ring_inflight >= SSD_RING_ENTRIES || (w->nq && !w->nq->nfree))
 			break;
 		req = qp->free_reqs;
 		qp->free_reqs = req->next;

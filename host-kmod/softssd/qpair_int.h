@@ -20,6 +20,7 @@
 	      */
 #define SSD_EV_WAKE ((uint64_t)0)
 #define SSD_EV_RING ((uint64_t)1)
+#define SSD_EV_NVME ((uint64_t)2) /* the worker's controller queue's MSI-X vector (--vfio) */
 
 /* Where a command is on the ring: its data transfer (or flush), its hole punches (Write Zeroes,
  * Deallocate: one per range), then with the write cache off the fdatasync that makes them
@@ -58,8 +59,9 @@ struct ssd_worker {
 	unsigned ring_inflight;
 	struct ssd_req *due_head; /* model: completions held until due_ns, sorted */
 	bool worked;
-	bool sync_io;	  /* no io_uring here (a sandbox without it): commands run in this thread */
-	uint64_t last_ns; /* ssd_clock_ns's last answer */
+	bool sync_io; /* no io_uring here (a sandbox without it): commands run in this thread */
+	struct nvme_pci_queue *nq; /* --vfio: commands run on this queue of the controller */
+	uint64_t last_ns;	   /* ssd_clock_ns's last answer */
 	uint64_t idle_ns; /* the next idle sleep while doorbells are polled: grows to the limit */
 };
 
@@ -68,6 +70,7 @@ struct ssd_engine {
 	int dfd; /* the backing again with O_DIRECT, or -1 */
 	uint32_t lba_shift;
 	struct ssd_model *model;
+	struct nvme_pci *nvme; /* --vfio: the controller in place of the backing fds */
 	unsigned nr;
 	int stop;
 	struct ssd_worker *w;
@@ -136,6 +139,18 @@ int ssd_read_prp(void *opaque, uint64_t gpa, uint64_t *out, unsigned n);
 void ssd_req_start(struct ssd_worker *w, struct ssd_req *req, uint64_t now);
 /* Completions of the worker's ring: each finishes its command's stage, or the command. */
 void ssd_reap(struct ssd_worker *w, uint64_t now, unsigned *work);
+/* A command finished (or refused): its CQE now, or when the device model says. */
+void ssd_req_done(struct ssd_worker *w, struct ssd_req *req, uint64_t now);
+/* The DSM range list of req into r (private memory, read once), checked and translated: 0 with
+ * *nr set, or the status. */
+uint16_t ssd_dsm_ranges(struct ssd_req *req, struct nvme_dsm_range *r, unsigned *nr);
+
+/* ---- on the controller (qpair_nvme.c, --vfio) ---- */
+
+/* Starts a checked command on w->nq; one that cannot go completes at once with its status. */
+void ssd_nvme_start(struct ssd_worker *w, struct ssd_req *req, uint64_t now);
+/* The controller's completions on w->nq, each completing its command. */
+void ssd_nvme_reap(struct ssd_worker *w, uint64_t now, unsigned *work);
 
 /* ---- fetching (qpair_fetch.c) ---- */
 

@@ -2,6 +2,7 @@
  * go), its passes over them, and its sleep: spin a while after the last work, publish EventIdx,
  * look once more, then epoll until a doorbell, the ring, the model's next completion or a
  * polled doorbell page's timer wakes it. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -9,6 +10,8 @@
 #include <time.h>
 
 #include "softssd/qpair_int.h"
+
+#define SSD_NVME_DRAIN_MS 30000u
 
 /* ---- the worker's queue-pair set ---- */
 
@@ -143,6 +146,15 @@ static void ssd_worker_sleep(struct ssd_worker *w, uint64_t now)
 	}
 	/* the model's next completion to the nanosecond (epoll_pwait2): an 80 us device must not
 	 * become a 1 ms one because its worker went to sleep */
+	if (w->nq && w->ring_inflight) {
+		/* a polled controller queue cannot wake us, and an interrupt lost on the way
+		 * must not hold its commands for good */
+		if (w->idle_ns < timeout_ns)
+			timeout_ns = w->idle_ns;
+		w->idle_ns *= 2;
+		if (w->idle_ns > SSD_POLL_SLEEP_MS * 1000000ull)
+			w->idle_ns = SSD_POLL_SLEEP_MS * 1000000ull;
+	}
 	if (w->due_head) {
 		uint64_t rem = w->due_head->due_ns > now ? w->due_head->due_ns - now : 0;
 
@@ -164,9 +176,33 @@ static void ssd_worker_sleep(struct ssd_worker *w, uint64_t now)
 			eventfd_read(w->wake_fd, &v);
 		else if (ev[i].data.u64 == SSD_EV_RING)
 			eventfd_read(w->ring_efd, &v);
+		else if (ev[i].data.u64 == SSD_EV_NVME)
+			eventfd_read(w->nq->irq_fd, &v);
 		else
 			eventfd_read(((struct ssd_qp *)ev[i].data.ptr)->db_fd, &v);
 	}
+}
+
+/* The controller's commands in flight at stop, within SSD_NVME_DRAIN_MS (a controller that
+ * stops answering must not hold the daemon's exit forever). */
+static void ssd_worker_drain_nvme(struct ssd_worker *w)
+{
+	uint64_t end = ssd_mono_ns() + SSD_NVME_DRAIN_MS * 1000000ull;
+	struct timespec ts = {0, 100000};
+
+	if (!w->nq)
+		return;
+	nvme_pci_ring(w->nq);
+	while (w->ring_inflight && ssd_mono_ns() < end) {
+		unsigned work = 0;
+
+		ssd_reap(w, ssd_clock_ns(w), &work);
+		if (!work)
+			nanosleep(&ts, NULL);
+	}
+	if (w->ring_inflight)
+		fprintf(stderr, "softssd worker %u: nvme %s: %u commands unanswered after %u ms\n",
+			w->idx, w->nq->c->name, w->ring_inflight, SSD_NVME_DRAIN_MS);
 }
 
 void *ssd_worker_main(void *arg)
@@ -191,7 +227,9 @@ void *ssd_worker_main(void *arg)
 		}
 		if (n)
 			w->rr = (w->rr + 1) % n;
-		if (w->ring_inflight)
+		if (w->nq)
+			nvme_pci_ring(w->nq);
+		else if (w->ring_inflight)
 			io_uring_submit(&w->ring);
 		ssd_reap(w, now, &work);
 		if (w->due_head)
@@ -215,8 +253,10 @@ void *ssd_worker_main(void *arg)
 		ssd_worker_sleep(w, now);
 		dozing = true;
 	}
-	/* stopping: wait out what the kernel still holds, then post everything */
-	while (w->ring_inflight) {
+	/* stopping: wait out what the kernel (or the controller) still holds, then post
+	 * everything */
+	ssd_worker_drain_nvme(w);
+	while (w->ring_inflight && !w->nq) {
 		unsigned work = 0;
 
 		io_uring_submit_and_wait(&w->ring, 1);

@@ -20,6 +20,7 @@
 
 #include "lightiov/voltable.h"
 #include "client/lio_client.h"
+#include "softssd/backing_io.h"
 #include "softssd/handover.h"
 #include "softssd/server_int.h"
 #include "softssd/volumes.h"
@@ -521,8 +522,8 @@ int ssd_start_engine(struct ssd_server *s, char *err, unsigned errlen)
 	s->qp_by_id = calloc(LIO_MAX_QPAIRS + 1, sizeof(*s->qp_by_id));
 	if (!s->qp_by_id)
 		return -ENOMEM;
-	return ssd_engine_start(&s->eng, s->cfg->backing_fd, s->cfg->direct_fd, s->lba_shift,
-				s->cfg->workers, s->cfg->model, err, errlen);
+	return ssd_engine_start(&s->eng, s->cfg->backing_fd, s->cfg->direct_fd, s->cfg->nvme,
+				s->lba_shift, s->cfg->workers, s->cfg->model, err, errlen);
 }
 
 int ssd_start_events(struct ssd_server *s, char *err, unsigned errlen)
@@ -550,8 +551,17 @@ int ssd_start_events(struct ssd_server *s, char *err, unsigned errlen)
 
 int ssd_start_confine(struct ssd_server *s, char *err, unsigned errlen)
 {
-	int r = ssd_drop_caps(err, errlen);
+	int r;
 
+	if (s->cfg->nvme) {
+		/* DMA-window registration maps (type1) or locks and translates (no-IOMMU) client
+		 * memory for the controller: calls and privileges the filter and the dropped
+		 * capabilities would take away (docs/vfio.md, softssd --vfio) */
+		printf("%s: --vfio: capabilities kept and no system-call filter\n", s->cfg->name);
+		fflush(stdout);
+		return 0;
+	}
+	r = ssd_drop_caps(err, errlen);
 	return r ? r : ssd_seccomp_install(s->cfg->seccomp, err, errlen);
 }
 
@@ -559,11 +569,12 @@ static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 {
 	const struct ssd_server_cfg *cfg = s->cfg;
 	struct lio_identify id = {0};
+	struct ssd_dev dev = {.fd = cfg->backing_fd, .nvme = cfg->nvme};
 	int r;
 
 	ssd_process_setup();
-	r = ssd_volumes_open(&s->vols, cfg->backing_fd, cfg->name, cfg->capacity, cfg->lba_shift,
-			     true, err, errlen);
+	r = ssd_volumes_open_dev(&s->vols, &dev, cfg->name, cfg->capacity, cfg->lba_shift, true,
+				 err, errlen);
 	if (r)
 		return r;
 	r = ssd_volumes_reclaim(s->vols);
@@ -587,8 +598,8 @@ static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)
 		return r;
 	printf("%s: serving %s on %s: %" PRIu64 " LBAs of %u bytes, %u volumes, model %s, "
 	       "%u workers\n",
-	       cfg->name, "softssd", s->path, id.capacity_lbas, 1u << s->lba_shift, id.nr_volumes,
-	       cfg->model->desc, cfg->workers);
+	       cfg->name, cfg->nvme ? cfg->nvme->name : "softssd", s->path, id.capacity_lbas,
+	       1u << s->lba_shift, id.nr_volumes, cfg->model->desc, cfg->workers);
 	fflush(stdout);
 	if (cfg->notify)
 		ssd_notify_ready();

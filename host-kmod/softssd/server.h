@@ -9,6 +9,8 @@
 
 #include "softssd/model.h"
 
+struct nvme_pci;
+
 #define SSD_DEF_MAX_CLIENTS   64
 #define SSD_DEF_MAX_QP_CLIENT 256	    /* queue pairs of one session */
 #define SSD_DEF_MAX_MEM	      (64ull << 30) /* registered DMA window of one session */
@@ -16,10 +18,11 @@
 enum ssd_seccomp_mode { SSD_SECCOMP_KILL, SSD_SECCOMP_LOG, SSD_SECCOMP_OFF };
 
 struct ssd_server_cfg {
-	const char *name;  /* the SSD's name: socket, volume table, status lines */
-	int backing_fd;	   /* open read/write, locked by ssd_volumes_open */
-	int direct_fd;	   /* the same with O_DIRECT for the data path, or -1 */
-	uint64_t capacity; /* backing bytes */
+	const char *name;      /* the SSD's name: socket, volume table, status lines */
+	int backing_fd;	       /* open read/write, locked by ssd_volumes_open */
+	int direct_fd;	       /* the same with O_DIRECT for the data path, or -1 */
+	struct nvme_pci *nvme; /* --vfio: namespace 1 of this controller instead (fds -1) */
+	uint64_t capacity;     /* backing bytes */
 	uint32_t lba_shift;
 	struct ssd_model *model;
 	unsigned workers;

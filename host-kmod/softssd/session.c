@@ -135,6 +135,8 @@ void ssd_window_drop(struct ssd_session *ss)
 	unsigned i;
 
 	for (i = 0; i < ss->win.n; i++) {
+		if (ss->win.nvme)
+			nvme_pci_dma_del(ss->win.nvme, &ss->win.dma[i]);
 		munmap(ss->win.host[i], ss->win.map_bytes[i]);
 		close(ss->win_fd[i]);
 	}
@@ -218,7 +220,7 @@ static int ssd_op_dma_register(struct ssd_call *c)
 	struct ssd_window nw = {0};
 	struct lio_abi_err e;
 	int nfd[LIO_MAX_REGIONS];
-	uint64_t total = 0, nonres = 0;
+	uint64_t total = 0, nonres = 0, t0;
 	unsigned i, j;
 	int r;
 
@@ -267,6 +269,25 @@ static int ssd_op_dma_register(struct ssd_call *c)
 		if (np > 0)
 			nonres += (uint64_t)np * LIO_PAGE_SIZE;
 	}
+	nw.nvme = c->s->cfg->nvme;
+	t0 = ssd_now_ns();
+	for (i = 0; nw.nvme && i < nw.n; i++) {
+		/* the controller reaches the window: mapped at IOVAs, or locked and translated */
+		r = nvme_pci_dma_add(nw.nvme, &nw.dma[i], nw.host[i], nw.map_bytes[i], c->err,
+				     sizeof(c->err));
+		if (r) {
+			while (i--)
+				nvme_pci_dma_del(nw.nvme, &nw.dma[i]);
+			for (j = 0; j < nw.n; j++)
+				munmap(nw.host[j], nw.map_bytes[j]);
+			return r;
+		}
+	}
+	if (nw.nvme)
+		printf("%s: client %" PRIu64 ": DMA window of %" PRIu64 " KiB reachable by nvme %s "
+		       "in %" PRIu64 " ms\n",
+		       c->s->cfg->name, ss->owner, total >> 10, nw.nvme->name,
+		       (ssd_now_ns() - t0) / 1000000);
 	if (nonres)
 		printf("%s: client %" PRIu64 " pid %d: DMA window of %" PRIu64 " MiB, %" PRIu64
 		       " MiB not populated: what the daemon touches there is charged to it\n",

@@ -204,6 +204,17 @@ void ssd_upgrade_give(struct ssd_server *s, struct ssd_session *req, const void 
 		fflush(stdout);
 		return;
 	}
+	/* a --vfio daemon's controller state (its queues, DMA mappings) lives in this process */
+	if (s->cfg->nvme) {
+		snprintf(
+		    err, sizeof(err),
+		    "softssd %s: upgrade refused: a --vfio daemon cannot hand its controller over",
+		    name);
+		ssd_give_abort(req->fd, -EOPNOTSUPP, err);
+		printf("%s: upgrade request of pid %d refused: --vfio\n", name, (int)req->pid);
+		fflush(stdout);
+		return;
+	}
 	printf("%s: upgrade: handing %u clients, %u queue pairs over to pid %u\n", name,
 	       s->nsessions - 1, s->nqpairs, rec.u.req.pid);
 	fflush(stdout);

@@ -54,7 +54,9 @@ static int volcli_attach(struct volcli *x)
 		    .qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL,
 		    .nr_qp = 1,
 		    .depth = 16,
-		    .mem_bytes = 4 << 20, /* the buffers, the PRP-list pages */
+		    /* the buffers and a PRP-list page per SQ slot: no more, since a daemon
+		     * driving a controller without an IOMMU locks and translates all of it */
+		    .mem_bytes = VOLCLI_QD * VOLCLI_CHUNK + 16 * LIO_PAGE_SIZE,
 		};
 
 		r = lio_drv_open(&x->drv, x->c, &o, x->err, sizeof(x->err));

@@ -31,7 +31,7 @@ struct vols_hold {
 
 struct ssd_volumes {
 	pthread_mutex_t lock;
-	int fd;
+	struct ssd_dev dev;
 	char ssd[LIO_NAME_MAX];
 	struct lio_vt *vt;   /* the table as it is on the backing */
 	struct lio_vt *next; /* scratch: the change being written */
@@ -62,9 +62,9 @@ static int vols_commit(struct ssd_volumes *v, char *err, unsigned errlen)
 	int r;
 
 	slot = lio_vt_write_prep(v->next, v->copy);
-	r = ssd_backing_pwrite(v->fd, v->copy, LIO_VT_COPY_BYTES, LIO_VT_COPY_OFF(slot));
-	if (!r && fdatasync(v->fd))
-		r = -errno;
+	r = ssd_dev_pwrite(&v->dev, v->copy, LIO_VT_COPY_BYTES, LIO_VT_COPY_OFF(slot));
+	if (!r)
+		r = ssd_dev_flush(&v->dev);
 	if (r) {
 		snprintf(err, errlen,
 			 "%s: writing volume table copy %c (generation %" PRIu64 ") failed: %s",
@@ -80,7 +80,7 @@ static int vols_commit(struct ssd_volumes *v, char *err, unsigned errlen)
 /* Makes [lba, lba + count) read as zeros, durably, before a table write exposes it. */
 static int vols_zero(struct ssd_volumes *v, uint64_t lba, uint64_t count)
 {
-	return ssd_backing_zero(v->fd, lba << v->vt->lba_shift, count << v->vt->lba_shift);
+	return ssd_dev_zero(&v->dev, lba << v->vt->lba_shift, count << v->vt->lba_shift);
 }
 
 /* Copies count LBAs from src to dst, a zeroed extent, and flushes. */
@@ -88,8 +88,8 @@ static int vols_copy(struct ssd_volumes *v, uint64_t src, uint64_t dst, uint64_t
 {
 	uint32_t shift = v->vt->lba_shift;
 
-	return ssd_backing_copy(v->fd, src << shift, dst << shift, count << shift, v->chunk,
-				VOLS_CHUNK);
+	return ssd_dev_copy(&v->dev, src << shift, dst << shift, count << shift, v->chunk,
+			    VOLS_CHUNK);
 }
 
 static unsigned vols_users(const struct ssd_volumes *v, const char *name)
@@ -268,7 +268,7 @@ static int vols_load(struct ssd_volumes *v, uint64_t capacity_bytes, uint32_t lb
 
 	if (posix_memalign((void **)&area, VOLS_ALIGN, LIO_VT_RESERVED_BYTES))
 		return -ENOMEM;
-	r = ssd_backing_pread(v->fd, area, LIO_VT_RESERVED_BYTES, 0);
+	r = ssd_dev_pread(&v->dev, area, LIO_VT_RESERVED_BYTES, 0);
 	if (r) {
 		snprintf(err, errlen, "%s: reading the volume table failed: %s", v->ssd,
 			 strerror(-r));
@@ -329,6 +329,17 @@ int ssd_volumes_open(struct ssd_volumes **out, int backing_fd, const char *ssd_n
 		     uint64_t capacity_bytes, uint32_t lba_shift, bool format_if_blank, char *err,
 		     unsigned errlen)
 {
+	const struct ssd_dev dev = {.fd = backing_fd};
+
+	return ssd_volumes_open_dev(out, &dev, ssd_name, capacity_bytes, lba_shift, format_if_blank,
+				    err, errlen);
+}
+
+int ssd_volumes_open_dev(struct ssd_volumes **out, const struct ssd_dev *dev, const char *ssd_name,
+			 uint64_t capacity_bytes, uint32_t lba_shift, bool format_if_blank,
+			 char *err, unsigned errlen)
+{
+	int backing_fd = dev->fd;
 	struct ssd_volumes *v;
 	int r;
 
@@ -351,7 +362,8 @@ int ssd_volumes_open(struct ssd_volumes **out, int backing_fd, const char *ssd_n
 			 ssd_name, capacity_bytes);
 		return -EINVAL;
 	}
-	if (flock(backing_fd, LOCK_EX | LOCK_NB)) {
+	/* a controller through VFIO needs no lock: its device fd opens once */
+	if (!dev->nvme && flock(backing_fd, LOCK_EX | LOCK_NB)) {
 		r = -errno;
 		if (r == -EWOULDBLOCK)
 			snprintf(err, errlen,
@@ -367,7 +379,7 @@ int ssd_volumes_open(struct ssd_volumes **out, int backing_fd, const char *ssd_n
 	if (!v)
 		return -ENOMEM;
 	pthread_mutex_init(&v->lock, NULL);
-	v->fd = backing_fd;
+	v->dev = *dev;
 	snprintf(v->ssd, sizeof(v->ssd), "%s", ssd_name);
 	v->vt = calloc(1, sizeof(*v->vt));
 	v->next = calloc(1, sizeof(*v->next));

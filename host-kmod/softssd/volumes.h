@@ -38,6 +38,11 @@ struct ssd_volumes;
 int ssd_volumes_open(struct ssd_volumes **out, int backing_fd, const char *ssd_name,
 		     uint64_t capacity_bytes, uint32_t lba_shift, bool format_if_blank, char *err,
 		     unsigned errlen);
+/* The same on a struct ssd_dev: a controller's namespace 1 (softssd --vfio) takes no lock. */
+struct ssd_dev;
+int ssd_volumes_open_dev(struct ssd_volumes **out, const struct ssd_dev *dev, const char *ssd_name,
+			 uint64_t capacity_bytes, uint32_t lba_shift, bool format_if_blank,
+			 char *err, unsigned errlen);
 void ssd_volumes_close(struct ssd_volumes *v);
 
 /*

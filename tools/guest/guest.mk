@@ -72,3 +72,13 @@ guest-debian: $(BUILD)/extract-vmlinux
 
 # The unit test runs the tool it tests (order-only: not linked in).
 $(BUILD)/tests/test_extract_vmlinux: | $(BUILD)/extract-vmlinux
+
+# softssd for a guest that plays the host (tests/linux/test_linux_ssd_vfio.c: softssd --vfio on
+# the guest's vNVMe bound to vfio-pci): lvmm's own code, static.
+GUEST_SSD := $(GUEST_DIR)/ssd-guest
+$(GUEST_SSD): $(GUEST_SRC)/ssd-guest.c $(BUILD)/liblvmm.a
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@ (static)"
+	$(Q)$(CC) -static -O2 -std=gnu11 $(WARN) -D_GNU_SOURCE $(INC_HOSTKMOD) -o $@ $< \
+	    $(BUILD)/liblvmm.a $(LDLIBS)
+$(BUILD)/ltests/test_linux_ssd_vfio: | $(GUEST_SSD)
