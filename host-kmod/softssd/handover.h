@@ -15,7 +15,7 @@
 #include "softssd/qpair.h"
 
 #define SSD_HO_MAGIC	  0x4f48534cu /* "LSHO": never LIO_MAGIC, so no client op is one */
-#define SSD_HO_VERSION	  1u
+#define SSD_HO_VERSION	  2u
 #define SSD_HO_MAX_FDS	  16 /* per record: a session's socket, 8 memfds, its queue memory */
 #define SSD_HO_MAX_BYTES  4096
 #define SSD_HO_TIMEOUT_MS 10000u /* each step of the exchange; the quiesce has its own bound */
@@ -41,8 +41,9 @@ struct ssd_ho_hdr {
 };
 
 struct ssd_ho_request {
-	uint32_t pid; /* the new daemon */
+	uint32_t pid; /* the new daemon: the asking connection's own (SO_PEERCRED) */
 	uint32_t rsvd;
+	uint8_t token[32]; /* the daemon's upgrade token (server_int.h) */
 };
 
 #define SSD_HO_SRV_DIRECT   (1u << 0) /* an O_DIRECT descriptor of the backing follows */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -127,6 +128,7 @@ static int ssd_session_request(struct ssd_server *s, struct ssd_session *ss)
 				 !!(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)));
 		return -1;
 	}
+	ss->nreq++;
 	if ((size_t)r < sizeof(h)) {
 		ssd_err(&c, "request of %zd bytes: shorter than its header", r);
 		status = -EPROTO;
@@ -419,6 +421,39 @@ static int ssd_mkdirs(const char *sock_path, char *err, unsigned errlen)
 	return 0;
 }
 
+int ssd_token_path(const char *sock, char *path, size_t len)
+{
+	int n = snprintf(path, len, "%s.upgrade", sock);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* A fresh upgrade token, in a file only the daemon's uid reads: whoever asks for the sessions
+ * must have read it (docs/backend.md, "Upgrade"; docs/security.md). */
+static int ssd_token_create(struct ssd_server *s, char *err, unsigned errlen)
+{
+	char path[sizeof(s->path) + 16];
+	int fd;
+
+	if (getrandom(s->ho_token, sizeof(s->ho_token), 0) != (ssize_t)sizeof(s->ho_token) ||
+	    ssd_token_path(s->path, path, sizeof(path))) {
+		snprintf(err, errlen, "softssd %s: upgrade token: %s", s->cfg->name,
+			 strerror(errno ? errno : ENAMETOOLONG));
+		return -EIO;
+	}
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, s->ho_token, sizeof(s->ho_token)) != (ssize_t)sizeof(s->ho_token)) {
+		snprintf(err, errlen, "softssd %s: upgrade token %s: %s", s->cfg->name, path,
+			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -EIO;
+	}
+	close(fd);
+	return 0;
+}
+
 static int ssd_listen(struct ssd_server *s, char *err, unsigned errlen)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -450,7 +485,7 @@ static int ssd_listen(struct ssd_server *s, char *err, unsigned errlen)
 			 strerror(errno));
 		return -errno;
 	}
-	return 0;
+	return ssd_token_create(s, err, errlen);
 }
 
 /* sd_notify by hand: datagrams to $NOTIFY_SOCKET, through a socket opened before the seccomp
@@ -651,8 +686,12 @@ int ssd_serve_loop(struct ssd_server *s, int status)
 		ssd_refused_end(s, s->refused);
 	ssd_engine_stop(s->eng);
 	if (s->lfd >= 0) {
+		char tok[sizeof(s->path) + 16];
+
 		close(s->lfd);
 		unlink(s->path);
+		if (!ssd_token_path(s->path, tok, sizeof(tok)))
+			unlink(tok);
 	}
 	if (s->vols)
 		ssd_volumes_close(s->vols);

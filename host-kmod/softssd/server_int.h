@@ -14,6 +14,8 @@
 #include "softssd/qpair.h"
 #include "softssd/server.h"
 
+#define SSD_UPGRADE_TOKEN_LEN 32
+
 #define SSD_MAX_PAYLOAD	    4096
 #define SSD_MAX_RX_FDS	    16
 #define SSD_EV_LISTEN	    ((void *)1)
@@ -49,6 +51,7 @@ struct ssd_session {
 	struct ssd_counters retired; /* of its destroyed queue pairs */
 	uint32_t flags;		     /* LIO_SESSION_* */
 	int refused;		     /* -errno: answers its first request with it, then ends */
+	uint64_t nreq;		     /* requests served: a hand-over is asked only first */
 	char why[LIO_ERR_MAX];
 	struct ssd_session *next;
 };
@@ -72,7 +75,15 @@ struct ssd_server {
 	struct ssd_counters retired; /* of ended sessions */
 	uint64_t start_ns, next_owner;
 	uint32_t lba_shift; /* the volume table's */
+	/* the upgrade's secret: in a 0600 file beside the socket (ssd_token_path), asked of every
+	 * hand-over request; the same across upgrades (the successor read it to ask) */
+	uint8_t ho_token[SSD_UPGRADE_TOKEN_LEN];
+	uint64_t ho_last_ns; /* the last refusal logged */
 };
+
+/* PATH of the upgrade token of the daemon whose socket is sock: sock + ".upgrade". 0 or
+ * -ENAMETOOLONG. */
+int ssd_token_path(const char *sock, char *path, size_t len);
 
 /* One request being served. */
 struct ssd_call {

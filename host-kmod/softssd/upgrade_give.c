@@ -19,7 +19,32 @@ static void ssd_give_abort(int fd, int status, const char *why)
 	struct ssd_ho_ack a = {.status = status, .pid = (uint32_t)getpid()};
 
 	snprintf(a.err, sizeof(a.err), "%s", why);
-	ssd_ho_send(fd, SSD_HO_ABORT, &a, sizeof(a), NULL, 0, ssd_ho_deadline(100));
+	/* one try: a requester that does not read must not hold the control thread */
+	ssd_ho_send(fd, SSD_HO_ABORT, &a, sizeof(a), NULL, 0, ssd_ho_deadline(0));
+}
+
+_Static_assert(sizeof(((struct ssd_ho_request *)0)->token) == SSD_UPGRADE_TOKEN_LEN,
+	       "the request carries the whole token");
+
+/* Why the requester may not have the sessions, or NULL. Every VM's memory goes to whoever asks,
+ * so: on a connection that asked nothing before (a session's own socket, which lvmm's device
+ * threads hold, cannot be turned into a successor), from root or the daemon's owner, naming its
+ * own pid (it goes to systemd as MAINPID), with the token only that uid can read. */
+static const char *ssd_give_refusal(const struct ssd_server *s, const struct ssd_session *req,
+				    const struct ssd_ho_request *rq, int *status)
+{
+	uint8_t diff = 0;
+
+	*status = -EPERM;
+	if (req->nreq || req->nqps || req->win.n || req->nvols)
+		return "a hand-over is asked on a fresh connection, as its first message";
+	if (!req->admin)
+		return "the requester is not root or the daemon's owner";
+	if (rq->pid != (uint32_t)req->pid)
+		return "the request names another process than the one asking";
+	for (unsigned i = 0; i < sizeof(rq->token); i++)
+		diff |= rq->token[i] ^ s->ho_token[i];
+	return diff ? "wrong upgrade token" : NULL;
 }
 
 /* The successor's acknowledgement: 0, or its refusal (err says why). */
@@ -192,17 +217,21 @@ void ssd_upgrade_give(struct ssd_server *s, struct ssd_session *req, const void 
 		fflush(stdout);
 		return;
 	}
-	/* the successor gets every VM's memory: the daemon's owner (or root) may ask, no client */
-	if (!req->admin) {
-		snprintf(
-		    err, sizeof(err),
-		    "softssd %s: upgrade refused: uid %u is not root or the daemon's owner (%u)",
-		    name, (unsigned)req->uid, (unsigned)geteuid());
-		ssd_give_abort(req->fd, -EPERM, err);
-		printf("%s: upgrade request of pid %d uid %u refused: not root or the owner\n",
-		       name, (int)req->pid, (unsigned)req->uid);
-		fflush(stdout);
-		return;
+	{
+		const char *no = ssd_give_refusal(s, req, &rec.u.req, &r);
+
+		if (no) {
+			snprintf(err, sizeof(err), "softssd %s: upgrade refused: %s", name, no);
+			ssd_give_abort(req->fd, r, err);
+			/* one line a second at most: refusals cost a client nothing to cause */
+			if (!s->ho_last_ns || t0 - s->ho_last_ns >= 1000000000ull) {
+				s->ho_last_ns = t0;
+				printf("%s: upgrade request of pid %d uid %u refused: %s\n", name,
+				       (int)req->pid, (unsigned)req->uid, no);
+				fflush(stdout);
+			}
+			return;
+		}
 	}
 	/* a --vfio daemon's controller state (its queues, DMA mappings) lives in this process */
 	if (s->cfg->nvme) {

@@ -1,6 +1,7 @@
 /* softssd's upgrade, the new daemon's side (`lvmm ssd take-over`): it asks the serving daemon
  * for its sessions, rebuilds them from the records as checked input, and serves once it exits. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -30,20 +32,57 @@ struct ssd_taker {
 	char err[LIO_ERR_MAX];
 };
 
+/* The serving daemon's upgrade token: what proves this process may ask for the sessions. */
+static int ssd_take_token(struct ssd_taker *t, const char *sock, uint8_t *token, size_t len)
+{
+	char path[sizeof(t->s.path) + 16];
+	ssize_t n = -1;
+	int fd = -1;
+
+	if (!ssd_token_path(sock, path, sizeof(path)))
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		n = read(fd, token, len);
+	if (n != (ssize_t)len) {
+		snprintf(t->err, sizeof(t->err),
+			 "ssd %s: upgrade token: %.60s (root or the owner only)", t->name,
+			 n < 0 ? strerror(errno) : "short");
+		if (fd >= 0)
+			close(fd);
+		return -EPERM;
+	}
+	close(fd);
+	return 0;
+}
+
 static int ssd_take_connect(struct ssd_taker *t, const char *name)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct ssd_ho_request rq = {.pid = (uint32_t)getpid()};
+	struct ucred cr;
+	socklen_t crl = sizeof(cr);
+	int r;
 
 	if (lio_sock_path(name, sa.sun_path, sizeof(sa.sun_path))) {
 		snprintf(t->err, sizeof(t->err), "ssd '%s': not a valid SSD name", name);
 		return -EINVAL;
 	}
+	r = ssd_take_token(t, sa.sun_path, rq.token, sizeof(rq.token));
+	if (r)
+		return r;
+	memcpy(t->s.ho_token, rq.token, sizeof(t->s.ho_token)); /* kept across the upgrade */
 	t->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (t->fd < 0 || connect(t->fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		snprintf(t->err, sizeof(t->err), "ssd %s: %s: %s (is it served?)", name,
 			 sa.sun_path, strerror(errno));
 		return -errno;
+	}
+	/* what answers must be the daemon: root or this process's own uid */
+	if (getsockopt(t->fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) ||
+	    (cr.uid != 0 && cr.uid != geteuid())) {
+		snprintf(t->err, sizeof(t->err), "ssd %s: %s is served by uid %u, not root or %u",
+			 name, sa.sun_path, (unsigned)cr.uid, (unsigned)geteuid());
+		return -EPERM;
 	}
 	return ssd_ho_send(t->fd, SSD_HO_REQUEST, &rq, sizeof(rq), NULL, 0,
 			   ssd_ho_deadline(SSD_HO_TIMEOUT_MS));
@@ -113,6 +152,17 @@ static int ssd_take_server(struct ssd_taker *t, struct ssd_ho_rec *rec)
 	s->lfd = rec->fds[0];
 	cfg->backing_fd = rec->fds[1];
 	cfg->direct_fd = r->flags & SSD_HO_SRV_DIRECT ? rec->fds[4] : -1;
+	if (cfg->direct_fd >= 0) {
+		/* O_DIRECT writes go there: it must be the backing itself */
+		struct stat a, b;
+
+		if (fstat(cfg->backing_fd, &a) || fstat(cfg->direct_fd, &b) ||
+		    a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+			snprintf(t->err, sizeof(t->err),
+				 "hand-over: the O_DIRECT fd is not the backing's file");
+			return -EPROTO;
+		}
+	}
 	/* the log goes on where the old daemon's went (the journal, a test's file) */
 	dup2(rec->fds[2], 1);
 	dup2(rec->fds[3], 2);
@@ -123,7 +173,9 @@ static int ssd_take_server(struct ssd_taker *t, struct ssd_ho_rec *rec)
 	s->start_ns = r->start_ns;
 	s->next_qp_id = r->next_qp_id;
 	s->retired = r->retired;
-	/* the connection's end alone does not prove the old daemon gone (an abort closes it too) */
+	/* the connection's end alone does not prove the old daemon gone (an abort closes it too).
+	 * The record's pid, not the connection's: a listener keeps the credentials of the daemon
+	 * that first listened on it, which after an upgrade is gone */
 	t->old_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)r->pid, 0);
 	if (t->old_pidfd < 0) {
 		snprintf(t->err, sizeof(t->err), "hand-over: old daemon pid %u: pidfd_open: %s",
@@ -167,6 +219,29 @@ static int ssd_take_session(struct ssd_taker *t, struct ssd_ho_rec *rec, struct 
 	ss->pid = (pid_t)r->pid;
 	ss->uid = (uid_t)r->uid;
 	ss->admin = r->admin;
+	{
+		/* the client's socket says who it is: its credentials, not the record's */
+		struct ucred cr;
+		socklen_t crl = sizeof(cr), tl = sizeof(int);
+		int type = 0;
+
+		if (getsockopt(ss->fd, SOL_SOCKET, SO_TYPE, &type, &tl) || type != SOCK_SEQPACKET ||
+		    getsockopt(ss->fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl)) {
+			snprintf(t->err, sizeof(t->err),
+				 "hand-over: session %" PRIu64 ": its fd is not a client's socket",
+				 r->owner);
+			rc = -EPROTO;
+		} else {
+			ss->pid = cr.pid;
+			ss->uid = cr.uid;
+			ss->admin = cr.uid == 0 || cr.uid == geteuid();
+		}
+	}
+	if (rc) {
+		close(ss->fd);
+		free(ss);
+		return rc;
+	}
 	ss->owner = r->owner;
 	ss->flags = r->flags;
 	ss->qmem_fd = -1;
@@ -339,8 +414,9 @@ static int ssd_take_wait_exit(struct ssd_taker *t)
 	bool ended = false;
 
 	for (;;) {
-		/* once the connection ended the process must follow promptly */
-		int n = poll(pf, ended ? 1 : 2, ended ? (int)SSD_HO_TIMEOUT_MS : -1), rc;
+		/* once the connection ended the process must follow promptly; before, the old
+		 * daemon has its whole exit to send an abort in, but not forever */
+		int n = poll(pf, ended ? 1 : 2, (int)SSD_HO_TIMEOUT_MS * (ended ? 1 : 3)), rc;
 
 		if (n < 0 && errno == EINTR)
 			continue;

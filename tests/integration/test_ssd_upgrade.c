@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,8 +283,81 @@ START_TEST(test_upgrade_under_two_vms)
 }
 END_TEST
 
-/* A peer the daemon admits (--allow-uid) but that is not its owner asks for the sessions: it
- * is refused with a message, and the daemon serves on. */
+/* A hand-over request made by hand to the daemon at sock, as uid as (0: this process's), after
+ * an ordinary request when used: the daemon's answer (its refusal's text) into why, in a child
+ * process. Returns the answer's status (0: the daemon agreed and sent its server record). */
+static int raw_request(const char *sock, const uint8_t *token, bool used, uid_t as, char *why,
+		       size_t len)
+{
+	int p[2], st;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+		struct ssd_ho_request rq = {.pid = (uint32_t)getpid()};
+		static struct ssd_ho_rec rec;
+		char err[256] = "", line[300];
+		int fd, r;
+
+		if (as && (setgid(as) || setuid(as)))
+			_exit(126);
+		memcpy(rq.token, token, sizeof(rq.token));
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+		fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			_exit(125);
+		if (used) {
+			uint32_t junk[4] = {LIO_MAGIC, 0, 0, 0};
+
+			if (send(fd, junk, sizeof(junk), 0) != sizeof(junk) ||
+			    recv(fd, line, sizeof(line), 0) <= 0)
+				_exit(124);
+		}
+		r = ssd_ho_send(fd, SSD_HO_REQUEST, &rq, sizeof(rq), NULL, 0,
+				ssd_ho_deadline(5000));
+		if (!r)
+			r = ssd_ho_recv(fd, &rec, ssd_ho_deadline(5000), err, sizeof(err));
+		if (!r && rec.kind == SSD_HO_ABORT)
+			snprintf(err, sizeof(err), "%s", rec.u.ack.err);
+		n = snprintf(line, sizeof(line), "%d %s",
+			     r				? r
+			     : rec.kind == SSD_HO_ABORT ? rec.u.ack.status
+							: 0,
+			     err);
+		if (write(p[1], line, (size_t)n) < 0)
+			_exit(123);
+		_exit(0); /* a SERVER record's fds and the connection go with the process */
+	}
+	close(p[1]);
+	n = read(p[0], why, len - 1);
+	why[n > 0 ? n : 0] = 0;
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "request child: status %d", st);
+	return atoi(why);
+}
+
+/* The token beside the daemon's socket, as the owner reads it. */
+static void read_token(const char *sock, uint8_t *token)
+{
+	char path[700];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s.upgrade", sock);
+	fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(read(fd, token, 32), 32);
+	close(fd);
+}
+
+/* Who may have the sessions: a request on a connection that already asked something, or with a
+ * wrong token, or from a peer the daemon admits (--allow-uid) but that is not its owner, even
+ * holding the token, is refused, and the daemon serves on; the token file is the owner's
+ * alone, so that peer's `lvmm ssd upgrade` stops at it. */
 START_TEST(test_upgrade_refused_to_client)
 {
 	const char *opts[] = {"--backing", NULL, "--size", "16M", "--allow-uid", "65534", NULL};
@@ -324,8 +398,25 @@ START_TEST(test_upgrade_refused_to_client)
 	close(p[0]);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d: %s", st, out);
-	ck_assert_msg(strstr(out, "upgrade refused: uid 65534 is not root or the daemon's owner"),
-		      "%s", out);
+	ck_assert_msg(strstr(out, "upgrade token"), "%s", out);
+	{
+		struct stat tst;
+		uint8_t token[32], bad[32];
+		char why[400], tpath[700];
+
+		snprintf(tpath, sizeof(tpath), "%s.upgrade", sock);
+		ck_assert_int_eq(stat(tpath, &tst), 0);
+		ck_assert_int_eq(tst.st_mode & 0777, 0600);
+		read_token(sock, token);
+		memcpy(bad, token, sizeof(bad));
+		bad[7] ^= 1;
+		ck_assert_int_eq(raw_request(sock, token, false, 65534, why, sizeof(why)), -EPERM);
+		ck_assert_msg(strstr(why, "not root or the daemon's owner"), "%s", why);
+		ck_assert_int_eq(raw_request(sock, bad, false, 0, why, sizeof(why)), -EPERM);
+		ck_assert_msg(strstr(why, "wrong upgrade token"), "%s", why);
+		ck_assert_int_eq(raw_request(sock, token, true, 0, why, sizeof(why)), -EPERM);
+		ck_assert_msg(strstr(why, "fresh connection"), "%s", why);
+	}
 	ck_assert_int_eq(kill(ssd, 0), 0);
 	ck_assert_int_eq(testutil_system("%s ssd vol list upgssd >/dev/null", testutil_lvmm()), 0);
 	/* a successor that exits at once: the old daemon never notices */
@@ -645,6 +736,16 @@ static void hostile_case(const char *backing, enum hostile_case hc, const char *
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ssd/hostile.sock", dir);
 	unlink(sa.sun_path);
+	{
+		char tok[700];
+		int tfd;
+
+		snprintf(tok, sizeof(tok), "%s.upgrade", sa.sun_path);
+		tfd = open(tok, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		ck_assert_int_ge(tfd, 0);
+		ck_assert_int_eq(write(tfd, "0123456789abcdef0123456789abcdef", 32), 32);
+		close(tfd);
+	}
 	lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
 	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	ck_assert_int_eq(listen(lfd, 4), 0);

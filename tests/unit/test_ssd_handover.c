@@ -100,7 +100,7 @@ START_TEST(test_header_refusals)
 	/* another version of the daemon */
 	n = build(SSD_HO_MAGIC, SSD_HO_VERSION + 1, SSD_HO_END, &end, sizeof(end), sizeof(end), 0);
 	ck_assert_int_eq(ssd_ho_parse(msg, n, 0, 0, &rec, err, sizeof(err)), -EPROTO);
-	ck_assert_ptr_nonnull(strstr(err, "version 2, this daemon speaks 1"));
+	ck_assert_ptr_nonnull(strstr(err, "version 3, this daemon speaks 2"));
 	/* truncated by the transport */
 	n = build(SSD_HO_MAGIC, SSD_HO_VERSION, SSD_HO_END, &end, sizeof(end), sizeof(end), 0);
 	ck_assert_int_eq(ssd_ho_parse(msg, n, 0, 1, &rec, err, sizeof(err)), -EPROTO);
