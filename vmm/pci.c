@@ -39,8 +39,9 @@ int pci_dev_add_bar(struct pci_dev *d, unsigned bar, uint64_t size, bool is64, b
 	struct pci_bar *b;
 	uint32_t flags;
 
-	if (bar >= PCI_NUM_BARS || (is64 && bar + 1 >= PCI_NUM_BARS) || size < 4096 ||
-	    (size & (size - 1)) || size > (1ULL << 40))
+	if (bar >= PCI_BAR_SLOTS || (is64 && bar + 1 >= PCI_NUM_BARS) || size < 4096 ||
+	    (size & (size - 1)) || size > (1ULL << 40) ||
+	    (bar == PCI_ROM_BAR && (prefetch || size > (1ULL << 31))))
 		return -EINVAL;
 	b = &d->bar[bar];
 	b->size = size;
@@ -50,7 +51,7 @@ int pci_dev_add_bar(struct pci_dev *d, unsigned bar, uint64_t size, bool is64, b
 	b->opaque = opaque;
 	b->host = host;
 	flags = (is64 ? PCI_BAR_MEM_TYPE_64 : 0) | (prefetch ? PCI_BAR_MEM_PREFETCH : 0);
-	put32(d->cfg + PCI_BAR0 + 4 * bar, flags);
+	put32(d->cfg + pci_bar_reg(bar), flags);
 	return 0;
 }
 
@@ -103,7 +104,8 @@ static void pci_dev_do_flr(struct pci_dev *d)
 
 	pthread_mutex_lock(&d->lock);
 	for (off = 0; off < PCI_CFG_SIZE; off++) {
-		if (off >= PCI_BAR0 && off < PCI_BAR_END)
+		if ((off >= PCI_BAR0 && off < PCI_BAR_END) ||
+		    (off >= PCI_ROM_ADDRESS && off < PCI_ROM_ADDRESS + 4))
 			d->cfg[off] = d->cfg_reset[off];
 		else
 			d->cfg[off] = (uint8_t)((d->cfg[off] & ~d->wmask[off]) |
@@ -149,8 +151,13 @@ void pci_cfg_read(struct pci_bus *b, unsigned busno, unsigned devfn, unsigned re
 		return;
 	}
 	memset(data, 0, len);
-	if (reg >= PCI_CFG_SIZE)
-		return; /* extended config space: nothing implemented */
+	if (reg >= PCI_CFG_SIZE) {
+		/* extended config space: the function's own, or zero */
+		if (reg < PCI_CFG_EXT_SIZE && d->cfg_read)
+			d->cfg_read(d, reg, data,
+				    len < PCI_CFG_EXT_SIZE - reg ? len : PCI_CFG_EXT_SIZE - reg);
+		return;
+	}
 	if (reg + len > PCI_CFG_SIZE)
 		len = PCI_CFG_SIZE - reg;
 	pthread_mutex_lock(&d->lock);
@@ -171,7 +178,8 @@ static bool cfg_write_locked(struct pci_dev *d, unsigned reg, const uint8_t *val
 	for (i = 0; i < len; i++) {
 		unsigned off = reg + i;
 
-		if (off >= PCI_BAR0 && off < PCI_BAR_END) {
+		if ((off >= PCI_BAR0 && off < PCI_BAR_END) ||
+		    (off >= PCI_ROM_ADDRESS && off < PCI_ROM_ADDRESS + 4)) {
 			d->cfg[off] = val[i];
 			bars = true;
 		} else {
@@ -209,6 +217,12 @@ static bool cfg_write_locked(struct pci_dev *d, unsigned reg, const uint8_t *val
 			     (bar->prefetch ? PCI_BAR_MEM_PREFETCH : 0);
 			put32(d->cfg + PCI_BAR0 + 4 * i, v);
 		}
+		/* The ROM BAR: address bits above its size and the enable bit. */
+		put32(d->cfg + PCI_ROM_ADDRESS,
+		      get32(d->cfg + PCI_ROM_ADDRESS) &
+			  (d->bar[PCI_ROM_BAR].size
+			       ? ~(uint32_t)(d->bar[PCI_ROM_BAR].size - 1) | PCI_ROM_ADDRESS_ENABLE
+			       : 0));
 	}
 	if (msix || ((cmd_before ^ get16(d->cfg + PCI_COMMAND)) & PCI_COMMAND_MASTER))
 		msix_ctrl_changed(d);
@@ -223,8 +237,15 @@ static void cfg_write(struct pci_bus *b, unsigned busno, unsigned devfn, unsigne
 	struct pci_dev *d = dev_at(b, busno, devfn);
 	bool remap, flr = false;
 
-	if (!d || reg >= PCI_CFG_SIZE || len > 4)
+	if (!d || reg >= PCI_CFG_EXT_SIZE || len > 4)
 		return;
+	if (reg >= PCI_CFG_SIZE) {
+		/* extended config space: the function's own, or nowhere */
+		if (d->cfg_write)
+			d->cfg_write(d, reg, data,
+				     len < PCI_CFG_EXT_SIZE - reg ? len : PCI_CFG_EXT_SIZE - reg);
+		return;
+	}
 	if (reg + len > PCI_CFG_SIZE)
 		len = PCI_CFG_SIZE - reg;
 	pthread_mutex_lock(&d->lock);

@@ -12,7 +12,7 @@
 
 static uint64_t bar_addr(const struct pci_dev *d, unsigned i)
 {
-	uint64_t a = get32(d->cfg + PCI_BAR0 + 4 * i) & ~0xfULL;
+	uint64_t a = get32(d->cfg + pci_bar_reg(i)) & (i == PCI_ROM_BAR ? ~0x7ffULL : ~0xfULL);
 
 	if (d->bar[i].is64)
 		a |= (uint64_t)get32(d->cfg + PCI_BAR0 + 4 * (i + 1)) << 32;
@@ -50,7 +50,7 @@ static const char *bar_place_check(struct pci_bus *b, const struct pci_dev *self
 	for (s = 0; s < PCI_MAX_DEVS; s++) {
 		const struct pci_dev *o = b->dev[s];
 
-		for (i = 0; o && i < PCI_NUM_BARS; i++) {
+		for (i = 0; o && i < PCI_BAR_SLOTS; i++) {
 			const struct pci_bar *ob = &o->bar[i];
 
 			if ((o == self && i == self_bar) || !ob->mapped)
@@ -73,7 +73,7 @@ void bars_update(struct pci_dev *d)
 	pthread_mutex_lock(&b->remap_lock);
 	b->remaps++;
 
-	for (i = 0; i < PCI_NUM_BARS; i++) {
+	for (i = 0; i < PCI_BAR_SLOTS; i++) {
 		struct pci_bar *bar = &d->bar[i];
 		bool want, use_host;
 		uint64_t addr;
@@ -84,6 +84,8 @@ void bars_update(struct pci_dev *d)
 		pthread_mutex_lock(&d->lock);
 		addr = bar_addr(d, i);
 		want = (get16(d->cfg + PCI_COMMAND) & PCI_COMMAND_MEMORY) && addr;
+		if (i == PCI_ROM_BAR)
+			want = want && (d->cfg[PCI_ROM_ADDRESS] & PCI_ROM_ADDRESS_ENABLE);
 		pthread_mutex_unlock(&d->lock);
 		use_host = bar->host && b->ops.map_host;
 		if (bar->mapped && bar->mapped_addr == addr && want)
@@ -260,7 +262,7 @@ int bars_place(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen)
 		uint64_t a, *next, end;
 		unsigned bi = 0;
 
-		for (i = 0; i < PCI_NUM_BARS; i++)
+		for (i = 0; i < PCI_BAR_SLOTS; i++)
 			if (d->bar[i].size && !bar_addr(d, i) &&
 			    (!best || d->bar[i].size > best->size)) {
 				best = &d->bar[i];
@@ -273,8 +275,8 @@ int bars_place(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen)
 				   best->prefetch ? LAYOUT_MMIO64_START : LAYOUT_MMIO32_START);
 		if (a) {
 			best->placed = a;
-			put32(d->cfg + PCI_BAR0 + 4 * bi,
-			      get32(d->cfg + PCI_BAR0 + 4 * bi) | (uint32_t)a);
+			put32(d->cfg + pci_bar_reg(bi),
+			      get32(d->cfg + pci_bar_reg(bi)) | (uint32_t)a);
 			if (best->is64)
 				put32(d->cfg + PCI_BAR0 + 4 * (bi + 1), (uint32_t)(a >> 32));
 			continue;
@@ -291,7 +293,7 @@ int bars_place(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen)
 		}
 		*next = a + best->size;
 		best->placed = a;
-		put32(d->cfg + PCI_BAR0 + 4 * bi, get32(d->cfg + PCI_BAR0 + 4 * bi) | (uint32_t)a);
+		put32(d->cfg + pci_bar_reg(bi), get32(d->cfg + pci_bar_reg(bi)) | (uint32_t)a);
 		if (best->is64)
 			put32(d->cfg + PCI_BAR0 + 4 * (bi + 1), (uint32_t)(a >> 32));
 	}
@@ -306,7 +308,7 @@ void bars_release(struct pci_bus *b, struct pci_dev *d)
 	for (;;) {
 		struct pci_bar *big = NULL;
 
-		for (v = 0; v < PCI_NUM_BARS; v++)
+		for (v = 0; v < PCI_BAR_SLOTS; v++)
 			if (d->bar[v].placed && (!big || d->bar[v].placed > big->placed))
 				big = &d->bar[v];
 		if (!big)

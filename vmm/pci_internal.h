@@ -35,6 +35,12 @@ static inline uint32_t get32(const uint8_t *p)
 	return v;
 }
 
+/* The config offset of BAR slot i (PCI_ROM_BAR: the ROM BAR). */
+static inline unsigned pci_bar_reg(unsigned i)
+{
+	return i == PCI_ROM_BAR ? PCI_ROM_ADDRESS : PCI_BAR0 + 4 * i;
+}
+
 /* pci_bar.c */
 /* Places every BAR of d that has no address yet (pci_bus_add()): 0, or -ENOSPC with a message in
  * err when one does not fit its window. */

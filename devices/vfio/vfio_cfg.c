@@ -1,6 +1,7 @@
-/* Config space of a passed-through function (vfio_pci.h): the header, BARs, capability links,
- * MSI, MSI-X and the PCIe capability's type are lvmm's (the platform's pci_dev), every other
- * byte of the first 256 is the device's, read and written through VFIO. */
+/* Config space of a passed-through function (vfio_pci.h): the header, BARs, ROM BAR, capability
+ * links, MSI, MSI-X and the PCIe capability's type are lvmm's (the platform's pci_dev), extended
+ * capability headers and the capabilities hidden there lvmm's too (v->ext); every other byte of
+ * the 4 KiB is the device's, read and written through VFIO. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,9 @@
 
 #define CFG_HEADER_END	0x40
 #define CAP_HOPS_MAX	48 /* a capability list longer than this loops */
+#define EXT_SIZE	(PCI_CFG_EXT_SIZE - PCI_CFG_SIZE)
+#define EXT_HOPS_MAX	(EXT_SIZE / 4)
+#define ROM_SIZE_MAX	(16ULL << 20)
 #define PCI_EXP_TYPE_SH 4
 
 static uint16_t rd16(const uint8_t *p)
@@ -25,6 +29,12 @@ static void wr16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)v;
 	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	wr16(p, (uint16_t)v);
+	wr16(p + 2, (uint16_t)(v >> 16));
 }
 
 /* BARs from the device's regions and its BAR flags: I/O BARs are not passed through (a
@@ -70,6 +80,128 @@ static int cfg_bars(struct vfio_pci *v, const uint8_t *raw, const struct bus_ops
 		}
 		if (is64)
 			i++;
+	}
+	return 0;
+}
+
+/* The expansion ROM (VFIO's ROM region) behind the ROM BAR: at least a page, a power of two,
+ * placed like a 32-bit BAR, trapped (bar_ops serve reads from the region and drop writes). A
+ * device without one, or with one past ROM_SIZE_MAX, keeps a ROM BAR of zero. */
+static int cfg_rom(struct vfio_pci *v, const struct bus_ops *ops, char *err, unsigned errlen)
+{
+	const struct vfio_region *rg = &v->info->regions[VFIO_PCI_ROM_REGION];
+	uint64_t size = 4096;
+
+	if (v->info->num_regions <= VFIO_PCI_ROM_REGION || !rg->size)
+		return 0;
+	if (rg->size > ROM_SIZE_MAX) {
+		fprintf(stderr, "lvmm: device %s: expansion ROM of %llu bytes: not exposed\n",
+			v->id, (unsigned long long)rg->size);
+		return 0;
+	}
+	while (size < rg->size)
+		size <<= 1;
+	v->bar[PCI_ROM_BAR].region_size = rg->size;
+	if (pci_dev_add_bar(&v->pci, PCI_ROM_BAR, size, false, false, ops, &v->bar[PCI_ROM_BAR],
+			    NULL)) {
+		snprintf(err, errlen, "device %s: expansion ROM (%llu bytes) rejected", v->id,
+			 (unsigned long long)size);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Extended capabilities lvmm cannot honour, unlinked from the guest's view and their registers
+ * emulated as zero (writes dropped): ACS steers peer-to-peer routing the host's isolation
+ * relies on; ATS, PRI and PASID need an IOMMU that translates for the device, and lvmm has no
+ * virtual one; SR-IOV and MR-IOV would make virtual functions the guest cannot own; resizable
+ * BARs (of the function or its VFs) would change sizes lvmm placed; Multicast holds a BAR of
+ * its own. */
+static bool ext_hidden(uint16_t id)
+{
+	switch (id) {
+	case PCI_EXT_CAP_ID_ACS:
+	case PCI_EXT_CAP_ID_ATS:
+	case PCI_EXT_CAP_ID_SRIOV:
+	case PCI_EXT_CAP_ID_MRIOV:
+	case PCI_EXT_CAP_ID_MCAST:
+	case PCI_EXT_CAP_ID_PRI:
+	case PCI_EXT_CAP_ID_REBAR:
+	case PCI_EXT_CAP_ID_PASID:
+	case PCI_EXT_CAP_ID_VF_REBAR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static uint32_t ext_next(uint32_t hdr)
+{
+	return (hdr >> PCI_EXT_CAP_NEXT_SH) & 0xffc;
+}
+
+/* The extent of the capability at off: up to the next one in address order, or the end. */
+static unsigned ext_end(const uint16_t *all, unsigned n, unsigned off)
+{
+	unsigned end = PCI_CFG_EXT_SIZE;
+
+	for (unsigned k = 0; k < n; k++)
+		if (all[k] > off && all[k] < end)
+			end = all[k];
+	return end;
+}
+
+/* Extended config space of a PCIe function whose VFIO config region has it: the device's,
+ * but every capability header lvmm's (the chain relinked without the hidden ones, a null
+ * header at 0x100 when the first is hidden) and the hidden capabilities zero. Anything else
+ * (conventional PCI, no capabilities, unreadable) reads as zero. */
+static int cfg_ext(struct vfio_pci *v, char *err, unsigned errlen)
+{
+	const struct vfio_region *cr = &v->info->regions[VFIO_PCI_CFG_REGION];
+	uint8_t raw[EXT_SIZE], *ext = v->ext;
+	uint16_t all[EXT_HOPS_MAX], keep[EXT_HOPS_MAX];
+	unsigned n = 0, nkeep = 0, off;
+	uint32_t hdr;
+
+	memset(ext, 0, EXT_SIZE);
+	memset(v->emu + PCI_CFG_SIZE, 1, EXT_SIZE);
+	if (!v->pcie_cap || v->info->num_regions <= VFIO_PCI_CFG_REGION ||
+	    cr->size < PCI_CFG_EXT_SIZE || v->ops->cfg_read(v->o, PCI_CFG_SIZE, raw, EXT_SIZE))
+		return 0;
+	hdr = rd32(raw);
+	if (!hdr || hdr == 0xffffffff)
+		return 0;
+	for (off = PCI_CFG_SIZE; off; off = ext_next(hdr)) {
+		if (off < PCI_CFG_SIZE || n == EXT_HOPS_MAX) {
+			snprintf(err, errlen,
+				 "device %s: extended capability list broken at 0x%x (after %u "
+				 "entries)",
+				 v->id, off, n);
+			return -EINVAL;
+		}
+		hdr = rd32(raw + (off - PCI_CFG_SIZE));
+		all[n++] = (uint16_t)off;
+		if (!ext_hidden((uint16_t)hdr))
+			keep[nkeep++] = (uint16_t)off;
+	}
+	memset(v->emu + PCI_CFG_SIZE, 0, EXT_SIZE);
+	for (unsigned k = 0; k < n; k++) {
+		off = all[k];
+		hdr = rd32(raw + (off - PCI_CFG_SIZE));
+		if (ext_hidden((uint16_t)hdr))
+			memset(v->emu + off, 1, ext_end(all, n, off) - off);
+		else
+			memset(v->emu + off, 1, 4);
+	}
+	/* The chain starts at 0x100: a hidden first capability leaves a null header there. */
+	if (nkeep && keep[0] != PCI_CFG_SIZE)
+		put_le32(ext, (uint32_t)keep[0] << PCI_EXT_CAP_NEXT_SH);
+	for (unsigned k = 0; k < nkeep; k++) {
+		uint32_t next = k + 1 < nkeep ? keep[k + 1] : 0;
+
+		hdr = rd32(raw + (keep[k] - PCI_CFG_SIZE));
+		put_le32(ext + (keep[k] - PCI_CFG_SIZE),
+			 (hdr & 0xfffff) | next << PCI_EXT_CAP_NEXT_SH);
 	}
 	return 0;
 }
@@ -164,13 +296,17 @@ int vfio_pci_cfg_build(struct vfio_pci *v, const struct bus_ops *bar_ops, char *
 		     rd16(raw + PCI_SUBSYSTEM_ID));
 	d->cfg[PCI_REVISION_ID] = raw[PCI_REVISION_ID];
 	/* Beyond the header the device's bytes, so a byte lvmm keeps has its value; the rest is
-	 * read from the device on every access. No INTx (pin 0), no expansion ROM. */
+	 * read from the device on every access. No INTx (pin 0). */
 	memcpy(d->cfg + CFG_HEADER_END, raw + CFG_HEADER_END, PCI_CFG_SIZE - CFG_HEADER_END);
 	memset(v->emu, 0, sizeof(v->emu));
 	memset(v->emu, 1, CFG_HEADER_END);
 	r = cfg_bars(v, raw, bar_ops, err, errlen);
 	if (!r)
+		r = cfg_rom(v, bar_ops, err, errlen);
+	if (!r)
 		r = cfg_caps(v, raw, err, errlen);
+	if (!r)
+		r = cfg_ext(v, err, errlen);
 	if (r)
 		return r;
 	d->cfg_read = vfio_pci_cfg_read;
@@ -184,6 +320,10 @@ void vfio_pci_cfg_read(struct pci_dev *d, unsigned reg, void *data, unsigned len
 	uint8_t raw[4], *out = data;
 	unsigned i;
 
+	if (len > 4 || reg >= PCI_CFG_EXT_SIZE || len > PCI_CFG_EXT_SIZE - reg)
+		return;
+	if (reg >= PCI_CFG_SIZE)
+		memcpy(out, v->ext + (reg - PCI_CFG_SIZE), len);
 	for (i = 0; i < len && v->emu[reg + i]; i++)
 		;
 	if (i == len || v->ops->cfg_read(v->o, reg, raw, len))
@@ -222,6 +362,8 @@ void vfio_pci_cfg_write(struct pci_dev *d, unsigned reg, const void *data, unsig
 	const uint8_t *in = data;
 	unsigned i, emu = 0;
 
+	if (len > 4 || reg >= PCI_CFG_EXT_SIZE || len > PCI_CFG_EXT_SIZE - reg)
+		return;
 	if (reg < PCI_COMMAND + 2 && reg + len > PCI_COMMAND)
 		vfio_pci_cfg_sync_command(v);
 	for (i = 0; i < len; i++)

@@ -1,6 +1,6 @@
 /* A passed-through PCI function (vfio_pci.h): its BARs (mmap-able pieces as guest memory that
- * follows the BAR, the rest and the MSI-X table trapped), MSI-X vectors handed to VFIO as the
- * platform's irqfds, and the dev_model that opens the device in the VM's container. */
+ * follows the BAR; the rest, the MSI-X table and the ROM trapped), MSI-X vectors handed to VFIO
+ * as the platform's irqfds, and the dev_model that opens the device in the VM's container. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +23,9 @@ static void bar_read(void *opaque, uint64_t off, void *data, unsigned len)
 	struct vfio_pci_bar *b = opaque;
 	struct vfio_pci *v = b->owner;
 
-	if (pci_msix_access(&v->pci, b->idx, off, data, len, false))
+	if (b->idx != PCI_ROM_BAR && pci_msix_access(&v->pci, b->idx, off, data, len, false))
 		return;
+	/* the ROM's slot is its VFIO region index, as a BAR's is */
 	if (!bar_in_region(b, off, len) || v->ops->region_read(v->o, b->idx, off, data, len))
 		memset(data, 0xff, len > 8 ? 8 : len);
 }
@@ -34,6 +35,8 @@ static void bar_write(void *opaque, uint64_t off, const void *data, unsigned len
 	struct vfio_pci_bar *b = opaque;
 	struct vfio_pci *v = b->owner;
 
+	if (b->idx == PCI_ROM_BAR)
+		return; /* read-only memory */
 	if (pci_msix_access(&v->pci, b->idx, off, (void *)data, len, true))
 		return;
 	if (bar_in_region(b, off, len))
@@ -194,7 +197,7 @@ int vfio_pci_init(struct vfio_pci *v, const char *id, const struct vfio_device *
 		v->unmap_host = h->unmap_host;
 		v->host_opaque = h->opaque;
 	}
-	for (unsigned i = 0; i < PCI_NUM_BARS; i++)
+	for (unsigned i = 0; i < PCI_BAR_SLOTS; i++)
 		v->bar[i] = (struct vfio_pci_bar){.owner = v, .idx = i, .gpa = ~0ULL};
 	/* What the host or a previous VM left in the device goes first. */
 	r = ops->reset(o);

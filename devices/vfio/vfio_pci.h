@@ -1,6 +1,7 @@
 /* A host PCI function passed through to the guest over VFIO (`--device path=...`): its BARs as
- * guest memory where VFIO lets them be mapped and trapped elsewhere, its config space with the
- * header, BARs, MSI/MSI-X and command register emulated, its vectors on KVM irqfds. Everything
+ * guest memory where VFIO lets them be mapped and trapped elsewhere, its expansion ROM trapped
+ * and read-only, its config space (extended too) with the header, BARs, MSI/MSI-X, command
+ * register and capability links emulated, its vectors on KVM irqfds. Everything
  * here talks to VFIO through struct vfio_pci_ops, so tests run it over a fake device. */
 #ifndef LVMM_VFIO_PCI_H
 #define LVMM_VFIO_PCI_H
@@ -16,6 +17,10 @@
 #define VFIO_PCI_PATH_MAX 256
 /* mmap-able pieces of one BAR: each sparse area cut around the MSI-X table and PBA pages */
 #define VFIO_PCI_MAX_PIECES (3 * VFIO_MAX_SPARSE)
+/* VFIO's region indices past the BARs */
+#define VFIO_PCI_ROM_REGION 6 /* VFIO_PCI_ROM_REGION_INDEX */
+#define VFIO_PCI_CFG_REGION 7 /* VFIO_PCI_CONFIG_REGION_INDEX */
+_Static_assert(VFIO_PCI_ROM_REGION == PCI_ROM_BAR, "the ROM's BAR slot is its region index");
 
 /* cloud-hypervisor's DeviceConfig */
 struct vfio_pci_config {
@@ -77,8 +82,11 @@ struct vfio_pci {
 	int (*map_host)(void *opaque, uint64_t gpa, uint64_t size, void *host);
 	int (*unmap_host)(void *opaque, uint64_t gpa);
 	void *host_opaque;
-	struct vfio_pci_bar bar[PCI_NUM_BARS];
-	uint8_t emu[PCI_CFG_SIZE]; /* 1: the byte is emulated (cfg), 0: the device's */
+	struct vfio_pci_bar bar[PCI_BAR_SLOTS]; /* bar[PCI_ROM_BAR]: the expansion ROM */
+	uint8_t emu[PCI_CFG_EXT_SIZE]; /* 1: the byte is emulated (cfg or ext), 0: the device's */
+	/* extended config space as lvmm shows it where emulated: capability headers relinked,
+	 * hidden capabilities (vfio_cfg.c) zero */
+	uint8_t ext[PCI_CFG_EXT_SIZE - PCI_CFG_SIZE];
 	uint8_t msi_cap, pcie_cap; /* config offsets, 0 = none */
 	uint16_t cmd;		   /* the command register as last written to the device */
 	bool msix_on;		   /* VFIO's MSI-X vectors are the irqfds now */
@@ -96,8 +104,8 @@ int vfio_pci_init(struct vfio_pci *v, const char *id, const struct vfio_device *
 /* Off the bus already: interrupts off, pieces unmapped. */
 void vfio_pci_exit(struct vfio_pci *v);
 
-/* vfio_cfg.c: config space. Reads the device's config, builds v->pci's header, capabilities
- * and emulation map; 0 or -EINVAL/-EIO with err. */
+/* vfio_cfg.c: config space. Reads the device's config, builds v->pci's header, capabilities,
+ * ROM BAR (with bar_ops too) and emulation map; 0 or -EINVAL/-EIO with err. */
 int vfio_pci_cfg_build(struct vfio_pci *v, const struct bus_ops *bar_ops, char *err,
 		       unsigned errlen);
 void vfio_pci_cfg_read(struct pci_dev *d, unsigned reg, void *data, unsigned len);

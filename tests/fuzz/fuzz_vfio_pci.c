@@ -1,10 +1,11 @@
 /* libFuzzer target for the passthrough device model (devices/vfio) over the fake VFIO function
  * of tests/lib/vfio_fake.h: the first bytes may corrupt the device's own config space (a hostile
- * or broken device at creation), the rest are guest accesses: config reads and writes (BAR
- * sizing, the command register, MSI-X control, passthrough registers), BAR accesses where they
- * decode, MSI-X table writes, vector signals. Checked besides memory safety: the guest never
- * writes a config byte lvmm emulates through to the device, a BAR piece is never mapped twice or
- * unmapped unmapped, and nothing stays mapped once the function is gone. */
+ * or broken device at creation, its extended capability headers and ROM size too), the rest are
+ * guest accesses: config reads and writes over the 4 KiB (BAR and ROM BAR sizing, the command
+ * register, MSI-X control, passthrough registers, extended capabilities), BAR and ROM accesses
+ * where they decode, MSI-X table writes, vector signals. Checked besides memory safety: the guest
+ * never writes a config byte lvmm emulates through to the device, a BAR piece is never mapped twice
+ * or unmapped unmapped, and nothing stays mapped once the function is gone. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -69,7 +70,7 @@ static bool guest_reached_emulated(const struct fake_vfio *f, const struct vfio_
 		for (unsigned b = 0; b < f->cfg_log[i].len; b++) {
 			unsigned off = f->cfg_log[i].off + b;
 
-			if (off >= PCI_CFG_SIZE ||
+			if (off >= PCI_CFG_EXT_SIZE ||
 			    (v->emu[off] && off != PCI_COMMAND && off != PCI_COMMAND + 1))
 				return true;
 		}
@@ -112,6 +113,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fake.fail_mmap = 1;
 	if (pokes & 8)
 		fake.info.regions[fz_take(&f, 1) % 6].size = 1ULL << (fz_take(&f, 1) % 42);
+	if (pokes & 0x10) { /* an extended capability header */
+		uint32_t hdr = (uint32_t)fz_take(&f, 4);
+
+		memcpy(fake.cfg + PCI_CFG_SIZE + 4 * (fz_take(&f, 1) % 0x40), &hdr, 4);
+	}
+	if (pokes & 0x20)
+		fake.info.regions[VFIO_PCI_ROM_REGION].size = fz_take(&f, 4) & 0x3ffffff;
 	if (vfio_pci_init(&vp, "fz0", &fake.info, &fake_vfio_ops, &fake, &host, err, sizeof(err))) {
 		pci_bus_exit(&pb);
 		return 0;
@@ -134,23 +142,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(buf, &v, sizeof(buf));
 		switch (op & 7) {
 		case 0: /* config write anywhere, any width */
-			pci_cfg_write(&pb, 0, vp.pci.devfn, (unsigned)fz_take(&f, 2) & 0x1ff, buf,
+			pci_cfg_write(&pb, 0, vp.pci.devfn, (unsigned)fz_take(&f, 2) & 0xfff, buf,
 				      len > 4 ? 4 : len);
 			break;
 		case 1: /* config read */
-			pci_cfg_read(&pb, 0, vp.pci.devfn, (unsigned)fz_take(&f, 2) & 0x1ff, buf,
+			pci_cfg_read(&pb, 0, vp.pci.devfn, (unsigned)fz_take(&f, 2) & 0xfff, buf,
 				     len > 4 ? 4 : len);
 			break;
-		case 2: /* BAR sizing, then a value back (maybe a new place) */
-			b = (unsigned)fz_take(&f, 1) % PCI_NUM_BARS;
+		case 2: { /* BAR or ROM BAR sizing, then a value back (maybe a new place) */
+			unsigned reg;
+
+			b = (unsigned)fz_take(&f, 1) % PCI_BAR_SLOTS;
+			reg = b == PCI_ROM_BAR ? PCI_ROM_ADDRESS : PCI_BAR0 + 4 * b;
 			memset(buf, 0xff, 4);
-			pci_cfg_write(&pb, 0, vp.pci.devfn, PCI_BAR0 + 4 * b, buf, 4);
-			pci_cfg_read(&pb, 0, vp.pci.devfn, PCI_BAR0 + 4 * b, buf, 4);
+			pci_cfg_write(&pb, 0, vp.pci.devfn, reg, buf, 4);
+			pci_cfg_read(&pb, 0, vp.pci.devfn, reg, buf, 4);
 			memcpy(buf, &v, 4);
-			pci_cfg_write(&pb, 0, vp.pci.devfn, PCI_BAR0 + 4 * b, buf, 4);
+			pci_cfg_write(&pb, 0, vp.pci.devfn, reg, buf, 4);
 			break;
-		case 3: /* a BAR access where it decodes, trapped or not */
-			b = (unsigned)fz_take(&f, 1) % PCI_NUM_BARS;
+		}
+		case 3: /* a BAR or ROM access where it decodes, trapped or not */
+			b = (unsigned)fz_take(&f, 1) % PCI_BAR_SLOTS;
 			off = fz_take(&f, 4);
 			if (vp.pci.bar[b].mapped && vp.pci.bar[b].size)
 				bus_access(&mmio,

@@ -1,8 +1,9 @@
 /* A fake VFIO PCI function behind struct vfio_pci_ops, for the passthrough device model's unit
  * test and fuzz target: a GPU-shaped function (a 16 MiB register BAR with the MSI-X table and
- * PBA in it, a 32 GiB 64-bit prefetchable BAR, a small trapped BAR, an I/O BAR), config space
- * the tests may change, and a record of what the model asked of it. Header-only: fuzz targets
- * are single files. */
+ * PBA in it, a 32 GiB 64-bit prefetchable BAR, a small trapped BAR, an I/O BAR, a 36 KiB
+ * expansion ROM), 4 KiB of config space the tests may change (extended capabilities AER, SR-IOV,
+ * vendor-specific, resizable BAR), and a record of what the model asked of it. Header-only: fuzz
+ * targets are single files. */
 #ifndef LVMM_TEST_VFIO_FAKE_H
 #define LVMM_TEST_VFIO_FAKE_H
 
@@ -23,13 +24,18 @@
 #define FAKE_VNDR_CAP	0xb0
 #define FAKE_BAR0_SIZE	(16ULL << 20)
 #define FAKE_BAR1_SIZE	(32ULL << 30)
-#define FAKE_BAR3_SIZE	0x800ULL	  /* not mmap-able: every access traps */
+#define FAKE_BAR3_SIZE	0x800ULL /* not mmap-able: every access traps */
+#define FAKE_ROM_SIZE	0x9000ULL
+#define FAKE_EXT_AER	0x100
+#define FAKE_EXT_SRIOV	0x140 /* hidden by lvmm */
+#define FAKE_EXT_VSEC	0x180
+#define FAKE_EXT_REBAR	0x1a0		  /* hidden by lvmm, the last */
 #define FAKE_HOST_BASE	0x7f0000000000ULL /* what region_mmap hands out; never touched */
 #define FAKE_MAX_LOG	64
 
 struct fake_vfio {
 	struct vfio_device info;
-	uint8_t cfg[256];
+	uint8_t cfg[4096];
 	/* what the model did */
 	unsigned cfg_writes;
 	struct {
@@ -181,6 +187,8 @@ static inline void fake_vfio_init(struct fake_vfio *f)
 	    .index = 1, .size = FAKE_BAR1_SIZE, .nsparse = 1, .sparse = {{0, FAKE_BAR1_SIZE}}};
 	f->info.regions[3] = (struct vfio_region){.index = 3, .size = FAKE_BAR3_SIZE};
 	f->info.regions[5] = (struct vfio_region){.index = 5, .size = 0x80};
+	f->info.regions[6] = (struct vfio_region){.index = 6, .size = FAKE_ROM_SIZE};
+	f->info.regions[7] = (struct vfio_region){.index = 7, .size = sizeof(f->cfg)};
 	f->info.irqs[0].count = 1;
 	f->info.irqs[1].count = FAKE_MSI_NVEC;
 	f->info.irqs[2].count = FAKE_MSIX_NVEC;
@@ -216,6 +224,15 @@ static inline void fake_vfio_init(struct fake_vfio *f)
 	c[FAKE_VNDR_CAP + 1] = 0;
 	c[FAKE_VNDR_CAP + 2] = 8;
 	c[FAKE_VNDR_CAP + 3] = 0x5a;
+	/* extended capabilities: id, version 1 (AER 2), next */
+	fake_put32(c + FAKE_EXT_AER, 0x0001 | 2 << 16 | FAKE_EXT_SRIOV << 20);
+	fake_put32(c + FAKE_EXT_AER + 4, 0x00000010); /* uncorrectable status */
+	fake_put32(c + FAKE_EXT_SRIOV, 0x0010 | 1 << 16 | FAKE_EXT_VSEC << 20);
+	fake_put16(c + FAKE_EXT_SRIOV + 0x0e, 8); /* TotalVFs */
+	fake_put32(c + FAKE_EXT_VSEC, 0x000b | 1 << 16 | FAKE_EXT_REBAR << 20);
+	fake_put32(c + FAKE_EXT_VSEC + 4, 0x01001234); /* VSEC id 0x1234, length 0x10 */
+	fake_put32(c + FAKE_EXT_REBAR, 0x0015 | 1 << 16);
+	fake_put32(c + FAKE_EXT_REBAR + 4, 0x0000fff0); /* sizes 1 MiB..32 GiB */
 }
 
 #endif

@@ -2,7 +2,9 @@
  * without KVM: what the guest sees of config space (emulated header and BARs, the capability
  * chain without MSI, the PCIe type, the device's own bytes), what reaches the device (command,
  * passthrough registers, BAR accesses outside the MSI-X table), BAR pieces as guest memory that
- * follows the BAR, MSI-X vectors handed to VFIO, and devices refused at creation. */
+ * follows the BAR, the expansion ROM behind the ROM BAR, extended config space through ECAM
+ * with hidden capabilities unlinked, MSI-X vectors handed to VFIO, and devices refused at
+ * creation. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -166,6 +168,30 @@ static uint64_t bar_addr(unsigned bar, bool is64)
 	return is64 ? a | (uint64_t)cfg_rd(0x14 + 4 * bar) << 32 : a;
 }
 
+/* A config access through ECAM, which reaches extended config space. */
+static uint32_t ecam_rd(unsigned reg, unsigned len)
+{
+	uint32_t v = 0;
+
+	ck_assert(
+	    bus_access(&mmio, LAYOUT_ECAM_START + ((uint64_t)devfn << 12) + reg, &v, len, false));
+	return v;
+}
+
+static void ecam_wr(unsigned reg, uint32_t v, unsigned len)
+{
+	ck_assert(
+	    bus_access(&mmio, LAYOUT_ECAM_START + ((uint64_t)devfn << 12) + reg, &v, len, true));
+}
+
+static bool dev_written(unsigned lo, unsigned hi)
+{
+	for (unsigned i = 0; i < fake.cfg_writes && i < FAKE_MAX_LOG; i++)
+		if (fake.cfg_log[i].off < hi && fake.cfg_log[i].off + fake.cfg_log[i].len > lo)
+			return true;
+	return false;
+}
+
 START_TEST(test_header_emulated)
 {
 	plug();
@@ -174,7 +200,9 @@ START_TEST(test_header_emulated)
 	ck_assert_uint_eq(cfg_rd(0x2c), 0x16c110de);
 	ck_assert_uint_eq(cfg_rd(0x0c) >> 16 & 0x7f, 0);
 	ck_assert_uint_eq(cfg_rd(0x3c) >> 8 & 0xff, 0); /* no INTx pin */
-	ck_assert_uint_eq(cfg_rd(0x30), 0);		/* no expansion ROM */
+	/* the ROM BAR placed, not enabled */
+	ck_assert_uint_ne(cfg_rd(0x30), 0);
+	ck_assert_uint_eq(cfg_rd(0x30) & PCI_ROM_ADDRESS_ENABLE, 0);
 	ck_assert_uint_eq(fake.resets, 1);
 	/* The header is lvmm's: vendor writes stick nowhere, and never reach the device. */
 	fake.cfg_writes = 0;
@@ -246,6 +274,168 @@ START_TEST(test_caps_chain)
 	/* a vendor capability's body is the device's */
 	fake.cfg[FAKE_VNDR_CAP + 3] = 0x33;
 	ck_assert_uint_eq(cfg_rd(FAKE_VNDR_CAP) >> 24, 0x33);
+}
+END_TEST
+
+START_TEST(test_rom_bar)
+{
+	uint32_t rom, v;
+	unsigned regions;
+
+	plug();
+	rom = cfg_rd(0x30);
+	/* placed like a 32-bit BAR: 36 KiB shown as 64 KiB, naturally aligned */
+	ck_assert_uint_ge(rom, LAYOUT_MMIO32_START);
+	ck_assert_uint_le(rom + 0x10000ULL, LAYOUT_MMIO32_START + LAYOUT_MMIO32_SIZE);
+	ck_assert_uint_eq(rom & 0xffff, 0);
+	/* not enabled: nothing decodes there */
+	ck_assert(!bus_access(&mmio, rom + 0x10, &v, 4, false));
+	/* sizing: the size mask, the enable bit as written */
+	fake.cfg_writes = 0;
+	cfg_wr(0x30, 0xfffff800);
+	ck_assert_uint_eq(cfg_rd(0x30), 0xffff0000);
+	cfg_wr(0x30, 0xffffffff);
+	ck_assert_uint_eq(cfg_rd(0x30), 0xffff0001);
+	cfg_wr(0x30, rom | PCI_ROM_ADDRESS_ENABLE);
+	ck_assert_uint_eq(cfg_rd(0x30), rom | PCI_ROM_ADDRESS_ENABLE);
+	ck_assert(!dev_written(0x30, 0x34));
+	/* enabled: reads are the device's ROM region, through VFIO */
+	regions = fake.region_reads;
+	ck_assert(bus_access(&mmio, rom + 0x10, &v, 4, false));
+	ck_assert_uint_eq(v, 0xd0000000 | VFIO_PCI_ROM_REGION << 24 | 0x10);
+	ck_assert_uint_eq(fake.region_reads, regions + 1);
+	/* past the ROM region, inside the BAR: all ones, the device not asked */
+	ck_assert(bus_access(&mmio, rom + FAKE_ROM_SIZE, &v, 4, false));
+	ck_assert_uint_eq(v, 0xffffffff);
+	ck_assert_uint_eq(fake.region_reads, regions + 1);
+	/* writes are dropped; the ROM is never guest memory */
+	v = 0x12345678;
+	bus_access(&mmio, rom + 0x10, &v, 4, true);
+	ck_assert_uint_eq(fake.region_writes, 0);
+	ck_assert_ptr_null(map_at(rom));
+	/* memory decoding off, or the enable bit clear: gone again */
+	cfg_wr16(0x04, 0);
+	ck_assert(!bus_access(&mmio, rom + 0x10, &v, 4, false));
+	cfg_wr16(0x04, PCI_COMMAND_MEMORY);
+	ck_assert(bus_access(&mmio, rom + 0x10, &v, 4, false));
+	cfg_wr(0x30, rom);
+	ck_assert(!bus_access(&mmio, rom + 0x10, &v, 4, false));
+	/* on another BAR: refused, not decoded */
+	cfg_wr(0x30, (uint32_t)bar_addr(0, false) | PCI_ROM_ADDRESS_ENABLE);
+	v = 0;
+	bus_access(&mmio, bar_addr(0, false) + 0x10, &v, 4, false);
+	ck_assert_uint_eq(v, 0xd0000010); /* still BAR0's register */
+}
+END_TEST
+
+START_TEST(test_no_rom)
+{
+	fake.info.regions[VFIO_PCI_ROM_REGION].size = 0;
+	plug();
+	ck_assert_uint_eq(cfg_rd(0x30), 0);
+	cfg_wr(0x30, 0xffffffff);
+	ck_assert_uint_eq(cfg_rd(0x30), 0);
+	ck_assert(!dev_written(0x30, 0x34));
+}
+END_TEST
+
+START_TEST(test_ext_caps)
+{
+	unsigned off, ids[8], n = 0;
+
+	plug();
+	/* CF8 cannot reach it; ECAM can, and the chain skips SR-IOV and resizable BAR */
+	for (off = 0x100; off && n < 8; off = ecam_rd(off, 4) >> 20) {
+		ck_assert_uint_ge(off, 0x100);
+		ids[n++] = ecam_rd(off, 4) & 0xffff;
+	}
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(ids[0], 0x0001);
+	ck_assert_uint_eq(ids[1], 0x000b);
+	ck_assert_uint_eq(ecam_rd(FAKE_EXT_AER, 4), 0x0001 | 2 << 16 | FAKE_EXT_VSEC << 20);
+	ck_assert_uint_eq(ecam_rd(FAKE_EXT_VSEC, 4), 0x000b | 1 << 16);
+	/* kept capabilities' bodies are the device's, live */
+	ck_assert_uint_eq(ecam_rd(FAKE_EXT_AER + 4, 4), 0x10);
+	fake_put32(fake.cfg + FAKE_EXT_VSEC + 8, 0xcafe0001);
+	ck_assert_uint_eq(ecam_rd(FAKE_EXT_VSEC + 8, 4), 0xcafe0001);
+	ck_assert_uint_eq(ecam_rd(FAKE_EXT_VSEC + 10, 2), 0xcafe);
+	/* hidden ones read zero everywhere */
+	for (off = FAKE_EXT_SRIOV; off < FAKE_EXT_VSEC; off += 4)
+		ck_assert_uint_eq(ecam_rd(off, 4), 0);
+	ck_assert_uint_eq(ecam_rd(FAKE_EXT_REBAR + 4, 4), 0);
+	ck_assert_uint_eq(ecam_rd(0xffc, 4), 0);
+	/* writes: the device's registers reach it, headers and hidden capabilities never */
+	fake.cfg_writes = 0;
+	ecam_wr(FAKE_EXT_AER + 8, 0x00400000, 4); /* uncorrectable mask */
+	ck_assert_uint_eq(fake.cfg_writes, 1);
+	ck_assert_uint_eq(fake.cfg_log[0].off, FAKE_EXT_AER + 8);
+	ck_assert_uint_eq(fake.cfg_log[0].len, 4);
+	ecam_wr(FAKE_EXT_AER, 0xffffffff, 4);
+	ecam_wr(FAKE_EXT_AER + 2, 0xffff, 2);
+	ecam_wr(FAKE_EXT_SRIOV + 8, 0x1, 2); /* VF Enable */
+	ecam_wr(FAKE_EXT_REBAR + 8, 0x1f00, 4);
+	ecam_wr(0xffc, 0xffffffff, 4);
+	ck_assert_uint_eq(fake.cfg_writes, 1);
+	ck_assert_uint_eq(ecam_rd(FAKE_EXT_AER, 4) >> 20, FAKE_EXT_VSEC);
+	/* a write across a header and a register: only the register's bytes, one at a time */
+	ecam_wr(FAKE_EXT_VSEC + 2, 0x5678abcd, 4);
+	ck_assert_uint_eq(fake.cfg_writes, 3);
+	ck_assert_uint_eq(fake.cfg_log[1].off, FAKE_EXT_VSEC + 4);
+	ck_assert_uint_eq(fake.cfg_log[1].val[0], 0x78);
+	ck_assert_uint_eq(fake.cfg_log[2].off, FAKE_EXT_VSEC + 5);
+	ck_assert_uint_eq(fake.cfg_log[2].val[0], 0x56);
+	ck_assert_uint_eq(ecam_rd(FAKE_EXT_VSEC, 4), 0x000b | 1 << 16);
+	fake.cfg_writes = 1;
+	/* unaligned and oversized accesses at the very end stay inside */
+	ck_assert_uint_eq(ecam_rd(0xffe, 4), 0);
+	ecam_wr(0xffd, 0xffffffff, 4);
+	ck_assert_uint_eq(fake.cfg_writes, 1);
+}
+END_TEST
+
+START_TEST(test_ext_caps_first_hidden)
+{
+	char err[200];
+
+	/* SR-IOV first: a null header at 0x100 leads to AER */
+	memset(fake.cfg + 0x100, 0, 0x100);
+	fake_put32(fake.cfg + 0x100, 0x0010 | 1 << 16 | 0x140 << 20);
+	fake_put32(fake.cfg + 0x140, 0x0001 | 2 << 16);
+	fake_put32(fake.cfg + 0x144, 0x77);
+	plug();
+	ck_assert_uint_eq(ecam_rd(0x100, 4), 0x140u << 20);
+	ck_assert_uint_eq(ecam_rd(0x104, 4), 0);
+	ck_assert_uint_eq(ecam_rd(0x140, 4), 0x0001 | 2 << 16);
+	ck_assert_uint_eq(ecam_rd(0x144, 4), 0x77);
+	vfio_pci_exit(&vp);
+	devfn = 0;
+	/* only hidden ones: an empty list */
+	fake_vfio_init(&fake);
+	fake_put32(fake.cfg + FAKE_EXT_AER, 0x000f | 1 << 16);
+	plug();
+	ck_assert_uint_eq(ecam_rd(0x100, 4), 0);
+	vfio_pci_exit(&vp);
+	devfn = 0;
+	/* a conventional config region (256 bytes): extended space reads zero, writes go nowhere */
+	fake_vfio_init(&fake);
+	fake.info.regions[VFIO_PCI_CFG_REGION].size = 256;
+	plug();
+	fake.cfg_writes = 0;
+	ck_assert_uint_eq(ecam_rd(FAKE_EXT_AER, 4), 0);
+	ck_assert_uint_eq(ecam_rd(FAKE_EXT_AER + 4, 4), 0);
+	ecam_wr(FAKE_EXT_AER + 8, 1, 4);
+	ck_assert_uint_eq(fake.cfg_writes, 0);
+	vfio_pci_exit(&vp);
+	devfn = 0;
+	/* a list that loops, or points below 0x100: refused */
+	fake_vfio_init(&fake);
+	fake_put32(fake.cfg + FAKE_EXT_REBAR, 0x0015 | 1 << 16 | FAKE_EXT_AER << 20);
+	ck_assert_int_eq(build(err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "extended capability list broken"));
+	fake_vfio_init(&fake);
+	fake_put32(fake.cfg + FAKE_EXT_VSEC, 0x000b | 1 << 16 | 0x80 << 20);
+	ck_assert_int_eq(build(err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "at 0x80"));
 }
 END_TEST
 
@@ -587,6 +777,10 @@ static Suite *vfio_pci_suite(void)
 	tcase_add_test(t, test_bar_sizing);
 	tcase_add_test(t, test_bar_placement);
 	tcase_add_test(t, test_caps_chain);
+	tcase_add_test(t, test_rom_bar);
+	tcase_add_test(t, test_no_rom);
+	tcase_add_test(t, test_ext_caps);
+	tcase_add_test(t, test_ext_caps_first_hidden);
 	tcase_add_test(t, test_passthrough_writes);
 	tcase_add_test(t, test_command_register);
 	tcase_add_test(t, test_bar_pieces_follow);

@@ -11,7 +11,11 @@
 
 #define PCI_MAX_DEVS 32
 #define PCI_NUM_BARS 6
-#define PCI_CFG_SIZE 256 /* extended config space reads as zero */
+/* d->bar[PCI_ROM_BAR] is the expansion ROM (config 0x30): PCI_BAR_SLOTS decoders in all */
+#define PCI_ROM_BAR	 6
+#define PCI_BAR_SLOTS	 7
+#define PCI_CFG_SIZE	 256 /* pci_dev.cfg; extended space: cfg_read/cfg_write */
+#define PCI_CFG_EXT_SIZE 4096
 
 /* Config space offsets (PCI Local Bus 3.0) */
 #define PCI_VENDOR_ID		    0x00
@@ -31,6 +35,8 @@
 #define PCI_BAR_MEM_PREFETCH	    0x8
 #define PCI_SUBSYSTEM_VENDOR_ID	    0x2c
 #define PCI_SUBSYSTEM_ID	    0x2e
+#define PCI_ROM_ADDRESS		    0x30
+#define PCI_ROM_ADDRESS_ENABLE	    0x1
 #define PCI_CAPABILITY_LIST	    0x34
 #define PCI_INTERRUPT_LINE	    0x3c
 #define PCI_INTERRUPT_PIN	    0x3d
@@ -61,6 +67,19 @@
 #define PCI_MSI_MAX_VECTORS	    32
 #define PCI_MSIX_ENTRY_SIZE	    16
 #define PCI_MSIX_ENTRY_CTRL_MASKBIT 0x1
+
+/* Extended capabilities (from PCI_CFG_SIZE): a header dword of id (15:0), version (19:16) and
+ * the next one's offset (31:20, dword aligned, 0 ends the list). */
+#define PCI_EXT_CAP_NEXT_SH	20
+#define PCI_EXT_CAP_ID_ACS	0x0d /* Access Control Services */
+#define PCI_EXT_CAP_ID_ATS	0x0f /* Address Translation Services */
+#define PCI_EXT_CAP_ID_SRIOV	0x10
+#define PCI_EXT_CAP_ID_MRIOV	0x11
+#define PCI_EXT_CAP_ID_MCAST	0x12 /* Multicast */
+#define PCI_EXT_CAP_ID_PRI	0x13 /* Page Request Interface */
+#define PCI_EXT_CAP_ID_REBAR	0x15 /* Resizable BAR */
+#define PCI_EXT_CAP_ID_PASID	0x1b
+#define PCI_EXT_CAP_ID_VF_REBAR 0x24
 
 /* What the PCI layer needs from the VM; devices.c wires these to vm.h, tests to fakes. */
 struct pci_platform_ops {
@@ -135,7 +154,7 @@ struct pci_dev {
 	uint8_t cfg[PCI_CFG_SIZE];
 	uint8_t wmask[PCI_CFG_SIZE];
 	uint8_t next_cap;
-	struct pci_bar bar[PCI_NUM_BARS];
+	struct pci_bar bar[PCI_BAR_SLOTS];
 	struct pci_msix msix;
 	struct pci_msi msi;
 	void *priv;
@@ -147,8 +166,10 @@ struct pci_dev {
 	uint64_t flrs;
 	/* Optional, a passed-through function (devices/vfio): config reads get the emulated bytes
 	 * from cfg, then cfg_read() merges the device's own over those it does not emulate; writes
-	 * apply to cfg (write masks, BARs, MSI-X) and then go to cfg_write(). Both run without
-	 * d->lock. msix_enable() is told when the guest turns MSI-X on or off (d->lock held). */
+	 * apply to cfg (write masks, BARs, MSI-X) and then go to cfg_write(). Extended config
+	 * (PCI_CFG_SIZE up to PCI_CFG_EXT_SIZE) is theirs alone: reads start from zeroes. Both
+	 * run without d->lock, reg + len never past PCI_CFG_SIZE or past PCI_CFG_EXT_SIZE.
+	 * msix_enable() is told when the guest turns MSI-X on or off (d->lock held). */
 	void (*cfg_read)(struct pci_dev *d, unsigned reg, void *data, unsigned len);
 	void (*cfg_write)(struct pci_dev *d, unsigned reg, const void *data, unsigned len);
 	void (*msix_enable)(struct pci_dev *d, bool on);
@@ -194,6 +215,8 @@ void pci_bus_exit(struct pci_bus *b);
 /* Device set-up, before pci_bus_add(). */
 void pci_dev_init(struct pci_dev *d, const char *name, uint16_t vendor, uint16_t device,
 		  uint32_t class_code, uint16_t subsys_vendor, uint16_t subsys);
+/* bar PCI_ROM_BAR: the expansion ROM, 32-bit and not prefetchable, placed in the 32-bit window
+ * like a BAR; it decodes only while the guest sets its enable bit. */
 int pci_dev_add_bar(struct pci_dev *d, unsigned bar, uint64_t size, bool is64, bool prefetch,
 		    const struct bus_ops *ops, void *opaque, void *host);
 /* Appends a capability (cap[0] = id; cap[1] is filled in); returns its config offset or < 0. */
