@@ -86,8 +86,9 @@ void bars_update(struct pci_dev *d)
 		want = (get16(d->cfg + PCI_COMMAND) & PCI_COMMAND_MEMORY) && addr;
 		pthread_mutex_unlock(&d->lock);
 		use_host = bar->host && b->ops.map_host;
-		if (bar->mapped && bar->mapped_addr == addr && want)
+		if (bar->mapped && bar->mapped_addr == addr && want && !bar->parked)
 			continue;
+		bar->parked = false;
 		if (bar->mapped) {
 			if (bar->mapped_host)
 				b->ops.unmap_host(b->ops.opaque, bar->mapped_addr);
@@ -133,6 +134,29 @@ void bars_update(struct pci_dev *d)
 			if (bar->moved)
 				bar->moved(d, i, addr);
 		}
+	}
+	pthread_mutex_unlock(&b->remap_lock);
+}
+
+void bars_park(struct pci_dev *d)
+{
+	struct pci_bus *b = d->bus;
+
+	pthread_mutex_lock(&b->remap_lock);
+	for (unsigned i = 0; i < PCI_NUM_BARS; i++) {
+		struct pci_bar *bar = &d->bar[i];
+
+		if (!bar->mapped || bar->parked)
+			continue;
+		/* no bus_unregister here: an ECAM write holds the MMIO bus's lock */
+		if (bar->mapped_host) {
+			b->ops.unmap_host(b->ops.opaque, bar->mapped_addr);
+			bar->mapped = false;
+		} else {
+			bar->parked = true;
+		}
+		if (bar->moved)
+			bar->moved(d, i, ~0ULL);
 	}
 	pthread_mutex_unlock(&b->remap_lock);
 }

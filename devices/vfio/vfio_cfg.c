@@ -107,6 +107,15 @@ static int cfg_caps(struct vfio_pci *v, const uint8_t *raw, char *err, unsigned 
 			msix = (uint8_t)off;
 			memset(v->emu + off, 1, 12);
 			break;
+		case PCI_CAP_ID_PM:
+			/* The power state is emulated, the device stays in D0: vfio-pci zaps the
+			 * BAR mappings of a device in D3hot, so a guest access would fault. */
+			if (off > PCI_CFG_SIZE - 8)
+				continue;
+			v->emu[off + PCI_PM_CTRL] = v->emu[off + PCI_PM_CTRL + 1] = 1;
+			d->cfg[off + PCI_PM_CTRL] &= (uint8_t)~3u;
+			d->wmask[off + PCI_PM_CTRL] = 3;
+			break;
 		case PCI_CAP_ID_EXP:
 			if (off > PCI_CFG_SIZE - 4)
 				continue;

@@ -32,6 +32,7 @@ static struct route {
 } routes[64];
 static int irqfds[64];
 static int next_gsi;
+static int unmap_cmd; /* the device's command register at the first unmap, -1 before it */
 
 static int fake_alloc_gsi(void *o)
 {
@@ -63,6 +64,8 @@ static int fake_map(void *o, uint64_t gpa, uint64_t size, void *host)
 
 static int fake_unmap(void *o, uint64_t gpa)
 {
+	if (unmap_cmd < 0)
+		unmap_cmd = fake.cfg[PCI_COMMAND] | fake.cfg[PCI_COMMAND + 1] << 8;
 	for (unsigned i = 0; i < 32; i++)
 		if (maps[i].used && maps[i].gpa == gpa) {
 			maps[i].used = false;
@@ -111,6 +114,7 @@ static void setup(void)
 	memset(routes, 0, sizeof(routes));
 	memset(irqfds, 0xff, sizeof(irqfds));
 	next_gsi = 24;
+	unmap_cmd = -1;
 	fake_vfio_init(&fake);
 	ck_assert_int_eq(pci_bus_init(&pb, &ops, &pio, &mmio, err, sizeof(err)), 0);
 	devfn = 0;
@@ -253,21 +257,23 @@ START_TEST(test_passthrough_writes)
 {
 	plug();
 	fake.cfg_writes = 0;
-	/* PM control/status: the device's register, written as the guest wrote it */
-	cfg_wr(FAKE_PM_CAP + 4, 0x00008003);
-	ck_assert_uint_eq(fake.cfg_writes, 1);
-	ck_assert_uint_eq(fake.cfg_log[0].off, FAKE_PM_CAP + 4);
-	ck_assert_uint_eq(fake.cfg_log[0].len, 4);
+	/* PM: the power state word is lvmm's, the bridge extension and data bytes the device's */
+	cfg_wr(FAKE_PM_CAP + 4, 0xab008003);
+	ck_assert_uint_eq(fake.cfg_writes, 2);
+	ck_assert_uint_eq(fake.cfg_log[0].off, FAKE_PM_CAP + 6);
+	ck_assert_uint_eq(fake.cfg_log[0].len, 1);
+	ck_assert_uint_eq(fake.cfg_log[1].off, FAKE_PM_CAP + 7);
+	ck_assert_uint_eq(fake.cfg[FAKE_PM_CAP + 7], 0xab);
 	/* MSI-X control is lvmm's: nothing reaches the device */
 	cfg_wr16(FAKE_MSIX_CAP + 2, PCI_MSIX_FLAGS_MASKALL);
-	ck_assert_uint_eq(fake.cfg_writes, 1);
+	ck_assert_uint_eq(fake.cfg_writes, 2);
 	/* a dword over the PCIe capability's ID/next (lvmm's) and flags (lvmm's) */
 	cfg_wr(FAKE_PCIE_CAP, 0xffffffff);
 	ck_assert_uint_eq(cfg_rd(FAKE_PCIE_CAP) & 0xffff, PCI_CAP_ID_EXP | FAKE_MSIX_CAP << 8);
 	/* only the flags' high byte is the device's */
-	ck_assert_uint_eq(fake.cfg_writes, 2);
-	ck_assert_uint_eq(fake.cfg_log[1].off, FAKE_PCIE_CAP + 3);
-	ck_assert_uint_eq(fake.cfg_log[1].len, 1);
+	ck_assert_uint_eq(fake.cfg_writes, 3);
+	ck_assert_uint_eq(fake.cfg_log[2].off, FAKE_PCIE_CAP + 3);
+	ck_assert_uint_eq(fake.cfg_log[2].len, 1);
 }
 END_TEST
 
@@ -287,6 +293,42 @@ START_TEST(test_command_register)
 	cfg_wr16(PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
 	memcpy(&cmd, fake.cfg + PCI_COMMAND, 2);
 	ck_assert_uint_eq(cmd, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER | PCI_COMMAND_INTX_DISABLE);
+}
+END_TEST
+
+/* vfio-pci zaps the BAR mappings of a device that stops decoding: the guest loses them first */
+START_TEST(test_decode_off_unmaps_first)
+{
+	plug();
+	ck_assert_uint_eq(nmaps(), 3);
+	unmap_cmd = -1;
+	cfg_wr16(PCI_COMMAND, PCI_COMMAND_MASTER);
+	ck_assert_int_ge(unmap_cmd, 0);
+	ck_assert_uint_eq(unmap_cmd & PCI_COMMAND_MEMORY, PCI_COMMAND_MEMORY);
+	ck_assert_uint_eq(fake.cfg[PCI_COMMAND] & PCI_COMMAND_MEMORY, 0);
+	ck_assert_uint_eq(nmaps(), 0);
+	/* on again: the device decodes, then the pieces come back */
+	cfg_wr16(PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+	ck_assert_uint_eq(fake.cfg[PCI_COMMAND] & PCI_COMMAND_MEMORY, PCI_COMMAND_MEMORY);
+	ck_assert_uint_eq(nmaps(), 3);
+	ck_assert_ptr_nonnull(map_at(bar_addr(0, false)));
+}
+END_TEST
+
+/* D3hot would zap the mappings too: the power state is the guest's view, the device stays D0 */
+START_TEST(test_pm_state_emulated)
+{
+	unsigned writes;
+
+	plug();
+	writes = fake.cfg_writes;
+	cfg_wr16(FAKE_PM_CAP + PCI_PM_CTRL, 3);
+	ck_assert_uint_eq(cfg_rd(FAKE_PM_CAP + PCI_PM_CTRL) & 3, 3);
+	ck_assert_uint_eq(fake.cfg[FAKE_PM_CAP + PCI_PM_CTRL] & 3, 0);
+	ck_assert_uint_eq(fake.cfg_writes, writes);
+	ck_assert_uint_eq(nmaps(), 3);
+	cfg_wr16(FAKE_PM_CAP + PCI_PM_CTRL, 0);
+	ck_assert_uint_eq(cfg_rd(FAKE_PM_CAP + PCI_PM_CTRL) & 3, 0);
 }
 END_TEST
 
@@ -589,6 +631,8 @@ static Suite *vfio_pci_suite(void)
 	tcase_add_test(t, test_caps_chain);
 	tcase_add_test(t, test_passthrough_writes);
 	tcase_add_test(t, test_command_register);
+	tcase_add_test(t, test_decode_off_unmaps_first);
+	tcase_add_test(t, test_pm_state_emulated);
 	tcase_add_test(t, test_bar_pieces_follow);
 	tcase_add_test(t, test_bar_trapped_accesses);
 	tcase_add_test(t, test_msix_table_and_vfio);

@@ -34,6 +34,8 @@
 #define PCI_CAPABILITY_LIST	    0x34
 #define PCI_INTERRUPT_LINE	    0x3c
 #define PCI_INTERRUPT_PIN	    0x3d
+#define PCI_CAP_ID_PM		    0x01
+#define PCI_PM_CTRL		    4 /* PMCSR: power state in bits 0-1 */
 #define PCI_CAP_ID_MSI		    0x05
 #define PCI_CAP_ID_MSIX		    0x11
 #define PCI_CAP_ID_VNDR		    0x09
@@ -84,6 +86,7 @@ struct pci_bar {
 	bool is64, prefetch;
 	uint64_t addr; /* as programmed in config space */
 	bool mapped, mapped_host;
+	bool parked; /* moved(~0) told ahead of a decode-off write: bars_update() redoes it */
 	uint64_t mapped_addr;
 	uint64_t placed;	   /* where pci_bus_add put it: freed on exit, 0 = none */
 	const struct bus_ops *ops; /* MMIO handler (offset relative to the BAR) */
