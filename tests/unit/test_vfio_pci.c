@@ -14,6 +14,7 @@
 #include "pci.h"
 #include "testutil.h"
 #include "vfio_fake.h"
+#include "vfio_host.h"
 
 static struct bus pio, mmio;
 static struct pci_bus pb;
@@ -619,6 +620,22 @@ START_TEST(test_refused_devices)
 }
 END_TEST
 
+/* A function the VM holds already is not opened (and reset) a second time. */
+START_TEST(test_host_open_twice)
+{
+	static struct vfio_host vh;
+	struct guest_mem gm = {0};
+	char err[160];
+
+	vfio_host_init(&vh, &gm);
+	vh.devs[0].open = true;
+	snprintf(vh.devs[0].bdf, sizeof(vh.devs[0].bdf), "0000:00:04.0");
+	ck_assert_ptr_null(vfio_host_open(&vh, "0000:00:04.0", err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "0000:00:04.0 is passed through to this VM already"));
+	ck_assert_ptr_null(vh.c); /* refused before any container was opened */
+}
+END_TEST
+
 static Suite *vfio_pci_suite(void)
 {
 	Suite *s = suite_create("vfio_pci");
@@ -641,6 +658,7 @@ static Suite *vfio_pci_suite(void)
 	tcase_add_test(t, test_mmap_refused_traps);
 	tcase_add_test(t, test_mmio64_window_grows);
 	tcase_add_test(t, test_refused_devices);
+	tcase_add_test(t, test_host_open_twice);
 	tcase_set_timeout(t, 60);
 	suite_add_tcase(s, t);
 	return s;
