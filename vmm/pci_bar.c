@@ -19,12 +19,9 @@ static uint64_t bar_addr(const struct pci_dev *d, unsigned i)
 	return a;
 }
 
-/* A guest can repeat a bad placement at will: log the 1st..8th refusal, then powers of two. */
 static bool remap_log_due(struct pci_bus *b)
 {
-	uint64_t n = ++b->remap_refused;
-
-	return n <= 8 || !(n & (n - 1));
+	return pci_log_due(&b->remap_refused);
 }
 
 /* Whether [addr, addr + size) may decode: inside one of the host bridge's windows (so never on

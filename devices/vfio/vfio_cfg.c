@@ -204,6 +204,7 @@ void vfio_pci_cfg_read(struct pci_dev *d, unsigned reg, void *data, unsigned len
 
 void vfio_pci_cfg_sync_command(struct vfio_pci *v)
 {
+	bool log = false;
 	uint16_t cmd;
 	uint8_t b[2];
 	int r = 0;
@@ -218,9 +219,11 @@ void vfio_pci_cfg_sync_command(struct vfio_pci *v)
 		r = v->ops->cfg_write(v->o, PCI_COMMAND, b, 2);
 		if (!r)
 			v->cmd = cmd;
+		else
+			log = pci_log_due(&v->cmd_errors);
 	}
 	pthread_mutex_unlock(&v->pci.lock);
-	if (r)
+	if (log)
 		fprintf(stderr, "lvmm: device %s: command 0x%04x not written: %s\n", v->id, cmd,
 			strerror(-r));
 }

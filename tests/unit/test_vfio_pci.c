@@ -620,6 +620,59 @@ START_TEST(test_refused_devices)
 }
 END_TEST
 
+/* MSI and MSI-X exclude each other: the second enable does not stick and never reaches VFIO */
+START_TEST(test_msi_msix_exclusive)
+{
+	plug();
+	cfg_wr16(FAKE_MSIX_CAP + 2, PCI_MSIX_FLAGS_ENABLE);
+	ck_assert(vp.msix_on);
+	fake.irq_sets = 0;
+	cfg_wr16(FAKE_MSI_CAP + 2, PCI_MSI_FLAGS_ENABLE);
+	ck_assert_uint_eq(cfg_rd(FAKE_MSI_CAP) >> 16 & PCI_MSI_FLAGS_ENABLE, 0);
+	ck_assert_uint_eq(vp.msi_on, 0);
+	ck_assert_uint_eq(fake.irq_sets, 0);
+	/* the other way round */
+	cfg_wr16(FAKE_MSIX_CAP + 2, 0);
+	ck_assert(!vp.msix_on);
+	cfg_wr16(FAKE_MSI_CAP + 2, PCI_MSI_FLAGS_ENABLE);
+	ck_assert_uint_eq(vp.msi_on, 1);
+	fake.irq_sets = 0;
+	cfg_wr16(FAKE_MSIX_CAP + 2, PCI_MSIX_FLAGS_ENABLE);
+	ck_assert_uint_eq(cfg_rd(FAKE_MSIX_CAP) >> 16 & PCI_MSIX_FLAGS_ENABLE, 0);
+	ck_assert(!vp.msix_on);
+	ck_assert_uint_eq(fake.irq_sets, 0);
+}
+END_TEST
+
+/* A guest repeating a failing enable gets a few lines on stderr, not one each time. */
+START_TEST(test_failures_logged_sparsely)
+{
+	FILE *log = tmpfile();
+	char line[256];
+	int saved, n = 0;
+
+	plug();
+	fake.fail_irq = -ENOSPC;
+	ck_assert_ptr_nonnull(log);
+	fflush(stderr);
+	saved = dup(2);
+	ck_assert_int_ge(dup2(fileno(log), 2), 0);
+	for (unsigned i = 0; i < 20; i++) {
+		cfg_wr16(FAKE_MSIX_CAP + 2, PCI_MSIX_FLAGS_ENABLE);
+		cfg_wr16(FAKE_MSIX_CAP + 2, 0);
+	}
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	ck_assert_uint_eq(vp.irq_errors, 20);
+	rewind(log);
+	while (fgets(line, sizeof(line), log))
+		n += strstr(line, "MSI-X enable") != NULL;
+	fclose(log);
+	ck_assert_int_eq(n, 9); /* failures 1..8 and 16 */
+}
+END_TEST
+
 /* A function the VM holds already is not opened (and reset) a second time. */
 START_TEST(test_host_open_twice)
 {
@@ -659,6 +712,8 @@ static Suite *vfio_pci_suite(void)
 	tcase_add_test(t, test_mmio64_window_grows);
 	tcase_add_test(t, test_refused_devices);
 	tcase_add_test(t, test_host_open_twice);
+	tcase_add_test(t, test_msi_msix_exclusive);
+	tcase_add_test(t, test_failures_logged_sparsely);
 	tcase_set_timeout(t, 60);
 	suite_add_tcase(s, t);
 	return s;

@@ -13,6 +13,14 @@
 #define PCI_NUM_BARS 6
 #define PCI_CFG_SIZE 256 /* extended config space reads as zero */
 
+/* A guest can repeat a failing action at will: counts it in *n and says whether to log this one
+ * (the 1st..8th, then powers of two). */
+static inline bool pci_log_due(uint64_t *n)
+{
+	++*n;
+	return *n <= 8 || !(*n & (*n - 1));
+}
+
 /* Config space offsets (PCI Local Bus 3.0) */
 #define PCI_VENDOR_ID		    0x00
 #define PCI_DEVICE_ID		    0x02
