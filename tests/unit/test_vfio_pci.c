@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "devices.h"
 #include "layout.h"
 #include "pci.h"
 #include "testutil.h"
@@ -673,6 +674,20 @@ START_TEST(test_failures_logged_sparsely)
 }
 END_TEST
 
+/* The 64-bit window stops at the narrower of host and guest, and never guesses wider. */
+START_TEST(test_mmio64_limit_widths)
+{
+	ck_assert_uint_eq(devices_mmio64_max(46, 52), (1ULL << 46) - LAYOUT_MMIO64_START);
+	ck_assert_uint_eq(devices_mmio64_max(52, 43), (1ULL << 43) - LAYOUT_MMIO64_START);
+	ck_assert_uint_eq(devices_mmio64_max(52, 52), (1ULL << 48) - LAYOUT_MMIO64_START);
+	/* a narrow host stays narrow: no fallback up to 46 bits */
+	ck_assert_uint_eq(devices_mmio64_max(0, 42), (1ULL << 42) - LAYOUT_MMIO64_START);
+	ck_assert_uint_eq(devices_mmio64_max(39, 48), 0);
+	ck_assert_uint_eq(devices_mmio64_max(48, 36), 0);
+	ck_assert_uint_eq(devices_mmio64_max(0, 0), 0);
+}
+END_TEST
+
 /* A function the VM holds already is not opened (and reset) a second time. */
 START_TEST(test_host_open_twice)
 {
@@ -712,6 +727,7 @@ static Suite *vfio_pci_suite(void)
 	tcase_add_test(t, test_mmio64_window_grows);
 	tcase_add_test(t, test_refused_devices);
 	tcase_add_test(t, test_host_open_twice);
+	tcase_add_test(t, test_mmio64_limit_widths);
 	tcase_add_test(t, test_msi_msix_exclusive);
 	tcase_add_test(t, test_failures_logged_sparsely);
 	tcase_set_timeout(t, 60);
