@@ -74,6 +74,17 @@ static int cfg_bars(struct vfio_pci *v, const uint8_t *raw, const struct bus_ops
 	return 0;
 }
 
+/* A capability lvmm does not keep (unlinked) hides its bytes from the guest: they read 0 and
+ * writes to them are dropped. Bytes another capability made lvmm's stay as they are. */
+static void cap_drop(struct vfio_pci *v, unsigned off, unsigned len)
+{
+	for (unsigned i = off; i < off + len && i < PCI_CFG_SIZE; i++)
+		if (!v->emu[i]) {
+			v->emu[i] = 1;
+			v->pci.cfg[i] = 0;
+		}
+}
+
 /* Walks the device's capability list: MSI and MSI-X emulated by the platform, the PCIe
  * capability's type rewritten, the others kept as the device's. */
 static int cfg_caps(struct vfio_pci *v, const uint8_t *raw, char *err, unsigned errlen)
@@ -95,15 +106,19 @@ static int cfg_caps(struct vfio_pci *v, const uint8_t *raw, char *err, unsigned 
 		case PCI_CAP_ID_MSI: {
 			unsigned len = pci_msi_cap_len(rd16(raw + off + PCI_MSI_FLAGS));
 
-			if (off + len > PCI_CFG_SIZE || msi)
+			if (off + len > PCI_CFG_SIZE || msi) {
+				cap_drop(v, off, len);
 				continue;
+			}
 			msi = (uint8_t)off;
 			memset(v->emu + off, 1, len);
 			break;
 		}
 		case PCI_CAP_ID_MSIX:
-			if (off > PCI_CFG_SIZE - 12 || msix)
+			if (off > PCI_CFG_SIZE - 12 || msix) {
+				cap_drop(v, off, 12);
 				continue;
+			}
 			msix = (uint8_t)off;
 			memset(v->emu + off, 1, 12);
 			break;

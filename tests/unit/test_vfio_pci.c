@@ -688,6 +688,27 @@ START_TEST(test_mmio64_limit_widths)
 }
 END_TEST
 
+/* A second MSI-X capability is unlinked, and its bytes are not the device's to the guest */
+START_TEST(test_dropped_cap_hidden)
+{
+	unsigned off, n = 0, writes;
+
+	fake.cfg[FAKE_VNDR_CAP] = PCI_CAP_ID_MSIX;
+	fake_put32(fake.cfg + FAKE_VNDR_CAP + 4, 0x12345678);
+	plug();
+	for (off = cfg_rd(0x34) & 0xff; off && n < 8; off = cfg_rd(off) >> 8 & 0xff, n++)
+		ck_assert_uint_ne(off, FAKE_VNDR_CAP);
+	ck_assert_uint_eq(n, 4);
+	for (off = FAKE_VNDR_CAP; off < FAKE_VNDR_CAP + 12; off += 4)
+		ck_assert_uint_eq(cfg_rd(off), 0);
+	writes = fake.cfg_writes;
+	cfg_wr(FAKE_VNDR_CAP + 4, 0xffffffff);
+	cfg_wr(FAKE_VNDR_CAP, 0xffffffff);
+	ck_assert_uint_eq(fake.cfg_writes, writes);
+	ck_assert_uint_eq(cfg_rd(FAKE_VNDR_CAP + 4), 0);
+}
+END_TEST
+
 /* A function the VM holds already is not opened (and reset) a second time. */
 START_TEST(test_host_open_twice)
 {
@@ -727,6 +748,7 @@ static Suite *vfio_pci_suite(void)
 	tcase_add_test(t, test_mmio64_window_grows);
 	tcase_add_test(t, test_refused_devices);
 	tcase_add_test(t, test_host_open_twice);
+	tcase_add_test(t, test_dropped_cap_hidden);
 	tcase_add_test(t, test_mmio64_limit_widths);
 	tcase_add_test(t, test_msi_msix_exclusive);
 	tcase_add_test(t, test_failures_logged_sparsely);
