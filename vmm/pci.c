@@ -233,9 +233,10 @@ static void cfg_write(struct pci_bus *b, unsigned busno, unsigned devfn, unsigne
 	remap = cfg_write_locked(d, reg, data, len, &flr);
 	cmd &= (uint16_t)~get16(d->cfg + PCI_COMMAND);
 	pthread_mutex_unlock(&d->lock);
-	/* A device that stops decoding may fault its mappings (vfio-pci zaps them): out of the
-	 * guest first. Decode going on keeps the order: the device, then the mappings. */
-	if ((cmd & PCI_COMMAND_MEMORY) && d->bus)
+	/* A device that stops decoding (or resets) may fault its mappings (vfio-pci zaps them):
+	 * out of the guest first. Decode going on keeps the order: the device, then the mappings.
+	 */
+	if (((cmd & PCI_COMMAND_MEMORY) || flr) && d->bus)
 		bars_park(d);
 	if (d->cfg_write)
 		d->cfg_write(d, reg, data, len);

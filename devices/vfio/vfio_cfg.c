@@ -74,6 +74,18 @@ static int cfg_bars(struct vfio_pci *v, const uint8_t *raw, const struct bus_ops
 	return 0;
 }
 
+/* The guest's Initiate FLR went to the device (VFIO resets it and restores its config) and the
+ * platform reset lvmm's side (pci_dev_do_flr): the device gets the reset command register. */
+static void cfg_flr(struct pci_dev *d)
+{
+	struct vfio_pci *v = (struct vfio_pci *)d;
+
+	pthread_mutex_lock(&d->lock);
+	v->cmd = 0xffff; /* not what the device holds now: written whatever it is */
+	pthread_mutex_unlock(&d->lock);
+	vfio_pci_cfg_sync_command(v);
+}
+
 /* A capability lvmm does not keep (unlinked) hides its bytes from the guest: they read 0 and
  * writes to them are dropped. Bytes another capability made lvmm's stay as they are. */
 static void cap_drop(struct vfio_pci *v, unsigned off, unsigned len)
@@ -140,6 +152,12 @@ static int cfg_caps(struct vfio_pci *v, const uint8_t *raw, char *err, unsigned 
 			    (uint8_t)((raw[off + PCI_EXP_FLAGS] & 0x0f) | PCI_EXP_TYPE_RC_END
 									      << PCI_EXP_TYPE_SH);
 			v->emu[off + PCI_EXP_FLAGS] = 1;
+			/* the platform sees the guest's FLR and resets MSI/MSI-X, command, BARs */
+			if (off + PCI_EXP_DEVCTL + 2 <= PCI_CFG_SIZE &&
+			    (rd32(raw + off + PCI_EXP_DEVCAP) & PCI_EXP_DEVCAP_FLR)) {
+				d->pcie_cap = (uint8_t)off;
+				d->flr = cfg_flr;
+			}
 			break;
 		default:
 			break;

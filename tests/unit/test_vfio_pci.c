@@ -709,6 +709,36 @@ START_TEST(test_dropped_cap_hidden)
 }
 END_TEST
 
+/* The guest's FLR reaches the device, and lvmm's side of the function resets with it */
+START_TEST(test_guest_flr)
+{
+	unsigned writes, i;
+	bool devctl = false;
+
+	plug();
+	cfg_wr16(FAKE_MSIX_CAP + 2, PCI_MSIX_FLAGS_ENABLE);
+	ck_assert(vp.msix_on);
+	ck_assert_uint_eq(nmaps(), 3);
+	unmap_cmd = -1;
+	writes = fake.cfg_writes;
+	cfg_wr16(FAKE_PCIE_CAP + PCI_EXP_DEVCTL, PCI_EXP_DEVCTL_BCR_FLR);
+	for (i = writes; i < fake.cfg_writes && i < FAKE_MAX_LOG; i++)
+		devctl |= fake.cfg_log[i].off == FAKE_PCIE_CAP + PCI_EXP_DEVCTL;
+	ck_assert(devctl);
+	ck_assert_uint_eq(vp.pci.flrs, 1);
+	/* the mappings left while the device still decoded */
+	ck_assert_int_ge(unmap_cmd, 0);
+	ck_assert_uint_eq(unmap_cmd & PCI_COMMAND_MEMORY, PCI_COMMAND_MEMORY);
+	ck_assert_uint_eq(nmaps(), 0);
+	/* command, MSI-X: reset values, in lvmm and in the device */
+	ck_assert_uint_eq(cfg_rd(PCI_COMMAND) & 0xffff, 0);
+	ck_assert_uint_eq(fake.cfg[PCI_COMMAND] & (PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER), 0);
+	ck_assert_uint_eq(cfg_rd(FAKE_MSIX_CAP) >> 16 & PCI_MSIX_FLAGS_ENABLE, 0);
+	ck_assert(!vp.msix_on);
+	ck_assert_uint_eq(fake.irq_count, 0);
+}
+END_TEST
+
 /* A function the VM holds already is not opened (and reset) a second time. */
 START_TEST(test_host_open_twice)
 {
@@ -748,6 +778,7 @@ static Suite *vfio_pci_suite(void)
 	tcase_add_test(t, test_mmio64_window_grows);
 	tcase_add_test(t, test_refused_devices);
 	tcase_add_test(t, test_host_open_twice);
+	tcase_add_test(t, test_guest_flr);
 	tcase_add_test(t, test_dropped_cap_hidden);
 	tcase_add_test(t, test_mmio64_limit_widths);
 	tcase_add_test(t, test_msi_msix_exclusive);
