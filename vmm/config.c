@@ -502,6 +502,24 @@ int config_validate_device(const struct vfio_pci_config *d, char *err, unsigned 
 	return 0;
 }
 
+/* Device i names a host function no device before it names: one function, one user (two
+ * would reset it under each other). An address that does not parse is the device's error. */
+static int config_device_unique(const struct vm_config *c, unsigned i, char *err, unsigned errlen)
+{
+	char a[32], b[32], why[160];
+
+	if (vfio_parse_bdf(c->devices[i].path, a, sizeof(a), why, sizeof(why)))
+		return 0;
+	for (unsigned j = 0; j < i; j++)
+		if (!vfio_parse_bdf(c->devices[j].path, b, sizeof(b), why, sizeof(why)) &&
+		    !strcmp(a, b)) {
+			snprintf(err, errlen, "device: %s is passed through twice ('%s' and '%s')",
+				 a, c->devices[j].path, c->devices[i].path);
+			return -EINVAL;
+		}
+	return 0;
+}
+
 int config_parse_device(const char *s, struct vfio_pci_config *out, char *err, unsigned errlen)
 {
 	char buf[VFIO_PCI_PATH_MAX + 256], *tok, *save = NULL;
@@ -1011,6 +1029,8 @@ int config_validate(const struct vm_config *c, char *err, unsigned errlen)
 	}
 	for (unsigned i = 0; !r && i < c->ndevices; i++)
 		r = config_validate_device(&c->devices[i], err, errlen);
+	for (unsigned i = 0; !r && i < c->ndevices; i++)
+		r = config_device_unique(c, i, err, errlen);
 	if (!r)
 		r = devices_config_check_ids(c, err, errlen);
 	return r;

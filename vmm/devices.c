@@ -273,17 +273,27 @@ static void host_vfio_release(void *vm, struct vfio_device *d)
 		vfio_host_release(vh, d);
 }
 
-/* How far the 64-bit PCI window may reach: below the host's physical address width (what KVM
- * reports to the guest), at most 2^48. */
-static uint64_t devices_mmio64_max(void)
+uint64_t devices_mmio64_max(unsigned host_bits, unsigned guest_bits)
 {
-	unsigned a, b, c, d, bits = 46;
+	unsigned bits = 48;
 
-	if (__get_cpuid(0x80000008, &a, &b, &c, &d) && (a & 0xff) >= 40)
-		bits = a & 0xff;
-	if (bits > 48)
-		bits = 48;
+	if (host_bits && host_bits < bits)
+		bits = host_bits;
+	if (guest_bits && guest_bits < bits)
+		bits = guest_bits;
+	if (!host_bits && !guest_bits)
+		bits = 36; /* the architectural width where CPUID does not tell */
+	if ((1ULL << bits) <= LAYOUT_MMIO64_START)
+		return 0;
 	return (1ULL << bits) - LAYOUT_MMIO64_START;
+}
+
+/* The host's width: a guest address past it has no host page behind it. */
+static unsigned devices_host_phys_bits(void)
+{
+	unsigned a, b, c, d;
+
+	return __get_cpuid(0x80000008, &a, &b, &c, &d) ? a & 0xff : 0;
 }
 
 uint64_t devices_mmio64_size(struct vm *vm)
@@ -605,7 +615,8 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 		return r;
 	}
 	ds->bus_up = true;
-	pci_bus_mmio64_limit(&ds->bus, devices_mmio64_max());
+	pci_bus_mmio64_limit(&ds->bus,
+			     devices_mmio64_max(devices_host_phys_bits(), vm_guest_phys_bits(vm)));
 	hotplug_init(&ds->hp, devices_ged_notify, vm);
 	r = bus_register(vm_pio_bus(vm), LAYOUT_HOTPLUG_PORT, LAYOUT_HOTPLUG_LEN, &hotplug_bus_ops,
 			 &ds->hp, "pci-hotplug");

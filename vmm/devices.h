@@ -18,6 +18,10 @@ void devices_exit(struct vm *vm);
 /* The 64-bit PCI window's size once the boot devices are placed (LAYOUT_MMIO64_START on): at
  * least LAYOUT_MMIO64_SIZE, more when their prefetchable BARs need it. */
 uint64_t devices_mmio64_size(struct vm *vm);
+/* How far the 64-bit PCI window may grow: up to the smaller of the host's and the guest's
+ * physical address widths (0: not known), at most 2^48, 2^36 when neither is known; 0 when the
+ * window cannot grow at all. */
+uint64_t devices_mmio64_max(unsigned host_bits, unsigned guest_bits);
 /* PCI hotplug (hotplug.h, ACPI in acpi_hotplug.c), called from the API's thread. Add: creates the
  * vNVMe (idx: its controller id) on a free slot of bus 0 and tells the guest; *slot gets the slot.
  * Remove: asks the guest to eject the device and waits up to timeout_ms for its _EJ0, then

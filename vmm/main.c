@@ -32,6 +32,8 @@
 #include "vm_internal.h"
 
 #define LVMM_VERSION "0.1.0"
+/* locked memory beyond guest RAM: queues and buffers the VMM itself pins */
+#define RUN_MEMLOCK_SLACK (64ULL << 20)
 
 static int allowed_fd = -1; /* --allowed-dir, held (fsutil_hold_root) */
 
@@ -534,6 +536,26 @@ static int run_jail_sockets(struct vm_config *cfg, struct stat *made)
 	return 0;
 }
 
+/* Type-1 VFIO pins guest RAM for DMA against RLIMIT_MEMLOCK: the limit is the RAM and a little
+ * more, not unlimited. Where it cannot be set and is too low, the DMA mapping would fail later:
+ * said now, with the figures (a no-IOMMU container maps nothing, so this is not fatal). */
+static void run_memlock_for_dma(const struct vm_config *cfg)
+{
+	rlim_t want = (rlim_t)(cfg->memory + RUN_MEMLOCK_SLACK);
+	struct rlimit rl = {want, want}, cur = {0, 0};
+	int e;
+
+	if (!setrlimit(RLIMIT_MEMLOCK, &rl))
+		return;
+	e = errno;
+	if (!getrlimit(RLIMIT_MEMLOCK, &cur) && cur.rlim_cur >= want)
+		return;
+	fprintf(stderr,
+		"lvmm: RLIMIT_MEMLOCK not set to %llu bytes (guest RAM pinned for device DMA): %s; "
+		"it stays %llu bytes\n",
+		(unsigned long long)want, strerror(e), (unsigned long long)cur.rlim_cur);
+}
+
 /* Before the jail: the API socket listened on out here (the jail binds in no directory of the
  * host's, and the VM process keeps the fd), then the confinement itself. */
 static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allowed_dir, int *lfd)
@@ -554,18 +576,15 @@ static int run_jail(struct vm_config *cfg, struct run_opts *ro, const char *allo
 	if (cfg->has_vsock && cfg->vsock.has_listen_fd)
 		keep[n++] = cfg->vsock.listen_fd;
 	/* passed-through functions: their nodes are root's and outside the jail; guest RAM is
-	 * pinned for their DMA, which the jail's user could not lock otherwise (where lvmm may
-	 * not raise the limit, the DMA mapping says so later) */
+	 * pinned for their DMA, which the jail's user could not lock otherwise */
 	if (cfg->kernel[0] && cfg->ndevices) {
-		struct rlimit unl = {RLIM_INFINITY, RLIM_INFINITY};
-
-		(void)setrlimit(RLIMIT_MEMLOCK, &unl);
 		if (vfio_host_preopen(cfg, keep, &n, sizeof(keep) / sizeof(keep[0]), err,
 				      sizeof(err))) {
 			fprintf(stderr, "lvmm: %s\n", err);
 			run_jail_sockets_undo(cfg, &ro->jail.vsock_made);
 			return -1;
 		}
+		run_memlock_for_dma(cfg); /* devices there: the limit matters */
 	}
 	for (unsigned i = 0; i < cfg->nfs && i < CONFIG_MAX_FS; i++)
 		if (cfg->fs[i].has_fd)

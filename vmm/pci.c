@@ -236,6 +236,7 @@ static void cfg_write(struct pci_bus *b, unsigned busno, unsigned devfn, unsigne
 {
 	struct pci_dev *d = dev_at(b, busno, devfn);
 	bool remap, flr = false;
+	uint16_t cmd;
 
 	if (!d || reg >= PCI_CFG_EXT_SIZE || len > 4)
 		return;
@@ -249,8 +250,15 @@ static void cfg_write(struct pci_bus *b, unsigned busno, unsigned devfn, unsigne
 	if (reg + len > PCI_CFG_SIZE)
 		len = PCI_CFG_SIZE - reg;
 	pthread_mutex_lock(&d->lock);
+	cmd = get16(d->cfg + PCI_COMMAND);
 	remap = cfg_write_locked(d, reg, data, len, &flr);
+	cmd &= (uint16_t)~get16(d->cfg + PCI_COMMAND);
 	pthread_mutex_unlock(&d->lock);
+	/* A device that stops decoding (or resets) may fault its mappings (vfio-pci zaps them):
+	 * out of the guest first. Decode going on keeps the order: the device, then the mappings.
+	 */
+	if (((cmd & PCI_COMMAND_MEMORY) || flr) && d->bus)
+		bars_park(d);
 	if (d->cfg_write)
 		d->cfg_write(d, reg, data, len);
 	if (flr) {

@@ -19,12 +19,9 @@ static uint64_t bar_addr(const struct pci_dev *d, unsigned i)
 	return a;
 }
 
-/* A guest can repeat a bad placement at will: log the 1st..8th refusal, then powers of two. */
 static bool remap_log_due(struct pci_bus *b)
 {
-	uint64_t n = ++b->remap_refused;
-
-	return n <= 8 || !(n & (n - 1));
+	return pci_log_due(&b->remap_refused);
 }
 
 /* Whether [addr, addr + size) may decode: inside one of the host bridge's windows (so never on
@@ -88,8 +85,9 @@ void bars_update(struct pci_dev *d)
 			want = want && (d->cfg[PCI_ROM_ADDRESS] & PCI_ROM_ADDRESS_ENABLE);
 		pthread_mutex_unlock(&d->lock);
 		use_host = bar->host && b->ops.map_host;
-		if (bar->mapped && bar->mapped_addr == addr && want)
+		if (bar->mapped && bar->mapped_addr == addr && want && !bar->parked)
 			continue;
+		bar->parked = false;
 		if (bar->mapped) {
 			if (bar->mapped_host)
 				b->ops.unmap_host(b->ops.opaque, bar->mapped_addr);
@@ -135,6 +133,29 @@ void bars_update(struct pci_dev *d)
 			if (bar->moved)
 				bar->moved(d, i, addr);
 		}
+	}
+	pthread_mutex_unlock(&b->remap_lock);
+}
+
+void bars_park(struct pci_dev *d)
+{
+	struct pci_bus *b = d->bus;
+
+	pthread_mutex_lock(&b->remap_lock);
+	for (unsigned i = 0; i < PCI_NUM_BARS; i++) {
+		struct pci_bar *bar = &d->bar[i];
+
+		if (!bar->mapped || bar->parked)
+			continue;
+		/* no bus_unregister here: an ECAM write holds the MMIO bus's lock */
+		if (bar->mapped_host) {
+			b->ops.unmap_host(b->ops.opaque, bar->mapped_addr);
+			bar->mapped = false;
+		} else {
+			bar->parked = true;
+		}
+		if (bar->moved)
+			bar->moved(d, i, ~0ULL);
 	}
 	pthread_mutex_unlock(&b->remap_lock);
 }

@@ -49,6 +49,9 @@ int bars_place(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen)
 void bars_release(struct pci_bus *b, struct pci_dev *d);
 /* Makes each BAR of d decode where config space says, or nowhere; without d->lock. */
 void bars_update(struct pci_dev *d);
+/* Takes d's host-memory BARs out of the guest now, from any thread, before a write that stops
+ * the device decoding reaches it (its mappings then fault); bars_update() finishes the job. */
+void bars_park(struct pci_dev *d);
 /* The bus's remap worker (pci_bus_init() starts it unless ops->remap_inline). */
 void *pci_remap_thread(void *opaque);
 

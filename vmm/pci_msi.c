@@ -79,6 +79,11 @@ void msi_changed(struct pci_dev *d)
 	if (!m->cap)
 		return;
 	flags = get16(c + PCI_MSI_FLAGS);
+	if ((flags & PCI_MSI_FLAGS_ENABLE) && !m->enabled && d->msix.enabled) {
+		/* MSI-X is on: MSI cannot be too, the enable bit does not stick */
+		flags &= (uint16_t)~PCI_MSI_FLAGS_ENABLE;
+		put16(d->cfg + m->cap + PCI_MSI_FLAGS, flags);
+	}
 	if (flags & PCI_MSI_FLAGS_ENABLE) {
 		unsigned log2n = (flags & PCI_MSI_FLAGS_QSIZE) >> 4;
 

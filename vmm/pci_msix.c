@@ -295,6 +295,11 @@ void msix_ctrl_changed(struct pci_dev *d)
 	bool master = get16(d->cfg + PCI_COMMAND) & PCI_COMMAND_MASTER;
 	unsigned v;
 
+	if (m->cap && en && !m->enabled && d->msi.enabled) {
+		/* MSI is on: MSI-X cannot be too, the enable bit does not stick */
+		put16(d->cfg + m->cap + PCI_MSIX_FLAGS, (uint16_t)(flags & ~PCI_MSIX_FLAGS_ENABLE));
+		en = false;
+	}
 	if (!m->cap || (en == m->enabled && mask == m->maskall && master == m->master))
 		return;
 	if (en != m->enabled && d->msix_enable)

@@ -190,9 +190,18 @@ static const unsigned long seccomp_lio_session[] = {
     LIO_IOC_VOL_DETACH, LIO_IOC_SSD_STATS,    LIO_IOC_SESSION_LIST,
 };
 /* Passed-through functions (devices/vfio): a guest turning MSI-X on or off in config space,
- * from a vCPU's config access, hands VFIO the vector eventfds. Containers, groups, devices, DMA
- * maps and resets are the main and API threads' (every VFIO and iommufd request, type ';'). */
+ * from a vCPU's config access, hands VFIO the vector eventfds. */
 static const unsigned long seccomp_vfio_vcpu[] = {VFIO_DEVICE_SET_IRQS};
+/* Containers, groups, devices, DMA maps and resets are the main and API threads': exactly what
+ * host-kmod/vfio makes. VFIO numbers its requests per fd type, so some alias (the device's
+ * PCI_HOT_RESET is the container's MAP_DMA): the list bounds the numbers, 100..114. */
+static const unsigned long seccomp_vfio_main[] = {
+    VFIO_GET_API_VERSION,     VFIO_CHECK_EXTENSION,	VFIO_SET_IOMMU,
+    VFIO_IOMMU_GET_INFO,      VFIO_IOMMU_MAP_DMA,	VFIO_IOMMU_UNMAP_DMA,
+    VFIO_GROUP_GET_STATUS,    VFIO_GROUP_SET_CONTAINER, VFIO_GROUP_UNSET_CONTAINER,
+    VFIO_GROUP_GET_DEVICE_FD, VFIO_DEVICE_GET_INFO,	VFIO_DEVICE_GET_REGION_INFO,
+    VFIO_DEVICE_GET_IRQ_INFO, VFIO_DEVICE_SET_IRQS,	VFIO_DEVICE_RESET,
+};
 
 /* The stdio console: isatty, raw mode and its restore, the foreground-job test. */
 static const unsigned long seccomp_tty[] = {TCGETS,  TCSETS,	TCSETSW,
@@ -336,14 +345,12 @@ static int seccomp_rules_args(scmp_filter_ctx ctx, enum seccomp_kind kind)
 					     SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
 		return r;
 	}
-	/* MAIN: every KVM request (type 0xAE) and VFIO request (';'), the console's terminal
-	 * requests. */
+	/* MAIN: every KVM request (type 0xAE), VFIO's listed, the console's terminal requests. */
 	r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 			     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, (scmp_datum_t)KVMIO << 8));
 	if (!r)
-		r = seccomp_rule_add(
-		    ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, (scmp_datum_t)VFIO_TYPE << 8));
+		r = seccomp_allow_list(ctx, seccomp_vfio_main,
+				       sizeof(seccomp_vfio_main) / sizeof(seccomp_vfio_main[0]));
 	if (!r)
 		r = seccomp_allow_list(ctx, seccomp_tty,
 				       sizeof(seccomp_tty) / sizeof(seccomp_tty[0]));

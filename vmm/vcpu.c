@@ -52,27 +52,56 @@ void vcpu_signals_init(void)
 	sigaction(vcpu_kick_signal, &sa, NULL); /* no SA_RESTART: KVM_RUN must return */
 }
 
-static int vcpu_set_cpuid(struct vcpu *v, char *err, unsigned errlen)
+/* KVM's CPUID for this host (what the vCPUs get, lvmm's edits aside): malloc'd, or NULL with
+ * *ret a negative errno. */
+static struct kvm_cpuid2 *vcpu_supported_cpuid(int kvm_fd, int *ret)
 {
 	struct kvm_cpuid2 *c;
-	unsigned nent = 128, i;
-	int ret;
+	unsigned nent = 128;
 
 	for (;;) {
 		c = calloc(1, sizeof(*c) + nent * sizeof(c->entries[0]));
-		if (!c)
-			return -ENOMEM;
+		if (!c) {
+			*ret = -ENOMEM;
+			return NULL;
+		}
 		c->nent = nent;
-		if (!ioctl(v->vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, c))
-			break;
-		ret = -errno;
+		if (!ioctl(kvm_fd, KVM_GET_SUPPORTED_CPUID, c))
+			return c;
+		*ret = -errno;
 		free(c);
-		if (ret != -E2BIG || nent >= 4096) {
+		if (*ret != -E2BIG || nent >= 4096)
+			return NULL;
+		nent *= 2;
+	}
+}
+
+unsigned vm_guest_phys_bits(struct vm *vm)
+{
+	struct kvm_cpuid2 *c;
+	unsigned bits = 0;
+	int ret;
+
+	c = vcpu_supported_cpuid(vm->kvm_fd, &ret);
+	for (unsigned i = 0; c && i < c->nent; i++)
+		if (c->entries[i].function == 0x80000008)
+			bits = c->entries[i].eax & 0xff;
+	free(c);
+	return bits;
+}
+
+static int vcpu_set_cpuid(struct vcpu *v, char *err, unsigned errlen)
+{
+	struct kvm_cpuid2 *c;
+	unsigned i;
+	int ret;
+
+	c = vcpu_supported_cpuid(v->vm->kvm_fd, &ret);
+	if (!c) {
+		if (ret != -ENOMEM)
 			snprintf(err, errlen, "vcpu %u: KVM_GET_SUPPORTED_CPUID: %s", v->id,
 				 strerror(-ret));
-			return ret;
-		}
-		nent *= 2;
+		return ret;
 	}
 	for (i = 0; i < c->nent; i++) {
 		struct kvm_cpuid_entry2 *e = &c->entries[i];

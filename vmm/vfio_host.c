@@ -49,15 +49,18 @@ static int vfio_host_map_ram(struct vfio_host *vh, char *err, unsigned errlen)
 	return r;
 }
 
-/* A device opened before the jail, bdf and free: taken. */
-static struct vfio_device *vfio_host_take_pre(const char *bdf)
+/* A device opened before the jail, bdf and free: taken. *busy: it is the guest's already. */
+static struct vfio_device *vfio_host_take_pre(const char *bdf, bool *busy)
 {
 	struct vfio_device *d = NULL;
 
+	*busy = false;
 	pthread_mutex_lock(&vfio_pre.lock);
 	for (unsigned i = 0; vfio_pre.open && !d && i < CONFIG_MAX_DEVICES; i++)
-		if (vfio_pre.devs[i].open && !vfio_pre.devs[i].in_use &&
-		    !strcmp(vfio_pre.devs[i].bdf, bdf)) {
+		if (vfio_pre.devs[i].open && !strcmp(vfio_pre.devs[i].bdf, bdf)) {
+			*busy = vfio_pre.devs[i].in_use;
+			if (*busy)
+				break;
 			vfio_pre.devs[i].in_use = true;
 			d = &vfio_pre.devs[i].dev;
 		}
@@ -68,13 +71,21 @@ static struct vfio_device *vfio_host_take_pre(const char *bdf)
 struct vfio_device *vfio_host_open(struct vfio_host *vh, const char *bdf, char *err,
 				   unsigned errlen)
 {
-	struct vfio_device *d = vfio_host_take_pre(bdf);
 	struct vfio_host_dev *slot = NULL;
+	struct vfio_device *d;
+	bool busy;
 	int r = 0;
 
+	d = vfio_host_take_pre(bdf, &busy);
 	pthread_mutex_lock(&vh->lock);
+	/* A second user of one function would reset it under the first. */
+	for (unsigned i = 0; i < CONFIG_MAX_DEVICES && !d && !busy; i++)
+		busy = vh->devs[i].open && !strcmp(vh->devs[i].bdf, bdf);
 	if (d) {
 		vh->c = &vfio_pre.c;
+	} else if (busy) {
+		snprintf(err, errlen, "%s is passed through to this VM already", bdf);
+		r = -EBUSY;
 	} else if (vfio_pre.open) {
 		/* inside the jail nothing else can be opened */
 		snprintf(err, errlen, "%s was not opened before the jail", bdf);

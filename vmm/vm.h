@@ -130,6 +130,9 @@ int vm_remove_device(struct vm *vm, const char *id, char *err, unsigned errlen);
 /* Services for device models and the PCI layer. */
 struct guest_mem *vm_guest_mem(struct vm *vm);
 struct bus *vm_pio_bus(struct vm *vm);
+/* The guest's physical address width (CPUID 0x80000008 as KVM gives it to the vCPUs); 0 when
+ * KVM does not say. */
+unsigned vm_guest_phys_bits(struct vm *vm);
 struct bus *vm_mmio_bus(struct vm *vm);
 int vm_alloc_gsi(struct vm *vm);	      /* a free GSI for MSI routing */
 int vm_free_gsi(struct vm *vm, unsigned gsi); /* back to the pool, its MSI route dropped */

@@ -206,6 +206,29 @@ static int cfg_ext(struct vfio_pci *v, char *err, unsigned errlen)
 	return 0;
 }
 
+/* The guest's Initiate FLR went to the device (VFIO resets it and restores its config) and the
+ * platform reset lvmm's side (pci_dev_do_flr): the device gets the reset command register. */
+static void cfg_flr(struct pci_dev *d)
+{
+	struct vfio_pci *v = (struct vfio_pci *)d;
+
+	pthread_mutex_lock(&d->lock);
+	v->cmd = 0xffff; /* not what the device holds now: written whatever it is */
+	pthread_mutex_unlock(&d->lock);
+	vfio_pci_cfg_sync_command(v);
+}
+
+/* A capability lvmm does not keep (unlinked) hides its bytes from the guest: they read 0 and
+ * writes to them are dropped. Bytes another capability made lvmm's stay as they are. */
+static void cap_drop(struct vfio_pci *v, unsigned off, unsigned len)
+{
+	for (unsigned i = off; i < off + len && i < PCI_CFG_SIZE; i++)
+		if (!v->emu[i]) {
+			v->emu[i] = 1;
+			v->pci.cfg[i] = 0;
+		}
+}
+
 /* Walks the device's capability list: MSI and MSI-X emulated by the platform, the PCIe
  * capability's type rewritten, the others kept as the device's. */
 static int cfg_caps(struct vfio_pci *v, const uint8_t *raw, char *err, unsigned errlen)
@@ -227,17 +250,30 @@ static int cfg_caps(struct vfio_pci *v, const uint8_t *raw, char *err, unsigned 
 		case PCI_CAP_ID_MSI: {
 			unsigned len = pci_msi_cap_len(rd16(raw + off + PCI_MSI_FLAGS));
 
-			if (off + len > PCI_CFG_SIZE || msi)
+			if (off + len > PCI_CFG_SIZE || msi) {
+				cap_drop(v, off, len);
 				continue;
+			}
 			msi = (uint8_t)off;
 			memset(v->emu + off, 1, len);
 			break;
 		}
 		case PCI_CAP_ID_MSIX:
-			if (off > PCI_CFG_SIZE - 12 || msix)
+			if (off > PCI_CFG_SIZE - 12 || msix) {
+				cap_drop(v, off, 12);
 				continue;
+			}
 			msix = (uint8_t)off;
 			memset(v->emu + off, 1, 12);
+			break;
+		case PCI_CAP_ID_PM:
+			/* The power state is emulated, the device stays in D0: vfio-pci zaps the
+			 * BAR mappings of a device in D3hot, so a guest access would fault. */
+			if (off > PCI_CFG_SIZE - 8)
+				continue;
+			v->emu[off + PCI_PM_CTRL] = v->emu[off + PCI_PM_CTRL + 1] = 1;
+			d->cfg[off + PCI_PM_CTRL] &= (uint8_t)~3u;
+			d->wmask[off + PCI_PM_CTRL] = 3;
 			break;
 		case PCI_CAP_ID_EXP:
 			if (off > PCI_CFG_SIZE - 4)
@@ -248,6 +284,12 @@ static int cfg_caps(struct vfio_pci *v, const uint8_t *raw, char *err, unsigned 
 			    (uint8_t)((raw[off + PCI_EXP_FLAGS] & 0x0f) | PCI_EXP_TYPE_RC_END
 									      << PCI_EXP_TYPE_SH);
 			v->emu[off + PCI_EXP_FLAGS] = 1;
+			/* the platform sees the guest's FLR and resets MSI/MSI-X, command, BARs */
+			if (off + PCI_EXP_DEVCTL + 2 <= PCI_CFG_SIZE &&
+			    (rd32(raw + off + PCI_EXP_DEVCAP) & PCI_EXP_DEVCAP_FLR)) {
+				d->pcie_cap = (uint8_t)off;
+				d->flr = cfg_flr;
+			}
 			break;
 		default:
 			break;
@@ -335,6 +377,7 @@ void vfio_pci_cfg_read(struct pci_dev *d, unsigned reg, void *data, unsigned len
 
 void vfio_pci_cfg_sync_command(struct vfio_pci *v)
 {
+	bool log = false;
 	uint16_t cmd;
 	uint8_t b[2];
 	int r = 0;
@@ -349,9 +392,11 @@ void vfio_pci_cfg_sync_command(struct vfio_pci *v)
 		r = v->ops->cfg_write(v->o, PCI_COMMAND, b, 2);
 		if (!r)
 			v->cmd = cmd;
+		else
+			log = pci_log_due(&v->cmd_errors);
 	}
 	pthread_mutex_unlock(&v->pci.lock);
-	if (r)
+	if (log)
 		fprintf(stderr, "lvmm: device %s: command 0x%04x not written: %s\n", v->id, cmd,
 			strerror(-r));
 }

@@ -124,11 +124,14 @@ static void bar_moved(struct pci_dev *d, unsigned bar, uint64_t gpa)
 			continue;
 		int r = v->map_host(v->host_opaque, gpa + pc->off, pc->size, pc->host);
 
-		if (r)
-			fprintf(stderr, "lvmm: device %s: BAR%u+0x%llx at 0x%llx: %s; trapped\n",
+		if (r && pci_log_due(&v->map_errors))
+			fprintf(stderr,
+				"lvmm: device %s: BAR%u+0x%llx at 0x%llx: %s; trapped (failure "
+				"%llu)\n",
 				v->id, bar, (unsigned long long)pc->off,
-				(unsigned long long)(gpa + pc->off), strerror(-r));
-		else
+				(unsigned long long)(gpa + pc->off), strerror(-r),
+				(unsigned long long)v->map_errors);
+		else if (!r)
 			pc->mapped = true;
 	}
 	b->gpa = gpa;
@@ -149,9 +152,11 @@ static void vfio_msix_enable(struct pci_dev *d, bool on)
 		return;
 	r = v->ops->irq_set(v->o, VFIO_MSIX_IRQ_INDEX, 0, on ? n : 0, on ? m->efd : NULL);
 	if (r) {
-		v->irq_errors++;
-		fprintf(stderr, "lvmm: device %s: MSI-X %s (%u vectors): %s\n", v->id,
-			on ? "enable" : "disable", n, strerror(-r));
+		if (pci_log_due(&v->irq_errors))
+			fprintf(stderr,
+				"lvmm: device %s: MSI-X %s (%u vectors): %s (failure %llu)\n",
+				v->id, on ? "enable" : "disable", n, strerror(-r),
+				(unsigned long long)v->irq_errors);
 		return;
 	}
 	v->msix_on = on;
@@ -173,8 +178,9 @@ static void vfio_msi_enable(struct pci_dev *d, unsigned nvec)
 		v->ops->irq_set(v->o, VFIO_MSI_IRQ_INDEX, 0, 0, NULL);
 	r = v->ops->irq_set(v->o, VFIO_MSI_IRQ_INDEX, 0, nvec, nvec ? d->msi.efd : NULL);
 	if (r) {
-		v->irq_errors++;
-		fprintf(stderr, "lvmm: device %s: MSI %u vectors: %s\n", v->id, nvec, strerror(-r));
+		if (pci_log_due(&v->irq_errors))
+			fprintf(stderr, "lvmm: device %s: MSI %u vectors: %s (failure %llu)\n",
+				v->id, nvec, strerror(-r), (unsigned long long)v->irq_errors);
 		v->msi_on = 0;
 		return;
 	}

@@ -91,7 +91,8 @@ struct vfio_pci {
 	uint16_t cmd;		   /* the command register as last written to the device */
 	bool msix_on;		   /* VFIO's MSI-X vectors are the irqfds now */
 	unsigned msi_on;	   /* MSI vectors VFIO signals now */
-	uint64_t irq_errors;
+	/* failures the guest can repeat at will, logged sparsely (pci_log_due) */
+	uint64_t irq_errors, map_errors, cmd_errors;
 };
 
 /* Builds the function from info over ops: config space read from the device and checked, BARs

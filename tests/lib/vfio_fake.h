@@ -48,6 +48,7 @@ struct fake_vfio {
 	int irq_fds[FAKE_MSIX_NVEC];
 	unsigned resets, mmaps, munmaps;
 	int fail_mmap; /* region_mmap fails (errno) */
+	int fail_irq;  /* irq_set fails (negative errno) */
 };
 
 static inline void fake_put16(uint8_t *p, uint16_t v)
@@ -144,6 +145,8 @@ static inline int fake_irq_set(void *o, unsigned index, unsigned start, unsigned
 
 	if (index >= VFIO_NIRQS || start + count > f->info.irqs[index].count)
 		return -EINVAL;
+	if (f->fail_irq)
+		return f->fail_irq;
 	f->irq_sets++;
 	f->irq_index = index;
 	f->irq_count = count;

@@ -459,6 +459,26 @@ START_TEST(device_forms)
 }
 END_TEST
 
+/* One host function, two spellings: refused before anything opens it. */
+START_TEST(validate_device_twice)
+{
+	struct vm_config c;
+
+	valid_config(&c);
+	c.ndevices = 2;
+	ck_assert_int_eq(config_parse_device("path=/sys/bus/pci/devices/0000:00:04.0",
+					     &c.devices[0], err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(config_parse_device("path=00:04.1", &c.devices[1], err, sizeof(err)), 0);
+	ck_assert_msg(config_validate(&c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(config_parse_device("path=00:04.0", &c.devices[1], err, sizeof(err)), 0);
+	invalid(&c, "0000:00:04.0 is passed through twice");
+	ck_assert_int_eq(config_parse_device("path=0000:00:04.0/", &c.devices[1], err, sizeof(err)),
+			 0);
+	invalid(&c, "passed through twice");
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -479,6 +499,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, validate_defaults);
 	tcase_add_test(tc, validate_errors);
 	tcase_add_test(tc, validate_vnvme);
+	tcase_add_test(tc, validate_device_twice);
 	suite_add_tcase(s, tc);
 	return s;
 }

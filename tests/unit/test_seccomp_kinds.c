@@ -49,6 +49,7 @@ enum probe {
 	P_TUNSETOFFLOAD,
 	P_VFIO_SET_IRQS,
 	P_VFIO_DMA_MAP,
+	P_VFIO_FEATURE,
 };
 
 static void *thread_noop(void *arg)
@@ -126,6 +127,9 @@ static void probe_run(enum probe p)
 		break;
 	case P_VFIO_DMA_MAP:
 		ioctl(-1, VFIO_IOMMU_MAP_DMA, NULL);
+		break;
+	case P_VFIO_FEATURE:
+		ioctl(-1, VFIO_DEVICE_FEATURE, NULL);
 		break;
 	case P_TCGETS: {
 		struct termios tio;
@@ -287,6 +291,8 @@ START_TEST(test_vfio_requests)
 	expect_allowed(SECCOMP_VCPU, P_VFIO_SET_IRQS);
 	expect_killed(SECCOMP_VCPU, P_VFIO_DMA_MAP);
 	expect_killed(SECCOMP_IO, P_VFIO_SET_IRQS);
+	/* only the requests lvmm makes (device features: migration, dirty tracking, ...) */
+	expect_killed(SECCOMP_MAIN, P_VFIO_FEATURE);
 }
 END_TEST
 

@@ -12,10 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "devices.h"
 #include "layout.h"
 #include "pci.h"
 #include "testutil.h"
 #include "vfio_fake.h"
+#include "vfio_host.h"
 
 static struct bus pio, mmio;
 static struct pci_bus pb;
@@ -34,6 +36,7 @@ static struct route {
 } routes[64];
 static int irqfds[64];
 static int next_gsi;
+static int unmap_cmd; /* the device's command register at the first unmap, -1 before it */
 
 static int fake_alloc_gsi(void *o)
 {
@@ -65,6 +68,8 @@ static int fake_map(void *o, uint64_t gpa, uint64_t size, void *host)
 
 static int fake_unmap(void *o, uint64_t gpa)
 {
+	if (unmap_cmd < 0)
+		unmap_cmd = fake.cfg[PCI_COMMAND] | fake.cfg[PCI_COMMAND + 1] << 8;
 	for (unsigned i = 0; i < 32; i++)
 		if (maps[i].used && maps[i].gpa == gpa) {
 			maps[i].used = false;
@@ -113,6 +118,7 @@ static void setup(void)
 	memset(routes, 0, sizeof(routes));
 	memset(irqfds, 0xff, sizeof(irqfds));
 	next_gsi = 24;
+	unmap_cmd = -1;
 	fake_vfio_init(&fake);
 	ck_assert_int_eq(pci_bus_init(&pb, &ops, &pio, &mmio, err, sizeof(err)), 0);
 	devfn = 0;
@@ -443,21 +449,23 @@ START_TEST(test_passthrough_writes)
 {
 	plug();
 	fake.cfg_writes = 0;
-	/* PM control/status: the device's register, written as the guest wrote it */
-	cfg_wr(FAKE_PM_CAP + 4, 0x00008003);
-	ck_assert_uint_eq(fake.cfg_writes, 1);
-	ck_assert_uint_eq(fake.cfg_log[0].off, FAKE_PM_CAP + 4);
-	ck_assert_uint_eq(fake.cfg_log[0].len, 4);
+	/* PM: the power state word is lvmm's, the bridge extension and data bytes the device's */
+	cfg_wr(FAKE_PM_CAP + 4, 0xab008003);
+	ck_assert_uint_eq(fake.cfg_writes, 2);
+	ck_assert_uint_eq(fake.cfg_log[0].off, FAKE_PM_CAP + 6);
+	ck_assert_uint_eq(fake.cfg_log[0].len, 1);
+	ck_assert_uint_eq(fake.cfg_log[1].off, FAKE_PM_CAP + 7);
+	ck_assert_uint_eq(fake.cfg[FAKE_PM_CAP + 7], 0xab);
 	/* MSI-X control is lvmm's: nothing reaches the device */
 	cfg_wr16(FAKE_MSIX_CAP + 2, PCI_MSIX_FLAGS_MASKALL);
-	ck_assert_uint_eq(fake.cfg_writes, 1);
+	ck_assert_uint_eq(fake.cfg_writes, 2);
 	/* a dword over the PCIe capability's ID/next (lvmm's) and flags (lvmm's) */
 	cfg_wr(FAKE_PCIE_CAP, 0xffffffff);
 	ck_assert_uint_eq(cfg_rd(FAKE_PCIE_CAP) & 0xffff, PCI_CAP_ID_EXP | FAKE_MSIX_CAP << 8);
 	/* only the flags' high byte is the device's */
-	ck_assert_uint_eq(fake.cfg_writes, 2);
-	ck_assert_uint_eq(fake.cfg_log[1].off, FAKE_PCIE_CAP + 3);
-	ck_assert_uint_eq(fake.cfg_log[1].len, 1);
+	ck_assert_uint_eq(fake.cfg_writes, 3);
+	ck_assert_uint_eq(fake.cfg_log[2].off, FAKE_PCIE_CAP + 3);
+	ck_assert_uint_eq(fake.cfg_log[2].len, 1);
 }
 END_TEST
 
@@ -477,6 +485,42 @@ START_TEST(test_command_register)
 	cfg_wr16(PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
 	memcpy(&cmd, fake.cfg + PCI_COMMAND, 2);
 	ck_assert_uint_eq(cmd, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER | PCI_COMMAND_INTX_DISABLE);
+}
+END_TEST
+
+/* vfio-pci zaps the BAR mappings of a device that stops decoding: the guest loses them first */
+START_TEST(test_decode_off_unmaps_first)
+{
+	plug();
+	ck_assert_uint_eq(nmaps(), 3);
+	unmap_cmd = -1;
+	cfg_wr16(PCI_COMMAND, PCI_COMMAND_MASTER);
+	ck_assert_int_ge(unmap_cmd, 0);
+	ck_assert_uint_eq(unmap_cmd & PCI_COMMAND_MEMORY, PCI_COMMAND_MEMORY);
+	ck_assert_uint_eq(fake.cfg[PCI_COMMAND] & PCI_COMMAND_MEMORY, 0);
+	ck_assert_uint_eq(nmaps(), 0);
+	/* on again: the device decodes, then the pieces come back */
+	cfg_wr16(PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+	ck_assert_uint_eq(fake.cfg[PCI_COMMAND] & PCI_COMMAND_MEMORY, PCI_COMMAND_MEMORY);
+	ck_assert_uint_eq(nmaps(), 3);
+	ck_assert_ptr_nonnull(map_at(bar_addr(0, false)));
+}
+END_TEST
+
+/* D3hot would zap the mappings too: the power state is the guest's view, the device stays D0 */
+START_TEST(test_pm_state_emulated)
+{
+	unsigned writes;
+
+	plug();
+	writes = fake.cfg_writes;
+	cfg_wr16(FAKE_PM_CAP + PCI_PM_CTRL, 3);
+	ck_assert_uint_eq(cfg_rd(FAKE_PM_CAP + PCI_PM_CTRL) & 3, 3);
+	ck_assert_uint_eq(fake.cfg[FAKE_PM_CAP + PCI_PM_CTRL] & 3, 0);
+	ck_assert_uint_eq(fake.cfg_writes, writes);
+	ck_assert_uint_eq(nmaps(), 3);
+	cfg_wr16(FAKE_PM_CAP + PCI_PM_CTRL, 0);
+	ck_assert_uint_eq(cfg_rd(FAKE_PM_CAP + PCI_PM_CTRL) & 3, 0);
 }
 END_TEST
 
@@ -767,6 +811,140 @@ START_TEST(test_refused_devices)
 }
 END_TEST
 
+/* MSI and MSI-X exclude each other: the second enable does not stick and never reaches VFIO */
+START_TEST(test_msi_msix_exclusive)
+{
+	plug();
+	cfg_wr16(FAKE_MSIX_CAP + 2, PCI_MSIX_FLAGS_ENABLE);
+	ck_assert(vp.msix_on);
+	fake.irq_sets = 0;
+	cfg_wr16(FAKE_MSI_CAP + 2, PCI_MSI_FLAGS_ENABLE);
+	ck_assert_uint_eq(cfg_rd(FAKE_MSI_CAP) >> 16 & PCI_MSI_FLAGS_ENABLE, 0);
+	ck_assert_uint_eq(vp.msi_on, 0);
+	ck_assert_uint_eq(fake.irq_sets, 0);
+	/* the other way round */
+	cfg_wr16(FAKE_MSIX_CAP + 2, 0);
+	ck_assert(!vp.msix_on);
+	cfg_wr16(FAKE_MSI_CAP + 2, PCI_MSI_FLAGS_ENABLE);
+	ck_assert_uint_eq(vp.msi_on, 1);
+	fake.irq_sets = 0;
+	cfg_wr16(FAKE_MSIX_CAP + 2, PCI_MSIX_FLAGS_ENABLE);
+	ck_assert_uint_eq(cfg_rd(FAKE_MSIX_CAP) >> 16 & PCI_MSIX_FLAGS_ENABLE, 0);
+	ck_assert(!vp.msix_on);
+	ck_assert_uint_eq(fake.irq_sets, 0);
+}
+END_TEST
+
+/* A guest repeating a failing enable gets a few lines on stderr, not one each time. */
+START_TEST(test_failures_logged_sparsely)
+{
+	FILE *log = tmpfile();
+	char line[256];
+	int saved, n = 0;
+
+	plug();
+	fake.fail_irq = -ENOSPC;
+	ck_assert_ptr_nonnull(log);
+	fflush(stderr);
+	saved = dup(2);
+	ck_assert_int_ge(dup2(fileno(log), 2), 0);
+	for (unsigned i = 0; i < 20; i++) {
+		cfg_wr16(FAKE_MSIX_CAP + 2, PCI_MSIX_FLAGS_ENABLE);
+		cfg_wr16(FAKE_MSIX_CAP + 2, 0);
+	}
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	ck_assert_uint_eq(vp.irq_errors, 20);
+	rewind(log);
+	while (fgets(line, sizeof(line), log))
+		n += strstr(line, "MSI-X enable") != NULL;
+	fclose(log);
+	ck_assert_int_eq(n, 9); /* failures 1..8 and 16 */
+}
+END_TEST
+
+/* The 64-bit window stops at the narrower of host and guest, and never guesses wider. */
+START_TEST(test_mmio64_limit_widths)
+{
+	ck_assert_uint_eq(devices_mmio64_max(46, 52), (1ULL << 46) - LAYOUT_MMIO64_START);
+	ck_assert_uint_eq(devices_mmio64_max(52, 43), (1ULL << 43) - LAYOUT_MMIO64_START);
+	ck_assert_uint_eq(devices_mmio64_max(52, 52), (1ULL << 48) - LAYOUT_MMIO64_START);
+	/* a narrow host stays narrow: no fallback up to 46 bits */
+	ck_assert_uint_eq(devices_mmio64_max(0, 42), (1ULL << 42) - LAYOUT_MMIO64_START);
+	ck_assert_uint_eq(devices_mmio64_max(39, 48), 0);
+	ck_assert_uint_eq(devices_mmio64_max(48, 36), 0);
+	ck_assert_uint_eq(devices_mmio64_max(0, 0), 0);
+}
+END_TEST
+
+/* A second MSI-X capability is unlinked, and its bytes are not the device's to the guest */
+START_TEST(test_dropped_cap_hidden)
+{
+	unsigned off, n = 0, writes;
+
+	fake.cfg[FAKE_VNDR_CAP] = PCI_CAP_ID_MSIX;
+	fake_put32(fake.cfg + FAKE_VNDR_CAP + 4, 0x12345678);
+	plug();
+	for (off = cfg_rd(0x34) & 0xff; off && n < 8; off = cfg_rd(off) >> 8 & 0xff, n++)
+		ck_assert_uint_ne(off, FAKE_VNDR_CAP);
+	ck_assert_uint_eq(n, 4);
+	for (off = FAKE_VNDR_CAP; off < FAKE_VNDR_CAP + 12; off += 4)
+		ck_assert_uint_eq(cfg_rd(off), 0);
+	writes = fake.cfg_writes;
+	cfg_wr(FAKE_VNDR_CAP + 4, 0xffffffff);
+	cfg_wr(FAKE_VNDR_CAP, 0xffffffff);
+	ck_assert_uint_eq(fake.cfg_writes, writes);
+	ck_assert_uint_eq(cfg_rd(FAKE_VNDR_CAP + 4), 0);
+}
+END_TEST
+
+/* The guest's FLR reaches the device, and lvmm's side of the function resets with it */
+START_TEST(test_guest_flr)
+{
+	unsigned writes, i;
+	bool devctl = false;
+
+	plug();
+	cfg_wr16(FAKE_MSIX_CAP + 2, PCI_MSIX_FLAGS_ENABLE);
+	ck_assert(vp.msix_on);
+	ck_assert_uint_eq(nmaps(), 3);
+	unmap_cmd = -1;
+	writes = fake.cfg_writes;
+	cfg_wr16(FAKE_PCIE_CAP + PCI_EXP_DEVCTL, PCI_EXP_DEVCTL_BCR_FLR);
+	for (i = writes; i < fake.cfg_writes && i < FAKE_MAX_LOG; i++)
+		devctl |= fake.cfg_log[i].off == FAKE_PCIE_CAP + PCI_EXP_DEVCTL;
+	ck_assert(devctl);
+	ck_assert_uint_eq(vp.pci.flrs, 1);
+	/* the mappings left while the device still decoded */
+	ck_assert_int_ge(unmap_cmd, 0);
+	ck_assert_uint_eq(unmap_cmd & PCI_COMMAND_MEMORY, PCI_COMMAND_MEMORY);
+	ck_assert_uint_eq(nmaps(), 0);
+	/* command, MSI-X: reset values, in lvmm and in the device */
+	ck_assert_uint_eq(cfg_rd(PCI_COMMAND) & 0xffff, 0);
+	ck_assert_uint_eq(fake.cfg[PCI_COMMAND] & (PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER), 0);
+	ck_assert_uint_eq(cfg_rd(FAKE_MSIX_CAP) >> 16 & PCI_MSIX_FLAGS_ENABLE, 0);
+	ck_assert(!vp.msix_on);
+	ck_assert_uint_eq(fake.irq_count, 0);
+}
+END_TEST
+
+/* A function the VM holds already is not opened (and reset) a second time. */
+START_TEST(test_host_open_twice)
+{
+	static struct vfio_host vh;
+	struct guest_mem gm = {0};
+	char err[160];
+
+	vfio_host_init(&vh, &gm);
+	vh.devs[0].open = true;
+	snprintf(vh.devs[0].bdf, sizeof(vh.devs[0].bdf), "0000:00:04.0");
+	ck_assert_ptr_null(vfio_host_open(&vh, "0000:00:04.0", err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "0000:00:04.0 is passed through to this VM already"));
+	ck_assert_ptr_null(vh.c); /* refused before any container was opened */
+}
+END_TEST
+
 static Suite *vfio_pci_suite(void)
 {
 	Suite *s = suite_create("vfio_pci");
@@ -783,6 +961,8 @@ static Suite *vfio_pci_suite(void)
 	tcase_add_test(t, test_ext_caps_first_hidden);
 	tcase_add_test(t, test_passthrough_writes);
 	tcase_add_test(t, test_command_register);
+	tcase_add_test(t, test_decode_off_unmaps_first);
+	tcase_add_test(t, test_pm_state_emulated);
 	tcase_add_test(t, test_bar_pieces_follow);
 	tcase_add_test(t, test_bar_trapped_accesses);
 	tcase_add_test(t, test_msix_table_and_vfio);
@@ -791,6 +971,12 @@ static Suite *vfio_pci_suite(void)
 	tcase_add_test(t, test_mmap_refused_traps);
 	tcase_add_test(t, test_mmio64_window_grows);
 	tcase_add_test(t, test_refused_devices);
+	tcase_add_test(t, test_host_open_twice);
+	tcase_add_test(t, test_guest_flr);
+	tcase_add_test(t, test_dropped_cap_hidden);
+	tcase_add_test(t, test_mmio64_limit_widths);
+	tcase_add_test(t, test_msi_msix_exclusive);
+	tcase_add_test(t, test_failures_logged_sparsely);
 	tcase_set_timeout(t, 60);
 	suite_add_tcase(s, t);
 	return s;

@@ -17,6 +17,14 @@
 #define PCI_CFG_SIZE	 256 /* pci_dev.cfg; extended space: cfg_read/cfg_write */
 #define PCI_CFG_EXT_SIZE 4096
 
+/* A guest can repeat a failing action at will: counts it in *n and says whether to log this one
+ * (the 1st..8th, then powers of two). */
+static inline bool pci_log_due(uint64_t *n)
+{
+	++*n;
+	return *n <= 8 || !(*n & (*n - 1));
+}
+
 /* Config space offsets (PCI Local Bus 3.0) */
 #define PCI_VENDOR_ID		    0x00
 #define PCI_DEVICE_ID		    0x02
@@ -40,6 +48,8 @@
 #define PCI_CAPABILITY_LIST	    0x34
 #define PCI_INTERRUPT_LINE	    0x3c
 #define PCI_INTERRUPT_PIN	    0x3d
+#define PCI_CAP_ID_PM		    0x01
+#define PCI_PM_CTRL		    4 /* PMCSR: power state in bits 0-1 */
 #define PCI_CAP_ID_MSI		    0x05
 #define PCI_CAP_ID_MSIX		    0x11
 #define PCI_CAP_ID_VNDR		    0x09
@@ -103,6 +113,7 @@ struct pci_bar {
 	bool is64, prefetch;
 	uint64_t addr; /* as programmed in config space */
 	bool mapped, mapped_host;
+	bool parked; /* moved(~0) told ahead of a decode-off write: bars_update() redoes it */
 	uint64_t mapped_addr;
 	uint64_t placed;	   /* where pci_bus_add put it: freed on exit, 0 = none */
 	const struct bus_ops *ops; /* MMIO handler (offset relative to the BAR) */
