@@ -361,6 +361,10 @@ static int nvme_sync_run(struct nvme_pci_queue *q, struct nvme_sqe *sqe, uint32_
 		else
 			nvme_pause();
 	}
+	/* the interrupt of a completion found before it was waited for: taken, so the next
+	 * command's wait does not wake for it */
+	if (q->irq_fd >= 0)
+		nvme_pci_wait(q, 0);
 	if (s.status) {
 		nvme_status_str(s.status, st, sizeof(st));
 		snprintf(err, errlen, "nvme %s: %s failed: %s", c->name, what, st);

@@ -99,9 +99,10 @@ void nvme_status_str(uint16_t status, char *buf, unsigned len);
 
 /* Opens bdf through VFIO (allow_noiommu: accept a no-IOMMU group), resets and enables the
  * controller, identifies it and namespace 1, and creates nr_io + 1 I/O queues (the first for
- * the synchronous calls below; fewer, nioq, when the controller grants fewer but 2), with one
- * MSI-X vector each when msix and the device has them, else polled. 0 or a negative errno with err
- * naming the device and the value. */
+ * the synchronous calls below; fewer, nioq, when the controller grants fewer but 2). With msix
+ * and nioq vectors on the device, the admin queue takes vector 0 and ioq[i] vector i (i >= 1;
+ * ioq[0] stays polled), each on an eventfd (irq_fd); else all are polled. 0 or a negative errno
+ * with err naming the device and the value. */
 int nvme_pci_open(struct nvme_pci *c, const char *bdf, bool allow_noiommu, unsigned nr_io,
 		  bool msix, char *err, unsigned errlen);
 /* An admin command (sqe->cid set here) run to its completion, dw0 of the reply in *dw0 (may be

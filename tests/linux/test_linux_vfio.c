@@ -112,7 +112,8 @@ START_TEST(test_linux_vfio)
 	linuxboot_guest_file(prog, sizeof(prog), "vfio-test");
 	ext4check_make_root(dir, img, IMG_MB, init_script, extra);
 	snprintf(disk, sizeof(disk), "path=%s", img);
-	snprintf(vnvme, sizeof(vnvme), "file=%s,serial=LVMMVFIO", data);
+	/* two I/O queue pairs: nvme_pci's polled one and the one on MSI-X vector 1 */
+	snprintf(vnvme, sizeof(vnvme), "file=%s,serial=LVMMVFIO,queues=2", data);
 
 	linuxboot_run(&b, args, NULL, BOOT_LIMIT_S, 0);
 	printf("linux vfio: %.1f s to exit\n", b.t_exit);

@@ -252,6 +252,9 @@ int main(int argc, char **argv)
 	rc = nvme_pci_admin(&n, &sqe, NULL, "Identify Controller", err, sizeof(err));
 	if (rc)
 		fail("IDENTIFY", "%s", err);
+	/* the completion may be seen before its interrupt is taken: then wait for vector 0 */
+	if (!n.admin.irqs && (rc = nvme_pci_wait(&n.admin, 10000)))
+		fail("IDENTIFY", "no interrupt on vector 0 within 10 s: %s", strerror(-rc));
 	ic = (struct nvme_id_ctrl *)mem;
 	trim(sn, ic->sn, sizeof(ic->sn));
 	trim(mn, ic->mn, sizeof(ic->mn));
