@@ -2,7 +2,7 @@
  * identify, I/O queues), its DMA memory, its queues' submission and completion, and the
  * synchronous namespace I/O softssd's volume table goes through. */
 #include <errno.h>
-#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,40 +99,10 @@ static int nvme_wait_csts(struct nvme_pci *c, uint32_t mask, uint32_t want, cons
 
 /* ---- DMA memory ---- */
 
-/* vfio_virt_to_phys for n pages at once: one pagemap read instead of three system calls per
- * page, which a window of thousands of pages cannot afford where system calls are emulated
- * (a nested guest). The same rules: present, frame number shown. *bad: the failing page. */
-static int nvme_pages_phys(const void *va, uint64_t n, uint64_t *phys, uint64_t *bad)
-{
-	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC), r = 0;
-	uint64_t i, first = (uintptr_t)va / NVME_PCI_PAGE;
-	ssize_t got;
-
-	*bad = 0;
-	if (fd < 0)
-		return -errno;
-	got = pread(fd, phys, n * 8, (off_t)(first * 8));
-	if (got != (ssize_t)(n * 8))
-		r = got < 0 ? -errno : -EIO;
-	close(fd);
-	for (i = 0; !r && i < n; i++) {
-		uint64_t e = phys[i], pfn = e & ((1ull << 55) - 1);
-
-		*bad = i;
-		if (!(e >> 63))
-			r = -EFAULT; /* not present, though locked */
-		else if (!pfn)
-			r = -EPERM; /* frame numbers hidden without CAP_SYS_ADMIN */
-		else
-			phys[i] = pfn * NVME_PCI_PAGE;
-	}
-	return r;
-}
-
 int nvme_pci_dma_add(struct nvme_pci *c, struct nvme_dma_map *m, void *va, uint64_t size, char *err,
 		     unsigned errlen)
 {
-	uint64_t i, n = size / NVME_PCI_PAGE;
+	uint64_t n = size / NVME_PCI_PAGE;
 	int r;
 
 	memset(m, 0, sizeof(*m));
@@ -167,15 +137,12 @@ int nvme_pci_dma_add(struct nvme_pci *c, struct nvme_dma_map *m, void *va, uint6
 			 c->name, (unsigned long long)n);
 		return -ENOMEM;
 	}
-	/* the first page through the library, which says why when it cannot; the rest in bulk */
-	r = vfio_virt_to_phys(va, &m->pages[0]);
-	if (!r)
-		r = nvme_pages_phys(va, n, m->pages, &i);
-	else
-		i = 0;
+	/* one pagemap read for the whole area: thousands of pages cannot afford system calls per
+	 * page where they are emulated (a nested guest) */
+	r = vfio_virt_to_phys_range(va, n, m->pages);
 	if (r) {
-		snprintf(err, errlen, "nvme %s: physical address of page %llu of %llu: %s", c->name,
-			 (unsigned long long)i, (unsigned long long)n, strerror(-r));
+		snprintf(err, errlen, "nvme %s: physical addresses of %llu pages: %s", c->name,
+			 (unsigned long long)n, strerror(-r));
 		free(m->pages);
 		m->pages = NULL;
 		munlock(va, size);
@@ -327,6 +294,25 @@ unsigned nvme_pci_reap(struct nvme_pci_queue *q,
 	return n;
 }
 
+int nvme_pci_wait(struct nvme_pci_queue *q, int ms)
+{
+	struct pollfd pfd = {.fd = q->irq_fd, .events = POLLIN};
+	uint64_t v;
+	int n;
+
+	if (q->irq_fd < 0)
+		return -EINVAL;
+	n = poll(&pfd, 1, ms);
+	if (n < 0)
+		return -errno;
+	if (!n)
+		return -ETIMEDOUT;
+	if (read(q->irq_fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+		return errno == EAGAIN ? -ETIMEDOUT : -EIO;
+	q->irqs += v;
+	return 0;
+}
+
 /* ---- synchronous commands (control thread) ---- */
 
 struct nvme_sync {
@@ -369,8 +355,16 @@ static int nvme_sync_run(struct nvme_pci_queue *q, struct nvme_sqe *sqe, uint32_
 				 what, NVME_PCI_CMD_MS);
 			return -ETIMEDOUT;
 		}
-		nvme_pause();
+		/* an interrupt wakes us at once; the CQ is read again every 10 ms regardless */
+		if (q->irq_fd >= 0)
+			nvme_pci_wait(q, 10);
+		else
+			nvme_pause();
 	}
+	/* the interrupt of a completion found before it was waited for: taken, so the next
+	 * command's wait does not wake for it */
+	if (q->irq_fd >= 0)
+		nvme_pci_wait(q, 0);
 	if (s.status) {
 		nvme_status_str(s.status, st, sizeof(st));
 		snprintf(err, errlen, "nvme %s: %s failed: %s", c->name, what, st);
@@ -381,8 +375,8 @@ static int nvme_sync_run(struct nvme_pci_queue *q, struct nvme_sqe *sqe, uint32_
 	return 0;
 }
 
-static int nvme_admin(struct nvme_pci *c, struct nvme_sqe *sqe, uint32_t *dw0, const char *what,
-		      char *err, unsigned errlen)
+int nvme_pci_admin(struct nvme_pci *c, struct nvme_sqe *sqe, uint32_t *dw0, const char *what,
+		   char *err, unsigned errlen)
 {
 	int cid = nvme_pci_reserve(&c->admin);
 
@@ -401,8 +395,8 @@ static int nvme_identify(struct nvme_pci *c, uint8_t cns, uint32_t nsid, uint64_
 	struct nvme_sqe sqe = {.opcode = NVME_ADMIN_IDENTIFY, .nsid = nsid, .cdw10 = cns};
 
 	sqe.prp1 = nvme_dma_addr(&c->pool, off);
-	return nvme_admin(c, &sqe, NULL, cns ? "Identify Controller" : "Identify Namespace", err,
-			  errlen);
+	return nvme_pci_admin(c, &sqe, NULL, cns ? "Identify Controller" : "Identify Namespace",
+			      err, errlen);
 }
 
 static void nvme_copy_str(char *dst, const char *src, size_t n)
@@ -486,14 +480,14 @@ static int nvme_create_ioq(struct nvme_pci *c, struct nvme_pci_queue *q, uint16_
 	sqe.prp1 = q->cq_addr;
 	sqe.cdw10 = ((q->depth - 1) << 16) | q->qid;
 	sqe.cdw11 = 1u | (q->irq_fd >= 0 ? 2u | ((uint32_t)iv << 16) : 0);
-	r = nvme_admin(c, &sqe, NULL, "Create I/O Completion Queue", err, errlen);
+	r = nvme_pci_admin(c, &sqe, NULL, "Create I/O Completion Queue", err, errlen);
 	if (r)
 		return r;
 	sqe = (struct nvme_sqe){.opcode = NVME_ADMIN_CREATE_SQ};
 	sqe.prp1 = q->sq_addr;
 	sqe.cdw10 = ((q->depth - 1) << 16) | q->qid;
 	sqe.cdw11 = ((uint32_t)q->qid << 16) | 1u;
-	return nvme_admin(c, &sqe, NULL, "Create I/O Submission Queue", err, errlen);
+	return nvme_pci_admin(c, &sqe, NULL, "Create I/O Submission Queue", err, errlen);
 }
 
 static int nvme_setup_irqs(struct nvme_pci *c, char *err, unsigned errlen)
@@ -504,14 +498,16 @@ static int nvme_setup_irqs(struct nvme_pci *c, char *err, unsigned errlen)
 
 	if (c->dev.irqs[VFIO_PCI_MSIX_IRQ_INDEX].count < c->nioq)
 		return 0; /* polled */
-	fds[0] = -1;	  /* vector 0: the admin queue and ioq[0], both polled */
-	for (i = 1; i < c->nioq; i++) {
-		c->ioq[i].irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (c->ioq[i].irq_fd < 0) {
+	/* vector 0: the admin queue's (its CQ always signals vector 0); ioq[0] stays polled */
+	for (i = 0; i < c->nioq; i++) {
+		struct nvme_pci_queue *q = i ? &c->ioq[i] : &c->admin;
+
+		q->irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (q->irq_fd < 0) {
 			snprintf(err, errlen, "nvme %s: eventfd: %s", c->name, strerror(errno));
 			return -errno;
 		}
-		fds[i] = c->ioq[i].irq_fd;
+		fds[i] = q->irq_fd;
 	}
 	r = vfio_irq_set(&c->dev, VFIO_PCI_MSIX_IRQ_INDEX, 0, c->nioq, fds);
 	if (r) {
@@ -648,7 +644,7 @@ int nvme_pci_open(struct nvme_pci *c, const char *bdf, bool allow_noiommu, unsig
 				       .cdw10 = NVME_FEAT_NUM_QUEUES};
 
 		sqe.cdw11 = ((c->nioq - 1) << 16) | (c->nioq - 1);
-		r = nvme_admin(c, &sqe, &dw0, "Set Features (Number of Queues)", err, errlen);
+		r = nvme_pci_admin(c, &sqe, &dw0, "Set Features (Number of Queues)", err, errlen);
 		if (r)
 			goto fail;
 		got = (dw0 & 0xffff) < (dw0 >> 16) ? (dw0 & 0xffff) + 1 : (dw0 >> 16) + 1;

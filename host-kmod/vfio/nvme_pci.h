@@ -49,6 +49,7 @@ struct nvme_pci_queue {
 	uint16_t *free; /* free cids, a stack */
 	uint32_t nfree;
 	int irq_fd;	   /* MSI-X vector's eventfd, or -1: polled */
+	uint64_t irqs;	   /* interrupts taken on irq_fd by nvme_pci_wait */
 	uint64_t bad_cqes; /* replies refused (unknown cid, wrong queue, bad SQ head) */
 };
 
@@ -98,11 +99,17 @@ void nvme_status_str(uint16_t status, char *buf, unsigned len);
 
 /* Opens bdf through VFIO (allow_noiommu: accept a no-IOMMU group), resets and enables the
  * controller, identifies it and namespace 1, and creates nr_io + 1 I/O queues (the first for
- * the synchronous calls below; fewer, nioq, when the controller grants fewer but 2), with one
- * MSI-X vector each when msix and the device has them, else polled. 0 or a negative errno with err
- * naming the device and the value. */
+ * the synchronous calls below; fewer, nioq, when the controller grants fewer but 2). With msix
+ * and nioq vectors on the device, the admin queue takes vector 0 and ioq[i] vector i (i >= 1;
+ * ioq[0] stays polled), each on an eventfd (irq_fd); else all are polled. 0 or a negative errno
+ * with err naming the device and the value. */
 int nvme_pci_open(struct nvme_pci *c, const char *bdf, bool allow_noiommu, unsigned nr_io,
 		  bool msix, char *err, unsigned errlen);
+/* An admin command (sqe->cid set here) run to its completion, dw0 of the reply in *dw0 (may be
+ * NULL); waited for on the admin queue's eventfd (MSI-X vector 0) when open set one up, else
+ * polled. 0, -EIO with the status in err, or another negative errno with err. */
+int nvme_pci_admin(struct nvme_pci *c, struct nvme_sqe *sqe, uint32_t *dw0, const char *what,
+		   char *err, unsigned errlen);
 /* Shuts the controller down (CC.SHN, so its cache is written back) and releases everything. */
 void nvme_pci_close(struct nvme_pci *c);
 
@@ -139,5 +146,9 @@ void nvme_pci_ring(struct nvme_pci_queue *q);
  * dropped. Returns how many entries were consumed. */
 unsigned nvme_pci_reap(struct nvme_pci_queue *q,
 		       void (*done)(void *ctx, const struct nvme_cqe *e, void *arg), void *arg);
+
+/* Waits up to ms for an interrupt on q's eventfd and takes it (q->irqs counts them): 0,
+ * -ETIMEDOUT, or -EINVAL for a polled queue. The completions are then nvme_pci_reap's. */
+int nvme_pci_wait(struct nvme_pci_queue *q, int ms);
 
 #endif

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <linux/vfio.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -426,27 +427,56 @@ int vfio_dma_unmap(struct vfio_container *c, uint64_t iova, uint64_t size)
 	return u.size == size ? 0 : -ENOENT;
 }
 
-int vfio_virt_to_phys(const void *vaddr, uint64_t *phys)
+int vfio_virt_to_phys_range(const void *vaddr, size_t npages, uint64_t *phys)
 {
-	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), ent;
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
 	uintptr_t va = (uintptr_t)vaddr;
-	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC), e;
-	ssize_t n;
+	size_t i, len, done = 0;
+	int fd, r = 0;
 
+	if (!vaddr || !phys || !npages || va % pg || npages > SIZE_MAX / sizeof(*phys) ||
+	    npages - 1 > (UINTPTR_MAX - va) / pg)
+		return -EINVAL;
+	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = pread(fd, &ent, sizeof(ent), (off_t)(va / pg * sizeof(ent)));
-	e = errno;
+	/* one read for the whole range: one entry of 8 bytes per page */
+	len = npages * sizeof(*phys);
+	while (done < len) {
+		ssize_t n = pread(fd, (uint8_t *)phys + done, len - done,
+				  (off_t)(va / pg * sizeof(*phys) + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : -EIO;
+			break;
+		}
+		done += (size_t)n;
+	}
 	close(fd);
-	if (n != sizeof(ent))
-		return n < 0 ? -e : -EIO;
-	if (!(ent >> 63 & 1))
-		return -EFAULT; /* not present: lock the page first */
-	ent &= (1ull << 55) - 1;
-	if (!ent)
-		return -EPERM; /* frame numbers are hidden without CAP_SYS_ADMIN */
-	*phys = ent * pg + va % pg;
-	return 0;
+	for (i = 0; !r && i < npages; i++) {
+		uint64_t ent = phys[i], pfn = ent & ((1ull << 55) - 1);
+
+		if (!(ent >> 63 & 1))
+			r = -EFAULT; /* not present: lock the pages first */
+		else if (!pfn)
+			r = -EPERM; /* frame numbers are hidden without CAP_SYS_ADMIN */
+		else
+			phys[i] = pfn * pg;
+	}
+	return r;
+}
+
+int vfio_virt_to_phys(const void *vaddr, uint64_t *phys)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), base;
+	uintptr_t va = (uintptr_t)vaddr;
+	int r = vfio_virt_to_phys_range((const void *)(va - va % pg), 1, &base);
+
+	if (!r)
+		*phys = base + va % pg;
+	return r;
 }
 
 /* ---- interrupts and reset ---- */

@@ -107,6 +107,11 @@ int vfio_dma_unmap(struct vfio_container *c, uint64_t iova, uint64_t size);
 /* No-IOMMU DMA: the physical address of a locked page of this process (/proc/self/pagemap, needs
  * CAP_SYS_ADMIN); 0 or a negative errno. */
 int vfio_virt_to_phys(const void *vaddr, uint64_t *phys);
+/* The same for npages locked pages from vaddr (page aligned) with one pagemap read: phys[i] the
+ * physical address of page i. 0; -EINVAL for a NULL or unaligned vaddr, a NULL phys, npages 0 or
+ * a range past the address space; -EFAULT when a page is not present, -EPERM when frame numbers
+ * are hidden (no CAP_SYS_ADMIN), or another negative errno. phys[] is undefined on failure. */
+int vfio_virt_to_phys_range(const void *vaddr, size_t npages, uint64_t *phys);
 
 /* Region access through the device fd: exactly len bytes or a negative errno (a short read or
  * write is -EIO). Range checked against the region. */

@@ -1,6 +1,7 @@
 /* lvmm's VFIO library inside a Linux guest that plays the host (docs/vfio.md): the guest's vNVMe
  * (emulate mode on a file, emulated by this lvmm) is moved from nvme to vfio-pci in no-IOMMU mode
- * and tools/guest/vfio-test drives it through host-kmod/vfio/: container, group, device, config
+ * and tools/guest/vfio-test drives it through host-kmod/vfio/ (the library and nvme_pci.c, the
+ * driver softssd --vfio uses): container, group, device, config
  * space and BAR0 against sysfs, registers through the mapping, MSI-X vectors on eventfds, the
  * controller up with queues addressed physically, Identify on an interrupt, a write and read of
  * 8 LBAs checked byte for byte, VFIO_DEVICE_RESET and the IRQ types. After the guest is gone,
@@ -111,7 +112,8 @@ START_TEST(test_linux_vfio)
 	linuxboot_guest_file(prog, sizeof(prog), "vfio-test");
 	ext4check_make_root(dir, img, IMG_MB, init_script, extra);
 	snprintf(disk, sizeof(disk), "path=%s", img);
-	snprintf(vnvme, sizeof(vnvme), "file=%s,serial=LVMMVFIO", data);
+	/* two I/O queue pairs: nvme_pci's polled one and the one on MSI-X vector 1 */
+	snprintf(vnvme, sizeof(vnvme), "file=%s,serial=LVMMVFIO,queues=2", data);
 
 	linuxboot_run(&b, args, NULL, BOOT_LIMIT_S, 0);
 	printf("linux vfio: %.1f s to exit\n", b.t_exit);
@@ -142,7 +144,8 @@ START_TEST(test_linux_vfio)
 	must_see(c, "eventfds=2");
 	must_see(c, "VFIO-ENABLE ok");
 	must_see(c, "VFIO-IDENTIFY ok vid=0x1b36 sn=LVMMVFIO");
-	must_see(c, "VFIO-IOQ ok qid=1 entries=16 vector=1 lba-size=512");
+	/* nvme_pci's second I/O queue pair: 64 entries (VNVME_MQES is larger), MSI-X vector 1 */
+	must_see(c, "VFIO-IOQ ok qid=2 entries=64 vector=1 lba-size=512");
 	must_see(c, "VFIO-IO ok lba=8 blocks=8 bytes=4096 written and read back equal");
 	must_see(c, "VFIO-RESET ok csts.rdy=0 cc=0");
 	must_see(c, "VFIO-IRQINFO ok");

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/vfio.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -452,6 +453,50 @@ START_TEST(test_virt_to_phys)
 }
 END_TEST
 
+START_TEST(test_virt_to_phys_range)
+{
+	enum { N = 8 };
+	uint8_t *p =
+	    mmap(NULL, (N + 1) * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t phys[N + 1], one;
+	int rc;
+
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	/* the arguments, before pagemap is opened */
+	ck_assert_int_eq(vfio_virt_to_phys_range(NULL, 1, phys), -EINVAL);
+	ck_assert_int_eq(vfio_virt_to_phys_range(p, 1, NULL), -EINVAL);
+	ck_assert_int_eq(vfio_virt_to_phys_range(p, 0, phys), -EINVAL);
+	ck_assert_int_eq(vfio_virt_to_phys_range(p + 1, 1, phys), -EINVAL);
+	ck_assert_int_eq(vfio_virt_to_phys_range(p, SIZE_MAX, phys), -EINVAL);
+	ck_assert_int_eq(
+	    vfio_virt_to_phys_range((void *)(UINTPTR_MAX - (uintptr_t)pg + 1), 2, phys), -EINVAL);
+	/* the last page never touched: the range fails as a whole */
+	for (unsigned i = 0; i < N; i++)
+		p[i * pg] = (uint8_t)i;
+	ck_assert_int_eq(vfio_virt_to_phys_range(p, N + 1, phys), -EFAULT);
+	ck_assert_int_eq(mlock(p, N * pg), 0);
+	rc = vfio_virt_to_phys_range(p, N, phys);
+	if (rc == -EPERM) {
+		munlock(p, N * pg);
+		munmap(p, (N + 1) * pg);
+		testutil_skip("test_virt_to_phys_range: frame numbers need CAP_SYS_ADMIN");
+		return;
+	}
+	ck_assert_int_eq(rc, 0);
+	/* locked pages: non-zero distinct frames, each the one the single-page call gives */
+	for (unsigned i = 0; i < N; i++) {
+		ck_assert_uint_ne(phys[i] / (uint64_t)pg, 0);
+		ck_assert_uint_eq(phys[i] % (uint64_t)pg, 0);
+		for (unsigned j = 0; j < i; j++)
+			ck_assert_uint_ne(phys[i], phys[j]);
+		ck_assert_int_eq(vfio_virt_to_phys(p + i * pg + 5, &one), 0);
+		ck_assert_uint_eq(one, phys[i] + 5);
+	}
+	munlock(p, N * pg);
+	munmap(p, (N + 1) * pg);
+}
+END_TEST
+
 static Suite *vfio_suite(void)
 {
 	Suite *s = suite_create("vfio");
@@ -470,6 +515,7 @@ static Suite *vfio_suite(void)
 	tcase_add_test(dv, test_no_vfio);
 	tcase_add_test(dv, test_no_group);
 	tcase_add_test(dv, test_virt_to_phys);
+	tcase_add_test(dv, test_virt_to_phys_range);
 	suite_add_tcase(s, dv);
 	return s;
 }

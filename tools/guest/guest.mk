@@ -46,9 +46,9 @@ $(GUEST_VSOCK): $(GUEST_SRC)/vsock-test.c
 	@echo "  CC      $@ (static)"
 	$(Q)$(CC) -static -O2 -std=gnu11 $(WARN) -D_GNU_SOURCE -o $@ $<
 
-# test_linux_vfio's guest side: lvmm's VFIO library and the user-space NVMe driver on it
-GUEST_VFIO_SRCS := $(GUEST_SRC)/vfio-test.c $(GUEST_SRC)/vfio-nvme.c $(wildcard host-kmod/vfio/*.c)
-$(GUEST_VFIO): $(GUEST_VFIO_SRCS) $(GUEST_SRC)/vfio-nvme.h $(wildcard host-kmod/vfio/*.h) \
+# test_linux_vfio's guest side: lvmm's VFIO library and its user-space NVMe driver (nvme_pci.c)
+GUEST_VFIO_SRCS := $(GUEST_SRC)/vfio-test.c $(wildcard host-kmod/vfio/*.c)
+$(GUEST_VFIO): $(GUEST_VFIO_SRCS) $(wildcard host-kmod/vfio/*.h) \
 	       include/lightiov/nvme.h include/lightiov/nvmeq.h
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@ (static)"

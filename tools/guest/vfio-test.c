@@ -1,12 +1,13 @@
 /* vfio-test: the guest side of test_linux_vfio (static). The guest plays the host: its vNVMe,
  * bound to vfio-pci in no-IOMMU mode, is driven through lvmm's VFIO library and the user-space
- * NVMe driver of vfio-nvme.c.
+ * NVMe driver softssd --vfio uses (host-kmod/vfio/nvme_pci.c).
  *   vfio-test BDF   container, group and device; config space and BAR0 against sysfs; the
  *                   registers; MSI-X vectors on eventfds; the controller up with an admin queue
- *                   in locked memory addressed physically; Identify on an interrupt; a write
- *                   then read of BLOCKS LBAs at LBA through an I/O queue pair, checked byte for
- *                   byte; VFIO_DEVICE_RESET and CSTS.RDY 0; the IRQ types and INTx.
- * Every step prints one line "VFIO-<STEP> ok ..." or "VFIO-<STEP> FAIL <why>" (then exits 1). */
+ *                   in locked memory addressed physically; Identify on MSI-X vector 0; a write
+ *                   then read of BLOCKS LBAs at LBA through the I/O queue pair on vector 1,
+ *                   checked byte for byte; VFIO_DEVICE_RESET and CSTS.RDY 0; the IRQ types and
+ * INTx. Every step prints one line "VFIO-<STEP> ok ..." or "VFIO-<STEP> FAIL <why>" (then exits 1).
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <linux/vfio.h>
@@ -14,12 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "lightiov/nvme.h"
-#include "vfio-nvme.h"
+#include "vfio/nvme_pci.h"
 #include "vfio/vfio.h"
 
 /* What the host side checks in the backing file afterwards: LBA 8, 8 blocks of 512 bytes. */
@@ -78,18 +78,67 @@ static void trim(char *dst, const char *src, size_t len)
 		dst[i - 1] = 0;
 }
 
+struct io_wait {
+	bool done;
+	uint16_t status;
+};
+
+static void io_done(void *ctx, const struct nvme_cqe *e, void *arg)
+{
+	struct io_wait *w = ctx;
+
+	(void)arg;
+	w->done = true;
+	w->status = e->status;
+}
+
+/* One command on q (an interrupt-driven queue) with one page of data at addr: submitted, then
+ * its completion taken after the interrupts that announce it. 0 or a message in err. */
+static int io_cmd(struct nvme_pci_queue *q, struct nvme_sqe *sqe, uint64_t addr)
+{
+	struct io_wait w = {0};
+	int cid = nvme_pci_reserve(q), rc;
+	char st[96];
+
+	if (cid < 0) {
+		snprintf(err, sizeof(err), "queue %u full", q->qid);
+		return cid;
+	}
+	sqe->cid = (uint16_t)cid;
+	sqe->prp1 = addr;
+	nvme_pci_submit(q, sqe, &w);
+	nvme_pci_ring(q);
+	while (!w.done) {
+		rc = nvme_pci_wait(q, 10000);
+		if (rc) {
+			snprintf(err, sizeof(err), "no interrupt on queue %u within 10 s: %s",
+				 q->qid, strerror(-rc));
+			return rc;
+		}
+		nvme_pci_reap(q, io_done, NULL);
+	}
+	if (w.status) {
+		nvme_status_str(w.status, st, sizeof(st));
+		snprintf(err, sizeof(err), "opcode %#x: %s", sqe->opcode, st);
+		return -EIO;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	static struct nvme_pci n;
 	struct vfio_container c;
-	struct vfio_device d;
-	struct unvme n;
-	struct unvme_queue ioq;
-	struct unvme_dma id, wbuf, rbuf;
+	struct vfio_device d, *dv;
+	struct nvme_dma_map dma;
+	struct nvme_pci_queue *ioq;
 	struct nvme_id_ctrl *ic;
 	struct nvme_id_ns *ns;
+	struct nvme_sqe sqe;
 	uint32_t ids, bs, vs, csts, cc;
 	uint64_t sys_size, cap;
-	int efd[2], rc, nvec;
+	uint8_t *mem, *wbuf, *rbuf;
+	int rc, nvec;
 	char sn[21], mn[41];
 	const char *bdf;
 
@@ -107,176 +156,183 @@ int main(int argc, char **argv)
 		vfio_container_close(&c);
 		if (!rc)
 			fail("NOFLAG", "a no-IOMMU group opened without the flag");
-		printf("VFIO-NOFLAG ok refused: %s\n", err);
-	} else {
-		printf("VFIO-NOFLAG ok refused: %s\n", err);
 	}
+	printf("VFIO-NOFLAG ok refused: %s\n", err);
 
-	rc = vfio_container_open(&c, true, err, sizeof(err));
+	/* the driver: container, device, reset, admin queue, enable, Identify, one polled I/O queue
+	 * pair and one on MSI-X vector 1 (vector 0: the admin queue) */
+	rc = nvme_pci_open(&n, bdf, true, 1, true, err, sizeof(err));
 	if (rc)
 		fail("CONTAINER", "%s", err);
+	dv = &n.dev;
 	printf("VFIO-CONTAINER ok\n");
-	rc = vfio_device_open(&c, bdf, &d, err, sizeof(err));
-	if (rc)
-		fail("DEVICE", "%s", err);
-	printf("VFIO-DEVICE ok %s group=%d backend=%s regions=%u irqs=%u reset=%s\n", d.name,
-	       c.groups[d.group].id, backend_name(c.backend), d.num_regions, d.num_irqs,
-	       d.flags & VFIO_DEVICE_FLAGS_RESET ? "yes" : "no");
+	printf("VFIO-DEVICE ok %s group=%d backend=%s regions=%u irqs=%u reset=%s\n", dv->name,
+	       n.cont.groups[dv->group].id, backend_name(n.cont.backend), dv->num_regions,
+	       dv->num_irqs, dv->flags & VFIO_DEVICE_FLAGS_RESET ? "yes" : "no");
 
 	/* config space: the ids sysfs shows */
-	rc = vfio_cfg_read(&d, 0, &ids, sizeof(ids));
+	rc = vfio_cfg_read(dv, 0, &ids, sizeof(ids));
 	if (rc)
 		fail("CONFIG", "read: %s", strerror(-rc));
-	if ((ids & 0xffff) != sysfs_hex(d.name, "vendor", 0) ||
-	    ids >> 16 != sysfs_hex(d.name, "device", 0))
+	if ((ids & 0xffff) != sysfs_hex(dv->name, "vendor", 0) ||
+	    ids >> 16 != sysfs_hex(dv->name, "device", 0))
 		fail("CONFIG", "ids %#x differ from sysfs's", ids);
 	printf("VFIO-CONFIG ok vendor=0x%04x device=0x%04x (sysfs equal)\n", ids & 0xffff,
 	       ids >> 16);
 
 	/* BAR0: the size sysfs shows (resource line 0: start end flags) */
-	sys_size = sysfs_hex(d.name, "resource", 1) - sysfs_hex(d.name, "resource", 0) + 1;
-	if (d.regions[VFIO_PCI_BAR0_REGION_INDEX].size != sys_size)
+	sys_size = sysfs_hex(dv->name, "resource", 1) - sysfs_hex(dv->name, "resource", 0) + 1;
+	if (dv->regions[VFIO_PCI_BAR0_REGION_INDEX].size != sys_size)
 		fail("BAR0", "size %#" PRIx64 ", sysfs %#" PRIx64,
-		     d.regions[VFIO_PCI_BAR0_REGION_INDEX].size, sys_size);
+		     dv->regions[VFIO_PCI_BAR0_REGION_INDEX].size, sys_size);
 	printf("VFIO-BAR0 ok size=%#" PRIx64 " (sysfs equal) mmap-areas=%u\n", sys_size,
-	       d.regions[VFIO_PCI_BAR0_REGION_INDEX].nsparse);
+	       dv->regions[VFIO_PCI_BAR0_REGION_INDEX].nsparse);
 
 	/* what the library refuses on a real device */
 	{
 		uint8_t b[8];
 		void *p;
 
-		rc = vfio_region_read(&d, VFIO_PCI_BAR0_REGION_INDEX, sys_size - 4, b, 8);
+		rc = vfio_region_read(dv, VFIO_PCI_BAR0_REGION_INDEX, sys_size - 4, b, 8);
 		if (rc != -ERANGE)
 			fail("REFUSALS", "a read across BAR0's end gave %d", rc);
-		p = vfio_region_mmap(&d, VFIO_PCI_CONFIG_REGION_INDEX, 0, 4096, PROT_READ);
+		p = vfio_region_mmap(dv, VFIO_PCI_CONFIG_REGION_INDEX, 0, 4096, PROT_READ);
 		if (p || errno != EACCES)
 			fail("REFUSALS", "config space mmap gave %p errno %d", p, errno);
-		rc = vfio_dma_map(&c, 0, 4096, b, true, err, sizeof(err));
+		rc = vfio_dma_map(&n.cont, 0, 4096, b, true, err, sizeof(err));
 		if (rc != -EOPNOTSUPP)
 			fail("REFUSALS", "a no-IOMMU DMA map gave %d", rc);
-		rc = vfio_irq_set(&d, VFIO_PCI_MSIX_IRQ_INDEX,
-				  d.irqs[VFIO_PCI_MSIX_IRQ_INDEX].count, 1, &rc);
+		rc = vfio_irq_set(dv, VFIO_PCI_MSIX_IRQ_INDEX,
+				  dv->irqs[VFIO_PCI_MSIX_IRQ_INDEX].count, 1, &rc);
 		if (rc != -ERANGE)
 			fail("REFUSALS", "an MSI-X vector past the last gave %d", rc);
 		printf("VFIO-REFUSALS ok bar-range config-mmap dma-map msix-range\n");
 	}
 
-	rc = unvme_attach(&n, &d, err, sizeof(err));
-	if (rc)
-		fail("REGS", "%s", err);
+	/* the registers: BAR0 mapped by the driver, and through the device fd */
+	if (!n.bar)
+		fail("REGS", "BAR0 is not mapped");
 	cap = n.cap;
-	vs = unvme_reg32(&n, NVME_REG_VS);
-	if (vfio_region_read(&d, VFIO_PCI_BAR0_REGION_INDEX, NVME_REG_VS, &ids, 4) || ids != vs)
+	vs = *(volatile uint32_t *)(n.bar + NVME_REG_VS);
+	if (vfio_region_read(dv, VFIO_PCI_BAR0_REGION_INDEX, NVME_REG_VS, &ids, 4) || ids != vs)
 		fail("REGS", "VS through the mapping %#x, through the fd %#x", vs, ids);
+	if (vfio_region_read(dv, VFIO_PCI_BAR0_REGION_INDEX, NVME_REG_CAP, &sys_size, 8) ||
+	    sys_size != cap)
+		fail("REGS", "CAP through the fd %#" PRIx64 ", the driver's %#" PRIx64, sys_size,
+		     cap);
 	printf("VFIO-REGS ok cap=%#" PRIx64 " vs=%#x mqes=%u dstrd=%u (mapped and read equal)\n",
 	       cap, vs, NVME_CAP_MQES(cap) + 1, NVME_CAP_DSTRD(cap));
 
-	/* MSI-X: vector 0 for the admin queue, vector 1 (or 0 again) for the I/O queue */
-	nvec = d.irqs[VFIO_PCI_MSIX_IRQ_INDEX].count >= 2 ? 2 : 1;
-	if (!d.irqs[VFIO_PCI_MSIX_IRQ_INDEX].count)
-		fail("MSIX", "the device offers no MSI-X vectors");
-	for (int i = 0; i < nvec; i++) {
-		efd[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (efd[i] < 0)
-			fail("MSIX", "eventfd: %s", strerror(errno));
-	}
-	rc = vfio_irq_set(&d, VFIO_PCI_MSIX_IRQ_INDEX, 0, (unsigned)nvec, efd);
-	if (rc)
-		fail("MSIX", "SET_IRQS of %d vectors: %s", nvec, strerror(-rc));
-	printf("VFIO-MSIX ok vectors=%u eventfds=%d\n", d.irqs[VFIO_PCI_MSIX_IRQ_INDEX].count,
+	/* MSI-X: vector 0 for the admin queue, vector 1 for the second I/O queue pair */
+	nvec = (n.admin.irq_fd >= 0) + (n.ioq[1].irq_fd >= 0);
+	if (nvec != 2)
+		fail("MSIX", "%d of the 2 queues on an eventfd (the device has %u vectors)", nvec,
+		     dv->irqs[VFIO_PCI_MSIX_IRQ_INDEX].count);
+	printf("VFIO-MSIX ok vectors=%u eventfds=%d\n", dv->irqs[VFIO_PCI_MSIX_IRQ_INDEX].count,
 	       nvec);
 
-	rc = unvme_enable(&n, 32, efd[0]);
-	if (rc)
-		fail("ENABLE", "%s", err);
+	csts = *(volatile uint32_t *)(n.bar + NVME_REG_CSTS);
+	if (!(csts & NVME_CSTS_RDY))
+		fail("ENABLE", "CSTS %#x after open", csts);
 	printf("VFIO-ENABLE ok asq=%#" PRIx64 " acq=%#" PRIx64 " (physical) csts=%#x\n",
-	       n.aq.sqm.addr, n.aq.cqm.addr, unvme_reg32(&n, NVME_REG_CSTS));
+	       n.admin.sq_addr, n.admin.cq_addr, csts);
 
-	rc = unvme_dma_alloc(&n, &id, 4096);
-	if (!rc)
-		rc = unvme_identify(&n, NVME_ID_CNS_CTRL, 0, &id);
-	if (!rc && !n.aq.irqs)
-		rc = unvme_wait_irq(&n, &n.aq, 10000);
+	/* three pages the controller reaches: Identify data, then the write and read buffers */
+	mem = mmap(NULL, 3 * NVME_PCI_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		   0);
+	if (mem == MAP_FAILED)
+		fail("IDENTIFY", "mmap: %s", strerror(errno));
+	memset(mem, 0, 3 * NVME_PCI_PAGE);
+	rc = nvme_pci_dma_add(&n, &dma, mem, 3 * NVME_PCI_PAGE, err, sizeof(err));
 	if (rc)
 		fail("IDENTIFY", "%s", err);
-	ic = id.va;
+	sqe = (struct nvme_sqe){.opcode = NVME_ADMIN_IDENTIFY, .cdw10 = NVME_ID_CNS_CTRL};
+	sqe.prp1 = nvme_dma_addr(&dma, 0);
+	n.admin.irqs = 0;
+	rc = nvme_pci_admin(&n, &sqe, NULL, "Identify Controller", err, sizeof(err));
+	if (rc)
+		fail("IDENTIFY", "%s", err);
+	/* the completion may be seen before its interrupt is taken: then wait for vector 0 */
+	if (!n.admin.irqs && (rc = nvme_pci_wait(&n.admin, 10000)))
+		fail("IDENTIFY", "no interrupt on vector 0 within 10 s: %s", strerror(-rc));
+	ic = (struct nvme_id_ctrl *)mem;
 	trim(sn, ic->sn, sizeof(ic->sn));
 	trim(mn, ic->mn, sizeof(ic->mn));
-	if (ic->vid != (uint16_t)sysfs_hex(d.name, "vendor", 0))
+	if (ic->vid != (uint16_t)sysfs_hex(dv->name, "vendor", 0))
 		fail("IDENTIFY", "vid %#x is not the PCI vendor", ic->vid);
+	if (strcmp(mn, n.model) || strcmp(sn, n.serial))
+		fail("IDENTIFY", "mn/sn %s/%s, the driver's %s/%s", mn, sn, n.model, n.serial);
 	printf("VFIO-IDENTIFY ok vid=0x%04x sn=%s mn=%s interrupts=%" PRIu64 "\n", ic->vid, sn, mn,
-	       n.aq.irqs);
+	       n.admin.irqs);
 
-	rc = unvme_identify(&n, NVME_ID_CNS_NS, 1, &id);
+	sqe = (struct nvme_sqe){.opcode = NVME_ADMIN_IDENTIFY, .nsid = 1, .cdw10 = NVME_ID_CNS_NS};
+	sqe.prp1 = nvme_dma_addr(&dma, 0);
+	rc = nvme_pci_admin(&n, &sqe, NULL, "Identify Namespace", err, sizeof(err));
 	if (rc)
 		fail("IOQ", "%s", err);
-	ns = id.va;
+	ns = (struct nvme_id_ns *)mem;
 	bs = 1u << ns->lbaf[ns->flbas & 0xf].ds;
-	if (bs * BLOCKS > 4096 || ns->nsze < LBA + BLOCKS)
+	if (bs * BLOCKS > 4096 || ns->nsze < LBA + BLOCKS || bs != 1u << n.lba_shift)
 		fail("IOQ", "namespace 1: %" PRIu64 " blocks of %u bytes", ns->nsze, bs);
-	rc = unvme_create_ioq(&n, &ioq, 1, 16, (unsigned)nvec - 1, efd[nvec - 1]);
-	if (rc)
-		fail("IOQ", "%s", err);
-	printf("VFIO-IOQ ok qid=1 entries=16 vector=%d lba-size=%u\n", nvec - 1, bs);
+	ioq = &n.ioq[1];
+	printf("VFIO-IOQ ok qid=%u entries=%u vector=1 lba-size=%u\n", ioq->qid, ioq->depth, bs);
 
-	rc = unvme_dma_alloc(&n, &wbuf, 4096);
-	if (!rc)
-		rc = unvme_dma_alloc(&n, &rbuf, 4096);
+	wbuf = mem + NVME_PCI_PAGE;
+	rbuf = mem + 2 * NVME_PCI_PAGE;
+	for (unsigned i = 0; i < bs * BLOCKS; i++)
+		wbuf[i] = pattern(i);
+	memset(rbuf, 0xee, 4096);
+	ioq->irqs = 0;
+	sqe = (struct nvme_sqe){.opcode = NVME_CMD_WRITE, .nsid = 1, .cdw10 = LBA};
+	sqe.cdw12 = BLOCKS - 1;
+	rc = io_cmd(ioq, &sqe, nvme_dma_addr(&dma, NVME_PCI_PAGE));
+	if (!rc) {
+		sqe = (struct nvme_sqe){.opcode = NVME_CMD_READ, .nsid = 1, .cdw10 = LBA};
+		sqe.cdw12 = BLOCKS - 1;
+		rc = io_cmd(ioq, &sqe, nvme_dma_addr(&dma, 2 * NVME_PCI_PAGE));
+	}
 	if (rc)
 		fail("IO", "%s", err);
 	for (unsigned i = 0; i < bs * BLOCKS; i++)
-		((uint8_t *)wbuf.va)[i] = pattern(i);
-	memset(rbuf.va, 0xee, 4096);
-	rc = unvme_rw(&n, &ioq, NVME_CMD_WRITE, 1, LBA, BLOCKS, &wbuf);
-	if (!rc)
-		rc = unvme_rw(&n, &ioq, NVME_CMD_READ, 1, LBA, BLOCKS, &rbuf);
-	if (!rc && !ioq.irqs)
-		rc = unvme_wait_irq(&n, &ioq, 10000);
-	if (rc)
-		fail("IO", "%s", err);
-	for (unsigned i = 0; i < bs * BLOCKS; i++)
-		if (((uint8_t *)rbuf.va)[i] != pattern(i))
-			fail("IO", "byte %u read %#x, wrote %#x", i, ((uint8_t *)rbuf.va)[i],
-			     pattern(i));
+		if (rbuf[i] != pattern(i))
+			fail("IO", "byte %u read %#x, wrote %#x", i, rbuf[i], pattern(i));
+	if (ioq->bad_cqes)
+		fail("IO", "%" PRIu64 " replies refused", ioq->bad_cqes);
 	printf(
 	    "VFIO-IO ok lba=%d blocks=%d bytes=%u written and read back equal interrupts=%" PRIu64
 	    "\n",
-	    LBA, BLOCKS, bs * BLOCKS, ioq.irqs);
-	rc = unvme_delete_ioq(&n, &ioq);
-	if (rc)
-		fail("IO", "%s", err);
+	    LBA, BLOCKS, bs * BLOCKS, ioq->irqs);
 
 	/* reset: the controller comes back disabled */
-	rc = vfio_device_reset(&d);
+	rc = vfio_device_reset(dv);
 	if (rc)
 		fail("RESET", "VFIO_DEVICE_RESET: %s", strerror(-rc));
-	if (vfio_region_read(&d, VFIO_PCI_BAR0_REGION_INDEX, NVME_REG_CSTS, &csts, 4) ||
-	    vfio_region_read(&d, VFIO_PCI_BAR0_REGION_INDEX, NVME_REG_CC, &cc, 4))
+	if (vfio_region_read(dv, VFIO_PCI_BAR0_REGION_INDEX, NVME_REG_CSTS, &csts, 4) ||
+	    vfio_region_read(dv, VFIO_PCI_BAR0_REGION_INDEX, NVME_REG_CC, &cc, 4))
 		fail("RESET", "registers unreadable after reset");
 	if (csts & NVME_CSTS_RDY || cc & NVME_CC_EN)
 		fail("RESET", "CSTS %#x CC %#x after reset", csts, cc);
 	printf("VFIO-RESET ok csts.rdy=0 cc=%#x mapped-csts=%#x\n", cc,
-	       unvme_reg32(&n, NVME_REG_CSTS));
+	       *(volatile uint32_t *)(n.bar + NVME_REG_CSTS));
 
 	printf("VFIO-IRQINFO ok intx=%u msi=%u msix=%u err=%u req=%u\n",
-	       d.irqs[VFIO_PCI_INTX_IRQ_INDEX].count, d.irqs[VFIO_PCI_MSI_IRQ_INDEX].count,
-	       d.irqs[VFIO_PCI_MSIX_IRQ_INDEX].count, d.irqs[VFIO_PCI_ERR_IRQ_INDEX].count,
-	       d.irqs[VFIO_PCI_REQ_IRQ_INDEX].count);
+	       dv->irqs[VFIO_PCI_INTX_IRQ_INDEX].count, dv->irqs[VFIO_PCI_MSI_IRQ_INDEX].count,
+	       dv->irqs[VFIO_PCI_MSIX_IRQ_INDEX].count, dv->irqs[VFIO_PCI_ERR_IRQ_INDEX].count,
+	       dv->irqs[VFIO_PCI_REQ_IRQ_INDEX].count);
 	/* INTx after MSI-X is off: trigger on an eventfd, then mask and unmask it */
-	rc = vfio_irq_disable(&d, VFIO_PCI_MSIX_IRQ_INDEX);
+	rc = vfio_irq_disable(dv, VFIO_PCI_MSIX_IRQ_INDEX);
 	if (rc)
 		fail("INTX", "MSI-X off: %s", strerror(-rc));
-	if (d.irqs[VFIO_PCI_INTX_IRQ_INDEX].count) {
-		rc = vfio_irq_set(&d, VFIO_PCI_INTX_IRQ_INDEX, 0, 1, efd);
+	if (dv->irqs[VFIO_PCI_INTX_IRQ_INDEX].count) {
+		rc = vfio_irq_set(dv, VFIO_PCI_INTX_IRQ_INDEX, 0, 1, &n.admin.irq_fd);
 		if (!rc)
-			rc = vfio_intx_mask(&d);
+			rc = vfio_intx_mask(dv);
 		if (!rc)
-			rc = vfio_intx_unmask(&d);
+			rc = vfio_intx_unmask(dv);
 		if (!rc)
-			rc = vfio_intx_unmask_fd(&d, efd[nvec - 1]);
+			rc = vfio_intx_unmask_fd(dv, ioq->irq_fd);
 		if (!rc)
-			rc = vfio_irq_disable(&d, VFIO_PCI_INTX_IRQ_INDEX);
+			rc = vfio_irq_disable(dv, VFIO_PCI_INTX_IRQ_INDEX);
 		if (rc)
 			fail("INTX", "%s", strerror(-rc));
 		printf("VFIO-INTX ok trigger mask unmask unmask-by-eventfd disable\n");
@@ -284,15 +340,9 @@ int main(int argc, char **argv)
 		printf("VFIO-INTX ok none (the device has no INTx pin)\n");
 	}
 
-	unvme_dma_free(&n, &id);
-	unvme_dma_free(&n, &wbuf);
-	unvme_dma_free(&n, &rbuf);
-	unvme_disable(&n); /* frees the admin queue */
-	unvme_detach(&n);
-	vfio_device_close(&d);
-	vfio_container_close(&c);
-	for (int i = 0; i < nvec; i++)
-		close(efd[i]);
+	nvme_pci_dma_del(&n, &dma);
+	munmap(mem, 3 * NVME_PCI_PAGE);
+	nvme_pci_close(&n); /* disabled by the reset already: no shutdown */
 	printf("VFIO-DONE ok\n");
 	return 0;
 }
