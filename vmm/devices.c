@@ -739,6 +739,14 @@ int devices_release(struct vm *vm, char *err, unsigned errlen)
 	return r;
 }
 
+bool devices_hand_over(const struct vm_config *cfg)
+{
+	for (unsigned e = 0; e < sizeof(registry) / sizeof(registry[0]); e++)
+		if (registry[e].model->release && registry[e].count(cfg))
+			return true;
+	return false;
+}
+
 int devices_reclaim(struct vm *vm, char *err, unsigned errlen)
 {
 	struct devices *ds;

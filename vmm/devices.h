@@ -60,6 +60,9 @@ int devices_restore(struct vm *vm, const struct snap_reader *rd, char *err, unsi
  * the devices released so far are reclaimed); devices_reclaim undoes it, every device tried. */
 int devices_release(struct vm *vm, char *err, unsigned errlen);
 int devices_reclaim(struct vm *vm, char *err, unsigned errlen);
+/* Whether cfg makes a device with a release op: a migration's destination builds such a VM only
+ * once the source has released it (at STATE). */
+bool devices_hand_over(const struct vm_config *cfg);
 /* vm.counters: one entry per device that keeps counters, returns how many were filled. */
 unsigned devices_counters(struct vm *vm, struct dev_counters *out, unsigned max);
 

@@ -471,9 +471,10 @@ int vm_migrate_send(struct vm *vm, const char *path, bool local, const void *con
 		st->paused_at = mig_now_us(); /* a paused VM: no downtime of ours */
 	if (!r)
 		r = vm_save_state(vm, config, config_len, &state, &state_len, &ss, err, errlen);
-	/* A volume one writer attaches (an SSD-mode vNVMe) is let go now, saved and quiesced, for
-	 * the destination to attach when STATE comes; taken back below if the migration fails. */
-	if (!r && !local) {
+	/* What one VMM holds at a time (an SSD-mode vNVMe's volume, a disk image's lock) is let go
+	 * now, saved and quiesced, for the destination to take when STATE comes; taken back below
+	 * if the migration fails. */
+	if (!r) {
 		r = devices_release(vm, err, errlen);
 		released = !r;
 	}
@@ -626,7 +627,8 @@ int vm_migrate_receive(const char *path, vm_migrate_config_fn parse, void *ctx, 
 	uint8_t *buf = NULL, *config = NULL, *stage = NULL;
 	size_t config_len = 0;
 	int sock, fd = -1, stage_fd = -1, r = 0;
-	bool late = false; /* the VM is built at STATE (below) */
+	bool late = false;     /* the VM is built at STATE (below) */
+	bool populate = false; /* its RAM all faulted in then (an SSD backend maps it) */
 
 	*out = NULL;
 	memset(st, 0, sizeof(*st));
@@ -689,15 +691,18 @@ int vm_migrate_receive(const char *path, vm_migrate_config_fn parse, void *ctx, 
 						 cfg->vnvme[k].id);
 					r = -EINVAL;
 				} else if (vm_vnvme_maps_ram(&cfg->vnvme[k])) {
-					late = true;
+					populate = true;
 				}
-			/* A vNVMe on an SSD volume attaches it as the device is made, and the
-			 * source holds it until it has paused and saved: such a VM is built when
-			 * STATE comes, its RAM received meanwhile into a memfd it adopts then. */
-			if (!r && late) {
+			/* A device that one VMM holds at a time (an SSD volume, a locked disk
+			 * image) is taken as the device is made, and the source holds it until it
+			 * has paused, saved and released it: such a VM is built when STATE comes,
+			 * its RAM received meanwhile into a memfd (or the source's memfd, local)
+			 * it adopts then. */
+			late = !r && devices_hand_over(cfg);
+			if (!r && late && !rx.hello.local) {
 				stage = mig_stage_ram(rx.hello.memory, &stage_fd, err, errlen);
 				r = stage ? 0 : -ENOMEM;
-			} else if (!r) {
+			} else if (!r && !late) {
 				r = vm_restore_create(cfg, &vm, err, errlen);
 			}
 			if (!r && !late && madvise(vm->ram, vm->gmem.size, MADV_REMOVE))
@@ -717,6 +722,11 @@ int vm_migrate_receive(const char *path, vm_migrate_config_fn parse, void *ctx, 
 				r = -EPROTO;
 				break;
 			}
+			if (late) {
+				stage_fd = fd; /* adopted when the VM is built, at STATE */
+				fd = -1;
+				break;
+			}
 			r = vm_adopt_ram(vm, fd, err, errlen);
 			if (!r)
 				fd = -1;
@@ -727,10 +737,10 @@ int vm_migrate_receive(const char *path, vm_migrate_config_fn parse, void *ctx, 
 				r = vm_restore_create(cfg, &vm, err, errlen);
 				if (!r)
 					r = vm_adopt_ram(vm, stage_fd, err, errlen);
-				if (!r) {
+				if (!r)
 					stage_fd = -1;
+				if (!r && populate)
 					r = vm_populate_ram(vm, err, errlen);
-				}
 			}
 			if (!r)
 				r = vm_restore_state(vm, buf, h.len, config, config_len, err,

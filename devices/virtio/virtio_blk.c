@@ -82,8 +82,12 @@ struct virtio_blk {
 	char name[64];
 	char serial[BLK_ID_BYTES];
 	int fd, fd_direct;
-	bool readonly, block_dev;
-	uint64_t sectors;
+	bool readonly, block_dev, direct;
+	bool released; /* the image closed for a migration (blk_release) */
+	char *path, *root;
+	uint64_t sectors, bytes;
+	dev_t st_dev; /* the image opened: reclaim takes back this file only */
+	ino_t st_ino;
 	unsigned nq;
 	int stop_fd, ring_fd;
 	struct io_uring ring;
@@ -595,53 +599,66 @@ static void blk_free(struct virtio_blk *b)
 	if (b->fd >= 0)
 		close(b->fd);
 	pthread_cond_destroy(&b->idle);
+	free(b->path);
+	free(b->root);
 	free(b->req);
 	free(b->free_req);
 	free(b);
 }
 
-/* Opens and locks the image; sets fd, fd_direct, sectors. */
-static int blk_open(struct virtio_blk *b, const struct virtio_blk_config *c, char *err,
-		    unsigned errlen)
+static void blk_close(struct virtio_blk *b)
+{
+	if (b->fd_direct >= 0)
+		close(b->fd_direct);
+	if (b->fd >= 0)
+		close(b->fd); /* the OFD lock goes with its one fd */
+	b->fd = b->fd_direct = -1;
+}
+
+/* Opens and locks the image at b->path; sets fd, fd_direct, sectors, bytes and its identity. */
+static int blk_open(struct virtio_blk *b, char *err, unsigned errlen)
 {
 	char what[96], self[64];
 	struct stat st;
-	int flags = c->readonly ? O_RDONLY : O_RDWR, r;
+	int flags = b->readonly ? O_RDONLY : O_RDWR, r;
 
 	snprintf(what, sizeof(what), "disk %s", b->name);
-	b->fd = fsutil_open(c->root, what, c->path, flags, 0, FSUTIL_REGULAR_OR_BLOCK, err, errlen);
+	b->fd = fsutil_open(b->root, what, b->path, flags, 0, FSUTIL_REGULAR_OR_BLOCK, err, errlen);
 	if (b->fd < 0)
 		return b->fd;
-	r = fsutil_lock_image(b->fd, !c->readonly, what, c->path, err, errlen);
+	r = fsutil_lock_image(b->fd, !b->readonly, what, b->path, err, errlen);
 	if (r)
 		return r;
 	if (fstat(b->fd, &st) < 0) {
-		snprintf(err, errlen, "%s: %s: %s", what, c->path, strerror(errno));
+		snprintf(err, errlen, "%s: %s: %s", what, b->path, strerror(errno));
 		return -errno;
 	}
 	b->block_dev = S_ISBLK(st.st_mode);
+	b->st_dev = st.st_dev;
+	b->st_ino = st.st_ino;
 	if (b->block_dev) {
 		uint64_t bytes = 0;
 
 		if (ioctl(b->fd, BLKGETSIZE64, &bytes) < 0) {
-			snprintf(err, errlen, "%s: size of %s: %s", what, c->path, strerror(errno));
+			snprintf(err, errlen, "%s: size of %s: %s", what, b->path, strerror(errno));
 			return -errno;
 		}
-		b->sectors = bytes / BLK_SECTOR;
+		b->bytes = bytes;
 	} else {
-		b->sectors = (uint64_t)st.st_size / BLK_SECTOR;
+		b->bytes = (uint64_t)st.st_size;
 	}
+	b->sectors = b->bytes / BLK_SECTOR;
 	if (!b->sectors) {
-		snprintf(err, errlen, "%s: %s is smaller than one 512-byte sector", what, c->path);
+		snprintf(err, errlen, "%s: %s is smaller than one 512-byte sector", what, b->path);
 		return -EINVAL;
 	}
-	if (c->direct) {
+	if (b->direct) {
 		/* the same file through its fd, not its name (which may have changed since) */
 		snprintf(self, sizeof(self), "/proc/self/fd/%d", b->fd);
 		b->fd_direct = open(self, flags | O_DIRECT | O_CLOEXEC);
 		if (b->fd_direct < 0)
 			fprintf(stderr, "%s: %s does not take O_DIRECT (%s): cached I/O\n", what,
-				c->path, strerror(errno));
+				b->path, strerror(errno));
 	}
 	return 0;
 }
@@ -670,6 +687,9 @@ static int blk_create(const struct dev_host *h, const void *cfg, const char *id,
 	       strnlen(c->serial[0] ? c->serial : id, BLK_ID_BYTES));
 	b->fd = b->fd_direct = b->stop_fd = b->ring_fd = -1;
 	b->readonly = c->readonly;
+	b->direct = c->direct;
+	b->path = strdup(c->path);
+	b->root = c->root && c->root[0] ? strdup(c->root) : NULL;
 	b->nq = c->num_queues ? c->num_queues : 1;
 	pthread_cond_init(&b->idle, NULL);
 	if (b->nq > VIRTIO_BLK_MAX_QUEUES || qsize < 2 || qsize > VIRTIO_BLK_MAX_QUEUE_SIZE ||
@@ -681,7 +701,12 @@ static int blk_create(const struct dev_host *h, const void *cfg, const char *id,
 		r = -EINVAL;
 		goto fail;
 	}
-	r = blk_open(b, c, err, errlen);
+	if (!b->path || (c->root && c->root[0] && !b->root)) {
+		snprintf(err, errlen, "disk %s: out of memory", id);
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = blk_open(b, err, errlen);
 	if (r)
 		goto fail;
 	nreq = b->nq * qsize < BLK_MAX_REQS ? b->nq * qsize : BLK_MAX_REQS;
@@ -840,6 +865,71 @@ static int blk_restore(void *dev, const void *buf, uint64_t len, char *err, unsi
 				  (size_t)(len - sizeof(st)), err, errlen);
 }
 
+/* Live migration, the VM paused and saved: what was written reaches the image, and the image is
+ * closed, its lock with it, so that the destination on this host can open and lock it.
+ * blk_reclaim opens the same file again when the migration fails; a file that is no longer
+ * the one released (another inode, another size) is refused, the VM left paused. */
+static int blk_release(void *dev, char *err, unsigned errlen)
+{
+	struct virtio_blk *b = dev;
+	bool running;
+
+	pthread_mutex_lock(&b->vp.lock);
+	while (b->inflight && b->paused)
+		pthread_cond_wait(&b->idle, &b->vp.lock);
+	running = !b->paused;
+	pthread_mutex_unlock(&b->vp.lock);
+	if (running) {
+		snprintf(err, errlen, "virtio-blk %s: the VM is not paused", b->name);
+		return -EBUSY;
+	}
+	if (b->released)
+		return 0;
+	if (!b->readonly && fsync(b->fd) < 0) {
+		snprintf(err, errlen, "virtio-blk %s: fsync of %s: %s", b->name, b->path,
+			 strerror(errno));
+		return -EIO;
+	}
+	blk_close(b);
+	b->released = true;
+	return 0;
+}
+
+static int blk_reclaim(void *dev, char *err, unsigned errlen)
+{
+	struct virtio_blk *b = dev;
+	dev_t sd = b->st_dev;
+	ino_t si = b->st_ino;
+	uint64_t bytes = b->bytes;
+	bool bdev = b->block_dev;
+	int r;
+
+	if (!b->released)
+		return 0;
+	r = blk_open(b, err, errlen);
+	if (!r && (b->st_dev != sd || b->st_ino != si || b->block_dev != bdev)) {
+		snprintf(err, errlen, "virtio-blk %s: %s is no longer the file the VM had open",
+			 b->name, b->path);
+		r = -ESTALE;
+	} else if (!r && b->bytes != bytes) {
+		snprintf(err, errlen, "virtio-blk %s: %s is %llu bytes, the VM had %llu", b->name,
+			 b->path, (unsigned long long)b->bytes, (unsigned long long)bytes);
+		r = -ESTALE;
+	}
+	if (r) {
+		blk_close(b);
+		/* what the guest was told stays: a later reclaim compares with the same file */
+		b->st_dev = sd;
+		b->st_ino = si;
+		b->bytes = bytes;
+		b->block_dev = bdev;
+		b->sectors = bytes / BLK_SECTOR;
+		return r;
+	}
+	b->released = false;
+	return 0;
+}
+
 static void blk_counters(void *dev, struct dev_counters *out)
 {
 	struct virtio_blk *b = dev;
@@ -880,6 +970,8 @@ const struct dev_model virtio_blk_model = {
     .resume = blk_resume,
     .save = blk_save,
     .restore = blk_restore,
+    .release = blk_release,
+    .reclaim = blk_reclaim,
     .counters = blk_counters,
     .destroy = blk_destroy,
 };

@@ -4,8 +4,8 @@
  * hostile input from a fake source refused while the destination serves on; a destination that
  * dies or never confirms leaves the source running; a source that dies leaves the destination
  * without a VM, ready for another receive; a VM with a device that cannot be saved refused; a
- * vNVMe on a softssd volume handed over to the destination, and taken back by a source whose
- * destination vanished. */
+ * vNVMe on a softssd volume and a virtio-blk disk image handed over to the destination, and
+ * taken back by a source whose destination vanished. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -384,7 +384,7 @@ END_TEST
 
 /* A fake destination that takes everything and closes without READY, or answers READY and
  * closes without DONE: the source resumes both times. */
-static void fake_destination(bool ready)
+static void fake_destination(bool ready, bool local)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int l = socket(AF_UNIX, SOCK_STREAM, 0), c, st;
@@ -396,7 +396,7 @@ static void fake_destination(bool ready)
 	ck_assert_int_eq(listen(l, 1), 0);
 	snprintf(u, sizeof(u), "unix:%s", mig);
 	snprintf(out, sizeof(out), "%s/send.out", S.dir);
-	sp = api_child(&S, "send-migration", u, false, out);
+	sp = api_child(&S, "send-migration", u, local, out);
 	c = accept(l, NULL, NULL);
 	ck_assert_int_ge(c, 0);
 	for (;;) {
@@ -437,11 +437,79 @@ START_TEST(test_destination_vanishes)
 	TESTUTIL_NEED_KVM();
 	boot_source(NULL);
 	for (int ready = 0; ready < 2; ready++) {
-		fake_destination(ready);
+		fake_destination(ready, false);
 		at = last_heartbeat();
 		ck_assert_msg(heartbeat_reaches(at + 3, 10000), "the source does not run on");
 	}
 	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.shutdown", NULL, NULL), 204);
+}
+END_TEST
+
+/* Whether some process holds a lock on the image (an OFD write lock is refused). */
+static bool image_locked(const char *path)
+{
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	int fd = open(path, O_RDWR | O_CLOEXEC), r;
+
+	ck_assert_int_ge(fd, 0);
+	r = fcntl(fd, F_OFD_SETLK, &fl);
+	ck_assert_msg(!r || errno == EAGAIN || errno == EACCES, "F_OFD_SETLK: %s", strerror(errno));
+	close(fd);
+	return r != 0;
+}
+
+/* A VM with a virtio-blk disk, whose image the VMM holds locked, to a second lvmm on this host:
+ * two destinations that vanish after the source let the image go (before READY, after COMMIT)
+ * leave the source holding it again and running; then the real destination opens the image at
+ * STATE and runs the guest on, the source gone. */
+static void migrate_disk(bool local)
+{
+	char img[300], extra[400], body[400];
+	pid_t rp;
+	long before;
+
+	snprintf(img, sizeof(img), "%s/disk.img", S.dir);
+	testutil_write_file(img, "LVMM-DISK\n", 10, 0600);
+	ck_assert_int_eq(truncate(img, 4 << 20), 0);
+	snprintf(extra, sizeof(extra), ", \"disks\": [{\"path\": \"%s\"}]", img);
+	boot_source(extra);
+	ck_assert(image_locked(img));
+	for (int ready = 0; ready < 2; ready++) {
+		fake_destination(ready, local);
+		ck_assert_msg(image_locked(img), "the source did not take its image back");
+		before = last_heartbeat();
+		ck_assert_msg(heartbeat_reaches(before + 3, 10000), "the source does not run on");
+	}
+	apitest_start(&D, NULL);
+	rp = start_receive();
+	before = last_heartbeat();
+	snprintf(body, sizeof(body), "{\"destination_url\": \"unix:%s\", \"local\": %s}", mig,
+		 local ? "true" : "false");
+	S.curl_max_s = 120;
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.send-migration", body, NULL), 204);
+	ck_assert_int_eq(child_status(rp, 30), 0);
+	ck_assert_int_eq(apitest_wait(&S, 15), 0);
+	ck_assert_str_eq(apitest_vm_state(&D), "Running");
+	ck_assert_msg(heartbeat_reaches(before + 5, 10000), "no heartbeat past %ld after migration",
+		      before + 5);
+	ck_assert_msg(image_locked(img), "the destination does not hold the image");
+	ck_assert_int_eq(apitest_curl(&D, "PUT", "vm.shutdown", NULL, NULL), 204);
+	ck_assert_int_eq(apitest_curl(&D, "PUT", "vm.delete", NULL, NULL), 204);
+	ck_assert_msg(!image_locked(img), "the image stays locked with no VM left");
+}
+
+START_TEST(test_migrate_disk_copy)
+{
+	TESTUTIL_NEED_KVM();
+	migrate_disk(false);
+}
+END_TEST
+
+START_TEST(test_migrate_disk_local)
+{
+	TESTUTIL_NEED_KVM();
+	migrate_disk(true);
+	ck_assert_msg(file_has(D.log, "local, RAM memfd"), "not a local migration");
 }
 END_TEST
 
@@ -505,7 +573,7 @@ START_TEST(test_migrate_ssd)
 	snprintf(body, sizeof(body), "{\"destination_url\": \"unix:%s\", \"local\": true}", mig);
 	apitest_expect_error(&S, "vm.send-migration", body, 400, "hands guest RAM");
 	for (int ready = 0; ready < 2; ready++) {
-		fake_destination(ready);
+		fake_destination(ready, false);
 		n = ssd_cmds(&S);
 		ck_assert_msg(ssd_cmds_pass(&S, n + 100, 20000), "the source's I/O stalls");
 	}
@@ -624,6 +692,8 @@ int main(void)
 	tcase_add_test(tc, test_migrate_copy);
 	tcase_add_test(tc, test_migrate_local);
 	tcase_add_test(tc, test_migrate_paused_cli);
+	tcase_add_test(tc, test_migrate_disk_copy);
+	tcase_add_test(tc, test_migrate_disk_local);
 	tcase_add_test(tc, test_hostile_source);
 	tcase_add_test(tc, test_destination_killed);
 	tcase_add_test(tc, test_destination_vanishes);

@@ -2,7 +2,8 @@
  * file: configuration space and features, writes read back (the image holds them), flush, the
  * serial, discard and write zeroes, and every request a hostile driver can make (past the end,
  * lengths that are not sectors, unknown types, no status byte, writes to a read-only disk, bad
- * segment flags); the image lock between two users; --disk and DiskConfig parsing; device ids
+ * segment flags); the image lock between two users; the image released and reclaimed for a
+ * live migration; --disk and DiskConfig parsing; device ids
  * unique across models. */
 #include <check.h>
 #include <errno.h>
@@ -347,6 +348,63 @@ START_TEST(test_image_lock_readers)
 }
 END_TEST
 
+/* Live migration: the paused disk lets its image go (another user may lock it, what was written
+ * is there) and takes it back, refused while another holds it, or when the path now names
+ * another file or the file changed size; the disk serves again once taken back. */
+START_TEST(test_release_reclaim)
+{
+	char moved[160];
+	void *other;
+	uint8_t *b;
+
+	ck_assert_int_eq(virtio_blk_model.reclaim(dev, err, sizeof(err)), 0); /* nothing to do */
+	ck_assert_int_eq(virtio_blk_model.release(dev, err, sizeof(err)), -EBUSY);
+	ck_assert_msg(strstr(err, "not paused"), "%s", err);
+	memset(ram + BUF_GPA, 0x3c, 4096);
+	ck_assert_uint_eq(request(T_OUT, 16, 4096, NULL), S_OK);
+	virtio_blk_model.pause(dev);
+	ck_assert_int_eq(virtio_blk_model.release(dev, err, sizeof(err)), 0);
+	b = image();
+	ck_assert_uint_eq(b[16 * 512], 0x3c);
+	ck_assert_uint_eq(b[16 * 512 + 4095], 0x3c);
+	free(b);
+	/* the lock is gone: another writer takes it, and the reclaim is refused meanwhile */
+	ck_assert_msg(blk_open(img, false, &other) == 0, "%s", err);
+	ck_assert_int_eq(virtio_blk_model.reclaim(dev, err, sizeof(err)), -EBUSY);
+	ck_assert_msg(strstr(err, "in use"), "%s", err);
+	virtio_blk_model.destroy(other);
+	/* another file at the path, then the same file at another size */
+	snprintf(moved, sizeof(moved), "%s.moved", img);
+	ck_assert_int_eq(rename(img, moved), 0);
+	testutil_write_file(img, "x", 1, 0600);
+	ck_assert_int_eq(truncate(img, IMG_BYTES), 0);
+	ck_assert_int_eq(virtio_blk_model.reclaim(dev, err, sizeof(err)), -ESTALE);
+	ck_assert_msg(strstr(err, "no longer the file"), "%s", err);
+	ck_assert_int_eq(rename(moved, img), 0);
+	ck_assert_int_eq(truncate(img, 2 * IMG_BYTES), 0);
+	ck_assert_int_eq(virtio_blk_model.reclaim(dev, err, sizeof(err)), -ESTALE);
+	ck_assert_msg(strstr(err, "2097152 bytes, the VM had 1048576"), "%s", err);
+	ck_assert_int_eq(truncate(img, IMG_BYTES), 0);
+	ck_assert_msg(virtio_blk_model.reclaim(dev, err, sizeof(err)) == 0, "%s", err);
+	/* held again, and serving once resumed */
+	ck_assert_int_eq(blk_open(img, true, &other), -EBUSY);
+	virtio_blk_model.resume(dev);
+	memset(ram + BUF_GPA, 0, 4096);
+	ck_assert_uint_eq(request(T_IN, 16, 4096, NULL), S_OK);
+	ck_assert_uint_eq(ram[BUF_GPA + 100], 0x3c);
+	ck_assert_uint_eq(request(T_FLUSH, 0, 0, NULL), S_OK);
+}
+END_TEST
+
+/* Released and never taken back (the destination took over): destroyed cleanly. */
+START_TEST(test_release_destroy)
+{
+	virtio_blk_model.pause(dev);
+	ck_assert_int_eq(virtio_blk_model.release(dev, err, sizeof(err)), 0);
+	ck_assert_int_eq(virtio_blk_model.release(dev, err, sizeof(err)), 0);
+}
+END_TEST
+
 START_TEST(test_disk_flag)
 {
 	struct virtio_blk_config c;
@@ -459,6 +517,8 @@ static Suite *virtio_blk_suite(void)
 	tcase_add_test(tc, test_discard_write_zeroes);
 	tcase_add_test(tc, test_reset);
 	tcase_add_test(tc, test_image_lock);
+	tcase_add_test(tc, test_release_reclaim);
+	tcase_add_test(tc, test_release_destroy);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("readonly");
 	tcase_add_checked_fixture(tc, setup_ro, teardown);
