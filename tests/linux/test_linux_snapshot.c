@@ -371,7 +371,8 @@ START_TEST(test_linux_snapshot_restore)
 	ck_assert_int_eq(put("vm.boot", NULL), 204);
 	ck_assert_msg(count_reaches(5, BOOT_LIMIT_S), "the guest never counted to 5");
 	c = testutil_slurp(T.console);
-	ck_assert_msg(has_count(c, 5, true), "the guest's rng or disk does not answer:\n%s", c);
+	/* line 4: whole by now (line 5 may still be coming out) */
+	ck_assert_msg(has_count(c, 4, true), "the guest's rng or disk does not answer:\n%s", c);
 	free(c);
 	expect_error("vm.snapshot", url("destination_url", NULL), 405, "Running");
 
