@@ -43,6 +43,12 @@ static int ssd_take_token(struct ssd_taker *t, const char *sock, uint8_t *token,
 		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0)
 		n = read(fd, token, len);
+	if (fd < 0 && errno == ENOENT) {
+		/* no token: no daemon serves that name (it writes one as it starts) */
+		snprintf(t->err, sizeof(t->err),
+			 "ssd %s: not served (no upgrade token beside %.60s)", t->name, sock);
+		return -ENOENT;
+	}
 	if (n != (ssize_t)len) {
 		snprintf(t->err, sizeof(t->err),
 			 "ssd %s: upgrade token: %.60s (root or the owner only)", t->name,
