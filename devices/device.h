@@ -92,6 +92,18 @@ struct dev_model {
 	 * migration fails before the destination took over. */
 	int (*release)(void *dev, char *err, unsigned errlen);
 	int (*reclaim)(void *dev, char *err, unsigned errlen);
+	/* Optional, for live migration: the host ends the destination takes the device over with
+	 * as they are (a tap's queues, a listening socket), so that nothing is opened again by
+	 * name (a tap this VMM made would go with its last fd; a socket path is one process's):
+	 * up to max fds into fds, their count returned. The device keeps its own; a model with
+	 * hand_fds has the destination build the VM late, as release does. */
+	unsigned (*hand_fds)(void *dev, int *fds, unsigned max);
+	/* Optional, the destination's side: fd number index of count that the source's device
+	 * handed over, into this model's config (cfg, as create takes it) once checked against
+	 * what the config names there (the tap, the socket's path). 0: cfg holds fd now (closed
+	 * with the config, config_fds_close); else fd stays the caller's. */
+	int (*take_fd)(void *cfg, unsigned index, unsigned count, int fd, char *err,
+		       unsigned errlen);
 	/* Optional, for a model without save: why it cannot be saved, for vm.snapshot's refusal. */
 	const char *nosave;
 	void (*counters)(void *dev, struct dev_counters *out); /* optional: id filled already */

@@ -2,6 +2,7 @@
  * Every error names the offending value so the CLI and the API can print it as is. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -916,6 +917,63 @@ int config_parse_rng(const char *s, struct vm_config *c, char *err, unsigned err
 	}
 	strcpy(c->rng_src, src);
 	return 0;
+}
+
+int config_fds_dup(struct vm_config *c)
+{
+	int r = 0;
+
+	for (unsigned i = 0; i < c->nnets && i < CONFIG_MAX_NETS; i++)
+		for (unsigned k = 0; c->nets[i].fds_owned && k < c->nets[i].nfds; k++) {
+			int *f = &c->nets[i].fds[k];
+
+			*f = *f < 0 ? -1 : fcntl(*f, F_DUPFD_CLOEXEC, 3);
+			if (*f < 0 && !r)
+				r = -EBADF;
+		}
+	if (c->has_vsock && c->vsock.listen_owned) {
+		c->vsock.listen_fd = fcntl(c->vsock.listen_fd, F_DUPFD_CLOEXEC, 3);
+		if (c->vsock.listen_fd < 0 && !r)
+			r = -EBADF;
+	}
+	return r;
+}
+
+int config_fds_check(const struct vm_config *c, char *err, unsigned errlen)
+{
+	for (unsigned i = 0; i < c->nnets && i < CONFIG_MAX_NETS; i++)
+		for (unsigned k = 0; c->nets[i].fds_owned && k < c->nets[i].nfds; k++)
+			if (c->nets[i].fds[k] < 0) {
+				char id[64];
+
+				virtio_net_id(&c->nets[i], i, id, sizeof(id));
+				snprintf(err, errlen,
+					 "net %s: the source handed over %u of its %u tap queues",
+					 id, k, c->nets[i].nfds);
+				return -EINVAL;
+			}
+	return 0;
+}
+
+void config_fds_close(struct vm_config *c)
+{
+	for (unsigned i = 0; i < c->nnets && i < CONFIG_MAX_NETS; i++) {
+		struct virtio_net_config *n = &c->nets[i];
+
+		for (unsigned k = 0; n->fds_owned && k < n->nfds; k++)
+			if (n->fds[k] >= 0)
+				close(n->fds[k]);
+		if (n->fds_owned) {
+			n->nfds = 0;
+			n->fds_owned = false;
+		}
+	}
+	if (c->has_vsock && c->vsock.listen_owned) {
+		if (c->vsock.listen_fd >= 0)
+			close(c->vsock.listen_fd);
+		c->vsock.listen_fd = -1;
+		c->vsock.has_listen_fd = c->vsock.listen_owned = false;
+	}
 }
 
 int config_validate(const struct vm_config *c, char *err, unsigned errlen)

@@ -45,7 +45,8 @@ struct vm_config {
 	unsigned ndisks;
 	struct virtio_blk_config disks[CONFIG_MAX_DISKS];
 	/* virtio-net devices (cloud-hypervisor's net / --net); their fds belong to whoever
-	 * opened them (main.c for --net, the VM for vm.add-net's) */
+	 * opened them (main.c for --net, the VM for vm.add-net's, the config for a migration's:
+	 * fds_owned) */
 	unsigned nnets;
 	struct virtio_net_config nets[CONFIG_MAX_NETS];
 	/* virtio-vsock (cloud-hypervisor's vsock / --vsock), one at most */
@@ -128,6 +129,14 @@ int config_validate_device(const struct vfio_pci_config *d, char *err, unsigned 
 /* --rng argument: "" (no value) or "src=PATH"; the source defaults to CONFIG_DEFAULT_RNG_SRC. */
 #define CONFIG_DEFAULT_RNG_SRC "/dev/urandom"
 int config_parse_rng(const char *s, struct vm_config *c, char *err, unsigned errlen);
+
+/* The fds a config owns (a migration's hand-over: virtio_net_config.fds_owned,
+ * virtio_vsock_config.listen_owned). config_fds_dup replaces each with a duplicate (vm_create:
+ * the VM's copy of a config owns its own; on failure the rest are -1 and -errno returned);
+ * config_fds_check: every net that took fds has all of them; config_fds_close closes them. */
+int config_fds_dup(struct vm_config *c);
+int config_fds_check(const struct vm_config *c, char *err, unsigned errlen);
+void config_fds_close(struct vm_config *c);
 
 /* Whole-config sanity check (cpus, memory bounds, kernel present, ...). */
 int config_validate(const struct vm_config *c, char *err, unsigned errlen);

@@ -742,9 +742,70 @@ int devices_release(struct vm *vm, char *err, unsigned errlen)
 bool devices_hand_over(const struct vm_config *cfg)
 {
 	for (unsigned e = 0; e < sizeof(registry) / sizeof(registry[0]); e++)
-		if (registry[e].model->release && registry[e].count(cfg))
+		if ((registry[e].model->release || registry[e].model->hand_fds) &&
+		    registry[e].count(cfg))
 			return true;
 	return false;
+}
+
+int devices_hand_fds(struct vm *vm,
+		     int (*send)(void *ctx, const char *id, const int *fds, unsigned n, char *err,
+				 unsigned errlen),
+		     void *ctx, char *err, unsigned errlen)
+{
+	struct devices *ds;
+	int r = 0;
+
+	pthread_mutex_lock(&devices_lock);
+	ds = devices_of(vm);
+	for (unsigned i = 0; ds && i < ds->n && !r; i++) {
+		const struct dev_model *m = ds->dev[i].model;
+		int fds[8];
+		unsigned n;
+
+		if (!m->hand_fds)
+			continue;
+		n = m->hand_fds(ds->dev[i].dev, fds, sizeof(fds) / sizeof(fds[0]));
+		if (n)
+			r = send(ctx, ds->dev[i].id, fds, n, err, errlen);
+	}
+	pthread_mutex_unlock(&devices_lock);
+	return r;
+}
+
+int devices_take_fd(struct vm_config *cfg, const char *id, unsigned index, unsigned count, int fd,
+		    char *err, unsigned errlen)
+{
+	for (unsigned e = 0; e < sizeof(registry) / sizeof(registry[0]); e++) {
+		const struct dev_entry *en = &registry[e];
+
+		for (unsigned i = 0; i < en->count(cfg); i++) {
+			char did[64];
+			/* the instance's config inside cfg, which is the caller's to change */
+			void *mc = (void *)(uintptr_t)en->config(cfg, i, did, sizeof(did));
+
+			if (strcmp(did, id))
+				continue;
+			if (!en->model->take_fd) {
+				snprintf(err, errlen,
+					 "device %s (%s) takes no file descriptors from a source",
+					 id, en->model->name);
+				return -EINVAL;
+			}
+			char why[256];
+			int r;
+
+			r = en->model->take_fd(mc, index, count, fd, why, sizeof(why));
+			if (r)
+				snprintf(err, errlen, "device %s: %s", id, why);
+			return r;
+		}
+	}
+	snprintf(err, errlen,
+		 "the source handed over a file descriptor of device %.64s, which "
+		 "the config does not have",
+		 id);
+	return -ENOENT;
 }
 
 int devices_reclaim(struct vm *vm, char *err, unsigned errlen)

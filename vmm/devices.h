@@ -63,6 +63,17 @@ int devices_reclaim(struct vm *vm, char *err, unsigned errlen);
 /* Whether cfg makes a device with a release op: a migration's destination builds such a VM only
  * once the source has released it (at STATE). */
 bool devices_hand_over(const struct vm_config *cfg);
+/* The source, after devices_release: send(ctx, id, fds, n) for each device that hands host fds
+ * over (dev_model.hand_fds); the first failure is returned. */
+int devices_hand_fds(struct vm *vm,
+		     int (*send)(void *ctx, const char *id, const int *fds, unsigned n, char *err,
+				 unsigned errlen),
+		     void *ctx, char *err, unsigned errlen);
+/* The destination, before it builds the VM: fd (index of count) from the source's device id
+ * into cfg, checked by the model (dev_model.take_fd). 0: cfg holds it (config_fds_close); else
+ * it stays the caller's, with err. */
+int devices_take_fd(struct vm_config *cfg, const char *id, unsigned index, unsigned count, int fd,
+		    char *err, unsigned errlen);
 /* vm.counters: one entry per device that keeps counters, returns how many were filled. */
 unsigned devices_counters(struct vm *vm, struct dev_counters *out, unsigned max);
 

@@ -8,9 +8,9 @@
 #define MIG_MAX_CPUS 64u
 
 static const char *const mig_names[MIG_NTYPES] = {
-    [MIG_HELLO] = "HELLO",   [MIG_CONFIG] = "CONFIG", [MIG_MEMORY] = "MEMORY",
-    [MIG_MEMFD] = "MEMFD",   [MIG_STATE] = "STATE",   [MIG_READY] = "READY",
-    [MIG_COMMIT] = "COMMIT", [MIG_DONE] = "DONE",     [MIG_ERROR] = "ERROR",
+    [MIG_HELLO] = "HELLO", [MIG_CONFIG] = "CONFIG", [MIG_MEMORY] = "MEMORY", [MIG_MEMFD] = "MEMFD",
+    [MIG_STATE] = "STATE", [MIG_READY] = "READY",   [MIG_COMMIT] = "COMMIT", [MIG_DONE] = "DONE",
+    [MIG_ERROR] = "ERROR", [MIG_FDS] = "FDS",
 };
 
 const char *mig_type_name(uint32_t type)
@@ -60,6 +60,9 @@ int mig_check_hdr(const struct mig_hdr *h, char *err, unsigned errlen)
 	case MIG_MEMFD:
 		min = max = sizeof(struct mig_memfd);
 		break;
+	case MIG_FDS:
+		min = max = sizeof(struct mig_fd);
+		break;
 	case MIG_STATE:
 		min = 1;
 		max = MIG_MAX_STATE;
@@ -103,9 +106,9 @@ int mig_rx_expect(const struct mig_rx *rx, uint32_t type, char *err, unsigned er
 		break;
 	case MIG_RX_MEMORY:
 		if (rx->hello.local)
-			ok = type == (rx->got_memfd ? MIG_STATE : MIG_MEMFD);
+			ok = type == MIG_FDS || type == (rx->got_memfd ? MIG_STATE : MIG_MEMFD);
 		else
-			ok = type == MIG_MEMORY || type == MIG_STATE;
+			ok = type == MIG_MEMORY || type == MIG_FDS || type == MIG_STATE;
 		break;
 	case MIG_RX_COMMIT:
 		ok = type == MIG_COMMIT;
@@ -188,6 +191,23 @@ int mig_rx_frame(struct mig_rx *rx, uint32_t type, const uint8_t *payload, uint6
 			return -EPROTO;
 		}
 		rx->got_memfd = true;
+		return 0;
+	}
+	case MIG_FDS: {
+		struct mig_fd f;
+
+		if (len != sizeof(f))
+			goto short_frame;
+		memcpy(&f, payload, sizeof(f));
+		if (!f.id[0] || !memchr(f.id, 0, sizeof(f.id)) || !f.count ||
+		    f.count > MIG_MAX_DEV_FDS || f.index >= f.count || rx->fds >= MIG_MAX_FDS) {
+			snprintf(err, errlen,
+				 "FDS: fd %u of %u of a device (at most %u each, %u in all): not "
+				 "one lvmm takes",
+				 f.index, f.count, MIG_MAX_DEV_FDS, MIG_MAX_FDS);
+			return -EPROTO;
+		}
+		rx->fds++;
 		return 0;
 	}
 	case MIG_STATE:

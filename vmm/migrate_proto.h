@@ -30,6 +30,7 @@ enum mig_type {
 	MIG_COMMIT,    /* empty: the source will not resume; the destination takes over */
 	MIG_DONE,      /* empty: the destination took over */
 	MIG_ERROR,     /* text: why the migration stops */
+	MIG_FDS,       /* struct mig_fd, one host fd of a device in SCM_RIGHTS (after CONFIG) */
 	MIG_NTYPES
 };
 
@@ -58,6 +59,16 @@ struct mig_memfd {
 	uint64_t size; /* the memfd's size: the guest's RAM */
 };
 
+/* A device's host end handed over as it is (a tap queue, a listening socket), so that the
+ * destination takes it without opening it again: fd index of count for device id. */
+#define MIG_MAX_DEV_FDS 8u  /* fds one device hands over */
+#define MIG_MAX_FDS	64u /* FDS frames one migration carries */
+struct mig_fd {
+	char id[64]; /* the device's id, NUL-terminated */
+	uint32_t index, count;
+};
+_Static_assert(sizeof(struct mig_fd) == 72, "migration fd record layout");
+
 const char *mig_type_name(uint32_t type);
 /* The header of a frame: its magic, version, known type, zero flags, a length within its type's
  * limit (exact for fixed-size payloads). 0, or -EPROTO with err naming what is wrong. */
@@ -65,13 +76,14 @@ int mig_check_hdr(const struct mig_hdr *h, char *err, unsigned errlen);
 void mig_make_hdr(struct mig_hdr *h, uint32_t type, uint64_t len);
 
 /* The receiver's view of the sequence: HELLO, CONFIG, then MEMORY frames (or one MEMFD for a
- * local migration), STATE; after it answered READY, COMMIT. */
+ * local migration) and FDS frames in any order, STATE; after it answered READY, COMMIT. */
 enum mig_rx_phase { MIG_RX_HELLO, MIG_RX_CONFIG, MIG_RX_MEMORY, MIG_RX_COMMIT, MIG_RX_END };
 
 struct mig_rx {
 	enum mig_rx_phase phase;
 	struct mig_hello hello;
 	uint64_t memory_frames, memory_bytes;
+	unsigned fds;
 	bool got_memfd;
 };
 
@@ -80,7 +92,9 @@ void mig_rx_init(struct mig_rx *rx);
 int mig_rx_expect(const struct mig_rx *rx, uint32_t type, char *err, unsigned errlen);
 /* Takes a frame's payload (len bytes, already checked against the header) and advances: HELLO
  * checked (RAM size, vCPUs, local flag), MEMORY's offset and page run checked against the
- * announced RAM (*off and *pages set, *npages bytes), MEMFD's size equal to the RAM. */
+ * announced RAM (*off and *pages set, *npages bytes), MEMFD's size equal to the RAM, FDS's
+ * record (an id, index < count <= MIG_MAX_DEV_FDS, at most MIG_MAX_FDS in all); which device
+ * takes it and whether the fd is what its config names is the devices' check. */
 int mig_rx_frame(struct mig_rx *rx, uint32_t type, const uint8_t *payload, uint64_t len,
 		 uint64_t *off, const uint8_t **pages, uint64_t *npages, char *err,
 		 unsigned errlen);

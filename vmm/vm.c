@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "devices.h"
@@ -324,7 +325,12 @@ int vm_create(const struct vm_config *cfg, struct vm **out, char *err, unsigned 
 	/* On kvm_pvm the in-kernel LAPIC never starts an AP; lvmm does it (smp.c). */
 	vm->ap_manual = vm->hostcompat && vm->ncpus > 1;
 	vcpu_signals_init();
-	ret = vm_build(vm, err, errlen);
+	/* what a migration's source handed over: the VM holds duplicates of its own */
+	ret = config_fds_dup(&vm->cfg);
+	if (ret)
+		snprintf(err, errlen, "vm: the handed-over file descriptors: %s", strerror(-ret));
+	else
+		ret = vm_build(vm, err, errlen);
 	if (ret) {
 		vm_destroy(vm);
 		return ret;
@@ -630,6 +636,18 @@ int vm_reboot(struct vm *vm, char *err, unsigned errlen)
 	return ret;
 }
 
+void vm_vsock_path_drop(struct vm_config *cfg)
+{
+	struct stat st;
+
+	if (!cfg->has_vsock || !cfg->vsock.unlink_path)
+		return;
+	cfg->vsock.unlink_path = false;
+	if (!lstat(cfg->vsock.socket, &st) && S_ISSOCK(st.st_mode) &&
+	    st.st_dev == cfg->vsock.path_dev && st.st_ino == cfg->vsock.path_ino)
+		unlink(cfg->vsock.socket);
+}
+
 void vm_destroy(struct vm *vm)
 {
 	if (!vm)
@@ -641,6 +659,8 @@ void vm_destroy(struct vm *vm)
 		vm_join(vm); /* no threads yet: only marks the VM shut down */
 	}
 	vm_unbuild(vm);
+	vm_vsock_path_drop(&vm->cfg);
+	config_fds_close(&vm->cfg);
 	if (vm->ram)
 		munmap(vm->ram, vm->ram_map_size);
 	if (vm->gmem.memfd >= 0)

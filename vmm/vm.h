@@ -86,6 +86,7 @@ struct vm_migrate_stats {
 	uint64_t final_pages;		       /* sent while paused */
 	uint64_t pages, bytes;		       /* RAM pages and bytes sent or received */
 	uint64_t state_bytes;		       /* state.bin */
+	unsigned fds;			       /* devices' host fds handed over (FDS) */
 	uint64_t start, paused_at, resumed_at; /* CLOCK_MONOTONIC microseconds */
 };
 typedef int (*vm_migrate_config_fn)(void *ctx, const char *json, size_t len, struct vm_config *cfg,

@@ -142,6 +142,10 @@ int vm_populate_ram(struct vm *vm, char *err, unsigned errlen);
 int vm_ram_dirty_log(struct vm *vm, bool on);
 int vm_ram_dirty_get(struct vm *vm, unsigned slot, uint64_t *bitmap);
 int vm_adopt_ram(struct vm *vm, int memfd, char *err, unsigned errlen);
+/* The vsock socket's path removed when cfg's VM took it over from a migration's source
+ * (virtio_vsock_config.unlink_path) and it is still the socket it was then: vm_destroy and the
+ * device's hot removal. */
+void vm_vsock_path_drop(struct vm_config *cfg);
 /* gsi.c: KVM's GSI routing table with the default pin routes, and the MSI GSI allocator. */
 int vm_routes_init(struct vm *vm, char *err, unsigned errlen);
 /* vm_console.c: COM1 on the PIO bus (where its output goes is settled once, kept by a reboot);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
@@ -397,6 +398,25 @@ static void mig_peer_reason(int sock, char *err, unsigned errlen)
 	snprintf(err, errlen, "the destination refused: %s", msg);
 }
 
+/* One FDS frame per host fd a device hands over (devices_hand_fds). */
+static int mig_send_fds(void *ctx, const char *id, const int *fds, unsigned n, char *err,
+			unsigned errlen)
+{
+	struct mig_src *s = ctx;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct mig_fd f = {.index = i, .count = n};
+		int r;
+
+		snprintf(f.id, sizeof(f.id), "%s", id);
+		r = mig_send(s->sock, MIG_FDS, &f, sizeof(f), NULL, 0, fds[i], err, errlen);
+		if (r)
+			return r;
+		s->st->fds++;
+	}
+	return 0;
+}
+
 int vm_migrate_send(struct vm *vm, const char *path, bool local, const void *config,
 		    size_t config_len, struct vm_migrate_stats *st, char *err, unsigned errlen)
 {
@@ -478,6 +498,9 @@ int vm_migrate_send(struct vm *vm, const char *path, bool local, const void *con
 		r = devices_release(vm, err, errlen);
 		released = !r;
 	}
+	/* host ends that go across as they are (a tap's queues, the vsock's listening socket) */
+	if (!r)
+		r = devices_hand_fds(vm, mig_send_fds, &s, err, errlen);
 	if (!r) {
 		st->state_bytes = state_len;
 		r = mig_send(s.sock, MIG_STATE, state, state_len, NULL, 0, -1, err, errlen);
@@ -590,6 +613,21 @@ static int mig_accept(const char *path, char *err, unsigned errlen)
 	return r ? r : c;
 }
 
+/* The VM took over: a vsock socket the source handed over is this VM's to remove at its end,
+ * as the socket found at its path now (the source no longer removes it). */
+static void mig_own_vsock_path(struct vm *vm)
+{
+	struct virtio_vsock_config *v = &vm->cfg.vsock;
+	struct stat st;
+
+	if (!vm->cfg.has_vsock || !v->listen_owned || lstat(v->socket, &st) ||
+	    !S_ISSOCK(st.st_mode))
+		return;
+	v->path_dev = st.st_dev;
+	v->path_ino = st.st_ino;
+	v->unlink_path = true;
+}
+
 /* RAM received before its VM exists: a sealed memfd of size bytes the VM adopts later. */
 static uint8_t *mig_stage_ram(uint64_t size, int *fd, char *err, unsigned errlen)
 {
@@ -643,7 +681,7 @@ int vm_migrate_receive(const char *path, vm_migrate_config_fn parse, void *ctx, 
 		const uint8_t *pages = NULL;
 
 		r = mig_recv_hdr(sock, &h, &fd, MIG_IO_TIMEOUT_MS, err, errlen);
-		if (!r && fd >= 0 && h.type != MIG_MEMFD) {
+		if (!r && fd >= 0 && h.type != MIG_MEMFD && h.type != MIG_FDS) {
 			snprintf(err, errlen, "frame %s came with a file descriptor",
 				 mig_type_name(h.type));
 			r = -EPROTO;
@@ -731,9 +769,29 @@ int vm_migrate_receive(const char *path, vm_migrate_config_fn parse, void *ctx, 
 			if (!r)
 				fd = -1;
 			break;
+		case MIG_FDS: {
+			struct mig_fd f;
+
+			memcpy(&f, buf, sizeof(f));
+			if (fd < 0 || !late) {
+				snprintf(err, errlen, "FDS of device %.64s %s", f.id,
+					 fd < 0 ? "came without a file descriptor"
+						: "for a VM that takes none");
+				r = -EPROTO;
+				break;
+			}
+			r = devices_take_fd(cfg, f.id, f.index, f.count, fd, err, errlen);
+			if (!r) {
+				fd = -1; /* the config's now, closed with it */
+				st->fds++;
+			}
+			break;
+		}
 		case MIG_STATE:
 			st->paused_at = mig_now_us();
-			if (late) {
+			if (late)
+				r = config_fds_check(cfg, err, errlen);
+			if (!r && late) {
 				r = vm_restore_create(cfg, &vm, err, errlen);
 				if (!r)
 					r = vm_adopt_ram(vm, stage_fd, err, errlen);
@@ -752,6 +810,7 @@ int vm_migrate_receive(const char *path, vm_migrate_config_fn parse, void *ctx, 
 			/* DONE first: a source that reads it exits, one that does not resumes
 			 * only when this process is gone */
 			mig_send(sock, MIG_DONE, NULL, 0, NULL, 0, -1, err, errlen);
+			mig_own_vsock_path(vm);
 			if (rx.hello.running)
 				r = vm_resume(vm, err, errlen);
 			st->resumed_at = mig_now_us();
@@ -770,6 +829,8 @@ int vm_migrate_receive(const char *path, vm_migrate_config_fn parse, void *ctx, 
 	close(sock);
 	free(buf);
 	free(config);
+	if (cfg)
+		config_fds_close(cfg); /* the VM holds duplicates of what it took */
 	free(cfg);
 	if (fd >= 0)
 		close(fd);

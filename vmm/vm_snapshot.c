@@ -334,9 +334,11 @@ static int snap_supported(struct vm *vm, char *err, unsigned errlen)
 {
 	unsigned up = 1;
 
-	/* a restore opens each tap again by the name its config gives */
+	/* a restore opens each tap again by the name its config gives: fds without one (a
+	 * client's) cannot come back; `lvmm run --net tap=NAME` and a migration's destination
+	 * hold the named tap's fds */
 	for (unsigned i = 0; i < vm->cfg.nnets && i < CONFIG_MAX_NETS; i++)
-		if (vm->cfg.nets[i].nfds) {
+		if (vm->cfg.nets[i].nfds && !vm->cfg.nets[i].tap[0]) {
 			char id[sizeof(vm->cfg.nets[0].id)];
 
 			virtio_net_id(&vm->cfg.nets[i], i, id, sizeof(id));

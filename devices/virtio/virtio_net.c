@@ -17,6 +17,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -1057,6 +1058,56 @@ static void net_destroy(void *dev)
 	net_free(n);
 }
 
+/* Live migration: a tap's queues go to the destination as they are (a tap this VMM made has no
+ * other holder and would vanish with its last fd; a single-queue tap takes one holder at a
+ * time). The paused device reads nothing more from them; the source closes its own when it
+ * exits. A socket carrier (tests) is not handed over. */
+static unsigned net_hand_fds(void *dev, int *fds, unsigned max)
+{
+	struct virtio_net *n = dev;
+	unsigned k = 0;
+
+	for (unsigned p = 0; n->is_tap && p < n->pairs && k < max; p++)
+		fds[k++] = n->pair[p].fd;
+	return k;
+}
+
+static int net_take_handed(void *cfg, unsigned index, unsigned count, int fd, char *err,
+			   unsigned errlen)
+{
+	struct virtio_net_config *c = cfg;
+	unsigned pairs = c->num_queues ? c->num_queues / 2 : 1;
+	struct ifreq ifr;
+	struct stat st;
+
+	if (!c->tap[0] || count != pairs || index >= count || (c->nfds && !c->fds_owned)) {
+		snprintf(err, errlen,
+			 "the source handed over tap queue %u of %u; the config names tap '%s' "
+			 "with %u queue pairs",
+			 index, count, c->tap, pairs);
+		return -EINVAL;
+	}
+	/* /dev/net/tun's before any tun request is made of it */
+	memset(&ifr, 0, sizeof(ifr));
+	if (fstat(fd, &st) || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(10, 200) ||
+	    ioctl(fd, TUNGETIFF, &ifr) < 0 || strncmp(ifr.ifr_name, c->tap, IFNAMSIZ)) {
+		snprintf(err, errlen, "what the source handed over is not tap %s", c->tap);
+		return -EINVAL;
+	}
+	if (!c->fds_owned) {
+		for (unsigned p = 0; p < VIRTIO_NET_MAX_PAIRS; p++)
+			c->fds[p] = -1;
+		c->nfds = count;
+		c->fds_owned = true;
+	}
+	if (c->fds[index] >= 0) {
+		snprintf(err, errlen, "tap queue %u was handed over twice", index);
+		return -EINVAL;
+	}
+	c->fds[index] = fd;
+	return 0;
+}
+
 const struct dev_model virtio_net_model = {
     .name = "virtio-net",
     .create = net_create,
@@ -1065,6 +1116,8 @@ const struct dev_model virtio_net_model = {
     .resume = net_resume,
     .save = net_save,
     .restore = net_restore,
+    .hand_fds = net_hand_fds,
+    .take_fd = net_take_handed,
     .counters = net_counters,
     .destroy = net_destroy,
 };

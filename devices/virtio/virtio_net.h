@@ -29,6 +29,9 @@ struct virtio_net_config {
 	uint32_t host_ip, host_mask;	 /* --net ip=,mask=: the tap's address (network order) */
 	unsigned nfds;			 /* taps handed over, one per queue pair (or 0) */
 	int fds[VIRTIO_NET_MAX_PAIRS];	 /* the device uses duplicates; the owner closes these */
+	/* fds are tap's, handed over by a migration's source: the config that holds them owns
+	 * them (config_fds_close; a VM keeps duplicates of its own) */
+	bool fds_owned;
 };
 
 static inline void virtio_net_id(const struct virtio_net_config *c, unsigned idx, char *buf,
@@ -49,7 +52,8 @@ int virtio_net_tap_open(const char *name, unsigned pairs, int *fds, char *err, u
  * mask= do, from a process that may still make AF_INET sockets. 0 or a negative errno. */
 int virtio_net_tap_addr(const char *name, uint32_t ip, uint32_t mask, char *err, unsigned errlen);
 
-/* The model (device.h): created from a struct virtio_net_config. */
+/* The model (device.h): created from a struct virtio_net_config. Its hand_fds gives a tap's
+ * queues to a migration's destination, whose take_fd checks each is the tap the config names. */
 extern const struct dev_model virtio_net_model;
 
 /* A frame from the guest (header included) through the transmit checks as if queued on pair 0:

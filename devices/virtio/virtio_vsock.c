@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +98,8 @@ struct virtio_vsock {
 	uint64_t cid;
 	char path[VIRTIO_VSOCK_PATH_MAX];
 	int listen_fd, stop_fd;
-	bool owns_path; /* PATH is the device's socket: removed with it */
+	bool owns_path;	    /* PATH is the device's socket: removed with it */
+	bool released_path; /* owns_path before a migration's release */
 	pthread_t thread;
 	bool thread_up;
 	uint32_t next_host_port;
@@ -1113,6 +1115,72 @@ static void vsock_destroy(void *dev)
 	vsock_free(v);
 }
 
+/* Live migration: the listening socket goes to the destination as it is, so host programs
+ * that connect to PATH meanwhile wait in its backlog for the destination, and PATH is left to
+ * it (release: this device no longer removes PATH when it goes; reclaim undoes that). The
+ * guest's connections are reset as in a restore (vsock_restore). */
+static unsigned vsock_hand_fds(void *dev, int *fds, unsigned max)
+{
+	struct virtio_vsock *v = dev;
+
+	if (!max || v->listen_fd < 0)
+		return 0;
+	fds[0] = v->listen_fd;
+	return 1;
+}
+
+static int vsock_release(void *dev, char *err, unsigned errlen)
+{
+	struct virtio_vsock *v = dev;
+
+	(void)err;
+	(void)errlen;
+	v->released_path = v->owns_path;
+	v->owns_path = false;
+	return 0;
+}
+
+static int vsock_reclaim(void *dev, char *err, unsigned errlen)
+{
+	struct virtio_vsock *v = dev;
+
+	(void)err;
+	(void)errlen;
+	v->owns_path = v->released_path;
+	v->released_path = false;
+	return 0;
+}
+
+static int vsock_take_handed(void *cfg, unsigned index, unsigned count, int fd, char *err,
+			     unsigned errlen)
+{
+	struct virtio_vsock_config *c = cfg;
+	struct sockaddr_un sa;
+	socklen_t sl = sizeof(sa);
+	int type = 0, listening = 0;
+	socklen_t il = sizeof(int), ll = sizeof(int);
+
+	if (index || count != 1 || c->has_listen_fd) {
+		snprintf(err, errlen, "the source handed over socket %u of %u", index, count);
+		return -EINVAL;
+	}
+	memset(&sa, 0, sizeof(sa));
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &il) || type != SOCK_STREAM ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) || !listening ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) || sa.sun_family != AF_UNIX ||
+	    sl <= offsetof(struct sockaddr_un, sun_path) ||
+	    strncmp(sa.sun_path, c->socket, sizeof(sa.sun_path)) ||
+	    strlen(c->socket) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen,
+			 "what the source handed over is not a Unix stream socket listening at %s",
+			 c->socket);
+		return -EINVAL;
+	}
+	c->listen_fd = fd;
+	c->has_listen_fd = c->listen_owned = true;
+	return 0;
+}
+
 const struct dev_model virtio_vsock_model = {
     .name = "virtio-vsock",
     .create = vsock_create,
@@ -1121,6 +1189,10 @@ const struct dev_model virtio_vsock_model = {
     .resume = vsock_resume,
     .save = vsock_save,
     .restore = vsock_restore,
+    .release = vsock_release,
+    .reclaim = vsock_reclaim,
+    .hand_fds = vsock_hand_fds,
+    .take_fd = vsock_take_handed,
     .counters = vsock_counters,
     .destroy = vsock_destroy,
 };

@@ -28,6 +28,12 @@ struct virtio_vsock_config {
 	 * one) uses a duplicate and leaves the path to the jail's outer process to remove. */
 	bool has_listen_fd;
 	int listen_fd;
+	/* listen_fd was handed over by a migration's source (the socket bound at socket): the
+	 * config owns it (config_fds_close); once the VM took over (unlink_path), PATH is the
+	 * VM's to remove when it ends, while it is still the socket found then (path_dev and
+	 * path_ino) */
+	bool listen_owned, unlink_path;
+	uint64_t path_dev, path_ino;
 };
 
 static inline void virtio_vsock_id(const struct virtio_vsock_config *c, char *buf, size_t len)
@@ -36,7 +42,9 @@ static inline void virtio_vsock_id(const struct virtio_vsock_config *c, char *bu
 }
 
 /* The model (device.h): created from a struct virtio_vsock_config. Its thread runs under
- * dev_host.sock_thread (it accepts, connects and shuts down Unix sockets). */
+ * dev_host.sock_thread (it accepts, connects and shuts down Unix sockets). A migration hands
+ * its listening socket over (hand_fds, take_fd: the destination checks it is a listening
+ * socket bound at the config's path); release leaves PATH to the destination. */
 extern const struct dev_model virtio_vsock_model;
 
 /* A listening socket at path (SOCK_NONBLOCK, close-on-exec): a stale socket there (nobody

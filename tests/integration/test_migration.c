@@ -7,15 +7,21 @@
  * vNVMe on a softssd volume and a virtio-blk disk image handed over to the destination, and
  * taken back by a source whose destination vanished. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -232,6 +238,31 @@ static void put_frame(int fd, uint32_t type, const void *p, uint64_t len, uint64
 	}
 }
 
+/* A whole frame with fd in SCM_RIGHTS beside its first byte. */
+static void put_frame_fd(int sock, uint32_t type, const void *p, uint64_t len, int fd)
+{
+	uint8_t buf[sizeof(struct mig_hdr) + 256];
+	union {
+		struct cmsghdr h;
+		char room[CMSG_SPACE(sizeof(int))];
+	} c;
+	struct iovec iov = {buf, sizeof(struct mig_hdr) + len};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = c.room,
+			   .msg_controllen = sizeof(c.room)};
+
+	ck_assert_uint_le(len, 256);
+	mig_make_hdr((struct mig_hdr *)buf, type, len);
+	memcpy(buf + sizeof(struct mig_hdr), p, len);
+	memset(&c, 0, sizeof(c));
+	c.h.cmsg_level = SOL_SOCKET;
+	c.h.cmsg_type = SCM_RIGHTS;
+	c.h.cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(&c.h), &fd, sizeof(int));
+	ck_assert_int_eq(sendmsg(sock, &m, MSG_NOSIGNAL), (ssize_t)iov.iov_len);
+}
+
 /* One hostile stream: the receive fails with needle in its answer, the destination serves on
  * without a VM. */
 static void hostile(const void *bytes, size_t len, const char *needle)
@@ -249,6 +280,102 @@ static void hostile(const void *bytes, size_t len, const char *needle)
 		      testutil_slurp(recv_out));
 	ck_assert(apitest_ping(&D));
 	ck_assert_int_eq(apitest_curl(&D, "GET", "vm.info", NULL, NULL), 404);
+}
+
+/* One FDS frame after a config with a vsock device (a VM built late, taking fds): refused with
+ * needle, the fd closed, no VM. */
+static void hostile_fd(const struct mig_hello *hello, const char *cfg, const char *id,
+		       uint32_t index, uint32_t count, int fd, const char *needle)
+{
+	struct mig_fd f = {.index = index, .count = count};
+	pid_t rp = start_receive();
+	int sock = fake_connect();
+
+	snprintf(f.id, sizeof(f.id), "%s", id);
+	put_frame(sock, MIG_HELLO, hello, sizeof(*hello), sizeof(*hello));
+	put_frame(sock, MIG_CONFIG, cfg, strlen(cfg), strlen(cfg));
+	if (fd >= 0)
+		put_frame_fd(sock, MIG_FDS, &f, sizeof(f), fd);
+	else
+		put_frame(sock, MIG_FDS, &f, sizeof(f), sizeof(f));
+	ck_assert_int_eq(child_status(rp, 60), 1);
+	close(sock);
+	ck_assert_msg(file_has(recv_out, needle), "'%s' not in the answer: %s", needle,
+		      testutil_slurp(recv_out));
+	ck_assert_int_eq(apitest_curl(&D, "GET", "vm.info", NULL, NULL), 404);
+}
+
+/* Whether process pid has a socket of inode ino open (/proc/PID/fd: "socket:[INO]"). */
+static bool pid_holds_inode(pid_t pid, ino_t ino)
+{
+	char dir[64], want[64], path[400], link[128];
+	struct dirent *e;
+	bool yes = false;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	snprintf(want, sizeof(want), "socket:[%llu]", (unsigned long long)ino);
+	d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	while (!yes && (e = readdir(d))) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = 0;
+			yes = !strcmp(link, want);
+		}
+	}
+	closedir(d);
+	return yes;
+}
+
+/* A Unix stream socket listening at path (unlinked first). */
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int l = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(l, 4), 0);
+	return l;
+}
+
+/* Host fds a hostile source hands over: none with the frame, one for a device the config does
+ * not have, one that is no listening socket, one listening elsewhere, a record that makes no
+ * sense; the destination holds no fd of them afterwards (the socket's path is free again). */
+static void hostile_fds(const struct mig_hello *hello)
+{
+	char extra[400], vs[200], other[200], cfg[2048];
+	int ev = eventfd(0, EFD_CLOEXEC), l, l2;
+	struct stat st;
+
+	snprintf(vs, sizeof(vs), "%s/hv.sock", D.dir);
+	snprintf(other, sizeof(other), "%s/other.sock", D.dir);
+	snprintf(extra, sizeof(extra), ", \"vsock\": {\"cid\": 3, \"socket\": \"%s\"}", vs);
+	snprintf(cfg, sizeof(cfg), "%s", spin_config(extra));
+	l = listen_unix(vs);
+	l2 = listen_unix(other);
+	hostile_fd(hello, cfg, "vsock0", 0, 1, -1, "came without a file descriptor");
+	hostile_fd(hello, cfg, "net7", 0, 1, l, "does not have");
+	hostile_fd(hello, cfg, "vsock0", 0, 1, ev, "not a Unix stream socket listening at");
+	hostile_fd(hello, cfg, "vsock0", 0, 1, l2, "not a Unix stream socket listening at");
+	hostile_fd(hello, cfg, "vsock0", 1, 1, l, "not one lvmm takes");
+	hostile_fd(hello, cfg, "vsock0", 0, 2, l, "socket 0 of 2");
+	hostile_fd(hello, spin_config(NULL), "vsock0", 0, 1, l, "for a VM that takes none");
+	/* a tap queue that is no tap (the destination opens nothing itself: no tap is made) */
+	snprintf(cfg, sizeof(cfg), "%s", spin_config(", \"net\": [{\"tap\": \"lvhostile0\"}]"));
+	hostile_fd(hello, cfg, "net0", 0, 1, ev, "is not tap lvhostile0");
+	hostile_fd(hello, cfg, "net0", 0, 2, ev, "queue 0 of 2");
+	/* every duplicate the destination got is closed: its fdinfo names none of these inodes */
+	ck_assert_int_eq(fstat(l, &st), 0);
+	ck_assert_msg(!pid_holds_inode(D.pid, st.st_ino), "the destination kept a handed fd");
+	close(l);
+	close(l2);
+	close(ev);
 }
 
 START_TEST(test_hostile_source)
@@ -344,6 +471,7 @@ START_TEST(test_hostile_source)
 		close(fd);
 		ck_assert_int_eq(apitest_curl(&D, "GET", "vm.info", NULL, NULL), 404);
 		free(page);
+		hostile_fds(&hello);
 	}
 	/* wrong URLs */
 	apitest_expect_error(&D, "vm.receive-migration", "{\"receiver_url\": \"tcp:1.2.3.4:5\"}",
@@ -510,6 +638,129 @@ START_TEST(test_migrate_disk_local)
 	TESTUTIL_NEED_KVM();
 	migrate_disk(true);
 	ck_assert_msg(file_has(D.log, "local, RAM memfd"), "not a local migration");
+}
+END_TEST
+
+/* A device counter of t's VM (vm.counters), -1 without the device. */
+static long long dev_counter(struct apitest *t, const char *dev, const char *key)
+{
+	json_t *j = NULL, *d;
+	long long n = -1;
+
+	ck_assert_int_eq(apitest_curl(t, "GET", "vm.counters", NULL, &j), 200);
+	d = json_object_get(j, dev);
+	if (d)
+		n = json_integer_value(json_object_get(d, key));
+	json_decref(j);
+	return n;
+}
+
+/* A host program at the vsock device's PATH asks for guest port 1234 (the bench guest has no
+ * vsock driver: the device takes the connection, which is what is counted). */
+static void vsock_knock(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	ck_assert_msg(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect %s: %s", path,
+		      strerror(errno));
+	ck_assert_int_eq(write(fd, "CONNECT 1234\n", 13), 13);
+	close(fd);
+}
+
+static bool knocks_counted(struct apitest *t, long long n)
+{
+	for (int i = 0; i < 100; i++) {
+		if (dev_counter(t, "vsock0", "backend_cmds") >= n)
+			return true;
+		testutil_sleep_ms(50);
+	}
+	return false;
+}
+
+/* In this case's network namespace (sysfs shows the one it was mounted in). */
+static bool link_exists(const char *name)
+{
+	return if_nametoindex(name) != 0;
+}
+
+/* Whether a single-queue tap that exists has a holder: attaching to it is then refused. */
+static bool tap_held(const char *name)
+{
+	struct ifreq ifr = {.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR};
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC), r;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert(link_exists(name));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	r = ioctl(fd, TUNSETIFF, &ifr);
+	ck_assert_msg(!r || errno == EBUSY, "TUNSETIFF %s: %s", name, strerror(errno));
+	close(fd);
+	return r != 0;
+}
+
+/* A VM with virtio-net on a tap lvmm made itself (in a network namespace of this case's own)
+ * and a virtio-vsock: a destination that vanishes leaves the source serving both; then a real
+ * destination takes both over as they are (FDS frames): the tap lives on after the source
+ * exits (a tap lvmm made goes with its last fd) and the destination holds it; PATH, which the
+ * source leaves in place, reaches the destination's device; once the destination's VM is
+ * deleted the tap is gone and PATH removed. */
+static void migrate_host_ends(bool local)
+{
+	char vs[200], extra[600], body[400];
+	long before;
+	pid_t rp;
+
+	ck_assert_msg(unshare(CLONE_NEWNET) == 0, "unshare(CLONE_NEWNET): %s (needs root)",
+		      strerror(errno));
+	snprintf(vs, sizeof(vs), "%s/v.sock", S.dir);
+	snprintf(extra, sizeof(extra),
+		 ", \"net\": [{\"tap\": \"lvmig0\", \"mac\": \"52:54:00:12:34:59\"}],"
+		 " \"vsock\": {\"cid\": 3, \"socket\": \"%s\"}",
+		 vs);
+	boot_source(extra);
+	ck_assert(tap_held("lvmig0"));
+	vsock_knock(vs);
+	ck_assert(knocks_counted(&S, 1));
+	fake_destination(true, local);
+	ck_assert(tap_held("lvmig0"));
+	vsock_knock(vs);
+	ck_assert_msg(knocks_counted(&S, 2), "the source's vsock no longer takes connections");
+	apitest_start(&D, NULL);
+	rp = start_receive();
+	before = last_heartbeat();
+	snprintf(body, sizeof(body), "{\"destination_url\": \"unix:%s\", \"local\": %s}", mig,
+		 local ? "true" : "false");
+	S.curl_max_s = 120;
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.send-migration", body, NULL), 204);
+	ck_assert_int_eq(child_status(rp, 30), 0);
+	ck_assert_int_eq(apitest_wait(&S, 15), 0);
+	ck_assert_msg(file_has(S.log, "2 host fds handed over"), "the source's log: %s",
+		      testutil_slurp(S.log));
+	ck_assert_str_eq(apitest_vm_state(&D), "Running");
+	ck_assert_msg(heartbeat_reaches(before + 5, 10000), "no heartbeat past %ld after migration",
+		      before + 5);
+	ck_assert_msg(tap_held("lvmig0"), "the tap lvmm made is gone or unheld after the move");
+	vsock_knock(vs);
+	ck_assert_msg(knocks_counted(&D, 1), "PATH does not reach the destination's device");
+	ck_assert_int_eq(apitest_curl(&D, "PUT", "vm.shutdown", NULL, NULL), 204);
+	ck_assert_int_eq(apitest_curl(&D, "PUT", "vm.delete", NULL, NULL), 204);
+	ck_assert_msg(!link_exists("lvmig0"), "the tap outlived the VM that held it last");
+	ck_assert_msg(access(vs, F_OK) != 0, "PATH outlived the VM");
+}
+
+START_TEST(test_migrate_net_vsock_copy)
+{
+	TESTUTIL_NEED_KVM();
+	migrate_host_ends(false);
+}
+END_TEST
+
+START_TEST(test_migrate_net_vsock_local)
+{
+	TESTUTIL_NEED_KVM();
+	migrate_host_ends(true);
 }
 END_TEST
 
@@ -694,6 +945,8 @@ int main(void)
 	tcase_add_test(tc, test_migrate_paused_cli);
 	tcase_add_test(tc, test_migrate_disk_copy);
 	tcase_add_test(tc, test_migrate_disk_local);
+	tcase_add_test(tc, test_migrate_net_vsock_copy);
+	tcase_add_test(tc, test_migrate_net_vsock_local);
 	tcase_add_test(tc, test_hostile_source);
 	tcase_add_test(tc, test_destination_killed);
 	tcase_add_test(tc, test_destination_vanishes);

@@ -5,6 +5,7 @@
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "migrate_proto.h"
@@ -108,6 +109,59 @@ START_TEST(test_order_and_pages)
 }
 END_TEST
 
+/* FDS: between CONFIG and STATE (copy or local), a record that names a device and a place in
+ * its count, at most MIG_MAX_FDS of them; anything else refused. */
+START_TEST(test_fds)
+{
+	struct mig_hello hello = {.memory = 1 << 20, .ncpus = 1, .local = 1};
+	struct mig_memfd m = {.size = 1 << 20};
+	struct mig_fd f = {.id = "net0", .index = 0, .count = 1};
+	struct mig_hdr h;
+	struct mig_rx rx;
+	uint64_t off, n;
+
+	mig_make_hdr(&h, MIG_FDS, sizeof(f));
+	ck_assert_int_eq(mig_check_hdr(&h, err, sizeof(err)), 0);
+	mig_make_hdr(&h, MIG_FDS, sizeof(f) + 1);
+	ck_assert_int_eq(mig_check_hdr(&h, err, sizeof(err)), -EPROTO);
+	ck_assert_str_eq(mig_type_name(MIG_FDS), "FDS");
+	mig_rx_init(&rx);
+	ck_assert_int_eq(frame(&rx, MIG_FDS, &f, sizeof(f), &off, &n), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(err, "out of order"));
+	ck_assert_int_eq(frame(&rx, MIG_HELLO, &hello, sizeof(hello), &off, &n), 0);
+	ck_assert_int_eq(frame(&rx, MIG_FDS, &f, sizeof(f), &off, &n), -EPROTO);
+	ck_assert_int_eq(frame(&rx, MIG_CONFIG, "{}", 2, &off, &n), 0);
+	/* before and after the memfd */
+	ck_assert_int_eq(frame(&rx, MIG_FDS, &f, sizeof(f), &off, &n), 0);
+	ck_assert_int_eq(frame(&rx, MIG_MEMFD, &m, sizeof(m), &off, &n), 0);
+	f.index = 1;
+	f.count = 2;
+	ck_assert_int_eq(frame(&rx, MIG_FDS, &f, sizeof(f), &off, &n), 0);
+	ck_assert_uint_eq(rx.fds, 2);
+	/* no id, an id without its NUL, an index past the count, no count, too many */
+	f.id[0] = 0;
+	ck_assert_int_eq(frame(&rx, MIG_FDS, &f, sizeof(f), &off, &n), -EPROTO);
+	memset(f.id, 'a', sizeof(f.id));
+	ck_assert_int_eq(frame(&rx, MIG_FDS, &f, sizeof(f), &off, &n), -EPROTO);
+	snprintf(f.id, sizeof(f.id), "vsock0");
+	f.index = 2;
+	ck_assert_int_eq(frame(&rx, MIG_FDS, &f, sizeof(f), &off, &n), -EPROTO);
+	f.index = f.count = 0;
+	ck_assert_int_eq(frame(&rx, MIG_FDS, &f, sizeof(f), &off, &n), -EPROTO);
+	f.count = MIG_MAX_DEV_FDS + 1;
+	ck_assert_int_eq(frame(&rx, MIG_FDS, &f, sizeof(f), &off, &n), -EPROTO);
+	f.count = 1;
+	ck_assert_int_eq(frame(&rx, MIG_FDS, &f, 10, &off, &n), -EPROTO);
+	while (rx.fds < MIG_MAX_FDS)
+		ck_assert_int_eq(frame(&rx, MIG_FDS, &f, sizeof(f), &off, &n), 0);
+	ck_assert_int_eq(frame(&rx, MIG_FDS, &f, sizeof(f), &off, &n), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(err, "in all"));
+	/* none after STATE */
+	ck_assert_int_eq(frame(&rx, MIG_STATE, "s", 1, &off, &n), 0);
+	ck_assert_int_eq(frame(&rx, MIG_FDS, &f, sizeof(f), &off, &n), -EPROTO);
+}
+END_TEST
+
 START_TEST(test_local_and_error)
 {
 	struct mig_hello hello = {.memory = 1 << 20, .ncpus = 1, .local = 1};
@@ -139,6 +193,7 @@ int main(void)
 	tcase_add_test(tc, test_headers);
 	tcase_add_test(tc, test_order_and_pages);
 	tcase_add_test(tc, test_local_and_error);
+	tcase_add_test(tc, test_fds);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
 }

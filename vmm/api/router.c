@@ -1168,10 +1168,10 @@ static void route_vm_send_migration(struct api_vmm *vmm, const struct api_reques
 	}
 	fprintf(stderr,
 		"lvmm: migrated to %s%s: %u pre-copy rounds, %llu pages (%llu MiB), %llu pages "
-		"while paused, %llu bytes of state, paused for %llu ms\n",
+		"while paused, %llu bytes of state, %u host fds handed over, paused for %llu ms\n",
 		path, st.local ? " (local)" : "", st.rounds, (unsigned long long)st.pages,
 		(unsigned long long)(st.bytes >> 20), (unsigned long long)st.final_pages,
-		(unsigned long long)st.state_bytes,
+		(unsigned long long)st.state_bytes, st.fds,
 		(unsigned long long)((st.resumed_at - st.paused_at) / 1000));
 	/* cloud-hypervisor's source exits once the destination took over: the VM stays paused
 	 * until it goes with this process */
