@@ -4,9 +4,11 @@
  * every refusal: a running VM, a VMM that has a VM, a device that cannot be saved, a corrupt,
  * truncated or foreign snapshot directory, each answered with a message while lvmm serves on. */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -588,6 +590,35 @@ START_TEST(test_snapshot_vsock)
 }
 END_TEST
 
+/* `lvmm run --net tap=NAME` opens its tap before the jail and keeps the fds: the VM is saved
+ * (the config names the tap, which a restore opens again by name) and restored, counting on; a
+ * tap handed over by a client without a name stays refused. In a network namespace of the
+ * case's own. */
+START_TEST(test_snapshot_cli_tap)
+{
+	char serial[600],
+	    *cmd[] = {"--kernel", guest,  "--cmdline", "bench.mode=spin", "--memory", "64M",
+		      "--serial", serial, "--net",     "tap=lvsnr0",	  NULL};
+	long saved;
+
+	TESTUTIL_NEED_KVM();
+	ck_assert_msg(unshare(CLONE_NEWNET) == 0, "unshare(CLONE_NEWNET): %s (needs root)",
+		      strerror(errno));
+	snprintf(serial, sizeof(serial), "file=%s", T.console);
+	apitest_start(&T, cmd);
+	ck_assert_msg(heartbeat_reaches(3, 15000), "the guest does not count: %s",
+		      testutil_slurp(T.log));
+	ck_assert_int_eq(put("vm.pause", NULL), 204);
+	saved = last_heartbeat();
+	ck_assert_int_eq(put("vm.snapshot", url("destination_url", snap, NULL)), 204);
+	kill_lvmm();
+	apitest_start(&T, NULL);
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
+	ck_assert(heartbeat_reaches(saved + 2, 10000));
+	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
+}
+END_TEST
+
 /* With --allowed-dir, a client's tricks on the snapshot directory: memory.bin a hard link to
  * another file (refused, that file untouched), a FIFO (refused at once, the API thread never
  * blocked), the directory a symlink (refused); and a save that fails over an older snapshot
@@ -997,6 +1028,7 @@ int main(void)
 	tcase_add_test(tc, test_restore_refusals);
 	tcase_add_test(tc, test_snapshot_refuses_device);
 	tcase_add_test(tc, test_snapshot_vsock);
+	tcase_add_test(tc, test_snapshot_cli_tap);
 	tcase_add_test(tc, test_snapshot_hostile_files);
 	tcase_add_test(tc, test_snapshot_hostile_memory);
 	tcase_add_test(tc, test_snapshot_tsc_rate);
