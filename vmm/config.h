@@ -36,6 +36,15 @@ struct vm_config {
 	bool serial_truncate;  /* File mode: empty an existing file at boot (else append) */
 	/* Set by the API server, never by a client: every path a client names lies beneath. */
 	char allowed_dir[CONFIG_PATH_MAX];
+	/* Set by vm.restore and `lvmm run --restore` (cloud-hypervisor's memory_restore_mode),
+	 * never by a config: how the snapshot's RAM comes back (vm_snapshot.c). */
+	enum config_mem_restore {
+		CONFIG_MEM_RESTORE_AUTO, /* mapped when no device needs the RAM memfd, else copied
+					  */
+		CONFIG_MEM_RESTORE_COPY, /* copied into the RAM memfd */
+		CONFIG_MEM_RESTORE_ONDEMAND, /* mapped (copy-on-write), or the restore refused */
+	} mem_restore;
+	bool mem_prefault; /* the mapped file's pages read in at the restore (prefault) */
 	unsigned nvnvme;
 	struct vnvme_config vnvme[CONFIG_MAX_VNVME];
 	/* virtio-rng's entropy source (cloud-hypervisor's rng.src); empty: no rng device. Only

@@ -82,9 +82,12 @@ static void usage_run(FILE *f)
 	    "                       path=/sys/bus/pci/devices/BDF[,id=ID]; repeatable\n"
 	    "  --rng [src=PATH]     virtio-rng fed from PATH (default /dev/urandom; the\n"
 	    "                       kernel's random, urandom or hwrng device only)\n"
-	    "  --restore source_url=file:///DIR[,resume=on]\n"
+	    "  --restore source_url=file:///DIR[,resume=on][,prefault=on]\n"
+	    "            [,memory_restore_mode=copy|ondemand]\n"
 	    "                       the VM of a snapshot (docs/snapshot.md), paused unless\n"
-	    "                       resume=on; its config comes from the snapshot alone\n"
+	    "                       resume=on; its config comes from the snapshot alone; its\n"
+	    "                       RAM mapped from memory.bin (copy-on-write) unless a\n"
+	    "                       device needs it copied, or copy is asked\n"
 	    "  --api-socket PATH    serve the REST API on this Unix socket\n"
 	    "  --allowed-dir DIR    every file an API client names must lie beneath DIR\n"
 	    "  --seccomp MODE       kill (default): a system call outside lvmm's filters ends\n"
@@ -639,14 +642,16 @@ static int run_open_taps(struct vm_config *cfg)
 	return 0;
 }
 
-/* --restore source_url=file:///DIR[,resume=on|off][,prefault=on|off] (cloud-hypervisor's
- * RestoreConfig; prefault changes nothing: the memory is copied in whole). */
-static int parse_restore(const char *spec, char *dir, size_t len, bool *resume)
+/* --restore source_url=file:///DIR[,resume=on|off][,prefault=on|off]
+ * [,memory_restore_mode=copy|ondemand] (cloud-hypervisor's RestoreConfig; docs/snapshot.md). */
+static int parse_restore(const char *spec, char *dir, size_t len, bool *resume, int *mem,
+			 bool *prefault)
 {
 	char buf[CONFIG_PATH_MAX + 64], err[256], *tok, *save = NULL;
 	bool have = false;
 
-	*resume = false;
+	*resume = *prefault = false;
+	*mem = CONFIG_MEM_RESTORE_AUTO;
 	if (strlen(spec) >= sizeof(buf)) {
 		fprintf(stderr, "lvmm: --restore: too long\n");
 		return -1;
@@ -662,8 +667,19 @@ static int parse_restore(const char *spec, char *dir, size_t len, bool *resume)
 		} else if (!strcmp(tok, "resume=on") || !strcmp(tok, "resume=true")) {
 			*resume = true;
 		} else if (!strcmp(tok, "resume=off") || !strcmp(tok, "resume=false") ||
-			   !strncmp(tok, "prefault=", 9)) {
+			   !strcmp(tok, "prefault=off") || !strcmp(tok, "prefault=false")) {
 			continue;
+		} else if (!strcmp(tok, "prefault=on") || !strcmp(tok, "prefault=true")) {
+			*prefault = true;
+		} else if (!strncmp(tok, "memory_restore_mode=", 20)) {
+			*mem = api_mem_restore_mode(tok + 20);
+			if (*mem < 0) {
+				fprintf(stderr,
+					"lvmm: --restore: memory_restore_mode '%s' is not copy or "
+					"ondemand\n",
+					tok + 20);
+				return -1;
+			}
 		} else {
 			fprintf(stderr, "lvmm: --restore: unknown option '%s'\n", tok);
 			return -1;
@@ -681,7 +697,8 @@ static int cmd_run(int argc, char **argv)
 	struct sig_waiter sw = {0};
 	struct run_opts ro = {0};
 	char allowed_dir[PATH_MAX] = "", restore_dir[CONFIG_PATH_MAX] = "";
-	bool resume = false;
+	bool resume = false, restore_prefault = false;
+	int restore_mem = CONFIG_MEM_RESTORE_AUTO;
 	struct vm_config cfg;
 	enum vm_exit_reason why;
 	pthread_t st;
@@ -739,7 +756,8 @@ static int cmd_run(int argc, char **argv)
 				"is the VM's), nor --jail or --ssd-autostart\n");
 			return 2;
 		}
-		if (parse_restore(ro.restore, restore_dir, sizeof(restore_dir), &resume))
+		if (parse_restore(ro.restore, restore_dir, sizeof(restore_dir), &resume,
+				  &restore_mem, &restore_prefault))
 			return 2;
 		if (!resume && !ro.api_sock) {
 			fprintf(stderr, "lvmm: --restore: the VM comes back paused; give resume=on "
@@ -798,8 +816,8 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "lvmm: %s\n", err);
 		return 1;
 	}
-	if (ro.restore ? api_restore_vm(&api_vm_ops_kvm, allowed_dir, restore_dir, &vm, NULL, err,
-					sizeof(err))
+	if (ro.restore ? api_restore_vm(&api_vm_ops_kvm, allowed_dir, restore_dir, restore_mem,
+					restore_prefault, &vm, NULL, err, sizeof(err))
 		       : vm_create(&cfg, &vm, err, sizeof(err))) {
 		fprintf(stderr, "lvmm: %s%s\n", ro.restore ? "--restore: " : "", err);
 		return 1;

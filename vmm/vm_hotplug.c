@@ -102,6 +102,32 @@ static void vm_pick_id(struct vm *vm, char *id, size_t cap, const char *prefix)
 	}
 }
 
+/* A device that hands the RAM memfd to another party is about to join: a RAM mapped from a
+ * snapshot file (vm_snapshot.c) becomes the memfd's first, the VM paused for the copy. */
+static int vm_hotplug_share_ram(struct vm *vm, char *err, unsigned errlen)
+{
+	bool running;
+	int r;
+
+	if (!vm->ram_mapped)
+		return 0;
+	running = vm_get_state(vm) == VM_RUNNING;
+	r = running ? vm_pause(vm, err, errlen) : 0;
+	if (r)
+		return r;
+	r = vm_ram_share(vm, err, errlen);
+	if (running) {
+		char e[128];
+		int r2 = vm_resume(vm, e, sizeof(e));
+
+		if (r2 && !r) {
+			snprintf(err, errlen, "%s", e);
+			r = r2;
+		}
+	}
+	return r;
+}
+
 /* Hot-add through ACPI PCI hotplug (devices.c, hotplug.c): the device joins the config, so
  * vm.info lists it and a reset rebuilds it. */
 int vm_add_vnvme(struct vm *vm, struct vnvme_config *c, char *err, unsigned errlen)
@@ -129,7 +155,9 @@ int vm_add_vnvme(struct vm *vm, struct vnvme_config *c, char *err, unsigned errl
 	}
 	nc.root = vm->cfg.allowed_dir[0] ? vm->cfg.allowed_dir : NULL;
 	if (vm_vnvme_maps_ram(&nc)) {
-		r = vm_populate_ram(vm, err, errlen); /* not done at boot without such a device */
+		r = vm_hotplug_share_ram(vm, err, errlen);
+		if (!r) /* not done at boot without such a device */
+			r = vm_populate_ram(vm, err, errlen);
 		if (r)
 			return r;
 	}
@@ -262,6 +290,8 @@ int vm_add_fs(struct vm *vm, struct virtio_fs_config *c, char *err, unsigned err
 	}
 	r = config_validate_fs(&nc, err, errlen);
 	if (!r)
+		r = vm_hotplug_share_ram(vm, err, errlen);
+	if (!r)
 		r = devices_add_fs(vm, &nc, vm->cfg.nfs, &slot, err, errlen);
 	if (r)
 		return r;
@@ -302,6 +332,8 @@ int vm_add_device(struct vm *vm, struct vfio_pci_config *c, char *err, unsigned 
 		return -EEXIST;
 	}
 	r = config_validate_device(&nc, err, errlen);
+	if (!r)
+		r = vm_hotplug_share_ram(vm, err, errlen);
 	if (!r)
 		r = devices_add_vfio(vm, &nc, vm->cfg.ndevices, &slot, err, errlen);
 	if (r)

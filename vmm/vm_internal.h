@@ -68,6 +68,10 @@ struct vm {
 	struct guest_mem gmem;
 	uint8_t *ram;
 	uint64_t ram_map_size;
+	/* The RAM is a private (copy-on-write) mapping of a snapshot's memory.bin, not the memfd
+	 * (whose pages are then all zero): vm_ram_share() makes it the memfd's again before
+	 * anything that needs the memfd (a backend mapping it, a local migration, a reboot). */
+	bool ram_mapped;
 	struct bus pio, mmio;
 	struct serial serial;
 	int serial_fd; /* where guest output goes, -1 for off */
@@ -142,6 +146,16 @@ int vm_populate_ram(struct vm *vm, char *err, unsigned errlen);
 int vm_ram_dirty_log(struct vm *vm, bool on);
 int vm_ram_dirty_get(struct vm *vm, unsigned slot, uint64_t *bitmap);
 int vm_adopt_ram(struct vm *vm, int memfd, char *err, unsigned errlen);
+/* Whether cfg has a device that hands the RAM memfd (not just its pages) to another party: an
+ * SSD backend's DMA window, a vhost-user back end, VFIO's pinned pages. */
+bool vm_ram_memfd_needed(const struct vm_config *cfg);
+/* A VM not yet started (restore) given the first size bytes of file fd as its RAM, mapped
+ * private at the RAM's address (vm->ram_mapped); prefault reads every page in. */
+int vm_map_ram_file(struct vm *vm, int fd, bool prefault, char *err, unsigned errlen);
+/* A mapped RAM (vm->ram_mapped) copied into the memfd (its all-zero pieces left as holes) and
+ * the memfd mapped over it again, at the same address; nothing to do otherwise. The VM's vCPUs
+ * and devices must be stopped (paused, or not started). */
+int vm_ram_share(struct vm *vm, char *err, unsigned errlen);
 /* The vsock socket's path removed when cfg's VM took it over from a migration's source
  * (virtio_vsock_config.unlink_path) and it is still the socket it was then: vm_destroy and the
  * device's hot removal. */

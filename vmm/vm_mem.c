@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "layout.h"
+#include "snapshot_fmt.h"
 #include "vm_internal.h"
 
 static int vm_set_slot(struct vm *vm, unsigned slot, uint64_t gpa, uint64_t size, void *host,
@@ -62,7 +63,21 @@ int vm_create_memory(struct vm *vm, char *err, unsigned errlen)
 	lo = size < LAYOUT_MMIO32_START ? size : LAYOUT_MMIO32_START;
 	hi = size - lo;
 	if (vm->ram) {
-		/* Reboot: same memfd, every page dropped, so the guest starts from zeroed RAM. */
+		/* Reboot: same memfd, every page dropped, so the guest starts from zeroed RAM; a
+		 * RAM mapped from a snapshot file is the memfd's again. */
+		if (vm->ram_mapped) {
+			void *p = mmap(vm->ram, size, PROT_READ | PROT_WRITE,
+				       MAP_SHARED | MAP_FIXED | MAP_NORESERVE, vm->gmem.memfd, 0);
+
+			if (p == MAP_FAILED) {
+				ret = -errno;
+				snprintf(err, errlen, "memory: mmap of the RAM memfd: %s",
+					 strerror(errno));
+				return ret;
+			}
+			vm->ram_mapped = false;
+			madvise(vm->ram, size, MADV_MERGEABLE);
+		}
 		if (madvise(vm->ram, size, MADV_REMOVE))
 			memset(vm->ram, 0, size);
 		goto slots;
@@ -224,5 +239,81 @@ int vm_adopt_ram(struct vm *vm, int memfd, char *err, unsigned errlen)
 	}
 	close(vm->gmem.memfd);
 	vm->gmem.memfd = memfd;
+	return 0;
+}
+
+/* ---- snapshot files as RAM (vm_snapshot.c) ---- */
+
+bool vm_ram_memfd_needed(const struct vm_config *cfg)
+{
+	for (unsigned k = 0; k < cfg->nvnvme && k < CONFIG_MAX_VNVME; k++)
+		if (vm_vnvme_maps_ram(&cfg->vnvme[k]))
+			return true;
+	return cfg->nfs || cfg->ndevices;
+}
+
+int vm_map_ram_file(struct vm *vm, int fd, bool prefault, char *err, unsigned errlen)
+{
+	void *p;
+
+	if (vm->ram_map_size != vm->gmem.size || vm->state != VM_CREATED) {
+		snprintf(err, errlen, "the VM's RAM cannot be replaced now");
+		return -EINVAL;
+	}
+	/* the same address: KVM's slots (whose pages KVM drops as the mapping changes), gmem's
+	 * slots and every device keep their pointers */
+	p = mmap(vm->ram, vm->gmem.size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE | (prefault ? MAP_POPULATE : 0), fd, 0);
+	if (p == MAP_FAILED) {
+		int e = errno;
+
+		snprintf(err, errlen, "mmap of the memory file: %s", strerror(e));
+		/* the address range is unmapped or the file's now: the memfd back over it */
+		p = mmap(vm->ram, vm->gmem.size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED | MAP_NORESERVE, vm->gmem.memfd, 0);
+		return p == MAP_FAILED ? -EFAULT : -e;
+	}
+	vm->ram_mapped = true;
+	madvise(vm->ram, vm->gmem.size, MADV_MERGEABLE);
+	return 0;
+}
+
+int vm_ram_share(struct vm *vm, char *err, unsigned errlen)
+{
+	const uint64_t piece = 64 << 10;
+	uint64_t size = vm->gmem.size;
+	void *p;
+
+	if (!vm->ram_mapped)
+		return 0;
+	/* the memfd's pages are all zero (it was emptied for the restore): what is not zero is
+	 * written, the rest stays holes */
+	if (fallocate(vm->gmem.memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)size))
+		return snprintf(err, errlen, "the RAM memfd: %s", strerror(errno)), -EIO;
+	for (uint64_t off = 0; off < size; off += piece) {
+		uint64_t n = size - off < piece ? size - off : piece;
+
+		if (snap_all_zero(vm->ram + off, n))
+			continue;
+		for (uint64_t done = 0; done < n;) {
+			ssize_t k = pwrite(vm->gmem.memfd, vm->ram + off + done, n - done,
+					   (off_t)(off + done));
+
+			if (k <= 0) {
+				snprintf(err, errlen, "the RAM memfd: write: %s",
+					 k ? strerror(errno) : "no room");
+				return -EIO;
+			}
+			done += (uint64_t)k;
+		}
+	}
+	p = mmap(vm->ram, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE,
+		 vm->gmem.memfd, 0);
+	if (p == MAP_FAILED) {
+		snprintf(err, errlen, "the RAM memfd: mmap: %s", strerror(errno));
+		return -EFAULT;
+	}
+	vm->ram_mapped = false;
+	madvise(vm->ram, size, MADV_MERGEABLE);
 	return 0;
 }

@@ -483,6 +483,9 @@ int vm_migrate_send(struct vm *vm, const char *path, bool local, const void *con
 			r = vm_pause(vm, err, errlen);
 			st->paused_at = mig_now_us();
 		}
+		/* a RAM mapped from a snapshot file is not in the memfd yet */
+		if (!r)
+			r = vm_ram_share(vm, err, errlen);
 		if (!r)
 			r = mig_send(s.sock, MIG_MEMFD, &m, sizeof(m), NULL, 0, vm->gmem.memfd, err,
 				     errlen);

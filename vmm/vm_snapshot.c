@@ -281,11 +281,38 @@ static int snap_open_write(int dirfd, const char *name, char *err, unsigned errl
 	return fd;
 }
 
+/* memory.bin is written under this name and renamed over the old one once whole: a VM restored
+ * from the old one may map it (copy-on-write), which must never see it emptied or rewritten. */
+#define SNAP_MEMORY_TMP ".memory.bin.new"
+
+/* A new file for memory.bin under SNAP_MEMORY_TMP; memory.bin itself, when there, must be a
+ * regular file of one link (as snap_open_write asks), though it is only replaced. */
+static int snap_open_memory(int dirfd, char *err, unsigned errlen)
+{
+	struct stat st;
+	int fd;
+
+	if (!fstatat(dirfd, SNAP_MEMORY_FILE, &st, AT_SYMLINK_NOFOLLOW) &&
+	    (!S_ISREG(st.st_mode) || st.st_nlink != 1)) {
+		snprintf(err, errlen, "%s: not a regular file of one link lvmm can replace",
+			 SNAP_MEMORY_FILE);
+		return -EINVAL;
+	}
+	unlinkat(dirfd, SNAP_MEMORY_TMP, 0); /* a crashed save's, or anything by that name */
+	fd = openat(dirfd, SNAP_MEMORY_TMP,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", SNAP_MEMORY_TMP, strerror(errno));
+		return -EIO;
+	}
+	return fd;
+}
+
 /* RAM as a file as big as the RAM whose all-zero pieces are holes. */
 static int snap_save_memory(struct vm *vm, int dirfd, const uint8_t *id, uint64_t *written,
 			    char *err, unsigned errlen)
 {
-	int fd = snap_open_write(dirfd, SNAP_MEMORY_FILE, err, errlen);
+	int fd = snap_open_memory(dirfd, err, errlen);
 	uint64_t size = vm->gmem.size, off;
 	struct snap_mem_trailer t;
 	int r;
@@ -313,7 +340,14 @@ static int snap_save_memory(struct vm *vm, int dirfd, const uint8_t *id, uint64_
 		if (!r)
 			*written += n;
 	}
-	return snap_sync_close(fd, SNAP_MEMORY_FILE, r, err, errlen);
+	r = snap_sync_close(fd, SNAP_MEMORY_FILE, r, err, errlen);
+	if (!r && renameat(dirfd, SNAP_MEMORY_TMP, dirfd, SNAP_MEMORY_FILE)) {
+		snprintf(err, errlen, "%s: rename: %s", SNAP_MEMORY_FILE, strerror(errno));
+		r = -EIO;
+	}
+	if (r)
+		unlinkat(dirfd, SNAP_MEMORY_TMP, 0);
+	return r;
 }
 
 static int snap_write_file(int dirfd, const char *name, const void *buf, size_t len, char *err,
@@ -564,6 +598,26 @@ static int snap_restore_memory(struct vm *vm, int dirfd, const struct snap_heade
 	if (snap_mem_trailer_check(&t, h, err, errlen)) {
 		close(fd);
 		return -EINVAL;
+	}
+	/* Mapped (copy-on-write): the restore reads nothing, the guest's first touch of a page
+	 * reads it from the file, its first write copies it; holes read as zeros. Only while no
+	 * device hands the RAM memfd to anyone: those see the memfd's pages. */
+	if (vm->cfg.mem_restore != CONFIG_MEM_RESTORE_COPY && vm_ram_memfd_needed(&vm->cfg) &&
+	    vm->cfg.mem_restore == CONFIG_MEM_RESTORE_ONDEMAND) {
+		snprintf(err, errlen,
+			 "memory_restore_mode OnDemand: a device of this VM hands its RAM to "
+			 "another party (an SSD backend, vhost-user, VFIO), which needs it Copy");
+		close(fd);
+		return -EINVAL;
+	}
+	if (vm->cfg.mem_restore != CONFIG_MEM_RESTORE_COPY && !vm_ram_memfd_needed(&vm->cfg)) {
+		int r = vm_map_ram_file(vm, fd, vm->cfg.mem_prefault, err, errlen);
+
+		/* Auto falls back to the copy when the mapping failed and the memfd is back */
+		if (!r || r == -EFAULT || vm->cfg.mem_restore == CONFIG_MEM_RESTORE_ONDEMAND) {
+			close(fd);
+			return r;
+		}
 	}
 	if (madvise(vm->ram, size, MADV_REMOVE))
 		memset(vm->ram, 0, size);

@@ -189,6 +189,54 @@ START_TEST(test_migrate_local)
 }
 END_TEST
 
+/* A VM restored with its RAM mapped from memory.bin (copy-on-write) moves local: its RAM is
+ * copied into the memfd while paused (the memfd is what goes across), and the guest counts on in
+ * the destination, which maps no memory.bin. */
+START_TEST(test_migrate_restored_local)
+{
+	char dir[300], body[400], maps[64], *m;
+	long before;
+	pid_t rp;
+	int st;
+
+	TESTUTIL_NEED_KVM();
+	boot_source(NULL);
+	snprintf(dir, sizeof(dir), "%s/snap", S.dir);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	snprintf(body, sizeof(body), "{\"destination_url\": \"file://%s\"}", dir);
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.pause", NULL, NULL), 204);
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.snapshot", body, NULL), 204);
+	ck_assert_int_eq(kill(S.pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(S.pid, &st, 0), S.pid);
+	S.pid = 0;
+	apitest_start(&S, NULL);
+	snprintf(body, sizeof(body), "{\"source_url\": \"file://%s\", \"resume\": true}", dir);
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.restore", body, NULL), 204);
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)S.pid);
+	m = testutil_slurp(maps);
+	ck_assert_msg(m && strstr(m, "/snap/memory.bin"), "the restored RAM is not mapped");
+	free(m);
+	apitest_start(&D, NULL);
+	rp = start_receive();
+	before = last_heartbeat();
+	ck_assert_msg(heartbeat_reaches(before + 2, 10000), "the restored guest does not count");
+	before = last_heartbeat();
+	snprintf(body, sizeof(body), "{\"destination_url\": \"unix:%s\", \"local\": true}", mig);
+	S.curl_max_s = 120;
+	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.send-migration", body, NULL), 204);
+	ck_assert_int_eq(child_status(rp, 30), 0);
+	ck_assert_int_eq(apitest_wait(&S, 15), 0);
+	ck_assert_msg(file_has(D.log, "local, RAM memfd"), "not a local migration");
+	ck_assert_msg(heartbeat_reaches(before + 5, 10000), "no heartbeat past %ld after migration",
+		      before + 5);
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)D.pid);
+	m = testutil_slurp(maps);
+	ck_assert_msg(m && !strstr(m, "memory.bin"), "the destination maps memory.bin");
+	free(m);
+	ck_assert_int_eq(apitest_curl(&D, "PUT", "vm.shutdown", NULL, NULL), 204);
+}
+END_TEST
+
 /* A paused VM arrives paused and runs once resumed, through the lvmm api verbs. */
 START_TEST(test_migrate_paused_cli)
 {
@@ -942,6 +990,7 @@ int main(void)
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, test_migrate_copy);
 	tcase_add_test(tc, test_migrate_local);
+	tcase_add_test(tc, test_migrate_restored_local);
 	tcase_add_test(tc, test_migrate_paused_cli);
 	tcase_add_test(tc, test_migrate_disk_copy);
 	tcase_add_test(tc, test_migrate_disk_local);

@@ -37,16 +37,16 @@ def table(rows, keys, cols, metrics):
 def plot(snaps, migs, path):
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
     ax = axes[0]
-    sizes = list(dict.fromkeys(r["ram_mb"] for r in snaps))
+    sizes = list(dict.fromkeys((r["ram_mb"], r["restore_mode"]) for r in snaps))
     for j, (k, label, _) in enumerate([SNAP[0], SNAP[4], SNAP[5]]):
         for i, s in enumerate(sizes):
-            xs = [num(r[k]) for r in snaps if r["ram_mb"] == s]
+            xs = [num(r[k]) for r in snaps if (r["ram_mb"], r["restore_mode"]) == s]
             x = i * 4 + j
             ax.bar(x, sorted(xs)[len(xs) // 2], color=("tab:blue", "tab:orange", "tab:green")[j],
                    label=label if i == 0 else None)
             ax.plot([x] * len(xs), xs, "k.", ms=4)
     ax.set_xticks([i * 4 + 1 for i in range(len(sizes))])
-    ax.set_xticklabels([f"{s} MiB guest" for s in sizes])
+    ax.set_xticklabels([f"{s} MiB\n{m}" for s, m in sizes], fontsize=7)
     ax.set_ylabel("ms")
     ax.set_title("snapshot and restore (bar: median, dots: rounds)", fontsize=9)
     ax.legend(fontsize=7)
@@ -81,8 +81,11 @@ def main():
         f"Run {host['date']} on {host['host']}; load average {host['load_end']} at the end; "
         f"{host['duration_s']} s in all, {host['rounds']} rounds; lvmm at {host['lvmm']}."))
     if snaps:
-        doc = replace(doc, "snapshot", table(snaps, ["ram_mb", "touched_mb"],
-                                             ["guest RAM MiB", "touched MiB"], SNAP))
+        for r in snaps:  # rows of a run before the restore modes: copied
+            r.setdefault("restore_mode", "Copy")
+        doc = replace(doc, "snapshot", table(snaps, ["ram_mb", "touched_mb", "restore_mode"],
+                                             ["guest RAM MiB", "touched MiB",
+                                              "memory_restore_mode"], SNAP))
     if migs:
         doc = replace(doc, "migration", table(migs, ["ram_mb", "guest", "how"],
                                               ["guest RAM MiB", "guest", "how"], MIG))

@@ -3,7 +3,8 @@
 # (it fills all but 32 MiB of its RAM with non-zero data, then prints a heartbeat every 20 ms,
 # rewriting DIRTY_MB MiB a second in the "writing" cases). Snapshot rows: vm.snapshot (the API
 # call to its 204), memory.bin allocated (du) and apparent, vm.restore in a fresh lvmm (the API
-# call) and vm.restore's start to the first new heartbeat after vm.resume. Migration rows: total
+# call; memory_restore_mode OnDemand, the file mapped, and Copy) and vm.restore's start to the
+# first new heartbeat after vm.resume. Migration rows: total
 # (vm.send-migration's call) and downtime (the source's "paused for N ms": pause to the
 # destination's DONE), idle and writing, copy and local. Every case once per round, rounds
 # interleaved.  usage: snapbench.py BUILD_DIR RESULTS_DIR
@@ -120,7 +121,7 @@ class Bench:
         wait_for(lambda: heartbeat(console) >= 2, 120, f"{name}: no heartbeat after the touch")
         return vm, console
 
-    def snapshot(self, mb):
+    def snapshot(self, mb, mode):
         vm, console = self.boot("snap-src", mb, 0)
         snap = f"{self.d}/snap"
         os.makedirs(snap, exist_ok=True)
@@ -132,7 +133,7 @@ class Bench:
         vm.kill()
         new = Lvmm(self.build, self.d, "snap-dst")
         t0 = time.perf_counter()
-        new.put("vm.restore", {"source_url": f"file://{snap}"})
+        new.put("vm.restore", {"source_url": f"file://{snap}", "memory_restore_mode": mode})
         t_restore = time.perf_counter() - t0
         new.put("vm.resume")
         t_alive = wait_for(lambda: heartbeat(console) > last, 30, "no heartbeat after the "
@@ -142,6 +143,7 @@ class Bench:
         new.wait()
         shutil.rmtree(snap)
         return {"kind": "snapshot", "ram_mb": mb, "touched_mb": mb - FREE_MB,
+                "restore_mode": mode,
                 "snapshot_ms": round(t_save * 1000, 1),
                 "memory_alloc_mb": round(st.st_blocks * 512 / 2**20, 1),
                 "memory_apparent_mb": round(st.st_size / 2**20, 1), "state_bytes": state,
@@ -162,7 +164,8 @@ class Bench:
         src.wait()
         log = open(src.log).read()
         m = re.search(r"migrated to .*: (\d+) pre-copy rounds, (\d+) pages \((\d+) MiB\), "
-                      r"(\d+) pages while paused, (\d+) bytes of state, paused for (\d+) ms", log)
+                      r"(\d+) pages while paused, (\d+) bytes of state, "
+                      r"(?:\d+ host fds handed over, )?paused for (\d+) ms", log)
         if not m:
             sys.exit(f"snapbench: no migration line in the source's log:\n{log[-2000:]}")
         last = heartbeat(console)
@@ -202,9 +205,10 @@ def main():
     try:
         for r in range(rounds):
             for mb in sizes:
-                row = dict(round=r + 1, **b.snapshot(mb))
-                snaps.append(row)
-                print(f"  round {r + 1} snapshot {mb} MiB: {row}", flush=True)
+                for mode in ("OnDemand", "Copy"):
+                    row = dict(round=r + 1, **b.snapshot(mb, mode))
+                    snaps.append(row)
+                    print(f"  round {r + 1} snapshot {mb} MiB {mode}: {row}", flush=True)
             for writing in (False, True):
                 for local in (False, True):
                     row = dict(round=r + 1, **b.migrate(mig_mb, writing, local))

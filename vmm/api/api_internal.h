@@ -137,9 +137,14 @@ void api_response_error(struct api_response *r, int status, const char *fmt, ...
 /* A snapshot URL (file:///DIR, the only scheme) to its directory: 0, or -EINVAL with err. */
 int api_snapshot_url(const char *url, char *dir, size_t len, char *err, unsigned errlen);
 /* vm.restore and `lvmm run --restore`: the config of the snapshot in dir (its files checked
- * against allowed_dir), then ops->restore; *extra as for vm.create (may be NULL). */
+ * against allowed_dir), then ops->restore with the memory restore mode (enum
+ * config_mem_restore) and prefault; *extra as for vm.create (may be NULL). */
 int api_restore_vm(const struct api_vm_ops *ops, const char *allowed_dir, const char *dir,
-		   struct vm **out, json_t **extra, char *err, unsigned errlen);
+		   int mem_restore, bool prefault, struct vm **out, json_t **extra, char *err,
+		   unsigned errlen);
+/* cloud-hypervisor's memory_restore_mode, any case: Copy or OnDemand as a config_mem_restore
+ * value, -1 for anything else. */
+int api_mem_restore_mode(const char *s);
 void api_route(struct api_vmm *vmm, const struct api_request *req, struct api_response *resp);
 
 /* http.c: incremental request parser with size limits. Feed bytes with api_http_parse until

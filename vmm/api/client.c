@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -139,11 +140,14 @@ static int client_fds[API_MAX_FDS];
 static unsigned client_nfds;
 
 /* snapshot's and restore's argument: a URL, a plain absolute directory, or for restore
- * source_url=URL[,resume=on|off][,prefault=on|off] as `lvmm run --restore` takes it. */
+ * source_url=URL[,resume=on|off][,prefault=on|off][,memory_restore_mode=copy|ondemand] as
+ * `lvmm run --restore` takes it. */
 static json_t *client_snapshot_body(const struct client_verb *v, const char *arg)
 {
 	char buf[CONFIG_PATH_MAX + 64], url[CONFIG_PATH_MAX + 16], *tok, *save = NULL;
-	bool resume = false;
+	bool resume = false, prefault = false;
+	const char *mode = NULL;
+	json_t *body;
 
 	if (strlen(arg) >= sizeof(buf)) {
 		fprintf(stderr, "lvmm api: %s: argument too long\n", v->verb);
@@ -157,8 +161,14 @@ static json_t *client_snapshot_body(const struct client_verb *v, const char *arg
 		if (v->body == BODY_RESTORE && !strcmp(tok, "resume=on"))
 			resume = true;
 		else if (v->body == BODY_RESTORE &&
-			 (!strcmp(tok, "resume=off") || !strncmp(tok, "prefault=", 9)))
+			 (!strcmp(tok, "resume=off") || !strcmp(tok, "prefault=off")))
 			continue;
+		else if (v->body == BODY_RESTORE && !strcmp(tok, "prefault=on"))
+			prefault = true;
+		else if (v->body == BODY_RESTORE && !strncmp(tok, "memory_restore_mode=", 20))
+			mode = !strcasecmp(tok + 20, "ondemand") ? "OnDemand"
+			       : !strcasecmp(tok + 20, "copy")	 ? "Copy"
+								 : tok + 20;
 		else if (u[0] == '/')
 			snprintf(url, sizeof(url), "file://%s", u);
 		else if (!strncmp(u, "file://", 7))
@@ -175,7 +185,11 @@ static json_t *client_snapshot_body(const struct client_verb *v, const char *arg
 	}
 	if (v->body == BODY_SNAPSHOT)
 		return json_pack("{s:s}", "destination_url", url);
-	return json_pack("{s:s, s:b}", "source_url", url, "resume", resume);
+	body =
+	    json_pack("{s:s, s:b, s:b}", "source_url", url, "resume", resume, "prefault", prefault);
+	if (body && mode)
+		json_object_set_new(body, "memory_restore_mode", json_string(mode));
+	return body;
 }
 
 static char *client_body(const struct client_verb *v, const char *arg)

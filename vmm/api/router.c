@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "api/api_internal.h"
@@ -914,8 +915,18 @@ static int route_check_snapshot_dir(const struct api_vmm *vmm, const char *allow
 	return 0;
 }
 
+int api_mem_restore_mode(const char *s)
+{
+	if (!strcasecmp(s, "Copy"))
+		return CONFIG_MEM_RESTORE_COPY;
+	if (!strcasecmp(s, "OnDemand"))
+		return CONFIG_MEM_RESTORE_ONDEMAND;
+	return -1;
+}
+
 int api_restore_vm(const struct api_vm_ops *ops, const char *allowed_dir, const char *dir,
-		   struct vm **out, json_t **extra, char *err, unsigned errlen)
+		   int mem_restore, bool prefault, struct vm **out, json_t **extra, char *err,
+		   unsigned errlen)
 {
 	struct api_vmm probe;
 	struct vm_config *cfg;
@@ -964,6 +975,8 @@ int api_restore_vm(const struct api_vm_ops *ops, const char *allowed_dir, const 
 	if (!r) {
 		snprintf(cfg->allowed_dir, sizeof(cfg->allowed_dir), "%s",
 			 allowed_dir ? allowed_dir : "");
+		cfg->mem_restore = (enum config_mem_restore)mem_restore;
+		cfg->mem_prefault = prefault;
 		r = ops->restore(cfg, dirfd, config, len, out, err, errlen);
 	} else {
 		r = -EINVAL;
@@ -1039,7 +1052,7 @@ static void route_vm_restore(struct api_vmm *vmm, const struct api_request *req,
 {
 	char err[API_ERR_LEN] = "", dir[CONFIG_PATH_MAX];
 	const char *url = NULL, *mode = NULL;
-	int resume = 0, prefault = 0;
+	int resume = 0, prefault = 0, mem;
 	json_t *j, *extra = NULL;
 	struct vm *vm = NULL;
 	int r;
@@ -1067,18 +1080,22 @@ static void route_vm_restore(struct api_vmm *vmm, const struct api_request *req,
 		return;
 	}
 	r = api_snapshot_url(url, dir, sizeof(dir), err, sizeof(err));
-	if (!r && mode && strcmp(mode, "Copy")) {
+	if (!r && mode && api_mem_restore_mode(mode) < 0) {
 		snprintf(err, sizeof(err),
-			 "memory_restore_mode %.32s: lvmm restores memory by Copy only", mode);
+			 "memory_restore_mode %.32s: Copy or OnDemand (absent: mapped when the "
+			 "devices allow, else copied)",
+			 mode);
 		r = -EINVAL;
 	}
+	mem = mode && !r ? api_mem_restore_mode(mode) : CONFIG_MEM_RESTORE_AUTO;
 	json_decref(j);
 	if (r) {
 		api_response_error(resp, 400, "vm.restore: %s", err);
 		return;
 	}
-	/* prefault: a copy faults every saved page in anyway */
-	r = api_restore_vm(vmm->ops, vmm->allowed_dir, dir, &vm, &extra, err, sizeof(err));
+	/* prefault: a copy faults every saved page in anyway, a mapping reads them in */
+	r = api_restore_vm(vmm->ops, vmm->allowed_dir, dir, mem, prefault, &vm, &extra, err,
+			   sizeof(err));
 	if (r) {
 		api_response_error(resp, r == -EOPNOTSUPP ? 400 : route_errno_status(r),
 				   "vm.restore: %s", *err ? err : strerror(-r));
