@@ -147,27 +147,31 @@ static void boot_source(const char *extra)
 	ck_assert_msg(heartbeat_reaches(3, 15000), "the guest does not count");
 }
 
-static void migrate_ok(bool local)
+/* S's running VM moved to D (started) by copy or local: the source logs it and exits, the
+ * destination runs the guest on from its count. */
+static void migrate_to_d(bool local)
 {
 	char body[400];
-	pid_t rp;
-	long before;
+	pid_t rp = start_receive();
+	long before = last_heartbeat();
 
-	boot_source(NULL);
-	apitest_start(&D, NULL);
-	rp = start_receive();
-	before = last_heartbeat();
 	snprintf(body, sizeof(body), "{\"destination_url\": \"unix:%s\", \"local\": %s}", mig,
 		 local ? "true" : "false");
 	S.curl_max_s = 120;
 	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.send-migration", body, NULL), 204);
 	ck_assert_int_eq(child_status(rp, 30), 0);
-	/* the source exits; the destination runs the guest on from its count */
 	ck_assert_int_eq(apitest_wait(&S, 15), 0);
 	ck_assert_msg(file_has(S.log, "migrated to"), "no migration line in the source's log");
 	ck_assert_str_eq(apitest_vm_state(&D), "Running");
 	ck_assert_msg(heartbeat_reaches(before + 5, 10000), "no heartbeat past %ld after migration",
 		      before + 5);
+}
+
+static void migrate_ok(bool local)
+{
+	boot_source(NULL);
+	apitest_start(&D, NULL);
+	migrate_to_d(local);
 	ck_assert_int_eq(apitest_curl(&D, "PUT", "vm.pause", NULL, NULL), 204);
 	ck_assert_int_eq(apitest_curl(&D, "PUT", "vm.resume", NULL, NULL), 204);
 	ck_assert_int_eq(apitest_curl(&D, "PUT", "vm.shutdown", NULL, NULL), 204);
@@ -195,8 +199,6 @@ END_TEST
 START_TEST(test_migrate_restored_local)
 {
 	char dir[300], body[400], maps[64], *m;
-	long before;
-	pid_t rp;
 	int st;
 
 	TESTUTIL_NEED_KVM();
@@ -216,19 +218,11 @@ START_TEST(test_migrate_restored_local)
 	m = testutil_slurp(maps);
 	ck_assert_msg(m && strstr(m, "/snap/memory.bin"), "the restored RAM is not mapped");
 	free(m);
+	ck_assert_msg(heartbeat_reaches(last_heartbeat() + 2, 10000),
+		      "the restored guest does not count");
 	apitest_start(&D, NULL);
-	rp = start_receive();
-	before = last_heartbeat();
-	ck_assert_msg(heartbeat_reaches(before + 2, 10000), "the restored guest does not count");
-	before = last_heartbeat();
-	snprintf(body, sizeof(body), "{\"destination_url\": \"unix:%s\", \"local\": true}", mig);
-	S.curl_max_s = 120;
-	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.send-migration", body, NULL), 204);
-	ck_assert_int_eq(child_status(rp, 30), 0);
-	ck_assert_int_eq(apitest_wait(&S, 15), 0);
+	migrate_to_d(true);
 	ck_assert_msg(file_has(D.log, "local, RAM memfd"), "not a local migration");
-	ck_assert_msg(heartbeat_reaches(before + 5, 10000), "no heartbeat past %ld after migration",
-		      before + 5);
 	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)D.pid);
 	m = testutil_slurp(maps);
 	ck_assert_msg(m && !strstr(m, "memory.bin"), "the destination maps memory.bin");
@@ -640,8 +634,7 @@ static bool image_locked(const char *path)
  * STATE and runs the guest on, the source gone. */
 static void migrate_disk(bool local)
 {
-	char img[300], extra[400], body[400];
-	pid_t rp;
+	char img[300], extra[400];
 	long before;
 
 	snprintf(img, sizeof(img), "%s/disk.img", S.dir);
@@ -657,17 +650,7 @@ static void migrate_disk(bool local)
 		ck_assert_msg(heartbeat_reaches(before + 3, 10000), "the source does not run on");
 	}
 	apitest_start(&D, NULL);
-	rp = start_receive();
-	before = last_heartbeat();
-	snprintf(body, sizeof(body), "{\"destination_url\": \"unix:%s\", \"local\": %s}", mig,
-		 local ? "true" : "false");
-	S.curl_max_s = 120;
-	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.send-migration", body, NULL), 204);
-	ck_assert_int_eq(child_status(rp, 30), 0);
-	ck_assert_int_eq(apitest_wait(&S, 15), 0);
-	ck_assert_str_eq(apitest_vm_state(&D), "Running");
-	ck_assert_msg(heartbeat_reaches(before + 5, 10000), "no heartbeat past %ld after migration",
-		      before + 5);
+	migrate_to_d(local);
 	ck_assert_msg(image_locked(img), "the destination does not hold the image");
 	ck_assert_int_eq(apitest_curl(&D, "PUT", "vm.shutdown", NULL, NULL), 204);
 	ck_assert_int_eq(apitest_curl(&D, "PUT", "vm.delete", NULL, NULL), 204);
@@ -756,9 +739,7 @@ static bool tap_held(const char *name)
  * deleted the tap is gone and PATH removed. */
 static void migrate_host_ends(bool local)
 {
-	char vs[200], extra[600], body[400];
-	long before;
-	pid_t rp;
+	char vs[200], extra[600];
 
 	ck_assert_msg(unshare(CLONE_NEWNET) == 0, "unshare(CLONE_NEWNET): %s (needs root)",
 		      strerror(errno));
@@ -776,19 +757,9 @@ static void migrate_host_ends(bool local)
 	vsock_knock(vs);
 	ck_assert_msg(knocks_counted(&S, 2), "the source's vsock no longer takes connections");
 	apitest_start(&D, NULL);
-	rp = start_receive();
-	before = last_heartbeat();
-	snprintf(body, sizeof(body), "{\"destination_url\": \"unix:%s\", \"local\": %s}", mig,
-		 local ? "true" : "false");
-	S.curl_max_s = 120;
-	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.send-migration", body, NULL), 204);
-	ck_assert_int_eq(child_status(rp, 30), 0);
-	ck_assert_int_eq(apitest_wait(&S, 15), 0);
+	migrate_to_d(local);
 	ck_assert_msg(file_has(S.log, "2 host fds handed over"), "the source's log: %s",
 		      testutil_slurp(S.log));
-	ck_assert_str_eq(apitest_vm_state(&D), "Running");
-	ck_assert_msg(heartbeat_reaches(before + 5, 10000), "no heartbeat past %ld after migration",
-		      before + 5);
 	ck_assert_msg(tap_held("lvmig0"), "the tap lvmm made is gone or unheld after the move");
 	vsock_knock(vs);
 	ck_assert_msg(knocks_counted(&D, 1), "PATH does not reach the destination's device");
