@@ -2,11 +2,13 @@
  * iovecs into guest RAM) become commands on lvmm's own isolated queue pair through a bounce
  * buffer, so guest memory is never registered with the SSD and the SSD checks every command too.
  * One worker thread runs them, off the vCPUs and outside the controller lock: reads and writes of
- * up to one command's size with up to EMU_SLOTS in flight, each in a bounce buffer of its own;
- * everything else (flush, FUA, zeroes, deallocate, larger transfers) alone, in order, once
- * nothing else is in flight. */
+ * up to one command's size with as many in flight as the SQ holds (up to EMU_DEPTH_MAX - 1),
+ * each in pages of a shared bounce pool, placed in batches with one doorbell per batch and
+ * reaped in batches; everything else (flush, FUA, zeroes, deallocate, larger transfers) alone,
+ * in order, once nothing else is in flight. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +18,18 @@
 #include "nvme_int.h"
 #include "nvme_lio_emu.h"
 
-#define EMU_LBA	    (1u << e->lba_shift)
-#define EMU_CHUNK   NVME_CTRL_MAX_XFER /* one command's data at most (MDTS) */
-#define EMU_DEPTH   16
-#define EMU_SLOTS   (EMU_DEPTH - 1) /* commands in flight: what an SQ of EMU_DEPTH holds */
-#define EMU_REAP_MS 1		    /* a wait for completions, between looks for new requests */
+#define EMU_LBA	  (1u << e->lba_shift)
+#define EMU_CHUNK NVME_CTRL_MAX_XFER /* one command's data at most (MDTS) */
+/* SQ entries asked for (fewer when the SSD grants fewer); a command id is its slot in the low
+ * byte and the slot's use count above it */
+#define EMU_DEPTH_MAX 256u
+#define EMU_DEPTH_MIN 16u
+/* The bounce pool: 8 MiB of pages the commands in flight share (a 4 KiB read takes one, the
+ * largest transfer EMU_XFER_PAGES), so a deep queue of small commands costs no 128 KiB each. */
+#define EMU_POOL_PAGES 2048u
+#define EMU_XFER_PAGES (EMU_CHUNK / LIO_PAGE_SIZE)
+#define EMU_CHECK_NS   1000000ull /* how often commands in flight are checked for a timeout */
+#define EMU_YIELD_SPIN 64u	  /* idle passes between two sched_yield() while polling */
 
 struct emu_item {
 	struct nvme_io_req *req;
@@ -42,17 +51,27 @@ struct nvme_lio_emu {
 	char dev[64], vol[LIO_NAME_MAX];
 	uint64_t bounce_gpa; /* the requests run alone */
 	uint8_t *bounce;
+	unsigned queued; /* requests on the FIFO (written under qlock, peeked without) */
 	/* the requests in flight, owned by the worker */
 	struct emu_slot {
 		struct nvme_io_req *req; /* NULL: free */
 		uint16_t cid;
-		uint64_t gpa;
-		uint8_t *buf;
+		uint8_t uses; /* the cid's high byte: a stale completion names an old use */
+		unsigned npg; /* pool pages holding its data */
+		uint32_t pg[EMU_XFER_PAGES];
 		uint64_t prp_gpa; /* its own PRP-list page: the SQ slot's may be reused first */
 		uint64_t *prp;
-		double t0_ms; /* submitted (CLOCK_MONOTONIC) */
-	} slot[EMU_SLOTS];
-	unsigned inflight;
+		uint64_t t0_ns; /* submitted (CLOCK_MONOTONIC) */
+	} slot[EMU_DEPTH_MAX - 1];
+	unsigned nslots, inflight;
+	unsigned free_slot[EMU_DEPTH_MAX - 1], nfree_slot;
+	/* the bounce pool: free page indexes as a stack */
+	uint64_t pool_gpa;
+	uint8_t *pool;
+	uint32_t free_pg[EMU_POOL_PAGES];
+	unsigned nfree_pg;
+	/* the worker's own list: taken from the FIFO in one go, started in its order */
+	struct emu_item *mine, *mine_tail;
 	uint64_t lba_count;
 	uint32_t lba_shift; /* the SSD's: 9 or 12 */
 };
@@ -131,8 +150,15 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 		     (id.flags & LIO_ID_DB_POLL ? LIO_QP_DB_POLL : LIO_QP_DB_EVENTFD) |
 		     (cfg->readonly ? LIO_QP_READONLY : 0);
 	o.nr_qp = 1;
-	o.depth = EMU_DEPTH;
-	o.mem_bytes = 4ULL << 20; /* EMU_DEPTH bounce buffers, the PRP-list pages */
+	/* the SSD's grant is a reply: only a sane one lowers the depth */
+	o.depth = EMU_DEPTH_MAX;
+	if (id.max_qdepth >= EMU_DEPTH_MIN && id.max_qdepth < o.depth)
+		o.depth = id.max_qdepth;
+	e->nslots = o.depth - 1;
+	/* the lone bounce buffer, the pool, a PRP-list page per slot and lio_drv's own one per
+	 * SQ entry, the rings: 11 MiB at the largest depth */
+	o.mem_bytes = EMU_CHUNK + (uint64_t)EMU_POOL_PAGES * LIO_PAGE_SIZE +
+		      2ull * o.depth * LIO_PAGE_SIZE + (1ull << 20);
 	r = lio_drv_open(&e->d, e->c, &o, why, sizeof(why));
 	if (r) {
 		snprintf(err, errlen, "vnvme %s: ssd %s: queue pair: %s", cfg->id, cfg->ssd, why);
@@ -140,14 +166,21 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 	}
 	e->bounce_gpa = lio_drv_alloc(e->d, EMU_CHUNK);
 	e->bounce = e->bounce_gpa ? lio_drv_ptr(e->d, e->bounce_gpa) : NULL;
-	for (unsigned i = 0; i < EMU_SLOTS && e->bounce; i++) {
-		e->slot[i].gpa = lio_drv_alloc(e->d, EMU_CHUNK);
-		e->slot[i].buf = e->slot[i].gpa ? lio_drv_ptr(e->d, e->slot[i].gpa) : NULL;
+	e->pool_gpa = e->bounce ? lio_drv_alloc(e->d, (uint64_t)EMU_POOL_PAGES * LIO_PAGE_SIZE) : 0;
+	e->pool = e->pool_gpa ? lio_drv_ptr(e->d, e->pool_gpa) : NULL;
+	if (!e->pool)
+		e->bounce = NULL;
+	for (unsigned i = 0; i < EMU_POOL_PAGES; i++)
+		e->free_pg[i] = EMU_POOL_PAGES - 1 - i;
+	e->nfree_pg = EMU_POOL_PAGES;
+	for (unsigned i = 0; i < e->nslots && e->bounce; i++) {
 		e->slot[i].prp_gpa = lio_drv_alloc(e->d, LIO_PAGE_SIZE);
 		e->slot[i].prp = e->slot[i].prp_gpa ? lio_drv_ptr(e->d, e->slot[i].prp_gpa) : NULL;
-		if (!e->slot[i].buf || !e->slot[i].prp)
+		if (!e->slot[i].prp)
 			e->bounce = NULL;
+		e->free_slot[i] = e->nslots - 1 - i;
 	}
+	e->nfree_slot = e->nslots;
 	if (!e->bounce) {
 		snprintf(err, errlen, "vnvme %s: no room for the bounce buffers", cfg->id);
 		r = -ENOMEM;
@@ -343,89 +376,125 @@ static bool emu_pipelined(const struct nvme_lio_emu *e, const struct nvme_io_req
 	       r->len <= EMU_CHUNK && !(r->len % EMU_LBA) && !(r->off % EMU_LBA);
 }
 
-/* Copies between a request's iovecs and buf (len bytes at most). */
-static void emu_copy(struct nvme_io_req *req, uint8_t *buf, bool to_buf)
+static unsigned emu_pages(const struct nvme_io_req *r)
 {
+	return (unsigned)((r->len + LIO_PAGE_SIZE - 1) / LIO_PAGE_SIZE);
+}
+
+/* Copies between a request's iovecs and the slot's pool pages (req->len bytes). */
+static void emu_copy(struct nvme_lio_emu *e, struct emu_slot *sl, bool to_buf)
+{
+	struct nvme_io_req *req = sl->req;
 	uint64_t k = 0;
 
 	for (unsigned i = 0; i < req->niov && k < req->len; i++) {
-		size_t m = req->iov[i].iov_len < req->len - k ? req->iov[i].iov_len : req->len - k;
+		uint8_t *p = req->iov[i].iov_base;
+		uint64_t left =
+		    req->iov[i].iov_len < req->len - k ? req->iov[i].iov_len : req->len - k;
 
-		if (to_buf)
-			memcpy(buf + k, req->iov[i].iov_base, m);
-		else
-			memcpy(req->iov[i].iov_base, buf + k, m);
-		k += m;
+		while (left) {
+			uint64_t in = k % LIO_PAGE_SIZE, m = LIO_PAGE_SIZE - in;
+			uint8_t *b =
+			    e->pool + (uint64_t)sl->pg[k / LIO_PAGE_SIZE] * LIO_PAGE_SIZE + in;
+
+			m = m < left ? m : left;
+			if (to_buf)
+				memcpy(b, p, m);
+			else
+				memcpy(p, b, m);
+			p += m;
+			k += m;
+			left -= m;
+		}
 	}
 }
 
-static double emu_now_ms(void)
+static uint64_t emu_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The slot's buffer as PRPs (page-aligned, EMU_CHUNK at most: one list page), the list in the
- * slot's own page. */
-static void emu_prp(struct emu_slot *sl, struct nvme_sqe *sqe, uint64_t len)
+/* The slot's pages as PRPs (whole pages of the window, EMU_XFER_PAGES at most: one list page),
+ * the list in the slot's own page. */
+static void emu_prp(struct nvme_lio_emu *e, struct emu_slot *sl, struct nvme_sqe *sqe)
 {
-	sqe->prp1 = sl->gpa;
+	sqe->prp1 = e->pool_gpa + (uint64_t)sl->pg[0] * LIO_PAGE_SIZE;
 	sqe->prp2 = 0;
-	if (len <= LIO_PAGE_SIZE)
+	if (sl->npg == 2)
+		sqe->prp2 = e->pool_gpa + (uint64_t)sl->pg[1] * LIO_PAGE_SIZE;
+	if (sl->npg <= 2)
 		return;
-	if (len <= 2 * LIO_PAGE_SIZE) {
-		sqe->prp2 = sl->gpa + LIO_PAGE_SIZE;
-		return;
-	}
-	for (uint64_t k = 1; k * LIO_PAGE_SIZE < len; k++)
-		sl->prp[k - 1] = sl->gpa + k * LIO_PAGE_SIZE;
+	for (unsigned k = 1; k < sl->npg; k++)
+		sl->prp[k - 1] = e->pool_gpa + (uint64_t)sl->pg[k] * LIO_PAGE_SIZE;
 	sqe->prp2 = sl->prp_gpa;
 }
 
-/* req on a free slot, submitted: 0, or the guest's status when it cannot go. */
-static uint16_t emu_start(struct nvme_lio_emu *e, struct nvme_io_req *req)
+/* Whether req can be placed now: a free slot and pages enough. */
+static bool emu_room(const struct nvme_lio_emu *e, const struct nvme_io_req *req)
+{
+	return e->nfree_slot && e->nfree_pg >= emu_pages(req);
+}
+
+/* Places req on the SQ in a slot with its pages (emu_room said there is one; the caller rings).
+ * 0, or the guest's status when it cannot go. */
+static uint16_t emu_start(struct nvme_lio_emu *e, struct nvme_io_req *req, uint64_t now)
 {
 	bool write = req->op == NVME_IO_WRITE;
 	uint64_t lba = req->off / EMU_LBA;
 	struct nvme_sqe sqe = {.opcode = write ? NVME_CMD_WRITE : NVME_CMD_READ, .nsid = 1};
-	struct emu_slot *sl = NULL;
-	int cid;
+	struct emu_slot *sl;
+	unsigned si;
 
-	for (unsigned i = 0; i < EMU_SLOTS && !sl; i++)
-		if (!e->slot[i].req)
-			sl = &e->slot[i];
-	if (!sl || __atomic_load_n(&e->failed, __ATOMIC_ACQUIRE) ||
+	if (__atomic_load_n(&e->failed, __ATOMIC_ACQUIRE) ||
 	    __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
 		return NVME_GENERIC(NVME_SC_INTERNAL);
+	si = e->free_slot[--e->nfree_slot];
+	sl = &e->slot[si];
+	sl->req = req;
+	sl->npg = emu_pages(req);
+	for (unsigned k = 0; k < sl->npg; k++)
+		sl->pg[k] = e->free_pg[--e->nfree_pg];
 	if (write)
-		emu_copy(req, sl->buf, true);
+		emu_copy(e, sl, true);
 	sqe.cdw10 = (uint32_t)lba;
 	sqe.cdw11 = (uint32_t)(lba >> 32);
 	sqe.cdw12 = (uint32_t)(req->len / EMU_LBA) - 1;
-	emu_prp(sl, &sqe, req->len);
-	/* a command id no command in flight holds: one the SSD keeps while 65536 others pass
-	 * must not have its completion taken for a newer one's */
-	for (bool taken = true; taken;) {
-		taken = false;
-		for (unsigned i = 0; i < EMU_SLOTS && !taken; i++)
-			taken = e->slot[i].req && e->slot[i].cid == e->d->qp[0].next_cid;
-		if (taken)
-			e->d->qp[0].next_cid++;
-	}
-	cid = lio_drv_submit(e->d, 0, &sqe);
-	if (cid < 0)
+	emu_prp(e, sl, &sqe);
+	/* the slot names the command; its use count keeps a completion the SSD repeats late
+	 * from being taken for the slot's next command */
+	sl->uses++;
+	sl->cid = (uint16_t)(si | (unsigned)sl->uses << 8);
+	sqe.cid = sl->cid;
+	if (lio_drv_queue(e->d, 0, &sqe)) { /* the SQ holds every slot: not expected */
+		for (unsigned k = sl->npg; k--;)
+			e->free_pg[e->nfree_pg++] = sl->pg[k];
+		sl->req = NULL;
+		e->free_slot[e->nfree_slot++] = si;
 		return NVME_GENERIC(NVME_SC_INTERNAL);
-	sl->req = req;
-	sl->cid = (uint16_t)cid;
-	sl->t0_ms = emu_now_ms();
+	}
+	sl->t0_ns = now;
 	e->inflight++;
 	return NVME_OK;
 }
 
+/* The slot's request is over (its status set): pages and slot back, the request completed. */
+static void emu_finish(struct nvme_lio_emu *e, struct emu_slot *sl)
+{
+	struct nvme_io_req *req = sl->req;
+
+	for (unsigned k = sl->npg; k--;)
+		e->free_pg[e->nfree_pg++] = sl->pg[k];
+	sl->req = NULL;
+	e->free_slot[e->nfree_slot++] = (unsigned)(sl - e->slot);
+	e->inflight--;
+	nvme_ctrl_io_done(req);
+}
+
 /* A command in flight for longer than the timeout: as emu_io's timeout, every request in flight
- * fails and no bounce buffer is used again. */
+ * fails and no bounce page is used again (none goes back to the pool). */
 static void emu_lost(struct nvme_lio_emu *e)
 {
 	__atomic_store_n(&e->failed, true, __ATOMIC_RELEASE);
@@ -433,7 +502,7 @@ static void emu_lost(struct nvme_lio_emu *e)
 		"vnvme %s: ssd command timed out: the controller fails (CSTS.CFS); its bounce "
 		"buffers are not used again\n",
 		e->dev);
-	for (unsigned i = 0; i < EMU_SLOTS; i++)
+	for (unsigned i = 0; i < e->nslots; i++)
 		if (e->slot[i].req) {
 			e->slot[i].req->status = NVME_GENERIC(NVME_SC_INTERNAL);
 			nvme_ctrl_io_done(e->slot[i].req);
@@ -442,90 +511,142 @@ static void emu_lost(struct nvme_lio_emu *e)
 	e->inflight = 0;
 }
 
-/* Completions of the requests in flight (waiting up to EMU_REAP_MS for the first). A completion
- * naming no command in flight (the SSD's mistake) is ignored; one command the SSD keeps past
- * the timeout fails them all, however many others it completes meanwhile. */
-static void emu_reap(struct nvme_lio_emu *e)
+/* Completions of the requests in flight, all there are, without waiting. A completion naming no
+ * command in flight (the SSD's mistake) is ignored. Returns how many were taken. */
+static unsigned emu_reap(struct nvme_lio_emu *e)
 {
-	struct nvme_cqe cqe[EMU_SLOTS];
-	int timeout = e->d->io_timeout_ms > 0 ? e->d->io_timeout_ms : LIO_DRV_IO_TIMEOUT_MS;
-	int n = lio_drv_reap(e->d, 0, cqe, EMU_SLOTS, EMU_REAP_MS);
-	double now;
+	struct nvme_cqe cqe[64];
+	unsigned got = 0;
+	int n;
 
-	for (int k = 0; k < n; k++)
-		for (unsigned i = 0; i < EMU_SLOTS; i++) {
-			struct emu_slot *sl = &e->slot[i];
+	do {
+		n = lio_drv_reap(e->d, 0, cqe, 64, 0);
+		for (int k = 0; k < n; k++) {
+			unsigned si = cqe[k].cid & 0xff;
+			struct emu_slot *sl = &e->slot[si];
 			uint16_t st = (uint16_t)(cqe[k].status >> 1);
 
-			if (!sl->req || sl->cid != cqe[k].cid)
+			if (si >= e->nslots || !sl->req || sl->cid != cqe[k].cid)
 				continue;
 			if (!(st & 0x7ff) && sl->req->op == NVME_IO_READ)
-				emu_copy(sl->req, sl->buf, false);
+				emu_copy(e, sl, false);
 			sl->req->status = emu_status(st);
-			nvme_ctrl_io_done(sl->req);
-			sl->req = NULL;
-			e->inflight--;
-			break;
+			emu_finish(e, sl);
+			got++;
 		}
-	now = emu_now_ms();
-	for (unsigned i = 0; i < EMU_SLOTS; i++)
-		if (e->slot[i].req && now - e->slot[i].t0_ms > timeout) {
+	} while (n == 64);
+	return got;
+}
+
+/* One command the SSD keeps past the timeout fails them all, however many others it completes
+ * meanwhile. */
+static void emu_check_timeouts(struct nvme_lio_emu *e, uint64_t now)
+{
+	int ms = e->d->io_timeout_ms > 0 ? e->d->io_timeout_ms : LIO_DRV_IO_TIMEOUT_MS;
+
+	for (unsigned i = 0; i < e->nslots; i++)
+		if (e->slot[i].req && now - e->slot[i].t0_ns > (uint64_t)ms * 1000000ull) {
 			emu_lost(e);
 			return;
 		}
 }
 
-/* Takes the next request that may start now: any while nothing is in flight, else a pipelined
- * one while a slot is free (the queue's order is kept: one that must run alone waits at the
- * head). Sleeps while there is nothing to do. NULL with *stop set when stopped. */
-static struct emu_item *emu_next(struct nvme_lio_emu *e, bool *stop)
+/* Moves the FIFO onto the worker's own list in one go; sleeps first when there is nothing to
+ * do at all. Returns the stop flag. */
+static bool emu_take(struct nvme_lio_emu *e)
 {
-	struct emu_item *it = NULL;
+	bool stop;
 
-	pthread_mutex_lock(&e->qlock);
-	while (!e->head && !e->stop && !e->inflight)
-		pthread_cond_wait(&e->qcond, &e->qlock);
-	if (e->head &&
-	    (!e->inflight || (e->inflight < EMU_SLOTS && emu_pipelined(e, e->head->req)))) {
-		it = e->head;
-		e->head = it->next;
-		if (!e->head)
-			e->tail = NULL;
+	if (e->mine || e->inflight) { /* busy: only a look, no lock when nothing came */
+		if (!__atomic_load_n(&e->queued, __ATOMIC_ACQUIRE))
+			return __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE);
 	}
-	*stop = e->stop;
+	pthread_mutex_lock(&e->qlock);
+	while (!e->head && !e->stop && !e->inflight && !e->mine)
+		pthread_cond_wait(&e->qcond, &e->qlock);
+	if (e->head) {
+		if (e->mine_tail)
+			e->mine_tail->next = e->head;
+		else
+			e->mine = e->head;
+		e->mine_tail = e->tail;
+		e->head = e->tail = NULL;
+		__atomic_store_n(&e->queued, 0, __ATOMIC_RELEASE);
+	}
+	stop = e->stop;
 	pthread_mutex_unlock(&e->qlock);
-	return it;
+	return stop;
 }
 
-/* Pipelined reads and writes go to a slot; anything else runs alone to its end or to the first
- * error. A stop fails what has not started (every step of a lone request checks it, so a
- * 256-range Deallocate ends within one command's time) and waits for what is in flight. */
+/* Starts what may start from the head of the worker's list, in its order: pipelined requests
+ * while there is room (one doorbell for the batch), one that must run alone once nothing is in
+ * flight (run here to its end). Returns how many requests it took. */
+static unsigned emu_start_batch(struct nvme_lio_emu *e, bool stop, uint64_t now)
+{
+	unsigned placed = 0, taken = 0;
+
+	/* a failed controller sends nothing more: what waits fails at once */
+	stop = stop || __atomic_load_n(&e->failed, __ATOMIC_ACQUIRE);
+	while (e->mine) {
+		struct emu_item *it = e->mine;
+		struct nvme_io_req *req = it->req;
+		bool pipe = emu_pipelined(e, req);
+
+		if (!stop && pipe && !emu_room(e, req))
+			break;
+		if (!stop && !pipe && (e->inflight || placed))
+			break;
+		e->mine = it->next;
+		if (!e->mine)
+			e->mine_tail = NULL;
+		free(it);
+		taken++;
+		if (stop) {
+			req->status = NVME_GENERIC(NVME_SC_INTERNAL);
+		} else if (pipe) {
+			req->status = emu_start(e, req, now);
+			if (!req->status) {
+				placed++;
+				continue;
+			}
+		} else {
+			emu_exec(e, req);
+		}
+		nvme_ctrl_io_done(req);
+	}
+	if (placed)
+		lio_drv_ring(e->d, 0);
+	return taken;
+}
+
+/* Pipelined reads and writes go to slots, placed in batches; anything else runs alone to its end
+ * or to the first error. While commands are in flight the worker polls (its completions and the
+ * FIFO), never sleeps; with nothing in flight and nothing queued it waits on qcond. A stop fails
+ * what has not started (every step of a lone request checks it, so a 256-range Deallocate ends
+ * within one command's time) and waits for what is in flight. */
 static void *emu_thread(void *opaque)
 {
 	struct nvme_lio_emu *e = opaque;
+	uint64_t checked = 0;
+	unsigned idle = 0;
 
 	for (;;) {
-		bool stop;
-		struct emu_item *it = emu_next(e, &stop);
+		bool stop = emu_take(e);
+		uint64_t now = emu_now_ns();
+		unsigned work = emu_start_batch(e, stop, now);
 
-		if (it) {
-			struct nvme_io_req *req = it->req;
-
-			free(it);
-			if (stop)
-				req->status = NVME_GENERIC(NVME_SC_INTERNAL);
-			else if (emu_pipelined(e, req))
-				req->status = emu_start(e, req);
-			else
-				emu_exec(e, req);
-			if (stop || req->status || !emu_pipelined(e, req))
-				nvme_ctrl_io_done(req);
-			continue;
-		}
 		if (e->inflight)
-			emu_reap(e);
-		else if (stop)
+			work += emu_reap(e);
+		if (e->inflight && now - checked > EMU_CHECK_NS) {
+			checked = now;
+			emu_check_timeouts(e, now);
+		}
+		if (stop && !e->inflight && !e->mine)
 			return NULL; /* stopped, nothing left */
+		if (work)
+			idle = 0;
+		else if (++idle % EMU_YIELD_SPIN == 0)
+			sched_yield(); /* polling: a core shared with the SSD's worker goes round */
 	}
 }
 
@@ -558,6 +679,7 @@ static int emu_submit(void *be, struct nvme_io_req *req)
 	else
 		e->head = it;
 	e->tail = it;
+	__atomic_store_n(&e->queued, e->queued + 1, __ATOMIC_RELEASE);
 	pthread_cond_signal(&e->qcond);
 	pthread_mutex_unlock(&e->qlock);
 	return 0;
