@@ -627,13 +627,19 @@ static unsigned emu_start_batch(struct nvme_lio_emu *e, bool stop, uint64_t now)
 static void *emu_thread(void *opaque)
 {
 	struct nvme_lio_emu *e = opaque;
-	uint64_t checked = 0;
-	unsigned idle = 0;
+	uint64_t checked = 0, now = 0;
+	unsigned idle = 0, pass = 0;
 
 	for (;;) {
 		bool stop = emu_take(e);
-		uint64_t now = emu_now_ns();
-		unsigned work = emu_start_batch(e, stop, now);
+		unsigned work;
+
+		/* the clock only stamps commands for a timeout of seconds: read it after a sleep
+		 * and every EMU_YIELD_SPIN passes, not on every pass (it is no cheap call on every
+		 * host) */
+		if (!e->inflight || ++pass % EMU_YIELD_SPIN == 0)
+			now = emu_now_ns();
+		work = emu_start_batch(e, stop, now);
 
 		if (e->inflight)
 			work += emu_reap(e);
