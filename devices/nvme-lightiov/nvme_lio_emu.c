@@ -7,12 +7,15 @@
  * reaped in batches; everything else (flush, FUA, zeroes, deallocate, larger transfers) alone,
  * in order, once nothing else is in flight. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client/lio_client.h"
 #include "nvme_int.h"
@@ -30,6 +33,8 @@
 #define EMU_XFER_PAGES (EMU_CHUNK / LIO_PAGE_SIZE)
 #define EMU_CHECK_NS   1000000ull /* how often commands in flight are checked for a timeout */
 #define EMU_YIELD_SPIN 64u	  /* idle passes between two sched_yield() while polling */
+#define EMU_NAP_SPIN   1024u	  /* idle passes in flight before the worker waits (emu_nap) */
+#define EMU_NAP_MS     1	  /* the longest such wait: an SSD that never signals still moves */
 
 struct emu_item {
 	struct nvme_io_req *req;
@@ -52,6 +57,8 @@ struct nvme_lio_emu {
 	uint64_t bounce_gpa; /* the requests run alone */
 	uint8_t *bounce;
 	unsigned queued; /* requests on the FIFO (written under qlock, peeked without) */
+	bool napping;	 /* the worker waits on the CQ eventfd and wake_fd (emu_nap) */
+	int wake_fd;	 /* a request came while napping */
 	/* the requests in flight, owned by the worker */
 	struct emu_slot {
 		struct nvme_io_req *req; /* NULL: free */
@@ -94,18 +101,27 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 		return -ENOMEM;
 	}
 	snprintf(e->dev, sizeof(e->dev), "%s", cfg->id);
+	e->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (e->wake_fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "vnvme %s: eventfd: %s", cfg->id, strerror(-r));
+		free(e);
+		return r;
+	}
 	pthread_mutex_init(&e->qlock, NULL);
 	pthread_cond_init(&e->qcond, NULL);
 	if (!lio_name_ok(cfg->ssd) || (cfg->vol && cfg->vol[0] && !lio_name_ok(cfg->vol))) {
 		snprintf(err, errlen,
 			 "vnvme %s: ssd '%s' / vol '%s': not plain SSD and volume names", cfg->id,
 			 cfg->ssd ? cfg->ssd : "", cfg->vol ? cfg->vol : "");
+		close(e->wake_fd);
 		free(e);
 		return -EINVAL;
 	}
 	r = lio_client_connect(&e->c, cfg->ssd, cfg->label, &id, why, sizeof(why));
 	if (r) {
 		snprintf(err, errlen, "vnvme %s: ssd %s: %s", cfg->id, cfg->ssd, why);
+		close(e->wake_fd);
 		free(e);
 		return r;
 	}
@@ -146,7 +162,8 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 	o.lba_count = a.lba_count;
 	o.lba_shift = e->lba_shift;
 	o.mode = LIGHTIOV_MODE_ISOLATED; /* window-relative LBAs, checked by the SSD as well */
-	o.qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM |
+	/* IRQ_ENABLED: the SSD signals completions on an eventfd, for the worker's naps */
+	o.qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_IRQ_ENABLED |
 		     (id.flags & LIO_ID_DB_POLL ? LIO_QP_DB_POLL : LIO_QP_DB_EVENTFD) |
 		     (cfg->readonly ? LIO_QP_READONLY : 0);
 	o.nr_qp = 1;
@@ -208,9 +225,10 @@ void nvme_lio_emu_stop(struct nvme_lio_emu *e)
 	if (!e || !e->running)
 		return;
 	pthread_mutex_lock(&e->qlock);
-	__atomic_store_n(&e->stop, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->stop, true, __ATOMIC_SEQ_CST);
 	pthread_cond_signal(&e->qcond);
 	pthread_mutex_unlock(&e->qlock);
+	eventfd_write(e->wake_fd, 1); /* a napping worker sees it now */
 	pthread_join(e->th, NULL);
 	e->running = false;
 }
@@ -226,6 +244,7 @@ void nvme_lio_emu_close(struct nvme_lio_emu *e)
 		lio_drv_close(e->d);
 	if (e->c)
 		lio_client_close(e->c); /* an anonymous volume goes with the session */
+	close(e->wake_fd);
 	free(e);
 }
 
@@ -619,9 +638,32 @@ static unsigned emu_start_batch(struct nvme_lio_emu *e, bool stop, uint64_t now)
 	return taken;
 }
 
+/* Commands in flight, but nothing came back or in for EMU_NAP_SPIN passes: waits for the SSD's
+ * completion eventfd or a new request (wake_fd), EMU_NAP_MS at most, instead of spinning on a
+ * core the SSD's worker or a vCPU may need. */
+static void emu_nap(struct nvme_lio_emu *e)
+{
+	struct pollfd p[2] = {{.fd = e->d->qp[0].irq_fd, .events = POLLIN},
+			      {.fd = e->wake_fd, .events = POLLIN}};
+	eventfd_t v;
+
+	/* napping before the look at queued, as emu_submit stores queued before it looks at
+	 * napping: one of the two sees the other */
+	__atomic_store_n(&e->napping, true, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&e->queued, __ATOMIC_SEQ_CST) &&
+	    !__atomic_load_n(&e->stop, __ATOMIC_SEQ_CST) && poll(p, 2, EMU_NAP_MS) > 0) {
+		if (p[0].revents & POLLIN)
+			eventfd_read(p[0].fd, &v);
+		if (p[1].revents & POLLIN)
+			eventfd_read(p[1].fd, &v);
+	}
+	__atomic_store_n(&e->napping, false, __ATOMIC_RELEASE);
+}
+
 /* Pipelined reads and writes go to slots, placed in batches; anything else runs alone to its end
- * or to the first error. While commands are in flight the worker polls (its completions and the
- * FIFO), never sleeps; with nothing in flight and nothing queued it waits on qcond. A stop fails
+ * or to the first error. While commands are in flight the worker polls its completions and the
+ * FIFO, and after EMU_NAP_SPIN passes without either waits for the SSD's completion eventfd or a
+ * request (emu_nap); with nothing in flight and nothing queued it waits on qcond. A stop fails
  * what has not started (every step of a lone request checks it, so a 256-range Deallocate ends
  * within one command's time) and waits for what is in flight. */
 static void *emu_thread(void *opaque)
@@ -649,10 +691,15 @@ static void *emu_thread(void *opaque)
 		}
 		if (stop && !e->inflight && !e->mine)
 			return NULL; /* stopped, nothing left */
-		if (work)
+		if (work || !e->inflight) {
 			idle = 0;
-		else if (++idle % EMU_YIELD_SPIN == 0)
+		} else if (++idle >= EMU_NAP_SPIN) {
+			emu_nap(e);
+			idle = 0;
+			now = emu_now_ns();
+		} else if (idle % EMU_YIELD_SPIN == 0) {
 			sched_yield(); /* polling: a core shared with the SSD's worker goes round */
+		}
 	}
 }
 
@@ -685,9 +732,11 @@ static int emu_submit(void *be, struct nvme_io_req *req)
 	else
 		e->head = it;
 	e->tail = it;
-	__atomic_store_n(&e->queued, e->queued + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->queued, e->queued + 1, __ATOMIC_SEQ_CST);
 	pthread_cond_signal(&e->qcond);
 	pthread_mutex_unlock(&e->qlock);
+	if (__atomic_load_n(&e->napping, __ATOMIC_SEQ_CST))
+		eventfd_write(e->wake_fd, 1);
 	return 0;
 }
 
