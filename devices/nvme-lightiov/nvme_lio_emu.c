@@ -499,8 +499,9 @@ static uint16_t emu_start(struct nvme_lio_emu *e, struct nvme_io_req *req, uint6
 	return NVME_OK;
 }
 
-/* The slot's request is over (its status set): pages and slot back, the request completed. */
-static void emu_finish(struct nvme_lio_emu *e, struct emu_slot *sl)
+/* The slot's request is over (its status set): pages and slot back; the caller completes the
+ * request it returns. */
+static struct nvme_io_req *emu_finish(struct nvme_lio_emu *e, struct emu_slot *sl)
 {
 	struct nvme_io_req *req = sl->req;
 
@@ -509,7 +510,7 @@ static void emu_finish(struct nvme_lio_emu *e, struct emu_slot *sl)
 	sl->req = NULL;
 	e->free_slot[e->nfree_slot++] = (unsigned)(sl - e->slot);
 	e->inflight--;
-	nvme_ctrl_io_done(req);
+	return req;
 }
 
 /* A command in flight for longer than the timeout: as emu_io's timeout, every request in flight
@@ -530,15 +531,19 @@ static void emu_lost(struct nvme_lio_emu *e)
 	e->inflight = 0;
 }
 
-/* Completions of the requests in flight, all there are, without waiting. A completion naming no
- * command in flight (the SSD's mistake) is ignored. Returns how many were taken. */
+/* Completions of the requests in flight, all there are, without waiting, handed to the controller
+ * a batch at a time (one taking of its lock). A completion naming no command in flight (the
+ * SSD's mistake) is ignored. Returns how many were taken. */
 static unsigned emu_reap(struct nvme_lio_emu *e)
 {
+	struct nvme_io_req *done[64];
 	struct nvme_cqe cqe[64];
 	unsigned got = 0;
 	int n;
 
 	do {
+		unsigned nd = 0;
+
 		n = lio_drv_reap(e->d, 0, cqe, 64, 0);
 		for (int k = 0; k < n; k++) {
 			unsigned si = cqe[k].cid & 0xff;
@@ -550,9 +555,10 @@ static unsigned emu_reap(struct nvme_lio_emu *e)
 			if (!(st & 0x7ff) && sl->req->op == NVME_IO_READ)
 				emu_copy(e, sl, false);
 			sl->req->status = emu_status(st);
-			emu_finish(e, sl);
-			got++;
+			done[nd++] = emu_finish(e, sl);
 		}
+		nvme_ctrl_io_done_many(done, nd);
+		got += nd;
 	} while (n == 64);
 	return got;
 }
