@@ -1,89 +1,21 @@
 /* The emulate path over an SSD volume: the controller's checked requests (byte offsets, host
- * iovecs into guest RAM) become commands on lvmm's own isolated queue pair through a bounce
- * buffer, so guest memory is never registered with the SSD and the SSD checks every command too.
- * One worker thread runs them, off the vCPUs and outside the controller lock: reads and writes of
- * up to one command's size with as many in flight as the SQ holds (up to EMU_DEPTH_MAX - 1),
- * each in pages of a shared bounce pool, placed in batches with one doorbell per batch and
- * reaped in batches; everything else (flush, FUA, zeroes, deallocate, larger transfers) alone,
- * in order, once nothing else is in flight. */
+ * iovecs into guest RAM) become commands on lvmm's own isolated queue pair through bounce
+ * memory, so guest memory is never registered with the SSD and the SSD checks every command too.
+ * This file: the session, the volume and the queue pair, the requests that run alone (flush,
+ * FUA, zeroes, deallocate, larger transfers) and the FIFO the vCPUs fill; the worker thread that
+ * runs them all is nvme_lio_emu_worker.c. */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "client/lio_client.h"
 #include "nvme_int.h"
 #include "nvme_lio_emu.h"
-
-#define EMU_LBA	  (1u << e->lba_shift)
-#define EMU_CHUNK NVME_CTRL_MAX_XFER /* one command's data at most (MDTS) */
-/* SQ entries asked for (fewer when the SSD grants fewer); a command id is its slot in the low
- * byte and the slot's use count above it */
-#define EMU_DEPTH_MAX 256u
-#define EMU_DEPTH_MIN 16u
-/* The bounce pool: 8 MiB of pages the commands in flight share (a 4 KiB read takes one, the
- * largest transfer EMU_XFER_PAGES), so a deep queue of small commands costs no 128 KiB each. */
-#define EMU_POOL_PAGES 2048u
-#define EMU_XFER_PAGES (EMU_CHUNK / LIO_PAGE_SIZE)
-#define EMU_CHECK_NS   1000000ull /* how often commands in flight are checked for a timeout */
-#define EMU_YIELD_SPIN 64u	  /* idle passes between two sched_yield() while polling */
-#define EMU_NAP_SPIN   1024u	  /* idle passes in flight before the worker waits (emu_nap) */
-#define EMU_NAP_MS     1	  /* the longest such wait: an SSD that never signals still moves */
-
-struct emu_item {
-	struct nvme_io_req *req;
-	struct emu_item *next;
-};
-
-struct nvme_lio_emu {
-	struct lio_client *c;
-	struct lio_drv *d;
-	/* the worker and its FIFO of requests */
-	pthread_t th;
-	bool running, stop;
-	pthread_mutex_t qlock;
-	pthread_cond_t qcond;
-	struct emu_item *head, *tail;
-	/* A command timed out and may still complete into the bounce buffer: nothing is sent
-	 * through it again, every request fails and CSTS.CFS tells the guest (finding 5). */
-	bool failed;
-	char dev[64], vol[LIO_NAME_MAX];
-	uint64_t bounce_gpa; /* the requests run alone */
-	uint8_t *bounce;
-	unsigned queued; /* requests on the FIFO (written under qlock, peeked without) */
-	bool napping;	 /* the worker waits on the CQ eventfd and wake_fd (emu_nap) */
-	int wake_fd;	 /* a request came while napping */
-	/* the requests in flight, owned by the worker */
-	struct emu_slot {
-		struct nvme_io_req *req; /* NULL: free */
-		uint16_t cid;
-		uint8_t uses; /* the cid's high byte: a stale completion names an old use */
-		unsigned npg; /* pool pages holding its data */
-		uint32_t pg[EMU_XFER_PAGES];
-		uint64_t prp_gpa; /* its own PRP-list page: the SQ slot's may be reused first */
-		uint64_t *prp;
-		uint64_t t0_ns; /* submitted (CLOCK_MONOTONIC) */
-	} slot[EMU_DEPTH_MAX - 1];
-	unsigned nslots, inflight;
-	unsigned free_slot[EMU_DEPTH_MAX - 1], nfree_slot;
-	/* the bounce pool: free page indexes as a stack */
-	uint64_t pool_gpa;
-	uint8_t *pool;
-	uint32_t free_pg[EMU_POOL_PAGES];
-	unsigned nfree_pg;
-	/* the worker's own list: taken from the FIFO in one go, started in its order */
-	struct emu_item *mine, *mine_tail;
-	uint64_t lba_count;
-	uint32_t lba_shift; /* the SSD's: 9 or 12 */
-};
-
-static void *emu_thread(void *opaque);
+#include "nvme_lio_emu_int.h"
 
 int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg, uint64_t *size,
 		      char *err, unsigned errlen)
@@ -203,7 +135,7 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = pthread_create(&e->th, NULL, emu_thread, e);
+	r = pthread_create(&e->th, NULL, nvme_lio_emu_worker, e);
 	if (r) {
 		snprintf(err, errlen, "vnvme %s: cannot start the I/O thread: %s", cfg->id,
 			 strerror(r));
@@ -290,7 +222,7 @@ static uint16_t emu_io(struct nvme_lio_emu *e, uint8_t opcode, uint64_t lba, uin
 }
 
 /* The SSD's status as the guest's, a lost SSD (or a failed controller) as an internal error. */
-static uint16_t emu_status(uint16_t st)
+uint16_t nvme_lio_emu_status(uint16_t st)
 {
 	if (st == 0xffff)
 		return NVME_GENERIC(NVME_SC_INTERNAL);
@@ -325,7 +257,7 @@ static uint16_t emu_rw(struct nvme_lio_emu *e, struct nvme_io_req *req, bool wri
 		st = emu_io(e, write ? NVME_CMD_WRITE : NVME_CMD_READ, (req->off + done) / EMU_LBA,
 			    (uint32_t)(n / EMU_LBA), e->bounce_gpa);
 		if (st)
-			return emu_status(st);
+			return nvme_lio_emu_status(st);
 		if (!write) {
 			for (k = 0; k < n && vi < req->niov;) {
 				size_t m = req->iov[vi].iov_len - vo;
@@ -343,7 +275,7 @@ static uint16_t emu_rw(struct nvme_lio_emu *e, struct nvme_io_req *req, bool wri
 		done += n;
 	}
 	if (write && req->fua)
-		return emu_status(emu_io(e, NVME_CMD_FLUSH, 0, 0, 0));
+		return nvme_lio_emu_status(emu_io(e, NVME_CMD_FLUSH, 0, 0, 0));
 	return NVME_OK;
 }
 
@@ -356,14 +288,14 @@ static uint16_t emu_zero(struct nvme_lio_emu *e, uint64_t off, uint64_t len)
 		    emu_io(e, NVME_CMD_WRITE_ZEROES, off / EMU_LBA, (uint32_t)(n / EMU_LBA), 0);
 
 		if (st)
-			return emu_status(st);
+			return nvme_lio_emu_status(st);
 		off += n;
 		len -= n;
 	}
 	return NVME_OK;
 }
 
-static void emu_exec(struct nvme_lio_emu *e, struct nvme_io_req *req)
+void nvme_lio_emu_exec(struct nvme_lio_emu *e, struct nvme_io_req *req)
 {
 	unsigned i;
 
@@ -374,7 +306,7 @@ static void emu_exec(struct nvme_lio_emu *e, struct nvme_io_req *req)
 		req->status = emu_rw(e, req, req->op == NVME_IO_WRITE);
 		break;
 	case NVME_IO_FLUSH:
-		req->status = emu_status(emu_io(e, NVME_CMD_FLUSH, 0, 0, 0));
+		req->status = nvme_lio_emu_status(emu_io(e, NVME_CMD_FLUSH, 0, 0, 0));
 		break;
 	case NVME_IO_ZEROES:
 		req->status = emu_zero(e, req->off, req->len);
@@ -383,329 +315,6 @@ static void emu_exec(struct nvme_lio_emu *e, struct nvme_io_req *req)
 		for (i = 0; i < req->nranges && req->status == NVME_OK; i++)
 			req->status = emu_zero(e, req->ranges[i].off, req->ranges[i].len);
 		break;
-	}
-}
-
-/* ---- the pipelined path ---- */
-
-/* A read or write one command carries (MDTS): it can go while others are in flight. */
-static bool emu_pipelined(const struct nvme_lio_emu *e, const struct nvme_io_req *r)
-{
-	return (r->op == NVME_IO_READ || r->op == NVME_IO_WRITE) && !r->fua && r->len &&
-	       r->len <= EMU_CHUNK && !(r->len % EMU_LBA) && !(r->off % EMU_LBA);
-}
-
-static unsigned emu_pages(const struct nvme_io_req *r)
-{
-	return (unsigned)((r->len + LIO_PAGE_SIZE - 1) / LIO_PAGE_SIZE);
-}
-
-/* Copies between a request's iovecs and the slot's pool pages (req->len bytes). */
-static void emu_copy(struct nvme_lio_emu *e, struct emu_slot *sl, bool to_buf)
-{
-	struct nvme_io_req *req = sl->req;
-	uint64_t k = 0;
-
-	for (unsigned i = 0; i < req->niov && k < req->len; i++) {
-		uint8_t *p = req->iov[i].iov_base;
-		uint64_t left =
-		    req->iov[i].iov_len < req->len - k ? req->iov[i].iov_len : req->len - k;
-
-		while (left) {
-			uint64_t in = k % LIO_PAGE_SIZE, m = LIO_PAGE_SIZE - in;
-			uint8_t *b =
-			    e->pool + (uint64_t)sl->pg[k / LIO_PAGE_SIZE] * LIO_PAGE_SIZE + in;
-
-			m = m < left ? m : left;
-			if (to_buf)
-				memcpy(b, p, m);
-			else
-				memcpy(p, b, m);
-			p += m;
-			k += m;
-			left -= m;
-		}
-	}
-}
-
-static uint64_t emu_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* The slot's pages as PRPs (whole pages of the window, EMU_XFER_PAGES at most: one list page),
- * the list in the slot's own page. */
-static void emu_prp(struct nvme_lio_emu *e, struct emu_slot *sl, struct nvme_sqe *sqe)
-{
-	sqe->prp1 = e->pool_gpa + (uint64_t)sl->pg[0] * LIO_PAGE_SIZE;
-	sqe->prp2 = 0;
-	if (sl->npg == 2)
-		sqe->prp2 = e->pool_gpa + (uint64_t)sl->pg[1] * LIO_PAGE_SIZE;
-	if (sl->npg <= 2)
-		return;
-	for (unsigned k = 1; k < sl->npg; k++)
-		sl->prp[k - 1] = e->pool_gpa + (uint64_t)sl->pg[k] * LIO_PAGE_SIZE;
-	sqe->prp2 = sl->prp_gpa;
-}
-
-/* Whether req can be placed now: a free slot and pages enough. */
-static bool emu_room(const struct nvme_lio_emu *e, const struct nvme_io_req *req)
-{
-	return e->nfree_slot && e->nfree_pg >= emu_pages(req);
-}
-
-/* Places req on the SQ in a slot with its pages (emu_room said there is one; the caller rings).
- * 0, or the guest's status when it cannot go. */
-static uint16_t emu_start(struct nvme_lio_emu *e, struct nvme_io_req *req, uint64_t now)
-{
-	bool write = req->op == NVME_IO_WRITE;
-	uint64_t lba = req->off / EMU_LBA;
-	struct nvme_sqe sqe = {.opcode = write ? NVME_CMD_WRITE : NVME_CMD_READ, .nsid = 1};
-	struct emu_slot *sl;
-	unsigned si;
-
-	if (__atomic_load_n(&e->failed, __ATOMIC_ACQUIRE) ||
-	    __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
-		return NVME_GENERIC(NVME_SC_INTERNAL);
-	si = e->free_slot[--e->nfree_slot];
-	sl = &e->slot[si];
-	sl->req = req;
-	sl->npg = emu_pages(req);
-	for (unsigned k = 0; k < sl->npg; k++)
-		sl->pg[k] = e->free_pg[--e->nfree_pg];
-	if (write)
-		emu_copy(e, sl, true);
-	sqe.cdw10 = (uint32_t)lba;
-	sqe.cdw11 = (uint32_t)(lba >> 32);
-	sqe.cdw12 = (uint32_t)(req->len / EMU_LBA) - 1;
-	emu_prp(e, sl, &sqe);
-	/* the slot names the command; its use count keeps a completion the SSD repeats late
-	 * from being taken for the slot's next command */
-	sl->uses++;
-	sl->cid = (uint16_t)(si | (unsigned)sl->uses << 8);
-	sqe.cid = sl->cid;
-	if (lio_drv_queue(e->d, 0, &sqe)) { /* the SQ holds every slot: not expected */
-		for (unsigned k = sl->npg; k--;)
-			e->free_pg[e->nfree_pg++] = sl->pg[k];
-		sl->req = NULL;
-		e->free_slot[e->nfree_slot++] = si;
-		return NVME_GENERIC(NVME_SC_INTERNAL);
-	}
-	sl->t0_ns = now;
-	e->inflight++;
-	return NVME_OK;
-}
-
-/* The slot's request is over (its status set): pages and slot back; the caller completes the
- * request it returns. */
-static struct nvme_io_req *emu_finish(struct nvme_lio_emu *e, struct emu_slot *sl)
-{
-	struct nvme_io_req *req = sl->req;
-
-	for (unsigned k = sl->npg; k--;)
-		e->free_pg[e->nfree_pg++] = sl->pg[k];
-	sl->req = NULL;
-	e->free_slot[e->nfree_slot++] = (unsigned)(sl - e->slot);
-	e->inflight--;
-	return req;
-}
-
-/* A command in flight for longer than the timeout: as emu_io's timeout, every request in flight
- * fails and no bounce page is used again (none goes back to the pool). */
-static void emu_lost(struct nvme_lio_emu *e)
-{
-	__atomic_store_n(&e->failed, true, __ATOMIC_RELEASE);
-	fprintf(stderr,
-		"vnvme %s: ssd command timed out: the controller fails (CSTS.CFS); its bounce "
-		"buffers are not used again\n",
-		e->dev);
-	for (unsigned i = 0; i < e->nslots; i++)
-		if (e->slot[i].req) {
-			e->slot[i].req->status = NVME_GENERIC(NVME_SC_INTERNAL);
-			nvme_ctrl_io_done(e->slot[i].req);
-			e->slot[i].req = NULL;
-		}
-	e->inflight = 0;
-}
-
-/* Completions of the requests in flight, all there are, without waiting, handed to the controller
- * a batch at a time (one taking of its lock). A completion naming no command in flight (the
- * SSD's mistake) is ignored. Returns how many were taken. */
-static unsigned emu_reap(struct nvme_lio_emu *e)
-{
-	struct nvme_io_req *done[64];
-	struct nvme_cqe cqe[64];
-	unsigned got = 0;
-	int n;
-
-	do {
-		unsigned nd = 0;
-
-		n = lio_drv_reap(e->d, 0, cqe, 64, 0);
-		for (int k = 0; k < n; k++) {
-			unsigned si = cqe[k].cid & 0xff;
-			struct emu_slot *sl = &e->slot[si];
-			uint16_t st = (uint16_t)(cqe[k].status >> 1);
-
-			if (si >= e->nslots || !sl->req || sl->cid != cqe[k].cid)
-				continue;
-			if (!(st & 0x7ff) && sl->req->op == NVME_IO_READ)
-				emu_copy(e, sl, false);
-			sl->req->status = emu_status(st);
-			done[nd++] = emu_finish(e, sl);
-		}
-		nvme_ctrl_io_done_many(done, nd);
-		got += nd;
-	} while (n == 64);
-	return got;
-}
-
-/* One command the SSD keeps past the timeout fails them all, however many others it completes
- * meanwhile. */
-static void emu_check_timeouts(struct nvme_lio_emu *e, uint64_t now)
-{
-	int ms = e->d->io_timeout_ms > 0 ? e->d->io_timeout_ms : LIO_DRV_IO_TIMEOUT_MS;
-
-	for (unsigned i = 0; i < e->nslots; i++)
-		if (e->slot[i].req && now - e->slot[i].t0_ns > (uint64_t)ms * 1000000ull) {
-			emu_lost(e);
-			return;
-		}
-}
-
-/* Moves the FIFO onto the worker's own list in one go; sleeps first when there is nothing to
- * do at all. Returns the stop flag. */
-static bool emu_take(struct nvme_lio_emu *e)
-{
-	bool stop;
-
-	if (e->mine || e->inflight) { /* busy: only a look, no lock when nothing came */
-		if (!__atomic_load_n(&e->queued, __ATOMIC_ACQUIRE))
-			return __atomic_load_n(&e->stop, __ATOMIC_ACQUIRE);
-	}
-	pthread_mutex_lock(&e->qlock);
-	while (!e->head && !e->stop && !e->inflight && !e->mine)
-		pthread_cond_wait(&e->qcond, &e->qlock);
-	if (e->head) {
-		if (e->mine_tail)
-			e->mine_tail->next = e->head;
-		else
-			e->mine = e->head;
-		e->mine_tail = e->tail;
-		e->head = e->tail = NULL;
-		__atomic_store_n(&e->queued, 0, __ATOMIC_RELEASE);
-	}
-	stop = e->stop;
-	pthread_mutex_unlock(&e->qlock);
-	return stop;
-}
-
-/* Starts what may start from the head of the worker's list, in its order: pipelined requests
- * while there is room (one doorbell for the batch), one that must run alone once nothing is in
- * flight (run here to its end). Returns how many requests it took. */
-static unsigned emu_start_batch(struct nvme_lio_emu *e, bool stop, uint64_t now)
-{
-	unsigned placed = 0, taken = 0;
-
-	/* a failed controller sends nothing more: what waits fails at once */
-	stop = stop || __atomic_load_n(&e->failed, __ATOMIC_ACQUIRE);
-	while (e->mine) {
-		struct emu_item *it = e->mine;
-		struct nvme_io_req *req = it->req;
-		bool pipe = emu_pipelined(e, req);
-
-		if (!stop && pipe && !emu_room(e, req))
-			break;
-		if (!stop && !pipe && (e->inflight || placed))
-			break;
-		e->mine = it->next;
-		if (!e->mine)
-			e->mine_tail = NULL;
-		free(it);
-		taken++;
-		if (stop) {
-			req->status = NVME_GENERIC(NVME_SC_INTERNAL);
-		} else if (pipe) {
-			req->status = emu_start(e, req, now);
-			if (!req->status) {
-				placed++;
-				continue;
-			}
-		} else {
-			emu_exec(e, req);
-		}
-		nvme_ctrl_io_done(req);
-	}
-	if (placed)
-		lio_drv_ring(e->d, 0);
-	return taken;
-}
-
-/* Commands in flight, but nothing came back or in for EMU_NAP_SPIN passes: waits for the SSD's
- * completion eventfd or a new request (wake_fd), EMU_NAP_MS at most, instead of spinning on a
- * core the SSD's worker or a vCPU may need. */
-static void emu_nap(struct nvme_lio_emu *e)
-{
-	struct pollfd p[2] = {{.fd = e->d->qp[0].irq_fd, .events = POLLIN},
-			      {.fd = e->wake_fd, .events = POLLIN}};
-	eventfd_t v;
-
-	/* napping before the look at queued, as emu_submit stores queued before it looks at
-	 * napping: one of the two sees the other */
-	__atomic_store_n(&e->napping, true, __ATOMIC_SEQ_CST);
-	if (!__atomic_load_n(&e->queued, __ATOMIC_SEQ_CST) &&
-	    !__atomic_load_n(&e->stop, __ATOMIC_SEQ_CST) && poll(p, 2, EMU_NAP_MS) > 0) {
-		if (p[0].revents & POLLIN)
-			eventfd_read(p[0].fd, &v);
-		if (p[1].revents & POLLIN)
-			eventfd_read(p[1].fd, &v);
-	}
-	__atomic_store_n(&e->napping, false, __ATOMIC_RELEASE);
-}
-
-/* Pipelined reads and writes go to slots, placed in batches; anything else runs alone to its end
- * or to the first error. While commands are in flight the worker polls its completions and the
- * FIFO, and after EMU_NAP_SPIN passes without either waits for the SSD's completion eventfd or a
- * request (emu_nap); with nothing in flight and nothing queued it waits on qcond. A stop fails
- * what has not started (every step of a lone request checks it, so a 256-range Deallocate ends
- * within one command's time) and waits for what is in flight. */
-static void *emu_thread(void *opaque)
-{
-	struct nvme_lio_emu *e = opaque;
-	uint64_t checked = 0, now = 0;
-	unsigned idle = 0, pass = 0;
-
-	for (;;) {
-		bool stop = emu_take(e);
-		unsigned work;
-
-		/* the clock only stamps commands for a timeout of seconds: read it after a sleep
-		 * and every EMU_YIELD_SPIN passes, not on every pass (it is no cheap call on every
-		 * host) */
-		if (!e->inflight || ++pass % EMU_YIELD_SPIN == 0)
-			now = emu_now_ns();
-		work = emu_start_batch(e, stop, now);
-
-		if (e->inflight)
-			work += emu_reap(e);
-		if (e->inflight && now - checked > EMU_CHECK_NS) {
-			checked = now;
-			emu_check_timeouts(e, now);
-		}
-		if (stop && !e->inflight && !e->mine)
-			return NULL; /* stopped, nothing left */
-		if (work || !e->inflight) {
-			idle = 0;
-		} else if (++idle >= EMU_NAP_SPIN) {
-			emu_nap(e);
-			idle = 0;
-			now = emu_now_ns();
-		} else if (idle % EMU_YIELD_SPIN == 0) {
-			sched_yield(); /* polling: a core shared with the SSD's worker goes round */
-		}
 	}
 }
 
