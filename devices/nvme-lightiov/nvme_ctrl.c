@@ -811,11 +811,9 @@ static void fault_dup_cqe(struct nvme_ctrl *c, struct nvme_sq *sq, uint16_t cid)
 
 /* ---- end of the test-only faults ---- */
 
-void nvme_ctrl_io_done(struct nvme_io_req *req)
+/* One request's completion, the controller lock held; the caller frees req after the unlock. */
+static void io_done_locked(struct nvme_ctrl *c, struct nvme_io_req *req)
 {
-	struct nvme_ctrl *c = req->ctrl;
-
-	pthread_mutex_lock(&c->lock);
 	if (req->gen == c->gen && req->sqid < c->nq) {
 		struct nvme_sq *sq = &c->sqs[req->sqid];
 
@@ -836,9 +834,34 @@ void nvme_ctrl_io_done(struct nvme_io_req *req)
 		c->resetting = false;
 		c->csts &= ~NVME_CSTS_RDY;
 	}
+}
+
+void nvme_ctrl_io_done(struct nvme_io_req *req)
+{
+	struct nvme_ctrl *c = req->ctrl;
+
+	pthread_mutex_lock(&c->lock);
+	io_done_locked(c, req);
 	pthread_mutex_unlock(&c->lock);
 	free(req->ranges);
 	free(req);
+}
+
+void nvme_ctrl_io_done_many(struct nvme_io_req **reqs, unsigned n)
+{
+	struct nvme_ctrl *c = n ? reqs[0]->ctrl : NULL;
+	unsigned i;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < n; i++)
+		io_done_locked(c, reqs[i]);
+	pthread_mutex_unlock(&c->lock);
+	for (i = 0; i < n; i++) {
+		free(reqs[i]->ranges);
+		free(reqs[i]);
+	}
 }
 
 void nvme_ctrl_pause(struct nvme_ctrl *c)

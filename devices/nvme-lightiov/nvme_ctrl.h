@@ -168,6 +168,9 @@ extern const struct bus_ops nvme_ctrl_cmb_ops;
 void nvme_ctrl_process(struct nvme_ctrl *c);
 /* Backend completion of a request that submit() left pending; any thread. Frees req. */
 void nvme_ctrl_io_done(struct nvme_io_req *req);
+/* The same for n requests of one controller under one taking of its lock (a backend that reaps
+ * completions in batches). Frees every one. */
+void nvme_ctrl_io_done_many(struct nvme_io_req **reqs, unsigned n);
 
 void nvme_ctrl_get_stats(struct nvme_ctrl *c, struct nvme_ctrl_stats *st);
 

@@ -946,23 +946,37 @@ void lio_drv_close(struct lio_drv *d)
 	free(d);
 }
 
-int lio_drv_submit(struct lio_drv *d, unsigned qi, struct nvme_sqe *sqe)
+int lio_drv_queue(struct lio_drv *d, unsigned qi, const struct nvme_sqe *sqe)
 {
 	struct lio_drv_qp *q = &d->qp[qi];
-	uint32_t next = nvmeq_next(q->sq_tail, q->depth);
-	uint16_t cid;
 
 	if (q->outstanding >= q->depth - 1)
 		return -EBUSY;
-	cid = q->next_cid++;
-	sqe->cid = cid;
 	memcpy(&q->sq[q->sq_tail], sqe, sizeof(*sqe));
-	q->sq_tail = next;
+	q->sq_tail = nvmeq_next(q->sq_tail, q->depth);
 	q->outstanding++;
-	__atomic_store_n(q->sq_db, next, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void lio_drv_ring(struct lio_drv *d, unsigned qi)
+{
+	struct lio_drv_qp *q = &d->qp[qi];
+
+	__atomic_store_n(q->sq_db, q->sq_tail, __ATOMIC_RELEASE);
 	if (q->db_fd >= 0)
 		eventfd_write(q->db_fd, 1);
-	return cid;
+}
+
+int lio_drv_submit(struct lio_drv *d, unsigned qi, struct nvme_sqe *sqe)
+{
+	struct lio_drv_qp *q = &d->qp[qi];
+
+	if (q->outstanding >= q->depth - 1)
+		return -EBUSY;
+	sqe->cid = q->next_cid++;
+	lio_drv_queue(d, qi, sqe);
+	lio_drv_ring(d, qi);
+	return sqe->cid;
 }
 
 static double lio_now_ms(void)
@@ -976,7 +990,8 @@ static double lio_now_ms(void)
 int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned max, int timeout_ms)
 {
 	struct lio_drv_qp *q = &d->qp[qi];
-	double until = lio_now_ms() + timeout_ms;
+	/* no clock for a look without a wait: a caller polling at depth looks very often */
+	double until = timeout_ms > 0 ? lio_now_ms() + timeout_ms : 0;
 	unsigned n = 0, spins = 0;
 
 	for (;;) {

@@ -154,6 +154,10 @@ void *lio_drv_ptr(struct lio_drv *d, uint64_t gpa);
 /* Places sqe (its cid replaced) on queue qi and rings the doorbell. Returns the cid used, or
  * -EBUSY when the SQ is full. */
 int lio_drv_submit(struct lio_drv *d, unsigned qi, struct nvme_sqe *sqe);
+/* Places sqe on queue qi as it is (the caller's cid) without ringing: 0, or -EBUSY when the SQ
+ * is full. lio_drv_ring then rings once for every command placed since the last ring. */
+int lio_drv_queue(struct lio_drv *d, unsigned qi, const struct nvme_sqe *sqe);
+void lio_drv_ring(struct lio_drv *d, unsigned qi);
 /* Reaps up to max completions of queue qi into out; waits up to timeout_ms for the first one
  * (spinning, or on the irq eventfd when the queue has one). Returns how many. */
 int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned max,
