@@ -2,9 +2,11 @@
  * filter (libseccomp): a call it does not need kills it (or is logged with log mode). */
 #include <errno.h>
 #include <linux/capability.h>
+#include <linux/vfio.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -100,7 +102,35 @@ int ssd_drop_caps(char *err, unsigned errlen)
 	return 0;
 }
 
-int ssd_seccomp_install(enum ssd_seccomp_mode mode, char *err, unsigned errlen)
+/* --vfio (vfio/nvme_pci.c): a client window is locked (no-IOMMU; its frames read through the
+ * pagemap fd kept from start-up) or mapped into the container (type1) at DMA_REGISTER and undone
+ * when it goes; the stop turns the device's interrupts off, resets it and leaves the container.
+ * Only these requests, whatever the fd: the numbers are VFIO's own. */
+static const char *const ssd_seccomp_vfio[] = {"mlock", "mlock2", "munlock"};
+static const unsigned long ssd_seccomp_vfio_ioctls[] = {
+    VFIO_IOMMU_MAP_DMA,	  VFIO_IOMMU_UNMAP_DMA,	      VFIO_DEVICE_SET_IRQS,
+    VFIO_DEVICE_RESET,	  VFIO_GROUP_UNSET_CONTAINER,
+};
+
+static int ssd_seccomp_allow(scmp_filter_ctx ctx, const char *const *names, unsigned n, char *err,
+			     unsigned errlen)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int nr = seccomp_syscall_resolve_name(names[i]), r;
+
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* not on this architecture */
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+		if (r) {
+			snprintf(err, errlen, "softssd: seccomp rule for %s: %s", names[i],
+				 strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+int ssd_seccomp_install(enum ssd_seccomp_mode mode, bool vfio, char *err, unsigned errlen)
 {
 	scmp_filter_ctx ctx;
 	unsigned i;
@@ -113,18 +143,23 @@ int ssd_seccomp_install(enum ssd_seccomp_mode mode, char *err, unsigned errlen)
 		snprintf(err, errlen, "softssd: seccomp_init failed");
 		return -ENOMEM;
 	}
-	for (i = 0; i < sizeof(ssd_seccomp_allowed) / sizeof(ssd_seccomp_allowed[0]); i++) {
-		int nr = seccomp_syscall_resolve_name(ssd_seccomp_allowed[i]);
-
-		if (nr == __NR_SCMP_ERROR)
-			continue; /* not on this architecture */
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
-		if (r) {
-			snprintf(err, errlen, "softssd: seccomp rule for %s: %s",
-				 ssd_seccomp_allowed[i], strerror(-r));
-			seccomp_release(ctx);
-			return r;
-		}
+	r = ssd_seccomp_allow(ctx, ssd_seccomp_allowed,
+			      sizeof(ssd_seccomp_allowed) / sizeof(ssd_seccomp_allowed[0]), err,
+			      errlen);
+	if (!r && vfio)
+		r = ssd_seccomp_allow(ctx, ssd_seccomp_vfio,
+				      sizeof(ssd_seccomp_vfio) / sizeof(ssd_seccomp_vfio[0]), err,
+				      errlen);
+	for (i = 0; !r && vfio && i < sizeof(ssd_seccomp_vfio_ioctls) / sizeof(long); i++) {
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+				     SCMP_A1(SCMP_CMP_EQ, ssd_seccomp_vfio_ioctls[i]));
+		if (r)
+			snprintf(err, errlen, "softssd: seccomp rule for a VFIO ioctl: %s",
+				 strerror(-r));
+	}
+	if (r) {
+		seccomp_release(ctx);
+		return r;
 	}
 	/* every thread, the workers included, gets the filter at once */
 	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);

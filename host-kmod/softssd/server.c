@@ -589,15 +589,18 @@ int ssd_start_confine(struct ssd_server *s, char *err, unsigned errlen)
 	int r;
 
 	if (s->cfg->nvme) {
-		/* DMA-window registration maps (type1) or locks and translates (no-IOMMU) client
-		 * memory for the controller: calls and privileges the filter and the dropped
-		 * capabilities would take away (docs/vfio.md, softssd --vfio) */
-		printf("%s: --vfio: capabilities kept and no system-call filter\n", s->cfg->name);
-		fflush(stdout);
-		return 0;
+		/* DMA-window registration pins or locks client memory for the controller, which
+		 * RLIMIT_MEMLOCK bounds once CAP_IPC_LOCK is gone: lifted first, while it may be
+		 * (an unprivileged daemon keeps its own limit); the pagemap fd no-IOMMU needs was
+		 * opened at the controller's open (vfio_pagemap_keep) */
+		struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
+
+		if (setrlimit(RLIMIT_MEMLOCK, &rl))
+			fprintf(stderr, "%s: --vfio: RLIMIT_MEMLOCK stays: %s\n", s->cfg->name,
+				strerror(errno));
 	}
 	r = ssd_drop_caps(err, errlen);
-	return r ? r : ssd_seccomp_install(s->cfg->seccomp, err, errlen);
+	return r ? r : ssd_seccomp_install(s->cfg->seccomp, s->cfg->nvme != NULL, err, errlen);
 }
 
 static int ssd_start(struct ssd_server *s, char *err, unsigned errlen)

@@ -45,8 +45,10 @@ int ssd_serve(const struct ssd_server_cfg *cfg);
  * closed). Exits like ssd_serve; 1 when the take-over failed (the old daemon serves on). */
 int ssd_take_over(const char *name, int status_fd);
 
-/* The daemon's system-call filter (seccomp.c), installed on every thread once start-up is done. */
-int ssd_seccomp_install(enum ssd_seccomp_mode mode, char *err, unsigned errlen);
+/* The daemon's system-call filter (seccomp.c), installed on every thread once start-up is done;
+ * vfio adds what a controller driven through VFIO needs after start-up (a client window's DMA
+ * mapping or locking, the device's interrupts and reset at the stop). */
+int ssd_seccomp_install(enum ssd_seccomp_mode mode, bool vfio, char *err, unsigned errlen);
 /* Drops every capability of the daemon, bounding set included (seccomp.c). */
 int ssd_drop_caps(char *err, unsigned errlen);
 

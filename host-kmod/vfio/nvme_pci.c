@@ -608,6 +608,16 @@ int nvme_pci_open(struct nvme_pci *c, const char *bdf, bool allow_noiommu, unsig
 	}
 	c->opened = true;
 	c->noiommu = c->cont.backend == VFIO_BACKEND_NOIOMMU;
+	/* no-IOMMU DMA areas are translated through pagemap, later too (a client's window): kept
+	 * open now, while the opener may still see frame numbers */
+	if (c->noiommu) {
+		r = vfio_pagemap_keep();
+		if (r) {
+			snprintf(err, errlen, "nvme %s: /proc/self/pagemap: %s", c->name,
+				 strerror(-r));
+			goto fail;
+		}
+	}
 	c->next_iova = NVME_PCI_IOVA_BASE;
 	if (c->dev.regions[VFIO_PCI_BAR0_REGION_INDEX].size < 0x2000) {
 		snprintf(err, errlen, "nvme %s: BAR0 is %llu bytes (an NVMe controller has 8 KiB+)",

@@ -427,6 +427,21 @@ int vfio_dma_unmap(struct vfio_container *c, uint64_t iova, uint64_t size)
 	return u.size == size ? 0 : -ENOENT;
 }
 
+static int vfio_pagemap_fd = -1; /* vfio_pagemap_keep's */
+
+int vfio_pagemap_keep(void)
+{
+	int fd;
+
+	if (vfio_pagemap_fd >= 0)
+		return 0;
+	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	vfio_pagemap_fd = fd;
+	return 0;
+}
+
 int vfio_virt_to_phys_range(const void *vaddr, size_t npages, uint64_t *phys)
 {
 	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
@@ -437,7 +452,7 @@ int vfio_virt_to_phys_range(const void *vaddr, size_t npages, uint64_t *phys)
 	if (!vaddr || !phys || !npages || va % pg || npages > SIZE_MAX / sizeof(*phys) ||
 	    npages - 1 > (UINTPTR_MAX - va) / pg)
 		return -EINVAL;
-	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	fd = vfio_pagemap_fd >= 0 ? vfio_pagemap_fd : open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	/* one read for the whole range: one entry of 8 bytes per page */
@@ -454,7 +469,8 @@ int vfio_virt_to_phys_range(const void *vaddr, size_t npages, uint64_t *phys)
 		}
 		done += (size_t)n;
 	}
-	close(fd);
+	if (fd != vfio_pagemap_fd)
+		close(fd);
 	for (i = 0; !r && i < npages; i++) {
 		uint64_t ent = phys[i], pfn = ent & ((1ull << 55) - 1);
 

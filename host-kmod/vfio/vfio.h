@@ -112,6 +112,11 @@ int vfio_virt_to_phys(const void *vaddr, uint64_t *phys);
  * a range past the address space; -EFAULT when a page is not present, -EPERM when frame numbers
  * are hidden (no CAP_SYS_ADMIN), or another negative errno. phys[] is undefined on failure. */
 int vfio_virt_to_phys_range(const void *vaddr, size_t npages, uint64_t *phys);
+/* Keeps /proc/self/pagemap open for the process's life, so that later translations neither open
+ * a file nor need CAP_SYS_ADMIN (the kernel shows frame numbers by the opener's capabilities):
+ * what a process calls before it drops its capabilities and filters its system calls. 0 or a
+ * negative errno; a second call does nothing. */
+int vfio_pagemap_keep(void);
 
 /* Region access through the device fd: exactly len bytes or a negative errno (a short read or
  * write is -EIO). Range checked against the region. */

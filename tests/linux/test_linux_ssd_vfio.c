@@ -59,6 +59,9 @@ static const char init_script[] =
     "t=\"$b timeout 120\"\n" /* a hang guard: the daemon's counters are printed after */
     "$t $s vol create ssd0 v1 1M\n"
     "echo \"LVMM-SSDVFIO-CREATE-RC $?\"\n"
+    /* serving clients, so confined as any softssd: its filter on, no capability left */
+    "$b grep -E '^(Seccomp|CapEff):' /proc/$pid/status | $b tr '\\t' ' ' | "
+    "while read -r k v; do echo \"LVMM-SSDVFIO-$k $v\"; done\n"
     "$t $s vol import ssd0 v1 /pattern.bin\n"
     "echo \"LVMM-SSDVFIO-IMPORT-RC $?\"\n"
     "$t $s vol export ssd0 v1 /tmp/out.bin\n"
@@ -160,6 +163,8 @@ START_TEST(test_linux_ssd_vfio)
 	must_see(c, "serial LVMMSSDVFIO)");
 	must_see(c, "no-IOMMU, 16384 LBAs of 512 bytes");
 	must_see(c, "ssd0: serving 0000:");
+	must_see(c, "LVMM-SSDVFIO-Seccomp: 2");
+	must_see(c, "LVMM-SSDVFIO-CapEff: 0000000000000000");
 	must_see(c, "LVMM-SSDVFIO-CREATE-RC 0");
 	must_see(c, "LVMM-SSDVFIO-IMPORT-RC 0");
 	must_see(c, "LVMM-SSDVFIO-EXPORT-RC 0");
