@@ -12,7 +12,6 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "devices.h"
@@ -636,18 +635,6 @@ int vm_reboot(struct vm *vm, char *err, unsigned errlen)
 	return ret;
 }
 
-void vm_vsock_path_drop(struct vm_config *cfg)
-{
-	struct stat st;
-
-	if (!cfg->has_vsock || !cfg->vsock.unlink_path)
-		return;
-	cfg->vsock.unlink_path = false;
-	if (!lstat(cfg->vsock.socket, &st) && S_ISSOCK(st.st_mode) &&
-	    st.st_dev == cfg->vsock.path_dev && st.st_ino == cfg->vsock.path_ino)
-		unlink(cfg->vsock.socket);
-}
-
 void vm_destroy(struct vm *vm)
 {
 	if (!vm)
@@ -659,7 +646,6 @@ void vm_destroy(struct vm *vm)
 		vm_join(vm); /* no threads yet: only marks the VM shut down */
 	}
 	vm_unbuild(vm);
-	vm_vsock_path_drop(&vm->cfg);
 	config_fds_close(&vm->cfg);
 	if (vm->ram)
 		munmap(vm->ram, vm->ram_map_size);

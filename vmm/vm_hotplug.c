@@ -348,7 +348,6 @@ int vm_add_device(struct vm *vm, struct vfio_pci_config *c, char *err, unsigned 
  * host programs into a backlog nobody reads. */
 static void vm_vsock_forget(struct vm *vm)
 {
-	vm_vsock_path_drop(&vm->cfg);
 	vm->cfg.vsock.listen_owned = false;
 	if (vm->cfg.vsock.has_listen_fd) {
 		close(vm->cfg.vsock.listen_fd);

@@ -156,10 +156,6 @@ int vm_map_ram_file(struct vm *vm, int fd, bool prefault, char *err, unsigned er
  * the memfd mapped over it again, at the same address; nothing to do otherwise. The VM's vCPUs
  * and devices must be stopped (paused, or not started). */
 int vm_ram_share(struct vm *vm, char *err, unsigned errlen);
-/* The vsock socket's path removed when cfg's VM took it over from a migration's source
- * (virtio_vsock_config.unlink_path) and it is still the socket it was then: vm_destroy and the
- * device's hot removal. */
-void vm_vsock_path_drop(struct vm_config *cfg);
 /* gsi.c: KVM's GSI routing table with the default pin routes, and the MSI GSI allocator. */
 int vm_routes_init(struct vm *vm, char *err, unsigned errlen);
 /* vm_console.c: COM1 on the PIO bus (where its output goes is settled once, kept by a reboot);

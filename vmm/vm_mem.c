@@ -263,7 +263,7 @@ int vm_map_ram_file(struct vm *vm, int fd, bool prefault, char *err, unsigned er
 	/* the same address: KVM's slots (whose pages KVM drops as the mapping changes), gmem's
 	 * slots and every device keep their pointers */
 	p = mmap(vm->ram, vm->gmem.size, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE | (prefault ? MAP_POPULATE : 0), fd, 0);
+		 MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd, 0);
 	if (p == MAP_FAILED) {
 		int e = errno;
 
@@ -275,6 +275,11 @@ int vm_map_ram_file(struct vm *vm, int fd, bool prefault, char *err, unsigned er
 	}
 	vm->ram_mapped = true;
 	madvise(vm->ram, vm->gmem.size, MADV_MERGEABLE);
+	/* prefault: the file's pages read in and mapped, not copied (MAP_POPULATE on a writable
+	 * private mapping would make every page a private copy); read-ahead where the kernel
+	 * predates MADV_POPULATE_READ */
+	if (prefault && madvise(vm->ram, vm->gmem.size, MADV_POPULATE_READ))
+		madvise(vm->ram, vm->gmem.size, MADV_WILLNEED);
 	return 0;
 }
 

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
@@ -616,21 +615,6 @@ static int mig_accept(const char *path, char *err, unsigned errlen)
 	return r ? r : c;
 }
 
-/* The VM took over: a vsock socket the source handed over is this VM's to remove at its end,
- * as the socket found at its path now (the source no longer removes it). */
-static void mig_own_vsock_path(struct vm *vm)
-{
-	struct virtio_vsock_config *v = &vm->cfg.vsock;
-	struct stat st;
-
-	if (!vm->cfg.has_vsock || !v->listen_owned || lstat(v->socket, &st) ||
-	    !S_ISSOCK(st.st_mode))
-		return;
-	v->path_dev = st.st_dev;
-	v->path_ino = st.st_ino;
-	v->unlink_path = true;
-}
-
 /* RAM received before its VM exists: a sealed memfd of size bytes the VM adopts later. */
 static uint8_t *mig_stage_ram(uint64_t size, int *fd, char *err, unsigned errlen)
 {
@@ -813,7 +797,6 @@ int vm_migrate_receive(const char *path, vm_migrate_config_fn parse, void *ctx, 
 			/* DONE first: a source that reads it exits, one that does not resumes
 			 * only when this process is gone */
 			mig_send(sock, MIG_DONE, NULL, 0, NULL, 0, -1, err, errlen);
-			mig_own_vsock_path(vm);
 			if (rx.hello.running)
 				r = vm_resume(vm, err, errlen);
 			st->resumed_at = mig_now_us();

@@ -602,15 +602,30 @@ static int snap_restore_memory(struct vm *vm, int dirfd, const struct snap_heade
 	/* Mapped (copy-on-write): the restore reads nothing, the guest's first touch of a page
 	 * reads it from the file, its first write copies it; holes read as zeros. Only while no
 	 * device hands the RAM memfd to anyone: those see the memfd's pages. */
-	if (vm->cfg.mem_restore != CONFIG_MEM_RESTORE_COPY && vm_ram_memfd_needed(&vm->cfg) &&
-	    vm->cfg.mem_restore == CONFIG_MEM_RESTORE_ONDEMAND) {
-		snprintf(err, errlen,
-			 "memory_restore_mode OnDemand: a device of this VM hands its RAM to "
-			 "another party (an SSD backend, vhost-user, VFIO), which needs it Copy");
+	/* A mapped file is the VM's RAM for as long as it runs: a file someone else may write or
+	 * truncate would change the guest's pages under it, or fault lvmm itself (SIGBUS) on a
+	 * page past a new end. So only one that only lvmm's user can write and that has no other
+	 * name is mapped. */
+	bool safe = st.st_uid == geteuid() && !(st.st_mode & 022) && st.st_nlink == 1;
+
+	if (vm->cfg.mem_restore == CONFIG_MEM_RESTORE_ONDEMAND &&
+	    (vm_ram_memfd_needed(&vm->cfg) || !safe)) {
+		if (!safe)
+			snprintf(err, errlen,
+				 "memory_restore_mode OnDemand: %s must belong to lvmm's user, "
+				 "be writable by it alone and have one link to be mapped (use "
+				 "Copy)",
+				 SNAP_MEMORY_FILE);
+		else
+			snprintf(err, errlen,
+				 "memory_restore_mode OnDemand: a device of this VM hands its RAM "
+				 "to another party (an SSD backend, vhost-user, VFIO), which needs "
+				 "it Copy");
 		close(fd);
 		return -EINVAL;
 	}
-	if (vm->cfg.mem_restore != CONFIG_MEM_RESTORE_COPY && !vm_ram_memfd_needed(&vm->cfg)) {
+	if (vm->cfg.mem_restore != CONFIG_MEM_RESTORE_COPY && !vm_ram_memfd_needed(&vm->cfg) &&
+	    safe) {
 		int r = vm_map_ram_file(vm, fd, vm->cfg.mem_prefault, err, errlen);
 
 		/* Auto falls back to the copy when the mapping failed and the memfd is back */

@@ -28,12 +28,11 @@ struct virtio_vsock_config {
 	 * one) uses a duplicate and leaves the path to the jail's outer process to remove. */
 	bool has_listen_fd;
 	int listen_fd;
-	/* listen_fd was handed over by a migration's source (the socket bound at socket): the
-	 * config owns it (config_fds_close); once the VM took over (unlink_path), PATH is the
-	 * VM's to remove when it ends, while it is still the socket found then (path_dev and
-	 * path_ino) */
-	bool listen_owned, unlink_path;
-	uint64_t path_dev, path_ino;
+	/* listen_fd was handed over by a migration's source (a socket bound at socket): the config
+	 * owns it (config_fds_close). PATH is never removed for it: that the socket at PATH is
+	 * the one handed over cannot be proven (the source bound the name in its own view of
+	 * the file system), and a stale socket there is replaced by the next VM listening */
+	bool listen_owned;
 };
 
 static inline void virtio_vsock_id(const struct virtio_vsock_config *c, char *buf, size_t len)

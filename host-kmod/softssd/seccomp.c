@@ -108,8 +108,8 @@ int ssd_drop_caps(char *err, unsigned errlen)
  * Only these requests, whatever the fd: the numbers are VFIO's own. */
 static const char *const ssd_seccomp_vfio[] = {"mlock", "mlock2", "munlock"};
 static const unsigned long ssd_seccomp_vfio_ioctls[] = {
-    VFIO_IOMMU_MAP_DMA,	  VFIO_IOMMU_UNMAP_DMA,	      VFIO_DEVICE_SET_IRQS,
-    VFIO_DEVICE_RESET,	  VFIO_GROUP_UNSET_CONTAINER,
+    VFIO_IOMMU_MAP_DMA, VFIO_IOMMU_UNMAP_DMA,	    VFIO_DEVICE_SET_IRQS,
+    VFIO_DEVICE_RESET,	VFIO_GROUP_UNSET_CONTAINER,
 };
 
 static int ssd_seccomp_allow(scmp_filter_ctx ctx, const char *const *names, unsigned n, char *err,

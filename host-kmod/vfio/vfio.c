@@ -452,7 +452,8 @@ int vfio_virt_to_phys_range(const void *vaddr, size_t npages, uint64_t *phys)
 	if (!vaddr || !phys || !npages || va % pg || npages > SIZE_MAX / sizeof(*phys) ||
 	    npages - 1 > (UINTPTR_MAX - va) / pg)
 		return -EINVAL;
-	fd = vfio_pagemap_fd >= 0 ? vfio_pagemap_fd : open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	fd = vfio_pagemap_fd >= 0 ? vfio_pagemap_fd
+				  : open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	/* one read for the whole range: one entry of 8 bytes per page */

@@ -610,6 +610,7 @@ static bool maps_file(pid_t pid, const char *name)
  * OnDemand asked for explicitly; an unknown mode refused. */
 START_TEST(test_snapshot_mapped)
 {
+	char mem[400];
 	long saved, at;
 
 	TESTUTIL_NEED_KVM();
@@ -649,6 +650,17 @@ START_TEST(test_snapshot_mapped)
 			 204);
 	ck_assert(heartbeat_reaches(at + 2, 10000));
 	ck_assert(maps_file(T.pid, "/memory.bin"));
+	kill_lvmm();
+	/* a file others may write is copied, never mapped; OnDemand refuses it */
+	snprintf(mem, sizeof(mem), "%s/memory.bin", snap);
+	ck_assert_int_eq(chmod(mem, 0660), 0);
+	apitest_start(&T, NULL);
+	expect_error("vm.restore",
+		     url("source_url", snap, ", \"memory_restore_mode\": \"OnDemand\""), 400,
+		     "writable by it alone");
+	ck_assert_int_eq(put("vm.restore", url("source_url", snap, ", \"resume\": true")), 204);
+	ck_assert(heartbeat_reaches(at + 2, 10000));
+	ck_assert_msg(!maps_file(T.pid, "/memory.bin"), "a group-writable memory.bin was mapped");
 	ck_assert_int_eq(put("vm.shutdown", NULL), 204);
 }
 END_TEST
