@@ -530,7 +530,7 @@ static int vnvme_lio_open(struct vnvme *v, struct nvme_ctrl_params *p, struct nv
 	p->dstrd = nvme_lio_db_poll(v->lio) ? VNVME_DSTRD : 0;
 	/* auto offers Doorbell Buffer Config on pages too: the switch (hook_redoorbell) */
 	p->no_dbbuf = nvme_lio_db_poll(v->lio) && !nvme_lio_db_switch(v->lio);
-	p->bind_needs_dbbuf = !p->no_dbbuf;
+	p->bind_needs_dbbuf = !nvme_lio_db_poll(v->lio);
 	v->dstrd = p->dstrd;
 	p->cmb_host = nvme_lio_cmb(v->lio);
 	h->kick = NULL; /* admin commands run on the vCPU that rang: no I/O thread at all */
@@ -756,13 +756,13 @@ static void vnvme_print_counters(struct vnvme *v)
 	fprintf(stderr,
 		"lvmm: vnvme %s: mode %s, mmio exits %llu, doorbells %llu, wake-ups %llu, "
 		"reads %llu, writes %llu, backend cmds %llu, errors %llu, rejected %llu, irqs "
-		"%llu, flrs %llu\n",
+		"%llu, flrs %llu, db-switched %llu\n",
 		v->cfg.id, c.mode, (unsigned long long)st.mmio_exits,
 		(unsigned long long)st.doorbells, (unsigned long long)st.wakeups,
 		(unsigned long long)st.reads, (unsigned long long)st.writes,
 		(unsigned long long)c.backend_cmds, (unsigned long long)c.backend_errors,
 		(unsigned long long)c.backend_rejected, (unsigned long long)c.irqs,
-		(unsigned long long)st.flrs);
+		(unsigned long long)st.flrs, (unsigned long long)c.db_switched);
 	for (i = 0; i < c.nqueues; i++)
 		fprintf(stderr,
 			"lvmm: vnvme %s: queue %u: backend cmds %llu, read %llu B, written %llu "
