@@ -519,10 +519,12 @@ static uint16_t admin_dbbuf(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 		if (c->sqs[q].bound) {
 			/* the backend owns its doorbell values, and may move to the buffer */
 			struct nvme_qp_bind b = sq_bind_info(c, &c->sqs[q]);
+			uint16_t r = c->hooks.redoorbell ? c->hooks.redoorbell(c->hooks.opaque, &b,
+									       &c->sqs[q].handle)
+							 : NVME_OK;
 
-			if (c->hooks.redoorbell &&
-			    c->hooks.redoorbell(c->hooks.opaque, &b, &c->sqs[q].handle) != NVME_OK)
-				st = NVME_GENERIC(NVME_SC_INTERNAL);
+			if (r != NVME_OK)
+				st = r;
 			continue;
 		}
 		if (c->sqs[q].valid) {

@@ -506,6 +506,8 @@ START_TEST(test_redoorbell)
 	ck_assert_uint_eq(nmoved, 3);
 	ck_assert_uint_eq(moved[2].dbbuf_dbs, 0x80000);
 	moved_fail = NVME_SC_INVALID_FIELD;
+	ck_assert_uint_eq(admin(NVME_ADMIN_DBBUF, 0, 0, 0x60000, 0x70000), NVME_SC_INVALID_FIELD);
+	moved_fail = NVME_SC_INTERNAL;
 	ck_assert_uint_eq(admin(NVME_ADMIN_DBBUF, 0, 0, 0x60000, 0x70000), NVME_SC_INTERNAL);
 	/* a reset gives back each pair once, under the handle it has now */
 	w32(NVME_REG_CC, 0);
