@@ -463,6 +463,17 @@ static void hostile_ring3(void)
 	/* doorbells of queues that do not exist, and a bogus tail on our own */
 	ndrv_wr32(&drv, NVME_REG_DBS + (2 * 5) * (4u << drv.dstrd), 3);
 	ndrv_wr32(&drv, NVME_REG_DBS + (2 * 9 + 1) * (4u << drv.dstrd), 1);
+	/* Doorbell Buffer Config whose slots for queue 1 lie past RAM (the buffer's first page is
+	 * RAM's last), outside RAM, or in the CMB: refused; queue 1 keeps its plain doorbells */
+	c = ndrv_cmd(NVME_ADMIN_DBBUF);
+	c.prp1 = outside - PAGE;
+	c.prp2 = (uint64_t)eis_buf;
+	check(run(0, &c, NULL) != 0, "doorbell buffer with slots past RAM refused");
+	c.prp1 = (uint64_t)dbs_buf;
+	c.prp2 = outside;
+	check(run(0, &c, NULL) != 0, "EventIdx buffer outside RAM refused");
+	c.prp2 = LIO_CMB_GPA;
+	check(run(0, &c, NULL) != 0, "EventIdx buffer in the CMB refused");
 	/* the window is still usable: a pattern written and read inside it */
 	lio_rw(seed, 16, 256, true);
 	if (!failures)
