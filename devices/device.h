@@ -59,7 +59,8 @@ struct dev_counters {
 	char ssd[64];	  /* empty for file= */
 	char volume[32];
 	uint64_t backend_cmds, backend_errors, backend_rejected; /* all queue pairs, also gone */
-	unsigned nqueues; /* bound queue pairs (backend counters in q[]) */
+	unsigned nqueues;     /* bound queue pairs (backend counters in q[]) */
+	uint64_t db_switched; /* queue pairs moved to eventfd doorbells (doorbell=auto) */
 	/* a network device: frames and bytes toward the guest (rx) and from it (tx), and what
 	 * was dropped each way */
 	bool net;

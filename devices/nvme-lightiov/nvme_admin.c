@@ -371,10 +371,10 @@ static uint16_t admin_create_cq(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 	return NVME_OK;
 }
 
-/* Hands the (valid or about to be) SQ and its CQ to a backend queue pair. */
-static uint16_t sq_bind(struct nvme_ctrl *c, struct nvme_sq *sq)
+/* The (valid or about to be) SQ and its CQ as a backend queue pair sees them. */
+static struct nvme_qp_bind sq_bind_info(struct nvme_ctrl *c, const struct nvme_sq *sq)
 {
-	struct nvme_cq *cq = &c->cqs[sq->cqid];
+	const struct nvme_cq *cq = &c->cqs[sq->cqid];
 	struct nvme_qp_bind b = {
 	    .sqid = sq->qid,
 	    .cqid = sq->cqid,
@@ -387,7 +387,17 @@ static uint16_t sq_bind(struct nvme_ctrl *c, struct nvme_sq *sq)
 	    .vector = cq->vector,
 	    .dbbuf_dbs = c->dbbuf_dbs,
 	    .dbbuf_eis = c->dbbuf_eis,
+	    .dstrd = c->p.dstrd,
 	};
+
+	return b;
+}
+
+/* Hands the (valid or about to be) SQ and its CQ to a backend queue pair. */
+static uint16_t sq_bind(struct nvme_ctrl *c, struct nvme_sq *sq)
+{
+	struct nvme_cq *cq = &c->cqs[sq->cqid];
+	struct nvme_qp_bind b = sq_bind_info(c, sq);
 	uint16_t st;
 
 	st = c->hooks.bind(c->hooks.opaque, &b, &sq->handle);
@@ -506,8 +516,17 @@ static uint16_t admin_dbbuf(struct nvme_ctrl *c, const struct nvme_sqe *cmd)
 	for (q = 1; q < c->nq; q++) {
 		uint64_t off = (uint64_t)2 * q * (4u << c->p.dstrd);
 
-		if (c->sqs[q].bound)
-			continue; /* the backend owns its doorbell values */
+		if (c->sqs[q].bound) {
+			/* the backend owns its doorbell values, and may move to the buffer */
+			struct nvme_qp_bind b = sq_bind_info(c, &c->sqs[q]);
+			uint16_t r = c->hooks.redoorbell ? c->hooks.redoorbell(c->hooks.opaque, &b,
+									       &c->sqs[q].handle)
+							 : NVME_OK;
+
+			if (r != NVME_OK)
+				st = r;
+			continue;
+		}
 		if (c->sqs[q].valid) {
 			gmem_write(c->gm, dbs + off, &c->sqs[q].tail, 4);
 			gmem_write(c->gm, eis + off, &c->sqs[q].tail, 4);

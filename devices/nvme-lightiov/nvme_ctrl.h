@@ -84,6 +84,7 @@ struct nvme_qp_bind {
 	uint16_t vector;
 	uint64_t dbbuf_dbs; /* Doorbell Buffer Config addresses, 0 when not configured */
 	uint64_t dbbuf_eis;
+	uint8_t dstrd; /* CAP.DSTRD: SQ y's shadow slot at dbbuf_dbs + 2y * (4 << dstrd) */
 };
 
 struct nvme_ctrl_hooks {
@@ -100,6 +101,9 @@ struct nvme_ctrl_hooks {
 	 * called with the controller lock held (Create/Delete SQ, reset, destroy). */
 	uint16_t (*bind)(void *opaque, const struct nvme_qp_bind *b, uint32_t *handle);
 	void (*unbind)(void *opaque, uint16_t sqid, uint32_t handle);
+	/* Doorbell Buffer Config came while b's SQ was bound: the backend queue pair may move to
+	 * the shadow buffer (b carries its addresses). NVMe status; *handle is the pair's now. */
+	uint16_t (*redoorbell)(void *opaque, const struct nvme_qp_bind *b, uint32_t *handle);
 	/* Whether the backend still serves (asked when the host reads CSTS); false sets CSTS.CFS,
 	 * which is how a driver whose commands time out learns that the device is gone. */
 	bool (*alive)(void *opaque);

@@ -19,6 +19,7 @@ struct nvme_lio {
 	char dev[64];
 	char vol[LIO_NAME_MAX];
 	bool anon, db_poll, dead;
+	bool db_switch; /* auto: polled pages until Doorbell Buffer Config, eventfd after */
 	uint32_t vol_id, mode, qp_flags;
 	uint64_t lba_start, lba_count;
 	/* Queue memory: [0, db_bytes) the backend carves doorbell pages from (first fit), then
@@ -133,6 +134,11 @@ int nvme_lio_open(struct nvme_lio **out, const struct nvme_lio_cfg *cfg, char *e
 	}
 	l->db_poll = cfg->db == NVME_LIO_DB_POLL ||
 		     (cfg->db == NVME_LIO_DB_AUTO && (l->id.flags & LIO_ID_DB_POLL));
+	/* auto on an SSD serving both kinds and the queue-pair state calls: pages for any guest,
+	 * moved to eventfd doorbells once the guest configures its shadow buffer */
+	l->db_switch = cfg->db == NVME_LIO_DB_AUTO && l->db_poll &&
+		       (l->id.flags & LIO_ID_DB_EVENTFD) && (l->id.flags & LIO_ID_QP_STATE) &&
+		       (l->id.flags & LIO_ID_DB_STRIDE);
 	l->qp_flags = l->db_poll ? LIO_QP_DB_POLL : LIO_QP_DB_EVENTFD;
 	if (cfg->readonly)
 		l->qp_flags |= LIO_QP_READONLY;
@@ -227,6 +233,38 @@ uint32_t nvme_lio_lba_shift(const struct nvme_lio *l)
 bool nvme_lio_db_poll(const struct nvme_lio *l)
 {
 	return l->db_poll;
+}
+
+bool nvme_lio_db_switch(const struct nvme_lio *l)
+{
+	return l->db_switch;
+}
+
+/* The guest's shadow doorbell and EventIdx slots of b's queue pair (SQ tail, then the CQ head
+ * one stride later), when both pairs of slots lie in guest RAM. */
+static bool lio_slots(const struct nvme_qp_bind *b, const struct guest_mem *gm, uint64_t *db,
+		      uint64_t *ei)
+{
+	uint64_t stride = 4ULL << (b->dstrd & 15), off = 2 * (uint64_t)b->sqid * stride;
+
+	if (!b->dbbuf_dbs || !b->dbbuf_eis || off > UINT64_MAX - stride - 4 ||
+	    b->dbbuf_dbs > UINT64_MAX - off - stride - 4 ||
+	    b->dbbuf_eis > UINT64_MAX - off - stride - 4)
+		return false;
+	*db = b->dbbuf_dbs + off;
+	*ei = b->dbbuf_eis + off;
+	return gmem_ptr(gm, *db, stride + 4) && gmem_ptr(gm, *ei, stride + 4);
+}
+
+bool nvme_lio_bind_eventfd(const struct nvme_lio *l, const struct nvme_qp_bind *b,
+			   const struct guest_mem *gm)
+{
+	uint64_t db, ei;
+
+	if (!l->db_poll)
+		return true;
+	/* one shadow address per queue pair (uapi.h): an SQ on another CQ stays on pages */
+	return l->db_switch && b->cqid == b->sqid && b->dstrd <= 10 && lio_slots(b, gm, &db, &ei);
 }
 
 const char *nvme_lio_vol_name(const struct nvme_lio *l)
@@ -328,6 +366,7 @@ static uint16_t lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b,
 	    .db_fd = db_fd,
 	    .irq_fd = irq_fd,
 	};
+	bool ev = nvme_lio_bind_eventfd(l, b, gm);
 	uint16_t st = 0;
 	int r;
 
@@ -336,7 +375,31 @@ static uint16_t lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b,
 		st = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL) | NVME_STATUS_DNR;
 		goto out;
 	}
-	if (!l->db_poll) {
+	if (l->db_switch) {
+		q.flags &= ~(LIO_QP_DB_POLL | LIO_QP_DB_EVENTFD);
+		q.flags |= ev ? LIO_QP_DB_EVENTFD : LIO_QP_DB_POLL;
+	}
+	if (ev && l->db_switch) {
+		uint64_t db = 0, ei = 0;
+
+		/* strided slots (DSTRD 10, the pages' stride), checked by nvme_lio_bind_eventfd */
+		lio_slots(b, gm, &db, &ei);
+		q.shadow_db_gpa = db;
+		q.eventidx_gpa = ei;
+		if (b->dstrd) {
+			q.flags |= LIO_QP_DB_STRIDE;
+			q.db_stride = b->dstrd;
+		}
+		if (saved) {
+			/* the slots hold the values the queue pair goes on from (it may have been
+			 * on pages until now); EventIdx at the tail asks for the next ring */
+			uint64_t cq_off = 4ULL << b->dstrd;
+
+			gmem_write(gm, db, &saved->sq_tail_db, 4);
+			gmem_write(gm, db + cq_off, &saved->cq_head_db, 4);
+			gmem_write(gm, ei, &saved->sq_tail_db, 4);
+		}
+	} else if (ev) {
 		/* An ioeventfd carries no value: the backend reads tails from the shadow buffer,
 		 * which the guest must have configured (Doorbell Buffer Config) first. */
 		if (!b->dbbuf_dbs) {
@@ -395,7 +458,7 @@ static uint16_t lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b,
 			 : NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL) | NVME_STATUS_DNR;
 		goto out;
 	}
-	if (l->db_poll &&
+	if (!ev &&
 	    (q.db_off % LIO_PAGE_SIZE || !lio_range_ok(q.db_off, 2 * LIO_PAGE_SIZE, l->db_bytes))) {
 		/* a page pair outside the doorbell area (or wrapping past 2^64) would alias the
 		 * CMB or map lvmm's own memory into the guest: the backend's reply is refused */
@@ -406,7 +469,7 @@ static uint16_t lio_bind(struct nvme_lio *l, const struct nvme_qp_bind *b,
 		goto out;
 	}
 	*qp_id = q.qp_id;
-	*db_host = l->db_poll ? l->qmem + q.db_off : NULL;
+	*db_host = ev ? NULL : l->qmem + q.db_off;
 	l->nqps++;
 out:
 	pthread_mutex_unlock(&l->lock);

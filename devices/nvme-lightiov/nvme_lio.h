@@ -43,6 +43,13 @@ uint64_t nvme_lio_lba_start(const struct nvme_lio *l);
 uint64_t nvme_lio_lba_count(const struct nvme_lio *l);
 uint32_t nvme_lio_lba_shift(const struct nvme_lio *l);
 bool nvme_lio_db_poll(const struct nvme_lio *l); /* the doorbell kind chosen */
+/* doorbell=auto that moves to eventfd doorbells at Doorbell Buffer Config (nvme_lio_db_poll too:
+ * queue pairs start on pages) */
+bool nvme_lio_db_switch(const struct nvme_lio *l);
+/* Whether the queue pair of b gets eventfd doorbells (else doorbell pages): always without
+ * polled pages; with db_switch once b carries a shadow buffer whose slots lie in guest RAM. */
+bool nvme_lio_bind_eventfd(const struct nvme_lio *l, const struct nvme_qp_bind *b,
+			   const struct guest_mem *gm);
 const char *nvme_lio_vol_name(const struct nvme_lio *l);
 bool nvme_lio_anon(const struct nvme_lio *l);
 

@@ -534,6 +534,7 @@ int nvme_ctrl_rebind(struct nvme_ctrl *c, uint16_t sqid, nvme_rebind_fn fn, void
 		    .vector = cq->vector,
 		    .dbbuf_dbs = c->dbbuf_dbs,
 		    .dbbuf_eis = c->dbbuf_eis,
+		    .dstrd = c->p.dstrd,
 		};
 		uint16_t st = fn(c->hooks.opaque, &b, arg, &sq->handle);
 

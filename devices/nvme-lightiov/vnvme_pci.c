@@ -68,6 +68,7 @@ struct vnvme {
 	char quiesce_err[200]; /* why the last pause left a queue pair serving, "" */
 	uint64_t quiesce_ns;   /* the last pause's quiesce of every queue pair */
 	bool released;	       /* the volume detached for a migration (vnvme_release) */
+	uint64_t db_switched;  /* queue pairs moved to eventfd doorbells (hook_redoorbell) */
 };
 
 /* ---- doorbell ioeventfds: only with shadow doorbells, whose values the I/O thread reads ---- */
@@ -221,7 +222,7 @@ static uint16_t vnvme_bind(struct vnvme *v, const struct nvme_qp_bind *b,
 	q->cq_at = ~0ULL;
 	q->cqid = b->cqid;
 	q->db_host = NULL;
-	if (!nvme_lio_db_poll(v->lio)) {
+	if (nvme_lio_bind_eventfd(v->lio, b, v->host.gm)) {
 		q->db_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (q->db_fd < 0) {
 			pthread_mutex_unlock(&v->db_lock);
@@ -281,6 +282,92 @@ static uint16_t hook_rebind(void *opaque, const struct nvme_qp_bind *b, void *ar
 static void vnvme_stats_add(struct lio_qp_stats *lio_to, const struct lio_qp_stats *lio_from)
 {
 	LIO_COUNTERS(LIO_COUNTER_ADD)
+}
+
+/*
+ * doorbell=auto: Doorbell Buffer Config came while b's SQ was bound. Its queue pair moves from
+ * doorbell pages (or an earlier buffer) to eventfd doorbells on the shadow buffer b names,
+ * without losing or repeating a command: the pages leave BAR0, the backend stops fetching and
+ * completes what it holds (QP_QUIESCE, as for vm.pause), the pair is destroyed and created again
+ * from that state (QP_RESTORE, as a snapshot restore does) with the guest's slots holding the
+ * doorbell values, then fetches on. A buffer outside RAM, or a pair that cannot move, keeps
+ * what it had and fails the command (Linux then goes on with plain doorbells).
+ */
+static uint16_t hook_redoorbell(void *opaque, const struct nvme_qp_bind *b, uint32_t *handle)
+{
+	const uint16_t invalid = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
+	const uint16_t internal = NVME_STATUS(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+	struct vnvme *v = opaque;
+	struct vnvme_qp *q;
+	struct nvme_qp_bind old;
+	struct lio_qp_state st;
+	struct lio_qp_stats s;
+	uint16_t r;
+	int e;
+
+	if (!b->sqid || b->sqid > v->nqueues)
+		return invalid;
+	q = &v->qps[b->sqid];
+	pthread_mutex_lock(&v->db_lock);
+	if (!q->bound || q->released || q->quiesced) {
+		pthread_mutex_unlock(&v->db_lock); /* a paused VM runs no admin command */
+		return internal;
+	}
+	if (!nvme_lio_bind_eventfd(v->lio, b, v->host.gm)) {
+		pthread_mutex_unlock(&v->db_lock);
+		fprintf(stderr,
+			"vnvme %s: SQ %u: Doorbell Buffer Config at 0x%llx/0x%llx: slots outside "
+			"RAM or SQ on CQ %u; its doorbells stay as they were\n",
+			v->cfg.id, b->sqid, (unsigned long long)b->dbbuf_dbs,
+			(unsigned long long)b->dbbuf_eis, b->cqid);
+		return invalid;
+	}
+	if (q->db_fd >= 0 && q->b.dbbuf_dbs == b->dbbuf_dbs && q->b.dbbuf_eis == b->dbbuf_eis) {
+		pthread_mutex_unlock(&v->db_lock);
+		return 0; /* the same buffer again */
+	}
+	vnvme_qp_doorbells(v, b->sqid, false);
+	e = nvme_lio_quiesce(v->lio, q->qp_id, &st);
+	if (e) {
+		vnvme_qp_doorbells(v, b->sqid, true); /* it serves on, as it was */
+		pthread_mutex_unlock(&v->db_lock);
+		return internal;
+	}
+	/* out-of-range doorbell values were ignored by the backend: go on from what it acted on */
+	if (st.sq_tail_db >= st.sq_depth)
+		st.sq_tail_db = st.sq_head;
+	if (st.cq_head_db >= st.cq_depth)
+		st.cq_head_db = st.cq_head;
+	if (!nvme_lio_qp_stats(v->lio, q->qp_id, &s))
+		vnvme_stats_add(&v->gone, &s);
+	nvme_lio_unbind(v->lio, q->qp_id);
+	if (q->db_fd >= 0)
+		close(q->db_fd);
+	old = q->b;
+	q->db_fd = -1;
+	q->bound = false;
+	pthread_mutex_unlock(&v->db_lock);
+	r = vnvme_bind(v, b, &st, handle);
+	if (r) {
+		fprintf(stderr,
+			"vnvme %s: SQ %u: eventfd doorbells refused (status 0x%x): back on what it "
+			"had\n",
+			v->cfg.id, b->sqid, r);
+		if (vnvme_bind(v, &old, &st, handle)) {
+			fprintf(stderr, "vnvme %s: SQ %u: its queue pair is lost\n", v->cfg.id,
+				b->sqid);
+			return internal;
+		}
+	}
+	pthread_mutex_lock(&v->db_lock);
+	if (!nvme_lio_resume(v->lio, q->qp_id))
+		q->quiesced = false;
+	if (!r && !v->db_switched++)
+		fprintf(stderr,
+			"vnvme %s: Doorbell Buffer Config: queue pairs move to eventfd doorbells\n",
+			v->cfg.id);
+	pthread_mutex_unlock(&v->db_lock);
+	return r ? internal : 0;
 }
 
 static void hook_unbind(void *opaque, uint16_t sqid, uint32_t handle)
@@ -441,14 +528,16 @@ static int vnvme_lio_open(struct vnvme *v, struct nvme_ctrl_params *p, struct nv
 	p->size = nvme_lio_lba_count(v->lio) << nvme_lio_lba_shift(v->lio);
 	p->lba_shift = (uint8_t)nvme_lio_lba_shift(v->lio); /* lba_start/size: the SSD's units */
 	p->dstrd = nvme_lio_db_poll(v->lio) ? VNVME_DSTRD : 0;
-	p->no_dbbuf = nvme_lio_db_poll(v->lio);
-	p->bind_needs_dbbuf = !p->no_dbbuf;
+	/* auto offers Doorbell Buffer Config on pages too: the switch (hook_redoorbell) */
+	p->no_dbbuf = nvme_lio_db_poll(v->lio) && !nvme_lio_db_switch(v->lio);
+	p->bind_needs_dbbuf = !nvme_lio_db_poll(v->lio);
 	v->dstrd = p->dstrd;
 	p->cmb_host = nvme_lio_cmb(v->lio);
 	h->kick = NULL; /* admin commands run on the vCPU that rang: no I/O thread at all */
 	h->dbbuf = NULL;
 	h->bind = hook_bind;
 	h->unbind = hook_unbind;
+	h->redoorbell = nvme_lio_db_switch(v->lio) ? hook_redoorbell : NULL;
 	h->alive = hook_alive;
 	h->vwc = hook_vwc;
 	for (i = 0; i < gm->nslots; i++)
@@ -464,7 +553,9 @@ static int vnvme_lio_open(struct vnvme *v, struct nvme_ctrl_params *p, struct nv
 		v->cfg.id, v->cfg.mode == VNVME_PASSTHROUGH ? "passthrough" : "isolated",
 		nvme_lio_vol_name(v->lio), v->cfg.ssd, (unsigned long long)(p->size >> 20),
 		(unsigned long long)vcap->lba_start,
-		nvme_lio_db_poll(v->lio) ? "polled" : "eventfd");
+		nvme_lio_db_switch(v->lio) ? "polled (eventfd after Doorbell Buffer Config)"
+		: nvme_lio_db_poll(v->lio) ? "polled"
+					   : "eventfd");
 	return 0;
 }
 
@@ -621,6 +712,7 @@ static void vnvme_lio_counters(struct vnvme *v, struct dev_counters *o)
 	snprintf(o->volume, sizeof(o->volume), "%s", nvme_lio_vol_name(v->lio));
 	pthread_mutex_lock(&v->db_lock);
 	sum = v->gone;
+	o->db_switched = v->db_switched;
 	pthread_mutex_unlock(&v->db_lock);
 	n = nvme_ctrl_bound(v->ctrl, qid, h, DEV_MAX_QUEUES);
 	for (i = 0; i < n; i++) {
@@ -664,13 +756,13 @@ static void vnvme_print_counters(struct vnvme *v)
 	fprintf(stderr,
 		"lvmm: vnvme %s: mode %s, mmio exits %llu, doorbells %llu, wake-ups %llu, "
 		"reads %llu, writes %llu, backend cmds %llu, errors %llu, rejected %llu, irqs "
-		"%llu, flrs %llu\n",
+		"%llu, flrs %llu, db-switched %llu\n",
 		v->cfg.id, c.mode, (unsigned long long)st.mmio_exits,
 		(unsigned long long)st.doorbells, (unsigned long long)st.wakeups,
 		(unsigned long long)st.reads, (unsigned long long)st.writes,
 		(unsigned long long)c.backend_cmds, (unsigned long long)c.backend_errors,
 		(unsigned long long)c.backend_rejected, (unsigned long long)c.irqs,
-		(unsigned long long)st.flrs);
+		(unsigned long long)st.flrs, (unsigned long long)c.db_switched);
 	for (i = 0; i < c.nqueues; i++)
 		fprintf(stderr,
 			"lvmm: vnvme %s: queue %u: backend cmds %llu, read %llu B, written %llu "

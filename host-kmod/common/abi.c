@@ -80,7 +80,8 @@ static int abi_qp_rings(const struct lio_qp_create *q, const struct lio_abi_sess
 			struct lio_abi_err *e)
 {
 	const char *ring = "not page aligned inside one region of the DMA window";
-	const char *slot = "not 4-byte aligned with 8 bytes inside one region of the DMA window";
+	const char *slot = "not 4-byte aligned with both slots inside one region of the DMA window";
+	uint64_t slots = 8;
 
 	if (!(q->flags & LIO_QP_SQ_QMEM) &&
 	    !abi_gpa_ok(s, q->sq_gpa, (uint64_t)q->sq_depth * sizeof(struct nvme_sqe),
@@ -92,9 +93,15 @@ static int abi_qp_rings(const struct lio_qp_create *q, const struct lio_abi_sess
 		return abi_refuse(e, -EINVAL, "cq_gpa", q->cq_gpa, LIO_ABI_HEX, ring);
 	if (!(q->flags & LIO_QP_DB_EVENTFD))
 		return 0;
-	if (!abi_gpa_ok(s, q->shadow_db_gpa, 8, 4))
+	if (q->flags & LIO_QP_DB_STRIDE) {
+		if (q->db_stride < 1 || q->db_stride > 10)
+			return abi_refuse(e, -EINVAL, "db_stride", q->db_stride, LIO_ABI_DEC,
+					  "outside 1..10");
+		slots = (4ULL << q->db_stride) + 4;
+	}
+	if (!abi_gpa_ok(s, q->shadow_db_gpa, slots, 4))
 		return abi_refuse(e, -EINVAL, "shadow_db_gpa", q->shadow_db_gpa, LIO_ABI_HEX, slot);
-	if (q->eventidx_gpa && !abi_gpa_ok(s, q->eventidx_gpa, 8, 4))
+	if (q->eventidx_gpa && !abi_gpa_ok(s, q->eventidx_gpa, slots, 4))
 		return abi_refuse(e, -EINVAL, "eventidx_gpa", q->eventidx_gpa, LIO_ABI_HEX, slot);
 	return 0;
 }
@@ -118,6 +125,9 @@ int lio_abi_qp_create(const struct lio_qp_create *q, const struct lio_abi_sessio
 		return abi_refuse(e, -EINVAL, "sq_depth", q->sq_depth, LIO_ABI_DEC, depth);
 	if (q->cq_depth < 2 || q->cq_depth > LIO_MAX_QDEPTH)
 		return abi_refuse(e, -EINVAL, "cq_depth", q->cq_depth, LIO_ABI_DEC, depth);
+	if ((q->flags & LIO_QP_DB_STRIDE) && !(q->flags & LIO_QP_DB_EVENTFD))
+		return abi_refuse(e, -EINVAL, "flags", q->flags, LIO_ABI_HEX,
+				  "DB_STRIDE without DB_EVENTFD");
 	if ((q->flags & LIO_QP_DB_DIRECT) && q->cq_depth != q->sq_depth)
 		return abi_refuse(e, -EINVAL, "cq_depth", q->cq_depth, LIO_ABI_DEC,
 				  "DB_DIRECT needs it equal to sq_depth");

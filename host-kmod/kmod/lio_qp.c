@@ -524,9 +524,9 @@ static int lio_qp_validate(struct lio_session *ss, const struct lio_qp_create *q
 
 	/* the ioctl's fd fields are the fds themselves */
 	if (rq)
-		r = lio_abi_qp_restore(rq, &as, LIO_QP_FLAGS_ALL, true, &e);
+		r = lio_abi_qp_restore(rq, &as, LIO_QP_FLAGS_ALL & ~LIO_QP_DB_STRIDE, true, &e);
 	else
-		r = lio_abi_qp_create(q, &as, LIO_QP_FLAGS_ALL, true, &e);
+		r = lio_abi_qp_create(q, &as, LIO_QP_FLAGS_ALL & ~LIO_QP_DB_STRIDE, true, &e);
 	if (r)
 		return lio_abi_refuse(ssd, rq ? "qp-restore" : "qp-create", r, &e);
 	if (rq && (q->flags & LIO_QP_DB_DIRECT)) {

@@ -57,7 +57,7 @@ static int ssd_op_identify(struct ssd_call *c)
 	id->max_qpairs = c->s->cfg->max_qpairs;
 	id->qpairs_in_use = c->s->nqpairs;
 	id->max_qdepth = LIO_MAX_QDEPTH;
-	id->flags = LIO_ID_DB_POLL | LIO_ID_DB_EVENTFD | LIO_ID_QP_STATE;
+	id->flags = LIO_ID_DB_POLL | LIO_ID_DB_EVENTFD | LIO_ID_QP_STATE | LIO_ID_DB_STRIDE;
 	snprintf(id->name, sizeof(id->name), "%s", c->s->cfg->name);
 	snprintf(id->model, sizeof(id->model), "%s", c->s->cfg->model->desc);
 	c->outlen = sizeof(*id);
@@ -577,12 +577,17 @@ static int ssd_qp_make(struct ssd_call *c, const struct lio_qp_create *q,
 		qp->sq_tail_db = (uint32_t *)(ss->qmem + x->db_off);
 		qp->cq_head_db = (uint32_t *)(ss->qmem + x->db_off + LIO_PAGE_SIZE);
 	} else {
-		qp->sq_tail_db = ssd_gpa(c, "shadow_db_gpa", q->shadow_db_gpa, 8);
+		/* the CQ head slot follows the SQ tail's at the controller's doorbell stride */
+		unsigned words = q->flags & LIO_QP_DB_STRIDE ? 1u << q->db_stride : 1;
+
+		qp->sq_tail_db =
+		    ssd_gpa(c, "shadow_db_gpa", q->shadow_db_gpa, 4 * (uint64_t)words + 4);
 		if (!qp->sq_tail_db)
 			goto fail;
-		qp->cq_head_db = qp->sq_tail_db + 1;
+		qp->cq_head_db = qp->sq_tail_db + words;
 		if (q->eventidx_gpa) {
-			qp->eventidx = ssd_gpa(c, "eventidx_gpa", q->eventidx_gpa, 8);
+			qp->eventidx =
+			    ssd_gpa(c, "eventidx_gpa", q->eventidx_gpa, 4 * (uint64_t)words + 4);
 			if (!qp->eventidx)
 				goto fail;
 		}

@@ -58,7 +58,7 @@ struct lio_abi_session {
 /* Every LIO_QP_* flag of the ABI. A server serves these or fewer (softssd: all but DB_DIRECT). */
 #define LIO_QP_FLAGS_ALL                                                                           \
 	(LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL | LIO_QP_DB_EVENTFD | LIO_QP_READONLY |  \
-	 LIO_QP_IRQ_ENABLED | LIO_QP_DB_DIRECT)
+	 LIO_QP_IRQ_ENABLED | LIO_QP_DB_DIRECT | LIO_QP_DB_STRIDE)
 
 /* LIO_OP_QP_CREATE, in this order: mode; flags (known, served by this server, exactly one
  * doorbell kind, DB_DIRECT's passthrough with both rings in queue memory and never READONLY);

@@ -103,6 +103,7 @@ struct lio_identify {
 #define LIO_ID_DB_EVENTFD (1u << 1) /* serves doorbell eventfds (LIO_QP_DB_EVENTFD) */
 #define LIO_ID_KERNEL	  (1u << 2) /* lightiov.ko on a real controller */
 #define LIO_ID_QP_STATE	  (1u << 3) /* serves QP_QUIESCE, QP_RESUME and QP_RESTORE */
+#define LIO_ID_DB_STRIDE  (1u << 4) /* serves LIO_QP_DB_STRIDE */
 
 /* LIO_OP_DMA_REGISTER: the session's DMA window, replacing any earlier one (refused with -EBUSY
  * while queue pairs exist). Regions must not overlap in GPA space; each is [gpa, gpa + size) of
@@ -152,7 +153,9 @@ struct lio_qp_create {
 	int32_t db_fd;		/* LIO_QP_DB_EVENTFD: eventfd signalled on each SQ doorbell */
 	int32_t irq_fd;		/* eventfd signalled when CQEs were posted (irqfd); -1: none */
 	uint32_t irq_coalesce;	/* post an interrupt every N CQEs (0 = every batch) */
-	uint32_t rsvd;
+	uint32_t db_stride;	/* LIO_QP_DB_STRIDE: the shadow slots are 4 << db_stride bytes
+				 * apart (the controller's CAP.DSTRD, 1..10): the CQ head (and its
+				 * EventIdx) at shadow_db_gpa + (4 << db_stride); else ignored */
 	/* out */
 	uint32_t qp_id; /* backend handle, unique per SSD */
 	uint32_t rsvd2;
@@ -168,6 +171,7 @@ struct lio_qp_create {
 #define LIO_QP_DB_EVENTFD  (1u << 3) /* doorbell = db_fd; values read from the shadow buffer */
 #define LIO_QP_READONLY	   (1u << 4) /* writes fail with Attempted Write to Read Only Range */
 #define LIO_QP_IRQ_ENABLED (1u << 5) /* signal irq_fd (the CQ was created with IEN) */
+#define LIO_QP_DB_STRIDE   (1u << 7) /* DB_EVENTFD with strided shadow slots (db_stride) */
 #define LIO_QP_DB_DIRECT                                                                           \
 	(1u << 6) /* lightiov.ko, passthrough with SQ_QMEM | CQ_QMEM: the rings                    \
 		   * in queue memory are the controller's own, the client rings                    \

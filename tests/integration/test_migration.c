@@ -810,6 +810,18 @@ static long long ssd_cmds(struct apitest *t)
 	return n;
 }
 
+/* Queue pairs doorbell=auto moved to eventfd doorbells (vm.counters). */
+static long long ssd_db_switched(struct apitest *t)
+{
+	json_t *j = NULL;
+	long long n;
+
+	ck_assert_int_eq(apitest_curl(t, "GET", "vm.counters", NULL, &j), 200);
+	n = json_integer_value(json_object_get(json_object_get(j, "nvme0"), "db_switched"));
+	json_decref(j);
+	return n;
+}
+
 static bool ssd_cmds_pass(struct apitest *t, long long n, unsigned limit_ms)
 {
 	for (unsigned ms = 0; ms < limit_ms; ms += 50) {
@@ -825,7 +837,7 @@ static bool ssd_cmds_pass(struct apitest *t, long long n, unsigned limit_ms)
  * vanish (before READY, after COMMIT) after the source let the volume go leave the source
  * taking it back, its queue pairs going on where they were; then a real destination attaches
  * the volume at STATE and the run ends there with every I/O done and none failed. */
-START_TEST(test_migrate_ssd)
+static void migrate_ssd(const char *doorbell, const char *dbbuf)
 {
 	const char *opts[] = {"--backing", NULL, "--size", "64M", NULL};
 	char backing[600], logp[600], cfg[2048], body[400], *c;
@@ -844,15 +856,16 @@ START_TEST(test_migrate_ssd)
 	snprintf(cfg, sizeof(cfg),
 		 "{\"cpus\": {\"boot_vcpus\": 1}, \"memory\": {\"size\": 67108864},"
 		 " \"payload\": {\"kernel\": \"%s\", \"cmdline\": \"bench.mode=work bench.qp=4 "
-		 "bench.qd=4 bench.span_mb=1 bench.rw=randwrite bench.ios=150000\"},"
+		 "bench.qd=4 bench.span_mb=1 bench.rw=randwrite bench.ios=150000%s\"},"
 		 " \"vnvme\": [{\"ssd\": \"migssd\", \"vol\": \"vm1\", \"mode\": \"isolated\","
-		 " \"doorbell\": \"poll\", \"num_queues\": 4}],"
+		 " \"doorbell\": \"%s\", \"num_queues\": 4}],"
 		 " \"serial\": {\"mode\": \"File\", \"file\": \"%s\"}}",
-		 guest, S.console);
+		 guest, dbbuf, doorbell, S.console);
 	apitest_start(&S, NULL);
 	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.create", cfg, NULL), 204);
 	ck_assert_int_eq(apitest_curl(&S, "PUT", "vm.boot", NULL, NULL), 204);
 	ck_assert_msg(ssd_cmds_pass(&S, 100, 20000), "the run does not start");
+	ck_assert_int_eq(ssd_db_switched(&S), !strcmp(doorbell, "auto") ? 4 : 0);
 	snprintf(body, sizeof(body), "{\"destination_url\": \"unix:%s\", \"local\": true}", mig);
 	apitest_expect_error(&S, "vm.send-migration", body, 400, "hands guest RAM");
 	for (int ready = 0; ready < 2; ready++) {
@@ -892,6 +905,19 @@ START_TEST(test_migrate_ssd)
 		      "%s", c);
 	free(c);
 	ck_assert_int_eq(testutil_ssd_stop(&ssd, SIGTERM), 0);
+}
+
+START_TEST(test_migrate_ssd)
+{
+	migrate_ssd("poll", "");
+}
+END_TEST
+
+/* doorbell=auto with Doorbell Buffer Config after the queues: the pairs moved to eventfd
+ * doorbells are let go, taken back and bound at the destination on eventfd doorbells. */
+START_TEST(test_migrate_ssd_auto)
+{
+	migrate_ssd("auto", " bench.dbbuf=late");
 }
 END_TEST
 
@@ -992,6 +1018,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 400);
 	tcase_add_test(tc, test_migrate_ssd);
+	tcase_add_test(tc, test_migrate_ssd_auto);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
 }

@@ -966,6 +966,11 @@ static void snapshot_vnvme_ssd(const char *mode, const char *doorbell, const cha
 		before = 0;
 		for (i = 0; i < json_array_size(n); i++) /* the backend's count per queue pair */
 			before += json_integer_value(json_object_get(json_array_get(n, i), "cmds"));
+		/* auto with the buffer configured late: every pair moved to eventfd doorbells */
+		if (!strcmp(doorbell, "auto"))
+			ck_assert_int_eq(json_integer_value(json_object_get(
+					     json_object_get(j, "nvme0"), "db_switched")),
+					 4);
 		json_decref(j);
 		t0 = testutil_now_s();
 		ck_assert_int_eq(put("vm.snapshot", url("destination_url", snap, NULL)), 204);
@@ -1061,6 +1066,14 @@ START_TEST(test_snapshot_vnvme_passthrough)
 }
 END_TEST
 
+/* doorbell=auto, Doorbell Buffer Config after the queues (Linux's order): the pairs moved from
+ * pages to eventfd doorbells are saved and come back on eventfd doorbells. */
+START_TEST(test_snapshot_vnvme_auto)
+{
+	snapshot_vnvme_ssd("isolated", "auto", " bench.dbbuf=late");
+}
+END_TEST
+
 /* A VM with a virtio-blk disk (and the rng) is saved; the restore checks the image it opens
  * against the saved disk: another size is refused by name. */
 START_TEST(test_snapshot_blk)
@@ -1121,6 +1134,7 @@ int main(void)
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, test_snapshot_vnvme_isolated);
 	tcase_add_test(tc, test_snapshot_vnvme_passthrough);
+	tcase_add_test(tc, test_snapshot_vnvme_auto);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
 }

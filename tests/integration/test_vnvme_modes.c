@@ -150,6 +150,9 @@ START_TEST(test_modes)
 	    {",mode=passthrough,doorbell=poll", ""},
 	    {",doorbell=eventfd", " bench.dbbuf=on"},
 	    {",mode=passthrough,doorbell=eventfd", " bench.dbbuf=on bench.sq=cmb"},
+	    {"", " bench.dbbuf=on"},
+	    {",mode=passthrough", " bench.dbbuf=late bench.sq=cmb"},
+	    {"", " bench.dbbuf=late"},
 	};
 	struct testutil_run r;
 	char vn[128], cl[256], vol[16], tag[64];
@@ -177,6 +180,19 @@ START_TEST(test_modes)
 		ck_assert_msg(stat_of(r.err, tag, "wake-ups ") <= 16, "%s: %s", vn, r.err);
 		ck_assert_msg(stat_of(r.err, "vcpu 0 exits", "mmio ") < 80, "%s: %s", vn, r.err);
 		ck_assert_uint_ge(stat_of(r.err, tag, "backend cmds "), 2000 + 17 + 2 * 9);
+		/* doorbell=auto: pages, then eventfd doorbells from Doorbell Buffer Config on
+		 * (late: the bound pair moves, at first set-up and again after the reset) */
+		if (!strstr(c[i].opts, "doorbell=")) {
+			ck_assert_msg(strstr(r.err, "eventfd after Doorbell Buffer Config"),
+				      "%s: %s", vn, r.err);
+			if (strstr(c[i].cmdline, "late")) {
+				ck_assert_msg(strstr(r.out, "bench: lio late dbbuf: 4 of 4"),
+					      "%s: %s", vn, r.out);
+				ck_assert_uint_eq(stat_of(r.err, tag, "db-switched "), 2);
+			} else {
+				ck_assert_uint_eq(stat_of(r.err, tag, "db-switched "), 0);
+			}
+		}
 		fprintf(stderr, "%s: %.*s\n", vn,
 			(int)strcspn(strstr(r.out, "bench: lio qd1"), "\r\n"),
 			strstr(r.out, "bench: lio qd1"));

@@ -355,6 +355,14 @@ START_TEST(test_vnvme_isolated_root)
 		printf("boot %d: %llu backend commands, %llu doorbells reached lvmm\n", boot, cmds,
 		       db);
 		ck_assert_uint_ge(cmds, 20);
+		/* nvme0 is doorbell=auto: its queue pair starts on doorbell pages and moves to
+		 * eventfd doorbells when the driver sends Doorbell Buffer Config (again after the
+		 * FLR, which gives the pair back) */
+		ck_assert_msg(strstr(b.log, "vnvme nvme0: Doorbell Buffer Config: queue pairs move "
+					    "to eventfd doorbells"),
+			      "nvme0 stayed on doorbell pages: %s", b.log);
+		ck_assert_uint_eq(stat_of(b.log, "mode isolated", "db-switched "),
+				  boot == FLR_BOOT ? 2 : 1);
 		ck_assert_uint_eq(stat_of(b.log, "mode isolated", "reads "), 0);
 		ck_assert_uint_eq(stat_of(b.log, "mode isolated", "writes "), 0);
 		linuxboot_free(&b);

@@ -13,6 +13,7 @@
 #define WIN_GPA	       0x100000ull
 #define WIN_BYTES      0x100000ull
 #define SERVED_SOFTSSD (LIO_QP_FLAGS_ALL & ~LIO_QP_DB_DIRECT)
+#define SERVED_KMOD    (LIO_QP_FLAGS_ALL & ~LIO_QP_DB_STRIDE)
 
 static const struct lio_check_region win[] = {{.gpa = WIN_GPA, .size = WIN_BYTES}};
 static const struct lio_abi_session sess = {.regions = win, .nr_regions = 1, .qmem = true};
@@ -50,7 +51,7 @@ static struct lio_abi_err qp_check(const struct lio_qp_create *q, const struct l
 				   bool kmod, int want, const char *field)
 {
 	struct lio_abi_err e;
-	int r = lio_abi_qp_create(q, s, kmod ? LIO_QP_FLAGS_ALL : SERVED_SOFTSSD, kmod, &e);
+	int r = lio_abi_qp_create(q, s, kmod ? SERVED_KMOD : SERVED_SOFTSSD, kmod, &e);
 
 	ck_assert_msg(r == want, "%s: %d, want %d (%s: %s)", kmod ? "kmod" : "softssd", r, want,
 		      e.field, e.why);
@@ -416,6 +417,37 @@ START_TEST(qp_eventidx_gpa)
 }
 END_TEST
 
+/* Strided shadow slots (doorbell=auto at DSTRD 10): softssd serves them, lightiov.ko does not;
+ * both slots of each buffer must lie in the window, the stride within 1..10. */
+START_TEST(qp_db_stride)
+{
+	struct lio_qp_create q = qp_ok();
+
+	q.flags |= LIO_QP_DB_STRIDE;
+	q.db_stride = 10;
+	q.eventidx_gpa = WIN_GPA + 0x4000;
+	qp_check(&q, &sess, false, 0, NULL);
+	qp_check(&q, &sess, true, -EINVAL, "flags");
+	q.shadow_db_gpa = WIN_GPA + WIN_BYTES - 4096; /* the CQ head slot falls outside */
+	qp_check(&q, &sess, false, -EINVAL, "shadow_db_gpa");
+	q.shadow_db_gpa = WIN_GPA + 0x2000;
+	q.eventidx_gpa = WIN_GPA + WIN_BYTES - 4100;
+	qp_check(&q, &sess, false, 0, NULL);
+	q.eventidx_gpa = WIN_GPA + WIN_BYTES - 4096;
+	qp_check(&q, &sess, false, -EINVAL, "eventidx_gpa");
+	q.eventidx_gpa = WIN_GPA + 0x4000;
+	q.db_stride = 0;
+	qp_check(&q, &sess, false, -EINVAL, "db_stride");
+	q.db_stride = 11;
+	qp_check(&q, &sess, false, -EINVAL, "db_stride");
+	q.db_stride = 0xffffffffu;
+	qp_check(&q, &sess, false, -EINVAL, "db_stride");
+	q.db_stride = 1;
+	q.flags = LIO_QP_DB_POLL | LIO_QP_DB_STRIDE; /* strided slots without shadow doorbells */
+	qp_check(&q, &sess, false, -EINVAL, "flags");
+}
+END_TEST
+
 /* Several faults at once: the first in the documented order names the request. */
 START_TEST(qp_order)
 {
@@ -660,6 +692,7 @@ static Suite *abi_suite(void)
 	tcase_add_test(qp, qp_cq_gpa);
 	tcase_add_test(qp, qp_shadow_db_gpa);
 	tcase_add_test(qp, qp_eventidx_gpa);
+	tcase_add_test(qp, qp_db_stride);
 	tcase_add_test(qp, qp_order);
 	suite_add_tcase(s, qp);
 	tcase_add_test(dma, dma_busy);

@@ -35,6 +35,19 @@ static unsigned nbind, nunbind, bind_fail;
 static uint32_t unbound[8];
 static bool backend_alive;
 static bool bind_needs_dbbuf; /* the next controller's: eventfd doorbells */
+static bool with_redoorbell;  /* the next controller's: doorbell=auto (pages, then eventfd) */
+static struct nvme_qp_bind moved[8];
+static unsigned nmoved, moved_fail;
+
+static uint16_t on_redoorbell(void *opaque, const struct nvme_qp_bind *b, uint32_t *handle)
+{
+	(void)opaque;
+	if (moved_fail)
+		return (uint16_t)moved_fail;
+	moved[nmoved % 8] = *b;
+	*handle = 200 + nmoved++;
+	return 0;
+}
 
 static uint16_t on_bind(void *opaque, const struct nvme_qp_bind *b, uint32_t *handle)
 {
@@ -91,6 +104,8 @@ static void make_ctrl(bool no_dbbuf)
 	struct nvme_ctrl_hooks h = {.bind = on_bind, .unbind = on_unbind, .alive = on_alive};
 	char err[128];
 
+	if (with_redoorbell)
+		h.redoorbell = on_redoorbell;
 	ck_assert_int_eq(
 	    nvme_ctrl_create(&p, &gm, &nvme_mem_backend_ops, NULL, &h, &ctrl, err, sizeof(err)), 0);
 	nvme_ctrl_set_cmb_gpa(ctrl, CMB_GPA);
@@ -124,6 +139,8 @@ static void setup(void)
 	ns_lba_shift = 0;
 	backend_alive = true;
 	bind_needs_dbbuf = false;
+	with_redoorbell = false;
+	nmoved = moved_fail = 0;
 	make_ctrl(true);
 	enable();
 }
@@ -446,6 +463,61 @@ START_TEST(test_bind_after_dbbuf)
 }
 END_TEST
 
+/* doorbell=auto: a pair bound on pages is handed to redoorbell at each Doorbell Buffer Config
+ * (with the buffer, the stride and its handle, which is the pair's from then on); hostile
+ * buffers are refused before any pair moves; a pair that cannot move fails the command. */
+START_TEST(test_redoorbell)
+{
+	uint16_t qid[4];
+	uint32_t h[4];
+
+	nvme_ctrl_destroy(ctrl);
+	with_redoorbell = true;
+	make_ctrl(false);
+	enable();
+	ck_assert_uint_eq(create_cq(1, IOCQ_GPA, false, 0), 0);
+	ck_assert_uint_eq(create_sq(1, 1, IOSQ_GPA), 0);
+	ck_assert_uint_eq(nbind, 1); /* bound at once, on pages */
+	ck_assert_uint_eq(bound[0].dbbuf_dbs, 0);
+	ck_assert_uint_eq(bound[0].dstrd, 10);
+	/* hostile buffers: none, unaligned, outside RAM, wrapping */
+	ck_assert_uint_eq(admin(NVME_ADMIN_DBBUF, 0, 0, 0, 0x61000), NVME_SC_INVALID_FIELD);
+	ck_assert_uint_eq(admin(NVME_ADMIN_DBBUF, 0, 0, 0x60004, 0x61000), NVME_SC_INVALID_FIELD);
+	ck_assert_uint_eq(admin(NVME_ADMIN_DBBUF, 0, 0, 0x60000, RAM_SIZE), NVME_SC_INVALID_FIELD);
+	ck_assert_uint_eq(admin(NVME_ADMIN_DBBUF, 0, 0, ~0xfffULL, 0x61000), NVME_SC_INVALID_FIELD);
+	ck_assert_uint_eq(nmoved, 0);
+	ck_assert_uint_eq(admin(NVME_ADMIN_DBBUF, 0, 0, 0x60000, 0x70000), 0);
+	ck_assert_uint_eq(nmoved, 1);
+	ck_assert_uint_eq(moved[0].sqid, 1);
+	ck_assert_uint_eq(moved[0].dbbuf_dbs, 0x60000);
+	ck_assert_uint_eq(moved[0].dbbuf_eis, 0x70000);
+	ck_assert_uint_eq(moved[0].dstrd, 10);
+	ck_assert_uint_eq(moved[0].sq_depth, 16);
+	ck_assert_uint_eq(nvme_ctrl_bound(ctrl, qid, h, 4), 1);
+	ck_assert_uint_eq(h[0], 200);
+	/* created after the buffer: bound with it, not moved */
+	ck_assert_uint_eq(create_cq(2, IOCQ_GPA + 0x1000, false, 0), 0);
+	ck_assert_uint_eq(create_sq(2, 2, IOSQ_GPA + 0x1000), 0);
+	ck_assert_uint_eq(nbind, 2);
+	ck_assert_uint_eq(bound[1].dbbuf_dbs, 0x60000);
+	ck_assert_uint_eq(nmoved, 1);
+	/* a second buffer: both pairs are offered it; a refusal fails the command */
+	ck_assert_uint_eq(admin(NVME_ADMIN_DBBUF, 0, 0, 0x80000, 0x90000), 0);
+	ck_assert_uint_eq(nmoved, 3);
+	ck_assert_uint_eq(moved[2].dbbuf_dbs, 0x80000);
+	moved_fail = NVME_SC_INVALID_FIELD;
+	ck_assert_uint_eq(admin(NVME_ADMIN_DBBUF, 0, 0, 0x60000, 0x70000), NVME_SC_INVALID_FIELD);
+	moved_fail = NVME_SC_INTERNAL;
+	ck_assert_uint_eq(admin(NVME_ADMIN_DBBUF, 0, 0, 0x60000, 0x70000), NVME_SC_INTERNAL);
+	/* a reset gives back each pair once, under the handle it has now */
+	w32(NVME_REG_CC, 0);
+	ck_assert_uint_eq(nunbind, 2);
+	ck_assert(unbound[0] == 201 || unbound[0] == 202);
+	ck_assert(unbound[1] == 201 || unbound[1] == 202);
+	ck_assert_uint_ne(unbound[0], unbound[1]);
+}
+END_TEST
+
 /* A backend that went away shows as Controller Fatal Status on the next CSTS read. */
 START_TEST(test_cfs_when_gone)
 {
@@ -480,6 +552,7 @@ static Suite *nvme_bind_suite(void)
 	tcase_add_test(t, test_bound_doorbells_ignored);
 	tcase_add_test(t, test_no_dbbuf);
 	tcase_add_test(t, test_bind_after_dbbuf);
+	tcase_add_test(t, test_redoorbell);
 	tcase_add_test(t, test_cfs_when_gone);
 	tcase_add_test(t, test_external_cmb);
 	suite_add_tcase(s, t);

@@ -166,6 +166,33 @@ static bool lio_setup(void)
 	return lio_queues();
 }
 
+/* bench.dbbuf=late: Doorbell Buffer Config once I/O queue pair 1 exists, with commands rung on
+ * its plain doorbells and not reaped (doorbell=auto moves the pair to eventfd doorbells then):
+ * each completes exactly once, and later I/O rings through the shadow buffer. */
+static void lio_dbbuf_late(void)
+{
+	unsigned i, done = 0;
+	struct nvme_sqe c;
+
+	for (i = 0; i < 4; i++) {
+		c = rw(NVME_CMD_READ, 8 * i, PAGE, rbuf);
+		submit(1, &c);
+	}
+	c = ndrv_cmd(NVME_ADMIN_DBBUF);
+	c.prp1 = (uint64_t)dbs_buf;
+	c.prp2 = (uint64_t)eis_buf;
+	check(run(0, &c, NULL) == 0, "doorbell buffer config after queue creation");
+	drv.shadow = true;
+	for (i = 0; i < 4; i++)
+		done += reap_ms(1, NULL, 2000) == 0;
+	check(done == 4, "the commands rung before the switch complete");
+	check(reap_ms(1, NULL, 100) == 0xffff, "each of them once");
+	/* a command rung through the shadow buffer */
+	c = rw(NVME_CMD_READ, 0, PAGE, rbuf);
+	check(run(1, &c, NULL) == 0, "a read after the switch");
+	bench_printf("bench: lio late dbbuf: %u of 4 completed once\n", done);
+}
+
 /* Doorbell Buffer Config when asked (bench.dbbuf=on), then I/O queue pair 1 from scratch. */
 static bool lio_queues(void)
 {
@@ -191,6 +218,8 @@ static bool lio_queues(void)
 	c.cdw11 = 1 << 16 | 1;
 	check(run(0, &c, NULL) == 0, "create SQ");
 	bench_printf("bench: lio SQ 1 in %s\n", c.prp1 == LIO_CMB_GPA ? "the CMB" : "RAM");
+	if (param_is("bench.dbbuf", "late") && !failures)
+		lio_dbbuf_late();
 	return !failures;
 }
 
@@ -434,6 +463,17 @@ static void hostile_ring3(void)
 	/* doorbells of queues that do not exist, and a bogus tail on our own */
 	ndrv_wr32(&drv, NVME_REG_DBS + (2 * 5) * (4u << drv.dstrd), 3);
 	ndrv_wr32(&drv, NVME_REG_DBS + (2 * 9 + 1) * (4u << drv.dstrd), 1);
+	/* Doorbell Buffer Config whose slots for queue 1 lie past RAM (the buffer's first page is
+	 * RAM's last), outside RAM, or in the CMB: refused; queue 1 keeps its plain doorbells */
+	c = ndrv_cmd(NVME_ADMIN_DBBUF);
+	c.prp1 = outside - PAGE;
+	c.prp2 = (uint64_t)eis_buf;
+	check(run(0, &c, NULL) != 0, "doorbell buffer with slots past RAM refused");
+	c.prp1 = (uint64_t)dbs_buf;
+	c.prp2 = outside;
+	check(run(0, &c, NULL) != 0, "EventIdx buffer outside RAM refused");
+	c.prp2 = LIO_CMB_GPA;
+	check(run(0, &c, NULL) != 0, "EventIdx buffer in the CMB refused");
 	/* the window is still usable: a pattern written and read inside it */
 	lio_rw(seed, 16, 256, true);
 	if (!failures)

@@ -1,6 +1,7 @@
 /* Bench guest mode "work": a polled ring-3 NVMe driver for the workload engine on any controller
  * (lvmm's vNVMe in each mode, QEMU's nvme): several queue pairs, SQs in RAM or in the CMB
- * (bench.sq=cmb), plain or shadow doorbells (bench.dbbuf=on), LBA window of the LightIOV cap. */
+ * (bench.sq=cmb), plain or shadow doorbells (bench.dbbuf=on, or =late: configured once the
+ * queues exist, as Linux does), LBA window of the LightIOV cap. */
 #include "bench.h"
 #include "lightiov/vcap.h"
 #include "nvme_drv.h"
@@ -127,6 +128,20 @@ static unsigned w_reap(unsigned q, uint16_t *slots, unsigned max, unsigned *erro
 	return ndrv_reap_batch(&drv, q + 1, slots, max, errors);
 }
 
+static uint16_t admin(struct nvme_sqe *c, uint32_t *dw0);
+
+/* Doorbell Buffer Config: shadow doorbells from now on when the controller takes it. */
+static void w_dbbuf(void)
+{
+	struct nvme_sqe c = ndrv_cmd(NVME_ADMIN_DBBUF);
+
+	c.prp1 = (uint64_t)dbs_buf;
+	c.prp2 = (uint64_t)eis_buf;
+	drv.shadow = admin(&c, NULL) == 0;
+	if (!drv.shadow)
+		bench_puts("bench: work no shadow doorbells (Doorbell Buffer Config refused)\n");
+}
+
 static uint16_t admin(struct nvme_sqe *c, uint32_t *dw0)
 {
 	return ndrv_run(&drv, 0, c, dw0);
@@ -185,15 +200,8 @@ static void work_ring3(void)
 	dev.depth = entries - 1;
 	dev.capacity = nsze << lba_shift;
 	dev.blk_shift = lba_shift;
-	if (work_param_is("bench.dbbuf", "on")) {
-		c = ndrv_cmd(NVME_ADMIN_DBBUF);
-		c.prp1 = (uint64_t)dbs_buf;
-		c.prp2 = (uint64_t)eis_buf;
-		drv.shadow = admin(&c, NULL) == 0;
-		if (!drv.shadow)
-			bench_puts(
-			    "bench: work no shadow doorbells (Doorbell Buffer Config refused)\n");
-	}
+	if (work_param_is("bench.dbbuf", "on"))
+		w_dbbuf();
 	if (work_param_is("bench.sq", "cmb")) {
 		cmb = cmb_setup(devfn);
 		if (!cmb)
@@ -229,6 +237,9 @@ static void work_ring3(void)
 			return;
 		}
 	}
+	/* late: after the queues exist, as the Linux driver sends it */
+	if (work_param_is("bench.dbbuf", "late"))
+		w_dbbuf();
 	bench_printf("bench: work nvme %lu blocks of %u, %u queue pairs of %u, mode %u, "
 		     "doorbells %s, SQs in %s, %s\n",
 		     nsze, 1u << lba_shift, dev.nqueues, dev.depth, vmode,

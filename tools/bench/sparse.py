@@ -2,9 +2,11 @@
 # Sparse I/O: one 4 KiB random read every GAP_US (5000) microseconds at queue depth 1, the case
 # where a backend worker has gone to sleep before every request. Rows, interleaved round by
 # round: the native client (softssd-bench-client) with eventfd doorbells and with polled doorbell
-# pages, and the bench guest on lvmm's vNVMe in isolated mode with doorbell=poll (the default)
-# and doorbell=eventfd with the shadow doorbell buffer (bench.dbbuf=on: the guest rings only
-# when the backend asked through EventIdx, which it does before it sleeps). Latency from the
+# pages, and the bench guest on lvmm's vNVMe in isolated mode with doorbell=poll, with
+# doorbell=eventfd with the shadow doorbell buffer (bench.dbbuf=on: the guest rings only when
+# the backend asked through EventIdx, which it does before it sleeps) and with doorbell=auto
+# (the default: pages until the guest's Doorbell Buffer Config, eventfd doorbells on the shadow
+# buffer from then on; bench.dbbuf=on). Latency from the
 # client's or the guest's clock; softssd's CPU per I/O from /proc.
 # usage: sparse.py BUILD RESULTS [DOC]   knobs: ROUNDS (3), SPARSE_SECS (4), GAP_US (5000)
 # Writes RESULTS/sparse.csv and prints a Markdown table, which replaces the one between
@@ -47,7 +49,8 @@ def main():
                                     ("native client, polled doorbell page", "native", "poll"),
                                     ("lvmm isolated, doorbell=poll", "lvmm", "poll"),
                                     ("lvmm isolated, doorbell=eventfd + dbbuf", "lvmm",
-                                     "eventfd")):
+                                     "eventfd"),
+                                    ("lvmm isolated, doorbell=auto", "lvmm", "auto")):
                 c0 = proc_cpu_s(daemon.pid)
                 if kind == "native":
                     out = subprocess.run([client, ssd, "native", "64", "--qd", "1", "--db", opt,
@@ -59,7 +62,7 @@ def main():
                         continue
                     ios, p50, p99 = int(kv["ios"]), float(kv["p50_us"]), float(kv["p99_us"])
                 else:
-                    extra = " bench.dbbuf=on" if opt == "eventfd" else ""
+                    extra = " bench.dbbuf=on" if opt in ("eventfd", "auto") else ""
                     argv = [lvmm, "run", "--kernel", guest, "--memory", "64M", "--vnvme",
                             f"{ssd},vol=native,mode=isolated,doorbell={opt}", "--cmdline",
                             f"bench.mode=work bench.rw=randread bench.qd=1 bench.gap_us={gap} "

@@ -449,6 +449,8 @@ static void route_vm_counters(struct api_vmm *vmm, const struct api_request *req
 					    json_integer((json_int_t)c[i].backend_errors));
 			json_object_set_new(d, "backend_rejected",
 					    json_integer((json_int_t)c[i].backend_rejected));
+			json_object_set_new(d, "db_switched",
+					    json_integer((json_int_t)c[i].db_switched));
 			json_object_set_new(d, "mode", json_string(c[i].mode));
 			json_object_set_new(d, "ssd", json_string(c[i].ssd));
 			json_object_set_new(d, "volume", json_string(c[i].volume));
