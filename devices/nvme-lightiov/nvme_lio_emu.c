@@ -94,8 +94,9 @@ int nvme_lio_emu_open(struct nvme_lio_emu **out, const struct nvme_lio_cfg *cfg,
 	o.lba_count = a.lba_count;
 	o.lba_shift = e->lba_shift;
 	o.mode = LIGHTIOV_MODE_ISOLATED; /* window-relative LBAs, checked by the SSD as well */
-	/* IRQ_ENABLED: the SSD signals completions on an eventfd, for the worker's naps */
-	o.qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_IRQ_ENABLED |
+	/* no IRQ_ENABLED: the worker polls for completions (an eventfd signal per completion
+	 * cost the SSD's worker more than it saved) */
+	o.qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM |
 		     (id.flags & LIO_ID_DB_POLL ? LIO_QP_DB_POLL : LIO_QP_DB_EVENTFD) |
 		     (cfg->readonly ? LIO_QP_READONLY : 0);
 	o.nr_qp = 1;

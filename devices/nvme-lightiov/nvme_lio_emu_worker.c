@@ -270,9 +270,10 @@ static unsigned emu_start_batch(struct nvme_lio_emu *e, bool stop, uint64_t now)
 	return taken;
 }
 
-/* Commands in flight, but nothing came back or in for EMU_NAP_SPIN passes: waits for the SSD's
- * completion eventfd or a new request (wake_fd), EMU_NAP_MS at most, instead of spinning on a
- * core the SSD's worker or a vCPU may need. */
+/* Commands in flight, but nothing came back or in for EMU_NAP_SPIN passes (an SSD that holds
+ * them long): waits for a new request (wake_fd) or EMU_NAP_MS, instead of spinning on a core the
+ * SSD's worker or a vCPU may need. The queue pair has no completion eventfd (irq_fd -1, which
+ * poll skips). */
 static void emu_nap(struct nvme_lio_emu *e)
 {
 	struct pollfd p[2] = {{.fd = e->d->qp[0].irq_fd, .events = POLLIN},
