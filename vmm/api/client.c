@@ -68,7 +68,8 @@ static const struct client_verb client_verbs[] = {
     {"snapshot", "PUT", "vm.snapshot", BODY_SNAPSHOT,
      "save the paused VM into a directory (file:///DIR or /DIR)"},
     {"restore", "PUT", "vm.restore", BODY_RESTORE,
-     "restore a snapshot: source_url=file:///DIR[,resume=on] or /DIR"},
+     "restore a snapshot: source_url=file:///DIR[,resume=on][,prefault=on]"
+     "[,memory_restore_mode=copy|ondemand] or /DIR"},
     {"send-migration", "PUT", "vm.send-migration", BODY_SEND_MIGRATION,
      "migrate the VM to a receiving lvmm: unix:PATH [--local]; lvmm exits after"},
     {"receive-migration", "PUT", "vm.receive-migration", BODY_RECEIVE_MIGRATION,
