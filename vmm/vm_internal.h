@@ -156,6 +156,10 @@ int vm_map_ram_file(struct vm *vm, int fd, bool prefault, char *err, unsigned er
  * the memfd mapped over it again, at the same address; nothing to do otherwise. The VM's vCPUs
  * and devices must be stopped (paused, or not started). */
 int vm_ram_share(struct vm *vm, char *err, unsigned errlen);
+/* Every 64 KiB piece of the RAM that is not all zero written into fd at its own offset (name in
+ * errors), what a snapshot's memory.bin and vm_ram_share() hold; *written the bytes written. */
+int vm_ram_write_sparse(const struct vm *vm, int fd, const char *name, uint64_t *written, char *err,
+			unsigned errlen);
 /* gsi.c: KVM's GSI routing table with the default pin routes, and the MSI GSI allocator. */
 int vm_routes_init(struct vm *vm, char *err, unsigned errlen);
 /* vm_console.c: COM1 on the PIO bus (where its output goes is settled once, kept by a reboot);

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "layout.h"
-#include "snapshot_fmt.h"
 #include "vm_internal.h"
 
 static int vm_set_slot(struct vm *vm, unsigned slot, uint64_t gpa, uint64_t size, void *host,
@@ -50,6 +49,18 @@ int vm_populate_ram(struct vm *vm, char *err, unsigned errlen)
 	return r;
 }
 
+/* The memfd mapped shared over the RAM again, at the same address (KVM's and gmem's slots and
+ * every device keep their pointers), after a private mapping of a snapshot file: 0 or -errno. */
+static int vm_ram_map_memfd(struct vm *vm)
+{
+	if (mmap(vm->ram, vm->gmem.size, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED | MAP_NORESERVE, vm->gmem.memfd, 0) == MAP_FAILED)
+		return -errno;
+	vm->ram_mapped = false;
+	madvise(vm->ram, vm->gmem.size, MADV_MERGEABLE);
+	return 0;
+}
+
 int vm_create_memory(struct vm *vm, char *err, unsigned errlen)
 {
 	uint64_t size = vm->cfg.memory, lo, hi;
@@ -65,18 +76,10 @@ int vm_create_memory(struct vm *vm, char *err, unsigned errlen)
 	if (vm->ram) {
 		/* Reboot: same memfd, every page dropped, so the guest starts from zeroed RAM; a
 		 * RAM mapped from a snapshot file is the memfd's again. */
-		if (vm->ram_mapped) {
-			void *p = mmap(vm->ram, size, PROT_READ | PROT_WRITE,
-				       MAP_SHARED | MAP_FIXED | MAP_NORESERVE, vm->gmem.memfd, 0);
-
-			if (p == MAP_FAILED) {
-				ret = -errno;
-				snprintf(err, errlen, "memory: mmap of the RAM memfd: %s",
-					 strerror(errno));
-				return ret;
-			}
-			vm->ram_mapped = false;
-			madvise(vm->ram, size, MADV_MERGEABLE);
+		ret = vm->ram_mapped ? vm_ram_map_memfd(vm) : 0;
+		if (ret) {
+			snprintf(err, errlen, "memory: mmap of the RAM memfd: %s", strerror(-ret));
+			return ret;
 		}
 		if (madvise(vm->ram, size, MADV_REMOVE))
 			memset(vm->ram, 0, size);
@@ -269,9 +272,7 @@ int vm_map_ram_file(struct vm *vm, int fd, bool prefault, char *err, unsigned er
 
 		snprintf(err, errlen, "mmap of the memory file: %s", strerror(e));
 		/* the address range is unmapped or the file's now: the memfd back over it */
-		p = mmap(vm->ram, vm->gmem.size, PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_FIXED | MAP_NORESERVE, vm->gmem.memfd, 0);
-		return p == MAP_FAILED ? -EFAULT : -e;
+		return vm_ram_map_memfd(vm) ? -EFAULT : -e;
 	}
 	vm->ram_mapped = true;
 	madvise(vm->ram, vm->gmem.size, MADV_MERGEABLE);
@@ -285,40 +286,21 @@ int vm_map_ram_file(struct vm *vm, int fd, bool prefault, char *err, unsigned er
 
 int vm_ram_share(struct vm *vm, char *err, unsigned errlen)
 {
-	const uint64_t piece = 64 << 10;
-	uint64_t size = vm->gmem.size;
-	void *p;
+	uint64_t written;
+	int r;
 
 	if (!vm->ram_mapped)
 		return 0;
 	/* the memfd's pages are all zero (it was emptied for the restore): what is not zero is
 	 * written, the rest stays holes */
-	if (fallocate(vm->gmem.memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)size))
+	if (fallocate(vm->gmem.memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+		      (off_t)vm->gmem.size))
 		return snprintf(err, errlen, "the RAM memfd: %s", strerror(errno)), -EIO;
-	for (uint64_t off = 0; off < size; off += piece) {
-		uint64_t n = size - off < piece ? size - off : piece;
-
-		if (snap_all_zero(vm->ram + off, n))
-			continue;
-		for (uint64_t done = 0; done < n;) {
-			ssize_t k = pwrite(vm->gmem.memfd, vm->ram + off + done, n - done,
-					   (off_t)(off + done));
-
-			if (k <= 0) {
-				snprintf(err, errlen, "the RAM memfd: write: %s",
-					 k ? strerror(errno) : "no room");
-				return -EIO;
-			}
-			done += (uint64_t)k;
-		}
-	}
-	p = mmap(vm->ram, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE,
-		 vm->gmem.memfd, 0);
-	if (p == MAP_FAILED) {
-		snprintf(err, errlen, "the RAM memfd: mmap: %s", strerror(errno));
-		return -EFAULT;
-	}
-	vm->ram_mapped = false;
-	madvise(vm->ram, size, MADV_MERGEABLE);
-	return 0;
+	r = vm_ram_write_sparse(vm, vm->gmem.memfd, "the RAM memfd", &written, err, errlen);
+	if (r)
+		return r;
+	r = vm_ram_map_memfd(vm);
+	if (r)
+		snprintf(err, errlen, "the RAM memfd: mmap: %s", strerror(-r));
+	return r ? -EFAULT : 0;
 }

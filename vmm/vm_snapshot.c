@@ -250,6 +250,25 @@ static int snap_pwrite_all(int fd, const char *name, const void *buf, size_t len
 	return 0;
 }
 
+int vm_ram_write_sparse(const struct vm *vm, int fd, const char *name, uint64_t *written, char *err,
+			unsigned errlen)
+{
+	uint64_t size = vm->gmem.size;
+	int r = 0;
+
+	*written = 0;
+	for (uint64_t off = 0; off < size && !r; off += SNAP_CHUNK) {
+		size_t n = size - off < SNAP_CHUNK ? (size_t)(size - off) : SNAP_CHUNK;
+
+		if (snap_all_zero(vm->ram + off, n))
+			continue;
+		r = snap_pwrite_all(fd, name, vm->ram + off, n, off, err, errlen);
+		if (!r)
+			*written += n;
+	}
+	return r;
+}
+
 /* fsync and close fd, whatever r is: r, or -EIO with err set when the sync fails. */
 static int snap_sync_close(int fd, const char *name, int r, char *err, unsigned errlen)
 {
@@ -313,7 +332,7 @@ static int snap_save_memory(struct vm *vm, int dirfd, const uint8_t *id, uint64_
 			    char *err, unsigned errlen)
 {
 	int fd = snap_open_memory(dirfd, err, errlen);
-	uint64_t size = vm->gmem.size, off;
+	uint64_t size = vm->gmem.size;
 	struct snap_mem_trailer t;
 	int r;
 
@@ -331,15 +350,7 @@ static int snap_save_memory(struct vm *vm, int dirfd, const uint8_t *id, uint64_
 		close(fd);
 		return -EIO;
 	}
-	for (off = 0; off < size && !r; off += SNAP_CHUNK) {
-		size_t n = size - off < SNAP_CHUNK ? (size_t)(size - off) : SNAP_CHUNK;
-
-		if (snap_all_zero(vm->ram + off, n))
-			continue;
-		r = snap_pwrite_all(fd, SNAP_MEMORY_FILE, vm->ram + off, n, off, err, errlen);
-		if (!r)
-			*written += n;
-	}
+	r = vm_ram_write_sparse(vm, fd, SNAP_MEMORY_FILE, written, err, errlen);
 	r = snap_sync_close(fd, SNAP_MEMORY_FILE, r, err, errlen);
 	if (!r && renameat(dirfd, SNAP_MEMORY_TMP, dirfd, SNAP_MEMORY_FILE)) {
 		snprintf(err, errlen, "%s: rename: %s", SNAP_MEMORY_FILE, strerror(errno));
