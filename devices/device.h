@@ -99,6 +99,7 @@ struct dev_model {
 	 * up to max fds into fds, their count returned. The device keeps its own; a model with
 	 * hand_fds has the destination build the VM late, as release does. */
 	unsigned (*hand_fds)(void *dev, int *fds, unsigned max);
+#define DEV_MAX_HAND_FDS 8 /* hand_fds's max: a net's tap queues, a socket */
 	/* Optional, the destination's side: fd number index of count that the source's device
 	 * handed over, into this model's config (cfg, as create takes it) once checked against
 	 * what the config names there (the tap, the socket's path). 0: cfg holds fd now (closed

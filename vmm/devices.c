@@ -760,12 +760,12 @@ int devices_hand_fds(struct vm *vm,
 	ds = devices_of(vm);
 	for (unsigned i = 0; ds && i < ds->n && !r; i++) {
 		const struct dev_model *m = ds->dev[i].model;
-		int fds[8];
+		int fds[DEV_MAX_HAND_FDS];
 		unsigned n;
 
 		if (!m->hand_fds)
 			continue;
-		n = m->hand_fds(ds->dev[i].dev, fds, sizeof(fds) / sizeof(fds[0]));
+		n = m->hand_fds(ds->dev[i].dev, fds, DEV_MAX_HAND_FDS);
 		if (n)
 			r = send(ctx, ds->dev[i].id, fds, n, err, errlen);
 	}

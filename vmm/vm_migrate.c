@@ -397,7 +397,9 @@ static void mig_peer_reason(int sock, char *err, unsigned errlen)
 	snprintf(err, errlen, "the destination refused: %s", msg);
 }
 
-/* One FDS frame per host fd a device hands over (devices_hand_fds). */
+/* One FDS frame per host fd a device hands over (devices_hand_fds): a device's count fits the
+ * record's limit. */
+_Static_assert(DEV_MAX_HAND_FDS <= MIG_MAX_DEV_FDS, "a device hands over more fds than FDS takes");
 static int mig_send_fds(void *ctx, const char *id, const int *fds, unsigned n, char *err,
 			unsigned errlen)
 {

@@ -150,7 +150,9 @@ int ssd_seccomp_install(enum ssd_seccomp_mode mode, bool vfio, char *err, unsign
 		r = ssd_seccomp_allow(ctx, ssd_seccomp_vfio,
 				      sizeof(ssd_seccomp_vfio) / sizeof(ssd_seccomp_vfio[0]), err,
 				      errlen);
-	for (i = 0; !r && vfio && i < sizeof(ssd_seccomp_vfio_ioctls) / sizeof(long); i++) {
+	for (i = 0;
+	     !r && vfio && i < sizeof(ssd_seccomp_vfio_ioctls) / sizeof(ssd_seccomp_vfio_ioctls[0]);
+	     i++) {
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 				     SCMP_A1(SCMP_CMP_EQ, ssd_seccomp_vfio_ioctls[i]));
 		if (r)
