@@ -2,7 +2,8 @@
 # The lio backend on a GPU machine: test_lio RUNS times, then bench_lio, each against a softssd
 # of its own; logs and CSV packed into OUT_DIR/lio-results.tgz.
 # usage: bench/lio-run.sh OUT_DIR BIN_DIR LVMM_DIR [RUNS]
-#   BIN_DIR: test_lio, bench_lio, gvdk (built elsewhere: `make BUILD=... CHECK_DIR=... URING_DIR=...`)
+#   BIN_DIR: test_lio, bench_lio, gvdk (built elsewhere: `make BUILD=... CHECK_DIR=... URING_DIR=...
+#   ARCH=-arch=sm_90`; without ARCH, a host with no GPU builds PTX only)
 #   LVMM_DIR: the lvmm binary and, under lib/, the shared libraries it needs that the machine lacks
 set -u
 out=$1 bin=$2 lv=$3 runs=${4:-3}
