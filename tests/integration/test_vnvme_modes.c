@@ -547,6 +547,19 @@ static bool ssd_answers(const char *name)
 	return true;
 }
 
+/* Waits until the auto-started daemon NAME stops serving (its supervisor stops it after
+ * SSD_AUTO_IDLE_MS with no session but its own). Each probe is a session too, one the supervisor
+ * counts: probed every 50 ms on a loaded 2-core host the daemon kept serving past 30 s, so the
+ * probes are a second apart, for up to a minute. */
+static bool ssd_stops(const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < 60 && ssd_answers(name); i++)
+		testutil_sleep_ms(1000);
+	return !ssd_answers(name);
+}
+
 /* An SSD nobody serves: lvmm starts a softssd on a sparse backing under LVMM_STATE_DIR, says so
  * in one line, and the daemon stops once the VM is gone. */
 START_TEST(test_autostart)
@@ -554,7 +567,6 @@ START_TEST(test_autostart)
 	char state[128], img[192];
 	struct testutil_run r;
 	struct stat st;
-	unsigned i;
 
 	snprintf(state, sizeof(state), "%s/state", dir);
 	setenv("LVMM_STATE_DIR", state, 1);
@@ -566,9 +578,7 @@ START_TEST(test_autostart)
 	ck_assert_int_eq(stat(img, &st), 0);
 	ck_assert_msg((uint64_t)st.st_blocks * 512 < (64ULL << 20), "backing not sparse: %lld",
 		      (long long)st.st_blocks);
-	for (i = 0; i < 600 && ssd_answers("auto0"); i++)
-		testutil_sleep_ms(50);
-	ck_assert_msg(!ssd_answers("auto0"), "the softssd lvmm started is still serving");
+	ck_assert_msg(ssd_stops("auto0"), "the softssd lvmm started is still serving");
 }
 END_TEST
 
@@ -602,9 +612,7 @@ START_TEST(test_default_guest)
 	ck_assert_msg(strstr(r.out, "bench: hello from ring 3"), "%s", r.out);
 	ck_assert_msg(strstr(r.err, "started softssd auto1"), "%s", r.err);
 	ck_assert_msg(strstr(r.err, "isolated volume anon"), "%s", r.err);
-	for (unsigned i = 0; i < 600 && ssd_answers("auto1"); i++)
-		testutil_sleep_ms(50);
-	ck_assert_msg(!ssd_answers("auto1"), "the softssd lvmm started is still serving");
+	ck_assert_msg(ssd_stops("auto1"), "the softssd lvmm started is still serving");
 }
 END_TEST
 
@@ -938,9 +946,7 @@ START_TEST(test_api_autostart)
 	free(o);
 	ck_assert_msg(api(sock, "delete", &o) == 0, "%s", o);
 	free(o);
-	for (i = 0; i < 600 && ssd_answers("auto3"); i++) /* it idles out after 10 s */
-		testutil_sleep_ms(50);
-	ck_assert_msg(!ssd_answers("auto3"), "the softssd lvmm started is still serving");
+	ck_assert_msg(ssd_stops("auto3"), "the softssd lvmm started is still serving");
 	ck_assert_msg(api(sock, "ping", &o) == 0, "%s", o);
 	free(o);
 	ck_assert_msg(api(sock, "shutdown-vmm", &o) == 0, "%s", o);
