@@ -178,16 +178,17 @@ fuzz: $(FUZZ_BINS)
 fuzz-short: $(FUZZ_BINS)
 	$(Q)FUZZ_AT_ONCE=$(TEST_JOBS) tests/fuzz-short.sh $(FUZZ_BINS)
 
-# The guest is built first, so that no unit case that needs it is skipped; every suite runs even
-# after one failed, and the last line sums them all (tests/run-suites.sh).
 # Every program the suites run is built first, TEST_JOBS compilers at once (the ASan unit tests
 # in their own tree), so no suite compiles on one core; the guest kernel's build runs its own jobs.
+# A program that fails to build there is left to its suite, which counts it as a failed case.
+# The guest is built before the suites, so that no unit case that needs it is skipped; every suite
+# runs even after one failed, and the last line sums them all (tests/run-suites.sh).
 TEST_SUITES := format-check include-check test-unit test-asan test-integ fuzz-short test-linux test-extra
 test: deps
-	$(Q)$(MAKE) --no-print-directory -j$(TEST_JOBS) all test-bins
-	$(Q)$(MAKE) --no-print-directory -j$(TEST_JOBS) BUILD=$(BUILD)/asan GUEST_BUILD=$(BUILD) SAN=1 \
-	    unit-bins
-	$(Q)$(MAKE) --no-print-directory guest
+	-$(Q)$(MAKE) --no-print-directory -k -j$(TEST_JOBS) all test-bins
+	-$(Q)$(MAKE) --no-print-directory -k -j$(TEST_JOBS) BUILD=$(BUILD)/asan GUEST_BUILD=$(BUILD) \
+	    SAN=1 unit-bins
+	$(Q)$(MAKE) --no-print-directory all guest
 	$(Q)tests/run-suites.sh $(BUILD)/test-totals "$(MAKE)" $(TEST_SUITES)
 
 unit-bins: $(UNIT_BINS)
