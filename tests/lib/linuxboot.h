@@ -7,6 +7,10 @@
 #include <stddef.h>
 
 #define LINUXBOOT_MARKS_MAX 8
+/* The first line of each boot on the test kernel's console: its 8250 console does not replay what
+ * was logged before it registered ("Linux version" included; tools/guest/patches/0003), so a
+ * test that counts boots, or checks that a restored guest did not boot again, looks for this. */
+#define LINUXBOOT_BANNER "console [ttyS0] enabled"
 
 struct linuxboot {
 	int status;    /* waitpid status of lvmm */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "apitest.h"
+#include "linuxboot.h"
 #include "testutil.h"
 
 /* The guest kernel's first console line appears ~15-40 s after boot on a loaded kvm_pvm host
@@ -119,7 +120,7 @@ START_TEST(test_linux_api_lifecycle)
 			 kernel);
 	json_decref(j);
 
-	ck_assert_msg(console_shows("Linux version", 1, FIRST_LINE_LIMIT_S),
+	ck_assert_msg(console_shows(LINUXBOOT_BANNER, 1, FIRST_LINE_LIMIT_S),
 		      "no kernel banner on the console");
 	/* Pause right after a burst of output, while the kernel is printing. */
 	later = console_size();
@@ -139,7 +140,7 @@ START_TEST(test_linux_api_lifecycle)
 	/* A reset starts the kernel again on the same console. */
 	ck_assert_int_eq(put("vm.reboot", NULL), 204);
 	ck_assert_str_eq(vm_state(), "Running");
-	ck_assert_msg(console_shows("Linux version", 2, FIRST_LINE_LIMIT_S),
+	ck_assert_msg(console_shows(LINUXBOOT_BANNER, 2, FIRST_LINE_LIMIT_S),
 		      "no second kernel banner after vm.reboot");
 
 	ck_assert_int_eq(curl("GET", "vm.counters", NULL, &j), 200);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "apitest.h"
+#include "linuxboot.h"
 #include "ssdutil.h"
 #include "testutil.h"
 
@@ -412,7 +413,7 @@ START_TEST(test_linux_snapshot_restore)
 		      "the restored guest did not go on from %ld with a working rng and disk:\n%s",
 		      saved, c);
 	ck_assert_msg(!strstr(c, "LVMM-SNAP-COUNT 1 "), "the restored guest counted from 1");
-	ck_assert_msg(!strstr(c, "Linux version"), "the restored guest booted again");
+	ck_assert_msg(!strstr(c, LINUXBOOT_BANNER), "the restored guest booted again");
 	/* the guest's NVMe driver saw nothing go wrong: no error, timeout or reset */
 	ck_assert_msg(!strstr(c, "I/O error") && !strstr(c, "timeout") && !strstr(c, "resetting") &&
 			  !strstr(c, "nvme=bad"),
@@ -570,7 +571,7 @@ static void linux_ssd_snapshot(const char *mode, const char *doorbell)
 	}
 	c = testutil_slurp(T.console);
 	ck_assert_msg(!strstr(c, "LVMM-BLK-VERIFY bad"), "blocks lost or wrong:\n%s", c);
-	ck_assert_msg(!strstr(c, "Linux version"), "the restored guest booted again");
+	ck_assert_msg(!strstr(c, LINUXBOOT_BANNER), "the restored guest booted again");
 	ck_assert_msg(!strstr(c, "I/O error") && !strstr(c, "timeout") && !strstr(c, "resetting"),
 		      "the restored guest's vNVMe misbehaved:\n%s", c);
 	free(c);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "apitest.h"
+#include "linuxboot.h"
 #include "testutil.h"
 
 #define BOOT_LIMIT_S	200 /* to the first count with vsock and ping, on a loaded kvm_pvm host */
@@ -460,7 +461,7 @@ START_TEST(test_linux_snapshot_net_vsock)
 		      "no count with vsock and ping working after the restore (saved at %ld):\n%s",
 		      saved, c);
 	ck_assert_msg(!strstr(c, "LVMM-SNAPNET-COUNT 1 "), "the restored guest counted from 1");
-	ck_assert_msg(!strstr(c, "Linux version"), "the restored guest booted again");
+	ck_assert_msg(!strstr(c, LINUXBOOT_BANNER), "the restored guest booted again");
 	free(c);
 	/* the guest's echo took a new connection: the held one was reset in the guest */
 	fresh = vsock_connect();
