@@ -272,31 +272,27 @@ static unsigned emu_start_batch(struct nvme_lio_emu *e, bool stop, uint64_t now)
 
 /* Commands in flight, but nothing came back or in for EMU_NAP_SPIN passes (an SSD that holds
  * them long): waits for a new request (wake_fd) or EMU_NAP_MS, instead of spinning on a core the
- * SSD's worker or a vCPU may need. The queue pair has no completion eventfd (irq_fd -1, which
- * poll skips). */
+ * SSD's worker or a vCPU may need. The queue pair is opened without a completion eventfd: the
+ * worker finds completions by polling. */
 static void emu_nap(struct nvme_lio_emu *e)
 {
-	struct pollfd p[2] = {{.fd = e->d->qp[0].irq_fd, .events = POLLIN},
-			      {.fd = e->wake_fd, .events = POLLIN}};
+	struct pollfd p = {.fd = e->wake_fd, .events = POLLIN};
 	eventfd_t v;
 
 	/* napping before the look at queued, as emu_submit stores queued before it looks at
 	 * napping: one of the two sees the other */
 	__atomic_store_n(&e->napping, true, __ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(&e->queued, __ATOMIC_SEQ_CST) &&
-	    !__atomic_load_n(&e->stop, __ATOMIC_SEQ_CST) && poll(p, 2, EMU_NAP_MS) > 0) {
-		if (p[0].revents & POLLIN)
-			eventfd_read(p[0].fd, &v);
-		if (p[1].revents & POLLIN)
-			eventfd_read(p[1].fd, &v);
-	}
+	    !__atomic_load_n(&e->stop, __ATOMIC_SEQ_CST) && poll(&p, 1, EMU_NAP_MS) > 0 &&
+	    (p.revents & POLLIN))
+		eventfd_read(p.fd, &v);
 	__atomic_store_n(&e->napping, false, __ATOMIC_RELEASE);
 }
 
 /* Pipelined reads and writes go to slots, placed in batches; anything else runs alone to its end
  * or to the first error. While commands are in flight the worker polls its completions and the
- * FIFO, and after EMU_NAP_SPIN passes without either waits for the SSD's completion eventfd or a
- * request (emu_nap); with nothing in flight and nothing queued it waits on qcond. A stop fails
+ * FIFO, and after EMU_NAP_SPIN passes without either waits EMU_NAP_MS at most for a request
+ * (emu_nap); with nothing in flight and nothing queued it waits on qcond. A stop fails
  * what has not started (every step of a lone request checks it, so a 256-range Deallocate ends
  * within one command's time) and waits for what is in flight. */
 void *nvme_lio_emu_worker(void *opaque)
