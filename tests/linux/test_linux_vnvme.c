@@ -29,9 +29,10 @@
 #define IMG_MB		64
 #define SSD		"lx0"
 /* Boot 1 also carries data volumes on vNVMe functions with eventfd doorbells: /init writes the
- * PATTERN_BYTES of /pattern to each and syncs, drops the page cache, then reads them back with
- * O_DIRECT and through the page cache. One io-check process (tools/guest/io-check.c) a volume, in
- * 1 MiB system calls: on kvm_pvm hosts a fork/exec costs about a second and a call milliseconds. */
+ * PATTERN_BYTES of /pattern to each and syncs, drops the volume's pages from the page cache
+ * (checked with mincore), then reads them back with O_DIRECT and through the page cache. One
+ * io-check process (tools/guest/io-check.c) a volume, in 1 MiB system calls: on kvm_pvm hosts a
+ * fork/exec costs about a second and a call milliseconds. */
 #define DATA_MB	      16
 #define PATTERN_BYTES (1 << 20)
 
@@ -68,7 +69,8 @@ static const char init_script[] =
     "for d in nvme1n1 nvme2n1; do\n"
     "if [ -b /dev/$d ]; then\n"
     "read -r sz </sys/block/$d/size && echo \"LVMM-EVFD-SIZE $d $sz\"\n"
-    "/bin/io-check copy /pattern /dev/$d echo \"LVMM-EVFD-WRITTEN $d\" drop "
+    "IO_CHECK_TIMES=1 /bin/io-check copy /pattern /dev/$d echo \"LVMM-EVFD-WRITTEN $d\" "
+    "evict /dev/$d "
     "same \"LVMM-EVFD-SAME $d\" /pattern /dev/$d direct "
     "same \"LVMM-EVFD-CACHED-SAME $d\" /pattern /dev/$d\n"
     "else echo \"LVMM-EVFD-NO-DISK $d\"; fi\n"

@@ -13,6 +13,8 @@
  *   rm PATH               removes PATH (a missing one is fine)
  *   sync                  sync(2)
  *   drop                  sync(2), then drops the page cache (/proc/sys/vm/drop_caches)
+ *   evict PATH            fsyncs PATH and drops its pages (and only its: dropping the whole
+ *                         cache costs seconds here), then checks with mincore that none is left
  *   trim TAG PATH         FITRIM on PATH's file system; prints "TAG" when it worked
  *   write TAG DEV         writes 512 bytes at DEV's start and fsyncs: prints "TAG-WRITTEN" or,
  *                         when any step fails, "TAG-REFUSED"
@@ -28,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -288,6 +292,48 @@ static int step_drop(void)
 	return 0;
 }
 
+static int step_evict(const char *path)
+{
+	int fd = open(path, O_RDONLY), rc = 0;
+	unsigned char *vec = NULL;
+	size_t pages, left = 0, i;
+	struct stat st;
+	off_t size;
+	void *map;
+
+	if (fd < 0)
+		return fail("evict", path);
+	/* a block device's size is not in st_size */
+	size = fstat(fd, &st) ? -1 : S_ISBLK(st.st_mode) ? lseek(fd, 0, SEEK_END) : st.st_size;
+	if (size < 0 || fsync(fd) || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)) {
+		close(fd);
+		return fail("evict", path);
+	}
+	if (size == 0) {
+		close(fd);
+		return 0;
+	}
+	pages = ((size_t)size + 4095) / 4096;
+	map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+	vec = malloc(pages);
+	if (map == MAP_FAILED || !vec || mincore(map, (size_t)size, vec)) {
+		rc = fail("evict", path);
+	} else {
+		for (i = 0; i < pages; i++)
+			left += vec[i] & 1;
+		if (left) {
+			printf("io-check: evict %s: %zu of %zu pages still cached\n", path, left,
+			       pages);
+			rc = -1;
+		}
+	}
+	if (map != MAP_FAILED)
+		munmap(map, (size_t)size);
+	free(vec);
+	close(fd);
+	return rc;
+}
+
 static int step_trim(const char *tag, const char *path)
 {
 	struct fstrim_range r = {.start = 0, .len = ~0ULL, .minlen = 0};
@@ -325,9 +371,9 @@ static int step_args(char **argv, int left)
 		int args;
 		const char *opt; /* the optional last argument: "0-9" any number, else that word */
 	} steps[] = {
-	    {"md5", 2, "0-9"}, {"copy", 2, NULL},  {"md5copy", 3, NULL}, {"same", 3, "direct"},
-	    {"echo", 1, NULL}, {"rm", 1, NULL},	   {"sync", 0, NULL},	 {"drop", 0, NULL},
-	    {"trim", 2, NULL}, {"write", 2, NULL},
+	    {"md5", 2, "0-9"},	{"copy", 2, NULL}, {"md5copy", 3, NULL}, {"same", 3, "direct"},
+	    {"echo", 1, NULL},	{"rm", 1, NULL},   {"sync", 0, NULL},	 {"drop", 0, NULL},
+	    {"evict", 1, NULL}, {"trim", 2, NULL}, {"write", 2, NULL},
 	};
 	unsigned i;
 	int n;
@@ -386,6 +432,8 @@ int main(int argc, char **argv)
 			rc = (sync(), 0);
 		else if (!strcmp(argv[i], "drop"))
 			rc = step_drop();
+		else if (!strcmp(argv[i], "evict"))
+			rc = step_evict(argv[i + 1]);
 		else if (!strcmp(argv[i], "trim"))
 			rc = step_trim(argv[i + 1], argv[i + 2]);
 		else
