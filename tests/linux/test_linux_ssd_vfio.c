@@ -53,15 +53,15 @@ static const char init_script[] =
     "$s serve ssd0 --vfio \"$dev\" --allow-noiommu --workers 1 &\n"
     "pid=$!\n"
     "n=0\n"
-    "while [ ! -S /tmp/run/ssd/ssd0.sock ] && [ $n -lt 600 ] && $b kill -0 $pid; do\n"
+    "while [ ! -S /tmp/run/ssd/ssd0.sock ] && [ $n -lt 600 ] && kill -0 $pid; do\n"
     "\t$b sleep 0.1; n=$((n + 1))\n"
     "done\n"
     "t=\"$b timeout 120\"\n" /* a hang guard: the daemon's counters are printed after */
     "$t $s vol create ssd0 v1 1M\n"
     "echo \"LVMM-SSDVFIO-CREATE-RC $?\"\n"
     /* serving clients, so confined as any softssd: its filter on, no capability left */
-    "$b grep -E '^(Seccomp|CapEff):' /proc/$pid/status | $b tr '\\t' ' ' | "
-    "while read -r k v; do echo \"LVMM-SSDVFIO-$k $v\"; done\n"
+    "while read -r k v; do case $k in Seccomp: | CapEff:) echo \"LVMM-SSDVFIO-$k $v\";; esac; "
+    "done </proc/$pid/status\n"
     "$t $s vol import ssd0 v1 /pattern.bin\n"
     "echo \"LVMM-SSDVFIO-IMPORT-RC $?\"\n"
     "$t $s vol export ssd0 v1 /tmp/out.bin\n"

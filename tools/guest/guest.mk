@@ -9,6 +9,7 @@ GUEST_SWEEP     := $(GUEST_DIR)/nvme-sweep
 GUEST_VSOCK     := $(GUEST_DIR)/vsock-test
 GUEST_VFIO      := $(GUEST_DIR)/vfio-test
 GUEST_NETBENCH  := $(GUEST_DIR)/net-bench
+GUEST_IOCHECK   := $(GUEST_DIR)/io-check
 GUEST_SRC       := tools/guest
 
 BINS += $(BUILD)/extract-vmlinux
@@ -16,7 +17,7 @@ BINS += $(BUILD)/extract-vmlinux
 .PHONY: guest guest-kernel guest-debian
 
 guest: $(GUEST_KERNEL) $(GUEST_INITRAMFS) $(GUEST_ROOTDISK) $(GUEST_SWEEP) $(GUEST_VSOCK) $(GUEST_NETBENCH) \
-       $(GUEST_VFIO)
+       $(GUEST_VFIO) $(GUEST_IOCHECK)
 
 # build-kernel.sh keeps its own stamp (fragment, patches, source package version) and returns at
 # once when nothing changed, so running it on every `make guest` is cheap and never stale.
@@ -40,6 +41,12 @@ $(GUEST_SWEEP): $(GUEST_SRC)/nvme-sweep.c include/lightiov/nvme.h
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@ (static)"
 	$(Q)$(CC) -static -O2 -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -o $@ $<
+
+# file and block-device checks, many in one process (test_linux_vblk)
+$(GUEST_IOCHECK): $(GUEST_SRC)/io-check.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@ (static)"
+	$(Q)$(CC) -static -O2 -std=gnu11 $(WARN) -D_GNU_SOURCE -o $@ $<
 
 $(GUEST_VSOCK): $(GUEST_SRC)/vsock-test.c
 	@mkdir -p $(dir $@)

@@ -30,13 +30,16 @@ if [ ! -b /dev/lionvme0 ]; then
 fi
 echo "LIO-FAULT bound"
 # 1 MiB in 4 KiB direct writes and reads (256 commands each way), then 64 KiB direct reads. The
-# pattern is busybox's first MiB: /dev/urandom costs a minute of emulated ChaCha20 on kvm_pvm hosts
-$bb dd if=$bb of=/fault-pat bs=4096 count=256 2>/dev/null
-$bb dd if=/fault-pat of=/dev/lionvme0 bs=4096 oflag=direct 2>/dev/null || echo "LIO-FAULT write failed"
-$bb dd if=/dev/lionvme0 of=/fault-back bs=4096 count=256 iflag=direct 2>/dev/null || echo "LIO-FAULT read failed"
-$bb cmp /fault-pat /fault-back && echo "LIO-FAULT verify 4k ok"
-$bb dd if=/dev/lionvme0 of=/fault-back bs=65536 count=16 iflag=direct 2>/dev/null || echo "LIO-FAULT read failed"
-$bb cmp /fault-pat /fault-back && echo "LIO-FAULT verify 64k ok"
-$bb rm -f /fault-pat /fault-back
+# pattern is busybox's first MiB: /dev/urandom costs a minute of emulated ChaCha20 on kvm_pvm hosts.
+# The scratch files live in /dev, a devtmpfs (memory), not on the ext4 root: on kvm_pvm hosts the
+# emulated ext4 write path costs seconds a MiB, and the files go with the VM.
+p=/dev/fault-pat
+r=/dev/fault-back
+$bb dd if=$bb of=$p bs=1M count=1 2>/dev/null
+$bb dd if=$p of=/dev/lionvme0 bs=4096 oflag=direct 2>/dev/null || echo "LIO-FAULT write failed"
+$bb dd if=/dev/lionvme0 of=$r bs=4096 count=256 iflag=direct 2>/dev/null || echo "LIO-FAULT read failed"
+$bb cmp $p $r && echo "LIO-FAULT verify 4k ok"
+$bb dd if=/dev/lionvme0 of=$r bs=65536 count=16 iflag=direct 2>/dev/null || echo "LIO-FAULT read failed"
+$bb cmp $p $r && echo "LIO-FAULT verify 64k ok"
 $bb rmmod lightiov_nvme && echo "LIO-FAULT removed"
 return 0
