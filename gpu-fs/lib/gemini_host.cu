@@ -566,10 +566,11 @@ __global__ static void gm_drop_kernel(struct gemini_dev *d, int fd)
 			unsigned long long k = d->key[i];
 
 			if (k != GM_KEY_EMPTY && (fd < 0 || (int)(k >> 48) == fd) && !d->dirty[i] &&
-			    d->ref[i] == 0) {
+			    gm_claim(d, i)) {
 				gm_hash_remove(d, gm_bucket(d, gm_mix(k)), i);
 				d->key[i] = GM_KEY_EMPTY;
 				d->state[i] = GM_PAGE_INVALID;
+				gm_unclaim(d, i, 0);
 				gm_lru_remove(d, sh, i);
 				gm_lru_prepend(d, sh, i);
 			}

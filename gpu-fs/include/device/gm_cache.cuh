@@ -1,6 +1,7 @@
 /* Part of gemini_device.cuh (include that): the page cache in HBM. Sharded hash of pages, per
- * shard a second-chance list of every page, references taken under the shard lock and dropped
- * without it, write-back of dirty victims outside the lock, warp-level acquisition (gm_rw). */
+ * shard a second-chance list of every page, hits served without the shard lock (a reference
+ * count that evictors claim), misses and eviction under it, write-back of dirty victims outside
+ * the lock, warp-level acquisition (gm_rw). */
 #ifndef GM_CACHE_CUH
 #define GM_CACHE_CUH
 
@@ -94,6 +95,27 @@ __device__ static inline uint8_t *gm_page_data(struct gemini_dev *d, int i)
 }
 
 /*
+ * A page's reference count is also its claim. Hits take references without the shard lock
+ * (gm_hit), so whoever changes a page's key or state under the lock first claims it: a compare
+ * and swap from 0 to GM_REF_CLAIMED, which fails if a hit got there first. A hit whose add
+ * finds the count negative gives its references back at once, so the claimer ends the claim
+ * with an add, never a store (gm_unclaim), and the transient adds cancel out. A claim never
+ * outlives its holder's critical section.
+ */
+#define GM_REF_CLAIMED (-(1 << 30))
+
+__device__ static inline bool gm_claim(struct gemini_dev *d, int i)
+{
+	return gm_cas_acquire(&d->ref[i], 0, GM_REF_CLAIMED) == 0;
+}
+
+/* Ends a claim leaving n references; the page's new key and state are visible before. */
+__device__ static inline void gm_unclaim(struct gemini_dev *d, int i, int n)
+{
+	gm_add_release(&d->ref[i], n - GM_REF_CLAIMED);
+}
+
+/*
  * Write-back of dirty page i, key k (shard lock held by the caller, who checked that the page is
  * dirty and valid; released here). The page is pinned with a reference (no eviction, no drop)
  * and flagged as being written, then the lock is dropped: the write runs without it, so hits
@@ -133,7 +155,8 @@ __device__ static inline int gm_writeback_unlock(struct gemini_dev *d, struct gm
  * The replacement victim of shard s (lock held): the oldest page on its list that nobody
  * references and that was not hit since eviction last passed it (second chance: a hit page
  * goes to the tail with its used bit cleared). Every page of the shard stays on the list;
- * pages passed over go to the tail. -1 when every page is referenced.
+ * pages passed over go to the tail. The victim comes back claimed (gm_claim). -1 when every
+ * page is referenced.
  */
 __device__ static inline int gm_victim(struct gemini_dev *d, struct gm_shard *s)
 {
@@ -143,7 +166,7 @@ __device__ static inline int gm_victim(struct gemini_dev *d, struct gm_shard *s)
 
 		if (i < 0)
 			return -1;
-		take = gm_ld_acquire(&d->ref[i]) == 0 && !d->used[i];
+		take = gm_ld_acquire(&d->ref[i]) == 0 && !d->used[i] && gm_claim(d, i);
 		d->used[i] = 0;
 		gm_lru_remove(d, s, i);
 		gm_lru_append(d, s, i);
@@ -159,17 +182,51 @@ __device__ static inline int gm_victim(struct gemini_dev *d, struct gm_shard *s)
 #define GM_ERR_SLOT_OF(r)  (-(r) - (GM_EIO << 8) - 1)
 
 /*
+ * The hit path, without the shard lock: the page is found by a walk of its bucket and pinned
+ * with one atomic add, then checked. Only a page nobody references can be claimed (gm_claim), so
+ * a reference taken before any claim keeps the page's key and state as the check finds them,
+ * and one taken on a claimed page (old count negative) is given back. Chains change under the
+ * walk (an evicted page moves to another bucket): a walk that goes astray only ends at no match
+ * or at its bound, and the locked path (gm_acquire) does the work. Only published pages are
+ * hits here; loading and failed ones are left to the locked path too. Slot with n references,
+ * or -1 (none taken).
+ */
+__device__ static inline int gm_hit(struct gemini_dev *d, const int *head, unsigned long long key,
+				    int n)
+{
+	int i = gm_ld_relaxed(head);
+
+	for (uint32_t steps = d->per_shard + 1; i >= 0; i = gm_ld_relaxed(&d->hnext[i])) {
+		if ((uint32_t)i >= d->npages || !steps--)
+			return -1;
+		if (gm_ld_relaxed_u64(&d->key[i]) == key)
+			break;
+	}
+	if (i < 0)
+		return -1;
+	if (gm_add_acq_rel(&d->ref[i], n) >= 0 && gm_ld_relaxed_u64(&d->key[i]) == key &&
+	    (unsigned)gm_ld_acquire((const int *)&d->state[i]) == GM_PAGE_VALID) {
+		if (!d->used[i])
+			d->used[i] = 1;
+		return i;
+	}
+	gm_sub_release(&d->ref[i], n);
+	return -1;
+}
+
+/*
  * Takes n references on the page holding file fd's page number pg. On a miss the page is
  * returned LOADING with *missed set: the caller fills it and publishes it (gm_get_page).
  * Returns the slot or a negative value: -errno (no reference taken; -EBUSY/-EEXIST only when
  * prefetching), or GM_ERR_SLOT(slot) for a page whose load failed or never ended (references
  * taken). One lane per warp calls this for the whole warp (warp-level acquisition).
  *
- * References are only taken under the shard lock and dropped with one release atomic, without
- * it, so a page the lock holder sees unreferenced stays unreferenced until it lets go: eviction
- * and reuse need no further synchronisation with hits. A dirty victim is written back without
- * the lock (gm_writeback_unlock) and the search starts over; if that write fails the page is
- * kept, dirty, and the caller gets the error.
+ * A hit on a published page takes no lock (gm_hit). Everything else runs under the shard lock,
+ * and a page's key or state changes only while its holder has claimed it (gm_claim), so a page
+ * the lock holder claimed stays unreferenced until it lets go: eviction and reuse need no further
+ * synchronisation with hits. A dirty victim is written back without the lock
+ * (gm_writeback_unlock) and the search starts over; if that write fails the page is kept, dirty,
+ * and the caller gets the error.
  */
 template <unsigned BK>
 __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t pg, int n,
@@ -184,6 +241,13 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 	int i;
 
 	*missed = false;
+	if (!prefetching) {
+		i = gm_hit(d, head, key, n);
+		if (i >= 0) {
+			gm_stat(d, GM_STAT_HITS, 1);
+			return i;
+		}
+	}
 	for (;;) {
 		/* read-ahead is optional: a loader that already holds its page never waits for a
 		 * lock that warps waiting for a free page keep taking */
@@ -196,7 +260,16 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 		for (i = *head; i >= 0; i = d->hnext[i])
 			if (d->key[i] == key)
 				break;
-		if (i >= 0 && !(d->state[i] == GM_PAGE_ERROR && d->ref[i] == 0)) {
+		if (i >= 0 && d->state[i] == GM_PAGE_ERROR && gm_claim(d, i)) {
+			/* a failed load nobody holds any more: the same slot retries the device */
+			d->state[i] = GM_PAGE_LOADING;
+			gm_unclaim(d, i, n);
+			gm_unlock(&s->lock);
+			gm_stat(d, GM_STAT_MISSES, 1);
+			*missed = true;
+			return i;
+		}
+		if (i >= 0) {
 			if (prefetching) {
 				gm_unlock(&s->lock);
 				return -17; /* already cached: nothing to read ahead */
@@ -216,22 +289,15 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 				return GM_ERR_SLOT(i);
 			return i;
 		}
-		if (i >= 0) {
-			/* a failed load nobody holds any more: the same slot retries the device */
-			d->state[i] = GM_PAGE_LOADING;
-			atomicExch(&d->ref[i], n);
-			gm_unlock(&s->lock);
-			gm_stat(d, GM_STAT_MISSES, 1);
-			*missed = true;
-			return i;
-		}
 		i = gm_victim(d, s);
 		if (i >= 0 && d->key[i] != GM_KEY_EMPTY && d->dirty[i] &&
 		    d->state[i] == GM_PAGE_VALID) {
 			/* written back without the lock; then look again (the key may have been
 			 * loaded meanwhile, and the victim hit again) */
-			int rc = gm_writeback_unlock<BK>(d, s, i, d->key[i]);
+			int rc;
 
+			gm_unclaim(d, i, 0);
+			rc = gm_writeback_unlock<BK>(d, s, i, d->key[i]);
 			if (rc)
 				return prefetching ? -16 : rc;
 			/* bounded like every wait here: victims may keep turning dirty */
@@ -259,7 +325,7 @@ __device__ static inline int gm_acquire(struct gemini_dev *d, int fd, uint64_t p
 	d->dirty[i] = 0;
 	d->hnext[i] = *head;
 	*head = i;
-	atomicExch(&d->ref[i], n);
+	gm_unclaim(d, i, n);
 	gm_unlock(&s->lock);
 	gm_stat(d, GM_STAT_MISSES, 1);
 	*missed = true;

@@ -41,9 +41,43 @@ __device__ static inline int gm_ld_acquire(const int *p)
 	return v;
 }
 
+__device__ static inline void gm_add_release(int *p, int v)
+{
+	asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
 __device__ static inline void gm_sub_release(int *p, int v)
 {
-	asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(p), "r"(-v) : "memory");
+	gm_add_release(p, -v);
+}
+
+/* Adds v, returns the old value; later loads see what was released before that value. */
+__device__ static inline int gm_add_acq_rel(int *p, int v)
+{
+	int old;
+
+	asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;"
+		     : "=r"(old)
+		     : "l"(p), "r"(v)
+		     : "memory");
+	return old;
+}
+
+/* Loads that bypass the SM's incoherent L1: values other SMs change under the caller. */
+__device__ static inline int gm_ld_relaxed(const int *p)
+{
+	int v;
+
+	asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+
+__device__ static inline unsigned long long gm_ld_relaxed_u64(const unsigned long long *p)
+{
+	unsigned long long v;
+
+	asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
 }
 
 /* The GPU's nanosecond clock: bounds every wait (coarse ticks are enough for seconds). */
