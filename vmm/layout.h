@@ -46,6 +46,6 @@
 #define LAYOUT_PCI_INTX_GSI  16
 #define LAYOUT_PCI_INTX_GSIS 4
 #define LAYOUT_PCI_INTX_ROUTE(slot, pin)                                                           \
-	(LAYOUT_PCI_INTX_GSI + ((unsigned)(slot) + (unsigned)(pin) - 1) % LAYOUT_PCI_INTX_GSIS)
+	(LAYOUT_PCI_INTX_GSI + ((unsigned)(slot) + (unsigned)(pin)-1) % LAYOUT_PCI_INTX_GSIS)
 
 #endif
