@@ -1,6 +1,7 @@
 /* PCI INTx (pci.h): a function's pin reaches one of the IOAPIC inputs kept for PCI (the slot's
  * swizzle); the bus ORs the functions sharing an input and gates each by INTx Disable, MSI and
  * MSI-X, as a PCI function must. */
+#include <errno.h>
 #include <stdio.h>
 
 #include "layout.h"
@@ -60,11 +61,16 @@ void intx_exit(struct pci_dev *d)
 	intx_drive(d, false);
 }
 
+void pci_intx_set_locked(struct pci_dev *d, bool asserted)
+{
+	d->intx_asserted = asserted;
+	intx_update(d);
+}
+
 void pci_intx_set(struct pci_dev *d, bool asserted)
 {
 	pthread_mutex_lock(&d->lock);
-	d->intx_asserted = asserted;
-	intx_update(d);
+	pci_intx_set_locked(d, asserted);
 	pthread_mutex_unlock(&d->lock);
 }
 
@@ -90,4 +96,15 @@ void pci_bus_intx_eoi(struct pci_bus *b, unsigned gsi)
 			d->intx_eoi(d);
 	}
 	pthread_mutex_unlock(&b->lock);
+}
+
+int pci_intx_irqfd(struct pci_dev *d, int efd, int resample_fd, bool assign)
+{
+	struct pci_bus *b = d->bus;
+
+	if (!b || !d->intx_gsi)
+		return -ENODEV;
+	if (!b->ops.intx_irqfd)
+		return -EOPNOTSUPP;
+	return b->ops.intx_irqfd(b->ops.opaque, d->intx_gsi, efd, resample_fd, assign);
 }

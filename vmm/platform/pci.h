@@ -295,10 +295,15 @@ void pci_dev_set_intx_pin(struct pci_dev *d, unsigned pin);
 /* The function asserts (or deasserts) its INTx pin, any thread: the Interrupt Status bit
  * follows, and the IOAPIC input while the line is not gated off. */
 void pci_intx_set(struct pci_dev *d, bool asserted);
+/* The same with d->lock held (a device's callback of the bus, or its own locked section). */
+void pci_intx_set_locked(struct pci_dev *d, bool asserted);
 /* Whether the line reaches the IOAPIC now (asserted and not gated). */
 bool pci_intx_high(struct pci_dev *d);
 /* The guest's EOI for IOAPIC input gsi (lvmm's own IOAPIC): told to the functions on it. */
 void pci_bus_intx_eoi(struct pci_bus *b, unsigned gsi);
+/* A KVM irqfd with resample on the function's input (pci_platform_ops.intx_irqfd): -ENODEV
+ * without a pin on a bus, -EOPNOTSUPP where the platform has none (lvmm's IOAPIC). */
+int pci_intx_irqfd(struct pci_dev *d, int efd, int resample_fd, bool assign);
 
 /* Raises MSI-X vector v (any thread): signals its irqfd, or sets the PBA bit while masked or
  * while bus mastering is off (the message write cannot leave the device then). */
