@@ -1,6 +1,7 @@
 /* MP specification 1.4 tables: the floating pointer at LAYOUT_MPTABLE and a configuration table
  * with one processor entry per boot CPU, the ISA and PCI buses, the IOAPIC, the ISA IRQ routing
- * and the PCI slots' INTx routing (the DSDT's _PRT, for guests booted with acpi=off). */
+ * and the PCI slots' INTx routing (the DSDT's _PRT, for guests booted with acpi=off). PCI bus 0 is
+ * MP bus 0, ISA MP bus 1. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +29,10 @@
 #define MP_LAPIC_VER  0x14
 #define MP_IOAPIC_VER 0x11
 #define MP_IOAPIC_ID  0
-#define MP_ISA_BUS    0
-#define MP_PCI_BUS    1 /* the first PCI bus entry is PCI bus 0 */
+/* Linux matches a PCI interrupt entry's bus id with the PCI bus number itself: PCI bus 0 is MP
+ * bus 0, ISA the next */
+#define MP_PCI_BUS    0
+#define MP_ISA_BUS    1
 #define MP_ISA_IRQS   16
 /* bus 0's slots 1-31, pins A-D */
 #define MP_PCI_INTS (31 * 4)
@@ -140,8 +143,8 @@ int mptable_build(struct guest_mem *gm, unsigned cpus, char *err, unsigned errle
 		fw_put32(t, off + 4, MP_CPU_SIGNATURE);
 		fw_put32(t, off + 8, MP_CPU_FEATURES);
 	}
-	off = mp_bus(t, off, MP_ISA_BUS, "ISA   ");
 	off = mp_bus(t, off, MP_PCI_BUS, "PCI   ");
+	off = mp_bus(t, off, MP_ISA_BUS, "ISA   ");
 	entries += 2;
 	t[off] = MP_T_IOAPIC;
 	t[off + 1] = MP_IOAPIC_ID;

@@ -75,9 +75,9 @@ static struct mp_counts dump(void)
 			e += 20;
 			break;
 		case 1:
-			/* ISA is bus 0, PCI (bus 0 of PCI) bus 1 */
+			/* PCI bus 0 is MP bus 0 (Linux matches the ids), ISA bus 1 */
 			ck_assert_uint_eq(e[1], c.buses);
-			ck_assert_int_eq(memcmp(e + 2, c.buses ? "PCI   " : "ISA   ", 6), 0);
+			ck_assert_int_eq(memcmp(e + 2, c.buses ? "ISA   " : "PCI   ", 6), 0);
 			c.buses++;
 			e += 8;
 			break;
@@ -90,13 +90,13 @@ static struct mp_counts dump(void)
 		case 3:
 			if (e[1] == 3) {
 				c.extint++;
-			} else if (e[1] == 0 && e[4] == 1) {
+			} else if (e[1] == 0 && e[4] == 0) {
 				/* PCI: level, active low; bus IRQ slot << 2 | pin */
 				ck_assert_uint_eq(testutil_le16(e + 2), 0x000f);
 				ck_assert_int_eq(c.pci_pin[e[5] >> 2][e[5] & 3], -1);
 				c.pci_pin[e[5] >> 2][e[5] & 3] = e[7];
 				c.pci_ints++;
-			} else if (e[1] == 0 && e[4] == 0 && e[5] < 16) {
+			} else if (e[1] == 0 && e[4] == 1 && e[5] < 16) {
 				ck_assert_uint_eq(testutil_le16(e + 2), 0);
 				c.irq_pin[e[5]] = e[7];
 			}
