@@ -17,8 +17,8 @@
 #include "layout.h"
 
 /* Room for the DSDT's AML besides the PCnn bridges, and for PCI0 (its 31 hotplug slots) */
-#define ACPI_DSDT_FIXED_MAX 8192
-#define ACPI_DSDT_PCI0_MAX  4096
+#define ACPI_DSDT_FIXED_MAX 12288
+#define ACPI_DSDT_PCI0_MAX  8192
 
 /* every segment's ECAM window lies in the hole below the I/O APIC */
 _Static_assert(LAYOUT_ECAM_START + ACPI_MAX_PCI_SEGMENTS * LAYOUT_ECAM_SIZE <= LAYOUT_IOAPIC,
@@ -62,6 +62,10 @@ _Static_assert(LAYOUT_ECAM_START + ACPI_MAX_PCI_SEGMENTS * LAYOUT_ECAM_SIZE <= L
 
 #define ACPI_RESET_VALUE 6
 
+/* _PRT: four pins of each slot but the host bridge's */
+#define PCI_PRT_ENTRIES ((HOTPLUG_SLOTS - 1) * 4)
+_Static_assert(PCI_PRT_ENTRIES <= 255, "a Package counts its elements in one byte");
+
 static void acpi_header(uint8_t *t, const char *sig, uint32_t len, uint8_t rev)
 {
 	memcpy(t, sig, 4);
@@ -94,6 +98,37 @@ static void acpi_gas_io(uint8_t *b, size_t off, uint8_t bits, uint8_t access, ui
 }
 
 /* ---- DSDT ---- */
+
+/* PCI0._PRT: pins A-D of every slot of bus 0 onto the IOAPIC pins kept for PCI (the swizzle of
+ * LAYOUT_PCI_INTX_ROUTE), each Package(4) {slot << 16 | 0xffff, pin 0-3, Zero, GSI}: a source
+ * of Zero names a GSI, which ACPI takes as level triggered and active low. */
+static void acpi_pci_prt(struct aml *pci)
+{
+	uint8_t elems_b[PCI_PRT_ENTRIES * 16], ent_b[16];
+	struct aml elems = {.b = elems_b, .max = sizeof(elems_b)};
+
+	for (unsigned slot = 1; slot < HOTPLUG_SLOTS; slot++)
+		for (unsigned pin = 0; pin < 4; pin++) {
+			struct aml ent = {.b = ent_b, .max = sizeof(ent_b)};
+
+			aml_integer(&ent, (uint64_t)slot << 16 | 0xffff);
+			aml_integer(&ent, pin);
+			aml_byte(&ent, AML_ZERO);
+			aml_integer(&ent, LAYOUT_PCI_INTX_ROUTE(slot, pin + 1));
+			aml_byte(&elems, AML_PACKAGE);
+			aml_pkglen(&elems, 1 + ent.n);
+			aml_byte(&elems, 4);
+			aml_append(&elems, &ent);
+		}
+	aml_byte(pci, AML_NAME);
+	aml_emit(pci, "_PRT", 4);
+	aml_byte(pci, AML_PACKAGE);
+	aml_pkglen(pci, 1 + elems.n);
+	aml_byte(pci, PCI_PRT_ENTRIES);
+	aml_append(pci, &elems);
+	if (elems.overflow)
+		pci->overflow = 1;
+}
 
 /* Device PCnn: the host bridge of segment seg (bus 0), with no windows: nothing sits there yet. */
 static void acpi_segment_bridge(struct aml *sb, unsigned seg)
@@ -163,6 +198,7 @@ size_t acpi_dsdt_aml_segments(uint8_t *buf, size_t max, unsigned nseg, uint64_t 
 	aml_name_int(&pci, "_BBN", 0);
 	aml_name_int(&pci, "_UID", 0);
 	aml_name_buffer(&pci, "_CRS", crs.b, crs.n);
+	acpi_pci_prt(&pci);
 	acpi_hp_dvnt(&pci);
 	for (unsigned slot = 1; slot < HOTPLUG_SLOTS; slot++)
 		acpi_hp_slot(&pci, slot);

@@ -227,6 +227,16 @@ static int plat_irqfd(void *vm, unsigned gsi, int efd, bool assign)
 	return vm_irqfd(vm, gsi, efd, assign);
 }
 
+static int plat_intx_line(void *vm, unsigned gsi, bool level)
+{
+	return vm_set_irq_line(vm, gsi, level);
+}
+
+static int plat_intx_irqfd(void *vm, unsigned gsi, int efd, int resample_fd, bool assign)
+{
+	return vm_irqfd_resample(vm, gsi, efd, resample_fd, assign);
+}
+
 static int plat_map_host(void *vm, uint64_t gpa, uint64_t size, void *host)
 {
 	return vm_map_host_mem(vm, gpa, size, host, false);
@@ -567,6 +577,17 @@ int devices_slot(struct vm *vm, const char *id, unsigned *slot)
 	return d ? 0 : -ENOENT;
 }
 
+void devices_intx_eoi(struct vm *vm, unsigned pin)
+{
+	struct devices *ds;
+
+	/* devices_lock would order against the API's hot-plug, which waits for vCPUs: the bus
+	 * outlives every vCPU, and pci_bus_intx_eoi holds its own lock. */
+	ds = devices_of(vm);
+	if (ds && ds->bus_up)
+		pci_bus_intx_eoi(&ds->bus, pin);
+}
+
 int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned errlen)
 {
 	struct pci_platform_ops ops = {
@@ -575,6 +596,8 @@ int devices_init(struct vm *vm, const struct vm_config *cfg, char *err, unsigned
 	    .free_gsi = plat_free_gsi,
 	    .set_msi_route = plat_route,
 	    .irqfd = plat_irqfd,
+	    .intx_line = plat_intx_line,
+	    .intx_irqfd = plat_intx_irqfd,
 	    .map_host = plat_map_host,
 	    .unmap_host = plat_unmap_host,
 	};

@@ -22,6 +22,8 @@ uint64_t devices_mmio64_size(struct vm *vm);
  * physical address widths (0: not known), at most 2^48, 2^36 when neither is known; 0 when the
  * window cannot grow at all. */
 uint64_t devices_mmio64_max(unsigned host_bits, unsigned guest_bits);
+/* The guest's EOI for IOAPIC pin (lvmm's IOAPIC): PCI functions on it hear it (INTx). */
+void devices_intx_eoi(struct vm *vm, unsigned pin);
 /* PCI hotplug (hotplug.h, ACPI in acpi_hotplug.c), called from the API's thread. Add: creates the
  * vNVMe (idx: its controller id) on a free slot of bus 0 and tells the guest; *slot gets the slot.
  * Remove: asks the guest to eject the device and waits up to timeout_ms for its _EJ0, then

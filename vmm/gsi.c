@@ -137,31 +137,24 @@ unsigned vm_gsi_count(struct vm *vm)
 	return n;
 }
 
-int vm_set_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked)
+/* The MSI route of gsi set, or dropped while masked; route_lock held. */
+static int route_set_locked(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked)
 {
 	struct kvm_irq_routing *r = vm->routes;
 	unsigned i;
-	int ret = 0;
 
-	pthread_mutex_lock(&vm->route_lock);
-	if (!gsi_alloc_busy(&vm->gsis, gsi)) {
-		ret = -EINVAL;
-		goto out;
-	}
 	for (i = 0; i < r->nr; i++)
 		if (r->entries[i].gsi == gsi && r->entries[i].type == KVM_IRQ_ROUTING_MSI)
 			break;
 	if (masked) {
 		/* No route: an irqfd signal on this GSI is dropped while the vector is masked. */
 		if (i == r->nr)
-			goto out;
+			return 0;
 		r->entries[i] = r->entries[--r->nr];
 	} else {
 		if (i == r->nr) {
-			if (r->nr >= VM_MAX_GSI_ROUTES) {
-				ret = -ENOSPC;
-				goto out;
-			}
+			if (r->nr >= VM_MAX_GSI_ROUTES)
+				return -ENOSPC;
 			r->nr++;
 		}
 		memset(&r->entries[i], 0, sizeof(r->entries[i]));
@@ -171,9 +164,27 @@ int vm_set_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, 
 		r->entries[i].u.msi.address_hi = (uint32_t)(addr >> 32);
 		r->entries[i].u.msi.data = data;
 	}
-	if (ioctl(vm->vm_fd, KVM_SET_GSI_ROUTING, r))
-		ret = -errno;
-out:
+	return ioctl(vm->vm_fd, KVM_SET_GSI_ROUTING, r) ? -errno : 0;
+}
+
+int vm_set_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked)
+{
+	int ret = -EINVAL;
+
+	pthread_mutex_lock(&vm->route_lock);
+	if (gsi_alloc_busy(&vm->gsis, gsi))
+		ret = route_set_locked(vm, gsi, addr, data, masked);
+	pthread_mutex_unlock(&vm->route_lock);
+	return ret;
+}
+
+int vm_set_pin_route(struct vm *vm, unsigned pin, uint64_t addr, uint32_t data, bool on)
+{
+	int ret = -EINVAL;
+
+	pthread_mutex_lock(&vm->route_lock);
+	if (pin < VM_FIRST_MSI_GSI && vm->split_irqchip && vm->routes)
+		ret = route_set_locked(vm, pin, addr, data, !on);
 	pthread_mutex_unlock(&vm->route_lock);
 	return ret;
 }
@@ -183,6 +194,24 @@ int vm_irqfd(struct vm *vm, unsigned gsi, int efd, bool assign)
 	struct kvm_irqfd f = {
 	    .fd = (uint32_t)efd, .gsi = gsi, .flags = assign ? 0 : KVM_IRQFD_FLAG_DEASSIGN};
 
+	return ioctl(vm->vm_fd, KVM_IRQFD, &f) ? -errno : 0;
+}
+
+int vm_irqfd_resample(struct vm *vm, unsigned gsi, int efd, int resample_fd, bool assign)
+{
+	struct kvm_irqfd f = {.fd = (uint32_t)efd, .gsi = gsi};
+
+	/* KVM resamples only on its own IOAPIC: lvmm's hears the EOI itself. */
+	if (vm->split_irqchip)
+		return -EOPNOTSUPP;
+	if (gsi >= VM_FIRST_MSI_GSI)
+		return -EINVAL;
+	if (assign) {
+		f.flags = KVM_IRQFD_FLAG_RESAMPLE;
+		f.resamplefd = (uint32_t)resample_fd;
+	} else {
+		f.flags = KVM_IRQFD_FLAG_DEASSIGN;
+	}
 	return ioctl(vm->vm_fd, KVM_IRQFD, &f) ? -errno : 0;
 }
 

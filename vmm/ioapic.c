@@ -31,6 +31,27 @@ void ioapic_init(struct ioapic *io, int (*send_msi)(void *, uint64_t, uint32_t),
 	io->opaque = opaque;
 }
 
+/* A redirection entry as an interrupt message. */
+static void ioapic_msg(uint64_t e, uint64_t *addr, uint32_t *data)
+{
+	/* Destination field bits 56..63, physical or logical, as the MSI address format. */
+	*addr = 0xfee00000ULL | ((e >> 56) << 12) | ((e & RTE_DESTMODE) ? (1ULL << 2) : 0);
+	*data = (uint32_t)(e & RTE_VECTOR) | (uint32_t)(((e >> RTE_DELMODE_SHIFT) & 7) << 8) |
+		((e & RTE_LEVEL) ? (1u << 15) | (1u << 14) : 0);
+}
+
+/* Caller holds the lock. */
+static void ioapic_route(struct ioapic *io, unsigned pin)
+{
+	uint64_t e = io->redir[pin], addr;
+	uint32_t data;
+
+	if (!io->route)
+		return;
+	ioapic_msg(e, &addr, &data);
+	io->route(io->opaque, pin, addr, data, (e & RTE_LEVEL) && !(e & RTE_MASK));
+}
+
 /* Caller holds the lock. */
 static void ioapic_deliver(struct ioapic *io, unsigned pin)
 {
@@ -42,10 +63,7 @@ static void ioapic_deliver(struct ioapic *io, unsigned pin)
 		return;
 	if ((e & RTE_LEVEL) && (e & RTE_REMOTE_IRR))
 		return;
-	/* Destination field bits 56..63, physical or logical, as the MSI address format. */
-	addr = 0xfee00000ULL | ((e >> 56) << 12) | ((e & RTE_DESTMODE) ? (1ULL << 2) : 0);
-	data = (uint32_t)(e & RTE_VECTOR) | (uint32_t)(((e >> RTE_DELMODE_SHIFT) & 7) << 8) |
-	       ((e & RTE_LEVEL) ? (1u << 15) | (1u << 14) : 0);
+	ioapic_msg(e, &addr, &data);
 	if (e & RTE_LEVEL)
 		io->redir[pin] |= RTE_REMOTE_IRR;
 	io->send_msi(io->opaque, addr, data);
@@ -100,6 +118,7 @@ void ioapic_mmio_write(struct ioapic *io, uint64_t off, uint32_t val)
 			else
 				e = (e & ~0xffffffffULL) | val;
 			io->redir[idx] = (e & ~RTE_RO_BITS) | ro;
+			ioapic_route(io, idx);
 			/* Unmasking a pin whose line is active delivers it now (level). */
 			if (io->level[idx] && (io->redir[idx] & RTE_LEVEL))
 				ioapic_deliver(io, idx);
@@ -126,6 +145,7 @@ int ioapic_set_irq(struct ioapic *io, unsigned pin, bool level)
 
 void ioapic_eoi(struct ioapic *io, uint8_t vector)
 {
+	bool eoi[IOAPIC_PINS] = {false};
 	unsigned i;
 
 	pthread_mutex_lock(&io->lock);
@@ -135,9 +155,17 @@ void ioapic_eoi(struct ioapic *io, uint8_t vector)
 		if ((e & RTE_VECTOR) != vector || !(e & RTE_REMOTE_IRR))
 			continue;
 		io->redir[i] &= ~RTE_REMOTE_IRR;
-		if (io->level[i])
-			ioapic_deliver(io, i);
+		eoi[i] = true;
 	}
+	pthread_mutex_unlock(&io->lock);
+	/* The source hears of the EOI first: a line it lowers now is not delivered again. */
+	for (i = 0; i < IOAPIC_PINS && io->eoi; i++)
+		if (eoi[i])
+			io->eoi(io->opaque, i);
+	pthread_mutex_lock(&io->lock);
+	for (i = 0; i < IOAPIC_PINS; i++)
+		if (eoi[i] && io->level[i])
+			ioapic_deliver(io, i); /* unless delivered again meanwhile (Remote IRR) */
 	pthread_mutex_unlock(&io->lock);
 }
 
@@ -164,8 +192,10 @@ int ioapic_restore(struct ioapic *io, const struct ioapic_state *st)
 	io->id = (uint8_t)st->id;
 	io->sel = st->sel;
 	memcpy(io->redir, st->redir, sizeof(io->redir));
-	for (unsigned i = 0; i < IOAPIC_PINS; i++)
+	for (unsigned i = 0; i < IOAPIC_PINS; i++) {
 		io->level[i] = st->level[i];
+		ioapic_route(io, i);
+	}
 	pthread_mutex_unlock(&io->lock);
 	return 0;
 }

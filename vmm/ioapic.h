@@ -18,6 +18,13 @@ struct ioapic {
 	/* Delivers one interrupt message (address, data); returns 0 or a negative errno. */
 	int (*send_msi)(void *opaque, uint64_t addr, uint32_t data);
 	void *opaque;
+	/* Optional (set after ioapic_init), both with opaque. eoi: the guest's EOI cleared pin's
+	 * Remote IRR; called without the lock before a still-high pin is delivered again, so a
+	 * device may lower it first (PCI INTx). route: pin's message now, on while the pin is
+	 * unmasked and level triggered, under the lock: KVM exits with the EOI of a vector only
+	 * where a level route names it (KVM_EXIT_IOAPIC_EOI). */
+	void (*eoi)(void *opaque, unsigned pin);
+	void (*route)(void *opaque, unsigned pin, uint64_t addr, uint32_t data, bool on);
 };
 
 void ioapic_init(struct ioapic *io, int (*send_msi)(void *, uint64_t, uint32_t), void *opaque);

@@ -41,5 +41,11 @@
 #define LAYOUT_HOTPLUG_PORT 0xae00
 #define LAYOUT_HOTPLUG_LEN  0x10
 #define LAYOUT_ACPI_GED_IRQ 5
+/* PCI INTx: bus 0's slots swizzle pins A-D (1-4) onto four IOAPIC pins kept for PCI, level
+ * triggered and active low, as the DSDT's _PRT and the MP table describe them. */
+#define LAYOUT_PCI_INTX_GSI  16
+#define LAYOUT_PCI_INTX_GSIS 4
+#define LAYOUT_PCI_INTX_ROUTE(slot, pin)                                                           \
+	(LAYOUT_PCI_INTX_GSI + ((unsigned)(slot) + (unsigned)(pin)-1) % LAYOUT_PCI_INTX_GSIS)
 
 #endif

@@ -1,5 +1,7 @@
 /* MP specification 1.4 tables: the floating pointer at LAYOUT_MPTABLE and a configuration table
- * with one processor entry per boot CPU, the ISA bus, the IOAPIC and the ISA IRQ routing. */
+ * with one processor entry per boot CPU, the ISA and PCI buses, the IOAPIC, the ISA IRQ routing
+ * and the PCI slots' INTx routing (the DSDT's _PRT, for guests booted with acpi=off). PCI bus 0 is
+ * MP bus 0, ISA MP bus 1. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,13 +29,22 @@
 #define MP_LAPIC_VER  0x14
 #define MP_IOAPIC_VER 0x11
 #define MP_IOAPIC_ID  0
-#define MP_ISA_BUS    0
+/* Linux matches a PCI interrupt entry's bus id with the PCI bus number itself: PCI bus 0 is MP
+ * bus 0, ISA the next */
+#define MP_PCI_BUS    0
+#define MP_ISA_BUS    1
 #define MP_ISA_IRQS   16
+/* bus 0's slots 1-31, pins A-D */
+#define MP_PCI_INTS (31 * 4)
+/* I/O interrupt flags: polarity active low (3), trigger level (3 << 2) */
+#define MP_IRQ_PCI_FLAGS 0x000f
+/* CPUs; ISA and PCI buses, IOAPIC, ExtINT + 15 ISA IRQs, PCI pins, two local interrupt entries */
+#define MP_FIXED_ENTRIES (2 + 1 + MP_ISA_IRQS + MP_PCI_INTS + 2)
 /* Family 6 signature with FPU and APIC feature bits: what Linux expects from a modern CPU. */
 #define MP_CPU_SIGNATURE 0x600
 #define MP_CPU_FEATURES	 0x201
 #define MP_BASE_MEM_END	 LAYOUT_EBDA_END
-#define MP_TABLE_MAX	 (MP_HDR_LEN + 255 * MP_CPU_LEN + MP_ENTRY_LEN * (1 + 1 + MP_ISA_IRQS + 2))
+#define MP_TABLE_MAX	 (MP_HDR_LEN + 255 * MP_CPU_LEN + MP_ENTRY_LEN * MP_FIXED_ENTRIES)
 
 _Static_assert(MPTABLE_PIR_START >= LAYOUT_BIOS_START + 0x10000 &&
 		   MPTABLE_PIR_START + MPTABLE_PIR_LEN <= MPTABLE_ALT_START &&
@@ -42,16 +53,26 @@ _Static_assert(MPTABLE_PIR_START >= LAYOUT_BIOS_START + 0x10000 &&
 
 static size_t mp_table_len(unsigned cpus)
 {
-	/* CPUs, ISA bus, IOAPIC, ExtINT + 15 ISA IRQs, two local interrupt entries */
-	return MP_HDR_LEN + (size_t)cpus * MP_CPU_LEN + MP_ENTRY_LEN * (1 + 1 + MP_ISA_IRQS + 2);
+	return MP_HDR_LEN + (size_t)cpus * MP_CPU_LEN + MP_ENTRY_LEN * MP_FIXED_ENTRIES;
 }
 
-static size_t mp_ioint(uint8_t *t, size_t off, uint8_t type, uint8_t irq, uint8_t pin)
+static size_t mp_bus(uint8_t *t, size_t off, uint8_t id, const char *type)
+{
+	t[off] = MP_T_BUS;
+	t[off + 1] = id;
+	memcpy(t + off + 2, type, 6);
+	return off + MP_ENTRY_LEN;
+}
+
+/* An ISA IRQ (flags 0: conforming polarity and trigger, the ISA defaults), or a PCI pin: its
+ * bus IRQ is slot << 2 | pin (A = 0). */
+static size_t mp_ioint(uint8_t *t, size_t off, uint8_t type, uint16_t flags, uint8_t bus,
+		       uint8_t irq, uint8_t pin)
 {
 	t[off] = MP_T_IOINT;
 	t[off + 1] = type;
-	fw_put16(t, off + 2, 0); /* conforming polarity and trigger: ISA defaults */
-	t[off + 4] = MP_ISA_BUS;
+	fw_put16(t, off + 2, flags);
+	t[off + 4] = bus;
 	t[off + 5] = irq;
 	t[off + 6] = MP_IOAPIC_ID;
 	t[off + 7] = pin;
@@ -122,11 +143,9 @@ int mptable_build(struct guest_mem *gm, unsigned cpus, char *err, unsigned errle
 		fw_put32(t, off + 4, MP_CPU_SIGNATURE);
 		fw_put32(t, off + 8, MP_CPU_FEATURES);
 	}
-	t[off] = MP_T_BUS;
-	t[off + 1] = MP_ISA_BUS;
-	memcpy(t + off + 2, "ISA   ", 6);
-	off += MP_ENTRY_LEN;
-	entries++;
+	off = mp_bus(t, off, MP_PCI_BUS, "PCI   ");
+	off = mp_bus(t, off, MP_ISA_BUS, "ISA   ");
+	entries += 2;
 	t[off] = MP_T_IOAPIC;
 	t[off + 1] = MP_IOAPIC_ID;
 	t[off + 2] = MP_IOAPIC_VER;
@@ -134,14 +153,20 @@ int mptable_build(struct guest_mem *gm, unsigned cpus, char *err, unsigned errle
 	fw_put32(t, off + 4, (uint32_t)LAYOUT_IOAPIC);
 	off += MP_ENTRY_LEN;
 	entries++;
-	off = mp_ioint(t, off, MP_EXTINT, 0, 0);
+	off = mp_ioint(t, off, MP_EXTINT, 0, MP_ISA_BUS, 0, 0);
 	entries++;
 	for (unsigned irq = 0; irq < MP_ISA_IRQS; irq++) {
 		if (irq == 2)
 			continue; /* the cascade: IRQ0 takes its pin */
-		off = mp_ioint(t, off, MP_INT, (uint8_t)irq, (uint8_t)(irq == 0 ? 2 : irq));
+		off = mp_ioint(t, off, MP_INT, 0, MP_ISA_BUS, (uint8_t)irq,
+			       (uint8_t)(irq == 0 ? 2 : irq));
 		entries++;
 	}
+	for (unsigned slot = 1; slot <= MP_PCI_INTS / 4; slot++)
+		for (unsigned pin = 0; pin < 4; pin++, entries++)
+			off = mp_ioint(t, off, MP_INT, MP_IRQ_PCI_FLAGS, MP_PCI_BUS,
+				       (uint8_t)(slot << 2 | pin),
+				       (uint8_t)LAYOUT_PCI_INTX_ROUTE(slot, pin + 1));
 	off = mp_lint(t, off, MP_EXTINT, 0);
 	off = mp_lint(t, off, MP_NMI, 1);
 	entries += 2;

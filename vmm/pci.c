@@ -117,6 +117,7 @@ static void pci_dev_do_flr(struct pci_dev *d)
 	for (v = 0; v < m->nvec; v++)
 		msix_update(d, v); /* entries changed even where the enable bits did not */
 	msi_changed(d);
+	intx_update(d);
 	d->flrs++;
 	pthread_mutex_unlock(&d->lock);
 	if (d->flr)
@@ -228,6 +229,7 @@ static bool cfg_write_locked(struct pci_dev *d, unsigned reg, const uint8_t *val
 		msix_ctrl_changed(d);
 	if (msi || ((cmd_before ^ get16(d->cfg + PCI_COMMAND)) & PCI_COMMAND_MASTER))
 		msi_changed(d);
+	intx_update(d); /* INTx Disable, MSI or MSI-X may have changed */
 	return bars || ((cmd_before ^ get16(d->cfg + PCI_COMMAND)) & PCI_COMMAND_MEMORY);
 }
 
@@ -382,6 +384,7 @@ int pci_bus_init(struct pci_bus *b, const struct pci_platform_ops *ops, struct b
 	b->mmio64_size = b->mmio64_max = LAYOUT_MMIO64_SIZE;
 	b->mmio32_next = LAYOUT_MMIO32_START;
 	pthread_mutex_init(&b->lock, NULL);
+	pthread_mutex_init(&b->intx_lock, NULL);
 	pthread_mutex_init(&b->remap_lock, NULL);
 	pthread_cond_init(&b->remap_cond, NULL);
 	r = ops->remap_inline ? 0 : pthread_create(&b->remap_thread, NULL, pci_remap_thread, b);
@@ -428,6 +431,14 @@ int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen
 	}
 	d->bus = b;
 	d->devfn = (uint8_t)(slot << 3);
+	/* INTx: the slot's route, in Interrupt Line as firmware would leave it */
+	d->intx_gsi = 0;
+	if (d->cfg[PCI_INTERRUPT_PIN] >= 1 && d->cfg[PCI_INTERRUPT_PIN] <= 4) {
+		d->intx_gsi = (uint8_t)LAYOUT_PCI_INTX_ROUTE(slot, d->cfg[PCI_INTERRUPT_PIN]);
+		d->cfg[PCI_INTERRUPT_LINE] = d->intx_gsi;
+	} else {
+		d->cfg[PCI_INTERRUPT_PIN] = 0;
+	}
 	memcpy(d->cfg_reset, d->cfg, sizeof(d->cfg_reset)); /* before the firmware's placement */
 	r = bars_place(b, d, err, errlen);
 	if (!r)
@@ -439,6 +450,7 @@ int pci_bus_add(struct pci_bus *b, struct pci_dev *d, char *err, unsigned errlen
 	put16(d->cfg + PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
 	msix_ctrl_changed(d);
 	msi_changed(d);
+	intx_update(d);
 	pthread_mutex_lock(&b->lock);
 	b->dev[slot] = d;
 	pthread_mutex_unlock(&b->lock);
@@ -469,6 +481,7 @@ void pci_dev_exit(struct pci_dev *d)
 		pthread_rwlock_unlock(&b->mmio->lock);
 		pthread_mutex_lock(&d->lock);
 		put16(d->cfg + PCI_COMMAND, 0);
+		intx_exit(d);
 		pthread_mutex_unlock(&d->lock);
 		bars_update(d);
 		bars_release(b, d);

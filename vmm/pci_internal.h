@@ -68,6 +68,11 @@ int vec_alloc(struct pci_bus *b, struct pci_dev *d, const char *kind, unsigned v
 	      int *efd, char *err, unsigned errlen);
 void vec_free(struct pci_bus *b, int gsi, int efd, const uint64_t *live, unsigned v);
 
+/* pci_intx.c, d->lock held: after a write that may have changed INTx Disable, MSI or MSI-X
+ * (or a reset), the line follows; intx_exit() lowers it for a departing function. */
+void intx_update(struct pci_dev *d);
+void intx_exit(struct pci_dev *d);
+
 /* pci_msi.c: MSI, d->lock held. After a write that may have touched the capability or the
  * bus-master bit: every vector's route, and the device told when the enabled count changed. */
 void msi_changed(struct pci_dev *d);

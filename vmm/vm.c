@@ -180,6 +180,20 @@ static void ioapic_bus_write(void *opaque, uint64_t off, const void *data, unsig
 
 static const struct bus_ops ioapic_bus_ops = {.read = ioapic_bus_read, .write = ioapic_bus_write};
 
+static void vm_ioapic_eoi(void *opaque, unsigned pin)
+{
+	devices_intx_eoi(opaque, pin);
+}
+
+static void vm_ioapic_route(void *opaque, unsigned pin, uint64_t addr, uint32_t data, bool on)
+{
+	struct vm *vm = opaque;
+	int r = vm_set_pin_route(vm, pin, addr, data, on);
+
+	if (r && vm->routes)
+		fprintf(stderr, "lvmm: ioapic pin %u: route: %s\n", pin, strerror(-r));
+}
+
 /* LAPICs always in KVM. IOAPIC and PIC in KVM too, except where lvmm must start APs itself
  * (kvm_pvm, more than one vCPU): there a second vCPU only runs with the split irqchip, and
  * the IOAPIC lives in lvmm. A PIT only where it is cheap and Linux may want it. */
@@ -205,6 +219,8 @@ static int vm_create_irqchip(struct vm *vm, char *err, unsigned errlen)
 			return ret;
 		}
 		ioapic_init(&vm->ioapic, vm_send_msi, vm);
+		vm->ioapic.eoi = vm_ioapic_eoi;
+		vm->ioapic.route = vm_ioapic_route;
 		return bus_register(&vm->mmio, LAYOUT_IOAPIC, 0x1000, &ioapic_bus_ops, &vm->ioapic,
 				    "ioapic");
 	}

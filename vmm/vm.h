@@ -140,6 +140,12 @@ int vm_free_gsi(struct vm *vm, unsigned gsi); /* back to the pool, its MSI route
 unsigned vm_gsi_count(struct vm *vm);	      /* MSI GSIs handed out now */
 int vm_set_msi_route(struct vm *vm, unsigned gsi, uint64_t addr, uint32_t data, bool masked);
 int vm_irqfd(struct vm *vm, unsigned gsi, int efd, bool assign);
+/* PCI INTx on an IOAPIC pin: efd raises it, KVM lowers it at the guest's EOI and signals
+ * resample_fd (KVM's IOAPIC); -EOPNOTSUPP with lvmm's IOAPIC (split irqchip). */
+int vm_irqfd_resample(struct vm *vm, unsigned gsi, int efd, int resample_fd, bool assign);
+/* Split irqchip: KVM's MSI route for IOAPIC pin, on while the pin is level triggered and
+ * unmasked, so that KVM exits with the EOI of its vector. */
+int vm_set_pin_route(struct vm *vm, unsigned pin, uint64_t addr, uint32_t data, bool on);
 int vm_ioeventfd(struct vm *vm, uint64_t addr, unsigned len, int efd, bool assign);
 /* Maps host memory into the guest at gpa (CMB / doorbell pages in passthrough mode). */
 int vm_map_host_mem(struct vm *vm, uint64_t gpa, uint64_t size, void *host, bool readonly);

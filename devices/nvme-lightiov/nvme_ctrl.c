@@ -98,6 +98,33 @@ static void ctrl_irq(struct nvme_ctrl *c, unsigned vector)
 		c->hooks.irq(c->hooks.opaque, vector);
 }
 
+/* Pin-based interrupts (NVMe base specification, interrupts without MSI-X): the pin is asserted
+ * while an interrupt-enabled CQ holds entries the host has not consumed (its head doorbell
+ * behind the tail) and INTMS bit 0 is clear; every CQ shares the one pin. Bound queue pairs
+ * signal their MSI-X vectors themselves and are not counted. Lock held. */
+static void ctrl_intx(struct nvme_ctrl *c)
+{
+	bool level = false;
+
+	if (!c->hooks.intx)
+		return;
+	if (__atomic_load_n(&c->intx_open, __ATOMIC_ACQUIRE) && !(c->intms & 1))
+		for (unsigned i = 0; i < c->nq && !level; i++) {
+			const struct nvme_cq *cq = &c->cqs[i];
+
+			level = cq->valid && cq->ien && !cq->bound && cq->head != cq->tail;
+		}
+	if (level != c->intx_level) {
+		c->intx_level = level;
+		c->hooks.intx(c->hooks.opaque, level);
+	}
+}
+
+void nvme_ctrl_intx_gate(struct nvme_ctrl *c, bool open)
+{
+	__atomic_store_n(&c->intx_open, open, __ATOMIC_RELEASE);
+}
+
 static uint32_t cq_free(const struct nvme_cq *cq)
 {
 	return nvmeq_room(cq->head, cq->tail, cq->size);
@@ -195,6 +222,7 @@ static void cq_write(struct nvme_ctrl *c, struct nvme_cq *cq, uint16_t sqid, uin
 		cq->phase ^= 1;
 	if (cq->ien && !(c->intms & (1u << (cq->vector & 31))))
 		cq_signal(c, cq);
+	ctrl_intx(c);
 }
 
 void nvme_record_error(struct nvme_ctrl *c, uint16_t sqid, uint16_t cid, uint16_t status)
@@ -297,6 +325,7 @@ void nvme_ctrl_flr(struct nvme_ctrl *c)
 	c->aqa = 0;
 	c->asq = c->acq = 0;
 	c->intms = 0;
+	ctrl_intx(c);
 	/* CMBMSC stays, as across CC.EN = 0: Linux writes it once, at probe, and restores only
 	 * config space after an FLR, so a cleared one would leave its CMB queues refused */
 	c->st.flrs++;
@@ -542,6 +571,7 @@ void nvme_ctrl_bar0_write(void *opaque, uint64_t off, const void *data, unsigned
 		if (len == 8)
 			reg_write32(c, off + 4, (uint32_t)(v >> 32));
 	}
+	ctrl_intx(c); /* a CQ head, INTMS/INTMC or a reset may have moved the pin */
 	pthread_mutex_unlock(&c->lock);
 }
 

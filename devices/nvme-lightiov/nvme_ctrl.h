@@ -91,6 +91,9 @@ struct nvme_ctrl_hooks {
 	void *opaque;
 	/* Raise interrupt vector (MSI-X entry); called with the controller lock held. */
 	void (*irq)(void *opaque, unsigned vector);
+	/* Pin-based interrupt (may be NULL): the INTx level, told on each change while the PCI
+	 * layer lets the pin through (nvme_ctrl_intx_gate); controller lock held. */
+	void (*intx)(void *opaque, bool level);
 	/* A doorbell changed: wake whoever runs nvme_ctrl_process(). NULL: process inline. */
 	void (*kick)(void *opaque);
 	/* Shadow doorbells switched on/off: map I/O doorbells to ioeventfds (may be NULL). */
@@ -126,6 +129,10 @@ struct nvme_ctrl_stats {
 	uint64_t flrs;	  /* Function Level Resets */
 };
 
+/* The function's INTx may reach the guest (INTx Disable clear, MSI-X off) or not: pin-based
+ * interrupts are worked out only while it may. Any thread, any lock: it takes none; the level
+ * follows at the controller's next register write or completion. */
+void nvme_ctrl_intx_gate(struct nvme_ctrl *c, bool open);
 /* Function Level Reset of the PCI function behind the controller: a controller reset (bound
  * queue pairs handed back, requests in flight dropped) and every register to its reset value. */
 void nvme_ctrl_flr(struct nvme_ctrl *c);

@@ -52,6 +52,8 @@ struct nvme_ctrl {
 	uint64_t cap;
 	uint32_t cc, csts, intms, aqa;
 	uint64_t asq, acq;
+	bool intx_open;		/* nvme_ctrl_intx_gate, atomic */
+	bool intx_level;	/* what hooks.intx was told last */
 	uint32_t cmbloc, cmbsz; /* read as zero until CMBMSC.CRE (CAP.CMBS: the 1.4 way) */
 	uint64_t cmbmsc; /* as the host wrote it; kept across resets (Linux writes it once) */
 

@@ -125,6 +125,23 @@ static void hook_irq(void *opaque, unsigned vector)
 	pci_msix_notify(&v->pci, vector);
 }
 
+/* The controller's pin (its lock held; the function's lock inside it, never the reverse: the
+ * gate below takes no controller lock). */
+static void hook_intx(void *opaque, bool level)
+{
+	struct vnvme *v = opaque;
+
+	pci_intx_set(&v->pci, level);
+}
+
+/* INTx Disable, MSI-X: whether pin-based interrupts are worked out at all (d->lock held). */
+static void vnvme_intx_gate(struct pci_dev *d, bool open)
+{
+	struct vnvme *v = d->priv;
+
+	nvme_ctrl_intx_gate(v->ctrl, open);
+}
+
 static void hook_kick(void *opaque)
 {
 	struct vnvme *v = opaque;
@@ -574,8 +591,11 @@ static int vnvme_create(const struct dev_host *h, const void *config, const char
 	    .readonly = vc->readonly,
 	    .cntlid = (uint16_t)idx,
 	};
-	struct nvme_ctrl_hooks hooks = {
-	    .irq = hook_irq, .kick = hook_kick, .dbbuf = hook_dbbuf, .bus_master = hook_bus_master};
+	struct nvme_ctrl_hooks hooks = {.irq = hook_irq,
+					.intx = hook_intx,
+					.kick = hook_kick,
+					.dbbuf = hook_dbbuf,
+					.bus_master = hook_bus_master};
 	struct lightiov_vcap vcap = {
 	    .cap_id = LIGHTIOV_VCAP_ID,
 	    .cap_len = sizeof(vcap),
@@ -675,6 +695,9 @@ static int vnvme_create(const struct dev_host *h, const void *config, const char
 	r = pci_dev_add_msix(&v->pci, p.nvectors, VNVME_BAR_MSIX, err, errlen);
 	if (r)
 		goto fail;
+	/* INTA: pin-based interrupts for a host without MSI-X (its CQs, not bound queue pairs') */
+	pci_dev_set_intx_pin(&v->pci, 1);
+	v->pci.intx_gate = vnvme_intx_gate;
 	if (pci_dev_add_cap(&v->pci, &vcap, sizeof(vcap)) < 0 ||
 	    pci_dev_add_flr(&v->pci, vnvme_flr) < 0) {
 		snprintf(err, errlen, "vnvme %s: no room for the vendor and PCIe capabilities",

@@ -338,7 +338,7 @@ int vfio_pci_cfg_build(struct vfio_pci *v, const struct bus_ops *bar_ops, char *
 		     rd16(raw + PCI_SUBSYSTEM_ID));
 	d->cfg[PCI_REVISION_ID] = raw[PCI_REVISION_ID];
 	/* Beyond the header the device's bytes, so a byte lvmm keeps has its value; the rest is
-	 * read from the device on every access. No INTx (pin 0). */
+	 * read from the device on every access. The interrupt pin is lvmm's (vfio_intx.c). */
 	memcpy(d->cfg + CFG_HEADER_END, raw + CFG_HEADER_END, PCI_CFG_SIZE - CFG_HEADER_END);
 	memset(v->emu, 0, sizeof(v->emu));
 	memset(v->emu, 1, CFG_HEADER_END);
@@ -384,9 +384,11 @@ void vfio_pci_cfg_sync_command(struct vfio_pci *v)
 
 	/* under the function's lock: two vCPUs' writes reach the device in their order */
 	pthread_mutex_lock(&v->pci.lock);
-	cmd =
-	    (uint16_t)(rd16(v->pci.cfg + PCI_COMMAND) & (PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER));
-	cmd |= PCI_COMMAND_INTX_DISABLE; /* no INTx is routed */
+	cmd = (uint16_t)(rd16(v->pci.cfg + PCI_COMMAND) &
+			 (PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER | PCI_COMMAND_INTX_DISABLE));
+	/* INTx Disable is the guest's once its INTx is wired (vfio-pci masks by it), else set */
+	if (v->intx_mode == VFIO_INTX_NONE)
+		cmd |= PCI_COMMAND_INTX_DISABLE;
 	if (cmd != v->cmd) {
 		wr16(b, cmd);
 		r = v->ops->cfg_write(v->o, PCI_COMMAND, b, 2);

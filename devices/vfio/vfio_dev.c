@@ -45,6 +45,11 @@ static int lib_irq_set(void *o, unsigned index, unsigned start, unsigned count, 
 	return count ? vfio_irq_set(o, index, start, count, fds) : vfio_irq_disable(o, index);
 }
 
+static int lib_intx_unmask(void *o, int fd)
+{
+	return fd < 0 ? vfio_intx_unmask(o) : vfio_intx_unmask_fd(o, fd);
+}
+
 static int lib_reset(void *o)
 {
 	return vfio_device_reset(o);
@@ -58,6 +63,7 @@ const struct vfio_pci_ops vfio_pci_lib_ops = {
     .region_mmap = lib_region_mmap,
     .region_munmap = lib_region_munmap,
     .irq_set = lib_irq_set,
+    .intx_unmask = lib_intx_unmask,
     .reset = lib_reset,
 };
 
@@ -117,11 +123,18 @@ static struct pci_dev *vfio_dev_pci(void *dev)
 	return &((struct vfio_dev *)dev)->v.pci;
 }
 
+/* INTx that cannot be wired leaves the function without a pin (MSI and MSI-X still work):
+ * said, not fatal. */
 static int vfio_dev_realize(void *dev, char *err, unsigned errlen)
 {
+	struct vfio_dev *vd = dev;
+	char why[200];
+
 	(void)err;
 	(void)errlen;
-	vfio_pci_cfg_sync_command(&((struct vfio_dev *)dev)->v);
+	if (vfio_pci_intx_start(&vd->v, why, sizeof(why)))
+		fprintf(stderr, "lvmm: %s; no INTx\n", why);
+	vfio_pci_cfg_sync_command(&vd->v);
 	return 0;
 }
 
@@ -129,7 +142,7 @@ static void vfio_dev_counters(void *dev, struct dev_counters *out)
 {
 	struct vfio_dev *vd = dev;
 
-	out->irqs = vd->v.pci.msix.fired;
+	out->irqs = vd->v.pci.msix.fired + vd->v.intx_fired;
 	snprintf(out->mode, sizeof(out->mode), "passthrough");
 }
 

@@ -150,6 +150,8 @@ static void vfio_msix_enable(struct pci_dev *d, bool on)
 		n = v->info->irqs[VFIO_MSIX_IRQ_INDEX].count;
 	if (on == v->msix_on || !n)
 		return;
+	if (on)
+		vfio_pci_intx_off(v); /* one interrupt type at a time; back when MSI-X is off */
 	r = v->ops->irq_set(v->o, VFIO_MSIX_IRQ_INDEX, 0, on ? n : 0, on ? m->efd : NULL);
 	if (r) {
 		if (pci_log_due(&v->irq_errors))
@@ -173,6 +175,8 @@ static void vfio_msi_enable(struct pci_dev *d, unsigned nvec)
 		nvec = v->info->irqs[VFIO_MSI_IRQ_INDEX].count;
 	if (nvec == v->msi_on)
 		return;
+	if (nvec)
+		vfio_pci_intx_off(v); /* one interrupt type at a time; back when MSI is off */
 	/* VFIO takes a new vector count only from off */
 	if (v->msi_on && nvec)
 		v->ops->irq_set(v->o, VFIO_MSI_IRQ_INDEX, 0, 0, NULL);
@@ -194,6 +198,7 @@ int vfio_pci_init(struct vfio_pci *v, const char *id, const struct vfio_device *
 	int r;
 
 	memset(v, 0, sizeof(*v));
+	v->intx_trigger = v->intx_unmask = v->intx_stop = -1;
 	snprintf(v->id, sizeof(v->id), "%s", id);
 	v->ops = ops;
 	v->o = o;
@@ -202,6 +207,7 @@ int vfio_pci_init(struct vfio_pci *v, const char *id, const struct vfio_device *
 		v->map_host = h->map_host;
 		v->unmap_host = h->unmap_host;
 		v->host_opaque = h->opaque;
+		v->io_thread = h->io_thread;
 	}
 	for (unsigned i = 0; i < PCI_BAR_SLOTS; i++)
 		v->bar[i] = (struct vfio_pci_bar){.owner = v, .idx = i, .gpa = ~0ULL};
@@ -216,6 +222,7 @@ int vfio_pci_init(struct vfio_pci *v, const char *id, const struct vfio_device *
 	}
 	v->pci.msix_enable = vfio_msix_enable;
 	v->pci.msi_enable = vfio_msi_enable;
+	vfio_pci_intx_offer(v);
 	for (unsigned i = 0; i < PCI_NUM_BARS; i++)
 		if (v->pci.bar[i].size) {
 			v->pci.bar[i].moved = bar_moved;
@@ -226,6 +233,7 @@ int vfio_pci_init(struct vfio_pci *v, const char *id, const struct vfio_device *
 
 void vfio_pci_exit(struct vfio_pci *v)
 {
+	vfio_pci_intx_stop(v);
 	pthread_mutex_lock(&v->pci.lock);
 	if (v->msix_on && v->ops->irq_set(v->o, VFIO_MSIX_IRQ_INDEX, 0, 0, NULL) == 0)
 		v->msix_on = false;

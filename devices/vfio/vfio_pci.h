@@ -6,6 +6,7 @@
 #ifndef LVMM_VFIO_PCI_H
 #define LVMM_VFIO_PCI_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,7 @@
 /* VFIO's region indices past the BARs */
 #define VFIO_PCI_ROM_REGION 6 /* VFIO_PCI_ROM_REGION_INDEX */
 #define VFIO_PCI_CFG_REGION 7 /* VFIO_PCI_CONFIG_REGION_INDEX */
+#define VFIO_PCI_INTX_INDEX 0 /* VFIO_PCI_INTX_IRQ_INDEX */
 _Static_assert(VFIO_PCI_ROM_REGION == PCI_ROM_BAR, "the ROM's BAR slot is its region index");
 
 /* cloud-hypervisor's DeviceConfig */
@@ -50,6 +52,8 @@ struct vfio_pci_ops {
 	void (*region_munmap)(void *o, void *host, uint64_t size);
 	/* fds for vectors start..start+count-1 of type index; count 0 disables the type */
 	int (*irq_set)(void *o, unsigned index, unsigned start, unsigned count, const int *fds);
+	/* INTx: unmask now (fd < 0), or whenever fd is signalled (KVM's resample eventfd) */
+	int (*intx_unmask)(void *o, int fd);
 	int (*reset)(void *o); /* -ENOTTY: the device has none */
 };
 
@@ -62,6 +66,11 @@ struct vfio_pci_piece {
 };
 
 struct vfio_pci;
+
+/* How the function's INTx reaches the guest (vfio_intx.c): not at all; VFIO's trigger eventfd
+ * is a KVM irqfd on the pin and KVM's resample eventfd unmasks (KVM's IOAPIC); or lvmm reads
+ * the trigger, raises the pin and unmasks at the guest's EOI (lvmm's IOAPIC). */
+enum vfio_intx_mode { VFIO_INTX_NONE, VFIO_INTX_KVM, VFIO_INTX_USER };
 
 struct vfio_pci_bar {
 	struct vfio_pci *owner; /* the BAR's MMIO handlers get this bar */
@@ -93,6 +102,15 @@ struct vfio_pci {
 	unsigned msi_on;	   /* MSI vectors VFIO signals now */
 	/* failures the guest can repeat at will, logged sparsely (pci_log_due) */
 	uint64_t irq_errors, map_errors, cmd_errors;
+	/* INTx (vfio_intx.c): the mode, whether VFIO signals the trigger now (not while MSI or
+	 * MSI-X is on), its eventfds (-1: none) and the reader thread of VFIO_INTX_USER. */
+	enum vfio_intx_mode intx_mode;
+	bool intx_on;
+	int intx_trigger, intx_unmask, intx_stop;
+	pthread_t intx_thread;
+	bool intx_thread_up;
+	int (*io_thread)(char *err, unsigned errlen);
+	uint64_t intx_fired, intx_eois;
 };
 
 /* Builds the function from info over ops: config space read from the device and checked, BARs
@@ -114,6 +132,16 @@ void vfio_pci_cfg_write(struct pci_dev *d, unsigned reg, const void *data, unsig
 /* Gives the device the memory, bus-master and INTx-disable bits of the emulated command
  * register when they changed (pci_bus_add sets them without a write). */
 void vfio_pci_cfg_sync_command(struct vfio_pci *v);
+
+/* vfio_intx.c: INTx. offer (at init): the device's interrupt pin shown when the device has one
+ * and VFIO an INTx interrupt. start (once on the bus): VFIO's trigger wired to the pin, a KVM
+ * irqfd with resample where the platform has one, else lvmm's reader thread; 0, or a negative
+ * errno with err (the pin is withdrawn then). off: VFIO's INTx off (MSI or MSI-X goes on),
+ * d->lock held. stop: all of it undone. */
+void vfio_pci_intx_offer(struct vfio_pci *v);
+int vfio_pci_intx_start(struct vfio_pci *v, char *err, unsigned errlen);
+void vfio_pci_intx_off(struct vfio_pci *v);
+void vfio_pci_intx_stop(struct vfio_pci *v);
 
 /* The model (device.h): created from a struct vfio_pci_config; opens the device in the VM's
  * container (dev_host.vfio_open) and resets it. */

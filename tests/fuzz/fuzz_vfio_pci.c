@@ -3,9 +3,11 @@
  * or broken device at creation, its extended capability headers and ROM size too), the rest are
  * guest accesses: config reads and writes over the 4 KiB (BAR and ROM BAR sizing, the command
  * register, MSI-X control, passthrough registers, extended capabilities), BAR and ROM accesses
- * where they decode, MSI-X table writes, vector signals. Checked besides memory safety: the guest
- * never writes a config byte lvmm emulates through to the device, a BAR piece is never mapped twice
- * or unmapped unmapped, and nothing stays mapped once the function is gone. */
+ * where they decode, MSI-X table writes, vector signals, INTx asserted and the guest's EOIs (INTx
+ * through lvmm's IOAPIC or KVM's). Checked besides memory safety: the guest never writes a config
+ * byte lvmm emulates through to the device, a BAR piece is never mapped twice or unmapped
+ * unmapped, nothing stays mapped once the function is gone, VFIO never has INTx on with MSI or
+ * MSI-X, and the pin is high only while INTx is enabled, on and asserted. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,6 +65,36 @@ static int fz_unmap(void *o, uint64_t gpa)
 	abort(); /* not mapped */
 }
 
+static bool fz_line[24];
+static bool fz_kvm;
+
+static int fz_intx_line(void *o, unsigned gsi, bool level)
+{
+	(void)o;
+	if (gsi >= 24 || fz_line[gsi] == level)
+		abort(); /* the bus set an input to the level it had */
+	fz_line[gsi] = level;
+	return 0;
+}
+
+static int fz_intx_irqfd(void *o, unsigned gsi, int efd, int resample, bool assign)
+{
+	(void)o, (void)gsi, (void)efd, (void)resample, (void)assign;
+	return fz_kvm ? 0 : -95; /* EOPNOTSUPP: lvmm's IOAPIC */
+}
+
+/* VFIO takes one interrupt type at a time; the pin is high only when it may be. */
+static bool intx_broken(const struct fake_vfio *f, struct vfio_pci *v)
+{
+	uint16_t cmd;
+	bool high;
+
+	memcpy(&cmd, v->pci.cfg + PCI_COMMAND, 2);
+	high = v->pci.intx_gsi && fz_line[v->pci.intx_gsi];
+	return (f->intx_fd >= 0) != v->intx_on || (v->intx_on && (v->msix_on || v->msi_on)) ||
+	       (high && (!v->intx_on || (cmd & PCI_COMMAND_INTX_DISABLE) || !v->pci.intx_asserted));
+}
+
 /* Bytes lvmm emulates never reach the device; the command register is synced on purpose. */
 static bool guest_reached_emulated(const struct fake_vfio *f, const struct vfio_pci *v)
 {
@@ -82,6 +114,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pci_platform_ops ops = {.alloc_gsi = fz_alloc_gsi,
 				       .set_msi_route = fz_route_ok,
 				       .irqfd = fz_irqfd_ok,
+				       .intx_line = fz_intx_line,
+				       .intx_irqfd = fz_intx_irqfd,
 				       .map_host = fz_map,
 				       .unmap_host = fz_unmap,
 				       .remap_inline = true};
@@ -96,6 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t buf[8];
 
 	memset(maps, 0, sizeof(maps));
+	memset(fz_line, 0, sizeof(fz_line));
 	next_gsi = 24;
 	bus_init(&pio);
 	bus_init(&mmio);
@@ -120,6 +155,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (pokes & 0x20)
 		fake.info.regions[VFIO_PCI_ROM_REGION].size = fz_take(&f, 4) & 0x3ffffff;
+	fz_kvm = pokes & 0x40;
 	if (vfio_pci_init(&vp, "fz0", &fake.info, &fake_vfio_ops, &fake, &host, err, sizeof(err))) {
 		pci_bus_exit(&pb);
 		return 0;
@@ -129,6 +165,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pci_bus_exit(&pb);
 		return 0;
 	}
+	if (vfio_pci_intx_start(&vp, err, sizeof(err)))
+		abort(); /* the fake takes every INTx request */
 	vfio_pci_cfg_sync_command(&vp);
 	fake.cfg_writes = 0;
 
@@ -185,12 +223,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				pci_cfg_write(&pb, 0, vp.pci.devfn, m->cap + PCI_MSIX_FLAGS, buf,
 					      2);
 			break;
-		default: /* the device signals a vector */
-			if (m->nvec)
-				pci_msix_notify(&vp.pci, (unsigned)(v % (m->nvec + 1)));
+		default:
+			if (!(op & 0x40)) { /* the device signals a vector */
+				if (m->nvec)
+					pci_msix_notify(&vp.pci, (unsigned)(v % (m->nvec + 1)));
+			} else if (op & 0x80) {
+				/* INTx fires: what the reader thread does with a trigger */
+				pthread_mutex_lock(&vp.pci.lock);
+				if (vp.intx_on)
+					pci_intx_set_locked(&vp.pci, true);
+				pthread_mutex_unlock(&vp.pci.lock);
+			} else { /* the guest's EOI of some pin */
+				pci_bus_intx_eoi(&pb, (unsigned)(v % 24));
+			}
 			break;
 		}
-		if (guest_reached_emulated(&fake, &vp))
+		if (guest_reached_emulated(&fake, &vp) || intx_broken(&fake, &vp))
 			abort();
 		fake.cfg_writes = 0;
 	}

@@ -47,6 +47,12 @@ struct fake_vfio {
 	unsigned irq_sets, irq_index, irq_count;
 	int irq_fds[FAKE_MSIX_NVEC];
 	unsigned resets, mmaps, munmaps;
+	int intx_fd;	       /* INTx trigger VFIO signals now, -1 none */
+	unsigned intx_sets;    /* INTx trigger set or cleared */
+	unsigned intx_unmasks; /* INTx unmasks */
+	int intx_unmask_fd;    /* the last unmask's eventfd, -1: unmask now */
+	/* the place in the calls of the last INTx off and MSI-X on */
+	unsigned order, intx_off_order, msix_order;
 	int fail_mmap; /* region_mmap fails (errno) */
 	int fail_irq;  /* irq_set fails (negative errno) */
 };
@@ -147,11 +153,33 @@ static inline int fake_irq_set(void *o, unsigned index, unsigned start, unsigned
 		return -EINVAL;
 	if (f->fail_irq)
 		return f->fail_irq;
+	f->order++;
+	if (index == 0) {
+		/* INTx: not counted with the message interrupts */
+		f->intx_sets++;
+		f->intx_fd = count ? fds[0] : -1;
+		if (!count)
+			f->intx_off_order = f->order;
+		return 0;
+	}
+	if (index == 2 && count)
+		f->msix_order = f->order;
 	f->irq_sets++;
 	f->irq_index = index;
 	f->irq_count = count;
 	for (unsigned i = 0; i < count && i < FAKE_MSIX_NVEC; i++)
 		f->irq_fds[i] = fds[i];
+	return 0;
+}
+
+static inline int fake_intx_unmask(void *o, int fd)
+{
+	struct fake_vfio *f = o;
+
+	if (f->fail_irq)
+		return f->fail_irq;
+	f->intx_unmasks++;
+	f->intx_unmask_fd = fd;
 	return 0;
 }
 
@@ -171,6 +199,7 @@ static const struct vfio_pci_ops fake_vfio_ops = {
     .region_mmap = fake_region_mmap,
     .region_munmap = fake_region_munmap,
     .irq_set = fake_irq_set,
+    .intx_unmask = fake_intx_unmask,
     .reset = fake_reset,
 };
 
@@ -181,6 +210,7 @@ static inline void fake_vfio_init(struct fake_vfio *f)
 
 	memset(f, 0, sizeof(*f));
 	f->info.fd = -1;
+	f->intx_fd = f->intx_unmask_fd = -1;
 	snprintf(f->info.name, sizeof(f->info.name), "0000:00:04.0");
 	f->info.num_regions = VFIO_NREGIONS;
 	f->info.num_irqs = VFIO_NIRQS;

@@ -257,7 +257,8 @@ END_TEST
 
 struct aml_obj {
 	char path[64];
-	/* 'i' integer, 'p' package, 'b' buffer, 's' string, 'm' method (ival: flags, buf: body),
+	/* 'i' integer, 'p' package of integers, 'P' package of packages (npkg: count, buf: the
+	 * elements), 'b' buffer, 's' string, 'm' method (ival: flags, buf: body),
 	 * 'r' SystemIO region (ival: port, pkg[0]: length), 'f' field list (buf), 'x' mutex */
 	int kind;
 	uint64_t ival;
@@ -363,6 +364,12 @@ static size_t decode_name(const uint8_t *p, size_t avail, const char *scope)
 		n += body;
 		o->kind = 'p';
 		o->npkg = p[n++];
+		if (n < end && p[n] == 0x12) {
+			o->kind = 'P';
+			o->buf = p + n;
+			o->blen = end - n;
+			return end;
+		}
 		ck_assert_uint_le(o->npkg, 8);
 		for (unsigned i = 0; i < o->npkg; i++)
 			n += integer(p + n, end - n, &o->pkg[i]);
@@ -654,6 +661,48 @@ START_TEST(dsdt_hotplug_slots)
 }
 END_TEST
 
+/* PCI0._PRT: pins A-D of slots 1-31, each once, swizzled onto the IOAPIC pins for PCI
+ * (16 + (slot + pin) % 4, pin A = 0), the source Zero (a GSI: level, active low). */
+START_TEST(dsdt_pci_prt)
+{
+	const struct aml_obj *o;
+	unsigned seen[32][4] = {{0}};
+	size_t n = 0;
+
+	dsdt_decoded();
+	o = obj("\\_SB_.PCI0._PRT");
+	ck_assert_int_eq(o->kind, 'P');
+	ck_assert_uint_eq(o->npkg, 31 * 4);
+	for (unsigned i = 0; i < o->npkg; i++) {
+		uint64_t addr, pin, src, gsi;
+		size_t l, end;
+
+		ck_assert_uint_lt(n, o->blen);
+		ck_assert_uint_eq(o->buf[n++], 0x12);
+		end = n; /* PkgLength counts itself */
+		n += pkglen(o->buf + n, o->blen - n, &l);
+		end += l;
+		ck_assert_uint_eq(o->buf[n++], 4);
+		n += integer(o->buf + n, o->blen - n, &addr);
+		n += integer(o->buf + n, o->blen - n, &pin);
+		n += integer(o->buf + n, o->blen - n, &src);
+		n += integer(o->buf + n, o->blen - n, &gsi);
+		ck_assert_uint_eq(n, end);
+		ck_assert_uint_eq(addr & 0xffff, 0xffff);
+		ck_assert_uint_ge(addr >> 16, 1);
+		ck_assert_uint_lt(addr >> 16, 32);
+		ck_assert_uint_lt(pin, 4);
+		ck_assert_uint_eq(src, 0);
+		ck_assert_uint_eq(gsi, 16 + ((addr >> 16) + pin) % 4);
+		seen[addr >> 16][pin]++;
+	}
+	ck_assert_uint_eq(n, o->blen);
+	for (unsigned slot = 1; slot < 32; slot++)
+		for (unsigned pin = 0; pin < 4; pin++)
+			ck_assert_uint_eq(seen[slot][pin], 1);
+}
+END_TEST
+
 /* PHPR: the controller's ports (hotplug.h's registers as fields) and the GED's edge interrupt. */
 START_TEST(dsdt_hotplug_controller)
 {
@@ -805,6 +854,10 @@ START_TEST(dsdt_iasl_roundtrip)
 	ck_assert_uint_eq(
 	    file_count(dsl, "Interrupt (ResourceConsumer, Edge, ActiveHigh, Exclusive"), 1);
 	ck_assert_uint_eq(file_count(dsl, "OperationRegion (PCST, SystemIO, 0xAE00, 0x10)"), 1);
+	/* the _PRT: 124 routes, slot 1's pin A on GSI 17, slot 31's pin D on GSI 18 */
+	ck_assert_uint_eq(file_count(dsl, "Name (_PRT, Package (0x7C)"), 1);
+	ck_assert_uint_eq(file_count(dsl, "0x0001FFFF,"), 4);
+	ck_assert_uint_eq(file_count(dsl, "0x001FFFFF,"), 4);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	ck_assert_int_eq(system(cmd), 0);
 }
@@ -872,6 +925,7 @@ static Suite *acpi_suite(void)
 	tcase_add_test(tc, no_ram_for_tables);
 	tcase_add_test(tc, dsdt_aml);
 	tcase_add_test(tc, dsdt_iasl);
+	tcase_add_test(tc, dsdt_pci_prt);
 	tcase_add_test(tc, dsdt_hotplug_slots);
 	tcase_add_test(tc, dsdt_hotplug_controller);
 	tcase_add_test(tc, dsdt_acpiexec);

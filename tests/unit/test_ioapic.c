@@ -120,6 +120,95 @@ START_TEST(test_mask)
 }
 END_TEST
 
+/* A PCI function's INTx on pin 17 (level): the EOI is told to the source before the pin is
+ * delivered again, so a source that lowers its line then (a passed-through function whose
+ * line VFIO masked) is not delivered again; one that stays high is. */
+static struct ioapic *eoi_io;
+static unsigned neoi, eoi_pin, eoi_lower;
+
+static void on_eoi(void *opaque, unsigned pin)
+{
+	(void)opaque;
+	neoi++;
+	eoi_pin = pin;
+	if (eoi_lower)
+		ck_assert_int_eq(ioapic_set_irq(eoi_io, pin, false), 0); /* without the lock */
+}
+
+START_TEST(test_level_eoi_source_first)
+{
+	struct ioapic io;
+
+	setup(&io);
+	eoi_io = &io;
+	neoi = eoi_lower = 0;
+	io.eoi = on_eoi;
+	set_rte(&io, 17, 0x51 | (1ULL << 15) | (1ULL << 13)); /* level, active low */
+	ioapic_set_irq(&io, 17, true);
+	ck_assert_uint_eq(nmsi, 1);
+	ioapic_eoi(&io, 0x52); /* another vector: nothing */
+	ck_assert_uint_eq(neoi, 0);
+	eoi_lower = 1;
+	ioapic_eoi(&io, 0x51);
+	ck_assert_uint_eq(neoi, 1);
+	ck_assert_uint_eq(eoi_pin, 17);
+	ck_assert_uint_eq(nmsi, 1); /* lowered by the source at the EOI */
+	ioapic_eoi(&io, 0x51);	    /* no Remote IRR: not a second EOI */
+	ck_assert_uint_eq(neoi, 1);
+	eoi_lower = 0;
+	ioapic_set_irq(&io, 17, true);
+	ck_assert_uint_eq(nmsi, 2);
+	ioapic_eoi(&io, 0x51);
+	ck_assert_uint_eq(neoi, 2);
+	ck_assert_uint_eq(nmsi, 3); /* still high */
+}
+END_TEST
+
+/* KVM exits with an EOI only for vectors of level MSI routes on the pins: the route follows the
+ * redirection entry, on while level triggered and unmasked. */
+static unsigned nroute, route_pin;
+static uint64_t route_addr;
+static uint32_t route_data;
+static bool route_on;
+
+static void on_route(void *opaque, unsigned pin, uint64_t addr, uint32_t data, bool on)
+{
+	(void)opaque;
+	nroute++;
+	route_pin = pin;
+	route_addr = addr;
+	route_data = data;
+	route_on = on;
+}
+
+START_TEST(test_level_routes)
+{
+	struct ioapic io;
+	struct ioapic_state st;
+
+	setup(&io);
+	nroute = 0;
+	io.route = on_route;
+	set_rte(&io, 18, 0x61 | (1ULL << 15) | (2ULL << 56));
+	ck_assert_uint_ge(nroute, 1);
+	ck_assert_uint_eq(route_pin, 18);
+	ck_assert(route_on);
+	ck_assert_uint_eq(route_addr, 0xfee02000ULL);
+	ck_assert_uint_eq(route_data & 0x80ff, 0x8061);	      /* level trigger, vector */
+	set_rte(&io, 18, 0x61 | (1ULL << 15) | (1ULL << 16)); /* masked */
+	ck_assert(!route_on);
+	set_rte(&io, 18, 0x61); /* edge: KVM need not tell its EOI */
+	ck_assert(!route_on);
+	set_rte(&io, 18, 0x62 | (1ULL << 15));
+	ck_assert(route_on);
+	/* a restore sets every pin's route again */
+	ioapic_save(&io, &st);
+	nroute = 0;
+	ck_assert_int_eq(ioapic_restore(&io, &st), 0);
+	ck_assert_uint_eq(nroute, 24);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ioapic");
@@ -129,6 +218,8 @@ int main(void)
 	tcase_add_test(tc, test_edge_to_msi);
 	tcase_add_test(tc, test_level_remote_irr);
 	tcase_add_test(tc, test_mask);
+	tcase_add_test(tc, test_level_eoi_source_first);
+	tcase_add_test(tc, test_level_routes);
 	suite_add_tcase(s, tc);
 	return testutil_run_suite(s);
 }

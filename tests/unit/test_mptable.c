@@ -30,6 +30,8 @@ struct mp_counts {
 	unsigned cpus, bsp, buses, ioapics, ioints, lints, extint;
 	uint32_t table_gpa;
 	int irq_pin[16];
+	int pci_pin[32][4]; /* IOAPIC pin of bus 0's slot, INTx pin (A = 0), -1 if none */
+	unsigned pci_ints;
 };
 
 static struct mp_counts dump(void)
@@ -59,6 +61,7 @@ static struct mp_counts dump(void)
 	count = testutil_le16(t + 34);
 	for (unsigned i = 0; i < 16; i++)
 		c.irq_pin[i] = -1;
+	memset(c.pci_pin, 0xff, sizeof(c.pci_pin));
 	e = t + 44;
 	for (unsigned i = 0; i < count; i++) {
 		ck_assert_uint_lt((size_t)(e - t), len);
@@ -72,7 +75,9 @@ static struct mp_counts dump(void)
 			e += 20;
 			break;
 		case 1:
-			ck_assert_int_eq(memcmp(e + 2, "ISA   ", 6), 0);
+			/* PCI bus 0 is MP bus 0 (Linux matches the ids), ISA bus 1 */
+			ck_assert_uint_eq(e[1], c.buses);
+			ck_assert_int_eq(memcmp(e + 2, c.buses ? "ISA   " : "PCI   ", 6), 0);
 			c.buses++;
 			e += 8;
 			break;
@@ -83,10 +88,18 @@ static struct mp_counts dump(void)
 			e += 8;
 			break;
 		case 3:
-			if (e[1] == 3)
+			if (e[1] == 3) {
 				c.extint++;
-			else if (e[1] == 0 && e[5] < 16)
+			} else if (e[1] == 0 && e[4] == 0) {
+				/* PCI: level, active low; bus IRQ slot << 2 | pin */
+				ck_assert_uint_eq(testutil_le16(e + 2), 0x000f);
+				ck_assert_int_eq(c.pci_pin[e[5] >> 2][e[5] & 3], -1);
+				c.pci_pin[e[5] >> 2][e[5] & 3] = e[7];
+				c.pci_ints++;
+			} else if (e[1] == 0 && e[4] == 1 && e[5] < 16) {
+				ck_assert_uint_eq(testutil_le16(e + 2), 0);
 				c.irq_pin[e[5]] = e[7];
+			}
 			c.ioints++;
 			e += 8;
 			break;
@@ -112,7 +125,7 @@ static uint32_t check(unsigned cpus)
 	c = dump();
 	ck_assert_uint_eq(c.cpus, cpus);
 	ck_assert_uint_eq(c.bsp, 1);
-	ck_assert_uint_eq(c.buses, 1);
+	ck_assert_uint_eq(c.buses, 2);
 	ck_assert_uint_eq(c.ioapics, 1);
 	ck_assert_uint_eq(c.extint, 1);
 	ck_assert_uint_eq(c.lints, 2);
@@ -120,6 +133,15 @@ static uint32_t check(unsigned cpus)
 	ck_assert_int_eq(c.irq_pin[2], -1);
 	ck_assert_int_eq(c.irq_pin[LAYOUT_COM1_IRQ], LAYOUT_COM1_IRQ);
 	ck_assert_int_eq(c.irq_pin[15], 15);
+	/* every slot but the host bridge's, its four pins swizzled onto the PCI pins 16-19 */
+	ck_assert_uint_eq(c.pci_ints, 31 * 4);
+	for (unsigned pin = 0; pin < 4; pin++)
+		ck_assert_int_eq(c.pci_pin[0][pin], -1);
+	for (unsigned slot = 1; slot < 32; slot++)
+		for (unsigned pin = 0; pin < 4; pin++)
+			ck_assert_int_eq(c.pci_pin[slot][pin], 16 + (slot + pin) % 4);
+	ck_assert_int_eq(c.pci_pin[1][0], 17);
+	ck_assert_int_eq(c.pci_pin[3][1], 16);
 	if (c.table_gpa < LAYOUT_EBDA_END)
 		ck_assert_uint_ge(c.table_gpa, LAYOUT_MPTABLE);
 	else
@@ -135,11 +157,12 @@ START_TEST(mp_cpu_counts)
 }
 END_TEST
 
-/* Many CPUs push the table out of base memory; the pointer stays where Linux looks. */
+/* The PCI slots' routes (1 KiB) leave no room in base memory above the pointer: the table is in
+ * the BIOS area for one CPU as for many; the pointer stays where Linux looks. */
 START_TEST(mp_many_cpus)
 {
-	ck_assert_uint_eq(check(40), LAYOUT_MPTABLE + 16);
-	ck_assert_uint_eq(check(41), MPTABLE_ALT_START);
+	ck_assert_uint_eq(check(1), MPTABLE_ALT_START);
+	ck_assert_uint_eq(check(40), MPTABLE_ALT_START);
 	ck_assert_uint_eq(check(255), MPTABLE_ALT_START);
 }
 END_TEST

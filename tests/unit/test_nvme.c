@@ -58,6 +58,17 @@ static void on_irq(void *opaque, unsigned vector)
 		irqs[vector]++;
 }
 
+static bool intx_level;
+static unsigned intx_changes;
+
+static void on_intx(void *opaque, bool level)
+{
+	(void)opaque;
+	ck_assert_msg(level != intx_level, "the pin told its own level");
+	intx_level = level;
+	intx_changes++;
+}
+
 static void w32(uint64_t off, uint32_t v)
 {
 	nvme_ctrl_bar0_write(ctrl, off, &v, 4);
@@ -107,9 +118,11 @@ static void make_ctrl(uint64_t cmb, bool ro)
 	    .readonly = ro,
 	    .serial = "TEST0001",
 	};
-	struct nvme_ctrl_hooks h = {.irq = on_irq};
+	struct nvme_ctrl_hooks h = {.irq = on_irq, .intx = on_intx};
 	char err[128];
 
+	intx_level = false;
+	intx_changes = 0;
 	ck_assert_int_eq(nvme_ctrl_create(&p, &gm, &test_ops, &disk, &h, &ctrl, err, sizeof(err)),
 			 0);
 }
@@ -1066,6 +1079,68 @@ START_TEST(test_two_sqs_one_cq)
 }
 END_TEST
 
+/* Pin-based interrupts: asserted while an interrupt-enabled CQ holds entries the host has not
+ * consumed and INTMS bit 0 is clear, only while the PCI layer lets the pin through (MSI-X off,
+ * INTx Disable clear); a CQ without IEN never asserts it; a reset drops it. */
+START_TEST(test_intx_pin)
+{
+	struct nvme_sqe c = mk(NVME_ADMIN_GET_FEATURES, 7), q = mk(NVME_ADMIN_CREATE_CQ, 93);
+
+	enable();
+	c.cdw10 = NVME_FEAT_NUM_QUEUES;
+	ck_assert_uint_eq(admin(&c, NULL), 0); /* gate closed: MSI-X only */
+	ck_assert_uint_eq(intx_changes, 0);
+	nvme_ctrl_intx_gate(ctrl, true);
+	/* a completion the host has not consumed asserts the pin, its head doorbell deasserts */
+	memcpy(ram + ASQ_GPA + asq_tail * 64, &c, 64);
+	asq_tail = (asq_tail + 1) % AQ_SIZE;
+	sq_db(0, asq_tail);
+	ck_assert(intx_level);
+	ck_assert_uint_eq(intx_changes, 1);
+	w32(NVME_REG_INTMS, 0x2); /* another vector's mask: the pin is vector 0's */
+	ck_assert(intx_level);
+	w32(NVME_REG_INTMS, 0x1);
+	ck_assert(!intx_level);
+	w32(NVME_REG_INTMC, 0x1);
+	ck_assert(intx_level);
+	acq_head = (acq_head + 1) % AQ_SIZE;
+	if (!acq_head)
+		acq_phase ^= 1;
+	cq_db(0, acq_head);
+	ck_assert(!intx_level);
+	ck_assert_uint_eq(intx_changes, 4);
+	/* admin() consumes at once: up, then down */
+	ck_assert_uint_eq(admin(&c, NULL), 0);
+	ck_assert(!intx_level);
+	ck_assert_uint_eq(intx_changes, 6);
+	/* an I/O CQ without interrupts enabled never asserts it */
+	set_nq();
+	q.prp1 = IOCQ_GPA;
+	q.cdw10 = (IOQ_SIZE - 1) << 16 | 1;
+	q.cdw11 = 1; /* physically contiguous, IEN clear */
+	ck_assert_uint_eq(admin(&q, NULL), 0);
+	ck_assert_uint_eq(create_sq(1, IOSQ_GPA, IOQ_SIZE, 1), 0);
+	intx_changes = 0;
+	io_submit_only(&(struct nvme_sqe){.opcode = NVME_CMD_FLUSH, .cid = 5, .nsid = 1});
+	ck_assert_uint_eq(intx_changes, 0);
+	ck_assert(!intx_level);
+	/* the gate closing (MSI-X on) takes the pin down at the next event */
+	memcpy(ram + ASQ_GPA + asq_tail * 64, &c, 64);
+	asq_tail = (asq_tail + 1) % AQ_SIZE;
+	sq_db(0, asq_tail);
+	ck_assert(intx_level);
+	nvme_ctrl_intx_gate(ctrl, false);
+	w32(NVME_REG_INTMC, 0);
+	ck_assert(!intx_level);
+	/* a controller reset with the entry still there: down (and stays down) */
+	nvme_ctrl_intx_gate(ctrl, true);
+	w32(NVME_REG_INTMC, 0);
+	ck_assert(intx_level);
+	w32(NVME_REG_CC, 0);
+	ck_assert(!intx_level);
+}
+END_TEST
+
 static Suite *nvme_suite(void)
 {
 	Suite *s = suite_create("nvme");
@@ -1093,6 +1168,7 @@ static Suite *nvme_suite(void)
 	tcase_add_test(t, test_cmb_sq);
 	tcase_add_test(t, test_max_queues);
 	tcase_add_test(t, test_two_sqs_one_cq);
+	tcase_add_test(t, test_intx_pin);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -205,7 +205,8 @@ START_TEST(test_header_emulated)
 	ck_assert_uint_eq(cfg_rd(0x08), 0x030200a1);
 	ck_assert_uint_eq(cfg_rd(0x2c), 0x16c110de);
 	ck_assert_uint_eq(cfg_rd(0x0c) >> 16 & 0x7f, 0);
-	ck_assert_uint_eq(cfg_rd(0x3c) >> 8 & 0xff, 0); /* no INTx pin */
+	/* the device's INTA and VFIO's INTx: pin A, slot 1's route (test_vfio_intx for the rest) */
+	ck_assert_uint_eq(cfg_rd(0x3c) & 0xffff, 0x0100 | LAYOUT_PCI_INTX_ROUTE(1, 1));
 	/* the ROM BAR placed, not enabled */
 	ck_assert_uint_ne(cfg_rd(0x30), 0);
 	ck_assert_uint_eq(cfg_rd(0x30) & PCI_ROM_ADDRESS_ENABLE, 0);

@@ -34,6 +34,7 @@ static inline bool pci_log_due(uint64_t *n)
 #define PCI_COMMAND_MASTER	    0x4
 #define PCI_COMMAND_INTX_DISABLE    0x400
 #define PCI_STATUS		    0x06
+#define PCI_STATUS_INTERRUPT	    0x08
 #define PCI_STATUS_CAP_LIST	    0x10
 #define PCI_REVISION_ID		    0x08
 #define PCI_CLASS_PROG		    0x09
@@ -99,6 +100,12 @@ struct pci_platform_ops {
 	int (*free_gsi)(void *opaque, unsigned gsi);
 	int (*set_msi_route)(void *opaque, unsigned gsi, uint64_t addr, uint32_t data, bool masked);
 	int (*irqfd)(void *opaque, unsigned gsi, int efd, bool assign);
+	/* INTx (both may be NULL: no legacy interrupts). The level of IOAPIC input gsi; and a KVM
+	 * irqfd on it whose resample_fd KVM signals at the guest's EOI (the in-kernel IOAPIC), or
+	 * -EOPNOTSUPP where the IOAPIC is lvmm's (split irqchip): there the function raises its
+	 * line through pci_intx_set() and hears the EOI through pci_bus_intx_eoi(). */
+	int (*intx_line)(void *opaque, unsigned gsi, bool level);
+	int (*intx_irqfd)(void *opaque, unsigned gsi, int efd, int resample_fd, bool assign);
 	/* Host memory BARs (CMB): map/unmap in the guest address space; may be NULL. */
 	int (*map_host)(void *opaque, uint64_t gpa, uint64_t size, void *host);
 	int (*unmap_host)(void *opaque, uint64_t gpa);
@@ -186,6 +193,16 @@ struct pci_dev {
 	void (*msix_enable)(struct pci_dev *d, bool on);
 	/* Optional: the guest enabled nvec MSI vectors (0: MSI off), d->lock held. */
 	void (*msi_enable)(struct pci_dev *d, unsigned nvec);
+	/* INTx: the pin (config 0x3d, pci_dev_set_intx_pin) reaches IOAPIC input intx_gsi once on
+	 * the bus (0: none). intx_asserted is the function's own line; the bus drives the input
+	 * (intx_high) while it is asserted, the command register's INTx Disable is clear and
+	 * neither MSI nor MSI-X is on. d->lock. */
+	uint8_t intx_gsi;
+	bool intx_asserted, intx_high;
+	/* Optional: the guest's EOI for intx_gsi (lvmm's own IOAPIC only), without d->lock. */
+	void (*intx_eoi)(struct pci_dev *d);
+	/* Optional: the bus gated the line on or off (INTx Disable, MSI, MSI-X), d->lock held. */
+	void (*intx_gate)(struct pci_dev *d, bool open);
 };
 
 struct pci_bus {
@@ -206,6 +223,10 @@ struct pci_bus {
 	unsigned nbar_free;
 	struct pci_dev host_bridge;
 	bool pio_registered, ecam_registered;
+	/* INTx: functions driving each IOAPIC input kept for PCI (wired OR), under intx_lock,
+	 * taken inside d->lock. */
+	pthread_mutex_t intx_lock;
+	unsigned intx_users[4];
 	/* Every BAR (re)mapping runs under remap_lock, from either access path. ECAM writes arrive
 	 * with the MMIO bus lock held, so they only mark the slot in remap_want (b->lock) and one
 	 * worker per bus applies it: a flood of writes coalesces into one remap per device. */
@@ -268,6 +289,21 @@ void pci_bus_remap_flush(struct pci_bus *b);
 
 /* Whether the guest left bus mastering on: a device may DMA only then. */
 bool pci_dev_bus_master(struct pci_dev *d);
+
+/* INTx pin 1-4 (A-D) of a function before pci_bus_add(), or 0 for none. */
+void pci_dev_set_intx_pin(struct pci_dev *d, unsigned pin);
+/* The function asserts (or deasserts) its INTx pin, any thread: the Interrupt Status bit
+ * follows, and the IOAPIC input while the line is not gated off. */
+void pci_intx_set(struct pci_dev *d, bool asserted);
+/* The same with d->lock held (a device's callback of the bus, or its own locked section). */
+void pci_intx_set_locked(struct pci_dev *d, bool asserted);
+/* Whether the line reaches the IOAPIC now (asserted and not gated). */
+bool pci_intx_high(struct pci_dev *d);
+/* The guest's EOI for IOAPIC input gsi (lvmm's own IOAPIC): told to the functions on it. */
+void pci_bus_intx_eoi(struct pci_bus *b, unsigned gsi);
+/* A KVM irqfd with resample on the function's input (pci_platform_ops.intx_irqfd): -ENODEV
+ * without a pin on a bus, -EOPNOTSUPP where the platform has none (lvmm's IOAPIC). */
+int pci_intx_irqfd(struct pci_dev *d, int efd, int resample_fd, bool assign);
 
 /* Raises MSI-X vector v (any thread): signals its irqfd, or sets the PBA bit while masked or
  * while bus mastering is off (the message write cannot leave the device then). */
