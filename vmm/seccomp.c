@@ -21,6 +21,7 @@
 
 #include "lightiov/uapi.h"
 #include "seccomp_filter.h"
+#include "vfio/iommufd_uapi.h"
 
 /* A thread kind's calls: the kinds it applies to as a bit mask of (1 << kind). */
 #define K_MAIN (1u << SECCOMP_MAIN)
@@ -200,11 +201,31 @@ static const unsigned long seccomp_vfio_vcpu[] = {VFIO_DEVICE_SET_IRQS};
  * host-kmod/vfio makes. VFIO numbers its requests per fd type, so some alias (the device's
  * PCI_HOT_RESET is the container's MAP_DMA): the list bounds the numbers, 100..114. */
 static const unsigned long seccomp_vfio_main[] = {
-    VFIO_GET_API_VERSION,     VFIO_CHECK_EXTENSION,	VFIO_SET_IOMMU,
-    VFIO_IOMMU_GET_INFO,      VFIO_IOMMU_MAP_DMA,	VFIO_IOMMU_UNMAP_DMA,
-    VFIO_GROUP_GET_STATUS,    VFIO_GROUP_SET_CONTAINER, VFIO_GROUP_UNSET_CONTAINER,
-    VFIO_GROUP_GET_DEVICE_FD, VFIO_DEVICE_GET_INFO,	VFIO_DEVICE_GET_REGION_INFO,
-    VFIO_DEVICE_GET_IRQ_INFO, VFIO_DEVICE_SET_IRQS,	VFIO_DEVICE_RESET,
+    VFIO_GET_API_VERSION,
+    VFIO_CHECK_EXTENSION,
+    VFIO_SET_IOMMU,
+    VFIO_IOMMU_GET_INFO,
+    VFIO_IOMMU_MAP_DMA,
+    VFIO_IOMMU_UNMAP_DMA,
+    VFIO_GROUP_GET_STATUS,
+    VFIO_GROUP_SET_CONTAINER,
+    VFIO_GROUP_UNSET_CONTAINER,
+    VFIO_GROUP_GET_DEVICE_FD,
+    VFIO_DEVICE_GET_INFO,
+    VFIO_DEVICE_GET_REGION_INFO,
+    VFIO_DEVICE_GET_IRQ_INFO,
+    VFIO_DEVICE_SET_IRQS,
+    VFIO_DEVICE_RESET,
+    /* the iommufd backend: IOAS map/unmap/ranges, release; bind and attach precede the jail
+     * only for devices opened early, so they are listed too */
+    IOMMUFD_IOC_IOAS_ALLOC,
+    IOMMUFD_IOC_DESTROY,
+    IOMMUFD_IOC_IOAS_IOVA_RANGES,
+    IOMMUFD_IOC_IOAS_MAP,
+    IOMMUFD_IOC_IOAS_UNMAP,
+    VFIO_CDEV_IOC_BIND_IOMMUFD,
+    VFIO_CDEV_IOC_ATTACH_PT,
+    VFIO_CDEV_IOC_DETACH_PT,
 };
 
 /* The stdio console: isatty, raw mode and its restore, the foreground-job test. */

@@ -41,6 +41,8 @@ int vfio_container_open(struct vfio_container *c, bool allow_noiommu, char *err,
 	struct stat st;
 	int v, e;
 
+	if (vfio_backend_choose(NULL, allow_noiommu) == VFIO_BACKEND_IOMMUFD)
+		return vfio_iommufd_open(c, err, errlen);
 	memset(c, 0, sizeof(*c));
 	for (unsigned i = 0; i < VFIO_MAX_GROUPS; i++)
 		c->groups[i].fd = -1;
@@ -51,7 +53,8 @@ int vfio_container_open(struct vfio_container *c, bool allow_noiommu, char *err,
 		if (e == ENOENT && !stat("/dev/iommu", &st) && !stat("/dev/vfio/devices", &st))
 			vfio_err(-EINVAL, err, errlen,
 				 "vfio: /dev/vfio/vfio missing and only iommufd (/dev/iommu) "
-				 "offered: not supported (docs/vfio.md)");
+				 "offered: not with no-IOMMU or LVMM_VFIO_BACKEND=legacy "
+				 "(docs/vfio.md)");
 		else
 			vfio_err(-EINVAL, err, errlen, "vfio: /dev/vfio/vfio: %s%s", strerror(e),
 				 e == ENOENT ? " (vfio-pci not loaded?)" : "");
@@ -78,6 +81,10 @@ fail:
 
 void vfio_container_close(struct vfio_container *c)
 {
+	if (c->backend == VFIO_BACKEND_IOMMUFD) {
+		vfio_iommufd_close(c);
+		return;
+	}
 	for (unsigned i = 0; i < VFIO_MAX_GROUPS; i++)
 		if (c->groups[i].fd >= 0) {
 			close(c->groups[i].fd);
@@ -338,6 +345,16 @@ int vfio_device_open(struct vfio_container *c, const char *bdf, struct vfio_devi
 	if (c->fd < 0)
 		return vfio_err(-EINVAL, err, errlen, "vfio %s: the container is not open",
 				d->name);
+	if (c->backend == VFIO_BACKEND_IOMMUFD) {
+		rc = vfio_iommufd_device_bind(c, d->name, &d->fd, err, errlen);
+		if (rc)
+			return rc;
+		d->c = c;
+		rc = vfio_device_load(d, err, errlen);
+		if (rc)
+			vfio_device_close(d);
+		return rc;
+	}
 	gi = vfio_group_get(c, d->name, err, errlen);
 	if (gi < 0)
 		return gi;
@@ -361,7 +378,9 @@ fail:
 
 void vfio_device_close(struct vfio_device *d)
 {
-	if (d->fd >= 0)
+	if (d->c && d->c->backend == VFIO_BACKEND_IOMMUFD)
+		vfio_iommufd_device_release(d->fd);
+	else if (d->fd >= 0)
 		close(d->fd);
 	d->fd = -1;
 	if (d->c && d->group >= 0)
@@ -395,7 +414,9 @@ int vfio_dma_map(struct vfio_container *c, uint64_t iova, uint64_t size, void *v
 		return vfio_err(
 		    -EOPNOTSUPP, err, errlen,
 		    "vfio: no-IOMMU container maps nothing: DMA uses physical addresses");
-	if (c->backend != VFIO_BACKEND_TYPE1)
+	if (c->backend == VFIO_BACKEND_IOMMUFD && vfio_dma_args_ok(iova, size, (uintptr_t)vaddr))
+		return vfio_iommufd_map(c, iova, size, vaddr, writable, err, errlen);
+	if (c->backend != VFIO_BACKEND_TYPE1 && c->backend != VFIO_BACKEND_IOMMUFD)
 		return vfio_err(-ENODEV, err, errlen,
 				"vfio: container has no IOMMU yet: open a device first");
 	if (!vfio_dma_args_ok(iova, size, (uintptr_t)vaddr))
@@ -418,10 +439,12 @@ int vfio_dma_unmap(struct vfio_container *c, uint64_t iova, uint64_t size)
 
 	if (c->backend == VFIO_BACKEND_NOIOMMU)
 		return -EOPNOTSUPP;
-	if (c->backend != VFIO_BACKEND_TYPE1)
+	if (c->backend != VFIO_BACKEND_TYPE1 && c->backend != VFIO_BACKEND_IOMMUFD)
 		return -ENODEV;
 	if (!vfio_dma_args_ok(iova, size, 0))
 		return -EINVAL;
+	if (c->backend == VFIO_BACKEND_IOMMUFD)
+		return vfio_iommufd_unmap(c, iova, size);
 	if (ioctl(c->fd, VFIO_IOMMU_UNMAP_DMA, &u))
 		return -errno;
 	return u.size == size ? 0 : -ENOENT;

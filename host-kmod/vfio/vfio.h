@@ -83,13 +83,48 @@ int vfio_parse_bdf(const char *spec, char *bdf, size_t len, char *err, unsigned 
 int vfio_region_parse(struct vfio_region *r, unsigned index, const void *info, size_t len,
 		      char *err, unsigned errlen);
 
-/* Opens a container. Its IOMMU type is set when the first group joins: VFIO_TYPE1v2_IOMMU, or
- * the no-IOMMU type for a no-IOMMU group (/dev/vfio/noiommu-N), which only allow_noiommu admits
- * (the user's explicit flag: no isolation, and DMA goes to physical addresses). iommufd-only
- * kernels are not supported (docs/vfio.md). 0 or a negative errno with err. */
+/* Opens a container: iommufd (/dev/iommu, one IOAS) when vfio_backend_choose(NULL, ...) says
+ * so, else the legacy one, whose IOMMU type is set when the first group joins:
+ * VFIO_TYPE1v2_IOMMU, or the no-IOMMU type for a no-IOMMU group (/dev/vfio/noiommu-N), which only
+ * allow_noiommu admits (the user's explicit flag: no isolation, and DMA goes to physical
+ * addresses). 0 or a negative errno with err. */
 int vfio_container_open(struct vfio_container *c, bool allow_noiommu, char *err, unsigned errlen);
 /* Closes the container and any group still in it: close its devices first. */
 void vfio_container_close(struct vfio_container *c);
+
+/* The system calls and roots of the iommufd backend and of the backend choice, replaced by the
+ * unit tests' fake kernel and sysfs (tests/unit/test_vfio_iommufd.c). open/ioctl/close return
+ * as the system calls do (-1 with errno). */
+struct vfio_sys {
+	int (*open)(const char *path, int flags);
+	int (*ioctl)(int fd, unsigned long req, void *arg);
+	int (*close)(int fd);
+	const char *sysfs; /* "/sys" */
+	const char *dev;   /* "/dev" */
+};
+extern const struct vfio_sys *vfio_sys;
+
+/* Which backend a container (bdf NULL) or device bdf gets: LVMM_VFIO_BACKEND=iommufd or
+ * =legacy forces one; otherwise iommufd when DEV/iommu and DEV/vfio/devices exist, no-IOMMU is
+ * not allowed, and (with bdf) SYSFS/bus/pci/devices/BDF/vfio-dev/vfioN exists; else the legacy
+ * container (VFIO_BACKEND_TYPE1, standing for TYPE1 or no-IOMMU). */
+enum vfio_backend vfio_backend_choose(const char *bdf, bool allow_noiommu);
+
+/* iommufd pieces (vfio_iommufd.c), called by the functions above and below for an iommufd
+ * container; public for the unit tests. Each failure undoes its own steps and names the object. */
+int vfio_iommufd_open(struct vfio_container *c, char *err, unsigned errlen);
+void vfio_iommufd_close(struct vfio_container *c);
+/* The device's cdev opened, bound to the container's iommufd and attached to its IOAS. */
+int vfio_iommufd_device_bind(struct vfio_container *c, const char *bdf, int *fd, char *err,
+			     unsigned errlen);
+/* Detaches the device from its IOAS and closes the cdev (which unbinds it). */
+void vfio_iommufd_device_release(int fd);
+/* 0 when [iova, iova + size) lies inside one of the IOAS's allowed IOVA ranges. */
+int vfio_iommufd_iova_fits(struct vfio_container *c, uint64_t iova, uint64_t size, char *err,
+			   unsigned errlen);
+int vfio_iommufd_map(struct vfio_container *c, uint64_t iova, uint64_t size, void *vaddr,
+		     bool writable, char *err, unsigned errlen);
+int vfio_iommufd_unmap(struct vfio_container *c, uint64_t iova, uint64_t size);
 
 /* Opens device bdf: its group joins the container (the group must be viable: every device in it
  * bound to vfio-pci or to no driver), the device fd, its regions (with sparse-mmap areas) and IRQ
