@@ -31,9 +31,9 @@
 #define MP_IOAPIC_ID  0
 /* Linux matches a PCI interrupt entry's bus id with the PCI bus number itself: PCI bus 0 is MP
  * bus 0, ISA the next */
-#define MP_PCI_BUS    0
-#define MP_ISA_BUS    1
-#define MP_ISA_IRQS   16
+#define MP_PCI_BUS  0
+#define MP_ISA_BUS  1
+#define MP_ISA_IRQS 16
 /* bus 0's slots 1-31, pins A-D */
 #define MP_PCI_INTS (31 * 4)
 /* I/O interrupt flags: polarity active low (3), trigger level (3 << 2) */
