@@ -20,6 +20,7 @@
 #include "gvdk.h"
 
 #define GM_MAP_REGION (64ull << 20) /* L1/L2 maps of all open files: 32 GiB of data at 4 KiB */
+#define GM_SHARD_MIN  16 /* pages a page-cache shard holds at least, when the cache allows */
 
 __attribute__((format(printf, 3, 4))) int gm_err(struct gemini_ctx *c, int rc, const char *fmt, ...)
 {
@@ -161,8 +162,12 @@ static int gm_setup(struct gemini_ctx *c)
 		return gm_err(c, -ENODEV, "gemini: no CUDA device %d (found %d)", k->device, ndev);
 	GM_CUDA(c, cudaSetDevice(k->device));
 	npages = (uint32_t)(k->cache_size / k->page_size);
+	/* Shards of at least GM_SHARD_MIN pages (fewer when the cache is smaller): a shard holds
+	 * only its own keys, so small ones overflow and thrash while others have room (4 pages a
+	 * shard did at 256 KiB and 1 MiB pages with a cache four times the file). Hits take no
+	 * shard lock, so fewer shards cost only misses more waiting. */
 	nshards = 1;
-	while (nshards < 4096 && nshards * 8 <= npages)
+	while (nshards < 4096 && nshards * 2 * GM_SHARD_MIN <= npages)
 		nshards *= 2;
 	per = npages / nshards;
 	npages = per * nshards;
