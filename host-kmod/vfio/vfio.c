@@ -38,9 +38,19 @@ int vfio_err(int rc, char *err, unsigned errlen, const char *fmt, ...)
 
 int vfio_container_open(struct vfio_container *c, bool allow_noiommu, char *err, unsigned errlen)
 {
+	const char *o = getenv("LVMM_VFIO_BACKEND");
 	struct stat st;
 	int v, e;
 
+	/* a mistyped override would otherwise pick a backend silently */
+	if (o && strcmp(o, "iommufd") && strcmp(o, "legacy")) {
+		memset(c, 0, sizeof(*c));
+		c->fd = -1;
+		for (unsigned i = 0; i < VFIO_MAX_GROUPS; i++)
+			c->groups[i].fd = -1;
+		return vfio_err(-EINVAL, err, errlen,
+				"vfio: LVMM_VFIO_BACKEND=%.32s: expected iommufd or legacy", o);
+	}
 	if (vfio_backend_choose(NULL, allow_noiommu) == VFIO_BACKEND_IOMMUFD)
 		return vfio_iommufd_open(c, err, errlen);
 	memset(c, 0, sizeof(*c));

@@ -303,6 +303,15 @@ START_TEST(test_choose)
 	ck_assert_int_eq(vfio_backend_choose("0000:00:04.0", false), VFIO_BACKEND_TYPE1);
 	setenv("LVMM_VFIO_BACKEND", "iommufd", 1);
 	ck_assert_int_eq(vfio_backend_choose("0000:00:05.0", true), VFIO_BACKEND_IOMMUFD);
+	/* a value that is neither: the container refuses it, naming it */
+	setenv("LVMM_VFIO_BACKEND", "iommu", 1);
+	{
+		struct vfio_container c;
+
+		ck_assert_int_eq(vfio_container_open(&c, false, err, sizeof(err)), -EINVAL);
+		ck_assert_msg(strstr(err, "LVMM_VFIO_BACKEND=iommu:"), "error: %s", err);
+		ck_assert_int_eq(c.fd, -1);
+	}
 	unsetenv("LVMM_VFIO_BACKEND");
 	/* a cdev name that is not vfioN does not count */
 	mkpath("/sys/bus/pci/devices/0000:00:05.0/vfio-dev");
