@@ -228,7 +228,22 @@ START_TEST(test_upgrade_under_two_vms)
 		if (upgrade("upgssd", NULL, &next)) {
 			char *log = testutil_slurp(logp);
 
-			ck_abort_msg("upgrade %u failed: %s", k + 1, log ? log : "");
+			/* The daemon refuses to hand over while a queue pair still has commands at
+			 * its backing after 5 s, and serves on: a slow write of this host's disk
+			 * once did that (CI, 2026-12-05). One more try then; commands that stay
+			 * stuck fail it again. */
+			bool again = log && strstr(log, "commands still in flight after");
+
+			if (again) {
+				testutil_sleep_ms(1000);
+				again = !upgrade("upgssd", NULL, &next);
+			}
+			if (!again) {
+				free(log);
+				log = testutil_slurp(logp);
+				ck_abort_msg("upgrade %u failed: %s", k + 1, log ? log : "");
+			}
+			free(log);
 		}
 		ck_assert_int_gt(next, 0);
 		ck_assert_int_ne(next, cur);
