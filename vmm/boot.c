@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "acpi.h"
@@ -249,6 +250,37 @@ out:
 	return r;
 }
 
+/* 32 bytes from the host's getrandom() as a SETUP_RNG_SEED entry, what QEMU gives too: the guest's
+ * RNG is seeded before its first use instead of hashing its whole input pool at every request
+ * until enough interrupts were counted, which on an emulating host costs a visible part of a boot.
+ * A fresh seed at every boot and reboot; the kernel wipes it once read. */
+static int boot_rng_seed(struct guest_mem *gm, struct boot_params *bp, char *err, unsigned errlen)
+{
+	uint8_t buf[sizeof(struct setup_data) + BOOT_RNG_SEED_SIZE];
+	struct setup_data *sd = (struct setup_data *)buf;
+	ssize_t n;
+
+	memset(buf, 0, sizeof(buf));
+	sd->type = SETUP_RNG_SEED;
+	sd->len = BOOT_RNG_SEED_SIZE;
+	do
+		n = getrandom(sd->data, BOOT_RNG_SEED_SIZE, 0);
+	while (n < 0 && errno == EINTR);
+	if (n != BOOT_RNG_SEED_SIZE) {
+		snprintf(err, errlen, "boot: getrandom for the guest's RNG seed: %s",
+			 n < 0 ? strerror(errno) : "short read");
+		return n < 0 ? -errno : -EIO;
+	}
+	if (gmem_write(gm, LAYOUT_SETUP_DATA, buf, sizeof(buf))) {
+		snprintf(err, errlen, "setup_data: cannot write at 0x%llx", LAYOUT_SETUP_DATA);
+		explicit_bzero(buf, sizeof(buf));
+		return -EFAULT;
+	}
+	explicit_bzero(buf, sizeof(buf));
+	bp->hdr.setup_data = LAYOUT_SETUP_DATA;
+	return 0;
+}
+
 int boot_load_linux(struct guest_mem *gm, const struct vm_config *cfg, const char *cmdline,
 		    struct boot_info *bi, char *err, unsigned errlen)
 {
@@ -345,6 +377,10 @@ int boot_load_linux(struct guest_mem *gm, const struct vm_config *cfg, const cha
 		goto out;
 	bp->acpi_rsdp_addr = rsdp;
 	r = mptable_build(gm, cfg->cpus, err, errlen);
+	if (r)
+		goto out;
+
+	r = boot_rng_seed(gm, bp, err, errlen);
 	if (r)
 		goto out;
 

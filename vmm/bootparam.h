@@ -62,6 +62,18 @@ struct setup_header {
 	uint32_t kernel_info_offset;
 } __attribute__((packed));
 
+/* An entry of the zero page's setup_data list; SETUP_RNG_SEED's data is a seed the kernel mixes
+ * into its entropy pool (credited when it trusts the boot loader) and then wipes. */
+struct setup_data {
+	uint64_t next;
+	uint32_t type;
+	uint32_t len;
+	uint8_t data[];
+} __attribute__((packed));
+
+#define SETUP_RNG_SEED	   9
+#define BOOT_RNG_SEED_SIZE 32
+
 struct boot_params {
 	uint8_t screen_info[0x40];	 /* 0x000 */
 	uint8_t apm_bios_info[0x14];	 /* 0x040 */

@@ -11,6 +11,11 @@
 #define LAYOUT_EBDA_END	   0xa0000ULL
 #define LAYOUT_BIOS_START  0xe0000ULL  /* ACPI RSDP and tables live in 0xe0000..0xfffff */
 #define LAYOUT_HIGH_RAM	   0x100000ULL /* kernel and initramfs above this */
+/* setup_data (the RNG seed) in the F segment between $PIR and the MP table: inside the e820
+ * range reserved for firmware tables, since Linux splits a setup_data in usable RAM into an e820
+ * entry of its own, and each entry lengthens its direct-map set-up (one e820 walk per page-table
+ * entry it checks: measured on an emulating host) */
+#define LAYOUT_SETUP_DATA 0xf0040ULL
 
 #define LAYOUT_MMIO32_START 0xc0000000ULL /* RAM below 4 GiB ends here at the latest */
 #define LAYOUT_MMIO32_SIZE  0x20000000ULL /* 32-bit PCI BARs */

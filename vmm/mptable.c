@@ -50,6 +50,10 @@ _Static_assert(MPTABLE_PIR_START >= LAYOUT_BIOS_START + 0x10000 &&
 		   MPTABLE_PIR_START + MPTABLE_PIR_LEN <= MPTABLE_ALT_START &&
 		   MPTABLE_ALT_START + MP_TABLE_MAX <= LAYOUT_HIGH_RAM,
 	       "F segment: ACPI below, then $PIR, then the MP table for many CPUs");
+_Static_assert(
+    LAYOUT_SETUP_DATA >= MPTABLE_PIR_START + MPTABLE_PIR_LEN &&
+	LAYOUT_SETUP_DATA + 64 <= MPTABLE_ALT_START,
+    "F segment: the boot setup_data (16-byte header and seed) between $PIR and the MP table");
 
 static size_t mp_table_len(unsigned cpus)
 {

@@ -151,6 +151,7 @@ static const struct seccomp_call seccomp_calls[] = {
 static const unsigned long seccomp_kvm_vcpu[] = {
     KVM_RUN,
     KVM_GET_REGS,
+    KVM_TRANSLATE, /* LVMM_PROFILE's stack samples */
     KVM_SET_REGS,
     KVM_GET_SREGS,
     KVM_SET_SREGS,

@@ -558,6 +558,29 @@ void vcpu_dump(struct vcpu *v)
 		(unsigned long long)v->exits[VCPU_EXIT_EMUL]);
 }
 
+/* LVMM_PROFILE=FILE,HZ,stack: after the RIP, the words of the guest's stack (64 from RSP, up to
+ * the end of its page) that point into the kernel's text, innermost first: return addresses and
+ * stale words alike, as a guessing unwinder sees them; enough to tell a function's callers apart.
+ * The stack's address is translated by KVM_TRANSLATE; a stack KVM cannot translate gives none. */
+static void vcpu_profile_stack(struct vcpu *v, uint64_t rsp)
+{
+	struct kvm_translation t = {.linear_address = rsp};
+	const uint64_t *w;
+	unsigned n, i;
+
+	if (ioctl(v->fd, KVM_TRANSLATE, &t) || !t.valid)
+		return;
+	n = (unsigned)((4096 - (t.physical_address & 4095)) / 8);
+	if (n > 64)
+		n = 64;
+	w = gmem_ptr(&v->vm->gmem, t.physical_address, (uint64_t)n * 8);
+	if (!w)
+		return;
+	for (i = 0; i < n; i++)
+		if (w[i] >= 0xffffffff80000000ull && w[i] < 0xffffffffc0000000ull)
+			fprintf(v->vm->prof_fp, " %llx", (unsigned long long)w[i]);
+}
+
 /* LVMM_PROFILE: a "vcpu rip" line when the profiling thread asked for a new sample since the last
  * one; tools/profile-guest.sh turns them into symbols. */
 void vcpu_profile_sample(struct vcpu *v)
@@ -568,8 +591,12 @@ void vcpu_profile_sample(struct vcpu *v)
 	if (v->prof_seen == gen)
 		return;
 	v->prof_seen = gen;
-	if (v->vm->prof_fp && !ioctl(v->fd, KVM_GET_REGS, &r))
-		fprintf(v->vm->prof_fp, "%u %llx\n", v->id, (unsigned long long)r.rip);
+	if (!v->vm->prof_fp || ioctl(v->fd, KVM_GET_REGS, &r))
+		return;
+	fprintf(v->vm->prof_fp, "%u %llx", v->id, (unsigned long long)r.rip);
+	if (v->vm->prof_stack)
+		vcpu_profile_stack(v, r.rsp);
+	fputc('\n', v->vm->prof_fp);
 }
 
 int vcpu_start(struct vcpu *v, char *err, unsigned errlen)

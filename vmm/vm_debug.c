@@ -45,8 +45,13 @@ void vm_profile_open(struct vm *vm)
 	if (vm->prof_fp || !getenv("LVMM_PROFILE"))
 		return;
 	snprintf(path, sizeof(path), "%s", getenv("LVMM_PROFILE"));
-	comma = strrchr(path, ',');
 	vm->prof_hz = 1000;
+	comma = strrchr(path, ',');
+	if (comma && !strcmp(comma, ",stack")) {
+		vm->prof_stack = true;
+		*comma = 0;
+		comma = strrchr(path, ',');
+	}
 	if (comma) {
 		*comma = 0;
 		vm->prof_hz = strtol(comma + 1, NULL, 10);

@@ -119,6 +119,7 @@ struct vm {
 	FILE *prof_fp;
 	unsigned prof_gen; /* bumped by the profiling thread (atomic) */
 	long prof_hz;
+	bool prof_stack; /* LVMM_PROFILE=FILE,HZ,stack: stack words too */
 	pthread_t prof_thread;
 	bool prof_started;
 

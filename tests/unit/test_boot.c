@@ -268,6 +268,45 @@ static const struct boot_params *zp(void)
 	return (const struct boot_params *)(ram + LAYOUT_ZERO_PAGE);
 }
 
+/* The zero page's setup_data is one SETUP_RNG_SEED of 32 bytes from the host's RNG, inside the
+ * reserved F segment (no e820 split), fresh at every load. */
+START_TEST(linux_rng_seed)
+{
+	struct vm_config c;
+	struct boot_info bi;
+	const struct setup_data *sd = (const struct setup_data *)(ram + LAYOUT_SETUP_DATA);
+	struct e820_entry t[E820_MAX_ENTRIES];
+	uint8_t first[BOOT_RNG_SEED_SIZE], zero[BOOT_RNG_SEED_SIZE] = {0};
+	int n;
+
+	write_elf_kernel();
+	cfg_init(&c, 0);
+	ck_assert_msg(boot_load_linux(&gm, &c, "", &bi, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(zp()->hdr.setup_data, LAYOUT_SETUP_DATA);
+	ck_assert_uint_eq(sd->next, 0);
+	ck_assert_uint_eq(sd->type, SETUP_RNG_SEED);
+	ck_assert_uint_eq(sd->len, BOOT_RNG_SEED_SIZE);
+	ck_assert_msg(memcmp(sd->data, zero, sizeof(zero)), "seed is all zero");
+	memcpy(first, sd->data, sizeof(first));
+
+	/* the guest wipes it once read; a reboot loads a new one */
+	memset(ram + LAYOUT_SETUP_DATA, 0, sizeof(*sd) + BOOT_RNG_SEED_SIZE);
+	ck_assert_msg(boot_load_linux(&gm, &c, "", &bi, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(sd->len, BOOT_RNG_SEED_SIZE);
+	ck_assert_msg(memcmp(sd->data, first, sizeof(first)), "same seed twice");
+
+	/* reserved in the firmware map, so Linux does not carve it out of RAM */
+	n = boot_build_e820(&gm, t, E820_MAX_ENTRIES);
+	ck_assert_int_gt(n, 0);
+	for (int i = 0; i < n; i++)
+		if (t[i].addr <= LAYOUT_SETUP_DATA &&
+		    LAYOUT_SETUP_DATA + sizeof(*sd) + BOOT_RNG_SEED_SIZE <= t[i].addr + t[i].size)
+			ck_assert_uint_eq(t[i].type, E820_RESERVED);
+	ck_assert(
+	    e820_find(t, n, LAYOUT_BIOS_START, LAYOUT_HIGH_RAM - LAYOUT_BIOS_START, E820_RESERVED));
+}
+END_TEST
+
 START_TEST(linux_elf_with_initrd)
 {
 	static uint8_t initrd[100 * 1000 + 3];
@@ -564,6 +603,7 @@ static Suite *boot_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, linux_elf_with_initrd);
+	tcase_add_test(tc, linux_rng_seed);
 	tcase_add_test(tc, linux_cmdline_from_config);
 	tcase_add_test(tc, linux_bzimage);
 	tcase_add_test(tc, linux_initrd_addr_max);
