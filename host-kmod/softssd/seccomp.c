@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "softssd/server.h"
+#include "vfio/iommufd_uapi.h"
 
 /* Add a call here only with the reason next to it. */
 static const char *const ssd_seccomp_allowed[] = {
@@ -103,13 +104,17 @@ int ssd_drop_caps(char *err, unsigned errlen)
 }
 
 /* --vfio (vfio/nvme_pci.c): a client window is locked (no-IOMMU; its frames read through the
- * pagemap fd kept from start-up) or mapped into the container (type1) at DMA_REGISTER and undone
- * when it goes; the stop turns the device's interrupts off, resets it and leaves the container.
- * Only these requests, whatever the fd: the numbers are VFIO's own. */
+ * pagemap fd kept from start-up) or mapped into the container at DMA_REGISTER and undone when it
+ * goes; the stop turns the device's interrupts off, resets it and leaves the container. In an
+ * iommufd host the container is an IOAS: a window's range check, map and unmap, and at the stop
+ * the device's detach and the IOAS's destruction (tests/unit/test_ssd_seccomp.c). Only these
+ * requests, whatever the fd: the numbers are VFIO's and iommufd's own. */
 static const char *const ssd_seccomp_vfio[] = {"mlock", "mlock2", "munlock"};
 static const unsigned long ssd_seccomp_vfio_ioctls[] = {
-    VFIO_IOMMU_MAP_DMA, VFIO_IOMMU_UNMAP_DMA,	    VFIO_DEVICE_SET_IRQS,
-    VFIO_DEVICE_RESET,	VFIO_GROUP_UNSET_CONTAINER,
+    VFIO_IOMMU_MAP_DMA,	  VFIO_IOMMU_UNMAP_DMA,	      VFIO_DEVICE_SET_IRQS,
+    VFIO_DEVICE_RESET,	  VFIO_GROUP_UNSET_CONTAINER, IOMMUFD_IOC_IOAS_IOVA_RANGES,
+    IOMMUFD_IOC_IOAS_MAP, IOMMUFD_IOC_IOAS_UNMAP,     VFIO_CDEV_IOC_DETACH_PT,
+    IOMMUFD_IOC_DESTROY,
 };
 
 static int ssd_seccomp_allow(scmp_filter_ctx ctx, const char *const *names, unsigned n, char *err,
