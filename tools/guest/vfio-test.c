@@ -5,8 +5,10 @@
  *                   registers; MSI-X vectors on eventfds; the controller up with an admin queue
  *                   in locked memory addressed physically; Identify on MSI-X vector 0; a write
  *                   then read of BLOCKS LBAs at LBA through the I/O queue pair on vector 1,
- *                   checked byte for byte; VFIO_DEVICE_RESET and CSTS.RDY 0; the IRQ types and
- * INTx. Every step prints one line "VFIO-<STEP> ok ..." or "VFIO-<STEP> FAIL <why>" (then exits 1).
+ *                   checked byte for byte; two Identify commands signalled by INTx alone
+ *                   (MSI-X off, an unmask between); VFIO_DEVICE_RESET and CSTS.RDY 0; the IRQ
+ *                   types and INTx's trigger, mask and unmask calls.
+ * Every step prints one line "VFIO-<STEP> ok ..." or "VFIO-<STEP> FAIL <why>" (then exits 1).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -302,6 +304,38 @@ int main(int argc, char **argv)
 	    "VFIO-IO ok lba=%d blocks=%d bytes=%u written and read back equal interrupts=%" PRIu64
 	    "\n",
 	    LBA, BLOCKS, bs * BLOCKS, ioq->irqs);
+
+	/* INTx delivered: MSI-X off and the admin queue's eventfd on the function's pin. The
+	 * controller holds its pin high while a completion waits, and the completion is taken only
+	 * after the interrupt (io_cmd); vfio-pci masks the line at each interrupt, so the second
+	 * command is signalled only after the unmask. */
+	if (dv->irqs[VFIO_PCI_INTX_IRQ_INDEX].count) {
+		unsigned rounds;
+
+		rc = vfio_irq_disable(dv, VFIO_PCI_MSIX_IRQ_INDEX);
+		if (!rc)
+			rc = vfio_irq_set(dv, VFIO_PCI_INTX_IRQ_INDEX, 0, 1, &n.admin.irq_fd);
+		if (rc)
+			fail("INTX-IRQ", "MSI-X off, INTx on the admin eventfd: %s", strerror(-rc));
+		n.admin.irqs = 0;
+		for (rounds = 0; rounds < 2; rounds++) {
+			sqe = (struct nvme_sqe){.opcode = NVME_ADMIN_IDENTIFY,
+						.cdw10 = NVME_ID_CNS_CTRL};
+			if (io_cmd(&n.admin, &sqe, nvme_dma_addr(&dma, 0)))
+				fail("INTX-IRQ", "round %u: Identify on INTx: %s", rounds + 1, err);
+			rc = vfio_intx_unmask(dv);
+			if (rc)
+				fail("INTX-IRQ", "round %u: unmask: %s", rounds + 1, strerror(-rc));
+		}
+		if (n.admin.irqs < rounds)
+			fail("INTX-IRQ", "%" PRIu64 " interrupts for %u commands", n.admin.irqs,
+			     rounds);
+		rc = vfio_irq_disable(dv, VFIO_PCI_INTX_IRQ_INDEX);
+		if (rc)
+			fail("INTX-IRQ", "INTx off: %s", strerror(-rc));
+		printf("VFIO-INTX-IRQ ok commands=%u interrupts=%" PRIu64 "\n", rounds,
+		       n.admin.irqs);
+	}
 
 	/* reset: the controller comes back disabled */
 	rc = vfio_device_reset(dv);
