@@ -52,6 +52,8 @@ void intx_update(struct pci_dev *d)
 	open = intx_open(d);
 	if (d->intx_gate)
 		d->intx_gate(d, open);
+	if (d->intx_mode)
+		d->intx_mode(d, !d->msix.enabled && !d->msi.enabled);
 	intx_drive(d, d->intx_asserted && open);
 }
 

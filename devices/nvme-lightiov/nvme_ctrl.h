@@ -91,8 +91,8 @@ struct nvme_ctrl_hooks {
 	void *opaque;
 	/* Raise interrupt vector (MSI-X entry); called with the controller lock held. */
 	void (*irq)(void *opaque, unsigned vector);
-	/* Pin-based interrupt (may be NULL): the INTx level, told on each change while the PCI
-	 * layer lets the pin through (nvme_ctrl_intx_gate); controller lock held. */
+	/* Pin-based interrupt (may be NULL): the INTx condition, told on each change while
+	 * pin-based interrupts are on (nvme_ctrl_intx_gate); controller lock held. */
 	void (*intx)(void *opaque, bool level);
 	/* A doorbell changed: wake whoever runs nvme_ctrl_process(). NULL: process inline. */
 	void (*kick)(void *opaque);
@@ -129,8 +129,9 @@ struct nvme_ctrl_stats {
 	uint64_t flrs;	  /* Function Level Resets */
 };
 
-/* The function's INTx may reach the guest (INTx Disable clear, MSI-X off) or not: pin-based
- * interrupts are worked out only while it may. Any thread, any lock: it takes none; the level
+/* Pin-based interrupts on (MSI and MSI-X off) or not: the INTx condition is worked out only
+ * while they are. INTx Disable is the PCI layer's (it gates the line; the condition, and
+ * Interrupt Status, stay current under it). Any thread, any lock: it takes none; the level
  * follows at the controller's next register write or completion. */
 void nvme_ctrl_intx_gate(struct nvme_ctrl *c, bool open);
 /* Function Level Reset of the PCI function behind the controller: a controller reset (bound

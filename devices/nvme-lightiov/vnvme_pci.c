@@ -134,12 +134,14 @@ static void hook_intx(void *opaque, bool level)
 	pci_intx_set(&v->pci, level);
 }
 
-/* INTx Disable, MSI-X: whether pin-based interrupts are worked out at all (d->lock held). */
-static void vnvme_intx_gate(struct pci_dev *d, bool open)
+/* MSI-X: whether pin-based interrupts are worked out at all (d->lock held). Not INTx Disable:
+ * vfio-pci masks by that bit at each interrupt and, at the unmask, reads Interrupt Status for a
+ * completion posted meanwhile; the PCI layer holds the line low while the bit is set. */
+static void vnvme_intx_mode(struct pci_dev *d, bool pin_based)
 {
 	struct vnvme *v = d->priv;
 
-	nvme_ctrl_intx_gate(v->ctrl, open);
+	nvme_ctrl_intx_gate(v->ctrl, pin_based);
 }
 
 static void hook_kick(void *opaque)
@@ -697,7 +699,7 @@ static int vnvme_create(const struct dev_host *h, const void *config, const char
 		goto fail;
 	/* INTA: pin-based interrupts for a host without MSI-X (its CQs, not bound queue pairs') */
 	pci_dev_set_intx_pin(&v->pci, 1);
-	v->pci.intx_gate = vnvme_intx_gate;
+	v->pci.intx_mode = vnvme_intx_mode;
 	if (pci_dev_add_cap(&v->pci, &vcap, sizeof(vcap)) < 0 ||
 	    pci_dev_add_flr(&v->pci, vnvme_flr) < 0) {
 		snprintf(err, errlen, "vnvme %s: no room for the vendor and PCIe capabilities",

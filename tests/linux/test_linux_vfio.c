@@ -147,6 +147,9 @@ START_TEST(test_linux_vfio)
 	/* nvme_pci's second I/O queue pair: 64 entries (VNVME_MQES is larger), MSI-X vector 1 */
 	must_see(c, "VFIO-IOQ ok qid=2 entries=64 vector=1 lba-size=512");
 	must_see(c, "VFIO-IO ok lba=8 blocks=8 bytes=4096 written and read back equal");
+	/* the vNVMe's pin through lvmm's INTx route to the guest's vfio-pci, twice (an unmask
+	 * between): MSI-X is off, so only INTx can have signalled the eventfd */
+	must_see(c, "VFIO-INTX-IRQ ok commands=2 interrupts=");
 	must_see(c, "VFIO-RESET ok csts.rdy=0 cc=0");
 	must_see(c, "VFIO-IRQINFO ok");
 	must_see(c, "VFIO-INTX ok");

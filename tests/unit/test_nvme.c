@@ -1080,8 +1080,8 @@ START_TEST(test_two_sqs_one_cq)
 END_TEST
 
 /* Pin-based interrupts: asserted while an interrupt-enabled CQ holds entries the host has not
- * consumed and INTMS bit 0 is clear, only while the PCI layer lets the pin through (MSI-X off,
- * INTx Disable clear); a CQ without IEN never asserts it; a reset drops it. */
+ * consumed and INTMS bit 0 is clear, only while pin-based interrupts are on (MSI and MSI-X off;
+ * INTx Disable is the PCI layer's); a CQ without IEN never asserts it; a reset drops it. */
 START_TEST(test_intx_pin)
 {
 	struct nvme_sqe c = mk(NVME_ADMIN_GET_FEATURES, 7), q = mk(NVME_ADMIN_CREATE_CQ, 93);

@@ -15,8 +15,8 @@ static struct pci_dev a, b;
 static int next_gsi;
 static bool line[24];
 static unsigned nline[24];
-static unsigned neoi_a, neoi_b, ngate;
-static bool gate_open;
+static unsigned neoi_a, neoi_b, ngate, nmode;
+static bool gate_open, pin_based;
 
 static int fake_alloc_gsi(void *o)
 {
@@ -65,6 +65,13 @@ static void gate(struct pci_dev *d, bool open)
 	gate_open = open;
 }
 
+static void mode(struct pci_dev *d, bool on)
+{
+	(void)d;
+	nmode++;
+	pin_based = on;
+}
+
 static void setup(void)
 {
 	struct pci_platform_ops ops = {.alloc_gsi = fake_alloc_gsi,
@@ -78,7 +85,8 @@ static void setup(void)
 	next_gsi = 24;
 	memset(line, 0, sizeof(line));
 	memset(nline, 0, sizeof(nline));
-	neoi_a = neoi_b = ngate = 0;
+	neoi_a = neoi_b = ngate = nmode = 0;
+	pin_based = false;
 	ck_assert_int_eq(pci_bus_init(&pb, &ops, &pio, &mmio, err, sizeof(err)), 0);
 	pci_dev_init(&a, "a", 0x1b36, 0x0110, 0x010802, 0x1b36, 0x0110);
 	ck_assert_int_eq(pci_dev_add_msix(&a, 2, 4, err, sizeof(err)), 0);
@@ -177,6 +185,45 @@ START_TEST(intx_off_under_msix)
 }
 END_TEST
 
+/* The pin-based mode (a vNVMe works out its INTx condition only in it) follows MSI and MSI-X,
+ * not INTx Disable: a function that asserts while the bit is set shows Interrupt Status (what
+ * vfio-pci's unmask looks at), and its line rises when the bit clears, with no new event. */
+START_TEST(intx_mode_not_disable)
+{
+	uint8_t cap = a.msix.cap;
+	uint16_t ctl = (uint16_t)(cfg_rd(1, cap) >> 16);
+
+	a.intx_mode = mode;
+	cfg_wr16(1, PCI_COMMAND, PCI_COMMAND_MEMORY);
+	ck_assert_uint_ge(nmode, 1);
+	ck_assert(pin_based);
+	cfg_wr16(1, PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_INTX_DISABLE);
+	ck_assert(!gate_open);
+	ck_assert(pin_based);
+	pci_intx_set(&a, true); /* a completion while masked */
+	ck_assert(!line[17]);
+	ck_assert(cfg_rd(1, PCI_COMMAND) >> 16 & PCI_STATUS_INTERRUPT);
+	cfg_wr16(1, PCI_COMMAND, PCI_COMMAND_MEMORY); /* the unmask */
+	ck_assert(line[17]);
+	ck_assert(pin_based);
+	cfg_wr16(1, cap + PCI_MSIX_FLAGS, ctl | PCI_MSIX_FLAGS_ENABLE);
+	ck_assert(!pin_based);
+	ck_assert(!line[17]);
+	cfg_wr16(1, cap + PCI_MSIX_FLAGS, ctl);
+	ck_assert(pin_based);
+	/* guest writes that change nothing still leave it in step, and bounded */
+	for (unsigned i = 0; i < 1000; i++)
+		cfg_wr16(1, PCI_COMMAND, (uint16_t)(i & 1 ? PCI_COMMAND_INTX_DISABLE : 0));
+	ck_assert(pin_based);
+	ck_assert(!line[17]);
+	cfg_wr16(1, PCI_COMMAND, PCI_COMMAND_MEMORY);
+	ck_assert(line[17]);
+	pci_intx_set(&a, false);
+	ck_assert(!line[17]);
+	ck_assert(!(cfg_rd(1, PCI_COMMAND) >> 16 & PCI_STATUS_INTERRUPT));
+}
+END_TEST
+
 /* Two functions on one input (slots 1 and 5, pin A): the input stays high until both lower;
  * the EOI reaches both, and only them. */
 START_TEST(intx_shared_input)
@@ -252,6 +299,7 @@ static Suite *intx_suite(void)
 	tcase_add_test(t, intx_assert_deassert);
 	tcase_add_test(t, intx_disable_bit);
 	tcase_add_test(t, intx_off_under_msix);
+	tcase_add_test(t, intx_mode_not_disable);
 	tcase_add_test(t, intx_shared_input);
 	tcase_add_test(t, intx_no_pin);
 	suite_add_tcase(s, t);

@@ -5,11 +5,14 @@
  *                   registers; MSI-X vectors on eventfds; the controller up with an admin queue
  *                   in locked memory addressed physically; Identify on MSI-X vector 0; a write
  *                   then read of BLOCKS LBAs at LBA through the I/O queue pair on vector 1,
- *                   checked byte for byte; VFIO_DEVICE_RESET and CSTS.RDY 0; the IRQ types and
- * INTx. Every step prints one line "VFIO-<STEP> ok ..." or "VFIO-<STEP> FAIL <why>" (then exits 1).
+ *                   checked byte for byte; two Identify commands signalled by INTx alone
+ *                   (MSI-X off, an unmask between); VFIO_DEVICE_RESET and CSTS.RDY 0; the IRQ
+ *                   types and INTx's trigger, mask and unmask calls.
+ * Every step prints one line "VFIO-<STEP> ok ..." or "VFIO-<STEP> FAIL <why>" (then exits 1).
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/pci_regs.h>
 #include <linux/vfio.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -138,6 +141,7 @@ int main(int argc, char **argv)
 	uint32_t ids, bs, vs, csts, cc;
 	uint64_t sys_size, cap;
 	uint8_t *mem, *wbuf, *rbuf;
+	bool msix_on = true;
 	int rc, nvec;
 	char sn[21], mn[41];
 	const char *bdf;
@@ -303,6 +307,53 @@ int main(int argc, char **argv)
 	    "\n",
 	    LBA, BLOCKS, bs * BLOCKS, ioq->irqs);
 
+	/* INTx delivered: MSI-X off and the admin queue's eventfd on the function's pin. The
+	 * controller holds its pin high while a completion waits, and the completion is taken only
+	 * after the interrupt (io_cmd); vfio-pci masks the line at each interrupt, so the second
+	 * command is signalled only after the unmask. nvme_pci set INTx Disable in the command
+	 * register (it polls or uses MSI-X): vfio-pci takes that bit as the user's mask (it keeps
+	 * the function's INTx Disable set and signals nothing), so it is cleared first and set
+	 * again after. */
+	if (dv->irqs[VFIO_PCI_INTX_IRQ_INDEX].count) {
+		uint16_t cmd = 0;
+		unsigned rounds;
+
+		rc = vfio_cfg_read(dv, PCI_COMMAND, &cmd, sizeof(cmd));
+		if (!rc) {
+			cmd &= (uint16_t)~PCI_COMMAND_INTX_DISABLE;
+			rc = vfio_cfg_write(dv, PCI_COMMAND, &cmd, sizeof(cmd));
+		}
+		if (rc)
+			fail("INTX-IRQ", "INTx Disable off: %s", strerror(-rc));
+		rc = vfio_irq_disable(dv, VFIO_PCI_MSIX_IRQ_INDEX);
+		msix_on = false;
+		if (!rc)
+			rc = vfio_irq_set(dv, VFIO_PCI_INTX_IRQ_INDEX, 0, 1, &n.admin.irq_fd);
+		if (rc)
+			fail("INTX-IRQ", "MSI-X off, INTx on the admin eventfd: %s", strerror(-rc));
+		n.admin.irqs = 0;
+		for (rounds = 0; rounds < 2; rounds++) {
+			sqe = (struct nvme_sqe){.opcode = NVME_ADMIN_IDENTIFY,
+						.cdw10 = NVME_ID_CNS_CTRL};
+			if (io_cmd(&n.admin, &sqe, nvme_dma_addr(&dma, 0)))
+				fail("INTX-IRQ", "round %u: Identify on INTx: %s", rounds + 1, err);
+			rc = vfio_intx_unmask(dv);
+			if (rc)
+				fail("INTX-IRQ", "round %u: unmask: %s", rounds + 1, strerror(-rc));
+		}
+		if (n.admin.irqs < rounds)
+			fail("INTX-IRQ", "%" PRIu64 " interrupts for %u commands", n.admin.irqs,
+			     rounds);
+		rc = vfio_irq_disable(dv, VFIO_PCI_INTX_IRQ_INDEX);
+		cmd |= PCI_COMMAND_INTX_DISABLE;
+		if (!rc)
+			rc = vfio_cfg_write(dv, PCI_COMMAND, &cmd, sizeof(cmd));
+		if (rc)
+			fail("INTX-IRQ", "INTx off: %s", strerror(-rc));
+		printf("VFIO-INTX-IRQ ok commands=%u interrupts=%" PRIu64 "\n", rounds,
+		       n.admin.irqs);
+	}
+
 	/* reset: the controller comes back disabled */
 	rc = vfio_device_reset(dv);
 	if (rc)
@@ -319,8 +370,9 @@ int main(int argc, char **argv)
 	       dv->irqs[VFIO_PCI_INTX_IRQ_INDEX].count, dv->irqs[VFIO_PCI_MSI_IRQ_INDEX].count,
 	       dv->irqs[VFIO_PCI_MSIX_IRQ_INDEX].count, dv->irqs[VFIO_PCI_ERR_IRQ_INDEX].count,
 	       dv->irqs[VFIO_PCI_REQ_IRQ_INDEX].count);
-	/* INTx after MSI-X is off: trigger on an eventfd, then mask and unmask it */
-	rc = vfio_irq_disable(dv, VFIO_PCI_MSIX_IRQ_INDEX);
+	/* INTx after MSI-X is off (already, after INTX-IRQ): trigger on an eventfd, then mask and
+	 * unmask it */
+	rc = msix_on ? vfio_irq_disable(dv, VFIO_PCI_MSIX_IRQ_INDEX) : 0;
 	if (rc)
 		fail("INTX", "MSI-X off: %s", strerror(-rc));
 	if (dv->irqs[VFIO_PCI_INTX_IRQ_INDEX].count) {

@@ -203,6 +203,10 @@ struct pci_dev {
 	void (*intx_eoi)(struct pci_dev *d);
 	/* Optional: the bus gated the line on or off (INTx Disable, MSI, MSI-X), d->lock held. */
 	void (*intx_gate)(struct pci_dev *d, bool open);
+	/* Optional: pin-based interrupts on (neither MSI nor MSI-X on) or off, d->lock held. INTx
+	 * Disable does not enter: the function keeps working out its INTx condition while the bit
+	 * is set (Interrupt Status shows it, as PCI asks), and the line follows when it clears. */
+	void (*intx_mode)(struct pci_dev *d, bool pin_based);
 };
 
 struct pci_bus {
