@@ -565,8 +565,9 @@ void vcpu_dump(struct vcpu *v)
 static void vcpu_profile_stack(struct vcpu *v, uint64_t rsp)
 {
 	struct kvm_translation t = {.linear_address = rsp};
-	const uint64_t *w;
+	const uint8_t *w;
 	unsigned n, i;
+	uint64_t word;
 
 	if (ioctl(v->fd, KVM_TRANSLATE, &t) || !t.valid)
 		return;
@@ -576,9 +577,12 @@ static void vcpu_profile_stack(struct vcpu *v, uint64_t rsp)
 	w = gmem_ptr(&v->vm->gmem, t.physical_address, (uint64_t)n * 8);
 	if (!w)
 		return;
-	for (i = 0; i < n; i++)
-		if (w[i] >= 0xffffffff80000000ull && w[i] < 0xffffffffc0000000ull)
-			fprintf(v->vm->prof_fp, " %llx", (unsigned long long)w[i]);
+	/* the guest picks RSP: its words need not be aligned */
+	for (i = 0; i < n; i++) {
+		memcpy(&word, w + (size_t)i * 8, sizeof(word));
+		if (word >= 0xffffffff80000000ull && word < 0xffffffffc0000000ull)
+			fprintf(v->vm->prof_fp, " %llx", (unsigned long long)word);
+	}
 }
 
 /* LVMM_PROFILE: a "vcpu rip" line when the profiling thread asked for a new sample since the last
