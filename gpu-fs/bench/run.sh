@@ -34,7 +34,7 @@ C=1,4,16,64,128,256,512
 [ "${QUICK:-0}" = 1 ] && T=1,64,128,256,512,4096 && C=1,4,128,256,512
 rr=$out/randread.csv
 if has randread; then
-	echo "kind,backend,host_threads,threads,iops,mbps,lat_us,errors" >"$rr"
+	echo "kind,backend,host_threads,threads,iops,mbps,lat_us,errors,cpu_cores,iops_per_core" >"$rr"
 	# kind "nvme-mem": gemini_dev_read_direct, around the page cache; "-cached": gemini_dev_read
 	# through it
 	"$bench" randread "$f" nvme-mem 1 0 $T 64 >>"$rr" || true
