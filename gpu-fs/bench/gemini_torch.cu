@@ -31,6 +31,27 @@ __global__ static void gt_xfer(struct gemini_dev *d, int fd, uint64_t off, uint6
 	}
 }
 
+/* The mapped path with SM stores: each warp moves chunks of the image directly (no controller;
+ * the call makes the chunk coherent with the page cache first). */
+__global__ static void gt_mapped_xfer(struct gemini_dev *d, int fd, uint64_t off, uint64_t len,
+				      uint8_t *buf, uint32_t chunk, int write, int *err)
+{
+	uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
+	uint64_t nw = (gridDim.x * (uint64_t)blockDim.x) / 32;
+	uint64_t nchunks = (len + chunk - 1) / chunk;
+
+	for (uint64_t k = warp; k < nchunks; k += nw) {
+		uint64_t n = len - k * chunk < chunk ? len - k * chunk : chunk;
+		int64_t r = write ? gemini_dev_write_mapped<GEMINI_BK_HOST>(d, fd, off + k * chunk,
+									    n, buf + k * chunk)
+				  : gemini_dev_read_mapped<GEMINI_BK_HOST>(d, fd, off + k * chunk,
+									   n, buf + k * chunk);
+
+		if (r != (int64_t)n && (threadIdx.x & 31) == 0)
+			atomicExch(err, r == -95 ? 95 : 1);
+	}
+}
+
 __global__ static void gt_sync_kernel(struct gemini_dev *d, int fd, int *err)
 {
 	if (gemini_dev_sync<GEMINI_BK_HOST>(d, fd))
@@ -95,6 +116,36 @@ int gt_xfer_async(int fd, unsigned long long off, unsigned long long len, void *
 	return cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess ? 0 : -5;
 }
 
+/* The mapped path on the copy engines (gemini_mapped_copy_async); returns without waiting:
+ * nothing here waits for the controller unless the range has dirty cached pages. 0, or -errno:
+ * -EOPNOTSUPP (95) when the file has no image (the caller falls back to gt_xfer_async). */
+int gt_mapped_async(int fd, unsigned long long off, unsigned long long len, void *buf, int write,
+		    void *stream)
+{
+	return gemini_mapped_copy_async(gt_ctx, fd, off, buf, len, write, stream);
+}
+
+/* The mapped path with SM loads and stores (gemini_dev_read_mapped/gemini_dev_write_mapped in a
+ * kernel of `warps` warps, 256 KiB a warp at a time); err (device int) is set on failure, to 95
+ * when the file has no image. Checked on the host first so the caller can fall back at once. */
+int gt_mapped_sm_async(int fd, unsigned long long off, unsigned long long len, void *buf, int write,
+		       void *stream, void *err, int warps)
+{
+	const uint32_t chunk = 256 << 10;
+	uint64_t nchunks = (len + chunk - 1) / chunk;
+	int w = (int)(nchunks < (uint64_t)warps ? nchunks : (uint64_t)warps);
+	int rc;
+
+	/* a zero-length host copy only checks the descriptor, the image and the mode */
+	rc = gemini_mapped_copy_async(gt_ctx, fd, off, buf, 0, write, stream);
+	if (rc || !len)
+		return rc;
+	w = (w + 7) / 8 * 8;
+	gt_mapped_xfer<<<w / 8, 256, 0, (cudaStream_t)stream>>>(
+	    gemini_device(gt_ctx), fd, off, len, (uint8_t *)buf, chunk, write, (int *)err);
+	return cudaGetLastError() == cudaSuccess ? 0 : -5;
+}
+
 int gt_sync(int fd, void *stream, void *err)
 {
 	/* every warp of a gemini_dev_sync scans the whole cache and sends a flush: one block is
@@ -103,6 +154,16 @@ int gt_sync(int fd, void *stream, void *err)
 	if (cudaGetLastError() != cudaSuccess)
 		return -5;
 	return cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess ? 0 : -5; /* as above */
+}
+
+/* Writes back and forgets fd's cached pages (between modes: the mapped path's coherence kernel
+ * then finds none, and never waits for the controller with the framework's work queued behind
+ * it). 0 or -errno. */
+int gt_drop(int fd)
+{
+	int rc = gemini_sync(gt_ctx, fd);
+
+	return rc ? rc : gemini_cache_drop(gt_ctx);
 }
 
 void gt_stats(unsigned long long *out)

@@ -7,6 +7,11 @@ layer's forward and reloaded by its backward (saved_tensors_hooks). Modes:
   gpufs        gemini_dev_write/gemini_dev_read kernels into a GVDK file through libgemini
                (--backend mem: the controller's namespace in host memory; disk: the file's
                blocks on the disk)
+  gpufs-direct the mapped path on the copy engines: one gemini_mapped_copy_async per tensor
+               between the tensor and the file's GPU-mapped host image (mem backend; on the
+               disk backend the call refuses with -EOPNOTSUPP and the mode runs as gpufs)
+  gpufs-mapped the mapped path with SM stores: gemini_dev_write_mapped/gemini_dev_read_mapped
+               kernels (same fallback)
   posix        .cpu() + pwrite, pread + .cuda() (a file, through the OS page cache)
   pinned       the plain host-memory hook a practitioner writes: the same >= 1 MiB tensors
                copied into pinned host buffers with non_blocking copies, and back
@@ -16,7 +21,9 @@ step is printed, so a falling loss shows the offloaded activations are the right
 
 usage: gpt2_offload.py LIBGEMINI_TORCH GVDK_TOOL WORK_DIR OUT_CSV [--batch 8] [--steps 4]
                        [--modes hbm,gpufs,posix,pinned,save_on_cpu] [--page 65536]
-                       [--cache-mib 1024] [--backend mem|disk] [--corpus FILE]
+                       [--cache-mib 1024] [--backend mem|disk] [--corpus FILE] [--rounds N]
+--rounds N: the modes run interleaved N times; every round's row and each mode's median (round
+"median") go to the CSV.
 """
 import os
 # before CUDA starts: libgemini's copy streams must not share a hardware queue with the kernels
@@ -132,7 +139,26 @@ class Offload:
         self.posix_fd, self.data_off = posix_fd, data_off
         self.params = set()
         self.err = torch.zeros(1, dtype=torch.int32, device='cuda')
+        self.fell_back = False
         self.reset()
+
+    def mapped(self, off, n, ptr, write):
+        """The mapped path of gpufs-direct/gpufs-mapped; False: no image, use gpufs."""
+        s = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        if self.mode == 'gpufs-direct':
+            rc = self.lib.gt_mapped_async(self.fd, off, n, ctypes.c_void_p(ptr), write, s)
+        else:
+            rc = self.lib.gt_mapped_sm_async(self.fd, off, n, ctypes.c_void_p(ptr), write, s,
+                                             ctypes.c_void_p(self.err.data_ptr()), 1024)
+        if rc == -95:  # -EOPNOTSUPP: the file has no mapped image (disk backend)
+            if not self.fell_back:
+                print('%s: no mapped image (-EOPNOTSUPP): the gpufs path serves' % self.mode,
+                      flush=True)
+            self.fell_back = True
+            return False
+        if rc:
+            raise RuntimeError('%s: mapped copy failed: %d' % (self.mode, rc))
+        return True
 
     def reset(self):
         self.pos, self.bytes, self.count = 0, 0, 0
@@ -148,7 +174,10 @@ class Offload:
             raise RuntimeError('offload file too small: %d > %d' % (self.pos, self.size))
         self.bytes += n
         self.count += 1
-        if self.mode == 'gpufs':
+        if self.mode != 'posix' and not self.fell_back and self.mode != 'gpufs' and \
+                self.mapped(off, n, t.data_ptr(), 1):
+            return (off, n, t.shape, t.dtype)
+        if self.mode != 'posix':
             s = torch.cuda.current_stream().cuda_stream
             if self.lib.gt_xfer_async(self.fd, off, n, ctypes.c_void_p(t.data_ptr()), 1,
                                       ctypes.c_void_p(s), ctypes.c_void_p(self.err.data_ptr()),
@@ -163,8 +192,10 @@ class Offload:
         if isinstance(p, torch.Tensor):
             return p
         off, n, shape, dtype = p
-        if self.mode == 'gpufs':
+        if self.mode != 'posix':
             t = torch.empty(shape, dtype=dtype, device='cuda')
+            if self.mode != 'gpufs' and not self.fell_back and self.mapped(off, n, t.data_ptr(), 0):
+                return t
             s = torch.cuda.current_stream().cuda_stream
             if self.lib.gt_xfer_async(self.fd, off, n, ctypes.c_void_p(t.data_ptr()), 0,
                                       ctypes.c_void_p(s), ctypes.c_void_p(self.err.data_ptr()),
@@ -193,6 +224,8 @@ def main():
     ap.add_argument('--cache-mib', type=int, default=1024)
     ap.add_argument('--ctrl-threads', type=int, default=1)
     ap.add_argument('--file-gib', type=int, default=4)
+    ap.add_argument('--rounds', type=int, default=1,
+                    help='run the modes interleaved N times; report each round and the median')
     ap.add_argument('--stacks-after', type=int, default=0,
                     help='print every thread\'s Python stack each N s (hang diagnosis)')
     a = ap.parse_args()
@@ -205,6 +238,9 @@ def main():
     lib.gt_xfer_async.argtypes = [ctypes.c_int, ctypes.c_ulonglong, ctypes.c_ulonglong,
                                   ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
                                   ctypes.c_void_p, ctypes.c_int]
+    lib.gt_mapped_async.argtypes = [ctypes.c_int, ctypes.c_ulonglong, ctypes.c_ulonglong,
+                                    ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+    lib.gt_mapped_sm_async.argtypes = lib.gt_xfer_async.argtypes
     lib.gt_open.argtypes = [ctypes.c_char_p, ctypes.c_int]
     lib.gt_init.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_uint]
     lib.gt_size.restype = ctypes.c_longlong
@@ -245,7 +281,7 @@ def main():
     model = GPT2().cuda().to(torch.bfloat16)  # bf16 weights: saved tensors are activations
     init = {k: v.detach().clone() for k, v in model.state_dict().items()}
     err = torch.zeros(1, dtype=torch.int32, device='cuda')
-    rows, ref = [], None
+    rows, ref = [], [None]
 
     def load(step, via_gpufs):
         n = B * (T + 1) * 4
@@ -262,10 +298,15 @@ def main():
         buf = buf.view(B, T + 1).long()
         return buf[:, :T].contiguous(), buf[:, 1:].contiguous()
 
-    for mode in a.modes.split(','):
+    def run_mode(mode, rnd):
         model.load_state_dict(init)
         opt = torch.optim.AdamW(model.parameters(), lr=a.lr, fused=True)
         params = {p.data_ptr() for p in model.parameters()}
+        if mode in ('gpufs-direct', 'gpufs-mapped'):
+            # pages an earlier gpufs run left cached: written back and dropped now, untimed
+            rc = lib.gt_drop(afd)
+            if rc:
+                sys.exit('%s: gt_drop failed: %d' % (mode, rc))
         if mode == 'pinned':
             off = PinnedOffload(params)
         else:
@@ -310,28 +351,41 @@ def main():
         st = (ctypes.c_ulonglong * 6)()
         lib.gt_stats(st)
         med = lambda v: sorted(v)[len(v) // 2] * 1e3
-        if ref is None:
-            ref = (losses, gnorm)
-        same = all(abs(u - v) <= 1e-3 * abs(v) for u, v in zip(losses, ref[0])) and \
-            abs(gnorm - ref[1]) <= 1e-3 * ref[1]
-        label = mode + ('-disk' if mode == 'gpufs' and a.backend == 'disk' else '')
+        if ref[0] is None:
+            ref[0] = (losses, gnorm)
+        same = all(abs(u - v) <= 1e-3 * abs(v) for u, v in zip(losses, ref[0][0])) and \
+            abs(gnorm - ref[0][1]) <= 1e-3 * ref[0][1]
+        label = mode + ('-disk' if mode.startswith('gpufs') and a.backend == 'disk' else '')
         rows.append((label, B, med(times), med(loads), med(fwd), off.bytes / 2**30, off.count,
                      peak, losses[0], gnorm, int(same), a.page, a.cache_mib, a.ctrl_threads,
-                     list(st), losses[-1]))
-        print('gpt2 %-6s batch %d: step %.1f ms (load %.2f ms, forward %.1f ms), offloaded '
+                     list(st), losses[-1], str(rnd)))
+        print('gpt2 %-6s round %d batch %d: step %.1f ms (load %.2f ms, forward %.1f ms), offloaded '
               '%.2f GiB in %d tensors, peak torch memory %.2f GiB, loss %.4f, grad norm %.4f, '
               'same as first mode: %s; cache stats %s' %
-              (label, B, med(times), med(loads), med(fwd), off.bytes / 2**30, off.count, peak,
+              (label, rnd, B, med(times), med(loads), med(fwd), off.bytes / 2**30, off.count, peak,
                losses[0], gnorm, bool(same), list(st)), flush=True)
         del off
+
+    modes = a.modes.split(',')
+    for rnd in range(1, a.rounds + 1):
+        for mode in modes:
+            run_mode(mode, rnd)
+    if a.rounds > 1:
+        for label in dict.fromkeys(r[0] for r in rows):
+            mine = [r for r in rows if r[0] == label]
+            m = sorted(mine, key=lambda r: r[2])[len(mine) // 2]
+            steps_ms = ' '.join('%.1f' % r[2] for r in mine)
+            print('gpt2 %-6s median of %d rounds: step %.1f ms (rounds: %s)' %
+                  (label, len(mine), m[2], steps_ms), flush=True)
+            rows.append(m[:16] + ('median',))
     new = not os.path.exists(a.csv)
     with open(a.csv, 'a') as f:
         if new:
             f.write('kind,mode,batch,step_ms,load_ms,fwd_ms,offload_gib,tensors,peak_gib,'
-                    'loss0,gnorm0,same,page,cache_mib,ctrl_threads,loss_last,corpus\n')
+                    'loss0,gnorm0,same,page,cache_mib,ctrl_threads,loss_last,corpus,round\n')
         for r in rows:
             f.write('gpt2,%s,%d,%.1f,%.3f,%.1f,%.3f,%d,%.2f,%.5f,%.5f,%d,%d,%d,%d' % r[:14] +
-                    ',%.5f,%s\n' % (r[15], os.path.basename(a.corpus) or 'random'))
+                    ',%.5f,%s,%s\n' % (r[15], os.path.basename(a.corpus) or 'random', r[16]))
     lib.gt_exit()
 
 

@@ -89,6 +89,21 @@ const char *gemini_backend_desc(const struct gemini_ctx *ctx);
 unsigned gemini_dev_driver(const struct gemini_ctx *ctx);
 /* Host-side gemini_dev_sync: writes back every dirty page of fd and flushes the backing. */
 int gemini_sync(struct gemini_ctx *ctx, int fd);
+/*
+ * The mapped path, host side: moves len bytes between the GPU buffer gpu_buf and file fd's image
+ * at data offset off (write: buffer to file) with one cudaMemcpyAsync on stream (a cudaStream_t;
+ * NULL: the default stream), on the copy engines, no controller thread. Only files of the memory
+ * namespace have an image; any other returns -EOPNOTSUPP and the caller uses the page cache
+ * (gemini_dev_read/gemini_dev_write). Before the copy, in stream order, a small kernel makes the
+ * range coherent with the page cache (docs/gpu-fs.md, "The mapped path"): dirty cached pages of
+ * it are written back, and for a write dropped. Asynchronous: the bytes move when the stream
+ * gets there; a coherence step that fails there (-EIO, -ETIMEDOUT: a dead controller) is
+ * reported as -EIO by the next call on fd or by gemini_sync(fd). Returns 0, -EBADF (descriptor
+ * not open, or a write to a read-only file), -EOPNOTSUPP, -EINVAL (off/len beyond the file, no
+ * buffer), -ENOMEM or -EIO (a CUDA call failed).
+ */
+int gemini_mapped_copy_async(struct gemini_ctx *ctx, int fd, uint64_t off, void *gpu_buf,
+			     size_t len, int write, void *stream);
 /* Drops every clean, unreferenced page (tests and cold-cache benchmarks). */
 int gemini_cache_drop(struct gemini_ctx *ctx);
 int gemini_stats(struct gemini_ctx *ctx, struct gemini_stats *st);

@@ -6,7 +6,8 @@
  *   device/gm_sync.cuh   acquire/release atomics, the clock, bounded waits, the spin lock
  *   device/gm_queue.cuh  command batches, the in-process controller's GPU-driven queues
  *   device/gm_lioq.cuh   the queue pairs of a LightIOV backend (lio backend)
- *   device/gm_cache.cuh  the page cache: sharded hash, second-chance lists, gm_rw */
+ *   device/gm_cache.cuh  the page cache: sharded hash, second-chance lists, gm_rw
+ *   device/gm_mapped.cuh the mapped path: SM copies to/from a memory-namespace file's image */
 #ifndef GEMINI_DEVICE_CUH
 #define GEMINI_DEVICE_CUH
 
@@ -33,6 +34,9 @@ struct gm_file {
 	uint32_t writable;
 	const uint64_t *l1; /* index of each L2 table's first entry in l2 */
 	const uint64_t *l2; /* device byte offsets */
+	/* memory namespace: the GPU's alias of the file's pinned host image at data byte 0
+	 * (gemini_dev_read_mapped); NULL for every other backend and in importers */
+	uint8_t *image;
 };
 
 /* The parts' types, defined there */
@@ -78,6 +82,7 @@ struct gemini_dev {
 #include "device/gm_queue.cuh"
 #include "device/gm_lioq.cuh"
 #include "device/gm_cache.cuh"
+#include "device/gm_mapped.cuh"
 
 #ifdef __CUDACC__
 
@@ -113,6 +118,30 @@ __device__ static inline int gemini_dev_read_direct(struct gemini_dev *d, int fd
 	    len > d->files[fd].data_size - off || (off | len) & 511 || (uintptr_t)buf & 3)
 		return -22; /* PRP1 must be dword aligned */
 	return gm_file_io<B>(d, fd, NVME_CMD_READ, off, len, (uint8_t *)buf);
+}
+
+/*
+ * The mapped path (memory namespace only): reads or writes len bytes of fd at off straight from
+ * or to the file's pinned host image with SM loads and stores, no controller. Same calling
+ * convention as gemini_dev_read: when every active lane of a warp passes the same request the
+ * lanes split it (16-byte accesses where buf and the image share their alignment). Coherent
+ * with the page cache: dirty cached pages of the range are written back first, and a write
+ * drops the range's cached pages (docs/gpu-fs.md, "The mapped path"). Bytes or -errno:
+ * -EOPNOTSUPP when the file has no image (other backends, importers: use gemini_dev_read),
+ * -EINVAL (descriptor, bounds, a write to a read-only file), -EIO or -ETIMEDOUT (a write-back).
+ */
+template <unsigned B = GEMINI_BK_ALL>
+__device__ static inline int64_t gemini_dev_read_mapped(struct gemini_dev *d, int fd, uint64_t off,
+							uint64_t len, void *buf)
+{
+	return gm_mapped_rw<B>(d, fd, off, len, (uint8_t *)buf, false);
+}
+
+template <unsigned B = GEMINI_BK_ALL>
+__device__ static inline int64_t gemini_dev_write_mapped(struct gemini_dev *d, int fd, uint64_t off,
+							 uint64_t len, const void *buf)
+{
+	return gm_mapped_rw<B>(d, fd, off, len, (uint8_t *)buf, true);
 }
 
 /*

@@ -150,15 +150,21 @@ int gm_backend_open(struct gemini_ctx *c, int fd)
 		return gm_lio_open(c, fd);
 	case GEMINI_BACKEND_NVME:
 		if (c->cfg.memory_namespace) {
+			/* mapped: the GPU reaches the image directly too (the mapped path) */
 			if (cudaHostAlloc((void **)&hf->mem, hf->hdr.file_size,
-					  cudaHostAllocDefault) != cudaSuccess)
+					  cudaHostAllocMapped | cudaHostAllocPortable) !=
+			    cudaSuccess)
 				return gm_err(c, -ENOMEM,
 					      "gemini_open %s: no %llu bytes of pinned memory "
 					      "for the memory namespace",
 					      hf->path, (unsigned long long)hf->hdr.file_size);
+			if (cudaHostGetDevicePointer((void **)&hf->mem_dev, hf->mem, 0) !=
+			    cudaSuccess)
+				hf->mem_dev = NULL; /* no mapped path: the cached one serves */
 			if (gm_rw_all(hf->sysfd, hf->mem, hf->hdr.file_size, 0, false)) {
 				cudaFreeHost(hf->mem);
 				hf->mem = NULL;
+				hf->mem_dev = NULL;
 				return gm_err(c, -EIO,
 					      "gemini_open %s: loading the memory namespace "
 					      "failed",
@@ -225,6 +231,7 @@ void gm_backend_close(struct gemini_ctx *c, int fd)
 				  hf->hdr.data_offset, true);
 		cudaFreeHost(hf->mem);
 		hf->mem = NULL;
+		hf->mem_dev = NULL;
 	}
 #ifdef GEMINI_HAVE_CUFILE
 	if (hf->cufile) {

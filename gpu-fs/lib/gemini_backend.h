@@ -61,8 +61,9 @@ struct gm_hfile {
 	int sysfd;
 	int writable;
 	struct gvdk_header hdr;
-	uint8_t *mem; /* memory namespace: pinned copy of the whole file */
-	void *cufile; /* gds: CUfileHandle_t */
+	uint8_t *mem;	  /* memory namespace: pinned copy of the whole file */
+	uint8_t *mem_dev; /* the GPU's alias of mem (mapped), or NULL */
+	void *cufile;	  /* gds: CUfileHandle_t */
 	char path[4096];
 };
 
@@ -118,6 +119,10 @@ struct gemini_ctx {
 	uint32_t lio_vol_id;
 	int lio_fd;   /* the one open file, or -1 */
 	int lio_regs; /* host registrations made (cudaHostRegister): 1 window, 2 both */
+	/* per descriptor: a mapped copy's coherence step failed (-errno set by the kernel, pinned
+	 * and mapped); reported once by the next gemini_mapped_copy_async or gemini_sync */
+	int *mapped_err;
+	int *mapped_err_dev;
 };
 
 __attribute__((format(printf, 3, 4))) int gm_err(struct gemini_ctx *c, int rc, const char *fmt,

@@ -505,6 +505,9 @@ int gemini_open(struct gemini_ctx *c, const char *path, int flags)
 	rc = gm_backend_open(c, fd);
 	if (rc)
 		goto out_close;
+	f.image = hf->mem_dev ? hf->mem_dev + m.hdr.data_offset : NULL;
+	if (c->mapped_err)
+		c->mapped_err[fd] = 0;
 	pthread_rwlock_wrlock(&c->runs_lock);
 	rc = gm_runs_add(c, fd, &m, hf->writable);
 	pthread_rwlock_unlock(&c->runs_lock);
@@ -610,6 +613,102 @@ int gemini_sync(struct gemini_ctx *c, int fd)
 	if (hrc)
 		return gm_err(c, hrc, "gemini_sync: write-back of descriptor %d failed (%d)", fd,
 			      hrc);
+	if (c->mapped_err && c->mapped_err[fd]) {
+		hrc = c->mapped_err[fd];
+		c->mapped_err[fd] = 0;
+		return gm_err(c, -EIO,
+			      "gemini_sync: descriptor %d: a mapped copy's coherence step failed "
+			      "(%d)",
+			      fd, hrc);
+	}
+	return 0;
+}
+
+/* Coherence step of gemini_mapped_copy_async: one thread per page of the range. */
+__global__ static void gm_mapped_kernel(struct gemini_dev *d, int fd, uint64_t pg0, uint64_t npg,
+					int write, int *err)
+{
+	for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < npg;
+	     k += (uint64_t)gridDim.x * blockDim.x) {
+		int rc = gm_mapped_coherent<GEMINI_BK_HOST>(d, fd, pg0 + k, pg0 + k, write);
+
+		if (rc) {
+			atomicExch(&err[fd], rc);
+			__threadfence_system();
+		}
+	}
+}
+
+int gemini_mapped_copy_async(struct gemini_ctx *c, int fd, uint64_t off, void *gpu_buf, size_t len,
+			     int write, void *stream)
+{
+	const struct gm_file *f;
+	uint8_t *host;
+	uint64_t pg0, npg;
+	cudaStream_t st = (cudaStream_t)stream;
+	cudaError_t e;
+
+	if (!c)
+		return -EINVAL;
+	if (fd < 0 || fd >= GEMINI_MAX_FILES || !c->files[fd].open)
+		return gm_err(c, -EBADF, "gemini_mapped_copy_async: descriptor %d not open", fd);
+	f = &c->hdev.files[fd];
+	if (!f->image)
+		return gm_err(c, -EOPNOTSUPP,
+			      "gemini_mapped_copy_async: descriptor %d has no mapped image (%s)",
+			      fd, c->ns_desc);
+	if (write && !c->files[fd].writable)
+		return gm_err(c, -EBADF, "gemini_mapped_copy_async: descriptor %d is read-only",
+			      fd);
+	if (off > f->data_size || len > f->data_size - off)
+		return gm_err(c, -EINVAL,
+			      "gemini_mapped_copy_async: descriptor %d: %zu bytes at %llu exceed "
+			      "its %llu bytes",
+			      fd, len, (unsigned long long)off, (unsigned long long)f->data_size);
+	if (!len)
+		return 0;
+	if (!gpu_buf)
+		return gm_err(c, -EINVAL, "gemini_mapped_copy_async: descriptor %d: no buffer", fd);
+	if (!c->mapped_err) {
+		if (cudaHostAlloc((void **)&c->mapped_err, GEMINI_MAX_FILES * sizeof(int),
+				  cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+			c->mapped_err = NULL;
+			return gm_err(c, -ENOMEM,
+				      "gemini_mapped_copy_async: no pinned error words");
+		}
+		memset(c->mapped_err, 0, GEMINI_MAX_FILES * sizeof(int));
+		if (cudaHostGetDevicePointer((void **)&c->mapped_err_dev, c->mapped_err, 0) !=
+		    cudaSuccess) {
+			cudaFreeHost(c->mapped_err);
+			c->mapped_err = NULL;
+			return gm_err(c, -EIO, "gemini_mapped_copy_async: error words not mapped");
+		}
+	}
+	if (*(volatile int *)&c->mapped_err[fd]) {
+		int r = c->mapped_err[fd];
+
+		c->mapped_err[fd] = 0;
+		return gm_err(
+		    c, -EIO,
+		    "gemini_mapped_copy_async: descriptor %d: an earlier copy's coherence "
+		    "step failed (%d)",
+		    fd, r);
+	}
+	/* cached pages of the range first (stream order), then one copy on the copy engines */
+	pg0 = off >> c->hdev.page_shift;
+	npg = ((off + len - 1) >> c->hdev.page_shift) - pg0 + 1;
+	gm_mapped_kernel<<<(unsigned)(npg < 128 * 1024 ? (npg + 127) / 128 : 1024), 128, 0, st>>>(
+	    c->ddev, fd, pg0, npg, write, c->mapped_err_dev);
+	e = cudaGetLastError();
+	if (e != cudaSuccess)
+		return gm_err(c, -EIO, "gemini_mapped_copy_async: descriptor %d: %s", fd,
+			      cudaGetErrorString(e));
+	host = c->files[fd].mem + c->files[fd].hdr.data_offset + off;
+	e = write ? cudaMemcpyAsync(host, gpu_buf, len, cudaMemcpyDeviceToHost, st)
+		  : cudaMemcpyAsync(gpu_buf, host, len, cudaMemcpyHostToDevice, st);
+	if (e != cudaSuccess)
+		return gm_err(c, -EIO, "gemini_mapped_copy_async: descriptor %d: %s", fd,
+			      cudaGetErrorString(e));
 	return 0;
 }
 
@@ -699,6 +798,8 @@ void gemini_exit(struct gemini_ctx *c)
 	}
 	if (c->arena)
 		cudaFree(c->arena);
+	if (c->mapped_err)
+		cudaFreeHost(c->mapped_err);
 	free(c->runs);
 	pthread_rwlock_destroy(&c->runs_lock);
 	free(c);
@@ -813,6 +914,8 @@ int gemini_ipc_import(const struct gemini_ipc_handle *h, struct gemini_dev **dev
 		if (d.files[i].open) {
 			GM_REBASE(d.files[i].l1);
 			GM_REBASE(d.files[i].l2);
+			/* the exporter's alias of its own host memory: not ours to touch */
+			d.files[i].image = NULL;
 		}
 	/* queue descriptors stay shared (tickets are shared state); their host pointers differ, so
 	 * the importer gets its own copies pointing at its own mapping of the same pages */

@@ -2,7 +2,8 @@
 // a reference copy (byte-exact), eviction under pressure, gemini_dev_sync durability seen from a
 // fresh process (whole and partial grids, two files), cross-process sharing through CUDA IPC, one
 // process at a time and both at once, failed write-backs, whole-page writes racing readers, a
-// controller that stops mid-run, bounds and hostile NVMe commands.
+// controller that stops mid-run, bounds and hostile NVMe commands, the mapped path's coherence
+// with the page cache.
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1204,6 +1205,248 @@ START_TEST(concurrent_two_processes)
 }
 END_TEST
 
+/* ---- section: the mapped path (gemini_dev_read_mapped/gemini_dev_write_mapped,
+ * gemini_mapped_copy_async) against the page cache ---- */
+
+#define OP_READ	       0
+#define OP_WRITE       1
+#define OP_MAPPED_READ 2
+#define OP_MAPPED_WR   3
+
+/* One warp: the whole warp passes one request, or (divergent) lane l moves its 1/32 share of the
+ * range alone. *res: 0, or the first failure (-errno, or -1000 for a short count). */
+__global__ static void k_op(struct gemini_dev *d, int fd, int op, uint64_t off, uint64_t len,
+			    uint8_t *buf, int divergent, long long *res)
+{
+	const int lane = threadIdx.x & 31;
+	uint64_t o = off, n = len;
+	uint8_t *b = buf;
+	int64_t r;
+
+	if (divergent) {
+		uint64_t share = len / 32, a = lane * share;
+
+		n = lane == 31 ? len - a : share;
+		o = off + a;
+		b = buf + a;
+	}
+	switch (op) {
+	case OP_READ:
+		r = gemini_dev_read(d, fd, o, n, b);
+		break;
+	case OP_WRITE:
+		r = gemini_dev_write(d, fd, o, n, b);
+		break;
+	case OP_MAPPED_READ:
+		r = gemini_dev_read_mapped(d, fd, o, n, b);
+		break;
+	default:
+		r = gemini_dev_write_mapped(d, fd, o, n, b);
+		break;
+	}
+	if (r != (int64_t)n)
+		atomicExch((unsigned long long *)res, (unsigned long long)(r < 0 ? r : -1000));
+}
+
+/* Runs k_op on host bytes (moved in for writes, out for reads); 0 or the kernel's failure. */
+static long long t_op(struct gemini_ctx *c, int fd, int op, uint64_t off, uint64_t len,
+		      uint8_t *host, int divergent)
+{
+	const int sane = len <= (64u << 20);
+	uint8_t *buf;
+	long long *res, r = 0;
+
+	CK_CUDA(cudaMalloc((void **)&buf, sane && len ? len : 4096));
+	CK_CUDA(cudaMalloc((void **)&res, 8));
+	CK_CUDA(cudaMemset(res, 0, 8));
+	if ((op & 1) && sane)
+		CK_CUDA(cudaMemcpy(buf, host, len, cudaMemcpyHostToDevice));
+	k_op<<<1, 32>>>(gemini_device(c), fd, op, off, len, buf, divergent, res);
+	CK_CUDA(cudaDeviceSynchronize());
+	CK_CUDA(cudaMemcpy(&r, res, 8, cudaMemcpyDeviceToHost));
+	if (!(op & 1) && !r && sane)
+		CK_CUDA(cudaMemcpy(host, buf, len, cudaMemcpyDeviceToHost));
+	cudaFree(buf);
+	cudaFree(res);
+	return r;
+}
+
+/* gemini_mapped_copy_async on a stream of its own, waited for. */
+static int t_copy(struct gemini_ctx *c, int fd, uint64_t off, uint64_t len, uint8_t *host,
+		  int write)
+{
+	cudaStream_t st;
+	uint8_t *buf;
+	int rc;
+
+	CK_CUDA(cudaStreamCreate(&st));
+	CK_CUDA(cudaMalloc((void **)&buf, len ? len : 4096));
+	if (write && len)
+		CK_CUDA(cudaMemcpy(buf, host, len, cudaMemcpyHostToDevice));
+	rc = gemini_mapped_copy_async(c, fd, off, buf, len, write, st);
+	CK_CUDA(cudaStreamSynchronize(st));
+	if (!rc && !write && len)
+		CK_CUDA(cudaMemcpy(host, buf, len, cudaMemcpyDeviceToHost));
+	cudaFree(buf);
+	cudaStreamDestroy(st);
+	return rc;
+}
+
+static void expect_bytes(const uint8_t *got, const uint8_t *want, uint64_t len, uint64_t off,
+			 const char *what)
+{
+	for (uint64_t i = 0; i < len; i++)
+		if (got[i] != want[i])
+			ck_abort_msg("%s: byte %llu is %#x, expected %#x", what,
+				     (unsigned long long)(off + i), got[i], want[i]);
+}
+
+/* New bytes for [off, off + len): into src, and into the reference. */
+static void fresh(uint8_t *ref, uint8_t *src, uint64_t off, uint64_t len, uint32_t seed)
+{
+	for (uint64_t i = 0; i < len; i++)
+		ref[off + i] = src[i] = pat(off + i, seed);
+}
+
+/* Reads [off, off + len) by op (a read) and compares with the reference. */
+static void check_range(struct gemini_ctx *c, int fd, int op, uint64_t off, uint64_t len,
+			const uint8_t *ref, int divergent, const char *what)
+{
+	uint8_t *got = (uint8_t *)malloc(len);
+	long long r;
+
+	memset(got, 0xee, len);
+	r = op < 0 ? t_copy(c, fd, off, len, got, 0) : t_op(c, fd, op, off, len, got, divergent);
+	ck_assert_msg(r == 0, "%s: %lld", what, r);
+	expect_bytes(got, ref + off, len, off, what);
+	free(got);
+}
+
+START_TEST(mapped_path_coherence)
+{
+	const uint64_t size = 1 << 20, P = 4096;
+	uint8_t *ref = make_file(tfile, size, 1), *src = (uint8_t *)malloc(size), *disk;
+	struct gemini_ctx *c;
+	char second[620];
+	int fd, ro;
+	uint64_t o, n;
+
+	snprintf(second, sizeof(second), "%s/ro.gvdk", tdir);
+	free(make_file(second, 1 << 20, 2));
+	c = ctx_open(GEMINI_BACKEND_NVME, 1, P, 4 << 20, O_RDWR, &fd, NULL);
+	ro = gemini_open(c, second, O_RDONLY);
+	ck_assert_int_ge(ro, 0);
+
+	/* 1. written through the cache (dirty, partial pages, unaligned), read mapped: SM loads
+	 * and the copy engine see the cached bytes */
+	o = 3 * P + 123, n = 5 * P + 77;
+	fresh(ref, src, o, n, 2);
+	ck_assert_int_eq(t_op(c, fd, OP_WRITE, o, n, src, 0), 0);
+	check_range(c, fd, OP_MAPPED_READ, o - 1000, n + 2000, ref, 0, "cached write, mapped read");
+	o = 20 * P + 4001, n = 2 * P + 3;
+	fresh(ref, src, o, n, 3);
+	ck_assert_int_eq(t_op(c, fd, OP_WRITE, o, n, src, 1), 0);
+	check_range(c, fd, -1, o - 5, n + 10, ref, 0, "cached write, host mapped read");
+	o = 40 * P + 7, n = 9 * P + 1001;
+	fresh(ref, src, o, n, 4);
+	ck_assert_int_eq(t_op(c, fd, OP_WRITE, o, n, src, 1), 0);
+	check_range(c, fd, OP_MAPPED_READ, o, n, ref, 1, "cached write, divergent mapped reads");
+
+	/* 2. cached (clean and dirty) pages, then a mapped write over part of them: reads through
+	 * the cache see the new bytes, and the dirty bytes outside the write survive */
+	check_range(c, fd, OP_READ, 60 * P, 8 * P, ref, 0, "warm the cache");
+	o = 61 * P + 2000, n = 100;
+	fresh(ref, src, o, n, 5);
+	ck_assert_int_eq(t_op(c, fd, OP_WRITE, o, n, src, 0), 0);
+	o = 61 * P + 2050, n = 4 * P + 333; /* overlaps the dirty bytes' tail */
+	fresh(ref, src, o, n, 6);
+	ck_assert_int_eq(t_op(c, fd, OP_MAPPED_WR, o, n, src, 0), 0);
+	check_range(c, fd, OP_READ, 60 * P, 8 * P, ref, 0, "mapped write, cached read");
+	check_range(c, fd, OP_READ, 60 * P + 1, 8 * P - 2, ref, 1,
+		    "mapped write, divergent cached reads");
+	/* the same with the copy engine's write, and divergent SM writes */
+	check_range(c, fd, OP_READ, 80 * P, 6 * P, ref, 0, "warm the cache");
+	o = 80 * P + 10, n = 20;
+	fresh(ref, src, o, n, 7);
+	ck_assert_int_eq(t_op(c, fd, OP_WRITE, o, n, src, 0), 0);
+	o = 80 * P + 17, n = 5 * P + 1;
+	fresh(ref, src, o, n, 8);
+	ck_assert_int_eq(t_copy(c, fd, o, n, src, 1), 0);
+	check_range(c, fd, OP_READ, 80 * P, 6 * P, ref, 0, "host mapped write, cached read");
+	o = 100 * P + 3, n = 17 * P + 5;
+	check_range(c, fd, OP_READ, o, n, ref, 0, "warm the cache");
+	fresh(ref, src, o, n, 9);
+	ck_assert_int_eq(t_op(c, fd, OP_MAPPED_WR, o, n, src, 1), 0);
+	check_range(c, fd, OP_READ, o - 3, n + 100, ref, 1, "divergent mapped writes, cached read");
+	check_range(c, fd, OP_MAPPED_READ, 0, size, ref, 0, "whole file, mapped");
+
+	/* 3. out of range, bad descriptors, read-only: refused, nothing moved */
+	ck_assert_int_eq(t_op(c, fd, OP_MAPPED_READ, size - 10, 11, src, 0), -EINVAL);
+	ck_assert_int_eq(t_op(c, fd, OP_MAPPED_WR, size + 1, 0, src, 0), -EINVAL);
+	ck_assert_int_eq(t_op(c, fd, OP_MAPPED_READ, UINT64_MAX - 5, 10, src, 0), -EINVAL);
+	ck_assert_int_eq(t_op(c, fd, OP_MAPPED_WR, 16, UINT64_MAX - 8, src, 0), -EINVAL);
+	ck_assert_int_eq(t_op(c, 9, OP_MAPPED_READ, 0, 16, src, 0), -EINVAL);
+	ck_assert_int_eq(t_op(c, -1, OP_MAPPED_READ, 0, 16, src, 0), -EINVAL);
+	ck_assert_int_eq(t_op(c, ro, OP_MAPPED_WR, 0, 16, src, 0), -EINVAL);
+	ck_assert_int_eq(t_op(c, fd, OP_MAPPED_READ, size - 10, 10, src, 0), 0);
+	ck_assert_int_eq(t_copy(c, fd, size - 10, 11, src, 0), -EINVAL);
+	ck_assert_int_eq(t_copy(c, fd, size + 1, 0, src, 1), -EINVAL);
+	ck_assert_int_eq(gemini_mapped_copy_async(c, fd, 16, src, (size_t)UINT64_MAX - 8, 0, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(gemini_mapped_copy_async(c, fd, 0, NULL, 16, 0, NULL), -EINVAL);
+	ck_assert_int_eq(t_copy(c, 9, 0, 16, src, 0), -EBADF);
+	ck_assert_int_eq(t_copy(c, -1, 0, 16, src, 0), -EBADF);
+	ck_assert_int_eq(t_copy(c, ro, 0, 16, src, 1), -EBADF);
+	ck_assert_int_eq(t_copy(c, ro, 0, 16, src, 0), 0); /* reading a read-only file is fine */
+	check_range(c, fd, OP_READ, 0, size, ref, 0, "after the refusals");
+
+	/* 4. the memory namespace is stored back on close: the file holds every byte */
+	ck_assert_int_eq(gemini_sync(c, fd), 0);
+	ck_assert_int_eq(gemini_close(c, ro), 0);
+	ck_assert_int_eq(gemini_close(c, fd), 0);
+	gemini_exit(c);
+	disk = read_back(tfile, size);
+	expect_bytes(disk, ref, size, 0, "file after close");
+	free(disk);
+	free(ref);
+	free(src);
+}
+END_TEST
+
+/* Without an image (disk namespace, posix proxy) the mapped calls refuse; the cached path and
+ * gemini_sync keep their durability: the bytes are in the file before it is closed. */
+START_TEST(mapped_path_disk_sync)
+{
+	const uint64_t size = 1 << 20, P = 4096;
+	uint8_t *ref = make_file(tfile, size, 1), *src = (uint8_t *)malloc(size), *disk;
+	struct gemini_ctx *c;
+	uint64_t o = 5 * P + 99, n = 37 * P + 1234;
+	int fd;
+
+	c = ctx_open(GEMINI_BACKEND_NVME, 0, P, 1 << 20, O_RDWR, &fd, NULL);
+	ck_assert_int_eq(t_copy(c, fd, 0, 16, src, 0), -EOPNOTSUPP);
+	ck_assert_int_eq(t_copy(c, fd, 0, 16, src, 1), -EOPNOTSUPP);
+	ck_assert_int_eq(t_op(c, fd, OP_MAPPED_READ, 0, 16, src, 0), -EOPNOTSUPP);
+	ck_assert_int_eq(t_op(c, fd, OP_MAPPED_WR, 0, 16, src, 1), -EOPNOTSUPP);
+	fresh(ref, src, o, n, 11);
+	ck_assert_int_eq(t_op(c, fd, OP_WRITE, o, n, src, 0), 0);
+	ck_assert_int_eq(gemini_sync(c, fd), 0);
+	disk = read_back(tfile, size); /* O_DIRECT pread, the context still open */
+	expect_bytes(disk, ref, size, 0, "file after gemini_sync");
+	free(disk);
+	ck_assert_int_eq(gemini_close(c, fd), 0);
+	gemini_exit(c);
+
+	c = ctx_open(GEMINI_BACKEND_POSIX, 0, P, 1 << 20, O_RDWR, &fd, NULL);
+	ck_assert_int_eq(t_copy(c, fd, 0, 16, src, 0), -EOPNOTSUPP);
+	ck_assert_int_eq(t_op(c, fd, OP_MAPPED_READ, 0, 16, src, 0), -EOPNOTSUPP);
+	ck_assert_int_eq(gemini_close(c, fd), 0);
+	gemini_exit(c);
+	free(ref);
+	free(src);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	Suite *s;
@@ -1246,6 +1489,8 @@ int main(int argc, char **argv)
 	GPU_CASE(sync_partial_grid_two_files);
 	GPU_CASE(controller_stopped_mid_run);
 	GPU_CASE(concurrent_two_processes);
+	GPU_CASE(mapped_path_coherence);
+	GPU_CASE(mapped_path_disk_sync);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_VERBOSE);
 	failed = srunner_ntests_failed(sr);

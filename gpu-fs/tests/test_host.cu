@@ -1,6 +1,6 @@
 // libgemini host API without a GPU: configuration checks, gemini_open refusing corrupt, truncated
-// and stale GVDK files before any device work, and the lio mapping against a softssd (the CPU in
-// the GPU's place). Runs in CI (no GPU there).
+// and stale GVDK files before any device work, the mapped copy's argument checks, and the lio
+// mapping against a softssd (the CPU in the GPU's place). Runs in CI (no GPU there).
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -275,6 +275,32 @@ START_TEST(open_valid_file)
 }
 END_TEST
 
+/* gemini_mapped_copy_async's argument checks before any device work: no context, descriptors out
+ * of range or not open. Where a GPU is, a file on the disk namespace has no image: -EOPNOTSUPP. */
+START_TEST(mapped_copy_checks)
+{
+	struct gemini_ctx *c;
+	char buf[16];
+	int fd;
+
+	ck_assert_int_eq(gemini_mapped_copy_async(NULL, 0, 0, buf, 16, 0, NULL), -EINVAL);
+	ck_assert_int_eq(gemini_init(&c, NULL), 0);
+	ck_assert_int_eq(gemini_mapped_copy_async(c, -1, 0, buf, 16, 0, NULL), -EBADF);
+	ck_assert_int_eq(gemini_mapped_copy_async(c, GEMINI_MAX_FILES, 0, buf, 16, 1, NULL),
+			 -EBADF);
+	ck_assert_int_eq(gemini_mapped_copy_async(c, 0, 0, buf, 16, 0, NULL), -EBADF);
+	ck_assert_ptr_nonnull(strstr(gemini_last_error(c), "descriptor 0 not open"));
+	if (has_gpu()) {
+		make_file();
+		fd = gemini_open(c, tfile, O_RDWR);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(gemini_mapped_copy_async(c, fd, 0, buf, 16, 0, NULL), -EOPNOTSUPP);
+		ck_assert_int_eq(gemini_close(c, fd), 0);
+	}
+	gemini_exit(c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("gemini-host");
@@ -288,6 +314,7 @@ int main(void)
 	tcase_add_test(tc, open_refuses_corruption);
 	tcase_add_test(tc, open_refuses_stale_copy);
 	tcase_add_test(tc, open_valid_file);
+	tcase_add_test(tc, mapped_copy_checks);
 	tcase_add_test(tc, lio_config_checks);
 	tcase_add_test(tc, lio_open_without_daemon);
 	tcase_add_test(tc, lio_map_against_softssd);
