@@ -22,8 +22,8 @@ step is printed, so a falling loss shows the offloaded activations are the right
 usage: gpt2_offload.py LIBGEMINI_TORCH GVDK_TOOL WORK_DIR OUT_CSV [--batch 8] [--steps 4]
                        [--modes hbm,gpufs,posix,pinned,save_on_cpu] [--page 65536]
                        [--cache-mib 1024] [--backend mem|disk] [--corpus FILE] [--rounds N]
---rounds N: the modes run interleaved N times; every round's row and each mode's median (round
-"median") go to the CSV.
+--rounds N: the modes run interleaved N times; every round's row and, per mode, the row of the
+round with the median step time (round "median") go to the CSV.
 """
 import os
 # before CUDA starts: libgemini's copy streams must not share a hardware queue with the kernels
@@ -194,7 +194,8 @@ class Offload:
         off, n, shape, dtype = p
         if self.mode != 'posix':
             t = torch.empty(shape, dtype=dtype, device='cuda')
-            if self.mode != 'gpufs' and not self.fell_back and self.mapped(off, n, t.data_ptr(), 0):
+            if self.mode != 'gpufs' and not self.fell_back and \
+                    self.mapped(off, n, t.data_ptr(), 0):
                 return t
             s = torch.cuda.current_stream().cuda_stream
             if self.lib.gt_xfer_async(self.fd, off, n, ctypes.c_void_p(t.data_ptr()), 0,
@@ -359,9 +360,9 @@ def main():
         rows.append((label, B, med(times), med(loads), med(fwd), off.bytes / 2**30, off.count,
                      peak, losses[0], gnorm, int(same), a.page, a.cache_mib, a.ctrl_threads,
                      list(st), losses[-1], str(rnd)))
-        print('gpt2 %-6s round %d batch %d: step %.1f ms (load %.2f ms, forward %.1f ms), offloaded '
-              '%.2f GiB in %d tensors, peak torch memory %.2f GiB, loss %.4f, grad norm %.4f, '
-              'same as first mode: %s; cache stats %s' %
+        print('gpt2 %-6s round %d batch %d: step %.1f ms (load %.2f ms, forward %.1f ms), '
+              'offloaded %.2f GiB in %d tensors, peak torch memory %.2f GiB, loss %.4f, '
+              'grad norm %.4f, same as first mode: %s; cache stats %s' %
               (label, rnd, B, med(times), med(loads), med(fwd), off.bytes / 2**30, off.count, peak,
                losses[0], gnorm, bool(same), list(st)), flush=True)
         del off

@@ -633,7 +633,8 @@ __global__ static void gm_mapped_kernel(struct gemini_dev *d, int fd, uint64_t p
 		int rc = gm_mapped_coherent<GEMINI_BK_HOST>(d, fd, pg0 + k, pg0 + k, write);
 
 		if (rc) {
-			atomicExch(&err[fd], rc);
+			/* mapped host memory: a plain store (atomics there are not the host's) */
+			*(volatile int *)&err[fd] = rc;
 			__threadfence_system();
 		}
 	}
