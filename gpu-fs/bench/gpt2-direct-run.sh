@@ -5,12 +5,13 @@
 # usage: [STAGES="tests gpt"] bench/gpt2-direct-run.sh BUILD OUT
 #   BUILD: a build folder holding gvdk, test_gpu, test_host and libgemini_torch.so
 #   OUT:   where the logs and the CSV go, flat (at most 8 files)
-# env: TT (s a test case, 240), TORCH_T (s for the offload run, 540), STEPS (10), ROUNDS (3),
-#      CORPUS (text file; default .carry/corpus-dpkg-changelog.txt, else dpkg's changelog, else
-#      random tokens), PYTHON (python3)
+# env: TT (s a test case, 90: each stage should fit in 10 minutes), TORCH_T (s for the offload
+#      run, 540), STEPS (10), ROUNDS (3), CASES (test_gpu cases, default all), PYTHON
+#      (python3), CORPUS (a text file; default .carry/corpus-dpkg-changelog.txt, else dpkg's
+#      changelog, else random tokens)
 set -u
 if [ $# -ne 2 ]; then
-	sed -n '5,10p' "$0" >&2
+	sed -n '5,11p' "$0" >&2
 	exit 2
 fi
 b=$(cd "$1" && pwd) || exit 2
@@ -49,12 +50,12 @@ if has tests; then
 		mapped_path_coherence mapped_path_disk_sync}; do
 		echo "== $t" >>"$out/test_gpu.log"
 		s=$(date +%s)
-		CK_RUN_CASE=$t GPUFS_TEST_DIR=$W timeout "${TT:-240}" "$b/test_gpu" >>"$out/test_gpu.log" 2>&1
+		CK_RUN_CASE=$t GPUFS_TEST_DIR=$W timeout "${TT:-90}" "$b/test_gpu" >>"$out/test_gpu.log" 2>&1
 		rc=$?
 		echo "test_gpu $t rc=$rc $(($(date +%s) - s)) s" | tee -a "$out/test_gpu.log"
 		if [ $rc = 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 	done
-	GPUFS_TEST_DIR=$W timeout "${TT:-240}" "$b/test_host" >"$out/test_host.log" 2>&1
+	GPUFS_TEST_DIR=$W timeout "${TT:-90}" "$b/test_host" >"$out/test_host.log" 2>&1
 	rc=$?
 	echo "test_host rc=$rc" | tee -a "$out/test_host.log"
 	echo "test_gpu: $pass cases passed, $fail failed; test_host rc=$rc" | tee "$out/test-totals.txt"
