@@ -159,8 +159,10 @@ int gm_backend_open(struct gemini_ctx *c, int fd)
 					      "for the memory namespace",
 					      hf->path, (unsigned long long)hf->hdr.file_size);
 			if (cudaHostGetDevicePointer((void **)&hf->mem_dev, hf->mem, 0) !=
-			    cudaSuccess)
+			    cudaSuccess) {
 				hf->mem_dev = NULL; /* no mapped path: the cached one serves */
+				cudaGetLastError(); /* not left for a later check to find */
+			}
 			if (gm_rw_all(hf->sysfd, hf->mem, hf->hdr.file_size, 0, false)) {
 				cudaFreeHost(hf->mem);
 				hf->mem = NULL;

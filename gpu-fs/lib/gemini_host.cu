@@ -674,6 +674,7 @@ int gemini_mapped_copy_async(struct gemini_ctx *c, int fd, uint64_t off, void *g
 		if (cudaHostAlloc((void **)&c->mapped_err, GEMINI_MAX_FILES * sizeof(int),
 				  cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
 			c->mapped_err = NULL;
+			cudaGetLastError(); /* not left for a later check to find */
 			return gm_err(c, -ENOMEM,
 				      "gemini_mapped_copy_async: no pinned error words");
 		}
@@ -682,6 +683,7 @@ int gemini_mapped_copy_async(struct gemini_ctx *c, int fd, uint64_t off, void *g
 		    cudaSuccess) {
 			cudaFreeHost(c->mapped_err);
 			c->mapped_err = NULL;
+			cudaGetLastError();
 			return gm_err(c, -EIO, "gemini_mapped_copy_async: error words not mapped");
 		}
 	}
