@@ -64,6 +64,10 @@ START_TEST(test_no_vfio_jail)
 		testutil_skip("vfio_nodev: /dev/vfio here, or not root (--jail)");
 		return;
 	}
+	if (!testutil_kvm_usable()) { /* lvmm opens /dev/kvm before the devices */
+		testutil_skip("vfio_nodev: /dev/kvm not usable here");
+		return;
+	}
 	testutil_mkdtemp(dir, sizeof(dir), "/tmp/lvmm-vfiojail-");
 	run_refused_in("path=/sys/bus/pci/devices/0000:00:1f.7,id=gpu0", dir, 1,
 		       "lvmm: device gpu0: vfio: /dev/vfio");
