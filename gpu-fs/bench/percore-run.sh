@@ -5,6 +5,10 @@
 # usage: bench/percore-run.sh BIN_DIR WORK_DIR OUT_DIR [ROUNDS]
 #   BIN_DIR holds bench_gemini and gvdk (make -C gpu-fs); WORK_DIR gets the 1 GiB file
 set -eu
+if [ $# -lt 3 ]; then
+	sed -n '5,6p' "$0" >&2
+	exit 2
+fi
 bin=$1 work=$2 out=$3 rounds=${4:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work" "$out"
