@@ -10,31 +10,16 @@
 static struct gemini_ctx *gt_ctx;
 static size_t gt_page;
 
-/* Each warp moves whole pages (a full-page write skips the read of the old page). Built for the
- * in-process controller's queue driver alone: the contexts here are of its backends. */
+/*
+ * Each warp moves whole chunks of [off, off + len). Through the page cache (MAPPED false) a chunk
+ * is a page (a full-page write skips the read of the old page); MAPPED: the mapped path's SM
+ * loads and stores (no controller; each call makes its chunk coherent with the page cache
+ * first), and err is 95 when the file has no image. Built for the in-process controller's queue
+ * driver alone: the contexts here are of its backends.
+ */
+template <bool MAPPED>
 __global__ static void gt_xfer(struct gemini_dev *d, int fd, uint64_t off, uint64_t len,
-			       uint8_t *buf, uint32_t page, int write, int *err)
-{
-	uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
-	uint64_t nw = (gridDim.x * (uint64_t)blockDim.x) / 32;
-	uint64_t nchunks = (len + page - 1) / page;
-
-	for (uint64_t k = warp; k < nchunks; k += nw) {
-		uint64_t n = len - k * page < page ? len - k * page : page;
-		int64_t r =
-		    write
-			? gemini_dev_write<GEMINI_BK_HOST>(d, fd, off + k * page, n, buf + k * page)
-			: gemini_dev_read<GEMINI_BK_HOST>(d, fd, off + k * page, n, buf + k * page);
-
-		if (r != (int64_t)n && (threadIdx.x & 31) == 0)
-			atomicExch(err, 1);
-	}
-}
-
-/* The mapped path with SM stores: each warp moves chunks of the image directly (no controller;
- * the call makes the chunk coherent with the page cache first). */
-__global__ static void gt_mapped_xfer(struct gemini_dev *d, int fd, uint64_t off, uint64_t len,
-				      uint8_t *buf, uint32_t chunk, int write, int *err)
+			       uint8_t *buf, uint32_t chunk, int write, int *err)
 {
 	uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
 	uint64_t nw = (gridDim.x * (uint64_t)blockDim.x) / 32;
@@ -42,14 +27,33 @@ __global__ static void gt_mapped_xfer(struct gemini_dev *d, int fd, uint64_t off
 
 	for (uint64_t k = warp; k < nchunks; k += nw) {
 		uint64_t n = len - k * chunk < chunk ? len - k * chunk : chunk;
-		int64_t r = write ? gemini_dev_write_mapped<GEMINI_BK_HOST>(d, fd, off + k * chunk,
-									    n, buf + k * chunk)
-				  : gemini_dev_read_mapped<GEMINI_BK_HOST>(d, fd, off + k * chunk,
-									   n, buf + k * chunk);
+		uint64_t o = off + k * chunk;
+		uint8_t *p = buf + k * chunk;
+		int64_t r;
 
+		if (MAPPED)
+			r = write ? gemini_dev_write_mapped<GEMINI_BK_HOST>(d, fd, o, n, p)
+				  : gemini_dev_read_mapped<GEMINI_BK_HOST>(d, fd, o, n, p);
+		else
+			r = write ? gemini_dev_write<GEMINI_BK_HOST>(d, fd, o, n, p)
+				  : gemini_dev_read<GEMINI_BK_HOST>(d, fd, o, n, p);
 		if (r != (int64_t)n && (threadIdx.x & 31) == 0)
-			atomicExch(err, r == -95 ? 95 : 1);
+			atomicExch(err, MAPPED && r == -95 ? 95 : 1);
 	}
+}
+
+/* Launches gt_xfer<MAPPED> on stream with at most `warps` warps (whole blocks of 8); 0 or -5. */
+template <bool MAPPED>
+static int gt_launch(int fd, uint64_t off, uint64_t len, void *buf, uint32_t chunk, int write,
+		     void *stream, void *err, int warps)
+{
+	uint64_t nchunks = (len + chunk - 1) / chunk;
+	int w = (int)(nchunks < (uint64_t)warps ? nchunks : (uint64_t)warps);
+
+	w = (w + 7) / 8 * 8;
+	gt_xfer<MAPPED><<<w / 8, 256, 0, (cudaStream_t)stream>>>(
+	    gemini_device(gt_ctx), fd, off, len, (uint8_t *)buf, chunk, write, (int *)err);
+	return cudaGetLastError() == cudaSuccess ? 0 : -5;
 }
 
 __global__ static void gt_sync_kernel(struct gemini_dev *d, int fd, int *err)
@@ -96,16 +100,9 @@ long long gt_size(int fd)
 int gt_xfer_async(int fd, unsigned long long off, unsigned long long len, void *buf, int write,
 		  void *stream, void *err, int warps)
 {
-	uint64_t nchunks = (len + gt_page - 1) / gt_page;
-	int w = (int)(nchunks < (uint64_t)warps ? nchunks : (uint64_t)warps);
-
 	if (!len)
 		return 0;
-	w = (w + 7) / 8 * 8;
-	gt_xfer<<<w / 8, 256, 0, (cudaStream_t)stream>>>(gemini_device(gt_ctx), fd, off, len,
-							 (uint8_t *)buf, (uint32_t)gt_page, write,
-							 (int *)err);
-	if (cudaGetLastError() != cudaSuccess)
+	if (gt_launch<false>(fd, off, len, buf, (uint32_t)gt_page, write, stream, err, warps))
 		return -5;
 	/*
 	 * Wait here: while this kernel waits for the controller's copies, the framework would
@@ -131,19 +128,12 @@ int gt_mapped_async(int fd, unsigned long long off, unsigned long long len, void
 int gt_mapped_sm_async(int fd, unsigned long long off, unsigned long long len, void *buf, int write,
 		       void *stream, void *err, int warps)
 {
-	const uint32_t chunk = 256 << 10;
-	uint64_t nchunks = (len + chunk - 1) / chunk;
-	int w = (int)(nchunks < (uint64_t)warps ? nchunks : (uint64_t)warps);
-	int rc;
-
 	/* a zero-length host copy only checks the descriptor, the image and the mode */
-	rc = gemini_mapped_copy_async(gt_ctx, fd, off, buf, 0, write, stream);
+	int rc = gemini_mapped_copy_async(gt_ctx, fd, off, buf, 0, write, stream);
+
 	if (rc || !len)
 		return rc;
-	w = (w + 7) / 8 * 8;
-	gt_mapped_xfer<<<w / 8, 256, 0, (cudaStream_t)stream>>>(
-	    gemini_device(gt_ctx), fd, off, len, (uint8_t *)buf, chunk, write, (int *)err);
-	return cudaGetLastError() == cudaSuccess ? 0 : -5;
+	return gt_launch<true>(fd, off, len, buf, 256 << 10, write, stream, err, warps);
 }
 
 int gt_sync(int fd, void *stream, void *err)
