@@ -114,8 +114,7 @@ __device__ static inline int gemini_dev_read_direct(struct gemini_dev *d, int fd
 {
 	if (!gm_bk_ok<B>(d))
 		return -GM_EOPNOTSUPP;
-	if (fd < 0 || fd >= 16 || !d->files[fd].open || off > d->files[fd].data_size ||
-	    len > d->files[fd].data_size - off || (off | len) & 511 || (uintptr_t)buf & 3)
+	if (gm_req_check(d, fd, off, len, false) || (off | len) & 511 || (uintptr_t)buf & 3)
 		return -22; /* PRP1 must be dword aligned */
 	return gm_file_io<B>(d, fd, NVME_CMD_READ, off, len, (uint8_t *)buf);
 }

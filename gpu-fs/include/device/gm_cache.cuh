@@ -436,6 +436,34 @@ __device__ static inline void gm_copy(uint8_t *dst, const uint8_t *src, uint32_t
 		dst[k] = src[k];
 }
 
+/* -EINVAL (22) for a request on a descriptor that is not open, a write to a read-only file or a
+ * range past the file's end (overflow-safe), else 0: the device calls' one request check. */
+__device__ static inline int gm_req_check(const struct gemini_dev *d, int fd, uint64_t off,
+					  uint64_t len, bool write)
+{
+	const struct gm_file *f;
+
+	if (fd < 0 || fd >= 16 || !d->files[fd].open)
+		return -22;
+	f = &d->files[fd];
+	if ((write && !f->writable) || off > f->data_size || len > f->data_size - off)
+		return -22;
+	return 0;
+}
+
+/* True when every lane of `active` passes the same request: the lanes then split it. */
+__device__ static inline bool gm_same_request(unsigned active, int fd, uint64_t off, uint64_t len,
+					      const void *buf)
+{
+	int a, b, c, e;
+
+	__match_all_sync(active, (unsigned long long)buf, &a);
+	__match_all_sync(active, off, &b);
+	__match_all_sync(active, len, &c);
+	__match_all_sync(active, fd, &e);
+	return a && b && c && e;
+}
+
 /*
  * The body of gemini_dev_read and gemini_dev_write: every active lane passes its own request. Lanes
  * wanting the same page are served by one acquisition (the lowest lane takes the shard lock); when
@@ -449,33 +477,10 @@ __device__ static inline int64_t gm_rw(struct gemini_dev *d, int fd, uint64_t of
 	const unsigned active = __activemask();
 	const int lane = threadIdx.x & 31;
 	int64_t ret = 0;
-	bool bad = false;
-
-	if (!gm_bk_ok<BK>(d))
-		bad = true; /* the context's queue driver is not compiled into this kernel */
-	else if (fd < 0 || fd >= 16 || !d->files[fd].open)
-		bad = true;
-	else {
-		const struct gm_file *f = &d->files[fd];
-
-		if (write && !f->writable)
-			bad = true;
-		else if (off > f->data_size || len > f->data_size - off)
-			bad = true;
-	}
+	/* a context whose queue driver is not compiled into this kernel, or a bad request */
+	bool bad = !gm_bk_ok<BK>(d) || gm_req_check(d, fd, off, len, write);
 	uint64_t pos = off, end = bad ? off : off + len;
-	bool all_same = false;
-	{
-		int pred;
-		__match_all_sync(active, (unsigned long long)buf, &pred);
-		all_same = pred;
-		__match_all_sync(active, off, &pred);
-		all_same = all_same && pred;
-		__match_all_sync(active, len, &pred);
-		all_same = all_same && pred;
-		__match_all_sync(active, fd, &pred);
-		all_same = all_same && pred;
-	}
+	const bool all_same = gm_same_request(active, fd, off, len, buf);
 	if (bad) /* -EINVAL: closed descriptor, read-only file or out of bounds */
 		ret = gm_bk_ok<BK>(d) ? -22 : -GM_EOPNOTSUPP;
 	if (all_same) {

@@ -80,18 +80,13 @@ template <unsigned BK>
 __device__ static inline int gm_mapped_check(const struct gemini_dev *d, int fd, uint64_t off,
 					     uint64_t len, bool write)
 {
-	const struct gm_file *f;
-
 	if (!gm_bk_ok<BK>(d) || !(BK & GEMINI_BK_HOST))
 		return -GM_EOPNOTSUPP;
 	if (fd < 0 || fd >= 16 || !d->files[fd].open)
 		return -22;
-	f = &d->files[fd];
-	if (!f->image)
+	if (!d->files[fd].image)
 		return -GM_EOPNOTSUPP;
-	if ((write && !f->writable) || off > f->data_size || len > f->data_size - off)
-		return -22;
-	return 0;
+	return gm_req_check(d, fd, off, len, write);
 }
 
 /* Copy between GPU memory and the mapped image: 16-byte accesses where both sides share their
@@ -133,13 +128,8 @@ __device__ static inline int64_t gm_mapped_rw(struct gemini_dev *d, int fd, uint
 	const unsigned active = __activemask();
 	const int lane = threadIdx.x & 31;
 	int rc = gm_mapped_check<BK>(d, fd, off, len, write);
-	int p1, p2, p3, p4;
 
-	__match_all_sync(active, (unsigned long long)buf, &p1);
-	__match_all_sync(active, off, &p2);
-	__match_all_sync(active, len, &p3);
-	__match_all_sync(active, fd, &p4);
-	if (p1 && p2 && p3 && p4) {
+	if (gm_same_request(active, fd, off, len, buf)) {
 		const int leader = __ffs(active) - 1;
 
 		if (lane == leader && !rc && len)
