@@ -19,11 +19,15 @@ START_TEST(ring_arithmetic)
 		for (unsigned i = 0; i < 3 * size + 7; i++) {
 			bool produce = (i % 5) < 3;
 
-			ck_assert_uint_eq(nvmeq_used(head, tail, size), count);
-			ck_assert_uint_eq(nvmeq_room(head, tail, size), size - 1 - count);
-			ck_assert(nvmeq_full(head, tail, size) == (count == size - 1));
+			TESTUTIL_CHECK(nvmeq_used(head, tail, size) == count,
+				       "size %u step %u used", size, i);
+			TESTUTIL_CHECK(nvmeq_room(head, tail, size) == size - 1 - count,
+				       "size %u step %u room", size, i);
+			TESTUTIL_CHECK(nvmeq_full(head, tail, size) == (count == size - 1),
+				       "size %u step %u full", size, i);
 			if (produce && count < size - 1) {
-				ck_assert_uint_eq(nvmeq_next(tail, size), (tail + 1) % size);
+				TESTUTIL_CHECK(nvmeq_next(tail, size) == (tail + 1) % size,
+					       "size %u step %u next", size, i);
 				nvmeq_step(&tail, size);
 				count++;
 			} else if (count) {
@@ -64,8 +68,8 @@ START_TEST(head_validation)
 					if (i == tail)
 						break;
 				}
-				ck_assert_msg(nvmeq_head_ok(nh, head, tail, size) == want,
-					      "head %u tail %u new %u", head, tail, nh);
+				TESTUTIL_CHECK(nvmeq_head_ok(nh, head, tail, size) == want,
+					       "head %u tail %u new %u", head, tail, nh);
 			}
 }
 END_TEST
@@ -96,9 +100,9 @@ START_TEST(event_index)
 				uint32_t nw = old + d, ei = (old + e - 5) & 0xffff;
 				bool want = (uint16_t)(ei - old) < (uint16_t)(nw - old);
 
-				ck_assert_msg(nvmeq_need_event(ei, nw & 0xffff, old & 0xffff) ==
-						  want,
-					      "old %u new %u ei %u", old, nw, ei);
+				TESTUTIL_CHECK(nvmeq_need_event(ei, nw & 0xffff, old & 0xffff) ==
+						   want,
+					       "old %u new %u ei %u", old, nw, ei);
 			}
 }
 END_TEST
