@@ -991,7 +991,7 @@ int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned 
 {
 	struct lio_drv_qp *q = &d->qp[qi];
 	/* no clock for a look without a wait: a caller polling at depth looks very often */
-	double until = timeout_ms > 0 ? lio_now_ms() + timeout_ms : 0;
+	double until = timeout_ms > 0 ? lio_now_ms() + timeout_ms : 0, now;
 	unsigned n = 0, spins = 0;
 
 	for (;;) {
@@ -1006,13 +1006,19 @@ int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned 
 			__atomic_store_n(q->cq_db, q->cq_head, __ATOMIC_RELEASE);
 			return (int)n;
 		}
-		if (timeout_ms <= 0 || lio_now_ms() > until)
+		now = timeout_ms > 0 ? lio_now_ms() : 0;
+		if (timeout_ms <= 0 || now > until)
 			return 0;
 		if (q->irq_fd >= 0) {
+			/* asleep until the interrupt or the deadline: the backend signals every
+			 * completion it posts (coalesced ones at the latest when the queue has none
+			 * left in flight), and a signal that came before this wait is still
+			 * counted, so nothing is missed; a wait that woke every millisecond made a
+			 * few hundred idle clients a scheduler storm */
 			struct pollfd p = {.fd = q->irq_fd, .events = POLLIN};
 			eventfd_t v;
 
-			if (poll(&p, 1, 1) > 0)
+			if (poll(&p, 1, (int)(until - now) + 1) > 0)
 				eventfd_read(q->irq_fd, &v);
 		} else if (++spins % 64 == 0) {
 			sched_yield();

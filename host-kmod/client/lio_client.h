@@ -159,7 +159,8 @@ int lio_drv_submit(struct lio_drv *d, unsigned qi, struct nvme_sqe *sqe);
 int lio_drv_queue(struct lio_drv *d, unsigned qi, const struct nvme_sqe *sqe);
 void lio_drv_ring(struct lio_drv *d, unsigned qi);
 /* Reaps up to max completions of queue qi into out; waits up to timeout_ms for the first one
- * (spinning, or on the irq eventfd when the queue has one). Returns how many. */
+ * (spinning, or asleep on the irq eventfd until the interrupt when the queue has one). Returns
+ * how many. */
 int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned max,
 		 int timeout_ms);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -247,6 +248,53 @@ END_TEST
 
 /* Write Zeroes, Deallocate (DSM) and a FUA write: each completes, zeroed LBAs read as zeroes,
  * a DSM range outside the window is refused. */
+/* Voluntary context switches of the calling thread so far. */
+static long thread_switches(void)
+{
+	struct rusage ru;
+
+	ck_assert_int_eq(getrusage(RUSAGE_THREAD, &ru), 0);
+	return ru.ru_nvcsw;
+}
+
+/* A client waiting for a completion sleeps on its interrupt eventfd until the interrupt or its
+ * deadline: a wait with nothing in flight costs a wake-up or two, not one per millisecond (a few
+ * hundred such clients, as many VMs' worth, would keep the host's CPUs busy waking them), and the
+ * interrupt of a completion ends the wait long before the deadline. */
+START_TEST(test_reap_sleeps_until_interrupt)
+{
+	struct lio_client *c = connect_ok("reap");
+	struct lio_vol_attach a = attach(c, NULL, LIO_ATTACH_ANON);
+	struct lio_drv *d =
+	    drv_open(c, &a, LIGHTIOV_MODE_ISOLATED,
+		     LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL | LIO_QP_IRQ_ENABLED, 1);
+	uint64_t buf = lio_drv_alloc(d, 4096);
+	struct nvme_sqe s = {.opcode = NVME_CMD_READ, .nsid = 1, .prp1 = buf, .cdw10 = 8};
+	struct nvme_cqe cqe;
+	long sw0 = thread_switches(), sw;
+	double t0 = testutil_now_s(), t;
+	int cid;
+
+	ck_assert_int_eq(lio_drv_reap(d, 0, &cqe, 1, 400), 0);
+	t = testutil_now_s() - t0;
+	sw = thread_switches() - sw0;
+	ck_assert_msg(t >= 0.39, "the wait ended after %.3f s, before its deadline", t);
+	ck_assert_msg(sw <= 10, "%ld wake-ups in a 400 ms wait with nothing in flight", sw);
+	for (int i = 0; i < 20; i++) {
+		cid = lio_drv_submit(d, 0, &s);
+		ck_assert_int_ge(cid, 0);
+		t0 = testutil_now_s();
+		ck_assert_int_eq(lio_drv_reap(d, 0, &cqe, 1, 20000), 1);
+		t = testutil_now_s() - t0;
+		ck_assert_int_eq(cqe.cid, cid);
+		ck_assert_uint_eq(cqe.status >> 1, 0);
+		ck_assert_msg(t < 10, "read %d: the interrupt did not end the wait (%.1f s)", i, t);
+	}
+	lio_drv_close(d);
+	lio_client_close(c);
+}
+END_TEST
+
 START_TEST(test_zeroes_dsm_fua)
 {
 	struct lio_client *c = connect_ok("zeroes");
@@ -1187,6 +1235,7 @@ static Suite *softssd_suite(void)
 	ADD(s, test_isolated_eventfd_guest_rings);
 	ADD(s, test_passthrough_poll_guest_rings);
 	ADD(s, test_passthrough_eventfd_sq_in_qmem);
+	ADD(s, test_reap_sleeps_until_interrupt);
 	ADD(s, test_zeroes_dsm_fua);
 	ADD(s, test_write_through);
 	ADD(s, test_hostile_commands);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lightiov/nvme.h"
 #include "client/lio_client.h"
@@ -72,23 +73,22 @@ static void usage(void)
 	fprintf(stderr, "usage: softssd-bench-client SSD VOLUME SIZE [--qd N] [--secs S]\n"
 			"       [--mode isolated|passthrough] [--db poll|eventfd] [--fill]\n"
 			"       [--rw randread|randwrite] [--qp N] [--poll] [--ms MS]\n"
-			"       [--gap-us N (with --qd 1 --qp 1)]\n");
+			"       [--gap-us N (with --qd 1 --qp 1)] [--go FILE]\n"
+			"  --go FILE: once connected and set up, wait until FILE exists (clients\n"
+			"  started one by one then measure the same window)\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {{"qd", required_argument, 0, 'q'},
-					     {"secs", required_argument, 0, 's'},
-					     {"mode", required_argument, 0, 'm'},
-					     {"db", required_argument, 0, 'd'},
-					     {"fill", no_argument, 0, 'f'},
-					     {"rw", required_argument, 0, 'r'},
-					     {"qp", required_argument, 0, 'p'},
-					     {"poll", no_argument, 0, 'P'},
-					     {"ms", required_argument, 0, 'M'},
-					     {"gap-us", required_argument, 0, 'g'},
-					     {0, 0, 0, 0}};
+	static const struct option opts[] = {
+	    {"qd", required_argument, 0, 'q'},	 {"secs", required_argument, 0, 's'},
+	    {"mode", required_argument, 0, 'm'}, {"db", required_argument, 0, 'd'},
+	    {"fill", no_argument, 0, 'f'},	 {"rw", required_argument, 0, 'r'},
+	    {"qp", required_argument, 0, 'p'},	 {"poll", no_argument, 0, 'P'},
+	    {"ms", required_argument, 0, 'M'},	 {"gap-us", required_argument, 0, 'g'},
+	    {"go", required_argument, 0, 'G'},	 {0, 0, 0, 0},
+	};
 	unsigned qd = 1, fillv = 0, nsamp = 0, i, nqp = 1, q, poll = 0;
 	uint64_t ms = 5000, writes = 0, gap_us = 0;
 	uint8_t opc = NVME_CMD_READ;
@@ -100,6 +100,7 @@ int main(int argc, char **argv)
 	struct lio_drv *d;
 	uint64_t *t_sub, seed = 0x9e3779b97f4a7c15ull, buf, blocks, done = 0, t0, t1, end, stall;
 	uint32_t *lat;
+	const char *go = NULL;
 	char err[256];
 	int ch, r;
 
@@ -125,6 +126,9 @@ int main(int argc, char **argv)
 			break;
 		case 'g':
 			gap_us = strtoull(optarg, NULL, 0);
+			break;
+		case 'G':
+			go = optarg;
 			break;
 		case 'm':
 			mode = !strcmp(optarg, "passthrough") ? LIGHTIOV_MODE_PASSTHROUGH
@@ -196,6 +200,11 @@ int main(int argc, char **argv)
 	t_sub = calloc((size_t)nqp << 16, sizeof(*t_sub));
 	if (!lat || !t_sub)
 		return 1;
+	while (go && access(go, F_OK)) {
+		struct timespec ts = {0, 1000000};
+
+		nanosleep(&ts, NULL);
+	}
 	t0 = stall = now_ns();
 	end = t0 + ms * 1000000ull;
 	for (q = 0; q < nqp; q++)
