@@ -5,6 +5,9 @@
 #   BIN_DIR: test_lio, bench_lio, gvdk (built elsewhere: `make BUILD=... CHECK_DIR=... URING_DIR=...
 #   ARCH=-arch=sm_90`; without ARCH, a host with no GPU builds PTX only)
 #   LVMM_DIR: the lvmm binary and, under lib/, the shared libraries it needs that the machine lacks
+# env: SSD_DIR=DIR puts bench_lio's softssd backing there (a tmpfs such as /dev/shm takes the
+#   disk out of the lio path); LIO_FX_WORKERS=N gives softssd N workers (default: its own, 2);
+#   TT, BT: time limits of test_lio and bench_lio in seconds; BENCH=0: test_lio only
 set -u
 out=$1 bin=$2 lv=$3 runs=${4:-3}
 r=$(mktemp -d)
@@ -30,7 +33,8 @@ done
 if [ "${BENCH:-1}" = 1 ]; then
 	mkdir -p "$W/lio-bench"
 	s=$(date +%s)
-	timeout ${BT:-300} "$bin/bench_lio" "$W/lio-bench" >"$r/bench_lio.csv" 2>"$r/bench_lio.log"
+	echo "bench_lio: softssd backing in ${SSD_DIR:-$W/lio-bench}, workers ${LIO_FX_WORKERS:-default}" | tee -a "$r/env.txt"
+	timeout ${BT:-300} "$bin/bench_lio" "$W/lio-bench" ${SSD_DIR:+"$SSD_DIR"} >"$r/bench_lio.csv" 2>"$r/bench_lio.log"
 	echo "bench_lio rc=$? $(($(date +%s) - s)) s"
 	cat "$r/bench_lio.csv"
 	tail -12 "$r/bench_lio.log"
