@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
@@ -1016,9 +1017,10 @@ int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned 
 			 * counted, so nothing is missed; a wait that woke every millisecond made a
 			 * few hundred idle clients a scheduler storm */
 			struct pollfd p = {.fd = q->irq_fd, .events = POLLIN};
+			double left = until - now + 1;
 			eventfd_t v;
 
-			if (poll(&p, 1, (int)(until - now) + 1) > 0)
+			if (poll(&p, 1, left < INT_MAX ? (int)left : INT_MAX) > 0)
 				eventfd_read(q->irq_fd, &v);
 		} else if (++spins % 64 == 0) {
 			sched_yield();
