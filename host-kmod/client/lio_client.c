@@ -112,6 +112,16 @@ int lio_client_set_timeout_ms(struct lio_client *c, unsigned ms)
 	return setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ? -errno : 0;
 }
 
+/* A string the backend wrote, to be printed: terminated within n bytes, and every byte that is not
+ * printable ASCII (a terminal's escape sequences among them) shown as '?'. */
+static void lio_printable(char *s, size_t n)
+{
+	s[n - 1] = 0;
+	for (; *s; s++)
+		if (*s < 0x20 || *s > 0x7e)
+			*s = '?';
+}
+
 /* Whether a message waits on the socket now (the daemon never writes unasked). */
 static bool lio_msg_waiting(struct lio_client *c)
 {
@@ -188,6 +198,8 @@ static int lio_client_ioctl(struct lio_client *c, uint32_t op, const void *in, u
 	memset(&a, 0, sizeof(a));
 	if (in && inlen)
 		memcpy(&a, in, inlen);
+	if (op == LIO_OP_QMEM_ALLOC)
+		a.qm.fd = -1; /* a module that answers without one is not taken to mean fd 0 */
 	if (ioctl(c->fd, cmd, &a) < 0) {
 		int e = errno;
 
@@ -200,6 +212,11 @@ static int lio_client_ioctl(struct lio_client *c, uint32_t op, const void *in, u
 	if (outgot)
 		*outgot = out && outlen && (_IOC_DIR(cmd) & _IOC_READ) ? size : 0;
 	if (op == LIO_OP_QMEM_ALLOC) {
+		if (a.qm.fd < 0) {
+			snprintf(c->err, sizeof(c->err), "%s: no queue-memory fd in the answer",
+				 lio_op_name(op));
+			return -EPROTO;
+		}
 		if (rfds && room) {
 			rfds[0] = a.qm.fd;
 			*nrfds = 1;
@@ -304,11 +321,14 @@ int lio_client_call(struct lio_client *c, uint32_t op, const void *in, uint32_t 
 		return lio_break(c, -EPROTO, lio_op_name(op), "reply shorter than its header");
 	}
 	if (r <= 0) {
+		/* an empty message may still carry fds (SCM_RIGHTS): closed; and the
+		 * connection is done either way */
 		int e = r < 0 ? errno : ECONNRESET;
 
-		snprintf(c->err, sizeof(c->err), "%s: %s", lio_op_name(op),
-			 r < 0 ? strerror(e) : "connection closed by the SSD");
-		return -e;
+		if (r == 0)
+			lio_close_fds(&m);
+		return lio_break(c, -e, lio_op_name(op),
+				 r < 0 ? strerror(e) : "connection closed by the SSD");
 	}
 	/* a payload longer than the struct asked for (none asked: nothing is read from it) */
 	if ((m.msg_flags & MSG_CTRUNC) || ((m.msg_flags & MSG_TRUNC) && out && outlen)) {
@@ -357,7 +377,7 @@ int lio_client_call(struct lio_client *c, uint32_t op, const void *in, uint32_t 
 	if (outgot)
 		*outgot = (uint32_t)r - (uint32_t)sizeof(rep);
 	if (rep.status < 0) {
-		rep.err[LIO_ERR_MAX - 1] = 0;
+		lio_printable(rep.err, sizeof(rep.err));
 		snprintf(c->err, sizeof(c->err), "%s",
 			 rep.err[0] ? rep.err : strerror(-rep.status));
 	}
@@ -466,9 +486,20 @@ int lio_client_identify(struct lio_client *c, struct lio_identify *id)
 	int r = lio_call_fixed(c, LIO_OP_IDENTIFY, NULL, 0, NULL, 0, id, sizeof(*id));
 
 	/* printed in messages: strings, whatever the backend put there */
-	id->name[sizeof(id->name) - 1] = 0;
-	id->model[sizeof(id->model) - 1] = 0;
-	return r;
+	lio_printable(id->name, sizeof(id->name));
+	lio_printable(id->model, sizeof(id->model));
+	if (r)
+		return r;
+	/* every size the client computes shifts by lba_shift */
+	if (id->abi_version != LIO_ABI_VERSION || (id->lba_shift != 9 && id->lba_shift != 12)) {
+		snprintf(
+		    c->err, sizeof(c->err),
+		    "identify: ABI version %u (this client speaks %u), LBA shift %u (9 or 12): "
+		    "refused",
+		    id->abi_version, LIO_ABI_VERSION, id->lba_shift);
+		return -EPROTO;
+	}
+	return 0;
 }
 
 int lio_client_dma_register(struct lio_client *c, const struct lio_dma_window *w)
@@ -634,19 +665,34 @@ int lio_client_vol_resize(struct lio_client *c, const struct lio_vol *v)
 	return lio_call_fixed(c, LIO_OP_VOL_RESIZE, v, sizeof(*v), NULL, 0, NULL, 0);
 }
 
+/* A page of a list: at most max entries, no more than the total left after first, and a total a
+ * backend can have (callers page on while first < total). */
+static int lio_list_check(struct lio_client *c, const char *what, uint32_t first, uint32_t count,
+			  uint32_t total, uint32_t max, uint32_t max_total)
+{
+	if (count <= max && total <= max_total &&
+	    (first >= total ? !count : count <= total - first))
+		return 0;
+	snprintf(c->err, sizeof(c->err),
+		 "%s: %u entries from %u of %u (at most %u a page, %u in all): refused", what,
+		 count, first, total, max, max_total);
+	return -EPROTO;
+}
+
 int lio_client_vol_list(struct lio_client *c, struct lio_vol_list *l)
 {
+	uint32_t first = l->first;
 	int r = lio_call_fixed(c, LIO_OP_VOL_LIST, l, sizeof(*l), NULL, 0, l, sizeof(*l));
 
 	if (r)
 		return r;
-	if (l->count > LIO_VOL_LIST_MAX) {
-		snprintf(c->err, sizeof(c->err), "vol-list: %u entries in a list of %u", l->count,
-			 LIO_VOL_LIST_MAX);
-		return -EPROTO;
-	}
+	l->first = first;
+	r = lio_list_check(c, "vol-list", first, l->count, l->total, LIO_VOL_LIST_MAX,
+			   LIO_MAX_VOLUMES);
+	if (r)
+		return r;
 	for (unsigned i = 0; i < l->count; i++)
-		l->v[i].name[sizeof(l->v[i].name) - 1] = 0;
+		lio_printable(l->v[i].name, sizeof(l->v[i].name));
 	return 0;
 }
 
@@ -686,17 +732,19 @@ int lio_client_ssd_stats(struct lio_client *c, struct lio_ssd_stats *s)
 
 int lio_client_session_list(struct lio_client *c, struct lio_session_list *l)
 {
+	uint32_t first = l->first;
 	int r = lio_call_fixed(c, LIO_OP_SESSION_LIST, l, sizeof(*l), NULL, 0, l, sizeof(*l));
 
 	if (r)
 		return r;
-	if (l->count > LIO_SESSION_LIST_MAX) {
-		snprintf(c->err, sizeof(c->err), "session-list: %u entries in a list of %u",
-			 l->count, LIO_SESSION_LIST_MAX);
-		return -EPROTO;
-	}
+	l->first = first;
+	/* sessions: at most --max-clients (LIO_MAX_QPAIRS), and the one asking */
+	r = lio_list_check(c, "session-list", first, l->count, l->total, LIO_SESSION_LIST_MAX,
+			   LIO_MAX_QPAIRS + 1);
+	if (r)
+		return r;
 	for (unsigned i = 0; i < l->count; i++)
-		l->s[i].label[sizeof(l->s[i].label) - 1] = 0;
+		lio_printable(l->s[i].label, sizeof(l->s[i].label));
 	return 0;
 }
 
@@ -803,6 +851,12 @@ static int lio_drv_qp_open(struct lio_drv *d, unsigned qi, uint64_t shadow, char
 		q->sq_db = lio_drv_ptr(d, c.shadow_db_gpa);
 		q->cq_db = lio_drv_ptr(d, c.shadow_db_gpa + 4);
 	}
+	if (!q->sq || !q->cq || !q->sq_db || !q->cq_db) {
+		snprintf(err, errlen, "lio_drv: queue %u: a ring or doorbell outside the window",
+			 qi);
+		lio_client_qp_destroy(d->c, c.qp_id);
+		return -EPROTO;
+	}
 	return 0;
 }
 
@@ -907,8 +961,14 @@ int lio_drv_open(struct lio_drv **out, struct lio_client *c, const struct lio_dr
 			goto fail;
 		}
 	}
-	if (o->qp_flags & LIO_QP_DB_EVENTFD)
+	if (o->qp_flags & LIO_QP_DB_EVENTFD) {
 		shadow = lio_drv_alloc(d, 2 * LIO_PAGE_SIZE);
+		if (!shadow) {
+			r = -ENOMEM;
+			snprintf(err, errlen, "lio_drv: no room for the shadow doorbells");
+			goto fail;
+		}
+	}
 	for (i = 0; i < o->nr_qp; i++) {
 		r = lio_drv_qp_open(d, i, shadow, err, errlen);
 		d->nr_qp = i + (r == 0);
@@ -1056,6 +1116,7 @@ uint16_t lio_drv_io(struct lio_drv *d, unsigned qi, uint8_t opcode, uint64_t lba
 {
 	struct nvme_sqe sqe = {.opcode = opcode, .nsid = 1};
 	struct nvme_cqe cqe;
+	double until;
 	int cid;
 
 	if (d->o.mode == LIGHTIOV_MODE_PASSTHROUGH)
@@ -1070,12 +1131,17 @@ uint16_t lio_drv_io(struct lio_drv *d, unsigned qi, uint8_t opcode, uint64_t lba
 	cid = lio_drv_submit(d, qi, &sqe);
 	if (cid < 0)
 		return 0xffff;
-	for (;;) {
-		if (lio_drv_reap(d, qi, &cqe, 1,
-				 d->io_timeout_ms > 0 ? d->io_timeout_ms : LIO_DRV_IO_TIMEOUT_MS) !=
-		    1)
+	/* one deadline for the command, and no more completions of other commands than the queue
+	 * can hold: a backend posting stray ones cannot keep this waiting */
+	until = lio_now_ms() + (d->io_timeout_ms > 0 ? d->io_timeout_ms : LIO_DRV_IO_TIMEOUT_MS);
+	for (unsigned stray = 0; stray <= d->o.depth; stray++) {
+		double left = until - lio_now_ms();
+
+		if (left < 1 ||
+		    lio_drv_reap(d, qi, &cqe, 1, left < INT_MAX ? (int)left : INT_MAX) != 1)
 			return 0xffff;
 		if (cqe.cid == (uint16_t)cid)
 			return (uint16_t)(cqe.status >> 1);
 	}
+	return 0xffff;
 }

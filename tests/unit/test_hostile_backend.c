@@ -5,6 +5,7 @@
  * reply does not cover, and never take one request's reply for another's (issue 23, findings 3
  * and 5, and the eventfd doorbell pairing). No KVM: guest memory is a memfd. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -58,6 +60,11 @@ static struct fake {
 	uint32_t twice_op; /* reply to this op twice */
 	uint32_t long_op;  /* reply to this op with 8 bytes more than its struct */
 	int32_t bad_status;
+	uint8_t bad_identify; /* 1: LBA shift 40, 2: another ABI version */
+	uint32_t empty_fd_op; /* reply to this op with an empty message carrying an fd */
+	bool list_set;	      /* VOL_LIST, SESSION_LIST: these count and total */
+	uint32_t list_count, list_total;
+	bool stray;	     /* I/O: complete nothing, post completions of no command instead */
 	uint8_t hold_opcode; /* I/O: leave commands of this opcode (+1) pending */
 	bool gate;	     /* I/O: take no command while set (they wait in the SQ) */
 	/* state */
@@ -212,6 +219,29 @@ static void fake_serve(int fd)
 				memcpy(&fds[nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 		if (req.h.op == F.late_op)
 			usleep(F.late_ms * 1000);
+		if (F.empty_fd_op && req.h.op == F.empty_fd_op) {
+			union {
+				char buf[CMSG_SPACE(sizeof(int))];
+				struct cmsghdr align;
+			} ectl;
+			struct msghdr em = {.msg_control = ectl.buf,
+					    .msg_controllen = sizeof(ectl.buf)};
+			struct cmsghdr *ecm;
+			int efd = eventfd(0, EFD_CLOEXEC);
+
+			memset(&ectl, 0, sizeof(ectl));
+			ecm = CMSG_FIRSTHDR(&em);
+			ecm->cmsg_level = SOL_SOCKET;
+			ecm->cmsg_type = SCM_RIGHTS;
+			ecm->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(ecm), &efd, sizeof(int));
+			sendmsg(fd, &em, MSG_NOSIGNAL);
+			close(efd);
+			__atomic_add_fetch(&F.replies, 1, __ATOMIC_RELEASE);
+			for (int i = 0; i < nfds; i++)
+				close(fds[i]);
+			continue;
+		}
 		if (req.h.op == F.twice_op)
 			times = 2;
 		while (times--) {
@@ -226,6 +256,10 @@ static void fake_serve(int fd)
 							      LIO_ID_DB_POLL | LIO_ID_DB_EVENTFD};
 
 				memset(id.name, 'N', sizeof(id.name)); /* unterminated */
+				if (F.bad_identify == 1)
+					id.lba_shift = 40;
+				else if (F.bad_identify == 2)
+					id.abi_version = LIO_ABI_VERSION + 1;
 				if (F.bad_status) {
 					fake_reply(fd, F.bad_status, NULL, 0, -1);
 					break;
@@ -280,6 +314,21 @@ static void fake_serve(int fd)
 				pthread_mutex_unlock(&F.lock);
 				fake_reply(fd, 0, NULL, 0, -1);
 				break;
+			case LIO_OP_VOL_LIST:
+			case LIO_OP_SESSION_LIST: {
+				/* both lists start with first, count, total */
+				uint8_t out[sizeof(struct lio_vol_list)] = {0};
+				uint32_t hdr[3] = {((const uint32_t *)req.u.raw)[0], F.list_count,
+						   F.list_total};
+
+				memcpy(out, hdr, sizeof(hdr));
+				fake_reply(fd, 0, out,
+					   req.h.op == LIO_OP_VOL_LIST
+					       ? sizeof(struct lio_vol_list)
+					       : sizeof(struct lio_session_list),
+					   -1);
+				break;
+			}
 			case LIO_OP_QP_STATS: {
 				/* each qp's answer names it: a stale answer shows */
 				struct lio_qp_stats st = {.qp_id = req.u.ref.qp_id,
@@ -421,6 +470,23 @@ static void *fake_io(void *arg)
 					F.held = true; /* lvmm gives up on it: it completes later */
 					F.held_sqe = s;
 					F.held_qp = i;
+					continue;
+				}
+				if (F.stray) {
+					/* a completion of no command in flight, again and again,
+					 * until the queue pair or the fake goes */
+					for (;;) {
+						struct nvme_sqe x = s;
+
+						x.cid ^= 0x4000;
+						fake_complete(q, &x, 0);
+						pthread_mutex_unlock(&F.lock);
+						usleep(200);
+						pthread_mutex_lock(&F.lock);
+						if (!q->live ||
+						    __atomic_load_n(&F.stop, __ATOMIC_ACQUIRE))
+							break;
+					}
 					continue;
 				}
 				if (F.held) {
@@ -665,6 +731,132 @@ START_TEST(test_unterminated_name)
 	fake_start();
 	ck_assert_int_eq(lio_client_connect(&c, "evil", "t", &id, err, sizeof(err)), 0);
 	ck_assert_uint_lt(strlen(id.name), sizeof(id.name));
+	lio_client_close(c);
+	fake_stop();
+}
+END_TEST
+
+/* An IDENTIFY whose LBA shift no size computed from it survives (a shift of 40), or of another
+ * ABI, ends the connection attempt. */
+START_TEST(test_bad_identify)
+{
+	struct lio_client *c = NULL;
+	char err[512];
+
+	fake_start();
+	F.bad_identify = (uint8_t)(_i + 1);
+	ck_assert_int_eq(lio_client_connect(&c, "evil", "t", NULL, err, sizeof(err)), -EPROTO);
+	ck_assert_ptr_null(c);
+	ck_assert_msg(strstr(err, "refused") != NULL, "%s", err);
+	fake_stop();
+}
+END_TEST
+
+static unsigned open_fds(void)
+{
+	unsigned n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* An empty message is no reply, even with an fd attached: the fd is closed, not leaked, and the
+ * connection is done. */
+START_TEST(test_empty_reply_with_fd)
+{
+	struct lio_client *c;
+	struct lio_qp_stats st;
+	char err[512];
+	unsigned before;
+
+	fake_start();
+	ck_assert_int_eq(lio_client_connect(&c, "evil", "t", NULL, err, sizeof(err)), 0);
+	F.empty_fd_op = LIO_OP_QP_STATS;
+	before = open_fds();
+	ck_assert_int_eq(lio_client_qp_stats(c, 1, &st), -ECONNRESET);
+	ck_assert(lio_client_broken(c));
+	for (unsigned i = 0; i < 1000 && __atomic_load_n(&F.replies, __ATOMIC_ACQUIRE) < 2; i++)
+		usleep(1000); /* the fake closed its own copy of the fd (identify + this reply) */
+	ck_assert_uint_eq(open_fds(), before);
+	ck_assert_int_ne(lio_client_qp_stats(c, 1, &st), 0); /* nothing more is sent */
+	lio_client_close(c);
+	fake_stop();
+}
+END_TEST
+
+/* Lists page on while first < total: a total no SSD can have, or more entries than are left
+ * after first, is refused instead of paging for hours. */
+START_TEST(test_list_totals)
+{
+	static const uint32_t cases[][3] = {
+	    /* count, total, first */
+	    {32, 0xffffffffu, 0},
+	    {32, 40, 20},
+	    {1, 5, 7},
+	};
+	struct lio_client *c;
+	struct lio_vol_list vl;
+	struct lio_session_list sl;
+	char err[512];
+
+	fake_start();
+	ck_assert_int_eq(lio_client_connect(&c, "evil", "t", NULL, err, sizeof(err)), 0);
+	F.list_set = true;
+	F.list_count = cases[_i][0];
+	F.list_total = cases[_i][1];
+	memset(&vl, 0, sizeof(vl));
+	vl.first = cases[_i][2];
+	ck_assert_int_eq(lio_client_vol_list(c, &vl), -EPROTO);
+	memset(&sl, 0, sizeof(sl));
+	sl.first = cases[_i][2];
+	F.list_count = cases[_i][0] > LIO_SESSION_LIST_MAX ? LIO_SESSION_LIST_MAX : cases[_i][0];
+	if (_i == 1)
+		F.list_count = 16, F.list_total = 20; /* 16 entries from 20 of 20 */
+	ck_assert_int_eq(lio_client_session_list(c, &sl), -EPROTO);
+	/* a sane page is taken */
+	F.list_count = 2;
+	F.list_total = 3;
+	memset(&vl, 0, sizeof(vl));
+	vl.first = 1;
+	ck_assert_int_eq(lio_client_vol_list(c, &vl), 0);
+	ck_assert_uint_eq(vl.first, 1);
+	ck_assert_uint_eq(vl.count, 2);
+	lio_client_close(c);
+	fake_stop();
+}
+END_TEST
+
+/* A backend that posts completions of commands nobody sent, without end, cannot keep
+ * lio_drv_io waiting: it gives up after a queue's worth of them. */
+START_TEST(test_drv_io_stray_completions)
+{
+	struct lio_client *c;
+	struct lio_drv *d = NULL;
+	struct lio_drv_opts o = {.vol_id = 3,
+				 .lba_count = DISK_LBAS,
+				 .lba_shift = 9,
+				 .mode = LIGHTIOV_MODE_ISOLATED,
+				 .qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL,
+				 .nr_qp = 1,
+				 .depth = 16,
+				 .mem_bytes = 1 << 20};
+	char err[512];
+	uint64_t buf;
+
+	fake_start();
+	ck_assert_int_eq(lio_client_connect(&c, "evil", "t", NULL, err, sizeof(err)), 0);
+	ck_assert_msg(lio_drv_open(&d, c, &o, err, sizeof(err)) == 0, "%s", err);
+	buf = lio_drv_alloc(d, 4096);
+	ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_READ, 0, 8, buf), 0); /* an honest one */
+	F.stray = true;
+	d->io_timeout_ms = 20000; /* the case's limit is 30 s: ending needs the cap, not this */
+	ck_assert_uint_eq(lio_drv_io(d, 0, NVME_CMD_READ, 0, 8, buf), 0xffff);
+	lio_drv_close(d);
 	lio_client_close(c);
 	fake_stop();
 }
@@ -1110,6 +1302,10 @@ static Suite *hostile_suite(void)
 	tcase_add_loop_test(tc, test_drv_offsets_refused, 0, 3);
 	tcase_add_loop_test(tc, test_bad_replies, 0, 3);
 	tcase_add_test(tc, test_unterminated_name);
+	tcase_add_loop_test(tc, test_bad_identify, 0, 2);
+	tcase_add_test(tc, test_empty_reply_with_fd);
+	tcase_add_loop_test(tc, test_list_totals, 0, 3);
+	tcase_add_test(tc, test_drv_io_stray_completions);
 	tcase_add_test(tc, test_late_reply);
 	tcase_add_test(tc, test_double_reply);
 	tcase_add_test(tc, test_pairing);
