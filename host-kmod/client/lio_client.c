@@ -32,9 +32,18 @@ struct lio_client {
 	 * reply could be an earlier request's answer, so no call is made on this connection
 	 * again. The socket ABI has no sequence numbers; this is what stands in for them. */
 	bool broken;
+	unsigned timeout_ms; /* of a reply (SO_RCVTIMEO); 0: none */
 	char label[LIO_NAME_MAX];
 	char err[LIO_ERR_MAX + 64];
 };
+
+static double lio_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 bool lio_name_ok(const char *name)
 {
@@ -109,7 +118,10 @@ int lio_client_set_timeout_ms(struct lio_client *c, unsigned ms)
 
 	if (c->dev)
 		return 0;
-	return setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ? -errno : 0;
+	if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		return -errno;
+	c->timeout_ms = ms;
+	return 0;
 }
 
 /* A string the backend wrote, to be printed: terminated within n bytes, and every byte that is not
@@ -261,6 +273,7 @@ int lio_client_call(struct lio_client *c, uint32_t op, const void *in, uint32_t 
 	struct msghdr m = {.msg_iov = iov, .msg_iovlen = in && inlen ? 2 : 1};
 	unsigned maxr = nrfds ? *nrfds : 0, got = 0;
 	struct cmsghdr *cm;
+	double until;
 	ssize_t r;
 
 	c->err[0] = 0;
@@ -310,10 +323,13 @@ int lio_client_call(struct lio_client *c, uint32_t op, const void *in, uint32_t 
 	m.msg_iovlen = out && outlen ? 2 : 1;
 	m.msg_control = ctl.buf;
 	m.msg_controllen = sizeof(ctl.buf);
+	/* each interrupted receive starts SO_RCVTIMEO anew: signals coming faster than the
+	 * timeout (a VMM kicks its threads) must not make a silent daemon wait for ever */
+	until = c->timeout_ms ? lio_now_ms() + c->timeout_ms : 0;
 	do
 		r = recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC);
-	while (r < 0 && errno == EINTR);
-	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+	while (r < 0 && errno == EINTR && (!until || lio_now_ms() < until));
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		/* the reply may still come, and would be taken as the next request's */
 		return lio_break(c, -ETIMEDOUT, lio_op_name(op), "no reply in time");
 	if (r > 0 && r < (ssize_t)sizeof(rep)) {
@@ -462,7 +478,8 @@ int lio_client_connect(struct lio_client **out, const char *name, const char *la
 		free(c);
 		return r;
 	}
-	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (!setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		c->timeout_ms = LIO_CLIENT_TIMEOUT_S * 1000;
 	r = lio_client_identify(c, id ? id : &tmp);
 	if (r) {
 		snprintf(err, errlen, "ssd '%s': %s", name, c->err);
@@ -1038,14 +1055,6 @@ int lio_drv_submit(struct lio_drv *d, unsigned qi, struct nvme_sqe *sqe)
 	lio_drv_queue(d, qi, sqe);
 	lio_drv_ring(d, qi);
 	return sqe->cid;
-}
-
-static double lio_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned max, int timeout_ms)

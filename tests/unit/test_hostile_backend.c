@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -888,6 +889,51 @@ START_TEST(test_late_reply)
 }
 END_TEST
 
+static volatile bool kicking;
+
+static void kick_handler(int sig)
+{
+	(void)sig;
+}
+
+static void *kicker(void *arg)
+{
+	pthread_t target = *(pthread_t *)arg;
+
+	while (__atomic_load_n(&kicking, __ATOMIC_ACQUIRE)) {
+		pthread_kill(target, SIGUSR1);
+		usleep(10 * 1000);
+	}
+	return NULL;
+}
+
+/* Signals every 10 ms (a VMM kicks its threads) interrupt the wait for a reply: each receive
+ * would start the 200 ms timeout anew, so a daemon that answers 3 s late must still time out. */
+START_TEST(test_timeout_under_signals)
+{
+	struct sigaction sa = {.sa_handler = kick_handler};
+	struct lio_client *c;
+	struct lio_qp_stats st;
+	pthread_t self = pthread_self(), k;
+	char err[512];
+
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	fake_start();
+	ck_assert_int_eq(lio_client_connect(&c, "evil", "t", NULL, err, sizeof(err)), 0);
+	ck_assert_int_eq(lio_client_set_timeout_ms(c, 200), 0);
+	F.late_op = LIO_OP_QP_STATS;
+	F.late_ms = 3000;
+	__atomic_store_n(&kicking, true, __ATOMIC_RELEASE);
+	ck_assert_int_eq(pthread_create(&k, NULL, kicker, &self), 0);
+	ck_assert_int_eq(lio_client_qp_stats(c, 1, &st), -ETIMEDOUT);
+	__atomic_store_n(&kicking, false, __ATOMIC_RELEASE);
+	pthread_join(k, NULL);
+	ck_assert(lio_client_broken(c));
+	lio_client_close(c);
+	fake_stop();
+}
+END_TEST
+
 /* Answered twice: the second answer is not taken for the next request's. */
 START_TEST(test_double_reply)
 {
@@ -1308,6 +1354,7 @@ static Suite *hostile_suite(void)
 	tcase_add_test(tc, test_drv_io_stray_completions);
 	tcase_add_test(tc, test_late_reply);
 	tcase_add_test(tc, test_double_reply);
+	tcase_add_test(tc, test_timeout_under_signals);
 	tcase_add_test(tc, test_pairing);
 	tcase_add_test(tc, test_emu_discard_async);
 	tcase_add_test(tc, test_emu_late_completion);
