@@ -28,6 +28,7 @@
 #include "nvme-lightiov/ssd_autostart.h"
 #include "softssd/cli.h"
 #include "vfio_host.h"
+#include "virtio/vhost_user.h"
 #include "vm.h"
 #include "vm_internal.h"
 
@@ -525,9 +526,10 @@ static int run_jail_sockets(struct vm_config *cfg, struct stat *made)
 		}
 		strcpy(sa.sun_path, f->socket);
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		if (fd < 0 || vhost_user_connect_fd(fd, &sa)) {
 			fprintf(stderr, "lvmm: fs %s: connect %s: %s\n", id, f->socket,
-				strerror(errno));
+				errno == EAGAIN ? "the back end accepts no connection (timed out)"
+						: strerror(errno));
 			if (fd >= 0)
 				close(fd);
 			run_jail_sockets_undo(cfg, made);

@@ -102,36 +102,36 @@ static int vhu_send(struct vhost_user *u, const uint8_t *buf, size_t len, const 
 	return 0;
 }
 
-/* Reads exactly len bytes; fds the back end passes are closed (it has no reason to send any). */
+int vhost_user_connect_fd(int fd, const struct sockaddr_un *sa)
+{
+	struct timeval tv = {.tv_sec = VHOST_USER_TIMEOUT_MS / 1000,
+			     .tv_usec = (VHOST_USER_TIMEOUT_MS % 1000) * 1000};
+	int r;
+
+	/* a listener whose queue is full (a back end that never accepts) holds a blocking
+	 * connect for ever; with a send timeout it fails with EAGAIN */
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
+		return -1;
+	do
+		r = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	while (r < 0 && errno == EINTR);
+	return r < 0 && errno == EISCONN ? 0 : r; /* an interrupted one that completed */
+}
+
+/* Reads exactly len bytes. The back end has no reason to pass fds: with no room for them the
+ * kernel drops any it sends without installing them here (closing one on a FUSE mount the back
+ * end serves could block on its flush). */
 static int vhu_recv(struct vhost_user *u, uint8_t *buf, size_t len, uint64_t deadline)
 {
 	size_t off = 0;
 
 	while (off < len) {
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(int) * 8)];
-		} cm;
 		struct iovec iov = {buf + off, len - off};
-		struct msghdr m = {.msg_iov = &iov,
-				   .msg_iovlen = 1,
-				   .msg_control = cm.b,
-				   .msg_controllen = sizeof(cm.b)};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
 		ssize_t n = recvmsg(u->fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		int r;
 
 		if (n > 0) {
-			for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-				if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-					continue;
-				for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-				     i++) {
-					int fd;
-
-					memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
-					close(fd);
-				}
-			}
 			off += (size_t)n;
 			continue;
 		}
@@ -328,10 +328,12 @@ int vhost_user_connect(struct vhost_user *u, const char *name, const char *path,
 		snprintf(err, errlen, "vhost-user %s: socket: %s", name, strerror(errno));
 		return -errno;
 	}
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (vhost_user_connect_fd(fd, &sa) < 0) {
 		int e = errno;
 
-		snprintf(err, errlen, "vhost-user %s: connect %s: %s", name, path, strerror(e));
+		snprintf(err, errlen, "vhost-user %s: connect %s: %s", name, path,
+			 e == EAGAIN ? "the back end accepts no connection (timed out)"
+				     : strerror(e));
 		close(fd);
 		return -e;
 	}

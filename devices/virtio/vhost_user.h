@@ -10,6 +10,8 @@
 
 #include "guest_mem.h"
 
+struct sockaddr_un;
+
 enum vhost_user_req {
 	VHOST_USER_GET_FEATURES = 1,
 	VHOST_USER_SET_FEATURES = 2,
@@ -57,6 +59,11 @@ struct vhost_user {
 	char why[160]; /* the failure that broke it */
 	uint64_t msgs, replies;
 };
+
+/* connect(2) of a stream socket fd to a back end's socket, bounded by VHOST_USER_TIMEOUT_MS (a
+ * back end that never accepts fills its listener's queue): 0, or -1 with errno (EAGAIN: timed
+ * out). The same bound holds the fd's later blocking sends. */
+int vhost_user_connect_fd(int fd, const struct sockaddr_un *sa);
 
 /* Connects to path and negotiates: SET_OWNER, GET_FEATURES, protocol features (ours that the
  * back end offers), GET_QUEUE_NUM when MQ is offered (at least nqueues wanted). 0 or a negative

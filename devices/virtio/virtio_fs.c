@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "vhost_user.h"
@@ -26,6 +27,7 @@ struct virtio_fs {
 	unsigned nreq;
 	bool started;			   /* the back end holds the queues */
 	bool dead;			   /* the back end failed: lvmm answers the queues itself */
+	bool hung_up;			   /* the watcher shut the back end's socket down */
 	bool taken[VIRTIO_PCI_MAX_QUEUES]; /* queue q taken back after the back end died */
 	int err_fd[VIRTIO_PCI_MAX_QUEUES];
 	int stop_fd, wake_fd;
@@ -55,7 +57,7 @@ static void fs_break(struct virtio_fs *f, const char *why)
 		f->dead = true;
 		f->vu.broken = true;
 		fprintf(stderr, "virtio-fs %s: back end lost (%s)\n", f->name, why);
-		virtio_eventfd_signal(f->wake_fd);
+		virtio_eventfd_signal(f->wake_fd); /* the watcher hangs up and takes over */
 	}
 	if (f->vp.status)
 		virtio_pci_ring_error(&f->vp, 0, "the vhost-user back end is gone");
@@ -245,7 +247,8 @@ static void *fs_thread(void *arg)
 	if (f->host.io_thread && f->host.io_thread(err, sizeof(err)))
 		fprintf(stderr, "virtio-fs %s: %s\n", f->name, err);
 	for (;;) {
-		struct pollfd p[2 + 2 * VIRTIO_PCI_MAX_QUEUES];
+		/* stop, the socket, an error and a kick fd per queue, the wake-up */
+		struct pollfd p[3 + 2 * VIRTIO_PCI_MAX_QUEUES];
 		unsigned n = 0, nq = f->vp.nqueues;
 		bool dead;
 
@@ -272,6 +275,15 @@ static void *fs_thread(void *arg)
 		pthread_mutex_lock(&f->vp.lock);
 		if (!f->dead && p[1].revents)
 			fs_break(f, "the back end hung up");
+		if (f->dead && !f->hung_up && f->vu.fd >= 0) {
+			/* the back end must stop too: it still holds guest memory and the queues
+			 * this thread now answers, and one that was only slow would complete them
+			 * a second time. A hang-up ends a vhost-user session (virtiofsd exits);
+			 * shutdown here, as the thread that polls the fd, and in an I/O thread,
+			 * whose system-call filter allows it (a vCPU's does not) */
+			shutdown(f->vu.fd, SHUT_RDWR);
+			f->hung_up = true;
+		}
 		for (unsigned q = 0; q < nq; q++) {
 			if (!f->dead && (p[2 + 2 * q].revents & POLLIN) &&
 			    virtio_eventfd_take(f->err_fd[q]))

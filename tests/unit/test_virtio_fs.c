@@ -58,6 +58,7 @@ struct fake {
 	int mem_fd, kick_fd[NQ], call_fd[NQ], err_fd[NQ];
 	uint64_t addr[NQ][3]; /* desc, used, avail */
 	uint32_t num[NQ], enabled[NQ], base_asked;
+	uint64_t queue_num; /* GET_QUEUE_NUM's answer (0: NQ) */
 	bool gone;
 };
 
@@ -143,7 +144,7 @@ static void *fake_thread(void *arg)
 			ans = PROTOCOL;
 			break;
 		case VHOST_USER_GET_QUEUE_NUM:
-			ans = NQ;
+			ans = f->queue_num ? f->queue_num : NQ;
 			break;
 		case VHOST_USER_SET_FEATURES:
 			f->set_features = v;
@@ -246,10 +247,11 @@ static void fake_start(enum hostile m)
 	ck_assert_int_eq(pthread_create(&fk.thread, NULL, fake_thread, &fk), 0);
 }
 
-static void device_create(void)
+static void device_create_n(unsigned request_queues)
 {
 	struct dev_host h = {.cpus = 1};
-	struct virtio_fs_config c = {.tag = "share", .num_queues = 1, .queue_size = QSIZE};
+	struct virtio_fs_config c = {
+	    .tag = "share", .num_queues = request_queues, .queue_size = QSIZE};
 
 	h.gm = &gm;
 	snprintf(c.socket, sizeof(c.socket), "%s", path);
@@ -260,6 +262,27 @@ static void device_create(void)
 	/* the MSI-X vectors' eventfds pci_bus_add() would make */
 	for (unsigned v = 0; v < vp->pci.msix.nvec; v++)
 		vp->pci.msix.efd[v] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+static void device_create(void)
+{
+	device_create_n(1);
+}
+
+/* The fake back end saw its connection end within ms. */
+static bool fake_gone(unsigned ms)
+{
+	for (unsigned i = 0; i <= ms / 10; i++) {
+		bool g;
+
+		pthread_mutex_lock(&fk.lock);
+		g = fk.gone;
+		pthread_mutex_unlock(&fk.lock);
+		if (g)
+			return true;
+		testutil_sleep_ms(10);
+	}
+	return false;
 }
 
 static void setup(void)
@@ -489,6 +512,8 @@ static void hostile(enum hostile m)
 	pthread_mutex_lock(&fk.lock);
 	ck_assert_uint_eq(fk.nreq, before);
 	pthread_mutex_unlock(&fk.lock);
+	/* lvmm hung up on it: a back end that was only slow must not go on with the queues */
+	ck_assert_msg(fake_gone(2000), "hostile mode %d: the back end's connection stayed open", m);
 }
 
 START_TEST(test_hostile_short)
@@ -551,7 +576,59 @@ START_TEST(test_hangup_running)
 }
 END_TEST
 
-/* No back end, or one lacking VERSION_1: create fails with a message. */
+/* The most request queues a share may have (7, and the high-priority queue): the watcher
+ * polls every queue's error and kick fds (the poll set once had no room for the last one). */
+START_TEST(test_most_queues)
+{
+	fake_start(H_NONE);
+	fk.queue_num = VIRTIO_PCI_MAX_QUEUES;
+	device_create_n(VIRTIO_PCI_MAX_QUEUES - 1);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_NUM_QUEUES, 2), VIRTIO_PCI_MAX_QUEUES);
+	ck_assert_uint_eq(vdrv_bar_r(VIRTIO_PCI_DEVCFG_OFF + 36, 4), VIRTIO_PCI_MAX_QUEUES - 1);
+	testutil_sleep_ms(50); /* the watcher's loop has run */
+	virtio_fs_model.destroy(dev);
+	dev = NULL;
+}
+END_TEST
+
+/* A back end whose listener never accepts (its queue full): create fails after the timeout
+ * instead of blocking in connect for ever. */
+START_TEST(test_backend_never_accepts)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct dev_host h = {.cpus = 1, .gm = &gm};
+	struct virtio_fs_config c = {.tag = "share"};
+	int lfd, q[4], nq = 0, r;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/deaf.sock", dir);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 0), 0);
+	/* fill its queue: connects that do not block are the ones it holds */
+	for (; nq < 4; nq++) {
+		q[nq] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (connect(q[nq], (struct sockaddr *)&sa, sizeof(sa))) {
+			close(q[nq]);
+			break;
+		}
+	}
+	ck_assert_int_lt(nq, 4);
+	snprintf(c.socket, sizeof(c.socket), "%s", sa.sun_path);
+	r = virtio_fs_model.create(&h, &c, "fs0", 0, &dev, err, sizeof(err));
+	ck_assert_int_ne(r, 0);
+	ck_assert_msg(strstr(err, "accepts no connection") != NULL, "%s", err);
+	dev = NULL;
+	for (int i = 0; i < nq; i++)
+		close(q[i]);
+	close(lfd);
+	/* the fake thread of teardown: one that is gone already */
+	fake_start(H_HANGUP);
+	shutdown(fk.listen_fd, SHUT_RDWR);
+}
+END_TEST
+
+/* No back end: create fails with a message. */
 START_TEST(test_no_backend)
 {
 	struct dev_host h = {.cpus = 1, .gm = &gm};
@@ -701,6 +778,8 @@ static Suite *virtio_fs_suite(void)
 	tcase_add_test(tc, test_hostile_silent);
 	tcase_add_test(tc, test_hostile_hangup);
 	tcase_add_test(tc, test_hangup_running);
+	tcase_add_test(tc, test_most_queues);
+	tcase_add_test(tc, test_backend_never_accepts);
 	tcase_add_test(tc, test_no_backend);
 	tcase_add_test(tc, test_rebuilt_without_backend);
 	suite_add_tcase(s, tc);
