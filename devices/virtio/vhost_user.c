@@ -210,6 +210,8 @@ int vhost_user_call(struct vhost_user *u, uint32_t req, const void *payload, uin
 	if (len)
 		memcpy(buf + VHOST_USER_HDR_SIZE, payload, len);
 	deadline = now_ms() + u->timeout_ms;
+	if (u->op_deadline && u->op_deadline < deadline)
+		deadline = u->op_deadline;
 	r = vhu_send(u, buf, VHOST_USER_HDR_SIZE + len, fds, nfds, deadline);
 	if (r)
 		return vhu_fail(u, r, "request %u: %s", req, vhu_errname(r));
@@ -277,6 +279,16 @@ int vhost_user_set_mem_table(struct vhost_user *u, const struct guest_mem *gm)
 	return vhost_user_call(u, VHOST_USER_SET_MEM_TABLE, p, 8 + 32 * n, fds, n, NULL);
 }
 
+void vhost_user_op_begin(struct vhost_user *u, unsigned ms)
+{
+	u->op_deadline = now_ms() + ms;
+}
+
+void vhost_user_op_end(struct vhost_user *u)
+{
+	u->op_deadline = 0;
+}
+
 int vhost_user_open_fd(struct vhost_user *u, const char *name, int fd, unsigned nqueues, char *err,
 		       unsigned errlen)
 {
@@ -287,6 +299,7 @@ int vhost_user_open_fd(struct vhost_user *u, const char *name, int fd, unsigned 
 	u->fd = fd;
 	u->timeout_ms = VHOST_USER_TIMEOUT_MS;
 	snprintf(u->name, sizeof(u->name), "%s", name);
+	vhost_user_op_begin(u, VHOST_USER_OP_TIMEOUT_MS);
 	r = vhost_user_call(u, VHOST_USER_SET_OWNER, NULL, 0, NULL, 0, NULL);
 	if (!r)
 		r = vhost_user_call(u, VHOST_USER_GET_FEATURES, NULL, 0, NULL, 0, &u->features);
@@ -304,6 +317,7 @@ int vhost_user_open_fd(struct vhost_user *u, const char *name, int fd, unsigned 
 			r = vhu_fail(u, -EINVAL, "the back end serves %llu queues, %u wanted",
 				     (unsigned long long)qn, nqueues);
 	}
+	vhost_user_op_end(u);
 	if (r) {
 		snprintf(err, errlen, "vhost-user %s: %s", name, u->why);
 		vhost_user_close(u);

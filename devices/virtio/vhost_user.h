@@ -47,18 +47,26 @@ enum vhost_user_req {
 #define VHOST_USER_PROTO_OURS                                                                      \
 	((1ULL << VHOST_USER_PROTO_MQ) | (1ULL << VHOST_USER_PROTO_REPLY_ACK) |                    \
 	 (1ULL << VHOST_USER_PROTO_RESET))
-#define VHOST_USER_TIMEOUT_MS 2000 /* a reply later than this breaks the connection */
+#define VHOST_USER_TIMEOUT_MS	 2000 /* a reply later than this breaks the connection */
+#define VHOST_USER_OP_TIMEOUT_MS 5000 /* an operation of many messages, all of them */
 
 struct vhost_user {
 	int fd;
 	unsigned timeout_ms;
-	uint64_t features; /* the back end's (GET_FEATURES) */
-	uint64_t protocol; /* negotiated protocol features */
-	bool broken;	   /* a failure or hangup: no further messages */
+	uint64_t op_deadline; /* CLOCK_MONOTONIC ms: the current operation's end (0: none) */
+	uint64_t features;    /* the back end's (GET_FEATURES) */
+	uint64_t protocol;    /* negotiated protocol features */
+	bool broken;	      /* a failure or hangup: no further messages */
 	char name[64];
 	char why[160]; /* the failure that broke it */
 	uint64_t msgs, replies;
 };
+
+/* Opens an operation of many messages (the negotiation at open, a DRIVER_OK's hand-over of the
+ * queues, a reset's stop): every call until vhost_user_op_end answers by now + ms at the latest,
+ * so a back end answering each message just in time cannot hold the caller for minutes. */
+void vhost_user_op_begin(struct vhost_user *u, unsigned ms);
+void vhost_user_op_end(struct vhost_user *u);
 
 /* connect(2) of a stream socket fd to a back end's socket, bounded by VHOST_USER_TIMEOUT_MS (a
  * back end that never accepts fills its listener's queue): 0, or -1 with errno (EAGAIN: timed

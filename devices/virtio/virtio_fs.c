@@ -113,13 +113,17 @@ static int fs_start_queue(struct virtio_fs *f, unsigned q)
 static int fs_start(struct virtio_fs *f)
 {
 	uint64_t feat = f->vp.driver_features | (f->vu.features & (1ULL << VHOST_USER_F_PROTOCOL));
-	int r = vhost_user_set_u64(&f->vu, VHOST_USER_SET_FEATURES, feat);
+	int r;
 
+	/* the vCPU that wrote DRIVER_OK waits, under the device's lock, for all of it */
+	vhost_user_op_begin(&f->vu, VHOST_USER_OP_TIMEOUT_MS);
+	r = vhost_user_set_u64(&f->vu, VHOST_USER_SET_FEATURES, feat);
 	if (!r)
 		r = vhost_user_set_mem_table(&f->vu, f->vp.gm);
 	for (unsigned q = 0; !r && q < f->vp.nqueues; q++)
 		if (f->vp.q[q].enabled)
 			r = fs_start_queue(f, q);
+	vhost_user_op_end(&f->vu);
 	if (!r) {
 		f->started = true;
 		f->starts++;
@@ -132,6 +136,7 @@ static void fs_stop(struct virtio_fs *f)
 {
 	uint64_t st;
 
+	vhost_user_op_begin(&f->vu, VHOST_USER_OP_TIMEOUT_MS);
 	for (unsigned q = 0; q < f->vp.nqueues && !f->vu.broken; q++) {
 		if (vhost_user_call(&f->vu, VHOST_USER_GET_VRING_BASE, (uint32_t[2]){q, 0}, 8, NULL,
 				    0, &st))
@@ -145,6 +150,7 @@ static void fs_stop(struct virtio_fs *f)
 	}
 	if (!f->vu.broken && (f->vu.protocol & (1ULL << VHOST_USER_PROTO_RESET)))
 		vhost_user_call(&f->vu, VHOST_USER_RESET_DEVICE, NULL, 0, NULL, 0, NULL);
+	vhost_user_op_end(&f->vu);
 	f->started = false;
 	f->stops++;
 }
