@@ -671,20 +671,25 @@ START_TEST(test_volume_refused)
 }
 END_TEST
 
+/* lio_drv's queue pair of the cases below: rings and doorbells in queue memory, one queue of 16. */
+static const struct lio_drv_opts drv_opts = {
+    .vol_id = 3,
+    .lba_count = DISK_LBAS,
+    .lba_shift = 9,
+    .mode = LIGHTIOV_MODE_ISOLATED,
+    .qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL,
+    .nr_qp = 1,
+    .depth = 16,
+    .mem_bytes = 1 << 20,
+};
+
 /* lio_drv (the emulate path's own queue pair): ring and doorbell offsets outside the queue
  * memory it got are refused before anything is mapped or written there. */
 START_TEST(test_drv_offsets_refused)
 {
 	struct lio_client *c;
 	struct lio_drv *d = NULL;
-	struct lio_drv_opts o = {.vol_id = 3,
-				 .lba_count = DISK_LBAS,
-				 .lba_shift = 9,
-				 .mode = LIGHTIOV_MODE_ISOLATED,
-				 .qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL,
-				 .nr_qp = 1,
-				 .depth = 16,
-				 .mem_bytes = 1 << 20};
+	struct lio_drv_opts o = drv_opts;
 	char err[512];
 
 	fake_start();
@@ -838,14 +843,7 @@ START_TEST(test_drv_io_stray_completions)
 {
 	struct lio_client *c;
 	struct lio_drv *d = NULL;
-	struct lio_drv_opts o = {.vol_id = 3,
-				 .lba_count = DISK_LBAS,
-				 .lba_shift = 9,
-				 .mode = LIGHTIOV_MODE_ISOLATED,
-				 .qp_flags = LIO_QP_SQ_QMEM | LIO_QP_CQ_QMEM | LIO_QP_DB_POLL,
-				 .nr_qp = 1,
-				 .depth = 16,
-				 .mem_bytes = 1 << 20};
+	struct lio_drv_opts o = drv_opts;
 	char err[512];
 	uint64_t buf;
 
