@@ -45,6 +45,12 @@ static double lio_now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Milliseconds as the int that poll() and lio_drv_reap take, however far the deadline. */
+static int lio_ms_int(double ms)
+{
+	return ms < INT_MAX ? (int)ms : INT_MAX;
+}
+
 bool lio_name_ok(const char *name)
 {
 	size_t n = name ? strnlen(name, LIO_NAME_MAX) : 0;
@@ -447,7 +453,6 @@ int lio_client_connect(struct lio_client **out, const char *name, const char *la
 		       struct lio_identify *id, char *err, unsigned errlen)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct timeval tv = {.tv_sec = LIO_CLIENT_TIMEOUT_S};
 	struct lio_identify tmp;
 	struct lio_client *c;
 	char dev[256];
@@ -478,8 +483,7 @@ int lio_client_connect(struct lio_client **out, const char *name, const char *la
 		free(c);
 		return r;
 	}
-	if (!setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
-		c->timeout_ms = LIO_CLIENT_TIMEOUT_S * 1000;
+	lio_client_set_timeout_ms(c, LIO_CLIENT_TIMEOUT_S * 1000);
 	r = lio_client_identify(c, id ? id : &tmp);
 	if (r) {
 		snprintf(err, errlen, "ssd '%s': %s", name, c->err);
@@ -1076,8 +1080,10 @@ int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned 
 			__atomic_store_n(q->cq_db, q->cq_head, __ATOMIC_RELEASE);
 			return (int)n;
 		}
-		now = timeout_ms > 0 ? lio_now_ms() : 0;
-		if (timeout_ms <= 0 || now > until)
+		if (timeout_ms <= 0)
+			return 0;
+		now = lio_now_ms();
+		if (now > until)
 			return 0;
 		if (q->irq_fd >= 0) {
 			/* asleep until the interrupt or the deadline: the backend signals every
@@ -1086,10 +1092,9 @@ int lio_drv_reap(struct lio_drv *d, unsigned qi, struct nvme_cqe *out, unsigned 
 			 * counted, so nothing is missed; a wait that woke every millisecond made a
 			 * few hundred idle clients a scheduler storm */
 			struct pollfd p = {.fd = q->irq_fd, .events = POLLIN};
-			double left = until - now + 1;
 			eventfd_t v;
 
-			if (poll(&p, 1, left < INT_MAX ? (int)left : INT_MAX) > 0)
+			if (poll(&p, 1, lio_ms_int(until - now + 1)) > 0)
 				eventfd_read(q->irq_fd, &v);
 		} else if (++spins % 64 == 0) {
 			sched_yield();
@@ -1146,8 +1151,7 @@ uint16_t lio_drv_io(struct lio_drv *d, unsigned qi, uint8_t opcode, uint64_t lba
 	for (unsigned stray = 0; stray <= d->o.depth; stray++) {
 		double left = until - lio_now_ms();
 
-		if (left < 1 ||
-		    lio_drv_reap(d, qi, &cqe, 1, left < INT_MAX ? (int)left : INT_MAX) != 1)
+		if (left < 1 || lio_drv_reap(d, qi, &cqe, 1, lio_ms_int(left)) != 1)
 			return 0xffff;
 		if (cqe.cid == (uint16_t)cid)
 			return (uint16_t)(cqe.status >> 1);
