@@ -121,7 +121,14 @@ static void fake_reply(int fd, int32_t status, const void *out, uint32_t outlen,
 	}
 	if (sendmsg(fd, &m, MSG_NOSIGNAL) < 0)
 		return;
-	F.replies++;
+	__atomic_add_fetch(&F.replies, 1, __ATOMIC_RELEASE);
+}
+
+/* Waits up to a second until the fake has sent n replies in all. */
+static void replies_reach(unsigned n)
+{
+	for (unsigned i = 0; i < 1000 && __atomic_load_n(&F.replies, __ATOMIC_ACQUIRE) < n; i++)
+		usleep(1000);
 }
 
 static void fake_qmem(int fd, const struct lio_qmem *in)
@@ -786,8 +793,7 @@ START_TEST(test_empty_reply_with_fd)
 	before = open_fds();
 	ck_assert_int_eq(lio_client_qp_stats(c, 1, &st), -ECONNRESET);
 	ck_assert(lio_client_broken(c));
-	for (unsigned i = 0; i < 1000 && __atomic_load_n(&F.replies, __ATOMIC_ACQUIRE) < 2; i++)
-		usleep(1000); /* the fake closed its own copy of the fd (identify + this reply) */
+	replies_reach(2); /* the fake closed its own copy of the fd (identify + this reply) */
 	ck_assert_uint_eq(open_fds(), before);
 	ck_assert_int_ne(lio_client_qp_stats(c, 1, &st), 0); /* nothing more is sent */
 	lio_client_close(c);
@@ -938,15 +944,13 @@ START_TEST(test_double_reply)
 	struct lio_client *c;
 	struct lio_qp_stats st;
 	char err[512];
-	unsigned i;
 	int r;
 
 	fake_start();
 	ck_assert_int_eq(lio_client_connect(&c, "evil", "t", NULL, err, sizeof(err)), 0);
 	F.twice_op = LIO_OP_QP_STATS;
 	r = lio_client_qp_stats(c, 1, &st);
-	for (i = 0; i < 1000 && __atomic_load_n(&F.replies, __ATOMIC_ACQUIRE) < 3; i++)
-		usleep(1000); /* identify + both answers sent */
+	replies_reach(3); /* identify + both answers sent */
 	F.twice_op = 0;
 	memset(&st, 0, sizeof(st));
 	if (r == 0)
