@@ -48,11 +48,12 @@ __attribute__((format(printf, 2, 3))) static int lio_fx_sh(const struct lio_fx *
  * differ in what they let a filter name) in dir, the binary $LVMM. 0; -ENOENT when $LVMM is
  * unset or not there (the caller skips); -ETIMEDOUT when no socket came within 30 s (the log says
  * why). The daemon gets SIGTERM when the process that started it dies (a failed case's child).
- * $LIO_FX_WORKERS (1..64), when set, is softssd's --workers; otherwise softssd's default.
+ * $LIO_FX_WORKERS, when set, is softssd's --workers (softssd refuses a count outside 1..64 and
+ * exits: -ECHILD, its log says why); otherwise softssd's default.
  */
 static inline int lio_fx_start(struct lio_fx *x, const char *dir, unsigned backing_mb)
 {
-	char img[700], size[32], workers[16], *argv[16];
+	char img[700], size[32], *argv[16];
 	const char *nw = getenv("LIO_FX_WORKERS");
 	struct stat sb;
 	pid_t parent = getpid();
@@ -85,14 +86,8 @@ static inline int lio_fx_start(struct lio_fx *x, const char *dir, unsigned backi
 	argv[i++] = (char *)"--seccomp";
 	argv[i++] = (char *)"off";
 	if (nw && *nw) {
-		char *end;
-		unsigned long v = strtoul(nw, &end, 10);
-
-		if (*end || v < 1 || v > 64)
-			return -EINVAL;
-		snprintf(workers, sizeof(workers), "%lu", v);
 		argv[i++] = (char *)"--workers";
-		argv[i++] = workers;
+		argv[i++] = (char *)nw;
 	}
 	argv[i] = NULL;
 	x->pid = fork();
